@@ -1,0 +1,24 @@
+"""Where the harness keeps things: the state folder and the download cache.
+
+The state folder (default `.harness/` in the current directory, or
+$HARNESS_HOME) holds the running services' data, logs, ports and pids, so a
+second `harness up` finds and reuses them and `harness down` can stop them.
+The cache ($HARNESS_CACHE, default ~/.cache/harness) keeps resolved Kafka jars
+between state folders, so only the very first `up` on a machine downloads.
+"""
+
+import os
+from pathlib import Path
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get("HARNESS_HOME", ".harness")).absolute()
+
+
+def cache_dir() -> Path:
+    default = Path.home() / ".cache" / "harness"
+    return Path(os.environ.get("HARNESS_CACHE", default)).absolute()
+
+
+def reports_dir() -> Path:
+    return Path(os.environ.get("HARNESS_REPORTS", "reports")).absolute()

@@ -1,0 +1,142 @@
+"""A single-node KRaft Kafka (combined broker + controller) as a local process.
+
+Started with `java -cp <jars> kafka.Kafka server.properties` after
+`kafka.tools.StorageTool format`, from the jars that `maven.resolve_kafka`
+brings. Settings are tuned for crash tests rather than production: a killed
+consumer must be back within a second and an aborted transaction must not
+linger (see `SERVER_SETTINGS`). Logs go to `<state>/kafka/logs/server.log`.
+"""
+
+import subprocess
+import uuid
+from pathlib import Path
+
+from ..errors import HarnessError
+from .. import procs
+
+SERVER_SETTINGS = {
+    # A single voter that is both broker and controller.
+    "process.roles": "broker,controller",
+    "node.id": "1",
+    "controller.listener.names": "CONTROLLER",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+    "auto.create.topics.enable": "false",
+    # One node: every internal topic has replication factor 1 and few partitions (fast start).
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "4",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "4",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "default.replication.factor": "1",
+    "min.insync.replicas": "1",
+    # Crash tests restart consumers constantly: no initial rebalance delay, short sessions allowed.
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "500",
+    "group.consumer.min.session.timeout.ms": "1000",
+    "group.consumer.session.timeout.ms": "5000",
+    "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.min.heartbeat.interval.ms": "500",
+    # Abort timed-out transactions within about a second instead of ten.
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+    "transaction.max.timeout.ms": "900000",
+    "num.network.threads": "2",
+    "num.io.threads": "4",
+    "log.retention.hours": "168",
+}
+
+LOG4J2 = """\
+status = warn
+name = harness-kafka
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = ${sys:kafka.logs.dir}/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FILE
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+logger.state.name = state.change.logger
+logger.state.level = WARN
+"""
+
+JVM_OPTS = ["-Xms512m", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            "-Djava.awt.headless=true", "-XX:+ExitOnOutOfMemoryError"]
+# A cold JVM on two busy cores takes 5-15 s to serve metadata; a broker that is not up after this is broken.
+START_TIMEOUT_S = 90
+
+
+class LocalKafka:
+    def __init__(self, state: Path):
+        self.home = state / "kafka"
+        self.data = self.home / "data"
+        self.logs = self.home / "logs"
+        self.props = self.home / "server.properties"
+        self.pidfile = self.home / "kafka.pid"
+
+    def pid(self) -> int | None:
+        try:
+            pid = int(self.pidfile.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        return pid if procs.alive(pid) and "kafka.Kafka" in procs.cmdline(pid) else None
+
+    def log_tail(self, lines: int = 20) -> str:
+        out = []
+        for f in (self.logs / "server.log", self.home / "stdout.log"):
+            if f.exists():
+                out += f.read_text(errors="replace").splitlines()[-lines:]
+        return "\n".join(out[-lines:])
+
+    def write_config(self, port: int, controller_port: int) -> None:
+        settings = dict(SERVER_SETTINGS)
+        settings.update({
+            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+            "log.dirs": str(self.data),
+        })
+        self.props.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+        (self.home / "log4j2.properties").write_text(LOG4J2)
+
+    def _java(self, lib: Path, main: str, *args: str) -> list[str]:
+        return ["java", *JVM_OPTS, f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
+                f"-Dkafka.logs.dir={self.logs}", "-cp", f"{lib}/*", main, *args]
+
+    def format(self, lib: Path) -> None:
+        if (self.data / "meta.properties").exists():
+            return
+        self.data.mkdir(parents=True, exist_ok=True)
+        cluster_id = _cluster_id()
+        cmd = ["java", "-Xmx256m", f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
+               f"-Dkafka.logs.dir={self.logs}", "-cp", f"{lib}/*", "kafka.tools.StorageTool",
+               "format", "-t", cluster_id, "-c", str(self.props), "--ignore-formatted"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            raise HarnessError("Kafka storage format failed", (proc.stdout + proc.stderr)[-2000:])
+
+    def start(self, lib: Path, port: int, controller_port: int) -> int:
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.write_config(port, controller_port)
+        self.format(lib)
+        with open(self.home / "stdout.log", "ab") as out:
+            proc = subprocess.Popen(self._java(lib, "kafka.Kafka", str(self.props)), stdout=out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True, cwd=self.home)
+        self.pidfile.write_text(f"{proc.pid}\n")
+        return proc.pid
+
+    def stop(self) -> None:
+        # Kafka shuts down cleanly on TERM in a few seconds; KILL after that is safe for a test broker.
+        procs.stop(self.pid(), grace=20.0)
+        self.pidfile.unlink(missing_ok=True)
+
+
+def _cluster_id() -> str:
+    import base64
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+

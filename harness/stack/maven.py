@@ -1,0 +1,73 @@
+"""Resolve the Kafka broker's class path from Maven Central with `mvn`, once.
+
+The jars land in the cache (`<cache>/kafka-<version>/lib`), a marker file says
+the resolution finished, and later calls return at once. We check that a log4j2
+backend is on the class path: without an SLF4J binding Kafka starts silently
+and a failing broker leaves no log to read.
+"""
+
+import shutil
+import subprocess
+from importlib import resources
+from pathlib import Path
+
+from .. import versions
+from ..errors import HarnessError
+from ..paths import cache_dir
+
+REQUIRED_JARS = ("kafka_", "kafka-clients-", "log4j-core-", "log4j-slf4j2-impl-", "slf4j-api-2")
+# First resolution downloads ~60 MB of jars; allow a slow mirror but never hang forever.
+MVN_TIMEOUT_S = 900
+
+
+def kafka_home(version: str = versions.KAFKA_VERSION) -> Path:
+    return cache_dir() / f"kafka-{version}"
+
+
+def pom_text() -> str:
+    text = resources.files("harness.stack").joinpath("kafka-pom.xml").read_text()
+    for key in ("KAFKA_VERSION", "SCALA_VERSION", "LOG4J_VERSION", "SLF4J_VERSION"):
+        text = text.replace(f"@{key}@", getattr(versions, key))
+    return text
+
+
+def check_classpath(lib: Path) -> None:
+    names = [p.name for p in lib.glob("*.jar")]
+    missing = [want for want in REQUIRED_JARS if not any(n.startswith(want) for n in names)]
+    if missing:
+        raise HarnessError(f"Kafka class path in {lib} lacks {', '.join(missing)}*.jar; "
+                           f"delete {lib.parent} and run `harness up` again")
+    bindings = [n for n in names if n.startswith(("slf4j-reload4j", "slf4j-log4j12", "logback-classic"))]
+    if bindings:
+        raise HarnessError(f"Kafka class path has a second SLF4J binding besides log4j2: {', '.join(bindings)}")
+
+
+def resolve_kafka(log=print) -> Path:
+    """Return the folder of jars for the pinned Kafka, resolving it on first use."""
+    home = kafka_home()
+    lib = home / "lib"
+    marker = home / "resolved.ok"
+    if marker.exists():
+        check_classpath(lib)
+        return lib
+    if shutil.which("java") is None:
+        raise HarnessError("java not found on PATH: Kafka needs Java 17 or newer (Debian: apt-get install openjdk-17-jre-headless)")
+    if shutil.which("mvn") is None:
+        raise HarnessError("mvn not found on PATH: the harness resolves Kafka's jars with Maven (Debian: apt-get install maven)")
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "pom.xml").write_text(pom_text())
+    log(f"Resolving Kafka {versions.KAFKA_VERSION} and its runtime dependencies with mvn (first time only)...")
+    if lib.exists():
+        shutil.rmtree(lib)
+    cmd = ["mvn", "-B", "-q", "-f", str(home / "pom.xml"), "dependency:copy-dependencies",
+           f"-DoutputDirectory={lib}", "-DincludeScope=runtime"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=MVN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise HarnessError(f"mvn did not resolve Kafka within {MVN_TIMEOUT_S} s; is the Maven repository reachable?")
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise HarnessError(f"mvn failed to resolve org.apache.kafka:kafka_{versions.SCALA_VERSION}:{versions.KAFKA_VERSION}", tail)
+    check_classpath(lib)
+    marker.write_text(versions.KAFKA_VERSION + "\n")
+    return lib

@@ -1,0 +1,37 @@
+"""What the rest of the harness knows about a stack: two addresses and some facts.
+
+Experiments never care whether Kafka is a local process, a container or a
+remote cluster; they get a `Stack` with a bootstrap address and a Postgres DSN.
+`redact` removes the password from a DSN before it goes into any report, log
+or error message.
+"""
+
+import re
+from dataclasses import dataclass, field, asdict
+
+
+@dataclass
+class Stack:
+    kind: str                      # "local", "compose" or "external"
+    bootstrap_servers: str
+    postgres_dsn: str              # with password: never print it, use `redact`
+    owned: bool                    # True when the harness started these services
+    kafka_version: str | None = None
+    postgres_version: str | None = None
+    pids: dict = field(default_factory=dict)
+    healthy: bool | None = None
+    notes: list = field(default_factory=list)
+
+    def public(self) -> dict:
+        d = asdict(self)
+        d["postgres_dsn"] = redact(self.postgres_dsn)
+        return d
+
+
+def redact(dsn: str | None) -> str | None:
+    """Replace the password in a URL or key=value DSN with `***`."""
+    if not dsn:
+        return dsn
+    dsn = re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)
+    dsn = re.sub(r"(password\s*=\s*)('[^']*'|\S+)", r"\1***", dsn, flags=re.I)
+    return dsn

@@ -1,0 +1,47 @@
+"""Choose the stack an experiment runs on: external addresses, compose, or local.
+
+Precedence: addresses given by flag or environment (then the harness starts and
+deletes nothing), then `--stack compose`, then the local stack, which is
+reused when it is already up and started otherwise.
+"""
+
+from ..errors import HarnessError
+from . import compose, health, local
+from .model import Stack, redact
+
+STACKS = ("local", "compose")
+# The user waits for this at most: an unreachable external cluster fails in well under 15 s.
+EXTERNAL_PROBE_S = 8.0
+
+
+def external(bootstrap: str | None, dsn: str | None) -> Stack:
+    if not bootstrap or not dsn:
+        missing = "--postgres-dsn" if bootstrap else "--bootstrap-servers"
+        raise HarnessError(f"an external stack needs both --bootstrap-servers and --postgres-dsn; {missing} is missing")
+    err = health.kafka_probe(bootstrap, EXTERNAL_PROBE_S)
+    if err:
+        raise HarnessError(f"Kafka at {bootstrap} is unreachable or unusable: {err}")
+    err = health.postgres_probe(dsn, 4.0)
+    if err:
+        raise HarnessError(f"PostgreSQL at {redact(dsn)} is unreachable: {redact(err)}")
+    return Stack(kind="external", bootstrap_servers=bootstrap, postgres_dsn=dsn, owned=False, healthy=True,
+                 postgres_version=health.postgres_version(dsn))
+
+
+def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None = None,
+              log=print) -> tuple[Stack, bool]:
+    """Return (stack, started_now). `started_now` is True when this call started services."""
+    if bootstrap or dsn:
+        return external(bootstrap, dsn), False
+    if kind not in STACKS:
+        raise HarnessError(f"unknown --stack {kind!r}; choose one of: {', '.join(STACKS)}")
+    if kind == "compose":
+        st = compose.status() if compose.engine_available() is None else None
+        if st and st.healthy:
+            return st, False
+        return compose.up(log=log), True
+    st = local.status(check=True)
+    if st and st.healthy:
+        return st, False
+    stack = local.up(log=log)
+    return stack, "reused the running stack" not in stack.notes
