@@ -129,6 +129,126 @@ def down(purge):
     click.echo("stack stopped")
 
 
+
+EXPERIMENT_HELP = "\n".join(f"  {name:<14} {e.proves}" for name, e in __import__("harness.experiments", fromlist=["CATALOG"]).CATALOG.items())
+
+
+@cli.command(epilog="\b\nExperiments:\n" + EXPERIMENT_HELP + "\n\n\b\nExamples:\n"
+             "  harness run offset-before\n"
+             "  harness run offset-after --commit-every 10\n"
+             "  harness run dedupe --partitions 3 --workers 2 --kill-mode random")
+@click.argument("experiment")
+@click.option("--messages", type=int, default=1000, show_default=True, help="Payments to produce.")
+@click.option("--amount", type=int, default=100, show_default=True, help="Amount of each payment.")
+@click.option("--crash-rate", type=float, default=0.1, show_default=True,
+              help="Share of payments whose first delivery kills the worker (0..1).")
+@click.option("--seed", type=int, default=25, show_default=True,
+              help="Seed of the crash plan: the same seed crashes on the same payments in every experiment.")
+@click.option("--commit-every", type=int, default=1, show_default=True, help="Commit offsets every N records.")
+@click.option("--partitions", type=int, default=1, show_default=True, help="Partitions of the input topic.")
+@click.option("--workers", type=int, default=1, show_default=True, help="Worker processes (each owns a fixed set of partitions).")
+@click.option("--kill-mode", type=click.Choice(["points", "random"]), default="points", show_default=True,
+              help="points: workers kill themselves at the named kill point; random: the supervisor SIGKILLs them at seeded times.")
+@click.option("--kills", type=int, default=10, show_default=True, help="Number of SIGKILLs with --kill-mode random.")
+@click.option("--kill-point", default=None, help="Override the experiment's kill point (see the experiment's docs).")
+@click.option("--time-limit", type=float, default=600, show_default=True,
+              help="Seconds before a stuck run is stopped and reported as incomplete.")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Report folder (default reports/<run-id>/).")
+@click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output (for CI); the report folder is still printed.")
+@stack_options
+def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers, kill_mode, kills,
+        kill_point, time_limit, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn):
+    """Run one experiment: produce payments, crash workers, audit, report.
+
+    With no stack configured it starts the local one (Kafka and PostgreSQL as
+    processes) and stops it afterwards unless --keep-stack; a stack started by
+    `harness up` is reused and left running. The last line printed is the
+    report folder (report.json, report.md, report.html).
+    """
+    from . import runner
+    from .faults.killpoints import ALL as KILL_POINTS
+    params = runner.RunParams(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers,
+                              kill_mode, kills, kill_point, time_limit)
+    params.validate()
+    if kill_point and kill_point not in KILL_POINTS:
+        raise HarnessError(f"unknown --kill-point {kill_point!r}; choose one of: {', '.join(KILL_POINTS)}")
+    report, folder = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
+                                 lambda stack, log: _run_one(params, stack, out, log, quiet))
+    click.echo(folder)
+    if report.verdict in ("incomplete", "interrupted"):
+        sys.exit(1 if report.verdict == "incomplete" else 130)
+
+
+def _run_one(params, stack, out, log, quiet):
+    from . import runner
+    from .ui import ProgressUI
+    from .faults.supervisor import install_sigterm_as_interrupt
+    install_sigterm_as_interrupt()
+    with ProgressUI(params.experiment, quiet) as ui:
+        report, folder = runner.run(params, stack, out=out, log=log, ui=ui)
+    if not quiet:
+        _print_scoreboard(report)
+    return report, folder
+
+
+def _print_scoreboard(report):
+    from rich.console import Console
+    from rich.table import Table
+    con = Console(stderr=True)
+    t = Table(title=f"{report.experiment}: {report.verdict}", title_justify="left")
+    for col in ("metric", "observed", "predicted"):
+        t.add_column(col, justify="left" if col == "metric" else "right")
+    for row in report.scoreboard():
+        t.add_row(*row)
+    con.print(t)
+    con.print(report.summary(), soft_wrap=True)
+
+
+def _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body):
+    """Get a stack (starting the local one if needed), run `body`, and stop what we started."""
+    from .stack.resolve import get_stack
+    from .stack import local
+    from .ui import log_fn
+    log = log_fn(quiet)
+    stack, started = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=log)
+    try:
+        return body(stack, log)
+    finally:
+        if started and not keep_stack and stack.kind == "local":
+            log("stopping the stack this command started (keep it with --keep-stack, or start it with `harness up`)")
+            local.down(log=lambda _m: None)
+
+
+@cli.command()
+@click.argument("run_ids", nargs=-1)
+@click.option("--all", "all_runs", is_flag=True, help="Remove the topics and tables of every run.")
+@stack_options
+def clean(run_ids, all_runs, stack_kind, bootstrap_servers, postgres_dsn):
+    """Remove the Kafka topics and Postgres tables of runs (reports stay).
+
+    Runs keep their topics and tables for audit until cleaned.
+
+    \b
+    Example:
+      harness clean 20261129T183000-offset-after
+      harness clean --all
+    """
+    from .clean import clean_runs
+    if not run_ids and not all_runs:
+        raise HarnessError("name the run ids to clean, or pass --all")
+    from .stack.resolve import get_stack
+    stack, started = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=_say)
+    try:
+        n_topics, n_tables = clean_runs(stack, list(run_ids), all_runs)
+    finally:
+        if started and stack.kind == "local":
+            from .stack import local
+            local.down(log=lambda _m: None)
+    click.echo(f"removed {n_topics} topics and {n_tables} tables")
+
+
 def main():
     try:
         cli.main(standalone_mode=False)

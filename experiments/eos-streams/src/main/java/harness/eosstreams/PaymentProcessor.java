@@ -1,0 +1,218 @@
+package harness.eosstreams;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsOptions;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.processor.api.RecordMetadata;
+
+import java.io.IOException;
+import java.sql.SQLException;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * For each payment: (a) the ledger row (outside the transaction), (b) the
+ * output record (inside it), (c) a planned crash if this id is due one.
+ *
+ * <p>One instance per task; all instances run on the single stream thread and
+ * share one {@link State}.
+ */
+final class PaymentProcessor implements Processor<String, String, String, String> {
+    /** Admin requests and the pre-crash flush to a local broker take milliseconds. */
+    private static final long CRASH_STEP_TIMEOUT_MS = 5_000;
+    /**
+     * Processed records remembered per partition for `unacked`. Only the ones
+     * after the last commit matter (at most a commit interval's worth), so
+     * dropping the oldest beyond this bound loses nothing in practice.
+     */
+    private static final int MAX_REMEMBERED = 1_000_000;
+
+    /** What outlives a task: the process's clients, its crash switch and its memory of processed records. */
+    static final class State {
+        final Options opts;
+        final ObjectMapper json;
+        final CrashSwitch crash;
+        final Ledger ledger;                     // null without --ledger-table
+        final CapturingClientSupplier clients;
+        final Map<Integer, ArrayDeque<Processed>> processed = new HashMap<>();
+        long delivered;
+        boolean firstSeen;
+
+        State(Options opts, ObjectMapper json, CrashSwitch crash, Ledger ledger, CapturingClientSupplier clients) {
+            this.opts = opts;
+            this.json = json;
+            this.crash = crash;
+            this.ledger = ledger;
+            this.clients = clients;
+        }
+    }
+
+    record Processed(long offset, String id) {
+    }
+
+    private final State s;
+    private ProcessorContext<String, String> context;
+
+    PaymentProcessor(State state) {
+        this.s = state;
+    }
+
+    @Override
+    public void init(ProcessorContext<String, String> context) {
+        this.context = context;
+    }
+
+    @Override
+    public void process(Record<String, String> record) {
+        RecordMetadata meta = context.recordMetadata()
+            .orElseThrow(() -> new IllegalStateException("a source record without metadata"));
+        ObjectNode value = parse(record.value());
+        String id = record.key() != null ? record.key() : text(value, "id");
+        if (id == null) {
+            throw new IllegalArgumentException("record at " + meta.topic() + "-" + meta.partition() + "@"
+                                               + meta.offset() + " has neither a key nor an \"id\"");
+        }
+        JsonNode amountNode = value.get("amount");
+        if (amountNode == null || !amountNode.isIntegralNumber() || !amountNode.canConvertToLong()) {
+            throw new IllegalArgumentException("payment " + id + " has no integral \"amount\": " + record.value());
+        }
+        long amount = amountNode.asLong();
+
+        s.delivered++;
+        if (!s.firstSeen) {
+            s.firstSeen = true;
+            System.err.println("eos-streams FIRST-RECORD worker=" + s.opts.worker + " attempt=" + s.opts.attempt
+                               + " message_id=" + id + " partition=" + meta.partition() + " offset=" + meta.offset()
+                               + " time=" + unixTime());
+        }
+        remember(meta.partition(), meta.offset(), id);
+
+        // (a) the external effect, committed on its own
+        if (s.ledger != null) {
+            try {
+                s.ledger.insert(id, amount, s.opts.worker, s.opts.attempt);
+            } catch (SQLException e) {
+                throw new IllegalStateException("ledger insert for " + id + " failed: " + e.getMessage(), e);
+            }
+        }
+
+        // (b) the output, inside the task's open transaction
+        if (!value.has("id")) {
+            value.put("id", id);
+        }
+        value.put("worker", s.opts.worker);
+        value.put("attempt", s.opts.attempt);
+        context.forward(record.withValue(write(value)));
+
+        // (c) the planned crash, before Streams gets to commit
+        if (s.crash.shouldCrash(id)) {
+            crash(id, meta);
+        }
+    }
+
+    private void crash(String id, RecordMetadata meta) {
+        flushProducer();
+        Long committed = committedOffset(new TopicPartition(meta.topic(), meta.partition()));
+        List<String> unacked = new ArrayList<>();
+        for (Processed p : s.processed.getOrDefault(meta.partition(), new ArrayDeque<>())) {
+            if (committed == null || p.offset() >= committed) {
+                unacked.add(p.id());
+            }
+        }
+        if (unacked.isEmpty()) {   // cannot happen: the crashing record itself is after the commit
+            unacked.add(id);
+        }
+        s.crash.crash(id, meta.partition(), meta.offset(), unacked, s.opts.worker, s.opts.attempt, s.delivered,
+                      committed);
+    }
+
+    /** Sends the open transaction's records to the broker, so that its abort leaves visible aborted copies. */
+    private void flushProducer() {
+        Producer<byte[], byte[]> p = s.clients.producer();
+        if (p == null) {
+            return;
+        }
+        try {
+            CompletableFuture.runAsync(p::flush).get(CRASH_STEP_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        } catch (Exception e) {
+            System.err.println("eos-streams: producer flush before the crash did not finish: " + e);
+        }
+    }
+
+    /**
+     * The group's committed offset for the partition (the next offset to read
+     * after the last committed transaction), or null if none or unknown; the
+     * stream thread is here, not committing, so it cannot move meanwhile.
+     * requireStable waits out the markers of a commit that just finished.
+     */
+    private Long committedOffset(TopicPartition tp) {
+        Admin admin = s.clients.admin();
+        if (admin == null) {
+            return null;
+        }
+        try {
+            Map<TopicPartition, OffsetAndMetadata> offsets = admin
+                .listConsumerGroupOffsets(s.opts.applicationId, new ListConsumerGroupOffsetsOptions().requireStable(true))
+                .partitionsToOffsetAndMetadata()
+                .get(CRASH_STEP_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+            OffsetAndMetadata om = offsets.get(tp);
+            return om == null ? null : om.offset();
+        } catch (Exception e) {
+            System.err.println("eos-streams: committed offsets unknown before the crash (unacked = all processed): " + e);
+            return null;
+        }
+    }
+
+    private void remember(int partition, long offset, String id) {
+        ArrayDeque<Processed> q = s.processed.computeIfAbsent(partition, k -> new ArrayDeque<>());
+        q.addLast(new Processed(offset, id));
+        if (q.size() > MAX_REMEMBERED) {
+            q.removeFirst();
+        }
+    }
+
+    private ObjectNode parse(String v) {
+        try {
+            JsonNode n = v == null ? null : s.json.readTree(v);
+            if (n instanceof ObjectNode o) {
+                return o;
+            }
+        } catch (IOException e) {
+            // reported below
+        }
+        throw new IllegalArgumentException("input value is not a JSON object: " + v);
+    }
+
+    private String write(ObjectNode n) {
+        try {
+            return s.json.writeValueAsString(n);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static String text(ObjectNode n, String field) {
+        JsonNode f = n.get(field);
+        return f != null && f.isTextual() ? f.asText() : null;
+    }
+
+    static String unixTime() {
+        Instant now = Instant.now();
+        return String.format("%d.%06d", now.getEpochSecond(), now.getNano() / 1000);
+    }
+}

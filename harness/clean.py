@@ -1,0 +1,31 @@
+"""`harness clean`: remove runs' topics and tables, and nothing else.
+
+Only names with the harness prefix (topics `harness.<run-id>.*`, tables in
+the `harness` schema named after the run) are ever deleted, so pointing the
+harness at a shared cluster cannot remove anyone else's data.
+"""
+
+from .stack.model import Stack
+from .workload import tables
+from .workload.naming import RunNames, TOPIC_PREFIX, slug
+
+
+def clean_runs(stack: Stack, run_ids: list[str], all_runs: bool) -> tuple[int, int]:
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers, "log_level": 0})
+    topics = [t for t in admin.list_topics(timeout=15).topics if t.startswith(TOPIC_PREFIX)]
+    if not all_runs:
+        wanted = {RunNames(r).input_topic for r in run_ids} | {RunNames(r).output_topic for r in run_ids}
+        topics = [t for t in topics if t in wanted]
+    if topics:
+        for fut in admin.delete_topics(topics, operation_timeout=30).values():
+            try:
+                fut.result(timeout=60)
+            except Exception:  # noqa: BLE001 - already gone is fine
+                pass
+    existing = tables.list_run_tables(stack.postgres_dsn)
+    if not all_runs:
+        slugs = {slug(r) for r in run_ids}
+        existing = [t for t in existing if t.split(".", 1)[1].split("_", 1)[-1] in slugs]
+    tables.drop(stack.postgres_dsn, existing)
+    return len(topics), len(existing)

@@ -1,0 +1,42 @@
+"""Facts about where a run happened, recorded in every report.
+
+Comparisons warn when two reports come from different Kafka, librdkafka or
+Postgres versions, so these are recorded exactly. Command lines are redacted:
+a DSN given on the command line loses its password.
+"""
+
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+from . import __version__
+from .stack.model import Stack, redact
+
+
+def git_sha() -> str | None:
+    here = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def describe(stack: Stack) -> dict:
+    import confluent_kafka
+    return {
+        "kafka_version": stack.kafka_version or "unknown",
+        "librdkafka_version": confluent_kafka.libversion()[0],
+        "confluent_kafka_version": confluent_kafka.version()[0],
+        "postgres_version": stack.postgres_version or "unknown",
+        "harness_version": __version__,
+        "git_sha": git_sha(),
+        "python_version": platform.python_version(),
+        "platform": f"{platform.system()} {platform.machine()}",
+        "cpus": os.cpu_count(),
+        "command_line": " ".join(redact(a) if "://" in a or "password" in a.lower() else a
+                                 for a in ["harness", *sys.argv[1:]]),
+    }

@@ -1,0 +1,42 @@
+"""The crash log: one JSON line per crash, fsynced before the worker dies.
+
+A worker about to SIGKILL itself first appends what it had done but not
+acknowledged (`unacked`), then fsyncs: the record survives the kill, so the
+checker can predict the damage from it. A record is written with a single
+O_APPEND write, so concurrent workers never interleave lines. Reading skips
+torn or foreign lines instead of failing.
+"""
+
+import json
+import os
+from pathlib import Path
+
+
+def append(path: Path, entry: dict) -> None:
+    line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read(path: Path) -> list[dict]:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(d, dict):
+            out.append(d)
+    return out
+
+
+def crashed_ids(path: Path) -> set[str]:
+    return {e["message_id"] for e in read(path) if isinstance(e.get("message_id"), str)}

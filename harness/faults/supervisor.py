@@ -1,0 +1,226 @@
+"""The supervisor: the only thing that starts, restarts and kills worker processes.
+
+It runs one process per worker slot, restarts a slot whose worker died
+(SIGKILL at a kill point, or a fenced producer) until every slot has finished
+its partitions, and enforces a global time limit so a stuck run ends as
+`incomplete` instead of hanging. In `--kill-mode random` it is also the
+nemesis: it SIGKILLs busy workers after seeded delays. On Ctrl-C, SIGTERM or
+any error it kills every worker before returning; workers also die with the
+supervisor's process if it is itself SIGKILLed (PR_SET_PDEATHSIG).
+"""
+
+import json
+
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from . import crashlog
+from .killpoints import RANDOM
+
+# A worker that fails this many times without being killed on purpose is broken: stop restarting it.
+MAX_UNPLANNED_FAILURES = 5
+TICK_S = 0.01
+
+
+@dataclass
+class Slot:
+    index: int
+    name: str
+    attempt: int = 0
+    proc: subprocess.Popen | None = None
+    started_at: float = 0.0
+    first_message_at: float | None = None
+    finished: bool = False
+    unplanned_failures: int = 0
+    kill_at: float | None = None
+
+
+@dataclass
+class SupervisorResult:
+    status: str                      # "complete", "incomplete" (time limit or broken worker), "interrupted"
+    restarts: int = 0
+    kills: list = field(default_factory=list)     # random-mode kills: {worker, time}
+    reason: str | None = None
+    wall_seconds: float = 0.0
+    events: list = field(default_factory=list)    # every worker event, in order
+
+
+class Supervisor:
+    def __init__(self, run_dir: Path, slots: int, command: Callable[[Slot], list[str]], env: dict,
+                 time_limit: float, crash_log: Path, events_path: Path,
+                 random_kill_delays: list[float] | None = None,
+                 progress: Callable[[dict], None] | None = None,
+                 group_done: Callable[[], bool] | None = None,
+                 on_tick: Callable[["Supervisor"], None] | None = None):
+        self.run_dir = run_dir
+        self.slots = [Slot(i, f"w{i}") for i in range(slots)]
+        self.command, self.env = command, env
+        self.time_limit = time_limit
+        self.crash_log, self.events_path = crash_log, events_path
+        self.random_delays = list(random_kill_delays or [])
+        self.progress = progress
+        self.group_done = group_done
+        self.on_tick = on_tick
+        self.logs = run_dir / "workers"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self._events_pos = 0
+        self.result = SupervisorResult(status="running")
+
+    # -- processes ------------------------------------------------------------------------
+    def start(self, slot: Slot) -> None:
+        slot.attempt += 1
+        slot.first_message_at = None
+        slot.kill_at = None
+        log = open(self.logs / f"{slot.name}.log", "ab")
+        slot.proc = subprocess.Popen(self.command(slot), env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        log.close()
+        slot.started_at = time.time()
+
+    def kill_all(self) -> None:
+        for s in self.slots:
+            if s.proc and s.proc.poll() is None:
+                s.proc.kill()
+        for s in self.slots:
+            if s.proc:
+                try:
+                    s.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass
+
+    def terminate_all(self, grace: float = 15.0) -> None:
+        for s in self.slots:
+            if s.proc and s.proc.poll() is None:
+                s.proc.terminate()
+        deadline = time.time() + grace
+        for s in self.slots:
+            if s.proc:
+                try:
+                    s.proc.wait(timeout=max(0.1, deadline - time.time()))
+                except subprocess.TimeoutExpired:
+                    s.proc.kill()
+                    s.proc.wait()
+
+    # -- events ---------------------------------------------------------------------------
+    def _read_events(self) -> None:
+        try:
+            with open(self.events_path, "rb") as f:
+                f.seek(self._events_pos)
+                data = f.read()
+        except OSError:
+            return
+        end = data.rfind(b"\n") + 1
+        self._events_pos += end
+        for line in data[:end].splitlines():
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            self.result.events.append(ev)
+            if ev.get("event") == "first_message":
+                for s in self.slots:
+                    if s.name == ev.get("worker") and s.attempt == ev.get("attempt"):
+                        s.first_message_at = ev["t"]
+                        if self.random_delays and s.kill_at is None:
+                            s.kill_at = ev["t"] + self.random_delays.pop(0)
+
+    # -- main loop ------------------------------------------------------------------------
+    def run(self) -> SupervisorResult:
+        t0 = time.time()
+        deadline = t0 + self.time_limit
+        last_progress = 0.0
+        try:
+            for s in self.slots:
+                self.start(s)
+            while not all(s.finished for s in self.slots):
+                now = time.time()
+                if now > deadline:
+                    self.result.status, self.result.reason = "incomplete", f"time limit of {self.time_limit:.0f} s reached"
+                    break
+                self._read_events()
+                for s in self.slots:
+                    if s.finished:
+                        continue
+                    rc = s.proc.poll()
+                    if rc is None:
+                        if s.kill_at is not None and now >= s.kill_at:
+                            self._random_kill(s)
+                        continue
+                    if rc == 0:
+                        s.finished = True
+                    elif rc in (-signal.SIGKILL, 137, 3):      # planned crash, Java halt(137), fenced
+                        self.result.restarts += 1
+                        self.start(s)
+                    else:
+                        s.unplanned_failures += 1
+                        if s.unplanned_failures >= MAX_UNPLANNED_FAILURES:
+                            self.result.status = "incomplete"
+                            self.result.reason = (f"worker {s.name} failed {s.unplanned_failures} times "
+                                                  f"(exit {rc}); see {self.logs / (s.name + '.log')}")
+                            break
+                        self.result.restarts += 1
+                        self.start(s)
+                if self.result.status == "incomplete":
+                    break
+                if self.on_tick:
+                    self.on_tick(self)
+                if (self.progress or self.group_done) and now - last_progress > 0.5:
+                    last_progress = now
+                    if self.group_done and self.group_done():
+                        self.terminate_all()
+                        for s in self.slots:
+                            s.finished = True
+                    if self.progress:
+                        self.progress({"restarts": self.result.restarts,
+                                       "crashes": len(crashlog.read(self.crash_log))})
+                time.sleep(TICK_S)
+            else:
+                self.result.status = "complete"
+        except KeyboardInterrupt:
+            self.result.status, self.result.reason = "interrupted", "interrupted by the user"
+        finally:
+            self.kill_all()
+            self._read_events()
+            self.result.wall_seconds = time.time() - t0
+        return self.result
+
+    def _random_kill(self, s: Slot) -> None:
+        t = time.time()
+        s.proc.send_signal(signal.SIGKILL)
+        s.kill_at = None
+        crashlog.append(self.crash_log, {"point": RANDOM, "message_id": None, "partition": None, "offset": None,
+                                         "unacked": [], "worker": s.name, "attempt": s.attempt,
+                                         "time": t, "by": "supervisor"})
+        self.result.kills.append({"worker": s.name, "time": t})
+
+
+def install_sigterm_as_interrupt() -> None:
+    """Make SIGTERM (and SIGHUP) behave like Ctrl-C, so cleanup runs when the harness is stopped."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            signal.signal(sig, handler)
+        except ValueError:
+            pass
+
+
+def restart_seconds(crashes: list[dict], events: list[dict]) -> list[float]:
+    """Per crash: seconds from the kill to the next message processed by the same worker slot."""
+    firsts: dict[str, list[float]] = {}
+    for ev in events:
+        if ev.get("event") == "first_message":
+            firsts.setdefault(ev.get("worker"), []).append(ev.get("t", 0.0))
+    out = []
+    for c in crashes:
+        t = c.get("time")
+        later = [f for f in firsts.get(c.get("worker"), []) if t is not None and f > t]
+        if later:
+            out.append(round(min(later) - t, 3))
+    return out
+
+

@@ -1,0 +1,200 @@
+"""What every worker needs: its consumer, its Postgres connection, its kill switch.
+
+Workers use manual `assign()` of a fixed set of partitions per worker slot,
+never group subscription. That choice is what makes a killed worker resume in
+well under a second: there is no group membership to time out (45 s session
+timeout by default) and no rebalance, so a restarted worker simply fetches its
+slot's committed offsets and goes on. It also keeps the predictions exact:
+without rebalances, only our planned crashes cause redeliveries. Offsets are
+still committed to the run's consumer group, where the checker and the
+supervisor read them.
+"""
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+from ..faults import crashlog
+from ..faults.crashplan import CrashPlan
+
+# Each poll waits at most this long for records; short, so the end of input is noticed quickly.
+POLL_TIMEOUT_S = 0.1
+# Metadata and committed-offset requests to a healthy local broker take milliseconds.
+REQUEST_TIMEOUT_S = 15
+
+
+class Events:
+    """Append-only JSON lines the supervisor reads: started, first_message, done."""
+
+    def __init__(self, path: Path, worker: str, attempt: int):
+        self.path, self.worker, self.attempt = path, worker, attempt
+
+    def emit(self, event: str, **fields) -> None:
+        line = json.dumps({"event": event, "worker": self.worker, "attempt": self.attempt,
+                           "t": time.time(), **fields}) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+
+
+class KillSwitch:
+    """Crashes the worker (SIGKILL to itself) on the first delivery of a planned message id."""
+
+    def __init__(self, plan: CrashPlan | None, log_path: Path, worker: str, attempt: int, mode: str):
+        self.plan_ids = plan.crash_ids if plan else frozenset()
+        self.already = crashlog.crashed_ids(log_path)
+        self.log_path, self.worker, self.attempt, self.mode = log_path, worker, attempt, mode
+        self.before_crash = None       # e.g. flush a transactional producer so its aborted records are on the broker
+        self.delivered = 0             # deliveries seen by this process, recorded with the crash
+
+    def planned(self, msg_id: str) -> bool:
+        return msg_id in self.plan_ids and msg_id not in self.already
+
+    def maybe_crash(self, point: str, msg, unacked: list[str]) -> None:
+        msg_id = msg.key().decode()
+        if self.planned(msg_id):
+            self.crash(point, msg, unacked)
+
+    def crash(self, point: str, msg, unacked: list[str]) -> None:
+        if self.before_crash:
+            self.before_crash()
+        crashlog.append(self.log_path, {
+            "point": point, "message_id": msg.key().decode(), "partition": msg.partition(),
+            "offset": msg.offset(), "unacked": list(unacked), "worker": self.worker,
+            "attempt": self.attempt, "mode": self.mode, "delivered": self.delivered, "time": time.time()})
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class WorkerContext:
+    def __init__(self, args):
+        from confluent_kafka import Consumer, TopicPartition, OFFSET_BEGINNING
+
+        self.args = args
+        self.worker = args.worker
+        self.attempt = args.attempt
+        self.commit_every = args.commit_every
+        self.input_topic = args.input_topic
+        self.events = Events(Path(args.events), args.worker, args.attempt)
+        plan = CrashPlan.load(Path(args.crash_plan)) if args.crash_plan else None
+        self.kill = KillSwitch(plan, Path(args.crash_log), args.worker, args.attempt, args.mode)
+        conf = {"bootstrap.servers": args.bootstrap, "group.id": args.group,
+                "enable.auto.commit": False, "enable.auto.offset.store": False,
+                "auto.offset.reset": "earliest", "fetch.wait.max.ms": 20,
+                "isolation.level": args.isolation, "log_level": 3}
+        self.consumer = Consumer(conf)
+        tps = [TopicPartition(self.input_topic, p) for p in args.partitions]
+        committed = self.consumer.committed(tps, timeout=REQUEST_TIMEOUT_S)
+        self.high = {}
+        self.committed = {}
+        for tp in committed:
+            low, high = self.consumer.get_watermark_offsets(TopicPartition(self.input_topic, tp.partition),
+                                                            timeout=REQUEST_TIMEOUT_S)
+            self.high[tp.partition] = high
+            self.committed[tp.partition] = tp.offset if tp.offset >= 0 else low
+            if tp.offset < 0:
+                tp.offset = OFFSET_BEGINNING
+        self.consumer.assign(committed)
+        self.positions = dict(self.committed)     # next offset to process, per partition
+        self._pg = None
+        self._first = False
+        self.events.emit("started", partitions=list(args.partitions))
+
+    # -- Kafka -----------------------------------------------------------------
+    def poll(self, max_messages: int) -> list:
+        from confluent_kafka import KafkaException
+        msgs = self.consumer.consume(num_messages=max(1, max_messages), timeout=POLL_TIMEOUT_S)
+        out = []
+        for m in msgs:
+            if m.error():
+                raise KafkaException(m.error())
+            out.append(m)
+            self.positions[m.partition()] = m.offset() + 1
+        if out:
+            self.kill.delivered += len(out)
+            if not self._first:
+                self._first = True
+                self.events.emit("first_message", message_id=out[0].key().decode())
+        return out
+
+    def offsets_after(self, msgs) -> list:
+        from confluent_kafka import TopicPartition
+        last = {}
+        for m in msgs:
+            last[m.partition()] = max(last.get(m.partition(), -1), m.offset())
+        return [TopicPartition(self.input_topic, p, o + 1) for p, o in last.items()]
+
+    def commit(self, msgs) -> None:
+        """Commit, synchronously, the offsets just past `msgs`."""
+        if not msgs:
+            return
+        offsets = self.offsets_after(msgs)
+        self.consumer.commit(offsets=offsets, asynchronous=False)
+        self.mark_committed(offsets)
+
+    def mark_committed(self, offsets) -> None:
+        for tp in offsets:
+            self.committed[tp.partition] = max(self.committed[tp.partition], tp.offset)
+
+    def at_end(self) -> bool:
+        """Every assigned record has been delivered to this worker."""
+        return all(self.positions[p] >= h for p, h in self.high.items())
+
+    def caught_up(self) -> bool:
+        """Every assigned record is committed: the worker's job is done."""
+        return all(self.committed[p] >= h for p, h in self.high.items())
+
+    def rewind(self) -> None:
+        """Seek back to the committed offsets (after an aborted transaction Kafka does not rewind for us)."""
+        from confluent_kafka import TopicPartition
+        for p, off in self.committed.items():
+            self.consumer.seek(TopicPartition(self.input_topic, p, off))
+            self.positions[p] = off
+
+    # -- Postgres --------------------------------------------------------------
+    @property
+    def pg(self):
+        if self._pg is None:
+            import psycopg
+            self._pg = psycopg.connect(os.environ["HARNESS_WORKER_DSN"], autocommit=True, connect_timeout=10)
+        return self._pg
+
+    def apply_effect(self, msg) -> None:
+        """The effect: one ledger row, committed on its own (a charge)."""
+        self.pg.execute(f"insert into {self.args.ledger} (message_id, amount, worker, attempt) values (%s, %s, %s, %s)",
+                        (msg.key().decode(), amount_of(msg), self.worker, self.attempt))
+
+    def apply_effect_deduped(self, msg) -> bool:
+        """The effect guarded by the dedupe table, both in ONE Postgres transaction. True if applied."""
+        msg_id = msg.key().decode()
+        with self.pg.transaction():
+            row = self.pg.execute(
+                f"insert into {self.args.dedupe} as d (message_id) values (%s) "
+                f"on conflict (message_id) do update set hits = d.hits + 1 returning d.hits", (msg_id,)).fetchone()
+            if row[0] != 0:
+                return False
+            self.pg.execute(f"insert into {self.args.ledger} (message_id, amount, worker, attempt) values (%s, %s, %s, %s)",
+                            (msg_id, amount_of(msg), self.worker, self.attempt))
+            return True
+
+    def close(self) -> None:
+        self.events.emit("done", delivered=self.kill.delivered)
+        try:
+            self.consumer.close()
+        finally:
+            if self._pg is not None:
+                self._pg.close()
+
+
+def ids(msgs) -> list[str]:
+    return [m.key().decode() for m in msgs]
+
+
+def amount_of(msg) -> int:
+    try:
+        return int(json.loads(msg.value())["amount"])
+    except (ValueError, KeyError, TypeError):
+        return 0

@@ -1,0 +1,55 @@
+"""The worker process: `python -m harness.processors.worker --mode MODE ...`.
+
+Started, restarted and killed only by the supervisor. Its command line
+contains both `harness` and `worker`, so leftovers are easy to find with ps.
+It dies with its parent (PR_SET_PDEATHSIG), reads the Postgres DSN from the
+environment (never from argv, which `ps` shows), and exits 0 once every
+record of its partitions is processed and committed.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+MODES = ("offset-before", "offset-after", "dedupe", "eos", "eos-boundary", "eos-dedupe")
+
+
+def parse(argv=None):
+    ap = argparse.ArgumentParser(prog="harness-worker")
+    ap.add_argument("--mode", required=True, choices=MODES)
+    ap.add_argument("--worker", required=True)
+    ap.add_argument("--attempt", type=int, default=1)
+    ap.add_argument("--bootstrap", required=True)
+    ap.add_argument("--group", required=True)
+    ap.add_argument("--input-topic", required=True)
+    ap.add_argument("--output-topic")
+    ap.add_argument("--partitions", type=lambda s: [int(x) for x in s.split(",") if x], required=True)
+    ap.add_argument("--ledger")
+    ap.add_argument("--dedupe")
+    ap.add_argument("--commit-every", type=int, default=1)
+    ap.add_argument("--crash-plan")
+    ap.add_argument("--crash-log", required=True)
+    ap.add_argument("--events", required=True)
+    ap.add_argument("--isolation", default="read_committed")
+    ap.add_argument("--transactional-id")
+    ap.add_argument("--transaction-timeout-ms", type=int)
+    ap.add_argument("--kill-point")
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    from ..procs import die_with_parent
+    die_with_parent()
+    args = parse(argv)
+    from .context import WorkerContext
+    from . import offset_before, offset_after, dedupe, eos
+    runner = {"offset-before": offset_before.run, "offset-after": offset_after.run, "dedupe": dedupe.run,
+              "eos": eos.run, "eos-boundary": eos.run, "eos-dedupe": eos.run}[args.mode]
+    ctx = WorkerContext(args)
+    runner(ctx)
+    ctx.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One RunReport, rendered to JSON, Markdown and HTML from the same object."""

@@ -1,0 +1,122 @@
+"""report.html: one self-contained page (inline CSS and SVG, no network).
+
+A bar chart of lost and duplicated effects, a timeline of crashes and
+restarts against progress, the scoreboard, the parameters and the
+environment. Every number comes from the same RunReport as report.json.
+"""
+
+from html import escape
+
+from .model import RunReport, fmt
+
+CSS = """
+body{font:15px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:980px;color:#1d1d1f;padding:0 1rem}
+h1{font-size:1.6rem;margin-bottom:.2rem} h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #ddd}
+.verdict{display:inline-block;padding:.15rem .6rem;border-radius:1rem;font-weight:600;font-size:.9rem}
+.as-predicted{background:#dff5e1;color:#146c2e}.unexpected{background:#fde2e1;color:#a4161a}
+.incomplete,.interrupted{background:#fff3cd;color:#7a5b00}
+.summary{font-size:1.05rem;background:#f6f8fa;padding:.7rem 1rem;border-left:4px solid #6e7781}
+table{border-collapse:collapse;margin:.5rem 0;font-size:.92rem} td,th{border:1px solid #ddd;padding:.25rem .6rem;text-align:left}
+td.n{text-align:right;font-variant-numeric:tabular-nums} th{background:#f6f8fa}
+svg text{font:12px system-ui,sans-serif} .muted{color:#6e7781;font-size:.85rem}
+"""
+
+LOST, DUP, OK = "#d1495b", "#edae49", "#00798c"
+
+
+def bar_chart(groups: list[tuple[str, int, int]], width: int = 640) -> str:
+    """Grouped bars: (label, lost, duplicates) per experiment."""
+    h, top, left, bar = 220, 20, 50, 22
+    peak = max([1] + [max(l, d) for _, l, d in groups])
+    step = max(70, (width - left - 20) // max(1, len(groups)))
+    width = max(width, left + step * len(groups) + 20)
+    parts = [f'<svg id="chart-anomalies" role="img" aria-label="lost and duplicated effects" '
+             f'width="{width}" height="{h + 60}" viewBox="0 0 {width} {h + 60}">']
+    for frac in (0, 0.5, 1):
+        y = top + h - frac * h
+        parts.append(f'<line x1="{left}" x2="{width - 10}" y1="{y}" y2="{y}" stroke="#eee"/>'
+                     f'<text x="{left - 6}" y="{y + 4}" text-anchor="end">{round(peak * frac)}</text>')
+    for i, (label, lost, dup) in enumerate(groups):
+        x = left + i * step + 10
+        for j, (val, color, name) in enumerate(((lost, LOST, "lost"), (dup, DUP, "duplicates"))):
+            bh = h * val / peak
+            parts.append(f'<rect class="bar-{name}" data-value="{val}" x="{x + j * (bar + 2)}" y="{top + h - bh:.1f}" '
+                         f'width="{bar}" height="{bh:.1f}" fill="{color}"><title>{escape(label)} {name}: {val}</title></rect>'
+                         f'<text x="{x + j * (bar + 2) + bar / 2}" y="{top + h - bh - 4:.1f}" text-anchor="middle">{val}</text>')
+        parts.append(f'<text x="{x + bar}" y="{top + h + 16}" text-anchor="middle">{escape(label)}</text>')
+    parts.append(f'<rect x="{left}" y="{h + 45}" width="12" height="12" fill="{LOST}"/><text x="{left + 16}" y="{h + 55}">lost</text>'
+                 f'<rect x="{left + 70}" y="{h + 45}" width="12" height="12" fill="{DUP}"/><text x="{left + 86}" y="{h + 55}">duplicated</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def timeline(tl: dict, total: int, width: int = 900) -> str:
+    """Progress (committed messages) over time, crashes as red ticks, restarts as teal ones."""
+    prog = tl.get("progress") or []
+    crashes, restarts = tl.get("crashes") or [], tl.get("restarts") or []
+    end = max([1.0] + [p[0] for p in prog] + crashes + restarts)
+    h, top, left = 160, 15, 50
+    x = lambda t: left + (width - left - 10) * t / end  # noqa: E731
+    y = lambda v: top + h - h * v / max(1, total)  # noqa: E731
+    parts = [f'<svg id="chart-timeline" role="img" aria-label="timeline" width="{width}" height="{h + 50}" '
+             f'viewBox="0 0 {width} {h + 50}">',
+             f'<line x1="{left}" y1="{top + h}" x2="{width - 10}" y2="{top + h}" stroke="#999"/>',
+             f'<text x="{left - 6}" y="{top + 4}" text-anchor="end">{total}</text>',
+             f'<text x="{left - 6}" y="{top + h}" text-anchor="end">0</text>',
+             f'<text x="{width - 10}" y="{top + h + 30}" text-anchor="end">{end:.1f} s</text>']
+    for t in crashes:
+        parts.append(f'<line class="crash" x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{top}" y2="{top + h}" stroke="{LOST}" stroke-opacity=".45"/>')
+    for t in restarts:
+        parts.append(f'<line class="restart" x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{top + h}" y2="{top + h + 8}" stroke="{OK}"/>')
+    if prog:
+        pts = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in prog)
+        parts.append(f'<polyline id="progress" points="{pts}" fill="none" stroke="#1d1d1f" stroke-width="2"/>')
+    parts.append(f'<text x="{left}" y="{top + h + 44}">committed messages over time; '
+                 f'<tspan fill="{LOST}">crashes</tspan>, <tspan fill="{OK}">restarts</tspan></text></svg>')
+    return "".join(parts)
+
+
+def table(rows, head=None, numeric=()) -> str:
+    out = ["<table>"]
+    if head:
+        out.append("<tr>" + "".join(f"<th>{escape(str(h))}</th>" for h in head) + "</tr>")
+    for row in rows:
+        out.append("<tr>" + "".join(f'<td{" class=n" if i in numeric else ""}>{escape(str(c))}</td>'
+                                    for i, c in enumerate(row)) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def page(title: str, body: str) -> str:
+    return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{escape(title)}</title>"
+            f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{CSS}</style></head>"
+            f"<body>{body}</body></html>\n")
+
+
+def render(r: RunReport) -> str:
+    d = r.data
+    c = d["counts"]
+    body = [f"<h1>{escape(d['experiment'])} <span id=verdict class='verdict {escape(d['verdict'])}'>"
+            f"{escape(d['verdict'])}</span></h1>",
+            f"<p class=muted>run {escape(d['run_id'])}</p>",
+            f"<p id=summary class=summary>{escape(r.summary())}</p>"]
+    if d.get("proves"):
+        body.append(f"<p><b>What it proves:</b> {escape(d['proves'])}<br><b>Order of steps:</b> {escape(d.get('steps', ''))}</p>")
+    body += ["<h2>Scoreboard</h2>", table(r.scoreboard(), ("metric", "observed", "predicted"), numeric=(1, 2))]
+    if d["predicted"].get("note"):
+        body.append(f"<p class=muted>{escape(d['predicted']['note'])}</p>")
+    body += ["<h2>Lost and duplicated effects</h2>", bar_chart([(d["experiment"], c["lost"] or 0, c["duplicates"] or 0)])]
+    body += ["<h2>Timeline</h2>", timeline(d.get("timeline") or {}, c["sent"] or 0)]
+    t = d["timings"]
+    body += ["<h2>Timings</h2>", table([
+        ("wall seconds", fmt(t["wall_seconds"])), ("messages per second", fmt(t.get("messages_per_second"))),
+        ("restart median (s)", fmt(t.get("restart_median_seconds"))), ("restart max (s)", fmt(t.get("restart_max_seconds")))],
+        numeric=(1,))]
+    body += ["<h2>Parameters</h2>", table(d["params"].items())]
+    body += ["<h2>Stack and environment</h2>", table(list(d["stack"].items()) + list(d["environment"].items()))]
+    if d["crashes"]:
+        body += [f"<h2>Crashes ({len(d['crashes'])})</h2>", table(
+            [(i, cr["point"], cr.get("message_id") or "", fmt(cr.get("partition")), fmt(cr.get("offset")),
+              len(cr.get("unacked") or [])) for i, cr in enumerate(d["crashes"][:200], 1)],
+            ("#", "point", "message", "partition", "offset", "unacked"), numeric=(0, 3, 4, 5))]
+    return page(f"{d['experiment']} {d['verdict']}", "".join(body))

@@ -1,0 +1,99 @@
+"""RunReport: the one object every rendering (JSON, Markdown, HTML, terminal) reads.
+
+`report.json` follows the contract in DESIGN.md (schema_version 1); other
+tools rely on its field names. Derived sentences (the summary, the
+scoreboard rows) are computed here once, so no two renderings can disagree.
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+VERDICTS = ("as-predicted", "unexpected", "incomplete", "interrupted")
+
+
+@dataclass
+class RunReport:
+    data: dict
+
+    # -- persistence ------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: Path) -> "RunReport":
+        p = Path(path)
+        if p.is_dir():
+            p = p / "report.json"
+        return cls(json.loads(p.read_text()))
+
+    def to_json(self) -> str:
+        return json.dumps(self.data, indent=2, sort_keys=False) + "\n"
+
+    # -- derived views ------------------------------------------------------------------------
+    @property
+    def experiment(self) -> str:
+        return self.data["experiment"]
+
+    @property
+    def verdict(self) -> str:
+        return self.data["verdict"]
+
+    def scoreboard(self) -> list[tuple[str, str, str]]:
+        """(metric, observed, predicted) rows, formatted, shared by Markdown, HTML and terminal."""
+        d = self.data
+        c, p, led = d["counts"], d["predicted"], d["ledger"]
+        rows = [("sent", fmt(c["sent"]), ""),
+                ("deliveries", fmt(c.get("deliveries")), ""),
+                ("effects", fmt(c["effects"]), ""),
+                ("duplicates", fmt(c["duplicates"]), _pred(p, "duplicates")),
+                ("lost", fmt(c["lost"]), _pred(p, "lost"))]
+        if c.get("dedupe_hits") is not None:
+            rows.append(("dedupe hits", fmt(c["dedupe_hits"]), _pred(p, "dedupe_hits")))
+        if led.get("actual_total") is not None:
+            rows.append(("ledger total", fmt(led["actual_total"]), f"expected {fmt(led['expected_total'])}"))
+        ko = d.get("kafka_output")
+        if ko:
+            for iso in ("read_committed", "read_uncommitted"):
+                k = ko[iso]
+                rows.append((f"output {iso}", f"{fmt(k['records'])} records, {fmt(k['duplicates'])} dup, "
+                             f"{fmt(k['lost'])} lost", _pred_kafka(p, iso)))
+        rows.append(("crashes", fmt(len(d["crashes"])), ""))
+        return rows
+
+    def summary(self) -> str:
+        return self.data.get("summary", "")
+
+
+def _pred(p: dict, key: str) -> str:
+    v = p.get(key)
+    if v is None:
+        return ""
+    return f"{'' if p.get('exact', True) else '<= '}{fmt(v)}"
+
+
+def _pred_kafka(p: dict, iso: str) -> str:
+    k = (p.get("kafka_output") or {}).get(iso)
+    if not k:
+        return ""
+    op = "" if p.get("exact", True) or iso == "read_committed" else "<= "
+    return f"{op}{fmt(k['duplicates'])} dup, {fmt(k['lost'])} lost"
+
+
+def fmt(v) -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, float):
+        return f"{v:,.2f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def write_all(report: RunReport, folder: Path) -> None:
+    """Write report.json, report.md and report.html, each atomically (no half-written report)."""
+    from . import markdown, html
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in (("report.json", report.to_json()), ("report.md", markdown.render(report)),
+                       ("report.html", html.render(report))):
+        tmp = folder / f".{name}.tmp"
+        tmp.write_text(text)
+        tmp.replace(folder / name)

@@ -1,0 +1,280 @@
+"""Run one experiment end to end: workload -> workers -> audit -> report.
+
+The flow is one way, as in Jepsen: create this run's topics and tables,
+produce the seeded payments, save the crash plan, let the supervisor run and
+restart the workers until the input is consumed and committed, then audit
+Postgres and Kafka, predict from the crash log, judge, and write the report.
+Whatever happens (time limit, Ctrl-C), the workers are gone and a report is
+written before this returns.
+"""
+
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass, asdict
+from pathlib import Path
+
+from . import experiments
+from .checker import kafka_output, ledger as ledger_audit
+from .checker.predict import predict, judge
+from .environment import describe
+from .errors import HarnessError
+from .faults import crashlog
+from .faults.crashplan import CrashPlan, random_kill_delays
+from .faults.supervisor import Supervisor, restart_seconds
+from .paths import reports_dir
+from .report.model import RunReport, SCHEMA_VERSION, write_all
+from .stack.model import Stack, redact
+from .workload import tables
+from .workload.naming import RunNames, new_run_id
+from .workload.payments import make_payments, create_topic, produce
+
+DEFAULT_TIME_LIMIT_S = 600
+
+
+@dataclass
+class RunParams:
+    experiment: str
+    messages: int = 1000
+    amount: int = 100
+    crash_rate: float = 0.1
+    seed: int = 25
+    commit_every: int = 1
+    partitions: int = 1
+    workers: int = 1
+    kill_mode: str = "points"
+    kills: int = 10
+    kill_point: str | None = None
+    time_limit: float = DEFAULT_TIME_LIMIT_S
+
+    def validate(self) -> None:
+        if self.experiment not in experiments.CATALOG:
+            raise HarnessError(f"unknown experiment {self.experiment!r}; choose one of: {', '.join(experiments.names())}")
+        if not 0.0 <= self.crash_rate <= 1.0:
+            raise HarnessError(f"--crash-rate must be between 0 and 1, got {self.crash_rate}")
+        for name in ("messages", "amount", "commit_every", "partitions", "workers"):
+            if getattr(self, name) <= 0:
+                raise HarnessError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        if self.kill_mode not in ("points", "random"):
+            raise HarnessError(f"--kill-mode must be points or random, got {self.kill_mode!r}")
+        if self.time_limit <= 0:
+            raise HarnessError(f"--time-limit must be positive, got {self.time_limit}")
+
+
+class Progress:
+    """Samples committed offsets of the run's group: drives the progress bar and the timeline."""
+
+    def __init__(self, stack: Stack, names: RunNames, partitions: int, total: int, ui=None):
+        from confluent_kafka import Consumer, TopicPartition
+        self.c = Consumer({"bootstrap.servers": stack.bootstrap_servers, "group.id": names.group,
+                           "enable.auto.commit": False, "log_level": 3})
+        self.tps = [TopicPartition(names.input_topic, p) for p in range(partitions)]
+        self.total, self.ui, self.samples, self.t0 = total, ui, [], time.time()
+        self.done = 0
+
+    def committed(self) -> int:
+        try:
+            return sum(max(0, tp.offset) for tp in self.c.committed(self.tps, timeout=5))
+        except Exception:  # noqa: BLE001 - progress is best effort
+            return self.done
+
+    def __call__(self, info: dict) -> None:
+        self.done = self.committed()
+        self.samples.append([round(time.time() - self.t0, 3), self.done])
+        if self.ui:
+            self.ui(self.done, self.total, info.get("crashes", 0), info.get("restarts", 0))
+
+    def close(self) -> None:
+        self.c.close()
+
+
+def assign_partitions(partitions: int, workers: int) -> list[list[int]]:
+    """Partition p goes to worker slot p % workers; slots without a partition are not started."""
+    slots = [[p for p in range(partitions) if p % workers == w] for w in range(workers)]
+    return [s for s in slots if s]
+
+
+def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=None,
+        run_id: str | None = None) -> tuple[RunReport, Path]:
+    params.validate()
+    exp = experiments.CATALOG[params.experiment]
+    run_id = run_id or new_run_id(exp.name)
+    names = RunNames(run_id)
+    run_dir = Path(out) if out else reports_dir() / run_id
+    if (run_dir / "report.json").exists():
+        raise HarnessError(f"{run_dir} already holds a report; choose another --out")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    crash_log, events = run_dir / "crash-log.jsonl", run_dir / "events.jsonl"
+
+    payments = make_payments(params.messages, params.amount)
+    sent_ids = [p.id for p in payments]
+    plan = CrashPlan.make(sent_ids, params.crash_rate if params.kill_mode == "points" else 0.0, params.seed)
+    plan.save(run_dir / "crash-plan.json")
+
+    log(f"[{run_id}] creating topic {names.input_topic} ({params.partitions} partitions) and tables")
+    create_topic(stack.bootstrap_servers, names.input_topic, params.partitions)
+    if exp.uses_output:
+        create_topic(stack.bootstrap_servers, names.output_topic, params.partitions)
+    tables.create(stack.postgres_dsn, names.ledger_table, names.dedupe_table if exp.uses_dedupe else None)
+    t_prod = time.time()
+    produce(stack.bootstrap_servers, names.input_topic, payments)
+    log(f"[{run_id}] produced {len(payments)} payments in {time.time() - t_prod:.1f} s; "
+        f"{len(plan.crash_ids)} planned crashes (seed {params.seed})" if params.kill_mode == "points" else
+        f"[{run_id}] produced {len(payments)} payments; {params.kills} random SIGKILLs (seed {params.seed})")
+
+    slots = assign_partitions(params.partitions, params.workers)
+    kill_point = params.kill_point or exp.kill_point
+
+    def command(slot) -> list[str]:
+        cmd = [sys.executable, "-m", "harness.processors.worker", "--mode", exp.mode,
+               "--worker", slot.name, "--attempt", str(slot.attempt), "--bootstrap", stack.bootstrap_servers,
+               "--group", names.group, "--input-topic", names.input_topic,
+               "--partitions", ",".join(map(str, slots[slot.index])), "--ledger", names.ledger_table,
+               "--commit-every", str(params.commit_every), "--crash-log", str(crash_log),
+               "--events", str(events), "--crash-plan", str(run_dir / "crash-plan.json"),
+               "--kill-point", kill_point]
+        if exp.uses_dedupe:
+            cmd += ["--dedupe", names.dedupe_table]
+        if exp.uses_output:
+            cmd += ["--output-topic", names.output_topic, "--transactional-id", names.transactional_id(slot.index)]
+        return cmd
+
+    env = {**os.environ, "HARNESS_WORKER_DSN": stack.postgres_dsn}
+    progress = Progress(stack, names, params.partitions, params.messages, ui)
+    sup = Supervisor(run_dir, len(slots), command, env, params.time_limit, crash_log, events,
+                     random_kill_delays=random_kill_delays(params.seed, params.kills) if params.kill_mode == "random" else None,
+                     progress=progress)
+    result = sup.run()
+    progress(result.__dict__ | {"crashes": len(crashlog.read(crash_log))})
+    progress.close()
+
+    crashes = crashlog.read(crash_log)
+    audit = ledger_audit.audit_ledger(stack.postgres_dsn, names.ledger_table,
+                                      names.dedupe_table if exp.uses_dedupe else None, sent_ids)
+    kout = kafka_output.audit_output(stack.bootstrap_servers, names.output_topic, sent_ids) if exp.uses_output else None
+    report = build_report(params, exp, names, stack, run_id, payments, crashes, audit, kout, result, progress.samples,
+                          kill_point)
+    write_all(report, run_dir)
+    return report, run_dir
+
+
+def build_report(params, exp, names, stack, run_id, payments, crashes, audit, kout, result, samples, kill_point) -> RunReport:
+    sent_ids = [p.id for p in payments]
+    pred = predict(exp.mode, crashes, params.kill_mode, params.commit_every)
+    observed = {"ledger.duplicates": audit.counts.duplicates, "ledger.lost": audit.counts.lost,
+                "ledger.dedupe_hits": audit.dedupe_hits}
+    if kout:
+        for iso in ("read_committed", "read_uncommitted"):
+            observed[f"kafka.{iso}.duplicates"] = kout[iso]["duplicates"]
+            observed[f"kafka.{iso}.lost"] = kout[iso]["lost"]
+    v = judge(pred, observed, audit.counts.per_id, audit.counts.lost_ids)
+    verdict = v.verdict
+    if result.status == "incomplete":
+        verdict = "incomplete"
+    elif result.status == "interrupted":
+        verdict = "interrupted"
+
+    # The headline counts describe the ledger when the experiment has one, else the read_committed output.
+    if exp.uses_ledger:
+        counts = {"effects": audit.counts.effects, "duplicates": audit.counts.duplicates, "lost": audit.counts.lost}
+        dup_ids, lost_ids = audit.counts.duplicate_ids, audit.counts.lost_ids
+        prefix = "ledger."
+    else:
+        rc = kout["read_committed"]
+        counts = {"effects": rc["records"], "duplicates": rc["duplicates"], "lost": rc["lost"]}
+        dup_ids, lost_ids = rc["duplicate_ids"], rc["lost_ids"]
+        prefix = "kafka.read_committed."
+    delivered = [c.get("delivered") for c in crashes if c.get("by") != "supervisor"] + \
+        [e.get("delivered") for e in result.events if e.get("event") == "done"]
+    deliveries = sum(x for x in delivered if isinstance(x, int)) if params.kill_mode == "points" else None
+    counts = {"sent": len(payments), "deliveries": deliveries, **counts,
+              "dedupe_hits": audit.dedupe_hits if exp.uses_dedupe else None}
+
+    def pv(metric):
+        e = pred.get(prefix + metric)
+        return e.value if e else None
+    predicted = {"duplicates": pv("duplicates"), "lost": pv("lost"),
+                 "dedupe_hits": (pred.get("ledger.dedupe_hits").value if pred.get("ledger.dedupe_hits") else None),
+                 "exact": pred.exact, "note": pred.note,
+                 "expectations": [e.text() for e in pred.expectations]}
+    if kout:
+        predicted["kafka_output"] = {iso: {"duplicates": pred.get(f"kafka.{iso}.duplicates").value,
+                                           "lost": pred.get(f"kafka.{iso}.lost").value}
+                                     for iso in ("read_committed", "read_uncommitted")}
+
+    rs = restart_seconds(crashes, result.events)
+    wall = result.wall_seconds
+    data = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "experiment": exp.name,
+        "status": result.status,
+        "proves": exp.proves,
+        "steps": exp.steps,
+        "params": {**asdict(params), "kill_point": kill_point},
+        "environment": describe(stack),
+        "stack": {"kind": stack.kind, "bootstrap_servers": stack.bootstrap_servers,
+                  "postgres_dsn": redact(stack.postgres_dsn), "input_topic": names.input_topic,
+                  "output_topic": names.output_topic if exp.uses_output else None,
+                  "consumer_group": names.group,
+                  "ledger_table": names.ledger_table if exp.uses_ledger else None,
+                  "dedupe_table": names.dedupe_table if exp.uses_dedupe else None},
+        "crashes": [{k: c.get(k) for k in ("point", "message_id", "partition", "offset", "unacked", "worker",
+                                           "attempt", "time")} for c in crashes],
+        "counts": counts,
+        "predicted": predicted,
+        "kafka_output": ({iso: {k: kout[iso][k] for k in ("records", "duplicates", "lost")}
+                          for iso in ("read_committed", "read_uncommitted")} if kout else None),
+        "ledger": {"expected_total": sum(p.amount for p in payments),
+                   "actual_total": audit.actual_total if exp.uses_ledger else None},
+        "anomalies": {"lost_ids": lost_ids[:20], "lost_total": len(lost_ids),
+                      "duplicate_ids": dup_ids[:20], "duplicates_total": counts["duplicates"],
+                      "unexpected_ids": audit.counts.unexpected_ids[:20]},
+        "verdict": verdict,
+        "verdict_detail": {"failed": v.failed, "differing_ids": v.differing_ids,
+                           "reason": result.reason, "audit_error": audit.error},
+        "timings": {"wall_seconds": round(wall, 3),
+                    "restart_seconds": rs,
+                    "restart_median_seconds": round(statistics.median(rs), 3) if rs else None,
+                    "restart_max_seconds": max(rs) if rs else None,
+                    "messages_per_second": round(len(payments) / wall, 1) if wall > 0 else None},
+        "restarts": result.restarts,
+        "timeline": _timeline(samples, crashes, result),
+    }
+    data["summary"] = summarize(data)
+    return RunReport(data)
+
+
+def _timeline(samples, crashes, result) -> dict:
+    t0 = (result.events[0]["t"] if result.events else None) or time.time()
+    base = min([t0] + [c["time"] for c in crashes if c.get("time")])
+    starts = [e["t"] - base for e in result.events if e.get("event") == "started" and e.get("attempt", 1) > 1]
+    offset = (samples[0][0] if samples else 0)
+    return {"progress": [[round(t - offset, 3), v] for t, v in samples],
+            "crashes": [round(c["time"] - base, 3) for c in crashes if c.get("time")],
+            "restarts": [round(s, 3) for s in starts]}
+
+
+def summarize(d: dict) -> str:
+    """One sentence that says what happened, for the terminal, Markdown and HTML alike."""
+    c, led, exp = d["counts"], d["ledger"], d["experiment"]
+    n = len(d["crashes"])
+    how = {"as-predicted": "exactly as predicted from the crash log" if d["predicted"]["exact"]
+           else "within the predicted bounds",
+           "unexpected": "NOT as predicted", "incomplete": "but the run did not finish",
+           "interrupted": "but the run was interrupted"}[d["verdict"]]
+    parts = []
+    if led.get("actual_total") is not None:
+        parts.append(f"{c['lost']:,} lost and {c['duplicates']:,} duplicated effects of {c['sent']:,} payments "
+                     f"(ledger {led['actual_total']:,} of {led['expected_total']:,})")
+    ko = d.get("kafka_output")
+    if ko:
+        rc, ru = ko["read_committed"], ko["read_uncommitted"]
+        parts.append(f"read_committed output {rc['records']:,} records with {rc['duplicates']:,} duplicates and "
+                     f"{rc['lost']:,} lost; read_uncommitted {ru['records']:,} records")
+    text = f"{exp}: " + "; ".join(parts) + f" after {n:,} crashes, {how}."
+    if exp == "eos-boundary" and ko and led.get("actual_total") is not None:
+        text += (f" Kafka EOS covered the topic ({ko['read_committed']['duplicates']} duplicates) and not the database "
+                 f"({c['duplicates']:,} duplicate charges).")
+    return text

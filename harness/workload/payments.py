@@ -1,0 +1,81 @@
+"""The workload: seeded payments with unique ids, produced before workers start.
+
+Each payment is keyed by its id (UTF-8) and carries a JSON value with `id`,
+`amount` and `seq`. The producer is idempotent with acks=all, so the input
+topic holds each payment exactly once: every duplicate or loss the checker
+finds later happened downstream, in the consumers under test.
+"""
+
+import json
+from dataclasses import dataclass
+
+from ..errors import HarnessError
+
+# A produce that cannot reach the broker fails within this, instead of retrying forever.
+PRODUCE_TIMEOUT_S = 60
+
+
+@dataclass(frozen=True)
+class Payment:
+    id: str
+    amount: int
+    seq: int
+
+    def value(self) -> bytes:
+        return json.dumps({"id": self.id, "amount": self.amount, "seq": self.seq}).encode()
+
+
+def make_payments(messages: int, amount: int) -> list[Payment]:
+    """Payment ids are positional (pay-000001...), so every mode and seed sees the same ids."""
+    return [Payment(id=f"pay-{i:06d}", amount=amount, seq=i) for i in range(1, messages + 1)]
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    fut = admin.create_topics([NewTopic(topic, partitions, 1 if _single_node(admin) else 3)],
+                              operation_timeout=30, request_timeout=30)[topic]
+    try:
+        fut.result(timeout=45)
+    except Exception as e:  # noqa: BLE001
+        raise HarnessError(f"could not create topic {topic}: {str(e).splitlines()[0]}")
+
+
+def _single_node(admin) -> bool:
+    try:
+        return len(admin.list_topics(timeout=10).brokers) < 3
+    except Exception:  # noqa: BLE001
+        return True
+
+
+def produce(bootstrap: str, topic: str, payments: list[Payment], progress=None) -> int:
+    """Produce all payments (murmur2 partitioner, as Java clients do); return how many were acked."""
+    from confluent_kafka import Producer
+
+    acked = 0
+    errors: list[str] = []
+
+    def on_delivery(err, _msg):
+        nonlocal acked
+        if err is None:
+            acked += 1
+        else:
+            errors.append(str(err))
+
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                  "partitioner": "murmur2_random", "linger.ms": 5, "log_level": 0,
+                  "message.timeout.ms": PRODUCE_TIMEOUT_S * 1000})
+    for pay in payments:
+        while True:
+            try:
+                p.produce(topic, key=pay.id.encode(), value=pay.value(), on_delivery=on_delivery)
+                break
+            except BufferError:
+                p.poll(0.1)
+        p.poll(0)
+    remaining = p.flush(PRODUCE_TIMEOUT_S)
+    if remaining or errors:
+        raise HarnessError(f"producing the workload failed: {acked} of {len(payments)} acked"
+                           + (f"; first error: {errors[0]}" if errors else ""))
+    return acked

@@ -1,0 +1,227 @@
+"""Static checks of the Docker Compose files (no Docker engine needed).
+
+The compose stack must run exactly the Kafka pinned in harness/versions.py,
+publish its ports on 127.0.0.1 only, have a healthcheck on every service (so
+`docker compose up --wait` means "ready"), and take the PostgreSQL password
+from the environment. Where the docker client and its compose plugin exist,
+`docker compose config -q` also validates the files against the Compose spec;
+that needs no engine either.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import versions
+from harness.stack import compose as compose_stack
+
+ROOT = Path(__file__).resolve().parents[2]
+SINGLE = ROOT / "compose" / "docker-compose.yml"
+CLUSTER = ROOT / "compose" / "docker-compose.cluster.yml"
+FILES = {"single": SINGLE, "cluster": CLUSTER}
+CLUSTER_KAFKA_PORTS = [29092, 29093, 29094]
+# ${HARNESS_PG_PASSWORD} or ${HARNESS_PG_PASSWORD:?message}; never a default value.
+PASSWORD_REF = re.compile(r"^\$\{HARNESS_PG_PASSWORD(:?\?[^}]*)?\}$")
+
+
+def load(path: Path) -> dict:
+    doc = yaml.safe_load(path.read_text())
+    assert isinstance(doc, dict) and isinstance(doc.get("services"), dict), f"{path.name}: no services"
+    return doc
+
+
+def kafka_services(doc: dict) -> dict:
+    return {name: svc for name, svc in doc["services"].items()
+            if str(svc.get("image", "")).startswith("apache/kafka")}
+
+
+def postgres_service(doc: dict) -> dict:
+    found = [svc for svc in doc["services"].values() if str(svc.get("image", "")).startswith("postgres")]
+    assert len(found) == 1, "expected exactly one PostgreSQL service"
+    return found[0]
+
+
+def environment(svc: dict) -> dict:
+    env = svc.get("environment") or {}
+    if isinstance(env, list):  # the KEY=VALUE list form
+        env = dict(item.split("=", 1) if "=" in item else (item, None) for item in env)
+    return env
+
+
+def published(svc: dict) -> list[tuple[str | None, int, int]]:
+    """(host_ip, host_port, container_port) for every published port, short or long syntax."""
+    out = []
+    for p in svc.get("ports") or []:
+        if isinstance(p, dict):
+            out.append((p.get("host_ip"), int(p["published"]), int(p["target"])))
+            continue
+        spec = str(p).split("/")[0]
+        parts = spec.rsplit(":", 2)
+        if len(parts) == 3:
+            out.append((parts[0], int(parts[1]), int(parts[2])))
+        elif len(parts) == 2:
+            out.append((None, int(parts[0]), int(parts[1])))
+        else:
+            out.append((None, int(parts[0]), int(parts[0])))
+    return out
+
+
+def advertised(env: dict) -> dict[str, str]:
+    """KAFKA_ADVERTISED_LISTENERS as {listener name: host:port}."""
+    return dict(item.split("://", 1) for item in str(env["KAFKA_ADVERTISED_LISTENERS"]).split(","))
+
+
+@pytest.fixture(params=sorted(FILES), ids=sorted(FILES))
+def compose_doc(request) -> tuple[str, dict]:
+    return request.param, load(FILES[request.param])
+
+
+def test_every_published_port_is_bound_to_loopback(compose_doc):
+    name, doc = compose_doc
+    seen = 0
+    for svc_name, svc in doc["services"].items():
+        for host_ip, host_port, _ in published(svc):
+            seen += 1
+            assert host_ip == "127.0.0.1", f"{name}: {svc_name} publishes port {host_port} on {host_ip or 'all interfaces'}"
+    assert seen, f"{name}: publishes no ports at all"
+
+
+def test_every_service_has_a_healthcheck(compose_doc):
+    name, doc = compose_doc
+    for svc_name, svc in doc["services"].items():
+        hc = svc.get("healthcheck")
+        assert isinstance(hc, dict) and not hc.get("disable"), f"{name}: {svc_name} has no healthcheck"
+        test = hc.get("test")
+        assert test and test not in (["NONE"], "NONE"), f"{name}: {svc_name} has an empty healthcheck"
+        for key in ("interval", "retries", "start_period"):
+            assert key in hc, f"{name}: {svc_name}'s healthcheck sets no {key}"
+    for svc_name, svc in kafka_services(doc).items():
+        cmd = " ".join(svc["healthcheck"]["test"]) if isinstance(svc["healthcheck"]["test"], list) \
+            else svc["healthcheck"]["test"]
+        assert re.search(r"/opt/kafka/bin/kafka-(broker-api-versions|topics|metadata-quorum)\.sh", cmd), \
+            f"{name}: {svc_name}'s healthcheck does not talk to the broker: {cmd}"
+    pg_cmd = " ".join(postgres_service(doc)["healthcheck"]["test"])
+    assert "pg_isready" in pg_cmd
+
+
+def test_images_match_the_pinned_versions(compose_doc):
+    name, doc = compose_doc
+    kafkas = kafka_services(doc)
+    assert kafkas, f"{name}: no apache/kafka service"
+    for svc_name, svc in kafkas.items():
+        repo, _, tag = svc["image"].partition(":")
+        assert repo == "apache/kafka"
+        assert tag == versions.KAFKA_VERSION, \
+            f"{name}: {svc_name} runs Kafka {tag!r}, harness/versions.py pins {versions.KAFKA_VERSION!r}"
+        assert svc["image"] == versions.KAFKA_IMAGE
+    assert postgres_service(doc)["image"] == versions.POSTGRES_IMAGE
+
+
+def test_postgres_password_comes_from_the_environment(compose_doc):
+    name, doc = compose_doc
+    env = environment(postgres_service(doc))
+    assert env.get("POSTGRES_USER") == "harness"
+    assert env.get("POSTGRES_DB") == "harness"
+    password = str(env.get("POSTGRES_PASSWORD"))
+    assert PASSWORD_REF.match(password), f"{name}: POSTGRES_PASSWORD is {password!r}, not taken from $HARNESS_PG_PASSWORD"
+    # No literal password anywhere else either.
+    for svc_name, svc in doc["services"].items():
+        for key, value in environment(svc).items():
+            if "PASSWORD" in key.upper():
+                assert PASSWORD_REF.match(str(value)), f"{name}: {svc_name} sets {key} literally"
+
+
+def test_postgres_is_where_the_harness_expects_it(compose_doc):
+    name, doc = compose_doc
+    ports = published(postgres_service(doc))
+    assert ("127.0.0.1", compose_stack.POSTGRES_PORT, 5432) in ports
+
+
+def test_single_node_kafka():
+    doc = load(SINGLE)
+    kafkas = kafka_services(doc)
+    assert len(kafkas) == 1
+    (svc,) = kafkas.values()
+    env = environment(svc)
+    assert set(str(env["KAFKA_PROCESS_ROLES"]).split(",")) == {"broker", "controller"}
+    assert str(env["CLUSTER_ID"])
+    port = compose_stack.KAFKA_PORT
+    assert published(svc) == [("127.0.0.1", port, port)]
+    assert f"127.0.0.1:{port}" in advertised(env).values() or f"localhost:{port}" in advertised(env).values()
+    for key in ("KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR", "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR",
+                "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR", "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR"):
+        assert int(env[key]) == 1, key
+    assert int(env["KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS"]) == 0
+    assert int(env["KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS"]) <= 500
+    assert str(env["KAFKA_AUTO_CREATE_TOPICS_ENABLE"]).lower() == "false"
+
+
+def test_cluster_has_three_kraft_nodes():
+    doc = load(CLUSTER)
+    kafkas = kafka_services(doc)
+    assert len(kafkas) == 3, f"expected 3 Kafka services, found {sorted(kafkas)}"
+    envs = [environment(svc) for svc in kafkas.values()]
+    assert sorted(int(e["KAFKA_NODE_ID"]) for e in envs) == [1, 2, 3]
+    assert len({e["KAFKA_CONTROLLER_QUORUM_VOTERS"] for e in envs}) == 1, "nodes disagree on the quorum"
+    voters = str(envs[0]["KAFKA_CONTROLLER_QUORUM_VOTERS"]).split(",")
+    assert sorted(int(v.split("@")[0]) for v in voters) == [1, 2, 3]
+    assert len({e["CLUSTER_ID"] for e in envs}) == 1, "nodes disagree on the cluster id"
+    for e in envs:
+        assert set(str(e["KAFKA_PROCESS_ROLES"]).split(",")) == {"broker", "controller"}
+        for key in ("KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR", "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR",
+                    "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR", "KAFKA_DEFAULT_REPLICATION_FACTOR"):
+            assert int(e[key]) == 3, key
+        for key in ("KAFKA_TRANSACTION_STATE_LOG_MIN_ISR", "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR",
+                    "KAFKA_MIN_INSYNC_REPLICAS"):
+            assert int(e[key]) == 2, key
+    host_ports = []
+    for svc_name, svc in kafkas.items():
+        ports = published(svc)
+        assert len(ports) == 1, svc_name
+        _, host_port, container_port = ports[0]
+        assert host_port == container_port, f"{svc_name}: advertised port must match inside and out"
+        assert f"127.0.0.1:{host_port}" in advertised(environment(svc)).values(), \
+            f"{svc_name} does not advertise 127.0.0.1:{host_port}"
+        host_ports.append(host_port)
+    assert sorted(host_ports) == CLUSTER_KAFKA_PORTS
+
+
+# --- Validation by the docker client itself (optional: skipped without it) ---
+
+NO_PLUGIN = ("is not a docker command", "unknown command", "unknown shorthand flag: 'f'")
+NO_ENGINE = ("cannot connect to the docker daemon", "is the docker daemon running", "error during connect")
+
+
+def _compose(path: Path, env: dict) -> subprocess.CompletedProcess:
+    docker = shutil.which("docker")
+    if docker is None:
+        pytest.skip("the docker client is not on PATH")
+    version = subprocess.run([docker, "compose", "version"], capture_output=True, text=True, timeout=60)
+    out = (version.stdout + version.stderr).lower()
+    if version.returncode != 0 and any(s in out for s in NO_PLUGIN):
+        pytest.skip("the docker client has no compose plugin (`docker compose` is an unknown command)")
+    proc = subprocess.run([docker, "compose", "-f", str(path), "config", "-q"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0 and any(s in (proc.stdout + proc.stderr).lower() for s in NO_ENGINE):
+        pytest.skip(f"docker compose wants a Docker engine here: {(proc.stdout + proc.stderr).strip()[:200]}")
+    return proc
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_docker_compose_config_accepts_the_file(name):
+    env = {**os.environ, "HARNESS_PG_PASSWORD": "dummy"}
+    proc = _compose(FILES[name], env)
+    assert proc.returncode == 0, f"docker compose config rejected {name}:\n{proc.stdout}{proc.stderr}"
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_docker_compose_config_requires_the_password(name):
+    env = {k: v for k, v in os.environ.items() if k != "HARNESS_PG_PASSWORD"}
+    proc = _compose(FILES[name], env)
+    assert proc.returncode != 0, f"{name} starts without HARNESS_PG_PASSWORD"
+    assert "HARNESS_PG_PASSWORD" in proc.stdout + proc.stderr
