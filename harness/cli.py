@@ -249,7 +249,7 @@ def clean(run_ids, all_runs, stack_kind, bootstrap_servers, postgres_dsn):
     click.echo(f"removed {n_topics} topics and {n_tables} tables")
 
 
-def main():
+def main():  # noqa: C901
     try:
         cli.main(standalone_mode=False)
     except HarnessError as e:
@@ -268,3 +268,7 @@ def main():
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -49,7 +49,7 @@ class KillSwitch:
         self.already = crashlog.crashed_ids(log_path)
         self.log_path, self.worker, self.attempt, self.mode = log_path, worker, attempt, mode
         self.before_crash = None       # e.g. flush a transactional producer so its aborted records are on the broker
-        self.delivered = 0             # deliveries seen by this process, recorded with the crash
+        self.delivered = 0             # records this process began to handle, recorded with the crash
 
     def planned(self, msg_id: str) -> bool:
         return msg_id in self.plan_ids and msg_id not in self.already
@@ -71,7 +71,7 @@ class KillSwitch:
 
 class WorkerContext:
     def __init__(self, args):
-        from confluent_kafka import Consumer, TopicPartition, OFFSET_BEGINNING
+        from confluent_kafka import Consumer
 
         self.args = args
         self.worker = args.worker
@@ -86,10 +86,22 @@ class WorkerContext:
                 "auto.offset.reset": "earliest", "fetch.wait.max.ms": 20,
                 "isolation.level": args.isolation, "log_level": 3}
         self.consumer = Consumer(conf)
-        tps = [TopicPartition(self.input_topic, p) for p in args.partitions]
+        self.high: dict = {}
+        self.committed: dict = {}
+        self.positions: dict = {}
+        self._pg = None
+        self._first = False
+
+    def assign(self) -> None:
+        """Fetch this slot's committed offsets and assign its partitions there.
+
+        Transactional workers must call this only after init_transactions(): the
+        committed-offset fetch waits for pending transactional offsets (KIP-447),
+        and a dead predecessor's open transaction is aborted only by that fencing.
+        """
+        from confluent_kafka import TopicPartition, OFFSET_BEGINNING
+        tps = [TopicPartition(self.input_topic, p) for p in self.args.partitions]
         committed = self.consumer.committed(tps, timeout=REQUEST_TIMEOUT_S)
-        self.high = {}
-        self.committed = {}
         for tp in committed:
             low, high = self.consumer.get_watermark_offsets(TopicPartition(self.input_topic, tp.partition),
                                                             timeout=REQUEST_TIMEOUT_S)
@@ -99,9 +111,7 @@ class WorkerContext:
                 tp.offset = OFFSET_BEGINNING
         self.consumer.assign(committed)
         self.positions = dict(self.committed)     # next offset to process, per partition
-        self._pg = None
-        self._first = False
-        self.events.emit("started", partitions=list(args.partitions))
+        self.events.emit("started", partitions=list(self.args.partitions))
 
     # -- Kafka -----------------------------------------------------------------
     def poll(self, max_messages: int) -> list:
@@ -114,11 +124,15 @@ class WorkerContext:
             out.append(m)
             self.positions[m.partition()] = m.offset() + 1
         if out:
-            self.kill.delivered += len(out)
             if not self._first:
                 self._first = True
                 self.events.emit("first_message", message_id=out[0].key().decode())
         return out
+
+    def deliver(self, msg):
+        """Count a record as delivered to this mode's per-record step (the report's `deliveries`)."""
+        self.kill.delivered += 1
+        return msg
 
     def offsets_after(self, msgs) -> list:
         from confluent_kafka import TopicPartition

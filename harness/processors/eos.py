@@ -75,7 +75,8 @@ def run(ctx: WorkerContext) -> None:
     mode = ctx.args.mode
     point = ctx.args.kill_point or default_kill_point(mode)
     effect = {"eos": None, "eos-boundary": ctx.apply_effect, "eos-dedupe": ctx.apply_effect_deduped}[mode]
-    producer = make_producer(ctx)
+    producer = make_producer(ctx)     # first: fences the dead predecessor and aborts its transaction
+    ctx.assign()                      # then: committed offsets are stable and can be fetched
     ctx.kill.before_crash = lambda: producer.flush(TXN_CALL_TIMEOUT_S)
     in_txn: list = []
 
@@ -95,6 +96,7 @@ def run(ctx: WorkerContext) -> None:
             batch = ctx.poll(POLL_BATCH)
             try:
                 for msg in batch:
+                    ctx.deliver(msg)
                     if not in_txn:
                         producer.begin_transaction()
                     if effect:

@@ -22,10 +22,12 @@ POLL_BATCH = 500
 def run(ctx: WorkerContext, effect=None) -> None:
     """The at-least-once loop; `dedupe` reuses it with a guarded effect."""
     effect = effect or ctx.apply_effect
+    ctx.assign()
     pending = []
     while True:
         batch = ctx.poll(POLL_BATCH)
         for msg in batch:
+            ctx.deliver(msg)
             effect(msg)
             pending.append(msg)
             ctx.kill.maybe_crash(AFTER_EFFECT_BEFORE_COMMIT, msg, unacked=ids(pending))

@@ -18,11 +18,13 @@ from .context import WorkerContext, ids
 
 
 def run(ctx: WorkerContext) -> None:
+    ctx.assign()
     while not ctx.caught_up():
         batch = ctx.poll(ctx.commit_every)
         if not batch:
             continue
         ctx.commit(batch)
         for i, msg in enumerate(batch):
+            ctx.deliver(msg)
             ctx.kill.maybe_crash(AFTER_COMMIT_BEFORE_EFFECT, msg, unacked=ids(batch[i:]))
             ctx.apply_effect(msg)

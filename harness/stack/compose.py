@@ -41,6 +41,9 @@ def engine_available() -> str | None:
 
 
 def _password(state: Path) -> str:
+    """The compose Postgres password: $HARNESS_PG_PASSWORD when set (CI), else one generated and kept."""
+    if os.environ.get("HARNESS_PG_PASSWORD"):
+        return os.environ["HARNESS_PG_PASSWORD"]
     f = state / "compose.password"
     if not f.exists():
         state.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ of the failing service's log.
 """
 
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -64,6 +65,8 @@ def up(log=print) -> Stack:
 
     bindir = find_bindir()          # fail early, before starting anything
     lib = maven.resolve_kafka(log)
+    if shutil.which("java") is None:
+        raise HarnessError("java not found on PATH: Kafka needs Java 17 or newer (Debian: apt-get install openjdk-17-jre-headless)")
 
     notes = []
     if not kafka.pid() or not pg.pid():
@@ -125,8 +128,6 @@ def _wait_ready(stack: Stack, kafka: LocalKafka, pg: LocalPostgres) -> None:
 
 
 def down(purge: bool = False, log=print) -> None:
-    import shutil
-
     state = state_dir()
     kafka, pg = LocalKafka(state), LocalPostgres(state)
     try:

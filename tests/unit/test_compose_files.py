@@ -161,6 +161,26 @@ def test_single_node_kafka():
     assert str(env["KAFKA_AUTO_CREATE_TOPICS_ENABLE"]).lower() == "false"
 
 
+CRASH_TIMINGS = ("group.initial.rebalance.delay.ms", "group.min.session.timeout.ms",
+                 "group.consumer.min.session.timeout.ms", "group.consumer.session.timeout.ms",
+                 "group.consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms",
+                 "transaction.abort.timed.out.transaction.cleanup.interval.ms", "auto.create.topics.enable")
+
+
+@pytest.mark.parametrize("prop", CRASH_TIMINGS)
+def test_crash_timings_match_the_local_stack(compose_doc, prop):
+    """An experiment must behave the same on `--stack local` and `--stack compose`."""
+    from harness.stack import local_kafka
+    if prop not in local_kafka.SERVER_SETTINGS:
+        pytest.skip(f"the local stack no longer sets {prop}")
+    name, doc = compose_doc
+    env_name = "KAFKA_" + prop.replace("_", "__").replace(".", "_").upper()
+    for svc_name, svc in kafka_services(doc).items():
+        value = environment(svc).get(env_name)
+        assert str(value).lower() == str(local_kafka.SERVER_SETTINGS[prop]).lower(), \
+            f"{name}: {svc_name} sets {env_name}={value!r}, the local stack {prop}={local_kafka.SERVER_SETTINGS[prop]!r}"
+
+
 def test_cluster_has_three_kraft_nodes():
     doc = load(CLUSTER)
     kafkas = kafka_services(doc)

@@ -1,0 +1,56 @@
+"""Shared fixtures. Integration tests run against a real local stack that the
+session starts once in a temporary state folder and stops at the end."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def harness(*args, env=None, timeout=900, check=False):
+    """Run the real CLI in a subprocess; return CompletedProcess (text)."""
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout, cwd=ROOT)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"harness {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def searchable_dir(prefix: str) -> Path:
+    """A fresh folder that the `postgres` user can enter (pytest's tmp_path is mode 0700)."""
+    import tempfile
+    d = Path(tempfile.mkdtemp(prefix=prefix))
+    d.chmod(0o755)
+    return d
+
+
+@pytest.fixture(scope="session")
+def stack_home():
+    import shutil
+    home = searchable_dir("harness-test-state-")
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def stack(stack_home):
+    """A real Kafka + PostgreSQL, started with `harness up`, stopped (and checked gone) at the end."""
+    env = {"HARNESS_HOME": str(stack_home)}
+    harness("up", env=env, check=True)
+    st = json.loads(harness("status", "--json", env=env, check=True).stdout)
+    # The status output hides the password; read the DSN the way the harness does.
+    from harness.stack.local_postgres import LocalPostgres
+    port = json.loads((stack_home / "stack.json").read_text())["postgres_port"]
+    st["dsn"] = LocalPostgres(stack_home).dsn(port)
+    st["env"] = {"HARNESS_HOME": str(stack_home), "HARNESS_BOOTSTRAP_SERVERS": st["bootstrap_servers"],
+                 "HARNESS_POSTGRES_DSN": st["dsn"]}
+    yield st
+    harness("down", "--purge", env=env, check=True)
+    from harness import procs
+    left = {k: v for k, v in st["pids"].items() if procs.alive(v)}
+    assert not left, f"processes left after `harness down`: {left}"

@@ -1,0 +1,169 @@
+"""Core and EOS experiments on the real stack, with real SIGKILLs: observed == predicted."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, harness
+
+pytestmark = pytest.mark.integration
+
+
+def run_exp(stack, tmp_path, *args) -> dict:
+    out = tmp_path / "report"
+    proc = harness("run", *args, "--quiet", "--out", str(out), env=stack["env"], timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == str(out)
+    d = json.loads((out / "report.json").read_text())
+    assert d["verdict"] == "as-predicted", json.dumps(d["verdict_detail"], indent=1)
+    assert stack["dsn"].split("@")[0].split(":")[-1] not in (out / "report.json").read_text(), "password in report"
+    return d
+
+
+def worker_pids(marker: str) -> list[int]:
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if "harness" in cmd and "worker" in cmd and marker in cmd:
+                out.append(int(p.name))
+    return out
+
+
+def test_offset_before_loses_what_crashed(stack, tmp_path):
+    d = run_exp(stack, tmp_path, "offset-before", "--messages", "200")
+    c = d["counts"]
+    assert len(d["crashes"]) == 20
+    assert c["lost"] == d["predicted"]["lost"] == 20 and c["duplicates"] == 0
+    assert d["ledger"]["actual_total"] == 18_000 < d["ledger"]["expected_total"]
+    assert set(d["anomalies"]["lost_ids"]) <= {x["message_id"] for x in d["crashes"]}
+
+
+def test_offset_after_duplicates_what_was_not_committed(stack, tmp_path):
+    d = run_exp(stack, tmp_path, "offset-after", "--messages", "200")
+    c = d["counts"]
+    assert c["duplicates"] == d["predicted"]["duplicates"] == 20 and c["lost"] == 0
+    assert d["ledger"]["actual_total"] == 22_000 > d["ledger"]["expected_total"]
+    assert c["deliveries"] == 220
+
+
+def test_dedupe_is_exact_and_counts_hits(stack, tmp_path):
+    d = run_exp(stack, tmp_path, "dedupe", "--messages", "200")
+    c = d["counts"]
+    assert (c["lost"], c["duplicates"]) == (0, 0)
+    assert d["ledger"]["actual_total"] == d["ledger"]["expected_total"] == 20_000
+    assert c["dedupe_hits"] == d["predicted"]["dedupe_hits"] == 20 == c["deliveries"] - c["sent"]
+
+
+def test_same_seed_same_crashes_across_modes(stack, tmp_path):
+    a = run_exp(stack, tmp_path / "a", "offset-after", "--messages", "100", "--seed", "7")
+    b = run_exp(stack, tmp_path / "b", "dedupe", "--messages", "100", "--seed", "7")
+    assert sorted(x["message_id"] for x in a["crashes"]) == sorted(x["message_id"] for x in b["crashes"])
+
+
+def test_offset_after_commit_every_10(stack, tmp_path):
+    d = run_exp(stack, tmp_path, "offset-after", "--messages", "200", "--commit-every", "10")
+    assert d["counts"]["duplicates"] == d["predicted"]["duplicates"] > 20   # each crash redelivers up to 10
+    assert d["counts"]["lost"] == 0
+
+
+def test_offset_before_commit_every_10(stack, tmp_path):
+    d = run_exp(stack, tmp_path, "offset-before", "--messages", "200", "--commit-every", "10")
+    assert d["counts"]["lost"] == d["predicted"]["lost"] >= 20 and d["counts"]["duplicates"] == 0
+
+
+def test_several_partitions_and_workers(stack, tmp_path):
+    d = run_exp(stack, tmp_path, "offset-after", "--messages", "300", "--partitions", "3", "--workers", "2")
+    assert d["counts"]["duplicates"] == d["predicted"]["duplicates"] == 30
+    assert {c["worker"] for c in d["crashes"]} == {"w0", "w1"}
+    assert {c["partition"] for c in d["crashes"]} == {0, 1, 2}
+
+
+def test_random_kills_by_the_supervisor(stack, tmp_path):
+    d = run_exp(stack, tmp_path, "dedupe", "--messages", "300", "--kill-mode", "random", "--kills", "3",
+                "--commit-every", "5")
+    assert d["predicted"]["exact"] is False
+    assert (d["counts"]["lost"], d["counts"]["duplicates"]) == (0, 0)
+    assert 1 <= len(d["crashes"]) <= 3 and all(c["point"] == "random" for c in d["crashes"])
+
+
+def test_eos_output_exact_and_aborted_copies_predicted(stack, tmp_path):
+    d = run_exp(stack, tmp_path, "eos", "--messages", "100", "--commit-every", "5")
+    rc, ru = d["kafka_output"]["read_committed"], d["kafka_output"]["read_uncommitted"]
+    assert (rc["records"], rc["duplicates"], rc["lost"]) == (100, 0, 0)
+    assert ru["duplicates"] == d["predicted"]["kafka_output"]["read_uncommitted"]["duplicates"] >= 10
+    assert d["ledger"]["actual_total"] is None
+
+
+def test_eos_boundary_duplicates_in_postgres_only(stack, tmp_path):
+    d = run_exp(stack, tmp_path, "eos-boundary", "--messages", "100")
+    assert d["kafka_output"]["read_committed"]["duplicates"] == 0
+    assert d["counts"]["duplicates"] == len(d["crashes"]) == 10
+    assert "not the database" in d["summary"]
+
+
+def test_eos_dedupe_exact_on_both_sides(stack, tmp_path):
+    d = run_exp(stack, tmp_path, "eos-dedupe", "--messages", "100", "--kill-point", "after-send-offsets-before-txn-commit",
+                "--commit-every", "4")
+    assert (d["counts"]["duplicates"], d["counts"]["lost"]) == (0, 0)
+    assert d["kafka_output"]["read_committed"]["duplicates"] == 0
+    assert d["counts"]["dedupe_hits"] == d["predicted"]["dedupe_hits"] > 0
+
+
+def _start_run(stack, out, *args):
+    return subprocess.Popen([sys.executable, "-m", "harness.cli", "run", *args, "--quiet", "--out", str(out)],
+                            env={**os.environ, **stack["env"]}, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_workers(out: Path, marker: str, timeout=60) -> list[int]:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        pids = worker_pids(marker)
+        if pids and (out / "crash-log.jsonl").exists():
+            return pids
+        time.sleep(0.1)
+    raise AssertionError("workers never started")
+
+
+def test_ctrl_c_stops_workers_and_writes_an_interrupted_report(stack, tmp_path):
+    out = tmp_path / "interrupted"
+    proc = _start_run(stack, out, "offset-after", "--messages", "3000", "--crash-rate", "0.05")
+    _wait_for_workers(out, str(out))
+    proc.send_signal(signal.SIGINT)
+    _stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    d = json.loads((out / "report.json").read_text())
+    assert d["verdict"] == "interrupted" and d["status"] == "interrupted"
+    assert worker_pids(str(out)) == []
+
+
+def test_killed_harness_takes_its_workers_along(stack, tmp_path):
+    out = tmp_path / "killed"
+    proc = _start_run(stack, out, "offset-after", "--messages", "3000", "--crash-rate", "0.05")
+    _wait_for_workers(out, str(out))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    deadline = time.time() + 10
+    while worker_pids(str(out)) and time.time() < deadline:
+        time.sleep(0.1)
+    assert worker_pids(str(out)) == []
+
+
+def test_clean_removes_topics_and_tables(stack, tmp_path):
+    d = run_exp(stack, tmp_path, "dedupe", "--messages", "20")
+    proc = harness("clean", d["run_id"], env=stack["env"], check=True)
+    assert "removed 1 topics and 2 tables" in proc.stdout
+    import psycopg
+    with psycopg.connect(stack["dsn"]) as conn:
+        assert conn.execute("select to_regclass(%s)", (d["stack"]["ledger_table"],)).fetchone()[0] is None

@@ -1,0 +1,98 @@
+"""The real stack: a message through the broker, a transaction, a Postgres row, status, reuse, down."""
+
+import json
+import time
+import uuid
+
+import pytest
+
+from tests.conftest import harness, searchable_dir
+
+pytestmark = pytest.mark.integration
+
+
+def test_produce_and_consume_through_the_broker(stack):
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    topic = f"it-plain-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": stack["bootstrap_servers"]})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    p = Producer({"bootstrap.servers": stack["bootstrap_servers"], "enable.idempotence": True})
+    p.produce(topic, key=b"k", value=b"hello")
+    assert p.flush(30) == 0
+    c = Consumer({"bootstrap.servers": stack["bootstrap_servers"], "group.id": topic, "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    got = None
+    deadline = time.time() + 30
+    while got is None and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got = m.value()
+    c.close()
+    assert got == b"hello"
+
+
+def test_transaction_is_seen_by_read_committed_only_after_commit(stack):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+    topic = f"it-txn-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": stack["bootstrap_servers"]})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    p = Producer({"bootstrap.servers": stack["bootstrap_servers"], "transactional.id": topic})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, key=b"aborted", value=b"x")
+    assert p.flush(30) == 0      # on the broker, inside the open transaction
+    p.abort_transaction(30)
+    p.begin_transaction()
+    p.produce(topic, key=b"committed", value=b"y")
+    p.commit_transaction(30)
+
+    def keys(isolation):
+        c = Consumer({"bootstrap.servers": stack["bootstrap_servers"], "group.id": f"{topic}-{isolation}",
+                      "isolation.level": isolation, "enable.partition.eof": True})
+        c.assign([TopicPartition(topic, 0, 0)])
+        out, deadline = [], time.time() + 30
+        while time.time() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                break        # partition EOF
+            out.append(m.key())
+        c.close()
+        return out
+    assert keys("read_committed") == [b"committed"]
+    assert keys("read_uncommitted") == [b"aborted", b"committed"]
+
+
+def test_postgres_row_round_trip(stack):
+    import psycopg
+    with psycopg.connect(stack["dsn"], autocommit=True) as conn:
+        conn.execute("create temp table t (id text, amount int)")
+        conn.execute("insert into t values ('pay-1', 100)")
+        assert conn.execute("select amount from t where id = 'pay-1'").fetchone() == (100,)
+
+
+def test_status_json_and_second_up_reuses(stack):
+    env = {"HARNESS_HOME": stack["env"]["HARNESS_HOME"]}
+    st = json.loads(harness("status", "--json", env=env, check=True).stdout)
+    assert st["healthy"] is True and st["kafka_version"] and st["postgres_version"]
+    assert "***" in st["postgres_dsn"] and stack["dsn"].split(":")[2].split("@")[0] not in st["postgres_dsn"]
+    again = harness("up", env=env, check=True)
+    assert "reused" in again.stderr + again.stdout or again.returncode == 0
+    st2 = json.loads(harness("status", "--json", env=env, check=True).stdout)
+    assert st2["pids"] == st["pids"]
+
+
+def test_down_leaves_no_process():
+    """A second, separate stack: up, then down, then every pid it had is gone."""
+    from harness import procs
+    home = searchable_dir("harness-test-own-")
+    env = {"HARNESS_HOME": str(home)}
+    harness("up", env=env, check=True)
+    pids = json.loads(harness("status", "--json", env=env, check=True).stdout)["pids"]
+    assert all(pids.values())
+    harness("down", "--purge", env=env, check=True)
+    assert not [p for p in pids.values() if procs.alive(p)]
+    assert harness("status", env=env).returncode == 1

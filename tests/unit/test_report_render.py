@@ -1,0 +1,45 @@
+"""JSON, Markdown and HTML come from one RunReport and agree on every number."""
+
+import json
+import re
+from html.parser import HTMLParser
+
+from harness.report import html, markdown
+from harness.report.model import RunReport, write_all
+from tests.unit.sample_report import sample
+
+
+def test_every_scoreboard_number_is_in_markdown_and_html():
+    r = RunReport(sample(dups=7))
+    md, page = markdown.render(r), html.render(r)
+    for metric, observed, predicted in r.scoreboard():
+        assert f"| {metric} | {observed} | {predicted} |" in md
+        assert f"<td>{metric}</td><td class=n>{observed}</td>" in page
+    assert "ledger total | 1,700 | expected 1,000" in md
+
+
+def test_html_is_self_contained_and_has_charts():
+    page = html.render(RunReport(sample()))
+    assert "<script" not in page and "http://" not in page and "https://" not in page
+    assert 'id="chart-anomalies"' in page and 'id="chart-timeline"' in page
+    bars = re.findall(r'class="bar-(lost|duplicates)" data-value="(\d+)"', page)
+    assert bars == [("lost", "0"), ("duplicates", "3")]
+
+    class P(HTMLParser):
+        pass
+    P().feed(page)   # parses without error
+
+
+def test_write_all_round_trips_json(tmp_path):
+    r = RunReport(sample(lost=2, dups=0))
+    write_all(r, tmp_path)
+    again = RunReport.load(tmp_path)
+    assert again.data == r.data
+    assert json.loads((tmp_path / "report.json").read_text())["counts"]["lost"] == 2
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_html_escapes_report_text():
+    d = sample()
+    d["summary"] = "<script>alert(1)</script>"
+    assert "<script>alert" not in html.render(RunReport(d))
