@@ -151,6 +151,9 @@ EXPERIMENT_HELP = "\n".join(f"  {name:<14} {e.proves}" for name, e in __import__
               help="points: workers kill themselves at the named kill point; random: the supervisor SIGKILLs them at seeded times.")
 @click.option("--kills", type=int, default=10, show_default=True, help="Number of SIGKILLs with --kill-mode random.")
 @click.option("--kill-point", default=None, help="Override the experiment's kill point (see the experiment's docs).")
+@click.option("--commit-interval-ms", type=int, default=None,
+              help="eos family: commit the transaction at least this often (instead of every N records).")
+@click.option("--payload-bytes", type=int, default=0, help="Pad each payment's JSON value to about this many bytes.")
 @click.option("--time-limit", type=float, default=600, show_default=True,
               help="Seconds before a stuck run is stopped and reported as incomplete.")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
@@ -159,7 +162,8 @@ EXPERIMENT_HELP = "\n".join(f"  {name:<14} {e.proves}" for name, e in __import__
 @click.option("--quiet", "-q", is_flag=True, help="No progress output (for CI); the report folder is still printed.")
 @stack_options
 def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers, kill_mode, kills,
-        kill_point, time_limit, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn):
+        kill_point, commit_interval_ms, payload_bytes, time_limit, out, keep_stack, quiet, stack_kind,
+        bootstrap_servers, postgres_dsn):
     """Run one experiment: produce payments, crash workers, audit, report.
 
     With no stack configured it starts the local one (Kafka and PostgreSQL as
@@ -170,7 +174,7 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
     from . import runner
     from .faults.killpoints import ALL as KILL_POINTS
     params = runner.RunParams(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers,
-                              kill_mode, kills, kill_point, time_limit)
+                              kill_mode, kills, kill_point, time_limit, commit_interval_ms, payload_bytes)
     params.validate()
     if kill_point and kill_point not in KILL_POINTS:
         raise HarnessError(f"unknown --kill-point {kill_point!r}; choose one of: {', '.join(KILL_POINTS)}")

@@ -47,6 +47,8 @@ class RunParams:
     kills: int = 10
     kill_point: str | None = None
     time_limit: float = DEFAULT_TIME_LIMIT_S
+    commit_interval_ms: int | None = None   # eos family: also commit a transaction this often
+    payload_bytes: int = 0                  # pad each payment's JSON to about this size (benchmarks)
 
     def validate(self) -> None:
         if self.experiment not in experiments.CATALOG:
@@ -107,7 +109,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     run_dir.mkdir(parents=True, exist_ok=True)
     crash_log, events = run_dir / "crash-log.jsonl", run_dir / "events.jsonl"
 
-    payments = make_payments(params.messages, params.amount)
+    payments = make_payments(params.messages, params.amount, params.payload_bytes)
     sent_ids = [p.id for p in payments]
     plan = CrashPlan.make(sent_ids, params.crash_rate if params.kill_mode == "points" else 0.0, params.seed)
     plan.save(run_dir / "crash-plan.json")
@@ -138,6 +140,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
             cmd += ["--dedupe", names.dedupe_table]
         if exp.uses_output:
             cmd += ["--output-topic", names.output_topic, "--transactional-id", names.transactional_id(slot.index)]
+        if params.commit_interval_ms:
+            cmd += ["--commit-interval-ms", str(params.commit_interval_ms)]
         return cmd
 
     env = {**os.environ, "HARNESS_WORKER_DSN": stack.postgres_dsn}

@@ -64,6 +64,20 @@ def delete_topics(admin: AdminClient, names: list[str]) -> None:
             log(f"delete topic: {e}")
 
 
+def delete_group(admin: AdminClient, group: str, wait_s: float = 15.0) -> None:
+    """The static member stays in the group for its session timeout (6 s) after a clean close."""
+    deadline = time.time() + wait_s
+    while True:
+        try:
+            admin.delete_consumer_groups([group], request_timeout=10)[group].result(timeout=15)
+            return
+        except Exception as e:
+            if time.time() > deadline:
+                log(f"delete group {group}: {e}")
+                return
+            time.sleep(1.0)
+
+
 def read_all(bootstrap: str, topic: str, isolation: str, timeout_s: float = 20.0) -> list[tuple[str, dict]]:
     """Every record of partition 0 up to its end (the LSO for read_committed)."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"smoke-reader-{uuid.uuid4().hex[:8]}",
@@ -220,6 +234,8 @@ def main() -> int:
                 run.proc.kill()
             time.sleep(0.02)
         run.t_exit = time.time()
+        with open(stderr_log, "a") as f:
+            f.write(f"{run.t_exit:.3f} attempt={attempt} (smoke) exit {rc}\n")
         log(f"attempt {attempt}: exit {rc} after {run.t_exit - run.t_spawn:.2f}s")
         if rc == 0 and sent_term:
             ok_exit = True
@@ -244,17 +260,19 @@ def main() -> int:
 
     # --- timings -------------------------------------------------------------------------------
     print()
-    print("attempt  exit  spawn->RUNNING  spawn->first-record  crash->next-first-record")
+    print("attempt  exit  spawn->RUNNING  spawn->first-record  crash->exit  crash->next-first-record")
     for i, r in enumerate(runs):
         rc = r.proc.returncode
         run_s = f"{r.t_running - r.t_spawn:.2f}s" if r.t_running else "-"
         first = f"{r.first_record_time - r.t_spawn:.2f}s" if r.first_record_time else "-"
         lat = "-"
+        mine = [c for c in crashes if c.get("attempt") == r.attempt]
+        halt = f"{r.t_exit - mine[-1]['time']:.2f}s" if mine and r.t_exit else "-"
         if i > 0 and r.first_record_time:
             prev = [c for c in crashes if c.get("attempt") == runs[i - 1].attempt]
             if prev:
                 lat = f"{r.first_record_time - prev[-1]['time']:.2f}s"
-        print(f"{r.attempt:>7}  {rc:>4}  {run_s:>14}  {first:>19}  {lat:>24}")
+        print(f"{r.attempt:>7}  {rc:>4}  {run_s:>14}  {first:>19}  {halt:>11}  {lat:>24}")
     for c in crashes:
         print(f"crash: id={c['message_id']} offset={c['offset']} attempt={c['attempt']} "
               f"committed_offset={c.get('committed_offset')} unacked={len(c['unacked'])} {c['unacked']}")
@@ -287,6 +305,7 @@ def main() -> int:
 
     if not args.keep:
         delete_topics(admin, [topic_in, topic_out])
+        delete_group(admin, app_id)
         if pg:
             pg.execute(f"drop table if exists {table}")
         for f in sorted(work.rglob("*"), reverse=True):

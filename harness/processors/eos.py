@@ -79,6 +79,14 @@ def run(ctx: WorkerContext) -> None:
     ctx.assign()                      # then: committed offsets are stable and can be fetched
     ctx.kill.before_crash = lambda: producer.flush(TXN_CALL_TIMEOUT_S)
     in_txn: list = []
+    interval = (ctx.args.commit_interval_ms or 0) / 1000.0
+    txn_started = 0.0
+
+    def commit_due() -> bool:
+        """Commit every `commit_every` records, or every `--commit-interval-ms` when that is set."""
+        if interval:
+            return time.monotonic() - txn_started >= interval
+        return len(in_txn) >= ctx.commit_every
 
     def commit_txn():
         offsets = ctx.offsets_after(in_txn)
@@ -99,15 +107,16 @@ def run(ctx: WorkerContext) -> None:
                     ctx.deliver(msg)
                     if not in_txn:
                         producer.begin_transaction()
+                        txn_started = time.monotonic()
                     if effect:
                         effect(msg)
                     producer.produce(ctx.args.output_topic, key=msg.key(), value=output_value(ctx, msg))
                     in_txn.append(msg)
                     if point != killpoints.AFTER_SEND_OFFSETS_BEFORE_TXN_COMMIT:
                         ctx.kill.maybe_crash(point, msg, unacked=ids(in_txn))
-                    if len(in_txn) >= ctx.commit_every:
+                    if commit_due():
                         commit_txn()
-                if in_txn and ctx.at_end():
+                if in_txn and (ctx.at_end() or commit_due()):
                     commit_txn()
             except KafkaException as e:
                 err = e.args[0]

@@ -9,7 +9,6 @@ record of its partitions is processed and committed.
 
 import argparse
 import sys
-from pathlib import Path
 
 MODES = ("offset-before", "offset-after", "dedupe", "eos", "eos-boundary", "eos-dedupe")
 
@@ -34,6 +33,7 @@ def parse(argv=None):
     ap.add_argument("--transactional-id")
     ap.add_argument("--transaction-timeout-ms", type=int)
     ap.add_argument("--kill-point")
+    ap.add_argument("--commit-interval-ms", type=int)
     return ap.parse_args(argv)
 
 

@@ -20,14 +20,20 @@ class Payment:
     id: str
     amount: int
     seq: int
+    pad: int = 0          # extra characters so the record is about `payload_bytes` long
 
     def value(self) -> bytes:
-        return json.dumps({"id": self.id, "amount": self.amount, "seq": self.seq}).encode()
+        body = {"id": self.id, "amount": self.amount, "seq": self.seq}
+        if self.pad:
+            body["memo"] = "x" * self.pad
+        return json.dumps(body).encode()
 
 
-def make_payments(messages: int, amount: int) -> list[Payment]:
+def make_payments(messages: int, amount: int, payload_bytes: int = 0) -> list[Payment]:
     """Payment ids are positional (pay-000001...), so every mode and seed sees the same ids."""
-    return [Payment(id=f"pay-{i:06d}", amount=amount, seq=i) for i in range(1, messages + 1)]
+    base = len(Payment("pay-000000", amount, 0).value()) + len(', "memo": ""')
+    pad = max(0, payload_bytes - base) if payload_bytes else 0
+    return [Payment(id=f"pay-{i:06d}", amount=amount, seq=i, pad=pad) for i in range(1, messages + 1)]
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:

@@ -77,6 +77,7 @@ public final class Main {
             }
         }
 
+        RocksDbNative.load(opts.stateDir);
         CapturingClientSupplier clients = new CapturingClientSupplier();
         PaymentProcessor.State state = new PaymentProcessor.State(opts, json, crash, ledger, clients);
         KafkaStreams streams = new KafkaStreams(topology(opts, state), config(opts), clients);

@@ -19,6 +19,7 @@ import java.sql.SQLException;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -125,20 +126,35 @@ final class PaymentProcessor implements Processor<String, String, String, String
         }
     }
 
+    /**
+     * Everything this process processed after the group's last committed offset,
+     * on every input partition it has handled: EOS v2 puts all tasks of the
+     * stream thread into one transaction, so the abort takes all of them back
+     * and every one of those records will be processed again (ledger row again).
+     */
     private void crash(String id, RecordMetadata meta) {
         flushProducer();
-        Long committed = committedOffset(new TopicPartition(meta.topic(), meta.partition()));
+        Map<TopicPartition, OffsetAndMetadata> committed = committedOffsets();
         List<String> unacked = new ArrayList<>();
-        for (Processed p : s.processed.getOrDefault(meta.partition(), new ArrayDeque<>())) {
-            if (committed == null || p.offset() >= committed) {
-                unacked.add(p.id());
+        List<Integer> partitions = new ArrayList<>(s.processed.keySet());
+        Collections.sort(partitions);
+        for (int partition : partitions) {
+            Long from = committed == null ? null : offset(committed.get(new TopicPartition(meta.topic(), partition)));
+            for (Processed p : s.processed.get(partition)) {
+                if (from == null || p.offset() >= from) {
+                    unacked.add(p.id());
+                }
             }
         }
-        if (unacked.isEmpty()) {   // cannot happen: the crashing record itself is after the commit
+        if (!unacked.contains(id)) {   // cannot happen: the crashing record itself is after the commit
             unacked.add(id);
         }
-        s.crash.crash(id, meta.partition(), meta.offset(), unacked, s.opts.worker, s.opts.attempt, s.delivered,
-                      committed);
+        Long here = committed == null ? null : offset(committed.get(new TopicPartition(meta.topic(), meta.partition())));
+        s.crash.crash(id, meta.partition(), meta.offset(), unacked, s.opts.worker, s.opts.attempt, s.delivered, here);
+    }
+
+    private static Long offset(OffsetAndMetadata om) {
+        return om == null ? null : om.offset();
     }
 
     /** Sends the open transaction's records to the broker, so that its abort leaves visible aborted copies. */
@@ -155,23 +171,22 @@ final class PaymentProcessor implements Processor<String, String, String, String
     }
 
     /**
-     * The group's committed offset for the partition (the next offset to read
-     * after the last committed transaction), or null if none or unknown; the
-     * stream thread is here, not committing, so it cannot move meanwhile.
-     * requireStable waits out the markers of a commit that just finished.
+     * The group's committed offsets (for each partition, the next offset after
+     * the last committed transaction), or null if they cannot be had; a partition
+     * missing from the map has none. The stream thread is here, not committing,
+     * so they cannot move meanwhile; requireStable waits out the markers of a
+     * commit that has just finished.
      */
-    private Long committedOffset(TopicPartition tp) {
+    private Map<TopicPartition, OffsetAndMetadata> committedOffsets() {
         Admin admin = s.clients.admin();
         if (admin == null) {
             return null;
         }
         try {
-            Map<TopicPartition, OffsetAndMetadata> offsets = admin
+            return admin
                 .listConsumerGroupOffsets(s.opts.applicationId, new ListConsumerGroupOffsetsOptions().requireStable(true))
                 .partitionsToOffsetAndMetadata()
                 .get(CRASH_STEP_TIMEOUT_MS, TimeUnit.MILLISECONDS);
-            OffsetAndMetadata om = offsets.get(tp);
-            return om == null ? null : om.offset();
         } catch (Exception e) {
             System.err.println("eos-streams: committed offsets unknown before the crash (unacked = all processed): " + e);
             return null;
