@@ -153,6 +153,15 @@ EXPERIMENT_HELP = "\n".join(f"  {name:<14} {e.proves}" for name, e in __import__
 @click.option("--kill-point", default=None, help="Override the experiment's kill point (see the experiment's docs).")
 @click.option("--commit-interval-ms", type=int, default=None,
               help="eos family: commit the transaction at least this often (instead of every N records).")
+@click.option("--effect", type=click.Choice(["none", "postgres"]), default="none", show_default=True,
+              help="eos-streams only: also write each record to the Postgres ledger by JDBC.")
+@click.option("--fresh-transactional-id", is_flag=True,
+              help="eos family: restarted workers take a NEW transactional.id, so nothing fences the dead "
+                   "transaction and read_committed readers stall until transaction.timeout.ms.")
+@click.option("--transaction-timeout-ms", type=int, default=None,
+              help="eos family: the producers' transaction.timeout.ms (default 60000; 10000 with --fresh-transactional-id).")
+@click.option("--zombie-pause", type=float, default=3.0, show_default=True,
+              help="zombie: seconds the worker stays frozen before its replacement starts.")
 @click.option("--payload-bytes", type=int, default=0, help="Pad each payment's JSON value to about this many bytes.")
 @click.option("--time-limit", type=float, default=600, show_default=True,
               help="Seconds before a stuck run is stopped and reported as incomplete.")
@@ -162,7 +171,8 @@ EXPERIMENT_HELP = "\n".join(f"  {name:<14} {e.proves}" for name, e in __import__
 @click.option("--quiet", "-q", is_flag=True, help="No progress output (for CI); the report folder is still printed.")
 @stack_options
 def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers, kill_mode, kills,
-        kill_point, commit_interval_ms, payload_bytes, time_limit, out, keep_stack, quiet, stack_kind,
+        kill_point, commit_interval_ms, effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause,
+        payload_bytes, time_limit, out, keep_stack, quiet, stack_kind,
         bootstrap_servers, postgres_dsn):
     """Run one experiment: produce payments, crash workers, audit, report.
 
@@ -174,7 +184,8 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
     from . import runner
     from .faults.killpoints import ALL as KILL_POINTS
     params = runner.RunParams(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers,
-                              kill_mode, kills, kill_point, time_limit, commit_interval_ms, payload_bytes)
+                              kill_mode, kills, kill_point, time_limit, commit_interval_ms, payload_bytes,
+                              effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause)
     params.validate()
     if kill_point and kill_point not in KILL_POINTS:
         raise HarnessError(f"unknown --kill-point {kill_point!r}; choose one of: {', '.join(KILL_POINTS)}")
@@ -251,6 +262,16 @@ def clean(run_ids, all_runs, stack_kind, bootstrap_servers, postgres_dsn):
             from .stack import local
             local.down(log=lambda _m: None)
     click.echo(f"removed {n_topics} topics and {n_tables} tables")
+
+
+def _register_commands():
+    from .commands.compare import compare
+    from .commands.report import report
+    cli.add_command(compare)
+    cli.add_command(report)
+
+
+_register_commands()
 
 
 def main():  # noqa: C901

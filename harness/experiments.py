@@ -54,6 +54,17 @@ CATALOG = {e.name: e for e in [
                "Exactly-once on both sides: Kafka transactions for the topic, an idempotency key for the database.",
                "Kafka output exact and Postgres exact",
                True, True, True),
+    Experiment("eos-streams", "eos-streams", kp.AFTER_PROCESS_BEFORE_COMMIT,
+               "Kafka Streams topology (exactly_once_v2): consume, [--effect postgres: ledger insert], produce; "
+               "commit by Streams",
+               "Kafka Streams exactly_once_v2 under Runtime.halt: the topic is exact; a JDBC write in the topology is not.",
+               "read_committed output exact; with --effect postgres, ledger duplicates = aborted records",
+               False, False, True),
+    Experiment("zombie", "eos", kp.ZOMBIE,
+               "as eos; the worker is frozen (SIGSTOP), replaced with the same transactional.id, then resumed (SIGCONT)",
+               "Zombie fencing: a producer that wakes up after its replacement took its transactional.id is fenced.",
+               "the zombie gets a fatal fenced error; read_committed output exact",
+               False, False, True),
 ]}
 
 

@@ -8,6 +8,7 @@ Whatever happens (time limit, Ctrl-C), the workers are gone and a report is
 written before this returns.
 """
 
+import dataclasses
 import os
 import statistics
 import sys
@@ -23,6 +24,8 @@ from .errors import HarnessError
 from .faults import crashlog
 from .faults.crashplan import CrashPlan, random_kill_delays
 from .faults.supervisor import Supervisor, restart_seconds
+from .faults.zombie import ZombieNemesis
+from .checker.output_watcher import OutputWatcher
 from .paths import reports_dir
 from .report.model import RunReport, SCHEMA_VERSION, write_all
 from .stack.model import Stack, redact
@@ -31,6 +34,11 @@ from .workload.naming import RunNames, new_run_id
 from .workload.payments import make_payments, create_topic, produce
 
 DEFAULT_TIME_LIMIT_S = 600
+# With a fresh transactional.id nobody fences the dead producer: its transaction stays open until this
+# timeout. 10 s keeps the experiment short while making the stall obvious next to sub-second restarts.
+FRESH_ID_TRANSACTION_TIMEOUT_MS = 10_000
+# The broker checks for timed-out transactions every second (our broker setting), then writes the abort markers.
+TXN_ABORT_MARGIN_S = 3.0
 
 
 @dataclass
@@ -49,6 +57,10 @@ class RunParams:
     time_limit: float = DEFAULT_TIME_LIMIT_S
     commit_interval_ms: int | None = None   # eos family: also commit a transaction this often
     payload_bytes: int = 0                  # pad each payment's JSON to about this size (benchmarks)
+    effect: str = "none"                    # eos-streams: "postgres" adds a ledger insert in the topology
+    fresh_transactional_id: bool = False    # eos family: a restarted worker takes a NEW transactional.id
+    transaction_timeout_ms: int | None = None
+    zombie_pause: float = 3.0               # zombie: seconds frozen before the replacement starts
 
     def validate(self) -> None:
         if self.experiment not in experiments.CATALOG:
@@ -60,34 +72,56 @@ class RunParams:
                 raise HarnessError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         if self.kill_mode not in ("points", "random"):
             raise HarnessError(f"--kill-mode must be points or random, got {self.kill_mode!r}")
+        if self.effect not in ("none", "postgres"):
+            raise HarnessError(f"--effect must be none or postgres, got {self.effect!r}")
+        if self.effect == "postgres" and self.experiment != "eos-streams":
+            raise HarnessError("--effect postgres applies to eos-streams only (the other experiments define their effect)")
         if self.time_limit <= 0:
             raise HarnessError(f"--time-limit must be positive, got {self.time_limit}")
 
 
 class Progress:
-    """Samples committed offsets of the run's group: drives the progress bar and the timeline."""
+    """Samples the run group's committed offsets in a thread: drives the progress bar and the timeline.
+
+    The sampling runs beside the supervisor, never inside its loop: a committed-offset fetch waits
+    for pending transactional offsets (KIP-447), so it can block for as long as a dead
+    transaction stays open, and the supervisor must keep reacting meanwhile.
+    """
+
+    SAMPLE_EVERY_S = 0.5
 
     def __init__(self, stack: Stack, names: RunNames, partitions: int, total: int, ui=None):
+        import threading
         from confluent_kafka import Consumer, TopicPartition
         self.c = Consumer({"bootstrap.servers": stack.bootstrap_servers, "group.id": names.group,
                            "enable.auto.commit": False, "log_level": 3})
         self.tps = [TopicPartition(names.input_topic, p) for p in range(partitions)]
         self.total, self.ui, self.samples, self.t0 = total, ui, [], time.time()
         self.done = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="progress", daemon=True)
+        self._thread.start()
 
-    def committed(self) -> int:
-        try:
-            return sum(max(0, tp.offset) for tp in self.c.committed(self.tps, timeout=5))
-        except Exception:  # noqa: BLE001 - progress is best effort
-            return self.done
+    def _sample(self) -> None:
+        while not self._stop.wait(self.SAMPLE_EVERY_S):
+            try:
+                self.done = sum(max(0, tp.offset) for tp in self.c.committed(self.tps, timeout=5))
+            except Exception:  # noqa: BLE001 - progress is best effort
+                continue
+            self.samples.append([round(time.time() - self.t0, 3), self.done])
 
     def __call__(self, info: dict) -> None:
-        self.done = self.committed()
-        self.samples.append([round(time.time() - self.t0, 3), self.done])
         if self.ui:
             self.ui(self.done, self.total, info.get("crashes", 0), info.get("restarts", 0))
 
     def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        try:
+            self.done = sum(max(0, tp.offset) for tp in self.c.committed(self.tps, timeout=5))
+            self.samples.append([round(time.time() - self.t0, 3), self.done])
+        except Exception:  # noqa: BLE001
+            pass
         self.c.close()
 
 
@@ -101,6 +135,12 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         run_id: str | None = None) -> tuple[RunReport, Path]:
     params.validate()
     exp = experiments.CATALOG[params.experiment]
+    if params.effect == "postgres":
+        exp = dataclasses.replace(exp, mode="eos-streams-pg", uses_ledger=True)
+    if exp.name == "zombie":
+        params.crash_rate = 0.0           # the zombie nemesis is the only fault
+    if params.fresh_transactional_id and not params.transaction_timeout_ms:
+        params.transaction_timeout_ms = FRESH_ID_TRANSACTION_TIMEOUT_MS
     run_id = run_id or new_run_id(exp.name)
     names = RunNames(run_id)
     run_dir = Path(out) if out else reports_dir() / run_id
@@ -139,39 +179,94 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         if exp.uses_dedupe:
             cmd += ["--dedupe", names.dedupe_table]
         if exp.uses_output:
-            cmd += ["--output-topic", names.output_topic, "--transactional-id", names.transactional_id(slot.index)]
+            tid = names.transactional_id(slot.index)
+            if params.fresh_transactional_id:
+                tid += f"-attempt-{slot.attempt}"
+            cmd += ["--output-topic", names.output_topic, "--transactional-id", tid]
+        if params.transaction_timeout_ms:
+            cmd += ["--transaction-timeout-ms", str(params.transaction_timeout_ms)]
         if params.commit_interval_ms:
             cmd += ["--commit-interval-ms", str(params.commit_interval_ms)]
         return cmd
 
     env = {**os.environ, "HARNESS_WORKER_DSN": stack.postgres_dsn}
+    group_done = None
     progress = Progress(stack, names, params.partitions, params.messages, ui)
+    if exp.name == "eos-streams":
+        command, env, slots = _streams_command(params, exp, names, stack, run_dir, crash_log, log)
+        group_done = lambda: progress.done >= params.messages  # noqa: E731 - Streams runs until told to stop
+    nemesis = ZombieNemesis(params.zombie_pause) if exp.name == "zombie" else None
+    watcher = OutputWatcher(stack.bootstrap_servers, names.output_topic) if exp.uses_output else None
     sup = Supervisor(run_dir, len(slots), command, env, params.time_limit, crash_log, events,
                      random_kill_delays=random_kill_delays(params.seed, params.kills) if params.kill_mode == "random" else None,
-                     progress=progress)
-    result = sup.run()
+                     progress=progress, group_done=group_done,
+                     on_tick=nemesis.on_tick if nemesis else None, hold=nemesis.busy if nemesis else None)
+    try:
+        result = sup.run()
+    except BaseException:
+        if watcher:
+            watcher.stop()
+        raise
+    if exp.name == "eos-streams":
+        from .streams import first_record_events
+        result.events = sorted(result.events + first_record_events(run_dir / "workers"), key=lambda e: e.get("t", 0))
     progress(result.__dict__ | {"crashes": len(crashlog.read(crash_log))})
     progress.close()
 
     crashes = crashlog.read(crash_log)
+    if params.fresh_transactional_id and crashes and result.status == "complete":
+        # Nobody fenced the dead producers: their transactions end only when the broker times them out.
+        wait = crashes[-1]["time"] + params.transaction_timeout_ms / 1000 + TXN_ABORT_MARGIN_S - time.time()
+        if wait > 0:
+            log(f"[{run_id}] waiting {wait:.0f} s for the broker to abort the dead transactions "
+                f"(fresh transactional.id: nothing fenced them)")
+            time.sleep(wait)
+    if watcher:
+        watcher.stop()
     audit = ledger_audit.audit_ledger(stack.postgres_dsn, names.ledger_table,
                                       names.dedupe_table if exp.uses_dedupe else None, sent_ids)
     kout = kafka_output.audit_output(stack.bootstrap_servers, names.output_topic, sent_ids) if exp.uses_output else None
+    extra = {}
+    if nemesis:
+        extra["zombie"] = nemesis.report(result.events)
+    if watcher:
+        extra["read_committed_stall_seconds"] = watcher.stalls([c["time"] for c in crashes if c.get("time")])
     report = build_report(params, exp, names, stack, run_id, payments, crashes, audit, kout, result, progress.samples,
-                          kill_point)
+                          kill_point, extra)
     write_all(report, run_dir)
     return report, run_dir
 
 
-def build_report(params, exp, names, stack, run_id, payments, crashes, audit, kout, result, samples, kill_point) -> RunReport:
+def _streams_command(params, exp, names, stack, run_dir, crash_log, log):
+    """The Java worker's command line and environment (the JDBC password goes in the environment)."""
+    from . import streams
+    jar = streams.build(log)
+    env = {**os.environ, "HARNESS_PG_PASSWORD": streams.jdbc(stack.postgres_dsn)[2]}
+    slots = [[p for p in range(params.partitions)]] * min(params.workers, params.partitions)
+
+    def command(slot):
+        return streams.command(jar, slot, bootstrap=stack.bootstrap_servers, input_topic=names.input_topic,
+                               output_topic=names.output_topic, application_id=names.group,
+                               state_dir=run_dir / "streams-state", crash_plan=run_dir / "crash-plan.json",
+                               crash_log=crash_log, commit_interval_ms=params.commit_interval_ms,
+                               ledger_table=names.ledger_table if exp.uses_ledger else None,
+                               dsn=stack.postgres_dsn)
+    return command, env, slots
+
+
+def build_report(params, exp, names, stack, run_id, payments, crashes, audit, kout, result, samples, kill_point,
+                 extra: dict | None = None) -> RunReport:
+    extra = extra or {}
     sent_ids = [p.id for p in payments]
-    pred = predict(exp.mode, crashes, params.kill_mode, params.commit_every)
+    pred = predict("zombie" if exp.name == "zombie" else exp.mode, crashes, params.kill_mode, params.commit_every)
     observed = {"ledger.duplicates": audit.counts.duplicates, "ledger.lost": audit.counts.lost,
                 "ledger.dedupe_hits": audit.dedupe_hits}
     if kout:
         for iso in ("read_committed", "read_uncommitted"):
             observed[f"kafka.{iso}.duplicates"] = kout[iso]["duplicates"]
             observed[f"kafka.{iso}.lost"] = kout[iso]["lost"]
+    if "zombie" in extra:
+        observed["zombie.fenced"] = int(extra["zombie"]["fenced"])
     v = judge(pred, observed, audit.counts.per_id, audit.counts.lost_ids)
     verdict = v.verdict
     if result.status == "incomplete":
@@ -203,8 +298,10 @@ def build_report(params, exp, names, stack, run_id, payments, crashes, audit, ko
                  "exact": pred.exact, "note": pred.note,
                  "expectations": [e.text() for e in pred.expectations]}
     if kout:
-        predicted["kafka_output"] = {iso: {"duplicates": pred.get(f"kafka.{iso}.duplicates").value,
-                                           "lost": pred.get(f"kafka.{iso}.lost").value}
+        def kv(metric):
+            e = pred.get(metric)
+            return e.value if e else None
+        predicted["kafka_output"] = {iso: {"duplicates": kv(f"kafka.{iso}.duplicates"), "lost": kv(f"kafka.{iso}.lost")}
                                      for iso in ("read_committed", "read_uncommitted")}
 
     rs = restart_seconds(crashes, result.events)
@@ -228,8 +325,9 @@ def build_report(params, exp, names, stack, run_id, payments, crashes, audit, ko
                                            "attempt", "time")} for c in crashes],
         "counts": counts,
         "predicted": predicted,
-        "kafka_output": ({iso: {k: kout[iso][k] for k in ("records", "duplicates", "lost")}
-                          for iso in ("read_committed", "read_uncommitted")} if kout else None),
+        "kafka_output": ({**{iso: {k: kout[iso][k] for k in ("records", "duplicates", "lost")}
+                             for iso in ("read_committed", "read_uncommitted")},
+                          "aborted_records": kout["aborted_records"]} if kout else None),
         "ledger": {"expected_total": sum(p.amount for p in payments),
                    "actual_total": audit.actual_total if exp.uses_ledger else None},
         "anomalies": {"lost_ids": lost_ids[:20], "lost_total": len(lost_ids),
@@ -245,7 +343,12 @@ def build_report(params, exp, names, stack, run_id, payments, crashes, audit, ko
                     "messages_per_second": round(len(payments) / wall, 1) if wall > 0 else None},
         "restarts": result.restarts,
         "timeline": _timeline(samples, crashes, result),
+        **extra,
     }
+    stalls = extra.get("read_committed_stall_seconds")
+    if stalls:
+        data["timings"]["read_committed_stall_median_seconds"] = round(statistics.median(stalls), 3)
+        data["timings"]["read_committed_stall_max_seconds"] = max(stalls)
     data["summary"] = summarize(data)
     return RunReport(data)
 
@@ -278,7 +381,17 @@ def summarize(d: dict) -> str:
         parts.append(f"read_committed output {rc['records']:,} records with {rc['duplicates']:,} duplicates and "
                      f"{rc['lost']:,} lost; read_uncommitted {ru['records']:,} records")
     text = f"{exp}: " + "; ".join(parts) + f" after {n:,} crashes, {how}."
-    if exp == "eos-boundary" and ko and led.get("actual_total") is not None:
+    if ko and led.get("actual_total") is not None and c["duplicates"] and not ko["read_committed"]["duplicates"]:
         text += (f" Kafka EOS covered the topic ({ko['read_committed']['duplicates']} duplicates) and not the database "
                  f"({c['duplicates']:,} duplicate charges).")
+    z = d.get("zombie")
+    if z:
+        t = z["times_since_pause"]
+        text += (f" The zombie was frozen for {z['pause_seconds']:g} s, replaced, resumed"
+                 + (f" and fenced {t['zombie_fenced'] - t.get('resumed', 0):.2f} s after waking"
+                    if z["fenced"] and "zombie_fenced" in t else ", and NOT fenced") + ".")
+    stalls = d.get("read_committed_stall_seconds")
+    if stalls:
+        text += (f" read_committed readers of the output stalled {statistics.median(stalls):.2f} s (median) after "
+                 f"each crash.")
     return text

@@ -53,11 +53,21 @@ def read_ids(bootstrap: str, topic: str, isolation: str) -> tuple[list, str | No
         return [], str(e).splitlines()[0] if str(e) else repr(e)
 
 
-def audit_output(bootstrap: str, topic: str, sent_ids: list[str]) -> dict:
+def audit_records(sent_ids: list[str], seen: dict[str, list], errors: dict | None = None) -> dict:
+    """Pure part of the audit: `seen` maps an isolation level to the keys that reader got, in order."""
     out = {}
     for isolation in ("read_committed", "read_uncommitted"):
-        ids, err = read_ids(bootstrap, topic, isolation)
-        c = count_effects(sent_ids, ids)
+        c = count_effects(sent_ids, seen.get(isolation, []))
         out[isolation] = {"records": c.effects, "duplicates": c.duplicates, "lost": c.lost,
-                          "duplicate_ids": c.duplicate_ids[:20], "lost_ids": c.lost_ids[:20], "error": err}
+                          "duplicate_ids": c.duplicate_ids[:20], "lost_ids": c.lost_ids[:20],
+                          "error": (errors or {}).get(isolation)}
+    # Records the log holds but committed readers never see: aborted (or still open) transactions.
+    out["aborted_records"] = out["read_uncommitted"]["records"] - out["read_committed"]["records"]
     return out
+
+
+def audit_output(bootstrap: str, topic: str, sent_ids: list[str]) -> dict:
+    seen, errors = {}, {}
+    for isolation in ("read_committed", "read_uncommitted"):
+        seen[isolation], errors[isolation] = read_ids(bootstrap, topic, isolation)
+    return audit_records(sent_ids, seen, errors)

@@ -56,7 +56,7 @@ class Prediction:
 def predict(mode: str, crashes: list[dict], kill_mode: str = "points", commit_every: int = 1) -> Prediction:
     unacked = [i for c in crashes for i in (c.get("unacked") or []) if isinstance(i, str)]
     redelivered = len(unacked)
-    exact = kill_mode == "points" and mode not in ("eos-streams", "eos-streams-pg")
+    exact = kill_mode == "points"
     bound = redelivered if exact else max(redelivered, len(crashes) * max(1, commit_every))
     op = "==" if exact else "<="
     p = Prediction(exact=exact)
@@ -77,6 +77,10 @@ def predict(mode: str, crashes: list[dict], kill_mode: str = "points", commit_ev
                            Expectation("kafka.read_committed.lost", 0),
                            Expectation("kafka.read_uncommitted.duplicates", bound, op),
                            Expectation("kafka.read_uncommitted.lost", 0)]
+    if mode == "zombie":
+        # No planned crash: the expectations are an exact output and a fenced zombie.
+        p.expectations = [Expectation("kafka.read_committed.duplicates", 0), Expectation("kafka.read_committed.lost", 0),
+                          Expectation("zombie.fenced", 1)]
     if not exact:
         p.note = ("prediction is a bound: the crash instants were not chosen by the worker, "
                   "so what was in flight is unknown; the audit itself is exact")

@@ -10,6 +10,7 @@ AFTER_PRODUCE_BEFORE_TXN_COMMIT = "after-produce-before-txn-commit"
 AFTER_SEND_OFFSETS_BEFORE_TXN_COMMIT = "after-send-offsets-before-txn-commit"
 AFTER_EXTERNAL_EFFECT_BEFORE_TXN_COMMIT = "after-external-effect-before-txn-commit"
 AFTER_PROCESS_BEFORE_COMMIT = "after-process-before-commit"   # inside the Kafka Streams topology
+ZOMBIE = "sigstop-replace-sigcont"                             # the zombie nemesis freezes, replaces, resumes
 RANDOM = "random"                                              # the supervisor's SIGKILL at a seeded time
 
 ALL = (AFTER_COMMIT_BEFORE_EFFECT, AFTER_EFFECT_BEFORE_COMMIT, AFTER_PRODUCE_BEFORE_TXN_COMMIT,

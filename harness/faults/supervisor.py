@@ -55,7 +55,8 @@ class Supervisor:
                  random_kill_delays: list[float] | None = None,
                  progress: Callable[[dict], None] | None = None,
                  group_done: Callable[[], bool] | None = None,
-                 on_tick: Callable[["Supervisor"], None] | None = None):
+                 on_tick: Callable[["Supervisor"], None] | None = None,
+                 hold: Callable[[], bool] | None = None):
         self.run_dir = run_dir
         self.slots = [Slot(i, f"w{i}") for i in range(slots)]
         self.command, self.env = command, env
@@ -65,9 +66,11 @@ class Supervisor:
         self.progress = progress
         self.group_done = group_done
         self.on_tick = on_tick
+        self.hold = hold              # while it returns True the run is not over (a nemesis mid-story)
         self.logs = run_dir / "workers"
         self.logs.mkdir(parents=True, exist_ok=True)
         self._events_pos = 0
+        self.adopted: list[subprocess.Popen] = []    # processes no slot owns any more (a zombie), killed at the end
         self.result = SupervisorResult(status="running")
 
     # -- processes ------------------------------------------------------------------------
@@ -81,16 +84,19 @@ class Supervisor:
         log.close()
         slot.started_at = time.time()
 
+    def adopt(self, proc: subprocess.Popen) -> None:
+        self.adopted.append(proc)
+
     def kill_all(self) -> None:
-        for s in self.slots:
-            if s.proc and s.proc.poll() is None:
-                s.proc.kill()
-        for s in self.slots:
-            if s.proc:
-                try:
-                    s.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    pass
+        procs = [s.proc for s in self.slots if s.proc] + self.adopted
+        for p in procs:
+            if p.poll() is None:
+                p.kill()               # SIGKILL also ends a SIGSTOPped process
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
 
     def terminate_all(self, grace: float = 15.0) -> None:
         for s in self.slots:
@@ -136,7 +142,7 @@ class Supervisor:
         try:
             for s in self.slots:
                 self.start(s)
-            while not all(s.finished for s in self.slots):
+            while not all(s.finished for s in self.slots) or (self.hold and self.hold()):
                 now = time.time()
                 if now > deadline:
                     self.result.status, self.result.reason = "incomplete", f"time limit of {self.time_limit:.0f} s reached"

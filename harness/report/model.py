@@ -72,7 +72,7 @@ def _pred(p: dict, key: str) -> str:
 
 def _pred_kafka(p: dict, iso: str) -> str:
     k = (p.get("kafka_output") or {}).get(iso)
-    if not k:
+    if not k or k.get("duplicates") is None:
         return ""
     op = "" if p.get("exact", True) or iso == "read_committed" else "<= "
     return f"{op}{fmt(k['duplicates'])} dup, {fmt(k['lost'])} lost"

@@ -167,3 +167,28 @@ def test_clean_removes_topics_and_tables(stack, tmp_path):
     import psycopg
     with psycopg.connect(stack["dsn"]) as conn:
         assert conn.execute("select to_regclass(%s)", (d["stack"]["ledger_table"],)).fetchone()[0] is None
+
+
+def test_zombie_is_fenced_and_output_stays_exact(stack, tmp_path):
+    d = run_exp(stack, tmp_path, "zombie", "--messages", "1500", "--zombie-pause", "1.5")
+    z = d["zombie"]
+    assert z["fenced"] is True and z["zombie_exit_code"] == 3 and "fenced" in z["fenced_error"].lower()
+    t = z["times_since_pause"]
+    assert t["paused"] < t["replacement_started"] < t["resumed"] <= t["zombie_fenced"]
+    assert d["kafka_output"]["read_committed"]["duplicates"] == 0 and d["kafka_output"]["read_committed"]["lost"] == 0
+
+
+def test_fresh_transactional_id_stalls_read_committed_readers(stack, tmp_path):
+    d = run_exp(stack, tmp_path, "eos", "--messages", "100", "--crash-rate", "0.02", "--fresh-transactional-id",
+                "--transaction-timeout-ms", "5000")
+    stalls = d["read_committed_stall_seconds"]
+    assert len(stalls) == 2 and min(stalls) >= 4.0    # the dead transactions lived until their 5 s timeout
+    assert d["kafka_output"]["read_committed"]["lost"] == 0
+
+
+def test_eos_streams_exact_output_and_postgres_duplicates(stack, tmp_path):
+    d = run_exp(stack, tmp_path, "eos-streams", "--messages", "60", "--crash-rate", "0.05", "--effect", "postgres")
+    rc = d["kafka_output"]["read_committed"]
+    assert (rc["records"], rc["duplicates"], rc["lost"]) == (60, 0, 0)
+    assert len(d["crashes"]) == 3 and d["counts"]["duplicates"] == d["predicted"]["duplicates"] >= 3
+    assert "not the database" in d["summary"]

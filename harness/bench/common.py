@@ -1,0 +1,43 @@
+"""Small things both benchmarks share: broker settings worth recording, summary statistics."""
+
+import statistics
+
+from ..stack.model import Stack
+
+# Broker settings that change what the benchmarks measure; recorded with every result.
+BROKER_KEYS = ("group.coordinator.append.linger.ms", "group.min.session.timeout.ms",
+               "group.consumer.session.timeout.ms", "group.consumer.heartbeat.interval.ms",
+               "group.initial.rebalance.delay.ms", "group.coordinator.rebalance.protocols",
+               "transaction.abort.timed.out.transaction.cleanup.interval.ms", "num.io.threads",
+               "num.network.threads")
+
+
+def broker_settings(stack: Stack) -> dict:
+    """The broker's effective values of BROKER_KEYS (empty when the cluster does not let us describe it)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+    try:
+        admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers, "log_level": 0})
+        brokers = admin.list_topics(timeout=10).brokers
+        res = ConfigResource(ConfigResource.Type.BROKER, str(min(brokers)))
+        cfg = admin.describe_configs([res])[res].result(timeout=15)
+        return {k: cfg[k].value for k in BROKER_KEYS if k in cfg}
+    except Exception:  # noqa: BLE001 - a fact for the report, not a requirement
+        return {}
+
+
+def spread(values: list[float]) -> dict:
+    """median, min, max (and the raw values) of a list of measurements."""
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return {"median": None, "min": None, "max": None, "values": []}
+    return {"median": round(statistics.median(vals), 1), "min": round(min(vals), 1),
+            "max": round(max(vals), 1), "values": [round(v, 1) for v in vals]}
+
+
+def clean_run(stack: Stack, run_id: str) -> None:
+    """Remove one measured run's topics and tables (its reports stay): benchmarks write a lot of data."""
+    from ..clean import clean_runs
+    try:
+        clean_runs(stack, [run_id], False)
+    except Exception:  # noqa: BLE001 - cleaning is best effort; `harness clean --all` remains
+        pass

@@ -1,0 +1,95 @@
+"""`harness bench`: restart latency by strategy and throughput by delivery mode, in one report.
+
+The command object is `bench`; the CLI registers it with `cli.add_command(bench)`.
+"""
+
+import sys
+
+import click
+
+from ..cli import stack_options, _with_stack
+
+
+def _strategies_help() -> str:
+    from ..bench.restart import STRATEGIES
+    return ", ".join(s.name for s in STRATEGIES)
+
+
+def _cases_help() -> str:
+    from ..bench.throughput import CASES
+    return ", ".join(c.name for c in CASES)
+
+
+@click.command("bench")
+@click.option("--messages", type=int, default=2000, show_default=True,
+              help="Payments per throughput run for cases with a per-record Postgres write or offset commit.")
+@click.option("--fast-messages", type=int, default=None,
+              help="Payments per run for the Kafka-only cases (eos, bare-cp)  [default: 50 x --messages]")
+@click.option("--repetitions", type=int, default=3, show_default=True,
+              help="Throughput runs per case and size (median and min/max are reported).")
+@click.option("--sizes", default="100,1000", show_default=True, help="Message sizes in bytes (payload_bytes).")
+@click.option("--cases", default=None, help=f"Throughput cases to run (default all): {_cases_help()}.")
+@click.option("--skip-restart", is_flag=True, help="Do not measure restart latency.")
+@click.option("--skip-throughput", is_flag=True, help="Do not measure throughput.")
+@click.option("--restart-kills", type=int, default=5, show_default=True,
+              help="SIGKILLs per restart strategy (classic-default: at most --slow-kills).")
+@click.option("--slow-kills", type=int, default=3, show_default=True,
+              help="SIGKILLs for classic-default, which waits ~45 s per kill.")
+@click.option("--strategies", default=None, help=f"Restart strategies to run (default all): {_strategies_help()}.")
+@click.option("--keep-data", is_flag=True,
+              help="Keep the benchmark's topics and tables (default: each run's are removed once measured).")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Report folder (default reports/<timestamp>-bench/).")
+@click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output; the report folder is still printed.")
+@stack_options
+def bench(messages, fast_messages, repetitions, sizes, cases, skip_restart, skip_throughput, restart_kills,
+          slow_kills, strategies, keep_data, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn):
+    """Benchmark restart latency by strategy and throughput by delivery mode.
+
+    Restart: per strategy, a consumer process is SIGKILLed and a replacement
+    started at once; the time to its first record is measured over several
+    kills, and its first offset must equal the committed one (no record
+    skipped or repeated). Strategies: classic group protocol with the default
+    45 s session timeout (capped at 60 s per wait) or a 1 s one, static
+    membership, manual assign() (what the harness workers do), and the
+    KIP-848 consumer protocol.
+
+    Throughput: messages per second with no crashes, from the worker's busy
+    time, for a bare confluent-kafka + psycopg loop, a bare non-transactional
+    consume-produce loop, and the harness's offset-after, dedupe, eos (10,
+    100 and 1000 ms transactions) and eos-dedupe, at each --sizes, repeated
+    --repetitions times.
+
+    Writes bench.json, bench.md and bench.html; the last line printed is the
+    folder. A stack this command starts is stopped afterwards unless
+    --keep-stack.
+
+    \b
+    Examples:
+      harness bench
+      harness bench --skip-restart --sizes 1000 --repetitions 5
+      harness bench --skip-throughput --strategies assign,static,classic-short
+    """
+    from ..bench import BenchOptions, parse_sizes, run_bench
+    from ..faults.supervisor import install_sigterm_as_interrupt
+    from ..paths import reports_dir
+    from ..workload.naming import new_run_id
+    from pathlib import Path
+
+    opts = BenchOptions(messages=messages, fast_messages=fast_messages, repetitions=repetitions,
+                        sizes=parse_sizes(sizes), restart=not skip_restart, throughput=not skip_throughput,
+                        restart_kills=restart_kills, slow_kills=slow_kills, strategies=strategies, cases=cases,
+                        keep_data=keep_data)
+    opts.validate()
+    bench_id = new_run_id("bench")
+    folder = Path(out) if out else reports_dir() / bench_id
+    install_sigterm_as_interrupt()
+    data, folder = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
+                               lambda stack, log: run_bench(stack, opts, folder, bench_id, log=log))
+    if not quiet:
+        for line in data["summary"]:
+            click.echo(line, err=True)
+    click.echo(str(folder))
+    if data["status"] != "complete":
+        sys.exit(1)

@@ -1,0 +1,55 @@
+"""`harness compare`: runs and suites side by side, with deltas, warnings and CI rules."""
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..report import compare as comparison
+
+FORMATS = {"text": comparison.to_text, "markdown": comparison.to_markdown}
+
+
+@click.command("compare")
+@click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
+@click.option("--fail-on", "fail_on", multiple=True, metavar="RULE",
+              help="Exit 1 when RULE holds in the last target (repeatable): unexpected, incomplete, lost>0, "
+                   "eos:rc.duplicates>0, offset-after:duplicates>=150; a signed number is a change from the "
+                   "first target: wall_seconds>+20%, duplicates>+0.")
+@click.option("--format", "out_format", type=click.Choice(["text", "markdown", "json"]), default="text",
+              show_default=True, help="How to print the table.")
+@click.option("--reports-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where run and suite ids (and `latest`) are looked up [default: $HARNESS_REPORTS or reports/].")
+def compare(targets, fail_on, out_format, reports_dir):
+    """Compare runs or suites: one row per experiment and metric, delta last minus first.
+
+    A TARGET is a run folder, a suite folder, a report.json, a run or suite
+    id under the reports folder, or `latest`. Experiments are matched by
+    name; single runs are put side by side whatever their experiment. One
+    target just prints its table (useful with --fail-on in CI).
+
+    Warnings (on stderr) say when the targets ran on different Kafka,
+    librdkafka or PostgreSQL versions or with different parameters. Exits 1
+    when a --fail-on rule holds, printing why; 2 on bad input.
+
+    \b
+    Example:
+      harness compare reports/20261129T183000-offset-after latest
+      harness compare SUITE_A SUITE_B --fail-on unexpected --fail-on 'wall_seconds>+20%'
+      harness compare latest --fail-on 'eos:rc.duplicates>0' --format markdown
+    """
+    rules = [comparison.parse_fail_on(expr) for expr in fail_on]
+    loaded = [comparison.load_target(arg, reports_dir) for arg in targets]
+    result = comparison.compare(loaded)
+    failures = comparison.evaluate(result, rules)
+    if out_format != "markdown":   # Markdown carries its warnings inside, for pasting
+        for w in result.warnings:
+            click.echo(f"warning: {w}", err=True)
+    if out_format == "json":
+        click.echo(comparison.to_json(result, failures), nl=False)
+    else:
+        click.echo(FORMATS[out_format](result), nl=False)
+    for reason in failures:
+        click.echo(f"fail: {reason}", err=True)
+    if failures:
+        sys.exit(1)

@@ -1,0 +1,77 @@
+"""The zombie nemesis: a transactional worker that comes back from the dead.
+
+A producer that stalls (GC pause, SIGSTOP, a frozen VM) looks dead to its
+supervisor, which starts a replacement with the same `transactional.id`. The
+replacement's init_transactions() bumps the producer epoch: the broker aborts
+the stalled transaction and fences the old producer. When the zombie wakes up
+and tries to produce or commit, it must get a fatal fenced error, and the
+output must stay exact. This nemesis drives that story on worker slot 0 and
+records each step with its time:
+
+paused (SIGSTOP) -> replacement started -> replacement's first record ->
+zombie resumed (SIGCONT) -> zombie fenced (its own event) and exited.
+"""
+
+import signal
+import time
+
+# After this long without the zombie exiting once resumed, we stop waiting and kill it.
+ZOMBIE_EXIT_TIMEOUT_S = 30
+# Let the first worker get into a transaction before freezing it.
+PAUSE_AFTER_FIRST_RECORD_S = 0.3
+
+
+class ZombieNemesis:
+    def __init__(self, pause_s: float):
+        self.pause_s = pause_s
+        self.state = "wait"
+        self.zombie = None
+        self.times: dict = {}
+        self.exit_code = None
+
+    def busy(self) -> bool:
+        return self.state in ("paused", "replaced", "resumed")
+
+    def on_tick(self, sup) -> None:
+        slot = sup.slots[0]
+        now = time.time()
+        if self.state == "wait" and slot.finished:
+            self.state = "missed"          # the worker finished before it could be frozen
+            return
+        if self.state == "wait" and slot.first_message_at and now > slot.first_message_at + PAUSE_AFTER_FIRST_RECORD_S:
+            if slot.proc.poll() is not None:
+                return
+            self.zombie = slot.proc
+            self.zombie.send_signal(signal.SIGSTOP)
+            self.times["paused"] = now
+            self.state = "paused"
+        elif self.state == "paused" and now > self.times["paused"] + self.pause_s:
+            sup.adopt(self.zombie)            # the supervisor still kills it on the way out
+            sup.start(slot)                   # same slot, same transactional.id
+            self.times["replacement_started"] = now
+            self.state = "replaced"
+        elif self.state == "replaced" and slot.first_message_at:
+            self.zombie.send_signal(signal.SIGCONT)
+            self.times["replacement_first_record"] = slot.first_message_at
+            self.times["resumed"] = now
+            self.state = "resumed"
+        elif self.state == "resumed":
+            rc = self.zombie.poll()
+            if rc is not None:
+                self.exit_code = rc
+                self.times["zombie_exited"] = now
+                self.state = "done"
+            elif now > self.times["resumed"] + ZOMBIE_EXIT_TIMEOUT_S:
+                self.zombie.kill()
+                self.exit_code = "killed: did not exit after resuming"
+                self.state = "done"
+
+    def report(self, events: list[dict]) -> dict:
+        fenced = [e for e in events if e.get("event") == "fenced" and e.get("attempt") == 1]
+        base = self.times.get("paused")
+        rel = {k: round(v - base, 3) for k, v in self.times.items()} if base else {}
+        if fenced and base:
+            rel["zombie_fenced"] = round(fenced[0]["t"] - base, 3)
+        return {"state": self.state, "pause_seconds": self.pause_s, "zombie_exit_code": self.exit_code,
+                "fenced": bool(fenced), "fenced_error": fenced[0].get("reason") if fenced else None,
+                "times_since_pause": rel}

@@ -1,0 +1,84 @@
+"""`harness bench` on the real stack: a tiny run yields a well-formed report.
+
+A benchmark, not a timed test: nothing here asserts how fast anything is,
+only that every number was measured, is positive, and is recorded with how
+it was measured.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.commands.bench import bench
+from harness.errors import HarnessError
+
+pytestmark = pytest.mark.integration
+
+
+def _bench_workers() -> list[int]:
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if "harness" in cmd and ("restart_worker" in cmd or "bare_worker" in cmd):
+                out.append(int(p.name))
+    return out
+
+
+def test_tiny_bench_report_is_well_formed(stack, tmp_path):
+    out = tmp_path / "bench"
+    result = CliRunner().invoke(bench, [
+        "--messages", "30", "--fast-messages", "200", "--repetitions", "1", "--sizes", "100",
+        "--restart-kills", "1", "--strategies", "assign,static", "--quiet", "--out", str(out)],
+        env=stack["env"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip().splitlines()[-1] == str(out)
+
+    d = json.loads((out / "bench.json").read_text())
+    for key in ("schema_version", "kind", "bench_id", "status", "parameters", "environment", "broker_settings",
+                "stack", "restart", "throughput", "summary", "caveats", "wall_seconds"):
+        assert key in d, key
+    assert d["status"] == "complete" and d["kind"] == "bench"
+    assert d["environment"]["kafka_version"] and d["environment"]["librdkafka_version"]
+
+    r = d["restart"]
+    assert r["method"] and r["environment"] and r["parameters"]["strategies"] == ["assign", "static"]
+    assert [s["strategy"] for s in r["strategies"]] == ["assign", "static"]
+    for s in r["strategies"]:
+        assert s["measured"] == 1 and s["timeouts"] == 0
+        assert s["median_seconds"] > 0 and s["max_seconds"] > 0
+        k = s["kills"][0]
+        assert k["first_offset"] == k["expected_offset"], s
+        assert s["correct"], s
+    assert r["fastest_correct"] in ("assign", "static")
+
+    t = d["throughput"]
+    assert t["method"] and t["environment"] and t["parameters"]["sizes"] == [100]
+    names = {c["case"] for c in t["cases"]}
+    assert {"bare", "offset-after", "dedupe", "eos-10ms", "eos-100ms", "eos-1000ms", "eos-dedupe-100ms"} <= names
+    for c in t["cases"]:
+        assert c["method"] and c["parameters"]["payload_bytes"] == 100
+        assert len(c["runs"]) == 1
+        assert c["messages_per_second"]["median"] > 0, c
+        assert all(run["rate"] > 0 and run["exact"] for run in c["runs"]), c
+    assert any(x["numerator"] == "offset-after" and x["denominator"] == "bare" for x in t["ratios"])
+
+    md, html = (out / "bench.md").read_text(), (out / "bench.html").read_text()
+    assert "## Restart latency by strategy" in md and "## Throughput with no crashes" in md
+    assert html.count("<svg") >= 2 and 'id="chart-restart"' in html and "<script" not in html
+    assert "http://" not in html and "https://" not in html        # self-contained
+    password = stack["dsn"].split("@")[0].split(":")[-1]
+    for f in ("bench.json", "bench.md", "bench.html"):
+        assert password not in (out / f).read_text(), f"password in {f}"
+    assert not _bench_workers(), "benchmark consumer processes left behind"
+
+
+def test_bad_sizes_is_one_clear_error():
+    result = CliRunner().invoke(bench, ["--sizes", "big", "--skip-restart"])
+    assert isinstance(result.exception, HarnessError)
+    assert "--sizes" in str(result.exception)

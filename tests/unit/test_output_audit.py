@@ -1,0 +1,41 @@
+"""The Kafka output auditor on hand-made records: committed, aborted, missing."""
+
+from harness.checker.kafka_output import audit_records
+from harness.checker.output_watcher import stalls_after
+
+SENT = ["p1", "p2", "p3", "p4"]
+
+
+def test_aborted_copies_show_only_to_read_uncommitted():
+    # p2 and p3 were written in a transaction that was aborted, then written again and committed.
+    log = ["p1", "p2", "p3", "p2", "p3", "p4"]
+    committed = ["p1", "p2", "p3", "p4"]
+    a = audit_records(SENT, {"read_committed": committed, "read_uncommitted": log})
+    assert a["read_committed"] == {"records": 4, "duplicates": 0, "lost": 0, "duplicate_ids": [], "lost_ids": [],
+                                   "error": None}
+    assert (a["read_uncommitted"]["records"], a["read_uncommitted"]["duplicates"]) == (6, 2)
+    assert a["read_uncommitted"]["duplicate_ids"] == ["p2", "p3"]
+    assert a["aborted_records"] == 2
+
+
+def test_missing_records_are_lost_for_both_readers():
+    a = audit_records(SENT, {"read_committed": ["p1", "p4"], "read_uncommitted": ["p1", "p4"]})
+    assert a["read_committed"]["lost"] == 2 and a["read_committed"]["lost_ids"] == ["p2", "p3"]
+    assert a["aborted_records"] == 0
+
+
+def test_committed_duplicates_are_reported():
+    a = audit_records(SENT, {"read_committed": SENT + ["p1"], "read_uncommitted": SENT + ["p1"]})
+    assert a["read_committed"]["duplicates"] == 1 and a["read_committed"]["duplicate_ids"] == ["p1"]
+
+
+def test_empty_or_unreadable_topic_never_raises():
+    a = audit_records(SENT, {}, {"read_committed": "topic not found"})
+    assert a["read_committed"]["lost"] == 4 and a["read_committed"]["error"] == "topic not found"
+
+
+def test_stall_counts_only_records_created_after_the_crash():
+    # (visible_at, created_at): a reader catching up on old records at t=10.1 says nothing about the crash at 10.
+    seen = [(10.1, 9.0), (10.2, 9.5), (21.0, 10.5), (21.0, 11.0)]
+    assert stalls_after(seen, [10.0]) == [11.0]
+    assert stalls_after(seen, [30.0]) == []
