@@ -264,6 +264,74 @@ def clean(run_ids, all_runs, stack_kind, bootstrap_servers, postgres_dsn):
     click.echo(f"removed {n_topics} topics and {n_tables} tables")
 
 
+@cli.command(epilog="\b\nExamples:\n  harness suite\n  harness suite --messages 200 --experiments offset-before,offset-after,dedupe\n"
+             "  harness suite --stack compose --quiet --out reports/nightly")
+@click.option("--messages", type=int, default=1000, show_default=True, help="Payments per experiment.")
+@click.option("--crash-rate", type=float, default=0.1, show_default=True, help="Share of payments that crash (0..1).")
+@click.option("--seed", type=int, default=25, show_default=True, help="One seed: the same crashes in every experiment.")
+@click.option("--commit-every", type=int, default=1, show_default=True, help="Commit offsets every N records.")
+@click.option("--experiments", "experiment_list", default=None,
+              help="Comma-separated subset (default: all eight, eos-streams with --effect postgres).")
+@click.option("--parallel", type=int, default=3, show_default=True,
+              help="Experiments run at the same time (each in its own topics, tables and consumer group).")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Suite folder (default reports/<suite-id>/).")
+@click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
+@click.option("--quiet", "-q", is_flag=True, help="Only the suite folder on stdout (for CI).")
+@stack_options
+def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, out, keep_stack, quiet, stack_kind,
+          bootstrap_servers, postgres_dsn):
+    """Run every experiment with one seed and compare them side by side.
+
+    Writes <suite>/suite.json, suite.md and suite.html (one row per experiment,
+    a bar chart of lost and duplicated effects, and a final line that says
+    where exactly-once held and where it stopped), plus each run's own folder.
+    Exits 1 when an experiment was not as predicted or did not finish.
+    """
+    from pathlib import Path
+    from . import suite as suite_mod
+    from .paths import reports_dir
+    from .report.suite import write_suite
+    from .faults.supervisor import install_sigterm_as_interrupt
+    names = suite_mod.parse_experiments(experiment_list)
+    if parallel < 1:
+        raise HarnessError(f"--parallel must be at least 1, got {parallel}")
+    from . import runner
+    runner.RunParams("dedupe", messages=messages, crash_rate=crash_rate, seed=seed, commit_every=commit_every).validate()
+    folder = Path(out) if out else reports_dir() / suite_mod.new_suite_id()
+    if (folder / "suite.json").exists():
+        raise HarnessError(f"{folder} already holds a suite; choose another --out")
+    common = ["--messages", str(messages), "--crash-rate", str(crash_rate), "--seed", str(seed),
+              "--commit-every", str(commit_every)]
+    install_sigterm_as_interrupt()
+
+    def body(stack, log):
+        t0 = __import__("time").time()
+        try:
+            summary = suite_mod.run_suite(stack, names, common, folder, parallel, log=log)
+        finally:
+            if (folder / "suite.json").exists():
+                write_suite(folder)
+        if not quiet:
+            from .report.suite import rows
+            from rich.console import Console
+            from rich.table import Table
+            t = Table(title=f"suite {folder.name}", title_justify="left")
+            keep = {"experiment": 0, "dup": 4, "lost": 5, "ledger": 6, "read_committed": 7, "verdict": 10, "s": 11}
+            for col in keep:
+                t.add_column(col, no_wrap=True)
+            for row in rows(summary):
+                t.add_row(*[str(row[i]) for i in keep.values()])
+            con = Console(stderr=True)
+            con.print(t)
+            con.print(summary["conclusion"], soft_wrap=True)
+            con.print(f"suite wall time: {__import__('time').time() - t0:.0f} s")
+        return summary
+    summary = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body)
+    click.echo(folder)
+    if any(r.get("verdict") != "as-predicted" for r in summary["experiments"]):
+        sys.exit(1)
+
+
 def _register_commands():
     from .commands.compare import compare
     from .commands.report import report

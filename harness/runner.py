@@ -200,7 +200,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     sup = Supervisor(run_dir, len(slots), command, env, params.time_limit, crash_log, events,
                      random_kill_delays=random_kill_delays(params.seed, params.kills) if params.kill_mode == "random" else None,
                      progress=progress, group_done=group_done,
-                     on_tick=nemesis.on_tick if nemesis else None, hold=nemesis.busy if nemesis else None)
+                     on_tick=nemesis.on_tick if nemesis else None, hold=nemesis.busy if nemesis else None,
+                     standby=exp.name != "eos-streams")
     try:
         result = sup.run()
     except BaseException:
@@ -226,7 +227,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     audit = ledger_audit.audit_ledger(stack.postgres_dsn, names.ledger_table,
                                       names.dedupe_table if exp.uses_dedupe else None, sent_ids)
     kout = kafka_output.audit_output(stack.bootstrap_servers, names.output_topic, sent_ids) if exp.uses_output else None
-    extra = {}
+    extra = {"t0": progress.t0}
     if nemesis:
         extra["zombie"] = nemesis.report(result.events)
     if watcher:
@@ -285,7 +286,7 @@ def build_report(params, exp, names, stack, run_id, payments, crashes, audit, ko
         dup_ids, lost_ids = rc["duplicate_ids"], rc["lost_ids"]
         prefix = "kafka.read_committed."
     delivered = [c.get("delivered") for c in crashes if c.get("by") != "supervisor"] + \
-        [e.get("delivered") for e in result.events if e.get("event") == "done"]
+        [e.get("delivered") for e in result.events if e.get("event") in ("done", "fenced")]
     deliveries = sum(x for x in delivered if isinstance(x, int)) if params.kill_mode == "points" else None
     counts = {"sent": len(payments), "deliveries": deliveries, **counts,
               "dedupe_hits": audit.dedupe_hits if exp.uses_dedupe else None}
@@ -342,7 +343,7 @@ def build_report(params, exp, names, stack, run_id, payments, crashes, audit, ko
                     "restart_max_seconds": max(rs) if rs else None,
                     "messages_per_second": round(len(payments) / wall, 1) if wall > 0 else None},
         "restarts": result.restarts,
-        "timeline": _timeline(samples, crashes, result),
+        "timeline": _timeline(samples, crashes, result, extra.pop("t0", time.time())),
         **extra,
     }
     stalls = extra.get("read_committed_stall_seconds")
@@ -353,13 +354,11 @@ def build_report(params, exp, names, stack, run_id, payments, crashes, audit, ko
     return RunReport(data)
 
 
-def _timeline(samples, crashes, result) -> dict:
-    t0 = (result.events[0]["t"] if result.events else None) or time.time()
-    base = min([t0] + [c["time"] for c in crashes if c.get("time")])
-    starts = [e["t"] - base for e in result.events if e.get("event") == "started" and e.get("attempt", 1) > 1]
-    offset = (samples[0][0] if samples else 0)
-    return {"progress": [[round(t - offset, 3), v] for t, v in samples],
-            "crashes": [round(c["time"] - base, 3) for c in crashes if c.get("time")],
+def _timeline(samples, crashes, result, t0: float) -> dict:
+    """Progress samples, crashes and restarts, all in seconds since the workers started (t0)."""
+    starts = [e["t"] - t0 for e in result.events if e.get("event") == "started" and e.get("attempt", 1) > 1]
+    return {"progress": [[t, v] for t, v in samples],
+            "crashes": [round(c["time"] - t0, 3) for c in crashes if c.get("time")],
             "restarts": [round(s, 3) for s in starts]}
 
 

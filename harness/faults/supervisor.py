@@ -56,7 +56,7 @@ class Supervisor:
                  progress: Callable[[dict], None] | None = None,
                  group_done: Callable[[], bool] | None = None,
                  on_tick: Callable[["Supervisor"], None] | None = None,
-                 hold: Callable[[], bool] | None = None):
+                 hold: Callable[[], bool] | None = None, standby: bool = False):
         self.run_dir = run_dir
         self.slots = [Slot(i, f"w{i}") for i in range(slots)]
         self.command, self.env = command, env
@@ -71,6 +71,8 @@ class Supervisor:
         self.logs.mkdir(parents=True, exist_ok=True)
         self._events_pos = 0
         self.adopted: list[subprocess.Popen] = []    # processes no slot owns any more (a zombie), killed at the end
+        self.standby = standby                        # workers understand --standby: keep a warm spare per slot
+        self.spares: dict[int, subprocess.Popen] = {}
         self.result = SupervisorResult(status="running")
 
     # -- processes ------------------------------------------------------------------------
@@ -78,17 +80,33 @@ class Supervisor:
         slot.attempt += 1
         slot.first_message_at = None
         slot.kill_at = None
-        log = open(self.logs / f"{slot.name}.log", "ab")
-        slot.proc = subprocess.Popen(self.command(slot), env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
-        log.close()
+        if not self.standby:
+            slot.proc = self._spawn(slot, self.command(slot))
+        else:
+            spare = self.spares.pop(slot.index, None)
+            if spare is None or spare.poll() is not None:
+                spare = self._spawn(slot, self.command(slot) + ["--standby"], stdin=subprocess.PIPE)
+            argv = self.command(slot)[3:]         # drop "python -m harness.processors.worker"
+            try:
+                spare.stdin.write((json.dumps(argv) + "\n").encode())
+                spare.stdin.close()
+            except OSError:
+                spare.kill()
+                spare = self._spawn(slot, self.command(slot))
+            slot.proc = spare
+            # The next successor warms up while this worker runs.
+            self.spares[slot.index] = self._spawn(slot, self.command(slot) + ["--standby"], stdin=subprocess.PIPE)
         slot.started_at = time.time()
+
+    def _spawn(self, slot: Slot, cmd: list[str], stdin=subprocess.DEVNULL) -> subprocess.Popen:
+        with open(self.logs / f"{slot.name}.log", "ab") as log:
+            return subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin)
 
     def adopt(self, proc: subprocess.Popen) -> None:
         self.adopted.append(proc)
 
     def kill_all(self) -> None:
-        procs = [s.proc for s in self.slots if s.proc] + self.adopted
+        procs = [s.proc for s in self.slots if s.proc] + self.adopted + list(self.spares.values())
         for p in procs:
             if p.poll() is None:
                 p.kill()               # SIGKILL also ends a SIGSTOPped process

@@ -73,14 +73,7 @@ class WorkerContext:
     def __init__(self, args):
         from confluent_kafka import Consumer
 
-        self.args = args
-        self.worker = args.worker
-        self.attempt = args.attempt
-        self.commit_every = args.commit_every
-        self.input_topic = args.input_topic
-        self.events = Events(Path(args.events), args.worker, args.attempt)
-        plan = CrashPlan.load(Path(args.crash_plan)) if args.crash_plan else None
-        self.kill = KillSwitch(plan, Path(args.crash_log), args.worker, args.attempt, args.mode)
+        self.activate(args)
         conf = {"bootstrap.servers": args.bootstrap, "group.id": args.group,
                 "enable.auto.commit": False, "enable.auto.offset.store": False,
                 "auto.offset.reset": "earliest", "fetch.wait.max.ms": 20,
@@ -91,6 +84,23 @@ class WorkerContext:
         self.positions: dict = {}
         self._pg = None
         self._first = False
+
+    def activate(self, args) -> None:
+        """Take this attempt's arguments; read the crash log as it is now (a standby reads it late)."""
+        self.args = args
+        self.worker = args.worker
+        self.attempt = args.attempt
+        self.commit_every = args.commit_every
+        self.input_topic = args.input_topic
+        self.events = Events(Path(args.events), args.worker, args.attempt)
+        plan = CrashPlan.load(Path(args.crash_plan)) if args.crash_plan else None
+        self.kill = KillSwitch(plan, Path(args.crash_log), args.worker, args.attempt, args.mode)
+
+    def warm_up(self) -> None:
+        """What a standby does before it is needed: connect to Kafka and Postgres (no offsets, no fencing)."""
+        self.consumer.list_topics(self.input_topic, timeout=REQUEST_TIMEOUT_S)
+        if self.args.ledger:
+            self.pg.execute("select 1")
 
     def assign(self) -> None:
         """Fetch this slot's committed offsets and assign its partitions there.

@@ -134,7 +134,7 @@ def run(ctx: WorkerContext) -> None:
     except KafkaException as e:
         err = e.args[0]
         if err.fatal() or "fenced" in str(err).lower():
-            ctx.events.emit("fenced", reason=str(err))
+            ctx.events.emit("fenced", reason=str(err), delivered=ctx.kill.delivered)
             print(f"worker {ctx.worker}: fatal producer error, exiting for a restart: {err}", file=sys.stderr)
             sys.exit(FENCED_EXIT)
         raise

@@ -10,7 +10,8 @@ from html import escape
 from .model import RunReport, fmt
 
 CSS = """
-body{font:15px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:980px;color:#1d1d1f;padding:0 1rem}
+body{font:15px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1180px;color:#1d1d1f;padding:0 1rem}
+.wide{overflow-x:auto}
 h1{font-size:1.6rem;margin-bottom:.2rem} h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #ddd}
 .verdict{display:inline-block;padding:.15rem .6rem;border-radius:1rem;font-weight:600;font-size:.9rem}
 .as-predicted{background:#dff5e1;color:#146c2e}.unexpected{background:#fde2e1;color:#a4161a}
@@ -21,33 +22,63 @@ td.n{text-align:right;font-variant-numeric:tabular-nums} th{background:#f6f8fa}
 svg text{font:12px system-ui,sans-serif} .muted{color:#6e7781;font-size:.85rem}
 """
 
-LOST, DUP, OK = "#d1495b", "#edae49", "#00798c"
+LOST, DUP, OK, ABORTED, PRED = "#d1495b", "#edae49", "#00798c", "#8d6cab", "#c9ced6"
 
 
 def bar_chart(groups: list[tuple[str, int, int]], width: int = 640) -> str:
-    """Grouped bars: (label, lost, duplicates) per experiment."""
+    """Grouped bars of lost and duplicated effects: (label, lost, duplicates) per experiment."""
+    return grouped_bars([(label, [("lost", lost, LOST), ("duplicates", dup, DUP)]) for label, lost, dup in groups],
+                        legend=[("lost", LOST), ("duplicated", DUP)], width=width)
+
+
+def grouped_bars(groups: list[tuple[str, list[tuple[str, int, str]]]], legend: list[tuple[str, str]],
+                 width: int = 640, chart_id: str = "chart-anomalies") -> str:
+    """Bars grouped by label; each bar is (class name, value, color). Values label their bars."""
     h, top, left, bar = 220, 20, 50, 22
-    peak = max([1] + [max(l, d) for _, l, d in groups])
-    step = max(70, (width - left - 20) // max(1, len(groups)))
+    peak = max([1] + [v for _, bars in groups for _, v, _ in bars])
+    peak = peak if peak % 2 == 0 or peak == 1 else peak + 1   # integer ticks at 0, peak/2, peak
+    most = max([1] + [len(bars) for _, bars in groups])
+    step = max(70, (bar + 2) * most + 30)
     width = max(width, left + step * len(groups) + 20)
-    parts = [f'<svg id="chart-anomalies" role="img" aria-label="lost and duplicated effects" '
+    parts = [f'<svg id="{chart_id}" role="img" aria-label="lost and duplicated effects" '
              f'width="{width}" height="{h + 60}" viewBox="0 0 {width} {h + 60}">']
-    for frac in (0, 0.5, 1):
+    for frac in ((0, 1) if peak == 1 else (0, 0.5, 1)):
         y = top + h - frac * h
         parts.append(f'<line x1="{left}" x2="{width - 10}" y1="{y}" y2="{y}" stroke="#eee"/>'
                      f'<text x="{left - 6}" y="{y + 4}" text-anchor="end">{round(peak * frac)}</text>')
-    for i, (label, lost, dup) in enumerate(groups):
+    for i, (label, bars) in enumerate(groups):
         x = left + i * step + 10
-        for j, (val, color, name) in enumerate(((lost, LOST, "lost"), (dup, DUP, "duplicates"))):
+        for j, (name, val, color) in enumerate(bars):
             bh = h * val / peak
-            parts.append(f'<rect class="bar-{name}" data-value="{val}" x="{x + j * (bar + 2)}" y="{top + h - bh:.1f}" '
+            bx = x + j * (bar + 2)
+            parts.append(f'<rect class="bar-{name}" data-value="{val}" x="{bx}" y="{top + h - bh:.1f}" '
                          f'width="{bar}" height="{bh:.1f}" fill="{color}"><title>{escape(label)} {name}: {val}</title></rect>'
-                         f'<text x="{x + j * (bar + 2) + bar / 2}" y="{top + h - bh - 4:.1f}" text-anchor="middle">{val}</text>')
-        parts.append(f'<text x="{x + bar}" y="{top + h + 16}" text-anchor="middle">{escape(label)}</text>')
-    parts.append(f'<rect x="{left}" y="{h + 45}" width="12" height="12" fill="{LOST}"/><text x="{left + 16}" y="{h + 55}">lost</text>'
-                 f'<rect x="{left + 70}" y="{h + 45}" width="12" height="12" fill="{DUP}"/><text x="{left + 86}" y="{h + 55}">duplicated</text>')
+                         f'<text x="{bx + bar / 2}" y="{top + h - bh - 4:.1f}" text-anchor="middle">{val}</text>')
+        parts.append(f'<text x="{x + (bar + 2) * len(bars) / 2}" y="{top + h + 16}" text-anchor="middle">{escape(label)}</text>')
+    lx = left
+    for name, color in legend:
+        parts.append(f'<rect x="{lx}" y="{h + 45}" width="12" height="12" fill="{color}"/>'
+                     f'<text x="{lx + 16}" y="{h + 55}">{escape(name)}</text>')
+        lx += 30 + 8 * len(name)
     parts.append("</svg>")
     return "".join(parts)
+
+
+def run_chart(d: dict) -> str:
+    """One run: each anomaly observed next to its prediction."""
+    c, p = d["counts"], d["predicted"]
+    groups = [("lost", [("lost", c["lost"] or 0, LOST), ("predicted-lost", p.get("lost") or 0, PRED)]),
+              ("duplicated", [("duplicates", c["duplicates"] or 0, DUP),
+                              ("predicted-duplicates", p.get("duplicates") or 0, PRED)])]
+    if c.get("dedupe_hits") is not None:
+        groups.append(("dedupe hits", [("dedupe_hits", c["dedupe_hits"], OK),
+                                       ("predicted-dedupe_hits", p.get("dedupe_hits") or 0, PRED)]))
+    ko = d.get("kafka_output")
+    if ko:
+        pk = ((p.get("kafka_output") or {}).get("read_uncommitted") or {}).get("duplicates")
+        groups.append(("aborted copies", [("aborted", ko["read_uncommitted"]["duplicates"], ABORTED),
+                                          ("predicted-aborted", pk or 0, PRED)]))
+    return grouped_bars(groups, legend=[("observed", "#1d1d1f"), ("predicted", PRED)])
 
 
 def timeline(tl: dict, total: int, width: int = 900) -> str:
@@ -58,12 +89,12 @@ def timeline(tl: dict, total: int, width: int = 900) -> str:
     h, top, left = 160, 15, 50
     x = lambda t: left + (width - left - 10) * t / end  # noqa: E731
     y = lambda v: top + h - h * v / max(1, total)  # noqa: E731
-    parts = [f'<svg id="chart-timeline" role="img" aria-label="timeline" width="{width}" height="{h + 50}" '
-             f'viewBox="0 0 {width} {h + 50}">',
+    parts = [f'<svg id="chart-timeline" role="img" aria-label="timeline" width="{width}" height="{h + 60}" '
+             f'viewBox="0 0 {width} {h + 60}">',
              f'<line x1="{left}" y1="{top + h}" x2="{width - 10}" y2="{top + h}" stroke="#999"/>',
              f'<text x="{left - 6}" y="{top + 4}" text-anchor="end">{total}</text>',
              f'<text x="{left - 6}" y="{top + h}" text-anchor="end">0</text>',
-             f'<text x="{width - 10}" y="{top + h + 30}" text-anchor="end">{end:.1f} s</text>']
+             f'<text x="{width - 10}" y="{top + h + 24}" text-anchor="end">{end:.1f} s</text>']
     for t in crashes:
         parts.append(f'<line class="crash" x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{top}" y2="{top + h}" stroke="{LOST}" stroke-opacity=".45"/>')
     for t in restarts:
@@ -71,7 +102,7 @@ def timeline(tl: dict, total: int, width: int = 900) -> str:
     if prog:
         pts = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in prog)
         parts.append(f'<polyline id="progress" points="{pts}" fill="none" stroke="#1d1d1f" stroke-width="2"/>')
-    parts.append(f'<text x="{left}" y="{top + h + 44}">committed messages over time; '
+    parts.append(f'<text x="{left}" y="{top + h + 42}">committed messages over time; '
                  f'<tspan fill="{LOST}">crashes</tspan>, <tspan fill="{OK}">restarts</tspan></text></svg>')
     return "".join(parts)
 
@@ -103,9 +134,15 @@ def render(r: RunReport) -> str:
     if d.get("proves"):
         body.append(f"<p><b>What it proves:</b> {escape(d['proves'])}<br><b>Order of steps:</b> {escape(d.get('steps', ''))}</p>")
     body += ["<h2>Scoreboard</h2>", table(r.scoreboard(), ("metric", "observed", "predicted"), numeric=(1, 2))]
+    if d.get("zombie"):
+        z = d["zombie"]
+        body += ["<h2>Zombie fencing</h2>", table(
+            [(k.replace("_", " "), f"{v:.3f} s") for k, v in z["times_since_pause"].items()] +
+            [("fenced", z["fenced"]), ("zombie exit code", z["zombie_exit_code"]), ("error", z["fenced_error"] or "")],
+            ("event (seconds after the pause)", "value"))]
     if d["predicted"].get("note"):
         body.append(f"<p class=muted>{escape(d['predicted']['note'])}</p>")
-    body += ["<h2>Lost and duplicated effects</h2>", bar_chart([(d["experiment"], c["lost"] or 0, c["duplicates"] or 0)])]
+    body += ["<h2>Anomalies, observed and predicted</h2>", run_chart(d)]
     body += ["<h2>Timeline</h2>", timeline(d.get("timeline") or {}, c["sent"] or 0)]
     t = d["timings"]
     body += ["<h2>Timings</h2>", table([

@@ -192,3 +192,24 @@ def test_eos_streams_exact_output_and_postgres_duplicates(stack, tmp_path):
     assert (rc["records"], rc["duplicates"], rc["lost"]) == (60, 0, 0)
     assert len(d["crashes"]) == 3 and d["counts"]["duplicates"] == d["predicted"]["duplicates"] >= 3
     assert "not the database" in d["summary"]
+
+
+def test_small_suite_end_to_end(stack, tmp_path):
+    out = tmp_path / "suite"
+    proc = harness("suite", "--messages", "60", "--experiments", "offset-before,offset-after,dedupe,eos-boundary",
+                   "--parallel", "2", "--quiet", "--out", str(out), env=stack["env"], timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == str(out)
+    s = json.loads((out / "suite.json").read_text())
+    by = {r["experiment"]: r for r in s["experiments"]}
+    assert {r["verdict"] for r in s["experiments"]} == {"as-predicted"}
+    # The same seed crashed the same payments everywhere.
+    crashed = {name: sorted(c["message_id"] for c in json.loads((out / name / "report.json").read_text())["crashes"])
+               for name in by}
+    assert len({tuple(v) for v in crashed.values()}) == 1
+    assert by["offset-before"]["counts"]["lost"] == 6 and by["offset-after"]["counts"]["duplicates"] == 6
+    assert "eos-boundary kept an exact topic and a duplicated ledger" in s["conclusion"]
+    assert (out / "suite.md").exists() and (out / "suite.html").exists()
+    # compare a suite with itself: no rule fires; a rule that must fire does.
+    assert harness("compare", str(out), str(out), "--fail-on", "unexpected", env=stack["env"]).returncode == 0
+    assert harness("compare", str(out), str(out), "--fail-on", "offset-after:duplicates>0", env=stack["env"]).returncode == 1

@@ -22,8 +22,8 @@ def test_html_is_self_contained_and_has_charts():
     page = html.render(RunReport(sample()))
     assert "<script" not in page and "http://" not in page and "https://" not in page
     assert 'id="chart-anomalies"' in page and 'id="chart-timeline"' in page
-    bars = re.findall(r'class="bar-(lost|duplicates)" data-value="(\d+)"', page)
-    assert bars == [("lost", "0"), ("duplicates", "3")]
+    bars = re.findall(r'class="bar-([a-z_-]+)" data-value="(\d+)"', page)
+    assert bars == [("lost", "0"), ("predicted-lost", "0"), ("duplicates", "3"), ("predicted-duplicates", "3")]
 
     class P(HTMLParser):
         pass

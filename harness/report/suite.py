@@ -1,0 +1,96 @@
+"""suite.md and suite.html: the scoreboard of every experiment, side by side.
+
+Built from suite.json alone (which copies each run's numbers), so a suite
+folder can be re-rendered with `harness report DIR`, and the Markdown, HTML
+and JSON never disagree.
+"""
+
+import json
+from html import escape
+from pathlib import Path
+
+from . import html as h
+from .model import fmt
+
+COLUMNS = ("experiment", "sent", "deliveries", "effects", "duplicates", "lost", "ledger total",
+           "output read_committed", "output read_uncommitted", "crashes", "verdict", "seconds")
+
+
+def rows(summary: dict) -> list[tuple]:
+    out = []
+    for r in summary["experiments"]:
+        c, led, ko = r.get("counts") or {}, r.get("ledger") or {}, r.get("kafka_output") or {}
+        rc, ru = ko.get("read_committed") if ko else None, ko.get("read_uncommitted") if ko else None
+        ledger = (f"{fmt(led['actual_total'])} / {fmt(led['expected_total'])}"
+                  if led.get("actual_total") is not None else "n/a")
+        out.append((r["experiment"], fmt(c.get("sent")), fmt(c.get("deliveries")), fmt(c.get("effects")),
+                    fmt(c.get("duplicates")), fmt(c.get("lost")), ledger,
+                    f"{fmt(rc['records'])} ({fmt(rc['duplicates'])} dup, {fmt(rc['lost'])} lost)" if rc else "n/a",
+                    f"{fmt(ru['records'])} ({fmt(ru['duplicates'])} dup)" if ru else "n/a",
+                    fmt(r.get("crashes")), r.get("verdict", ""), fmt(r.get("seconds"))))
+    return out
+
+
+def render_md(summary: dict) -> str:
+    out = [f"# Suite {summary['suite_id']}", "", f"> {summary['conclusion']}", "",
+           "| " + " | ".join(COLUMNS) + " |", "| " + " | ".join("---" for _ in COLUMNS) + " |"]
+    out += ["| " + " | ".join(str(x) for x in row) + " |" for row in rows(summary)]
+    out += ["", "Duplicates and lost count effects in the Postgres ledger when the experiment has one, "
+            "otherwise records of the output topic as read_committed readers see them.", ""]
+    for r in summary["experiments"]:
+        if r.get("summary"):
+            out.append(f"- **{r['experiment']}**: {r['summary']}")
+        elif r.get("error"):
+            out.append(f"- **{r['experiment']}**: {r['verdict']}: {r['error']}")
+    env = summary.get("environment") or {}
+    out += ["", f"Wall time: {summary['timings']['wall_seconds']:.0f} s. Arguments: `{' '.join(summary.get('command_args', []))}`",
+            "", "| environment | |", "| --- | --- |"] + [f"| {k} | {v} |" for k, v in env.items()] + [""]
+    return "\n".join(out)
+
+
+def render_html(summary: dict) -> str:
+    groups = [(r["experiment"], (r.get("counts") or {}).get("lost") or 0, (r.get("counts") or {}).get("duplicates") or 0)
+              for r in summary["experiments"]]
+    body = [f"<h1>Suite {escape(summary['suite_id'])}</h1>",
+            f"<p id=conclusion class=summary>{escape(summary['conclusion'])}</p>",
+            "<h2>Lost and duplicated effects per experiment</h2>", h.bar_chart(groups, width=900),
+            "<h2>Scoreboard</h2>", "<div class=wide>", _table_with_links(summary), "</div>",
+            "<p class=muted>Duplicates and lost count effects in the Postgres ledger when the experiment has one, "
+            "otherwise records of the output topic as read_committed readers see them.</p>",
+            "<h2>What each run says</h2><ul>"]
+    for r in summary["experiments"]:
+        text = r.get("summary") or f"{r.get('verdict')}: {r.get('error', '')}"
+        body.append(f"<li><b>{escape(r['experiment'])}</b>: {escape(text)}</li>")
+    body.append("</ul>")
+    body += ["<h2>Parameters and environment</h2>",
+             h.table([("arguments", " ".join(summary.get("command_args", []))),
+                      ("wall seconds", fmt(summary["timings"]["wall_seconds"]))] +
+                     list((summary.get("environment") or {}).items()))]
+    return h.page(f"suite {summary['suite_id']}", "".join(body))
+
+
+def _table_with_links(summary: dict) -> str:
+    out = ["<table id=scoreboard><tr>" + "".join(f"<th>{escape(c)}</th>" for c in COLUMNS) + "</tr>"]
+    for r, row in zip(summary["experiments"], rows(summary)):
+        cells = []
+        for i, val in enumerate(row):
+            if i == 0 and r.get("report"):
+                link = r["report"].replace("report.json", "report.html")
+                cells.append(f'<td><a href="{escape(link)}">{escape(str(val))}</a></td>')
+            elif i == 10:
+                cells.append(f"<td><span class='verdict {escape(str(val))}'>{escape(str(val))}</span></td>")
+            else:
+                cells.append(f"<td{' class=n' if 0 < i < 10 or i == 11 else ''}>{escape(str(val))}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    return "".join(out) + "</table>"
+
+
+def write_suite(folder: Path) -> Path:
+    folder = Path(folder)
+    summary = json.loads((folder / "suite.json").read_text())
+    md, page = render_md(summary), render_html(summary)      # render both before writing either
+    for name, text in (("suite.md", md), ("suite.html", page)):
+        tmp = folder / f".{name}.tmp"
+        tmp.write_text(text)
+        tmp.replace(folder / name)
+    return folder

@@ -1,0 +1,172 @@
+"""`harness suite`: every experiment with one seed, side by side, and where exactly-once held.
+
+The experiments run as separate `harness run` processes against one stack
+(several at a time with --parallel), each into `<suite>/<experiment>/`. Their
+crash plans are identical because the seed is. The suite report has one row
+per experiment and a final line that says where exactly-once held and where
+it stopped.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .errors import HarnessError
+from .environment import describe
+from .procs import die_with_parent
+from .report.model import RunReport
+from .stack.model import Stack
+
+SUITE_EXPERIMENTS = ["offset-before", "offset-after", "dedupe", "eos", "eos-boundary", "eos-dedupe",
+                     "eos-streams", "zombie"]
+# The longest experiment (eos-streams restarts a JVM per crash) takes minutes on two cores.
+PER_EXPERIMENT_TIME_LIMIT_S = 900
+
+
+def new_suite_id(now: float | None = None) -> str:
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime(now if now is not None else time.time())) + "-suite"
+
+
+def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out: Path, parallel: int,
+              log=print, on_done=None) -> dict:
+    """Run each experiment in its own `harness run` process; return the suite summary (also written)."""
+    out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HARNESS_BOOTSTRAP_SERVERS": stack.bootstrap_servers,
+           "HARNESS_POSTGRES_DSN": stack.postgres_dsn}
+    env.pop("HARNESS_STACK", None)
+    t0 = time.time()
+    pending = list(experiments)
+    running: dict[str, tuple[subprocess.Popen, float]] = {}
+    finished: dict[str, dict] = {}
+    try:
+        while pending or running:
+            while pending and len(running) < parallel:
+                name = pending.pop(0)
+                folder = out / name
+                cmd = [sys.executable, "-m", "harness.cli", "run", name, *common_args, "--quiet",
+                       "--out", str(folder), "--time-limit", str(PER_EXPERIMENT_TIME_LIMIT_S)]
+                if name == "eos-streams":
+                    cmd += ["--effect", "postgres"]
+                log(f"suite: starting {name}")
+                with open(out / f"{name}.log", "wb") as f:
+                    running[name] = (subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT,
+                                                      stdin=subprocess.DEVNULL, preexec_fn=die_with_parent),
+                                     time.time())
+            for name, (proc, started) in list(running.items()):
+                rc = proc.poll()
+                if rc is None:
+                    continue
+                del running[name]
+                finished[name] = _entry(name, out, rc, time.time() - started)
+                log(f"suite: {name} finished: {finished[name]['verdict']} ({finished[name]['seconds']:.0f} s)")
+                if on_done:
+                    on_done(name, finished[name])
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        for proc, _ in running.values():
+            proc.terminate()          # each run stops its workers and writes an interrupted report
+        for name, (proc, started) in running.items():
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            finished[name] = _entry(name, out, proc.returncode, time.time() - started)
+        raise
+    finally:
+        summary = build_summary(out, stack, experiments, finished, time.time() - t0, common_args)
+        (out / "suite.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _entry(name: str, out: Path, rc: int, seconds: float) -> dict:
+    rep = out / name / "report.json"
+    if rep.exists():
+        try:
+            return {"experiment": name, "report": f"{name}/report.json", "exit_code": rc,
+                    "verdict": json.loads(rep.read_text())["verdict"], "seconds": round(seconds, 1)}
+        except (ValueError, KeyError):
+            pass
+    tail = ""
+    try:
+        tail = (out / f"{name}.log").read_text(errors="replace").strip().splitlines()[-1]
+    except (OSError, IndexError):
+        pass
+    return {"experiment": name, "report": None, "exit_code": rc, "verdict": "failed",
+            "error": tail[:300], "seconds": round(seconds, 1)}
+
+
+def build_summary(out: Path, stack: Stack, experiments: list[str], finished: dict, wall: float,
+                  common_args: list[str]) -> dict:
+    rows = []
+    for name in experiments:
+        e = finished.get(name) or {"experiment": name, "report": None, "verdict": "not run"}
+        row = dict(e)
+        if e.get("report"):
+            d = RunReport.load(out / e["report"]).data
+            ko = d.get("kafka_output") or {}
+            row.update(counts=d["counts"], ledger=d["ledger"], crashes=len(d["crashes"]),
+                       kafka_output={k: ko.get(k) for k in ("read_committed", "read_uncommitted")} if ko else None,
+                       summary=d.get("summary"), timings={k: d["timings"].get(k) for k in
+                                                           ("wall_seconds", "restart_median_seconds",
+                                                            "read_committed_stall_median_seconds")},
+                       params=d["params"], environment=d["environment"])
+        rows.append(row)
+    env = next((r["environment"] for r in rows if r.get("environment")), None) or describe(stack)
+    return {"schema_version": 1, "suite_id": out.name, "command_args": common_args,
+            "environment": env, "experiments": rows, "conclusion": conclusion(rows),
+            "timings": {"wall_seconds": round(wall, 1)}}
+
+
+def exact(row: dict) -> dict:
+    """Which sides of an experiment were exact: {'effects': bool|None, 'topic': bool|None}."""
+    c = row.get("counts") or {}
+    ko = row.get("kafka_output") or {}
+    rc = ko.get("read_committed") if ko else None
+    led = row.get("ledger") or {}
+    effects = None if led.get("actual_total") is None else (c.get("lost") == 0 and c.get("duplicates") == 0)
+    topic = None if not rc else (rc["lost"] == 0 and rc["duplicates"] == 0)
+    return {"effects": effects, "topic": topic}
+
+
+def conclusion(rows: list[dict]) -> str:
+    """The suite's last line: where exactly-once held, where it stopped, and why."""
+    held, lost_or_dup, boundary, keyed = [], [], [], []
+    for r in rows:
+        if not r.get("counts"):
+            continue
+        x, name = exact(r), r["experiment"]
+        if x["effects"] is False and x["topic"]:
+            boundary.append(name)
+        elif x["effects"] is False:
+            lost_or_dup.append(f"{name} ({r['counts']['lost']:,} lost, {r['counts']['duplicates']:,} duplicated)")
+        elif x["effects"] or x["topic"]:
+            held.append(name)
+            if x["effects"] and (r["counts"].get("dedupe_hits") or 0) > 0:
+                keyed.append(name)
+    parts = [f"Exactly-once held in {', '.join(held) or 'no experiment'}."]
+    if lost_or_dup:
+        parts.append(f"It did not hold in {', '.join(lost_or_dup)}.")
+    if boundary:
+        parts.append(f"Kafka's exactly-once stopped at the first write outside Kafka: {', '.join(boundary)} "
+                     f"kept an exact topic and a duplicated ledger.")
+    if keyed:
+        parts.append(f"An idempotency key in the effect's own transaction made the database exact "
+                     f"({', '.join(keyed)}).")
+    bad = [r["experiment"] for r in rows if r.get("verdict") != "as-predicted"]
+    if bad:
+        parts.append(f"Not as predicted or not finished: {', '.join(bad)}.")
+    return " ".join(parts)
+
+
+def parse_experiments(spec: str | None) -> list[str]:
+    from .experiments import CATALOG
+    if not spec:
+        return list(SUITE_EXPERIMENTS)
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    unknown = [n for n in names if n not in CATALOG]
+    if unknown:
+        raise HarnessError(f"unknown experiment(s) {', '.join(unknown)}; choose from: {', '.join(CATALOG)}")
+    return names
