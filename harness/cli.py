@@ -335,6 +335,8 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, o
 def _register_commands():
     from .commands.compare import compare
     from .commands.report import report
+    from .commands.bench import bench
+    cli.add_command(bench)
     cli.add_command(compare)
     cli.add_command(report)
 

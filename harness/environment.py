@@ -25,12 +25,17 @@ def git_sha() -> str | None:
         return None
 
 
+def _first(v) -> str:
+    """confluent-kafka returns (string, int) tuples from some versions and a plain string from others."""
+    return v[0] if isinstance(v, tuple) else str(v)
+
+
 def describe(stack: Stack) -> dict:
     import confluent_kafka
     return {
         "kafka_version": stack.kafka_version or "unknown",
-        "librdkafka_version": confluent_kafka.libversion()[0],
-        "confluent_kafka_version": confluent_kafka.version()[0],
+        "librdkafka_version": _first(confluent_kafka.libversion()),
+        "confluent_kafka_version": _first(confluent_kafka.version()),
         "postgres_version": stack.postgres_version or "unknown",
         "harness_version": __version__,
         "git_sha": git_sha(),

@@ -7,7 +7,18 @@ import sys
 
 import click
 
-from ..cli import stack_options, _with_stack
+
+def _cli():
+    """The harness.cli module, for its shared `stack_options` and `_with_stack`.
+
+    Under `python -m harness.cli` the running cli.py is `__main__`: use it rather than loading
+    cli.py a second time as `harness.cli`.
+    """
+    main = sys.modules.get("__main__")
+    if getattr(getattr(main, "__spec__", None), "name", None) == "harness.cli":
+        return main
+    from .. import cli
+    return cli
 
 
 def _strategies_help() -> str:
@@ -42,7 +53,6 @@ def _cases_help() -> str:
               help="Report folder (default reports/<timestamp>-bench/).")
 @click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output; the report folder is still printed.")
-@stack_options
 def bench(messages, fast_messages, repetitions, sizes, cases, skip_restart, skip_throughput, restart_kills,
           slow_kills, strategies, keep_data, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn):
     """Benchmark restart latency by strategy and throughput by delivery mode.
@@ -85,7 +95,7 @@ def bench(messages, fast_messages, repetitions, sizes, cases, skip_restart, skip
     bench_id = new_run_id("bench")
     folder = Path(out) if out else reports_dir() / bench_id
     install_sigterm_as_interrupt()
-    data, folder = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
+    data, folder = _cli()._with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
                                lambda stack, log: run_bench(stack, opts, folder, bench_id, log=log))
     if not quiet:
         for line in data["summary"]:
@@ -93,3 +103,16 @@ def bench(messages, fast_messages, repetitions, sizes, cases, skip_restart, skip
     click.echo(str(folder))
     if data["status"] != "complete":
         sys.exit(1)
+
+
+def _reuse_stack_options(cmd: click.Command) -> None:
+    """Give `cmd` the shared --stack/--bootstrap-servers/--postgres-dsn options of cli.stack_options.
+
+    Done once `bench` exists: harness.cli registers this command while it loads, so importing it
+    from here works whichever module is imported first.
+    """
+    probe = _cli().stack_options(lambda **_kw: None)
+    cmd.params.extend(reversed(probe.__click_params__))
+
+
+_reuse_stack_options(bench)

@@ -54,10 +54,12 @@ class KillSwitch:
     def planned(self, msg_id: str) -> bool:
         return msg_id in self.plan_ids and msg_id not in self.already
 
-    def maybe_crash(self, point: str, msg, unacked: list[str]) -> None:
+    def maybe_crash(self, point: str, msg, unacked) -> None:
+        """`unacked` is a list of records (or a function returning ids); turned into ids only when crashing,
+        so the check costs nothing per record however long the uncommitted batch grows."""
         msg_id = msg.key().decode()
         if self.planned(msg_id):
-            self.crash(point, msg, unacked)
+            self.crash(point, msg, unacked() if callable(unacked) else ids(unacked))
 
     def crash(self, point: str, msg, unacked: list[str]) -> None:
         if self.before_crash:

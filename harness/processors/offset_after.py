@@ -14,7 +14,7 @@ Expected: duplicates = the sum of len(unacked) over all crashes, lost = 0.
 """
 
 from ..faults.killpoints import AFTER_EFFECT_BEFORE_COMMIT
-from .context import WorkerContext, ids
+from .context import WorkerContext
 
 POLL_BATCH = 500
 
@@ -30,7 +30,7 @@ def run(ctx: WorkerContext, effect=None) -> None:
             ctx.deliver(msg)
             effect(msg)
             pending.append(msg)
-            ctx.kill.maybe_crash(AFTER_EFFECT_BEFORE_COMMIT, msg, unacked=ids(pending))
+            ctx.kill.maybe_crash(AFTER_EFFECT_BEFORE_COMMIT, msg, unacked=pending)
             if len(pending) >= ctx.commit_every:
                 ctx.commit(pending)
                 pending = []

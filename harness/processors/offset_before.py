@@ -14,7 +14,7 @@ Expected: lost = the union of `unacked` over all crashes, duplicates = 0.
 """
 
 from ..faults.killpoints import AFTER_COMMIT_BEFORE_EFFECT
-from .context import WorkerContext, ids
+from .context import WorkerContext
 
 
 def run(ctx: WorkerContext) -> None:
@@ -26,5 +26,5 @@ def run(ctx: WorkerContext) -> None:
         ctx.commit(batch)
         for i, msg in enumerate(batch):
             ctx.deliver(msg)
-            ctx.kill.maybe_crash(AFTER_COMMIT_BEFORE_EFFECT, msg, unacked=ids(batch[i:]))
+            ctx.kill.maybe_crash(AFTER_COMMIT_BEFORE_EFFECT, msg, unacked=batch[i:])
             ctx.apply_effect(msg)
