@@ -86,9 +86,9 @@ class Supervisor:
             spare = self.spares.pop(slot.index, None)
             if spare is None or spare.poll() is not None:
                 spare = self._spawn(slot, self.command(slot) + ["--standby"], stdin=subprocess.PIPE)
-            argv = self.command(slot)[3:]         # drop "python -m harness.processors.worker"
             try:
-                spare.stdin.write((json.dumps(argv) + "\n").encode())
+                # The spare learns its real command line (this attempt's) as one JSON line.
+                spare.stdin.write((json.dumps(self.command(slot)) + "\n").encode())
                 spare.stdin.close()
             except OSError:
                 spare.kill()
