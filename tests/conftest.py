@@ -21,6 +21,20 @@ def harness(*args, env=None, timeout=900, check=False):
     return proc
 
 
+def pids_where(predicate) -> list[int]:
+    """Pids of live processes whose command line satisfies `predicate` (a leftover-process check)."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if predicate(cmd):
+                out.append(int(p.name))
+    return out
+
+
 def searchable_dir(prefix: str) -> Path:
     """A fresh folder that the `postgres` user can enter (pytest's tmp_path is mode 0700)."""
     import tempfile

@@ -13,21 +13,13 @@ from click.testing import CliRunner
 
 from harness.commands.bench import bench
 from harness.errors import HarnessError
+from tests.conftest import pids_where
 
 pytestmark = pytest.mark.integration
 
 
 def _bench_workers() -> list[int]:
-    out = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if "harness" in cmd and ("restart_worker" in cmd or "bare_worker" in cmd):
-                out.append(int(p.name))
-    return out
+    return pids_where(lambda cmd: "harness" in cmd and ("restart_worker" in cmd or "bare_worker" in cmd))
 
 
 def test_tiny_bench_report_is_well_formed(stack, tmp_path):

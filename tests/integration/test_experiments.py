@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, harness
+from tests.conftest import ROOT, harness, pids_where
 
 pytestmark = pytest.mark.integration
 
@@ -27,16 +27,7 @@ def run_exp(stack, tmp_path, *args) -> dict:
 
 
 def worker_pids(marker: str) -> list[int]:
-    out = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if "harness" in cmd and "worker" in cmd and marker in cmd:
-                out.append(int(p.name))
-    return out
+    return pids_where(lambda cmd: "harness" in cmd and "worker" in cmd and marker in cmd)
 
 
 def test_offset_before_loses_what_crashed(stack, tmp_path):
