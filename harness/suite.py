@@ -79,6 +79,7 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
         raise
     finally:
         summary = build_summary(out, stack, experiments, finished, time.time() - t0, common_args)
+        summary["parallel"] = parallel
         (out / "suite.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 

@@ -43,7 +43,9 @@ def render_md(summary: dict) -> str:
         elif r.get("error"):
             out.append(f"- **{r['experiment']}**: {r['verdict']}: {r['error']}")
     env = summary.get("environment") or {}
-    out += ["", f"Wall time: {summary['timings']['wall_seconds']:.0f} s. Arguments: `{' '.join(summary.get('command_args', []))}`",
+    out += ["", f"Wall time: {summary['timings']['wall_seconds']:.0f} s, {summary.get('parallel', 1)} experiments at a "
+            f"time (timings inside each run include that contention). "
+            f"Arguments: `{' '.join(summary.get('command_args', []))}`",
             "", "| environment | |", "| --- | --- |"] + [f"| {k} | {v} |" for k, v in env.items()] + [""]
     return "\n".join(out)
 
@@ -64,7 +66,8 @@ def render_html(summary: dict) -> str:
     body.append("</ul>")
     body += ["<h2>Parameters and environment</h2>",
              h.table([("arguments", " ".join(summary.get("command_args", []))),
-                      ("wall seconds", fmt(summary["timings"]["wall_seconds"]))] +
+                      ("wall seconds", fmt(summary["timings"]["wall_seconds"])),
+                      ("experiments at a time", summary.get("parallel", 1))] +
                      list((summary.get("environment") or {}).items()))]
     return h.page(f"suite {summary['suite_id']}", "".join(body))
 
