@@ -95,6 +95,6 @@ def test_postgres_binaries_missing_names_the_debian_package(isolated):
 
 
 def test_help_ends_with_an_example():
-    for cmd in ("up", "down", "status", "run", "clean"):
+    for cmd in ("up", "down", "status", "run", "clean", "suite", "compare", "report", "bench"):
         out = harness(cmd, "--help").stdout
         assert "Example" in out, cmd
