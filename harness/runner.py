@@ -201,7 +201,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                      random_kill_delays=random_kill_delays(params.seed, params.kills) if params.kill_mode == "random" else None,
                      progress=progress, group_done=group_done,
                      on_tick=nemesis.on_tick if nemesis else None, hold=nemesis.busy if nemesis else None,
-                     standby=exp.name != "eos-streams")
+                     standby=True)
     try:
         result = sup.run()
     except BaseException:

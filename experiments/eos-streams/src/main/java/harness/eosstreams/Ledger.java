@@ -42,6 +42,15 @@ final class Ledger implements AutoCloseable {
         insert.executeUpdate();
     }
 
+    /** Whether the connection still answers; a warm spare checks the connection it opened before using it. */
+    boolean usable(int timeoutSeconds) {
+        try {
+            return conn.isValid(timeoutSeconds);
+        } catch (SQLException e) {
+            return false;
+        }
+    }
+
     @Override
     public void close() {
         try {

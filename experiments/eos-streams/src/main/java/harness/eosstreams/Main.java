@@ -3,14 +3,17 @@ package harness.eosstreams;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
+import org.apache.kafka.streams.state.KeyValueBytesStoreSupplier;
 import org.apache.kafka.streams.state.Stores;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -21,6 +24,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <p>Exit status: 0 after SIGTERM (Streams closed within 10 s), 137 on a
  * planned crash, 3 on a fatal Streams or ledger error (the harness restarts
  * it), 2 on a bad command line or an unreadable crash plan.
+ *
+ * <p>With {@code --standby} as the last argument the process is a warm spare:
+ * see {@link Standby}.
  */
 public final class Main {
     static final int EXIT_USAGE = 2;
@@ -44,17 +50,38 @@ public final class Main {
     }
 
     public static void main(String[] args) {
-        Options opts;
+        // --standby (the last argument): a warm spare. It warms up, then takes its real
+        // command line from stdin and starts as below; see Standby.
+        boolean standby = args.length > 0 && Standby.FLAG.equals(args[args.length - 1]);
+        Options opts = parseOrExit(standby ? Arrays.copyOf(args, args.length - 1) : args);
+        Ledger ledger = null;
+        ObjectMapper json = new ObjectMapper();
+        if (standby) {
+            Standby.Activation a = Standby.await(opts, json);   // exits 0 itself if it is not needed
+            opts = a.options();
+            ledger = a.ledger();
+        }
+        start(opts, ledger, json);
+    }
+
+    /** The options, or usage on stderr and exit 2. */
+    static Options parseOrExit(String[] args) {
         try {
-            opts = Options.parse(args);
+            return Options.parse(args);
         } catch (Options.UsageError e) {
             System.err.println("eos-streams: " + e.getMessage());
             System.err.println(Options.USAGE);
             System.exit(EXIT_USAGE);
-            return;
+            return null;   // not reached
         }
+    }
 
-        ObjectMapper json = new ObjectMapper();
+    /**
+     * The normal start: crash plan and crash log, ledger connection, RocksDB,
+     * Kafka Streams. {@code ledger} is a connection a warm spare opened already
+     * (for these very --jdbc-url, --jdbc-user and --ledger-table), else null.
+     */
+    static void start(Options opts, Ledger ledger, ObjectMapper json) {
         CrashSwitch crash;
         try {
             crash = new CrashSwitch(json, opts.crashPlan, opts.crashLog);
@@ -64,8 +91,7 @@ public final class Main {
             return;
         }
 
-        Ledger ledger = null;
-        if (opts.ledgerTable != null) {
+        if (opts.ledgerTable != null && ledger == null) {
             try {
                 ledger = new Ledger(opts.jdbcUrl, opts.jdbcUser, System.getenv(Options.PASSWORD_ENV), opts.ledgerTable);
             } catch (Exception e) {
@@ -85,11 +111,15 @@ public final class Main {
     }
 
     static Topology topology(Options opts, PaymentProcessor.State state) {
+        return topology(opts, state, Stores.persistentKeyValueStore(ANCHOR_STORE));
+    }
+
+    /** The topology with the given anchor store (a warm spare's throw-away copy uses an in-memory one). */
+    static Topology topology(Options opts, PaymentProcessor.State state, KeyValueBytesStoreSupplier anchor) {
         Topology t = new Topology();
         t.addSource("payments", Serdes.String().deserializer(), Serdes.String().deserializer(), opts.input);
         t.addProcessor("process", () -> new PaymentProcessor(state), "payments");
-        t.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(ANCHOR_STORE),
-                                                    Serdes.String(), Serdes.String()).withLoggingDisabled(),
+        t.addStateStore(Stores.keyValueStoreBuilder(anchor, Serdes.String(), Serdes.String()).withLoggingDisabled(),
                         "process");
         t.addSink("out", opts.output, Serdes.String().serializer(), Serdes.String().serializer(), "process");
         return t;
@@ -112,6 +142,16 @@ public final class Main {
         p.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
         p.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
+        // Restart latency. A restart's InitProducerId makes the coordinator abort the halted
+        // instance's transaction and answers CONCURRENT_TRANSACTIONS until that is done (a few ms
+        // here); with the default 100 ms backoff (doubling) the retries cost ~0.2 s per restart,
+        // and the same answer right after each commit delays the next transaction's first send.
+        // Same values as the harness's own EOS workers (harness/processors/eos.py).
+        p.put(StreamsConfig.producerPrefix(ProducerConfig.RETRY_BACKOFF_MS_CONFIG), 5);
+        p.put(StreamsConfig.producerPrefix(ProducerConfig.RETRY_BACKOFF_MAX_MS_CONFIG), 50);
+        // The stream thread blocks in poll() up to poll.ms, also while its new task waits to be
+        // initialised (partitions paused): 100 ms by default, i.e. ~50 ms more per restart.
+        p.put(StreamsConfig.POLL_MS_CONFIG, 10);
         return p;
     }
 
@@ -155,7 +195,7 @@ public final class Main {
     static void fatal(String who, String why) {
         System.err.println("eos-streams FATAL " + who + ": " + why.replace('\n', ' '));
         System.err.flush();
-        Runtime.getRuntime().halt(EXIT_FATAL);
+        Halt.now(EXIT_FATAL);
     }
 
     private static String describe(Throwable e) {

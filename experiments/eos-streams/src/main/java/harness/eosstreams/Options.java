@@ -18,8 +18,10 @@ final class Options {
         "usage: java -jar eos-streams.jar --bootstrap HOST:PORT --input TOPIC --output TOPIC",
         "         --application-id ID --state-dir DIR --crash-plan FILE --crash-log FILE",
         "         --worker NAME --attempt N [--commit-interval-ms MS]",
-        "         [--ledger-table SCHEMA.TABLE --jdbc-url URL [--jdbc-user USER]]",
-        "  The JDBC password is taken from $" + PASSWORD_ENV + " only.");
+        "         [--ledger-table SCHEMA.TABLE --jdbc-url URL [--jdbc-user USER]] [--standby]",
+        "  The JDBC password is taken from $" + PASSWORD_ENV + " only.",
+        "  --standby (last argument): a warm spare; it warms up, then reads the real command line",
+        "  (one JSON array of strings, java ... -jar JAR OPTIONS) from stdin; EOF or an empty line: exit 0.");
 
     private static final Set<String> REQUIRED = Set.of("bootstrap", "input", "output", "application-id",
         "state-dir", "crash-plan", "crash-log", "worker", "attempt");

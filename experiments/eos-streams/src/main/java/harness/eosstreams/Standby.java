@@ -1,0 +1,482 @@
+package harness.eosstreams;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.state.Stores;
+import org.rocksdb.BlockBasedTableConfig;
+import org.rocksdb.BloomFilter;
+import org.rocksdb.ColumnFamilyDescriptor;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.ColumnFamilyOptions;
+import org.rocksdb.CompactionStyle;
+import org.rocksdb.CompressionType;
+import org.rocksdb.DBOptions;
+import org.rocksdb.FlushOptions;
+import org.rocksdb.InfoLogLevel;
+import org.rocksdb.LRUCache;
+import org.rocksdb.RocksDB;
+import org.rocksdb.WriteOptions;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Stream;
+
+/**
+ * {@code --standby}: a warm spare for the next attempt of a worker slot.
+ *
+ * <p>The harness starts the spare with the worker's usual command line plus
+ * {@code --standby} (its {@code --attempt} is provisional) while the current
+ * worker runs. The spare warms up on a background thread, doing only start-up
+ * work that depends neither on the attempt nor on anything the running worker
+ * owns: it loads and initialises classes by building a throw-away Kafka Streams
+ * client (same topology and configuration, but an in-memory anchor store, a
+ * different application and client id, no group.instance.id; never started, so
+ * it joins no group, initialises no transactional id and leaves the state
+ * directory alone), asks the broker for cluster metadata and reads a few input
+ * records without a consumer group, loads RocksDB's native library, opens the
+ * ledger connection, and loads (without initialising) the classes a worker
+ * needs later (the list in {@link #CLASS_LIST}).
+ *
+ * <p>Meanwhile the main thread waits for one line on stdin: a JSON array of
+ * strings, the full command line of the real attempt ({@code java ... -jar JAR
+ * OPTIONS}). EOF or an empty line: not needed, exit 0 quietly. Otherwise the
+ * warm-up stops at its next step, the options after the jar are parsed as
+ * usual, and the process goes on exactly as a normal start with them: it reads
+ * the crash plan and crash log, creates and starts Kafka Streams, and
+ * everything that names the attempt uses the real one. The ledger connection is
+ * reused only if the real command line names the same database, user and table,
+ * and it still answers.
+ *
+ * <p>Stderr: {@code eos-streams STANDBY ready ...} once warm (with the time per
+ * step), {@code eos-streams STANDBY activated worker=W attempt=N ...} when the
+ * line came; then the usual lines.
+ */
+final class Standby {
+    static final String FLAG = "--standby";
+    /** Class names, one a line: what a worker loads from its start to its first records. See README. */
+    static final String CLASS_LIST = "standby-classes.txt";
+    private static final String WARMUP_ID = "-standby-warmup";
+    private static final long NET_TIMEOUT_MS = 2_000;
+    /** How long the real start waits for the warm-up thread to finish its current step. */
+    private static final long JOIN_MS = 1_000;
+
+    record Activation(Options options, Ledger ledger) {
+    }
+
+    private interface Step {
+        /** Does the step; returns a short detail for the ready line, or null. */
+        String run() throws Exception;
+    }
+
+    private final Options provisional;
+    private final ObjectMapper json;
+    private final AtomicBoolean stop = new AtomicBoolean();
+    private final List<String> report = Collections.synchronizedList(new ArrayList<>());
+    private final Object handover = new Object();
+    private Ledger ledger;              // guarded by handover
+    private boolean claimed;           // guarded by handover
+    private volatile boolean complete;
+    private volatile List<String> ownJvmOptions;
+    private volatile Path ownJar;
+
+    private Standby(Options provisional, ObjectMapper json) {
+        this.provisional = provisional;
+        this.json = json;
+    }
+
+    /**
+     * Warms up, waits for the real command line and returns its options (and
+     * the ledger connection if it can be reused). Exits 0 if the spare is not
+     * needed, 2 if the line is not a valid command line.
+     */
+    static Activation await(Options provisional, ObjectMapper json) {
+        Standby s = new Standby(provisional, json);
+        Thread warm = new Thread(s::warmUp, "eos-streams-standby-warmup");
+        warm.setDaemon(true);
+        warm.start();
+
+        String line;
+        try {
+            line = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+        } catch (IOException e) {
+            line = null;
+        }
+        s.stop.set(true);
+        if (line == null || line.isBlank()) {
+            join(warm);
+            s.closeLedger();
+            System.exit(0);
+        }
+        List<String> cmd = s.commandLine(line);
+        int jar = cmd.indexOf("-jar");
+        Options real = Main.parseOrExit(cmd.subList(jar + 2, cmd.size()).toArray(new String[0]));
+        boolean finished = join(warm);
+        Ledger l = s.claimLedger(real);
+        System.err.println("eos-streams STANDBY activated worker=" + real.worker + " attempt=" + real.attempt
+                           + " warm-up=" + (s.complete ? "complete" : "partial") + (finished ? "" : " (still busy)")
+                           + (l != null ? " ledger=reused" : ""));
+        s.warnIfDifferent(cmd, jar);
+        return new Activation(real, l);
+    }
+
+    // -- the real command line ----------------------------------------------------------------
+
+    /** The JSON array of strings, with a {@code -jar JAR} in it; usage error (exit 2) otherwise. */
+    private List<String> commandLine(String line) {
+        JsonNode n;
+        try {
+            n = json.readTree(line);
+        } catch (IOException e) {
+            n = null;
+        }
+        List<String> cmd = new ArrayList<>();
+        if (n != null && n.isArray()) {
+            for (JsonNode a : n) {
+                if (!a.isTextual()) {
+                    cmd = null;
+                    break;
+                }
+                cmd.add(a.asText());
+            }
+        } else {
+            cmd = null;
+        }
+        if (cmd == null) {
+            usage("the line on stdin is not a JSON array of strings");
+        }
+        int jar = cmd.indexOf("-jar");
+        if (jar < 0 || jar + 1 >= cmd.size()) {
+            usage("the command line on stdin has no \"-jar\", JAR");
+        }
+        return cmd;
+    }
+
+    private static void usage(String why) {
+        System.err.println("eos-streams: " + FLAG + ": " + why);
+        System.exit(Main.EXIT_USAGE);
+    }
+
+    /** This JVM cannot change its options or code: say so if the real command line wants others. */
+    private void warnIfDifferent(List<String> cmd, int jar) {
+        try {
+            compare(cmd, jar);
+        } catch (RuntimeException e) {
+            // only a warning: nothing to compare with
+        }
+    }
+
+    private void compare(List<String> cmd, int jar) {
+        List<String> own = ownJvmOptions;
+        if (own != null) {
+            List<String> missing = new ArrayList<>(cmd.subList(1, jar));
+            missing.removeAll(own);
+            if (!missing.isEmpty()) {
+                System.err.println("eos-streams: " + FLAG + ": this JVM was started without " + missing
+                                   + " (from the real command line); going on without");
+            }
+        }
+        Path mine = ownJar;
+        if (mine != null && !mine.equals(Path.of(cmd.get(jar + 1)).toAbsolutePath().normalize())) {
+            System.err.println("eos-streams: " + FLAG + ": the real command line names the jar " + cmd.get(jar + 1)
+                               + ", this JVM runs " + mine + "; going on with this one");
+        }
+    }
+
+    private static boolean join(Thread t) {
+        try {
+            t.join(JOIN_MS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return !t.isAlive();
+    }
+
+    // -- the ledger connection ----------------------------------------------------------------
+
+    /** The warm-up's connection if the real options name the same database, user and table and it answers. */
+    private Ledger claimLedger(Options real) {
+        Ledger l;
+        synchronized (handover) {
+            claimed = true;
+            l = ledger;
+            ledger = null;
+        }
+        if (l == null) {
+            return null;
+        }
+        if (real.ledgerTable != null && Objects.equals(real.ledgerTable, provisional.ledgerTable)
+            && Objects.equals(real.jdbcUrl, provisional.jdbcUrl) && Objects.equals(real.jdbcUser, provisional.jdbcUser)
+            && l.usable(2)) {
+            return l;
+        }
+        l.close();
+        return null;
+    }
+
+    private void closeLedger() {
+        Ledger l;
+        synchronized (handover) {
+            claimed = true;
+            l = ledger;
+            ledger = null;
+        }
+        if (l != null) {
+            l.close();
+        }
+    }
+
+    // -- the warm-up --------------------------------------------------------------------------
+
+    private void warmUp() {
+        long t0 = System.nanoTime();
+        step("self", this::readSelf);
+        step("json", this::warmJson);
+        step("ledger", this::warmLedger);
+        step("rocksdb", this::warmRocksDb);
+        step("streams", this::warmStreams);
+        step("broker", this::warmBroker);
+        step("classes", this::warmClasses);
+        if (!stop.get()) {
+            complete = true;
+            System.err.println("eos-streams STANDBY ready worker=" + provisional.worker + " warm-up="
+                               + seconds(t0) + "s (" + String.join(" ", report) + ")");
+        }
+    }
+
+    private void step(String name, Step step) {
+        if (stop.get()) {
+            return;
+        }
+        long t = System.nanoTime();
+        String detail;
+        try {
+            detail = step.run();
+        } catch (Exception | LinkageError e) {
+            detail = "failed:" + e.getClass().getSimpleName();
+        }
+        report.add(name + "=" + seconds(t) + (detail == null ? "" : "[" + detail + "]"));
+    }
+
+    /** Jackson's tree model as the processor and the crash line use it (often enough for the JIT to notice). */
+    private String warmJson() throws IOException {
+        for (int i = 0; i < 300; i++) {
+            ObjectNode v = (ObjectNode) json.readTree("{\"id\":\"pay-0001\",\"amount\":" + i + ",\"seq\":" + i + "}");
+            v.put("worker", provisional.worker);
+            v.put("attempt", i);
+            json.writeValueAsString(v);
+        }
+        ObjectNode e = json.createObjectNode();
+        e.put("point", CrashSwitch.POINT);
+        e.putPOJO("unacked", List.of("pay-0001", "pay-0002"));
+        e.put("time", 1.5);
+        e.putNull("committed_offset");
+        json.writeValueAsString(e);
+        PaymentProcessor.unixTime();
+        return null;
+    }
+
+    /** Opens the connection the real start will use (kept only if the real options name the same database). */
+    private String warmLedger() throws Exception {
+        if (provisional.ledgerTable == null) {
+            return "none";
+        }
+        Ledger l = new Ledger(provisional.jdbcUrl, provisional.jdbcUser, System.getenv(Options.PASSWORD_ENV),
+                              provisional.ledgerTable);
+        l.usable(2);   // one round trip
+        synchronized (handover) {
+            if (!claimed) {
+                ledger = l;
+                return null;
+            }
+        }
+        l.close();
+        return "late";
+    }
+
+    /**
+     * Loads RocksDB's library as the real start does, then opens, writes, flushes and
+     * closes a throw-away database in a new temporary directory (then removed), with
+     * the kind of options Streams' RocksDBStore uses: the JNI classes are then ready.
+     */
+    private String warmRocksDb() throws Exception {
+        RocksDbNative.load(provisional.stateDir);
+        Path dir = Files.createTempDirectory("eos-streams" + WARMUP_ID + "-rocksdb-");
+        try {
+            List<ColumnFamilyHandle> handles = new ArrayList<>();
+            try (DBOptions db = new DBOptions();
+                 ColumnFamilyOptions cf = new ColumnFamilyOptions();
+                 LRUCache cache = new LRUCache(1024 * 1024);
+                 BloomFilter filter = new BloomFilter();
+                 WriteOptions write = new WriteOptions();
+                 FlushOptions flush = new FlushOptions()) {
+                BlockBasedTableConfig table = new BlockBasedTableConfig();
+                table.setBlockCache(cache);
+                table.setFilterPolicy(filter);
+                cf.setTableFormatConfig(table);
+                cf.optimizeFiltersForHits();
+                cf.setCompactionStyle(CompactionStyle.UNIVERSAL);
+                cf.setCompressionType(CompressionType.NO_COMPRESSION);
+                db.setCreateIfMissing(true);
+                db.setInfoLogLevel(InfoLogLevel.ERROR_LEVEL);
+                write.setDisableWAL(true);
+                flush.setWaitForFlush(true);
+                try (RocksDB rocks = RocksDB.open(db, dir.toString(),
+                                                  List.of(new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, cf)),
+                                                  handles)) {
+                    byte[] key = "warm-up".getBytes(StandardCharsets.UTF_8);
+                    rocks.put(write, key, key);
+                    rocks.get(key);
+                    rocks.flush(flush);
+                } finally {
+                    handles.forEach(ColumnFamilyHandle::close);
+                }
+            }
+        } finally {
+            try (Stream<Path> files = Files.walk(dir)) {
+                for (Path f : (Iterable<Path>) files.sorted(Comparator.reverseOrder())::iterator) {
+                    Files.deleteIfExists(f);
+                }
+            }
+        }
+        return null;
+    }
+
+    /**
+     * A throw-away Kafka Streams client, created and closed without being started:
+     * the constructor builds the topology, the configuration, the metrics and all
+     * clients (admin, consumers, producer) of a real one.
+     */
+    private String warmStreams() {
+        Properties p = Main.config(provisional);
+        p.put(StreamsConfig.APPLICATION_ID_CONFIG, provisional.applicationId + WARMUP_ID);
+        p.put(StreamsConfig.CLIENT_ID_CONFIG, provisional.applicationId + "-" + provisional.worker + WARMUP_ID);
+        p.remove(StreamsConfig.mainConsumerPrefix(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG));
+        CapturingClientSupplier clients = new CapturingClientSupplier();
+        PaymentProcessor.State unused = new PaymentProcessor.State(provisional, json, null, null, clients);
+        // In-memory anchor: no persistent store, so the state directory is neither created nor locked.
+        KafkaStreams streams = new KafkaStreams(
+            Main.topology(provisional, unused, Stores.inMemoryKeyValueStore(Main.ANCHOR_STORE)), p, clients);
+        streams.close(Duration.ofSeconds(5));
+        return null;
+    }
+
+    /** Metadata from the broker and a few input records, read without a consumer group. */
+    private String warmBroker() throws Exception {
+        String id = provisional.applicationId + "-" + provisional.worker + WARMUP_ID;
+        Properties a = new Properties();
+        a.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, provisional.bootstrap);
+        a.put(AdminClientConfig.CLIENT_ID_CONFIG, id + "-admin");
+        try (Admin admin = Admin.create(a)) {
+            admin.describeCluster().nodes().get(NET_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        }
+        Properties c = new Properties();
+        c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, provisional.bootstrap);
+        c.put(ConsumerConfig.CLIENT_ID_CONFIG, id + "-reader");
+        c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        c.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, false);   // read only, never create
+        c.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        c.put(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, 65536);
+        c.put(ConsumerConfig.FETCH_MAX_BYTES_CONFIG, 65536);
+        c.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 50);
+        c.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 50);
+        int read = 0;
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(c, new ByteArrayDeserializer(),
+                                                                           new ByteArrayDeserializer())) {
+            List<TopicPartition> parts = new ArrayList<>();
+            for (PartitionInfo pi : consumer.partitionsFor(provisional.input, Duration.ofMillis(NET_TIMEOUT_MS))) {
+                parts.add(new TopicPartition(pi.topic(), pi.partition()));
+            }
+            if (parts.isEmpty()) {
+                return "no input partitions";
+            }
+            consumer.assign(parts);
+            consumer.seekToBeginning(parts);
+            long deadline = System.currentTimeMillis() + 1_000;
+            while (read == 0 && !stop.get() && System.currentTimeMillis() < deadline) {
+                ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(100));
+                for (ConsumerRecord<byte[], byte[]> r : records) {
+                    read++;
+                    if (r.value() != null) {
+                        try {
+                            json.readTree(new String(r.value(), StandardCharsets.UTF_8));
+                        } catch (IOException notJson) {
+                            // the real processor reports such values; here they just don't warm anything
+                        }
+                    }
+                }
+            }
+        }
+        return read + " records";
+    }
+
+    /** Loads, without initialising, the classes of the list: the ones only a started client needs. */
+    private String warmClasses() throws IOException {
+        InputStream in = Standby.class.getResourceAsStream(CLASS_LIST);
+        if (in == null) {
+            return "no list";
+        }
+        ClassLoader loader = Standby.class.getClassLoader();
+        int loaded = 0;
+        int missing = 0;
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
+            String name;
+            while ((name = r.readLine()) != null) {
+                if (((loaded + missing) & 63) == 0 && stop.get()) {
+                    break;
+                }
+                name = name.strip();
+                if (name.isEmpty() || name.startsWith("#")) {
+                    continue;
+                }
+                try {
+                    Class.forName(name, false, loader);
+                    loaded++;
+                } catch (ClassNotFoundException | LinkageError e) {
+                    missing++;   // a list from another version: harmless
+                }
+            }
+        }
+        return loaded + (missing > 0 ? "+" + missing + " missing" : "");
+    }
+
+    /** This JVM's options and jar, to compare with the real command line (loads java.management, as Kafka's JMX use does). */
+    private String readSelf() throws Exception {
+        ownJvmOptions = List.copyOf(ManagementFactory.getRuntimeMXBean().getInputArguments());
+        ownJar = Path.of(Standby.class.getProtectionDomain().getCodeSource().getLocation().toURI())
+            .toAbsolutePath().normalize();
+        return null;
+    }
+
+    private static String seconds(long sinceNanos) {
+        return String.format(Locale.ROOT, "%.2f", (System.nanoTime() - sinceNanos) / 1e9);
+    }
+}
