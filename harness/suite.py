@@ -9,6 +9,7 @@ it stopped.
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -118,7 +119,8 @@ def build_summary(out: Path, stack: Stack, experiments: list[str], finished: dic
                        params=d["params"], environment=d["environment"])
         rows.append(row)
     env = next((r["environment"] for r in rows if r.get("environment")), None) or describe(stack)
-    return {"schema_version": 1, "suite_id": out.name, "command_args": common_args,
+    suite_id = out.name if re.match(r"^\d{8}T\d{6}", out.name) else new_suite_id()
+    return {"schema_version": 1, "suite_id": suite_id, "folder": out.name, "command_args": common_args,
             "environment": env, "experiments": rows, "conclusion": conclusion(rows),
             "timings": {"wall_seconds": round(wall, 1)}}
 
