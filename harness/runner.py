@@ -372,8 +372,8 @@ def summarize(d: dict) -> str:
     """One sentence that says what happened, for the terminal, Markdown and HTML alike."""
     c, led, exp = d["counts"], d["ledger"], d["experiment"]
     n = len(d["crashes"])
-    how = {"as-predicted": "exactly as predicted from the crash log" if d["predicted"]["exact"]
-           else "within the predicted bounds",
+    how = {"as-predicted": ("exactly as predicted from the crash log" if n else "exactly as predicted")
+           if d["predicted"]["exact"] else "within the predicted bounds",
            "unexpected": "NOT as predicted", "incomplete": "but the run did not finish",
            "interrupted": "but the run was interrupted"}[d["verdict"]]
     parts = []
@@ -385,7 +385,8 @@ def summarize(d: dict) -> str:
         rc, ru = ko["read_committed"], ko["read_uncommitted"]
         parts.append(f"read_committed output {rc['records']:,} records with {rc['duplicates']:,} duplicates and "
                      f"{rc['lost']:,} lost; read_uncommitted {ru['records']:,} records")
-    text = f"{exp}: " + "; ".join(parts) + f" after {n:,} crashes, {how}."
+    faults = f"after {n:,} crashes" if n else "with no planned crash"
+    text = f"{exp}: " + "; ".join(parts) + f" {faults}, {how}."
     if ko and led.get("actual_total") is not None and c["duplicates"] and not ko["read_committed"]["duplicates"]:
         text += (f" Kafka EOS covered the topic ({ko['read_committed']['duplicates']} duplicates) and not the database "
                  f"({c['duplicates']:,} duplicate charges).")
