@@ -103,13 +103,16 @@ class Progress:
         self._thread = threading.Thread(target=self._sample, name="progress", daemon=True)
         self._thread.start()
 
+    def _take_sample(self) -> None:
+        try:
+            self.done = sum(max(0, tp.offset) for tp in self.c.committed(self.tps, timeout=5))
+        except Exception:  # noqa: BLE001 - progress is best effort
+            return
+        self.samples.append([round(time.time() - self.t0, 3), self.done])
+
     def _sample(self) -> None:
         while not self._stop.wait(self.SAMPLE_EVERY_S):
-            try:
-                self.done = sum(max(0, tp.offset) for tp in self.c.committed(self.tps, timeout=5))
-            except Exception:  # noqa: BLE001 - progress is best effort
-                continue
-            self.samples.append([round(time.time() - self.t0, 3), self.done])
+            self._take_sample()
 
     def __call__(self, info: dict) -> None:
         if self.ui:
@@ -118,11 +121,7 @@ class Progress:
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
-        try:
-            self.done = sum(max(0, tp.offset) for tp in self.c.committed(self.tps, timeout=5))
-            self.samples.append([round(time.time() - self.t0, 3), self.done])
-        except Exception:  # noqa: BLE001
-            pass
+        self._take_sample()
         self.c.close()
 
 
@@ -297,18 +296,13 @@ def build_report(params, exp, names, stack, run_id, payments, crashes, audit, ko
     counts = {"sent": len(payments), "deliveries": deliveries, **counts,
               "dedupe_hits": audit.dedupe_hits if exp.uses_dedupe else None}
 
-    def pv(metric):
-        e = pred.get(prefix + metric)
-        return e.value if e else None
-    predicted = {"duplicates": pv("duplicates"), "lost": pv("lost"),
-                 "dedupe_hits": (pred.get("ledger.dedupe_hits").value if pred.get("ledger.dedupe_hits") else None),
+    predicted = {"duplicates": pred.value(prefix + "duplicates"), "lost": pred.value(prefix + "lost"),
+                 "dedupe_hits": pred.value("ledger.dedupe_hits"),
                  "exact": pred.exact, "note": pred.note,
                  "expectations": [e.text() for e in pred.expectations]}
     if kout:
-        def kv(metric):
-            e = pred.get(metric)
-            return e.value if e else None
-        predicted["kafka_output"] = {iso: {"duplicates": kv(f"kafka.{iso}.duplicates"), "lost": kv(f"kafka.{iso}.lost")}
+        predicted["kafka_output"] = {iso: {"duplicates": pred.value(f"kafka.{iso}.duplicates"),
+                                           "lost": pred.value(f"kafka.{iso}.lost")}
                                      for iso in ("read_committed", "read_uncommitted")}
 
     rs = restart_seconds(crashes, result.events)

@@ -52,6 +52,11 @@ class Prediction:
     def get(self, metric: str) -> Expectation | None:
         return next((e for e in self.expectations if e.metric == metric), None)
 
+    def value(self, metric: str) -> int | None:
+        """The predicted number for `metric`, or None when this mode predicts nothing about it."""
+        e = self.get(metric)
+        return e.value if e else None
+
 
 def predict(mode: str, crashes: list[dict], kill_mode: str = "points", commit_every: int = 1) -> Prediction:
     unacked = [i for c in crashes for i in (c.get("unacked") or []) if isinstance(i, str)]
