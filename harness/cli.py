@@ -8,11 +8,13 @@ means a bug in the harness. Each command's help ends with an example.
 import functools
 import json
 import sys
+import time
 
 import click
 
 from . import __version__
 from .errors import HarnessError
+from .experiments import CATALOG
 
 
 def stack_options(f):
@@ -130,7 +132,7 @@ def down(purge):
 
 
 
-EXPERIMENT_HELP = "\n".join(f"  {name:<14} {e.proves}" for name, e in __import__("harness.experiments", fromlist=["CATALOG"]).CATALOG.items())
+EXPERIMENT_HELP = "\n".join(f"  {name:<14} {e.proves}" for name, e in CATALOG.items())
 
 
 @cli.command(epilog="\b\nExperiments:\n" + EXPERIMENT_HELP + "\n\n\b\nExamples:\n"
@@ -253,14 +255,8 @@ def clean(run_ids, all_runs, stack_kind, bootstrap_servers, postgres_dsn):
     from .clean import clean_runs
     if not run_ids and not all_runs:
         raise HarnessError("name the run ids to clean, or pass --all")
-    from .stack.resolve import get_stack
-    stack, started = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=_say)
-    try:
-        n_topics, n_tables = clean_runs(stack, list(run_ids), all_runs)
-    finally:
-        if started and stack.kind == "local":
-            from .stack import local
-            local.down(log=lambda _m: None)
+    n_topics, n_tables = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, False, False,
+                                     lambda stack, _log: clean_runs(stack, list(run_ids), all_runs))
     click.echo(f"removed {n_topics} topics and {n_tables} tables")
 
 
@@ -305,7 +301,7 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, o
     install_sigterm_as_interrupt()
 
     def body(stack, log):
-        t0 = __import__("time").time()
+        t0 = time.time()
         try:
             summary = suite_mod.run_suite(stack, names, common, folder, parallel, log=log)
         finally:
@@ -324,7 +320,7 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, o
             con = Console(stderr=True)
             con.print(t)
             con.print(summary["conclusion"], soft_wrap=True)
-            con.print(f"suite wall time: {__import__('time').time() - t0:.0f} s")
+            con.print(f"suite wall time: {time.time() - t0:.0f} s")
         return summary
     summary = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body)
     click.echo(folder)

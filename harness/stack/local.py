@@ -34,7 +34,7 @@ def read_record(state: Path | None = None) -> dict | None:
         return None
 
 
-def _stack_from(state: Path, rec: dict, kafka: LocalKafka, pg: LocalPostgres) -> Stack:
+def _stack_from(rec: dict, kafka: LocalKafka, pg: LocalPostgres) -> Stack:
     return Stack(kind="local", bootstrap_servers=f"127.0.0.1:{rec['kafka_port']}",
                  postgres_dsn=pg.dsn(rec["postgres_port"]), owned=True,
                  kafka_version=versions.KAFKA_VERSION, pids={"kafka": kafka.pid(), "postgres": pg.pid()})
@@ -46,7 +46,7 @@ def status(check: bool = True) -> Stack | None:
     if not rec or rec.get("kind") != "local":
         return None
     kafka, pg = LocalKafka(state), LocalPostgres(state)
-    stack = _stack_from(state, rec, kafka, pg)
+    stack = _stack_from(rec, kafka, pg)
     if check:
         alive = all(stack.pids.values())
         stack.healthy = alive and health.kafka_probe(stack.bootstrap_servers, 10) is None \
@@ -55,7 +55,8 @@ def status(check: bool = True) -> Stack | None:
     return stack
 
 
-def up(log=print) -> Stack:
+def up(log=print) -> tuple[Stack, bool]:
+    """Start what is not running; return the stack and whether this call started anything."""
     state = state_dir()
     state.mkdir(parents=True, exist_ok=True)
     kafka, pg = LocalKafka(state), LocalPostgres(state)
@@ -98,7 +99,7 @@ def up(log=print) -> Stack:
             log(f"Starting Kafka {versions.KAFKA_VERSION} on 127.0.0.1:{rec['kafka_port']} ...")
             kafka.start(lib, rec["kafka_port"], rec["controller_port"])
             started.append("kafka")
-        stack = _stack_from(state, rec, kafka, pg)
+        stack = _stack_from(rec, kafka, pg)
         _wait_ready(stack, kafka, pg)
     except BaseException:
         if "kafka" in started:
@@ -110,7 +111,7 @@ def up(log=print) -> Stack:
     stack.healthy = True
     stack.postgres_version = health.postgres_version(stack.postgres_dsn)
     stack.notes = notes + ([] if started else ["reused the running stack"])
-    return stack
+    return stack, bool(started)
 
 
 def _wait_ready(stack: Stack, kafka: LocalKafka, pg: LocalPostgres) -> None:

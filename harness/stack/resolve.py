@@ -43,5 +43,4 @@ def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None
     st = local.status(check=True)
     if st and st.healthy:
         return st, False
-    stack = local.up(log=log)
-    return stack, "reused the running stack" not in stack.notes
+    return local.up(log=log)
