@@ -152,6 +152,56 @@ class Run:
                     self.first_record_time = float(line.rsplit("time=", 1)[1])
 
 
+class Workspace:
+    """One smoke run's topics, consumer group, ledger table and work folder; `close` removes them."""
+
+    def __init__(self, args, name: str):
+        repo = HERE.parent.parent
+        uniq = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
+        self.keep = args.keep
+        self.app_id = f"{name}-eos-streams-{uniq}"
+        self.topic_in, self.topic_out = f"{name}.eos-streams.{uniq}.input", f"{name}.eos-streams.{uniq}.output"
+        self.work = Path(tempfile.mkdtemp(prefix=f"eos-streams-{name}-"))
+        self.plan_path, self.crash_log = self.work / "crash-plan.json", self.work / "crash-log.jsonl"
+        self.state_dir, self.stderr_log = self.work / "state", self.work / "stderr.log"
+        self.password = None if args.no_ledger else pg_password(repo)
+        self.table = f"harness.{name.replace('-', '_')}_ledger_{uniq.replace('-', '_').lower()}" if self.password else None
+        self.admin = AdminClient({"bootstrap.servers": args.bootstrap})
+        create_topics(self.admin, [self.topic_in, self.topic_out])
+        self.pg = None
+        if self.table:
+            import psycopg
+            self.pg = psycopg.connect(args.pg_dsn, password=self.password, autocommit=True, connect_timeout=10)
+            self.pg.execute("create schema if not exists harness")
+            self.pg.execute(f"""create table {self.table} (id bigserial primary key, message_id text not null,
+                           amount bigint not null, worker text not null, attempt integer not null,
+                           applied_at timestamptz not null default clock_timestamp())""")
+
+    def close(self) -> None:
+        if not self.keep:
+            delete_topics(self.admin, [self.topic_in, self.topic_out])
+            delete_group(self.admin, self.app_id)
+            if self.pg:
+                self.pg.execute(f"drop table if exists {self.table}")
+            for f in sorted(self.work.rglob("*"), reverse=True):
+                f.unlink() if f.is_file() or f.is_symlink() else f.rmdir()
+            self.work.rmdir()
+        else:
+            log(f"kept {self.work}, topics {self.topic_in} {self.topic_out}, table {self.table}")
+        if self.pg:
+            self.pg.close()
+
+
+def print_checks(checks: list[tuple[str, bool]], label: str) -> int:
+    """Print PASS/FAIL per check and the closing count line; return the number failed."""
+    print()
+    for name, good in checks:
+        print(f"{'PASS' if good else 'FAIL'}  {name}")
+    failed = sum(1 for _, g in checks if not g)
+    print(f"{label}: {len(checks) - failed} passed, {failed} failed")
+    return failed
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bootstrap", default="127.0.0.1:19092")
@@ -167,28 +217,11 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=240.0)
     args = ap.parse_args()
 
-    repo = HERE.parent.parent
-    uniq = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
-    app_id = f"smoke-eos-streams-{uniq}"
-    topic_in, topic_out = f"smoke.eos-streams.{uniq}.input", f"smoke.eos-streams.{uniq}.output"
-    work = Path(tempfile.mkdtemp(prefix="eos-streams-smoke-"))
-    plan_path, crash_log, state_dir, stderr_log = (work / "crash-plan.json", work / "crash-log.jsonl",
-                                                   work / "state", work / "stderr.log")
-    password = None if args.no_ledger else pg_password(repo)
-    table = f"harness.smoke_ledger_{uniq.replace('-', '_').lower()}" if password else None
+    ws = Workspace(args, "smoke")
+    app_id, topic_in, topic_out, work = ws.app_id, ws.topic_in, ws.topic_out, ws.work
+    plan_path, crash_log, state_dir, stderr_log = ws.plan_path, ws.crash_log, ws.state_dir, ws.stderr_log
+    password, table, pg = ws.password, ws.table, ws.pg
     log(f"work folder {work}, app id {app_id}, ledger {table or 'off'}")
-
-    admin = AdminClient({"bootstrap.servers": args.bootstrap})
-    create_topics(admin, [topic_in, topic_out])
-
-    pg = None
-    if table:
-        import psycopg
-        pg = psycopg.connect(args.pg_dsn, password=password, autocommit=True, connect_timeout=10)
-        pg.execute("create schema if not exists harness")
-        pg.execute(f"""create table {table} (id bigserial primary key, message_id text not null,
-                       amount bigint not null, worker text not null, attempt integer not null,
-                       applied_at timestamptz not null default clock_timestamp())""")
 
     ids = [f"pay-{i:04d}" for i in range(1, args.count + 1)]
     p = Producer({"bootstrap.servers": args.bootstrap, "linger.ms": 5, "log_level": 3})
@@ -297,24 +330,9 @@ def main() -> int:
         checks.append((f"ledger rows == {len(ids)} + unacked {unacked_total} (got {ledger_rows}, "
                        f"{ledger_distinct} distinct)",
                        ledger_rows == len(ids) + unacked_total and ledger_distinct == len(ids)))
-    print()
-    for name, good in checks:
-        print(f"{'PASS' if good else 'FAIL'}  {name}")
-    failed = sum(1 for _, g in checks if not g)
-    print(f"smoke: {len(checks) - failed} passed, {failed} failed")
+    failed = print_checks(checks, "smoke")
 
-    if not args.keep:
-        delete_topics(admin, [topic_in, topic_out])
-        delete_group(admin, app_id)
-        if pg:
-            pg.execute(f"drop table if exists {table}")
-        for f in sorted(work.rglob("*"), reverse=True):
-            f.unlink() if f.is_file() or f.is_symlink() else f.rmdir()
-        work.rmdir()
-    else:
-        log(f"kept {work}, topics {topic_in} {topic_out}, table {table}")
-    if pg:
-        pg.close()
+    ws.close()
     return 0 if failed == 0 else 1
 
 

@@ -41,19 +41,16 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 
 from confluent_kafka import Producer
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from smoke import CommittedWatcher, create_topics, delete_group, delete_topics, log, pg_password, read_all  # noqa: E402
+from smoke import CommittedWatcher, Workspace, log, print_checks, read_all  # noqa: E402
 
-from confluent_kafka.admin import AdminClient  # noqa: E402
 
 # What the harness puts in front of `-jar` (harness/streams.py).
 HARNESS_JVM = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx512m", "-Dharness.worker=true"]
@@ -156,27 +153,11 @@ def main() -> int:
     args = ap.parse_args()
     standby = args.mode == "standby"
 
-    repo = HERE.parent.parent
-    uniq = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
-    app_id = f"standby-smoke-eos-streams-{uniq}"
-    topic_in, topic_out = f"standby-smoke.eos-streams.{uniq}.input", f"standby-smoke.eos-streams.{uniq}.output"
-    work = Path(tempfile.mkdtemp(prefix="eos-streams-standby-smoke-"))
-    plan_path, crash_log, state_dir, stderr_log = (work / "crash-plan.json", work / "crash-log.jsonl",
-                                                   work / "state", work / "stderr.log")
-    password = None if args.no_ledger else pg_password(repo)
-    table = f"harness.standby_smoke_ledger_{uniq.replace('-', '_').lower()}" if password else None
+    ws = Workspace(args, "standby-smoke")
+    app_id, topic_in, topic_out, work = ws.app_id, ws.topic_in, ws.topic_out, ws.work
+    plan_path, crash_log, state_dir, stderr_log = ws.plan_path, ws.crash_log, ws.state_dir, ws.stderr_log
+    password, table, pg = ws.password, ws.table, ws.pg
     log(f"mode {args.mode}, work folder {work}, app id {app_id}, ledger {table or 'off'}")
-
-    admin = AdminClient({"bootstrap.servers": args.bootstrap})
-    create_topics(admin, [topic_in, topic_out])
-    pg = None
-    if table:
-        import psycopg
-        pg = psycopg.connect(args.pg_dsn, password=password, autocommit=True, connect_timeout=10)
-        pg.execute("create schema if not exists harness")
-        pg.execute(f"""create table {table} (id bigserial primary key, message_id text not null,
-                       amount bigint not null, worker text not null, attempt integer not null,
-                       applied_at timestamptz not null default clock_timestamp())""")
 
     ids = [f"pay-{i:04d}" for i in range(1, args.count + 1)]
     crash_ids = sorted(random.Random(args.seed).sample(ids[1:], args.crashes))
@@ -388,28 +369,13 @@ def main() -> int:
         checks.append((f"ledger rows == {len(ids)} + unacked {unacked_total} (got {ledger_rows}, "
                        f"{ledger_distinct} distinct)",
                        ledger_rows == len(ids) + unacked_total and ledger_distinct == len(ids)))
-    print()
-    for name, good in checks:
-        print(f"{'PASS' if good else 'FAIL'}  {name}")
-    failed = sum(1 for _, g in checks if not g)
-    print(f"standby smoke ({args.mode}): {len(checks) - failed} passed, {failed} failed")
+    failed = print_checks(checks, f"standby smoke ({args.mode})")
 
     for p in instances + spares:
         if p.proc.poll() is None:
             p.proc.kill()
             p.proc.wait()
-    if not args.keep:
-        delete_topics(admin, [topic_in, topic_out])
-        delete_group(admin, app_id)
-        if pg:
-            pg.execute(f"drop table if exists {table}")
-        for f in sorted(work.rglob("*"), reverse=True):
-            f.unlink() if f.is_file() or f.is_symlink() else f.rmdir()
-        work.rmdir()
-    else:
-        log(f"kept {work}, topics {topic_in} {topic_out}, table {table}")
-    if pg:
-        pg.close()
+    ws.close()
     return 0 if failed == 0 else 1
 
 
