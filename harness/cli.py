@@ -183,9 +183,9 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
     `harness up` is reused and left running. The last line printed is the
     report folder (report.json, report.md, report.html).
     """
-    from . import runner
+    from .params import RunParams
     from .faults.killpoints import ALL as KILL_POINTS
-    params = runner.RunParams(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers,
+    params = RunParams(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers,
                               kill_mode, kills, kill_point, time_limit, commit_interval_ms, payload_bytes,
                               effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause)
     params.validate()
@@ -291,8 +291,8 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, o
     names = suite_mod.parse_experiments(experiment_list)
     if parallel < 1:
         raise HarnessError(f"--parallel must be at least 1, got {parallel}")
-    from . import runner
-    runner.RunParams("dedupe", messages=messages, crash_rate=crash_rate, seed=seed, commit_every=commit_every).validate()
+    from .params import RunParams
+    RunParams("dedupe", messages=messages, crash_rate=crash_rate, seed=seed, commit_every=commit_every).validate()
     folder = Path(out) if out else reports_dir() / suite_mod.new_suite_id()
     if (folder / "suite.json").exists():
         raise HarnessError(f"{folder} already holds a suite; choose another --out")

@@ -14,7 +14,7 @@ import shutil
 import statistics
 import sys
 import time
-from dataclasses import dataclass, asdict
+from dataclasses import asdict
 from pathlib import Path
 
 from . import experiments
@@ -33,53 +33,7 @@ from .stack.model import Stack, redact
 from .workload import tables
 from .workload.naming import RunNames, new_run_id
 from .workload.payments import make_payments, create_topic, produce
-
-DEFAULT_TIME_LIMIT_S = 600
-# With a fresh transactional.id nobody fences the dead producer: its transaction stays open until this
-# timeout. 10 s keeps the experiment short while making the stall obvious next to sub-second restarts.
-FRESH_ID_TRANSACTION_TIMEOUT_MS = 10_000
-# The broker checks for timed-out transactions every second (our broker setting), then writes the abort markers.
-TXN_ABORT_MARGIN_S = 3.0
-
-
-@dataclass
-class RunParams:
-    experiment: str
-    messages: int = 1000
-    amount: int = 100
-    crash_rate: float = 0.1
-    seed: int = 25
-    commit_every: int = 1
-    partitions: int = 1
-    workers: int = 1
-    kill_mode: str = "points"
-    kills: int = 10
-    kill_point: str | None = None
-    time_limit: float = DEFAULT_TIME_LIMIT_S
-    commit_interval_ms: int | None = None   # eos family: also commit a transaction this often
-    payload_bytes: int = 0                  # pad each payment's JSON to about this size (benchmarks)
-    effect: str = "none"                    # eos-streams: "postgres" adds a ledger insert in the topology
-    fresh_transactional_id: bool = False    # eos family: a restarted worker takes a NEW transactional.id
-    transaction_timeout_ms: int | None = None
-    zombie_pause: float = 3.0               # zombie: seconds frozen before the replacement starts
-
-    def validate(self) -> None:
-        if self.experiment not in experiments.CATALOG:
-            raise HarnessError(f"unknown experiment {self.experiment!r}; choose one of: {', '.join(experiments.names())}")
-        if not 0.0 <= self.crash_rate <= 1.0:
-            raise HarnessError(f"--crash-rate must be between 0 and 1, got {self.crash_rate}")
-        for name in ("messages", "amount", "commit_every", "partitions", "workers"):
-            if getattr(self, name) <= 0:
-                raise HarnessError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
-        if self.kill_mode not in ("points", "random"):
-            raise HarnessError(f"--kill-mode must be points or random, got {self.kill_mode!r}")
-        if self.effect not in ("none", "postgres"):
-            raise HarnessError(f"--effect must be none or postgres, got {self.effect!r}")
-        if self.effect == "postgres" and self.experiment != "eos-streams":
-            raise HarnessError("--effect postgres applies to eos-streams only (the other experiments define their effect)")
-        if self.time_limit <= 0:
-            raise HarnessError(f"--time-limit must be positive, got {self.time_limit}")
-
+from .params import RunParams, FRESH_ID_TRANSACTION_TIMEOUT_MS, TXN_ABORT_MARGIN_S  # noqa: F401
 
 class Progress:
     """Samples the run group's committed offsets in a thread: drives the progress bar and the timeline.

@@ -117,7 +117,8 @@ def busy_rate(events_path: Path, messages: int) -> tuple[float, float]:
 
 def run_harness_case(case: Case, stack: Stack, run_id: str, out: Path, messages: int, size: int, log) -> dict:
     from .. import runner
-    params = runner.RunParams(case.experiment, messages=messages, crash_rate=0.0, commit_every=case.commit_every,
+    from ..params import RunParams
+    params = RunParams(case.experiment, messages=messages, crash_rate=0.0, commit_every=case.commit_every,
                               commit_interval_ms=case.commit_interval_ms, payload_bytes=size, time_limit=600)
     report, folder = runner.run(params, stack, out=out, log=lambda _m: None, run_id=run_id)
     d = report.data
