@@ -14,7 +14,7 @@ import click
 
 from . import __version__
 from .errors import HarnessError
-from .experiments import CATALOG
+from .experiments import REGISTRY
 
 
 def stack_options(f):
@@ -132,13 +132,22 @@ def down(purge):
 
 
 
-EXPERIMENT_HELP = "\n".join(f"  {name:<14} {e.proves}" for name, e in CATALOG.items())
+EXPERIMENT_HELP = "\n".join(f"  {name:<14} {e.proves}" for name, e in REGISTRY.items())
+EXIT_HELP = ("\b\nExit status:\n  0 as-predicted   1 unexpected   2 bad input   "
+             "3 incomplete or audit-failed   130 interrupted")
 
 
-@cli.command(epilog="\b\nExperiments:\n" + EXPERIMENT_HELP + "\n\n\b\nExamples:\n"
+def _fault_help() -> str:
+    from .faults import help_text
+    return "\b\nFaults (--fault NAME[:key=value,...]):\n" + help_text()
+
+
+@cli.command(epilog="\b\nExperiments (kill points: `harness experiments`):\n" + EXPERIMENT_HELP + "\n\n"
+             + _fault_help() + "\n\n" + EXIT_HELP + "\n\n\b\nExamples:\n"
              "  harness run offset-before\n"
-             "  harness run offset-after --commit-every 10\n"
-             "  harness run dedupe --partitions 3 --workers 2 --kill-mode random")
+             "  harness run offset-after --commit-every 10 --kill-point any\n"
+             "  harness run dedupe --partitions 3 --workers 2 --kill-mode random\n"
+             "  harness run eos --fault random-kill:kills=5")
 @click.argument("experiment")
 @click.option("--messages", type=int, default=1000, show_default=True, help="Payments to produce.")
 @click.option("--amount", type=int, default=100, show_default=True, help="Amount of each payment.")
@@ -152,7 +161,12 @@ EXPERIMENT_HELP = "\n".join(f"  {name:<14} {e.proves}" for name, e in CATALOG.it
 @click.option("--kill-mode", type=click.Choice(["points", "random"]), default="points", show_default=True,
               help="points: workers kill themselves at the named kill point; random: the supervisor SIGKILLs them at seeded times.")
 @click.option("--kills", type=int, default=10, show_default=True, help="Number of SIGKILLs with --kill-mode random.")
-@click.option("--kill-point", default=None, help="Override the experiment's kill point (see the experiment's docs).")
+@click.option("--kill-point", default=None,
+              help="Where planned crashes strike: one of the experiment's kill points (`harness experiments`), "
+                   "or `any` for a seeded point per crash. Default: the experiment's own.")
+@click.option("--fault", "fault_specs", multiple=True, metavar="NAME[:k=v,...]",
+              help="A fault to inject (repeatable; replaces the experiment's default faults): "
+                   "planned-crash[:rate=R,point=P], random-kill[:kills=N], zombie[:pause=S].")
 @click.option("--commit-interval-ms", type=int, default=None,
               help="eos family: commit the transaction at least this often (instead of every N records).")
 @click.option("--effect", type=click.Choice(["none", "postgres"]), default="none", show_default=True,
@@ -173,10 +187,10 @@ EXPERIMENT_HELP = "\n".join(f"  {name:<14} {e.proves}" for name, e in CATALOG.it
 @click.option("--quiet", "-q", is_flag=True, help="No progress output (for CI); the report folder is still printed.")
 @stack_options
 def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers, kill_mode, kills,
-        kill_point, commit_interval_ms, effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause,
-        payload_bytes, time_limit, out, keep_stack, quiet, stack_kind,
+        kill_point, fault_specs, commit_interval_ms, effect, fresh_transactional_id, transaction_timeout_ms,
+        zombie_pause, payload_bytes, time_limit, out, keep_stack, quiet, stack_kind,
         bootstrap_servers, postgres_dsn):
-    """Run one experiment: produce payments, crash workers, audit, report.
+    """Run one experiment: produce payments, crash workers, audit, judge, report.
 
     With no stack configured it starts the local one (Kafka and PostgreSQL as
     processes) and stops it afterwards unless --keep-stack; a stack started by
@@ -184,18 +198,15 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
     report folder (report.json, report.md, report.html).
     """
     from .params import RunParams
-    from .faults.killpoints import ALL as KILL_POINTS
+    from .runner import EXIT_CODES
     params = RunParams(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers,
-                              kill_mode, kills, kill_point, time_limit, commit_interval_ms, payload_bytes,
-                              effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause)
+                       kill_mode, kills, kill_point, time_limit, commit_interval_ms, payload_bytes,
+                       effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause, list(fault_specs))
     params.validate()
-    if kill_point and kill_point not in KILL_POINTS:
-        raise HarnessError(f"unknown --kill-point {kill_point!r}; choose one of: {', '.join(KILL_POINTS)}")
     report, folder = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
                                  lambda stack, log: _run_one(params, stack, out, log, quiet))
     click.echo(folder)
-    if report.verdict in ("incomplete", "interrupted"):
-        sys.exit(1 if report.verdict == "incomplete" else 130)
+    sys.exit(EXIT_CODES.get(report.verdict, 1))
 
 
 def _run_one(params, stack, out, log, quiet):
@@ -281,7 +292,9 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, o
     Writes <suite>/suite.json, suite.md and suite.html (one row per experiment,
     a bar chart of lost and duplicated effects, and a final line that says
     where exactly-once held and where it stopped), plus each run's own folder.
-    Exits 1 when an experiment was not as predicted or did not finish.
+    Exit status, the worst of its runs: 0 all as-predicted, 1 one was
+    unexpected, 2 bad input, 3 one did not finish or its audit failed,
+    130 interrupted (every started run still writes its report).
     """
     from pathlib import Path
     from . import suite as suite_mod
@@ -324,8 +337,32 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, o
         return summary
     summary = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body)
     click.echo(folder)
-    if any(r.get("verdict") != "as-predicted" for r in summary["experiments"]):
-        sys.exit(1)
+    sys.exit(suite_mod.exit_code(summary["experiments"]))
+
+
+@cli.command("experiments")
+@click.option("--json", "as_json", is_flag=True, help="Print the declarations as JSON (for scripts).")
+def experiments_cmd(as_json):
+    """List every experiment: its steps, kill points (and the damage a crash there does), what it proves.
+
+    \b
+    Example:
+      harness experiments
+      harness experiments --json | jq '.[].kill_points[].name'
+    """
+    if as_json:
+        click.echo(json.dumps([e.describe() for e in REGISTRY.values()], indent=2))
+        return
+    for e in REGISTRY.values():
+        click.echo(f"{e.name}: {e.proves}")
+        click.echo(f"  steps: {e.steps_text()}")
+        click.echo(f"  stores: {', '.join(e.stores.names())}; faults: {', '.join(e.default_faults)}")
+        for p in e.kill_points:
+            mark = " (default)" if p.name == e.default_point else ""
+            click.echo(f"  kill point {p.name}{mark}: after {p.after}, before {p.before or '(last step)'}: {p.says}")
+        if e.kill_points:
+            click.echo(f"  --kill-point any: a seeded point among these {len(e.kill_points)} per crash")
+        click.echo("")
 
 
 def _register_commands():

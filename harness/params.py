@@ -5,7 +5,8 @@ is checked here once, before anything is created, so a mistake costs no topic,
 table or folder.
 """
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 from . import experiments
 from .errors import HarnessError
@@ -38,10 +39,10 @@ class RunParams:
     fresh_transactional_id: bool = False    # eos family: a restarted worker takes a NEW transactional.id
     transaction_timeout_ms: int | None = None
     zombie_pause: float = 3.0               # zombie: seconds frozen before the replacement starts
+    faults: list = field(default_factory=list)   # --fault NAME[:key=value,...]; empty: the experiment's own
 
     def validate(self) -> None:
-        if self.experiment not in experiments.CATALOG:
-            raise HarnessError(f"unknown experiment {self.experiment!r}; choose one of: {', '.join(experiments.names())}")
+        exp = experiments.get(self.experiment)
         if not 0.0 <= self.crash_rate <= 1.0:
             raise HarnessError(f"--crash-rate must be between 0 and 1, got {self.crash_rate}")
         for name in ("messages", "amount", "commit_every", "partitions", "workers"):
@@ -51,7 +52,22 @@ class RunParams:
             raise HarnessError(f"--kill-mode must be points or random, got {self.kill_mode!r}")
         if self.effect not in ("none", "postgres"):
             raise HarnessError(f"--effect must be none or postgres, got {self.effect!r}")
-        if self.effect == "postgres" and self.experiment != "eos-streams":
-            raise HarnessError("--effect postgres applies to eos-streams only (the other experiments define their effect)")
-        if self.time_limit <= 0:
-            raise HarnessError(f"--time-limit must be positive, got {self.time_limit}")
+        if self.effect != "none" and "effect" not in exp.options:
+            takers = [e.name for e in experiments.REGISTRY.values() if "effect" in e.options]
+            raise HarnessError(f"--effect applies to {', '.join(takers)} only (the other experiments define their effect)")
+        if not math.isfinite(self.time_limit) or self.time_limit <= 0:
+            raise HarnessError(f"--time-limit must be a positive number of seconds, got {self.time_limit}")
+        self.check_faults(exp.resolve(self))
+
+    def check_faults(self, exp) -> list:
+        """Build the run's faults once to refuse a bad --fault or --kill-point before anything starts."""
+        from . import faults
+        from .experiments import kill_points_for
+        built = faults.build(self, exp)
+        planned = [f for f in built if isinstance(f, faults.PlannedCrash)]
+        for f in planned:
+            kill_points_for(exp, f.point)
+        if self.kill_point and not planned:
+            raise HarnessError(f"--kill-point applies to planned crashes; this run has none "
+                               f"(its faults: {', '.join(f.name for f in built) or 'none'})")
+        return built

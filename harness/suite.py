@@ -10,6 +10,7 @@ it stopped.
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -21,12 +22,28 @@ from .procs import die_with_parent
 from .report.model import RunReport
 from .stack.model import Stack
 
-SUITE_EXPERIMENTS = ["offset-before", "offset-after", "dedupe", "eos", "eos-boundary", "eos-dedupe",
-                     "eos-streams", "zombie"]
-# The longest experiment (eos-streams restarts a JVM per crash) takes minutes on two cores.
+# The longest experiment (a JVM restart per crash) takes minutes on two cores.
 PER_EXPERIMENT_TIME_LIMIT_S = 900
-# Launch order: longest first, so the short ones fill the gaps (rows keep the catalog order).
-LAUNCH_ORDER = ["eos-streams", "eos", "eos-boundary", "eos-dedupe", "zombie", "offset-before", "offset-after", "dedupe"]
+# An interrupted run audits its stores and writes its report; the audit's reads are bounded well below this.
+REPORT_GRACE_S = 150
+
+
+def suite_experiments() -> list[str]:
+    """Every registered experiment, in the registry's order (the rows of the suite report)."""
+    from .experiments import REGISTRY
+    return list(REGISTRY)
+
+
+def launch_order(names: list[str]) -> list[str]:
+    """Longest first (each declaration's suite weight), so the short ones fill the gaps."""
+    from .experiments import REGISTRY
+    return sorted(names, key=lambda n: -REGISTRY[n].suite.get("weight", 0))
+
+
+def suite_args(name: str) -> list[str]:
+    """The extra `harness run` options an experiment takes in the suite (its declaration says)."""
+    from .experiments import REGISTRY
+    return list(REGISTRY[name].suite.get("args", []))
 
 
 def new_suite_id(now: float | None = None) -> str:
@@ -41,7 +58,7 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
            "HARNESS_POSTGRES_DSN": stack.postgres_dsn}
     env.pop("HARNESS_STACK", None)
     t0 = time.time()
-    pending = sorted(experiments, key=lambda n: LAUNCH_ORDER.index(n) if n in LAUNCH_ORDER else len(LAUNCH_ORDER))
+    pending = launch_order(experiments)
     running: dict[str, tuple[subprocess.Popen, float]] = {}
     finished: dict[str, dict] = {}
     try:
@@ -50,9 +67,7 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
                 name = pending.pop(0)
                 folder = out / name
                 cmd = [sys.executable, "-m", "harness.cli", "run", name, *common_args, "--quiet",
-                       "--out", str(folder), "--time-limit", str(PER_EXPERIMENT_TIME_LIMIT_S)]
-                if name == "eos-streams":
-                    cmd += ["--effect", "postgres"]
+                       "--out", str(folder), "--time-limit", str(PER_EXPERIMENT_TIME_LIMIT_S), *suite_args(name)]
                 log(f"suite: starting {name}")
                 with open(out / f"{name}.log", "wb") as f:
                     running[name] = (subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT,
@@ -69,13 +84,18 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
                     on_done(name, finished[name])
             time.sleep(0.2)
     except KeyboardInterrupt:
+        # Each run stops its workers and writes an interrupted report; wait for them, whatever
+        # signals come meanwhile (the runs hold their own reports, see install_sigterm_as_interrupt).
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
         for proc, _ in running.values():
-            proc.terminate()          # each run stops its workers and writes an interrupted report
+            proc.terminate()
         for name, (proc, started) in running.items():
             try:
-                proc.wait(timeout=60)
+                proc.wait(timeout=REPORT_GRACE_S)
             except subprocess.TimeoutExpired:
                 proc.kill()
+                proc.wait()
             finished[name] = _entry(name, out, proc.returncode, time.time() - started)
         raise
     finally:
@@ -152,7 +172,11 @@ def conclusion(rows: list[dict]) -> str:
             held.append(name)
             if x["effects"] and (r["counts"].get("dedupe_hits") or 0) > 0:
                 keyed.append(name)
-    parts = [f"Exactly-once held in {', '.join(held) or 'no experiment'}."]
+    finished = [r for r in rows if r.get("counts") and r.get("verdict") in ("as-predicted", "unexpected")]
+    if not finished:
+        return ("No experiment finished, so this suite states no finding: "
+                + ", ".join(f"{r['experiment']} {r.get('verdict')}" for r in rows) + ".")
+    parts = [f"Exactly-once held in {', '.join(held) or 'none of the finished experiments'}."]
     if lost_or_dup:
         parts.append(f"It did not hold in {', '.join(lost_or_dup)}.")
     if boundary:
@@ -167,12 +191,25 @@ def conclusion(rows: list[dict]) -> str:
     return " ".join(parts)
 
 
+def exit_code(rows: list[dict]) -> int:
+    """The suite's exit status, the worst of its runs: 130 when interrupted, 1 when a run was not as
+    predicted, 3 when one did not finish (or its audit failed), else 0."""
+    verdicts = {r.get("verdict") for r in rows}
+    if "interrupted" in verdicts:
+        return 130
+    if "unexpected" in verdicts:
+        return 1
+    if verdicts - {"as-predicted"}:
+        return 3
+    return 0
+
+
 def parse_experiments(spec: str | None) -> list[str]:
-    from .experiments import CATALOG
+    from .experiments import REGISTRY
     if not spec:
-        return list(SUITE_EXPERIMENTS)
+        return suite_experiments()
     names = [s.strip() for s in spec.split(",") if s.strip()]
-    unknown = [n for n in names if n not in CATALOG]
+    unknown = [n for n in names if n not in REGISTRY]
     if unknown:
-        raise HarnessError(f"unknown experiment(s) {', '.join(unknown)}; choose from: {', '.join(CATALOG)}")
+        raise HarnessError(f"unknown experiment(s) {', '.join(unknown)}; choose from: {', '.join(REGISTRY)}")
     return names

@@ -1,8 +1,10 @@
-"""Count effects from a multiset of message ids: duplicates, lost, unexpected.
+"""Count effects from a multiset of message ids, and check each effect against its payment.
 
 Pure functions on hand-made data; the ledger and the Kafka output audits both
 reduce to this. Duplicates are effects beyond one per id; lost ids have no
-effect at all; unexpected ids have effects but were never sent.
+effect at all; unexpected ids have effects but were never sent. `integrity`
+checks what counting alone cannot see: each effect's amount against the
+payment's, and the total against expected + duplicated - lost amounts.
 """
 
 from collections import Counter
@@ -36,3 +38,51 @@ def count_effects(sent_ids, effect_ids) -> EffectCounts:
         unexpected=len(unexpected_ids),
         duplicate_ids=dup_ids, lost_ids=lost_ids, unexpected_ids=unexpected_ids,
         per_id={i: n for i, n in c.items() if n != 1})
+
+
+@dataclass
+class Integrity:
+    """Checks beyond counting; each failing check names its ids (all of them, capped in reports)."""
+    wrong_amount_ids: list = field(default_factory=list)
+    unexpected_ids: list = field(default_factory=list)
+    actual_total: int = 0
+    total_from_counts: int = 0     # what the total must be given the observed counts and the payments
+
+    def failures(self, store: str) -> list[tuple[str, list]]:
+        out = []
+        if self.wrong_amount_ids:
+            out.append((f"{store}: {len(self.wrong_amount_ids)} effect(s) with an amount other than the payment's",
+                        self.wrong_amount_ids))
+        if self.unexpected_ids:
+            out.append((f"{store}: {len(self.unexpected_ids)} effect(s) for ids that were never sent",
+                        self.unexpected_ids))
+        if self.actual_total != self.total_from_counts:
+            out.append((f"{store}: total {self.actual_total:,} is not expected + duplicated - lost amounts "
+                        f"({self.total_from_counts:,})", self.wrong_amount_ids or self.unexpected_ids))
+        return out
+
+
+def integrity(amounts: dict, effects: list) -> Integrity:
+    """`amounts` maps each sent id to its amount; `effects` is [(id, amount)] as observed."""
+    wrong = sorted({i for i, a in effects if i in amounts and a != amounts[i]})
+    unexpected = sorted({str(i) for i, _ in effects if i not in amounts})
+    actual = sum(a or 0 for _, a in effects)
+    from_counts = sum(amounts[i] for i, _ in effects if i in amounts)
+    return Integrity(wrong, unexpected, actual, from_counts)
+
+
+def split_missing(missing_ids, positions: dict | None, committed: dict | None) -> tuple[list, list]:
+    """Missing ids -> (lost, unprocessed). An id whose input offset is at or past its partition's
+    committed offset was never acknowledged: the run stopped before it, so it is not lost. Without
+    positions or committed offsets every missing id counts as lost (the run finished: nothing is
+    left unacknowledged)."""
+    if not positions or committed is None:
+        return sorted(missing_ids), []
+    lost, unprocessed = [], []
+    for i in missing_ids:
+        pos = positions.get(i)
+        if pos is not None and pos[1] >= committed.get(pos[0], 0):
+            unprocessed.append(i)
+        else:
+            lost.append(i)
+    return sorted(lost), sorted(unprocessed)

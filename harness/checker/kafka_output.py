@@ -3,20 +3,25 @@
 Two fresh consumers read every partition to its end: one with
 isolation.level=read_committed (what exactly-once promises), one with
 read_uncommitted (what the log physically holds, aborted copies included).
-Each gives records, duplicates and lost against the ids that were sent.
+Each gives records, duplicates and lost against the ids that were sent, and
+every record is checked against its input: its value must name the key's id
+and carry the payment's amount. A reader that failed gives unknown (None)
+counts and its error, never zeros.
 """
+
+import json
 
 import time
 import uuid
 
-from .effects import count_effects
+from .effects import MAX_IDS, count_effects
 
 # An idle local topic is read in well under this; it bounds the audit of a huge or stuck topic.
 READ_TIMEOUT_S = 60
 
 
 def read_ids(bootstrap: str, topic: str, isolation: str) -> tuple[list, str | None]:
-    """All keys in `topic` as `isolation` sees them; (ids, error)."""
+    """All records in `topic` as `isolation` sees them: ([(key, value)], error)."""
     from confluent_kafka import Consumer, TopicPartition, OFFSET_BEGINNING
     try:
         c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"harness-audit-{uuid.uuid4().hex[:8]}",
@@ -38,7 +43,7 @@ def read_ids(bootstrap: str, topic: str, isolation: str) -> tuple[list, str | No
             for m in c.consume(num_messages=1000, timeout=0.5):
                 if m.error():
                     continue
-                ids.append(m.key().decode(errors="replace") if m.key() is not None else None)
+                ids.append((m.key().decode(errors="replace") if m.key() is not None else None, m.value()))
                 if m.offset() + 1 >= ends[m.partition()]:
                     done.add(m.partition())
             # read_committed stops at the last stable offset: control records and aborted data
@@ -53,21 +58,56 @@ def read_ids(bootstrap: str, topic: str, isolation: str) -> tuple[list, str | No
         return [], str(e).splitlines()[0] if str(e) else repr(e)
 
 
-def audit_records(sent_ids: list[str], seen: dict[str, list], errors: dict | None = None) -> dict:
-    """Pure part of the audit: `seen` maps an isolation level to the keys that reader got, in order."""
+def _key(r):
+    return r[0] if isinstance(r, tuple) else r
+
+
+def bad_records(amounts: dict | None, records: list) -> list[str]:
+    """Ids of records whose value does not match their input payment (id and amount)."""
+    if not amounts:
+        return []
+    bad = set()
+    for r in records:
+        if not isinstance(r, tuple):
+            continue
+        key, value = r
+        try:
+            v = json.loads(value)
+            ok = key in amounts and v.get("id") == key and v.get("amount") == amounts[key]
+        except (TypeError, ValueError, AttributeError):
+            ok = False
+        if not ok:
+            bad.add(str(key))
+    return sorted(bad)
+
+
+def audit_records(sent_ids: list[str], seen: dict[str, list], errors: dict | None = None,
+                  amounts: dict | None = None) -> dict:
+    """Pure part of the audit: `seen` maps an isolation level to the records that reader got, in order
+    (keys, or (key, value) pairs whose values are checked against `amounts`)."""
     out = {}
     for isolation in ("read_committed", "read_uncommitted"):
-        c = count_effects(sent_ids, seen.get(isolation, []))
+        err = (errors or {}).get(isolation)
+        records = seen.get(isolation, [])
+        c = count_effects(sent_ids, [_key(r) for r in records])
+        if err:
+            out[isolation] = {"records": None, "duplicates": None, "lost": None, "duplicate_ids": [], "lost_ids": [],
+                              "unexpected_ids": [], "bad_value_ids": [], "error": err, "all_lost_ids": None,
+                              "per_id": {}}
+            continue
         out[isolation] = {"records": c.effects, "duplicates": c.duplicates, "lost": c.lost,
-                          "duplicate_ids": c.duplicate_ids[:20], "lost_ids": c.lost_ids[:20],
-                          "error": (errors or {}).get(isolation)}
+                          "duplicate_ids": c.duplicate_ids[:MAX_IDS], "lost_ids": c.lost_ids[:MAX_IDS],
+                          "unexpected_ids": c.unexpected_ids[:MAX_IDS],
+                          "bad_value_ids": bad_records(amounts, records)[:MAX_IDS], "error": None,
+                          "all_lost_ids": c.lost_ids, "per_id": c.per_id}
+    rc, ru = out["read_committed"]["records"], out["read_uncommitted"]["records"]
     # Records the log holds but committed readers never see: aborted (or still open) transactions.
-    out["aborted_records"] = out["read_uncommitted"]["records"] - out["read_committed"]["records"]
+    out["aborted_records"] = ru - rc if rc is not None and ru is not None else None
     return out
 
 
-def audit_output(bootstrap: str, topic: str, sent_ids: list[str]) -> dict:
+def audit_output(bootstrap: str, topic: str, sent_ids: list[str], amounts: dict | None = None) -> dict:
     seen, errors = {}, {}
     for isolation in ("read_committed", "read_uncommitted"):
         seen[isolation], errors[isolation] = read_ids(bootstrap, topic, isolation)
-    return audit_records(sent_ids, seen, errors)
+    return audit_records(sent_ids, seen, errors, amounts)

@@ -1,3 +1,45 @@
-"""Faults: where workers die (kill points), which messages kill them (the crash
-plan), the durable record of each death (the crash log), and the supervisor
-that restarts them."""
+"""Faults: the protocol (base), each fault in its own module (planned crashes, random kills, the
+zombie pause), the crash plan and crash log they share, and the supervisor that runs the workers
+and ticks the faults. `build` turns a run's options into its list of faults."""
+
+from ..errors import HarnessError
+from .base import Fault, parse_spec
+from .planned import PlannedCrash
+from .random_kill import RandomKill
+from .zombie import ZombiePause
+
+FAULTS = {f.name: f for f in (PlannedCrash, RandomKill, ZombiePause)}
+
+
+def help_text() -> str:
+    return "\n".join(f"  {name:<14} " + "; ".join(f"{k}: {v}" for k, v in f.options.items())
+                     for name, f in FAULTS.items())
+
+
+def build(params, exp) -> list[Fault]:
+    """The run's faults: `--fault` specs when given, else the experiment's defaults, where
+    `--kill-mode random` turns the planned crashes into the supervisor's random kills."""
+    specs = list(params.faults or [])
+    if not specs:
+        specs = ["random-kill" if name == "planned-crash" and params.kill_mode == "random" else name
+                 for name in exp.default_faults]
+    out = []
+    for spec in specs:
+        name, opts = parse_spec(spec)
+        cls = FAULTS.get(name)
+        if cls is None:
+            raise HarnessError(f"unknown --fault {name!r}; choose one of: {', '.join(FAULTS)}")
+        fault = cls.from_options(spec, opts, params)
+        if opts:
+            raise HarnessError(f"--fault {spec}: unknown option(s) {', '.join(opts)}; "
+                               f"{name} takes: {', '.join(cls.options)}")
+        if name == "zombie" and not (exp.stores.output and exp.loop):
+            raise HarnessError(f"--fault zombie needs an experiment whose Python worker writes an output topic in "
+                               f"Kafka transactions; {exp.name} has none")
+        if name == "planned-crash" and not exp.kill_points:
+            raise HarnessError(f"{exp.name} has no kill points; its faults: {', '.join(exp.default_faults)}")
+        out.append(fault)
+    names = [f.name for f in out]
+    if len(set(names)) != len(names):
+        raise HarnessError(f"each fault may be given once; got {', '.join(names)}")
+    return out

@@ -3,8 +3,9 @@
 It runs one process per worker slot, restarts a slot whose worker died
 (SIGKILL at a kill point, or a fenced producer) until every slot has finished
 its partitions, and enforces a global time limit so a stuck run ends as
-`incomplete` instead of hanging. In `--kill-mode random` it is also the
-nemesis: it SIGKILLs busy workers after seeded delays. On Ctrl-C, SIGTERM or
+`incomplete` instead of hanging. It ticks the run's faults (faults/base.py)
+on every turn of its loop and keeps the run open while one is mid-story;
+what the faults do is theirs to say. On Ctrl-C, SIGTERM or
 any error it kills every worker before returning; workers also die with the
 supervisor's process if it is itself SIGKILLed (PR_SET_PDEATHSIG).
 """
@@ -19,7 +20,6 @@ from pathlib import Path
 from typing import Callable
 
 from . import crashlog
-from .killpoints import RANDOM
 
 # A worker that fails this many times without being killed on purpose is broken: stop restarting it.
 MAX_UNPLANNED_FAILURES = 5
@@ -36,14 +36,13 @@ class Slot:
     first_message_at: float | None = None
     finished: bool = False
     unplanned_failures: int = 0
-    kill_at: float | None = None
 
 
 @dataclass
 class SupervisorResult:
     status: str                      # "complete", "incomplete" (time limit or broken worker), "interrupted"
     restarts: int = 0
-    kills: list = field(default_factory=list)     # random-mode kills: {worker, time}
+    unplanned_deaths: list = field(default_factory=list)   # {worker, attempt, exit_code, time}: not a fault's doing
     reason: str | None = None
     wall_seconds: float = 0.0
     events: list = field(default_factory=list)    # every worker event, in order
@@ -52,21 +51,18 @@ class SupervisorResult:
 class Supervisor:
     def __init__(self, run_dir: Path, slots: int, command: Callable[[Slot], list[str]], env: dict,
                  time_limit: float, crash_log: Path, events_path: Path,
-                 random_kill_delays: list[float] | None = None,
+                 faults: list | None = None,
                  progress: Callable[[dict], None] | None = None,
                  group_done: Callable[[], bool] | None = None,
-                 on_tick: Callable[["Supervisor"], None] | None = None,
-                 hold: Callable[[], bool] | None = None, standby: bool = False):
+                 standby: bool = False):
         self.run_dir = run_dir
         self.slots = [Slot(i, f"w{i}") for i in range(slots)]
         self.command, self.env = command, env
         self.time_limit = time_limit
         self.crash_log, self.events_path = crash_log, events_path
-        self.random_delays = list(random_kill_delays or [])
+        self.faults = list(faults or [])
         self.progress = progress
         self.group_done = group_done
-        self.on_tick = on_tick
-        self.hold = hold              # while it returns True the run is not over (a nemesis mid-story)
         self.logs = run_dir / "workers"
         self.logs.mkdir(parents=True, exist_ok=True)
         self._events_pos = 0
@@ -79,7 +75,6 @@ class Supervisor:
     def start(self, slot: Slot) -> None:
         slot.attempt += 1
         slot.first_message_at = None
-        slot.kill_at = None
         if not self.standby:
             slot.proc = self._spawn(slot, self.command(slot))
         else:
@@ -129,6 +124,9 @@ class Supervisor:
                     s.proc.kill()
                     s.proc.wait()
 
+    def _crash_recorded(self, s: Slot) -> bool:
+        return any(c.get("worker") == s.name and c.get("attempt") == s.attempt for c in crashlog.read(self.crash_log))
+
     # -- events ---------------------------------------------------------------------------
     def _read_events(self) -> None:
         try:
@@ -149,8 +147,6 @@ class Supervisor:
                 for s in self.slots:
                     if s.name == ev.get("worker") and s.attempt == ev.get("attempt"):
                         s.first_message_at = ev["t"]
-                        if self.random_delays and s.kill_at is None:
-                            s.kill_at = ev["t"] + self.random_delays.pop(0)
 
     # -- main loop ------------------------------------------------------------------------
     def run(self) -> SupervisorResult:
@@ -160,7 +156,7 @@ class Supervisor:
         try:
             for s in self.slots:
                 self.start(s)
-            while not all(s.finished for s in self.slots) or (self.hold and self.hold()):
+            while not all(s.finished for s in self.slots) or any(f.busy() for f in self.faults):
                 now = time.time()
                 if now > deadline:
                     self.result.status, self.result.reason = "incomplete", f"time limit of {self.time_limit:.0f} s reached"
@@ -171,16 +167,20 @@ class Supervisor:
                         continue
                     rc = s.proc.poll()
                     if rc is None:
-                        if s.kill_at is not None and now >= s.kill_at:
-                            self._random_kill(s)
                         continue
                     if rc == 0:
                         s.finished = True
                     elif rc in (-signal.SIGKILL, 137, 3):      # planned crash, Java halt(137), fenced
+                        if rc != 3 and not self._crash_recorded(s):
+                            # Killed, but by no fault of ours (the OOM killer, a user's kill -9): say so.
+                            self.result.unplanned_deaths.append({"worker": s.name, "attempt": s.attempt,
+                                                                 "exit_code": rc, "time": round(now, 3)})
                         self.result.restarts += 1
                         self.start(s)
                     else:
                         s.unplanned_failures += 1
+                        self.result.unplanned_deaths.append({"worker": s.name, "attempt": s.attempt,
+                                                             "exit_code": rc, "time": round(now, 3)})
                         if s.unplanned_failures >= MAX_UNPLANNED_FAILURES:
                             self.result.status = "incomplete"
                             self.result.reason = (f"worker {s.name} failed {s.unplanned_failures} times "
@@ -190,8 +190,8 @@ class Supervisor:
                         self.start(s)
                 if self.result.status == "incomplete":
                     break
-                if self.on_tick:
-                    self.on_tick(self)
+                for f in self.faults:
+                    f.tick(self)
                 if (self.progress or self.group_done) and now - last_progress > 0.5:
                     last_progress = now
                     if self.group_done and self.group_done():
@@ -212,21 +212,20 @@ class Supervisor:
             self.result.wall_seconds = time.time() - t0
         return self.result
 
-    def _random_kill(self, s: Slot) -> None:
-        t = time.time()
-        s.proc.send_signal(signal.SIGKILL)
-        s.kill_at = None
-        crashlog.append(self.crash_log, {"point": RANDOM, "message_id": None, "partition": None, "offset": None,
-                                         "unacked": [], "worker": s.name, "attempt": s.attempt,
-                                         "time": t, "by": "supervisor"})
-        self.result.kills.append({"worker": s.name, "time": t})
-
 
 def install_sigterm_as_interrupt() -> None:
-    """Make SIGTERM (and SIGHUP) behave like Ctrl-C, so cleanup runs when the harness is stopped."""
+    """Make SIGTERM and SIGHUP behave like Ctrl-C, once: the first of these signals (or Ctrl-C) raises
+    KeyboardInterrupt so the workers are stopped and an interrupted report is written; later ones are
+    ignored until that is done (a suite's SIGTERM right after the terminal's SIGINT, or a second
+    Ctrl-C, must not cost the run its report). SIGKILL still ends everything, workers included."""
+    state = {"interrupted": False}
+
     def handler(signum, frame):
+        if state["interrupted"]:
+            return
+        state["interrupted"] = True
         raise KeyboardInterrupt
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         try:
             signal.signal(sig, handler)
         except ValueError:

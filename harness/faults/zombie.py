@@ -1,4 +1,4 @@
-"""The zombie nemesis: a transactional worker that comes back from the dead.
+"""zombie: a transactional worker that comes back from the dead.
 
 A producer that stalls (GC pause, SIGSTOP, a frozen VM) looks dead to its
 supervisor, which starts a replacement with the same `transactional.id`. The
@@ -15,24 +15,37 @@ zombie resumed (SIGCONT) -> zombie fenced (its own event) and exited.
 import signal
 import time
 
+from .base import Fault, number
+
 # After this long without the zombie exiting once resumed, we stop waiting and kill it.
 ZOMBIE_EXIT_TIMEOUT_S = 30
 # Let the first worker get into a transaction before freezing it.
 PAUSE_AFTER_FIRST_RECORD_S = 0.3
 
 
-class ZombieNemesis:
-    def __init__(self, pause_s: float):
+class ZombiePause(Fault):
+    name = "zombie"
+    options = {"pause": "seconds the worker stays frozen before its replacement starts"}
+
+    def __init__(self, pause_s: float = 3.0):
         self.pause_s = pause_s
         self.state = "wait"
         self.zombie = None
         self.times: dict = {}
         self.exit_code = None
 
+    @classmethod
+    def from_options(cls, spec: str, opts: dict, params) -> "ZombiePause":
+        pause = number(spec, "pause", opts.pop("pause"), float, 0.0, 3600) if "pause" in opts else params.zombie_pause
+        return cls(pause)
+
+    def describe(self) -> dict:
+        return {"fault": self.name, "pause": self.pause_s}
+
     def busy(self) -> bool:
         return self.state in ("paused", "replaced", "resumed")
 
-    def on_tick(self, sup) -> None:
+    def tick(self, sup) -> None:
         slot = sup.slots[0]
         now = time.time()
         if self.state == "wait" and slot.finished:
@@ -66,7 +79,7 @@ class ZombieNemesis:
                 self.exit_code = "killed: did not exit after resuming"
                 self.state = "done"
 
-    def report(self, events: list[dict]) -> dict:
+    def story(self, events: list[dict]) -> dict:
         fenced = [e for e in events if e.get("event") == "fenced" and e.get("attempt") == 1]
         base = self.times.get("paused")
         rel = {k: round(v - base, 3) for k, v in self.times.items()} if base else {}
@@ -75,3 +88,22 @@ class ZombieNemesis:
         return {"state": self.state, "pause_seconds": self.pause_s, "zombie_exit_code": self.exit_code,
                 "fenced": bool(fenced), "fenced_error": fenced[0].get("reason") if fenced else None,
                 "times_since_pause": rel}
+
+    def entries(self, crashes, events) -> list[dict]:
+        if "paused" not in self.times:
+            return []
+        return [{"fault": self.name, "time": self.times["paused"], "target": "w0 attempt 1",
+                 "pause_seconds": self.pause_s, "state": self.state}]
+
+    def observed(self, story: dict | None) -> dict:
+        return {"fault.zombie.fenced": int(bool(story and story["fenced"]))}
+
+    def sentence(self, story: dict | None) -> str:
+        if not story:
+            return ""
+        t = story["times_since_pause"]
+        if story["state"] == "missed":
+            return " The worker finished before it could be frozen: no zombie."
+        return (f" The zombie was frozen for {story['pause_seconds']:g} s, replaced, resumed"
+                + (f" and fenced {t['zombie_fenced'] - t.get('resumed', 0):.2f} s after waking"
+                   if story["fenced"] and "zombie_fenced" in t else ", and NOT fenced") + ".")

@@ -1,6 +1,7 @@
-"""Delivery modes, one module each, run inside worker processes.
+"""The worker process runtime: what every experiment's loop runs inside.
 
-`worker.py` is the process entry point; `context.py` holds what every mode
-shares (consumer, Postgres, kill switch). Each mode's module states what it
-proves and contains its kill point, so the whole story of a mode is one file.
+`worker.py` is the process entry point; `context.py` holds what every loop
+shares (consumer, Postgres, kill switch, events). The loops themselves, with
+their steps and kill points, are declared with their experiments in
+harness/experiments/, so the whole story of an experiment is one module.
 """

@@ -42,33 +42,46 @@ class Events:
 
 
 class KillSwitch:
-    """Crashes the worker (SIGKILL to itself) on the first delivery of a planned message id."""
+    """Crashes the worker (SIGKILL to itself) on the first delivery of a planned message id, at its
+    planned kill point.
 
-    def __init__(self, plan: CrashPlan | None, log_path: Path, worker: str, attempt: int, mode: str):
+    The loop calls `at(point, msg, ...)` in every gap between its steps and says what a death there
+    does: `unacked` (effects applied, not acknowledged: they will be applied again), `acked_unapplied`
+    (acknowledged, never applied: lost) and `produced` (written in the open transaction: aborted).
+    Each list may be records or a function returning ids: turned into ids only when crashing, so the
+    check costs nothing per record however long the batch grows.
+    """
+
+    def __init__(self, plan: CrashPlan | None, log_path: Path, worker: str, attempt: int, experiment: str):
+        self.plan = plan
         self.plan_ids = plan.crash_ids if plan else frozenset()
         self.already = crashlog.crashed_ids(log_path)
-        self.log_path, self.worker, self.attempt, self.mode = log_path, worker, attempt, mode
+        self.log_path, self.worker, self.attempt, self.experiment = log_path, worker, attempt, experiment
         self.before_crash = None       # e.g. flush a transactional producer so its aborted records are on the broker
         self.delivered = 0             # records this process began to handle, recorded with the crash
 
     def planned(self, msg_id: str) -> bool:
         return msg_id in self.plan_ids and msg_id not in self.already
 
-    def maybe_crash(self, point: str, msg, unacked) -> None:
-        """`unacked` is a list of records (or a function returning ids); turned into ids only when crashing,
-        so the check costs nothing per record however long the uncommitted batch grows."""
+    def at(self, point: str, msg, unacked=(), acked_unapplied=(), produced=()) -> None:
         msg_id = msg.key().decode()
-        if self.planned(msg_id):
-            self.crash(point, msg, unacked() if callable(unacked) else ids(unacked))
+        if self.planned(msg_id) and self.plan.point_of(msg_id) in (None, point):
+            self.crash(point, msg, unacked=_ids(unacked), acked_unapplied=_ids(acked_unapplied),
+                       produced=_ids(produced))
 
-    def crash(self, point: str, msg, unacked: list[str]) -> None:
+    def crash(self, point: str, msg, **lists) -> None:
         if self.before_crash:
             self.before_crash()
         crashlog.append(self.log_path, {
             "point": point, "message_id": msg.key().decode(), "partition": msg.partition(),
-            "offset": msg.offset(), "unacked": list(unacked), "worker": self.worker,
-            "attempt": self.attempt, "mode": self.mode, "delivered": self.delivered, "time": time.time()})
+            "offset": msg.offset(), **{k: list(v) for k, v in lists.items()}, "worker": self.worker,
+            "attempt": self.attempt, "experiment": self.experiment, "delivered": self.delivered,
+            "time": time.time()})
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _ids(x) -> list[str]:
+    return list(x()) if callable(x) else ids(x)
 
 
 class WorkerContext:
@@ -96,7 +109,7 @@ class WorkerContext:
         self.input_topic = args.input_topic
         self.events = Events(Path(args.events), args.worker, args.attempt)
         plan = CrashPlan.load(Path(args.crash_plan)) if args.crash_plan else None
-        self.kill = KillSwitch(plan, Path(args.crash_log), args.worker, args.attempt, args.mode)
+        self.kill = KillSwitch(plan, Path(args.crash_log), args.worker, args.attempt, args.experiment)
 
     def warm_up(self) -> None:
         """What a standby does before it is needed: connect to Kafka and Postgres (no offsets, no fencing)."""
@@ -188,22 +201,31 @@ class WorkerContext:
             self._pg = psycopg.connect(os.environ["HARNESS_WORKER_DSN"], autocommit=True, connect_timeout=10)
         return self._pg
 
-    def apply_effect(self, msg) -> None:
-        """The effect: one ledger row, committed on its own (a charge)."""
-        self.pg.execute(f"insert into {self.args.ledger} (message_id, amount, worker, attempt) values (%s, %s, %s, %s)",
+    def _insert_ledger_row(self, msg) -> None:
+        from psycopg import sql
+        self.pg.execute(sql.SQL("insert into {} (message_id, amount, worker, attempt) values (%s, %s, %s, %s)")
+                        .format(table_ident(self.args.ledger)),
                         (msg.key().decode(), amount_of(msg), self.worker, self.attempt))
 
-    def apply_effect_deduped(self, msg) -> bool:
-        """The effect guarded by the dedupe table, both in ONE Postgres transaction. True if applied."""
+    def apply_effect(self, msg) -> None:
+        """The effect: one ledger row, committed on its own (a charge)."""
+        self._insert_ledger_row(msg)
+
+    def apply_effect_deduped(self, msg, inside=None) -> bool:
+        """The effect guarded by the dedupe table, both in ONE Postgres transaction. True if applied.
+        `inside()` runs between the key and the effect, with the transaction open (a kill point)."""
+        from psycopg import sql
         msg_id = msg.key().decode()
         with self.pg.transaction():
             row = self.pg.execute(
-                f"insert into {self.args.dedupe} as d (message_id) values (%s) "
-                f"on conflict (message_id) do update set hits = d.hits + 1 returning d.hits", (msg_id,)).fetchone()
+                sql.SQL("insert into {} as d (message_id) values (%s) "
+                        "on conflict (message_id) do update set hits = d.hits + 1 returning d.hits")
+                .format(table_ident(self.args.dedupe)), (msg_id,)).fetchone()
             if row[0] != 0:
                 return False
-            self.pg.execute(f"insert into {self.args.ledger} (message_id, amount, worker, attempt) values (%s, %s, %s, %s)",
-                            (msg_id, amount_of(msg), self.worker, self.attempt))
+            if inside:
+                inside()
+            self._insert_ledger_row(msg)
             return True
 
     def close(self) -> None:
@@ -213,6 +235,12 @@ class WorkerContext:
         finally:
             if self._pg is not None:
                 self._pg.close()
+
+
+def table_ident(qualified: str):
+    """`harness.ledger_x` as a quoted SQL identifier (schema and table quoted separately)."""
+    from psycopg import sql
+    return sql.Identifier(*qualified.split(".", 1))
 
 
 def ids(msgs) -> list[str]:

@@ -1,4 +1,4 @@
-"""The worker process: `python -m harness.processors.worker --mode MODE ...`.
+"""The worker process: `python -m harness.processors.worker --experiment NAME ...`.
 
 Started, restarted and killed only by the supervisor. Its command line
 contains both `harness` and `worker`, so leftovers are easy to find with ps.
@@ -18,12 +18,9 @@ import argparse
 import json
 import sys
 
-MODES = ("offset-before", "offset-after", "dedupe", "eos", "eos-boundary", "eos-dedupe")
-
-
 def parse(argv=None):
     ap = argparse.ArgumentParser(prog="harness-worker")
-    ap.add_argument("--mode", required=True, choices=MODES)
+    ap.add_argument("--experiment", required=True)
     ap.add_argument("--worker", required=True)
     ap.add_argument("--attempt", type=int, default=1)
     ap.add_argument("--bootstrap", required=True)
@@ -40,7 +37,6 @@ def parse(argv=None):
     ap.add_argument("--isolation", default="read_committed")
     ap.add_argument("--transactional-id")
     ap.add_argument("--transaction-timeout-ms", type=int)
-    ap.add_argument("--kill-point")
     ap.add_argument("--commit-interval-ms", type=int)
     return ap.parse_args(argv)
 
@@ -52,7 +48,7 @@ def main(argv=None) -> int:
     standby = "--standby" in argv
     args = parse([a for a in argv if a != "--standby"])
     from .context import WorkerContext
-    from . import offset_before, offset_after, dedupe, eos
+    from ..experiments import REGISTRY
     ctx = WorkerContext(args)
     if standby:
         ctx.warm_up()
@@ -62,9 +58,7 @@ def main(argv=None) -> int:
         full = json.loads(line)                   # the whole command line of this attempt
         args = parse(full[full.index("harness.processors.worker") + 1:])
         ctx.activate(args)
-    runner = {"offset-before": offset_before.run, "offset-after": offset_after.run, "dedupe": dedupe.run,
-              "eos": eos.run, "eos-boundary": eos.run, "eos-dedupe": eos.run}[args.mode]
-    runner(ctx)
+    REGISTRY[args.experiment].loop(ctx)
     ctx.close()
     return 0
 

@@ -15,7 +15,7 @@ body{font:15px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto
 h1{font-size:1.6rem;margin-bottom:.2rem} h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #ddd}
 .verdict{display:inline-block;padding:.15rem .6rem;border-radius:1rem;font-weight:600;font-size:.9rem}
 .as-predicted{background:#dff5e1;color:#146c2e}.unexpected{background:#fde2e1;color:#a4161a}
-.incomplete,.interrupted{background:#fff3cd;color:#7a5b00}
+.incomplete,.interrupted,.audit-failed{background:#fff3cd;color:#7a5b00}
 .summary{font-size:1.05rem;background:#f6f8fa;padding:.7rem 1rem;border-left:4px solid #6e7781}
 table{border-collapse:collapse;margin:.5rem 0;font-size:.92rem} td,th{border:1px solid #ddd;padding:.25rem .6rem;text-align:left}
 td.n{text-align:right;font-variant-numeric:tabular-nums} th{background:#f6f8fa}
@@ -65,20 +65,23 @@ def grouped_bars(groups: list[tuple[str, list[tuple[str, int, str]]]], legend: l
 
 
 def run_chart(d: dict) -> str:
-    """One run: each anomaly observed next to its prediction."""
+    """One run: each anomaly observed next to its prediction. Unmeasured numbers get no bar."""
     c, p = d["counts"], d["predicted"]
-    groups = [("lost", [("lost", c["lost"] or 0, LOST), ("predicted-lost", p.get("lost") or 0, PRED)]),
-              ("duplicated", [("duplicates", c["duplicates"] or 0, DUP),
-                              ("predicted-duplicates", p.get("duplicates") or 0, PRED)])]
-    if c.get("dedupe_hits") is not None:
-        groups.append(("dedupe hits", [("dedupe_hits", c["dedupe_hits"], OK),
-                                       ("predicted-dedupe_hits", p.get("dedupe_hits") or 0, PRED)]))
     ko = d.get("kafka_output")
+    pk = ((p.get("kafka_output") or {}).get("read_uncommitted") or {}).get("duplicates")
+    candidates = [("lost", "lost", c["lost"], p.get("lost"), LOST),
+                  ("duplicated", "duplicates", c["duplicates"], p.get("duplicates"), DUP)]
+    if d["stack"].get("dedupe_table"):
+        candidates.append(("dedupe hits", "dedupe_hits", c.get("dedupe_hits"), p.get("dedupe_hits"), OK))
     if ko:
-        pk = ((p.get("kafka_output") or {}).get("read_uncommitted") or {}).get("duplicates")
-        groups.append(("aborted copies", [("aborted", ko["read_uncommitted"]["duplicates"], ABORTED),
-                                          ("predicted-aborted", pk or 0, PRED)]))
-    return grouped_bars(groups, legend=[("observed", "#1d1d1f"), ("predicted", PRED)])
+        candidates.append(("aborted copies", "aborted", ko["read_uncommitted"]["duplicates"], pk, ABORTED))
+    groups = [(label, [(name, obs, color), (f"predicted-{name}", pred or 0, PRED)])
+              for label, name, obs, pred, color in candidates if obs is not None]
+    if not groups:
+        return "<p class=muted>No chart: the audit could not measure these numbers.</p>"
+    # The legend shows what the bars look like: each observed colour, then the grey of predictions.
+    legend = [(label, color) for label, _n, obs, _p, color in candidates if obs is not None] + [("predicted", PRED)]
+    return grouped_bars(groups, legend=legend)
 
 
 def timeline(tl: dict, total: int, width: int = 900) -> str:
@@ -134,12 +137,24 @@ def render(r: RunReport) -> str:
     if d.get("proves"):
         body.append(f"<p><b>What it proves:</b> {escape(d['proves'])}<br><b>Order of steps:</b> {escape(d.get('steps', ''))}</p>")
     body += ["<h2>Scoreboard</h2>", table(r.scoreboard(), ("metric", "observed", "predicted"), numeric=(1, 2))]
-    if d.get("zombie"):
-        z = d["zombie"]
-        body += ["<h2>Zombie fencing</h2>", table(
-            [(k.replace("_", " "), f"{v:.3f} s") for k, v in z["times_since_pause"].items()] +
-            [("fenced", z["fenced"]), ("zombie exit code", z["zombie_exit_code"]), ("error", z["fenced_error"] or "")],
-            ("event (seconds after the pause)", "value"))]
+    vd = d.get("verdict_detail") or {}
+    if vd.get("failed") or vd.get("audit_errors") or vd.get("unplanned_deaths"):
+        totals = vd.get("differing_totals") or {}
+        body += ["<h2>What differed</h2>", "<ul id=differed>"
+                 + "".join(f"<li>{escape(str(f))}</li>" for f in vd.get("failed") or [])
+                 + "".join(f"<li>{escape(k)} ids ({totals.get(k, len(v))}): {escape(', '.join(map(str, v)))}</li>"
+                           for k, v in (vd.get("differing_ids") or {}).items())
+                 + "".join(f"<li>audit error: {escape(e)} (the affected numbers are unknown)</li>"
+                           for e in vd.get("audit_errors") or [])
+                 + "".join(f"<li>unplanned death: {escape(x['worker'])} attempt {x['attempt']} (exit {x['exit_code']})</li>"
+                           for x in (vd.get("unplanned_deaths") or [])[:10])
+                 + "</ul>"]
+    for name, story in (d.get("fault_details") or {}).items():
+        times = story.get("times_since_pause") or {}
+        body += [f"<h2>Fault: {escape(name)}</h2>", table(
+            [(k.replace("_", " "), f"{v:.3f} s") for k, v in times.items()] +
+            [(k.replace("_", " "), v) for k, v in story.items() if k != "times_since_pause"],
+            ("event (seconds after the fault)", "value"))]
     if d["predicted"].get("note"):
         body.append(f"<p class=muted>{escape(d['predicted']['note'])}</p>")
     body += ["<h2>Anomalies, observed and predicted</h2>", run_chart(d)]
@@ -149,11 +164,19 @@ def render(r: RunReport) -> str:
         ("wall seconds", fmt(t["wall_seconds"])), ("messages per second", fmt(t.get("messages_per_second"))),
         ("restart median (s)", fmt(t.get("restart_median_seconds"))), ("restart max (s)", fmt(t.get("restart_max_seconds")))],
         numeric=(1,))]
+    if d.get("kill_points"):
+        body += ["<h2>Kill points of this experiment</h2>", table(
+            [(k["name"], k["after"], k["before"] or "(last step)", k["says"]) for k in d["kill_points"]],
+            ("point", "after", "before", "a crash here"))]
     body += ["<h2>Parameters</h2>", table(d["params"].items())]
     body += ["<h2>Stack and environment</h2>", table(list(d["stack"].items()) + list(d["environment"].items()))]
     if d["crashes"]:
         body += [f"<h2>Crashes ({len(d['crashes'])})</h2>", table(
-            [(i, cr["point"], cr.get("message_id") or "", fmt(cr.get("partition")), fmt(cr.get("offset")),
-              len(cr.get("unacked") or [])) for i, cr in enumerate(d["crashes"][:200], 1)],
-            ("#", "point", "message", "partition", "offset", "unacked"), numeric=(0, 3, 4, 5))]
+            [(i, cr["point"], cr.get("message_id") or "", cr.get("worker") or "", fmt(cr.get("partition")),
+              fmt(cr.get("offset")), len(cr.get("unacked") or []), len(cr.get("acked_unapplied") or []),
+              len(cr.get("produced") or []), fmt(cr.get("restart_seconds")),
+              "" if cr.get("read_committed_stall_seconds") is None else fmt(cr["read_committed_stall_seconds"]))
+             for i, cr in enumerate(d["crashes"][:200], 1)],
+            ("#", "point", "message", "worker", "partition", "offset", "unacked", "acked, unapplied", "produced",
+             "restart s", "stall s"), numeric=(0, 4, 5, 6, 7, 8, 9, 10))]
     return page(f"{d['experiment']} {d['verdict']}", "".join(body))

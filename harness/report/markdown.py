@@ -16,30 +16,68 @@ def render(r: RunReport) -> str:
     vd = d.get("verdict_detail") or {}
     if vd.get("failed") or vd.get("differing_ids"):
         out += ["", "## What differed", ""] + [f"- {f}" for f in vd.get("failed", [])]
-        out += [f"- {k} ids: {', '.join(v)}" for k, v in (vd.get("differing_ids") or {}).items()]
+        totals = vd.get("differing_totals") or {}
+        out += [f"- {k} ids ({fmt(totals.get(k, len(v)))}): {', '.join(map(str, v))}"
+                for k, v in (vd.get("differing_ids") or {}).items()]
+    for e in vd.get("audit_errors") or []:
+        out += ["", f"**Audit error:** {e} (the affected numbers are unknown)"]
+    deaths = vd.get("unplanned_deaths") or []
+    if deaths:
+        out += ["", f"**{len(deaths)} worker death(s) no fault caused:** " + ", ".join(
+            f"{x['worker']} attempt {x['attempt']} (exit {x['exit_code']})" for x in deaths[:10])]
     an = d["anomalies"]
     out += ["", "## Anomalies (first ids)", "",
             f"- lost ({fmt(an['lost_total'])}): {', '.join(an['lost_ids']) or 'none'}",
             f"- duplicated ({fmt(an['duplicates_total'])}): {', '.join(an['duplicate_ids']) or 'none'}"]
+    if an.get("unexpected_ids"):
+        out.append(f"- effects for ids never sent: {', '.join(an['unexpected_ids'])}")
+    if an.get("unprocessed_total"):
+        out.append(f"- not yet processed when the run stopped ({fmt(an['unprocessed_total'])}): "
+                   f"{', '.join(an['unprocessed_ids'])}")
     t = d["timings"]
     rs = t.get("restart_seconds") or []
     out += ["", "## Timings", "",
             f"- wall: {t['wall_seconds']:.1f} s, {fmt(t.get('messages_per_second'))} messages/s",
             f"- restarts: {len(rs)} measured, median {fmt(t.get('restart_median_seconds'))} s, "
             f"max {fmt(t.get('restart_max_seconds'))} s (SIGKILL to the restarted worker's first record)"]
+    if t.get("read_committed_stall_median_seconds") is not None:
+        out.append(f"- read_committed stall: median {fmt(t['read_committed_stall_median_seconds'])} s, max "
+                   f"{fmt(t.get('read_committed_stall_max_seconds'))} s (kill to the crashed worker's next visible "
+                   f"output record)")
+    if d.get("kill_points"):
+        out += ["", "## Kill points of this experiment", "", "| point | after | before | a crash here |",
+                "| --- | --- | --- | --- |"]
+        out += [f"| {k['name']} | {k['after']} | {k['before'] or '(last step)'} | {k['says']} |"
+                for k in d["kill_points"]]
+    others = [f for f in d.get("faults") or [] if f["fault"] not in ("planned-crash", "random-kill")]
+    if others:
+        out += ["", "## Faults", "", "| fault | time | target |", "| --- | --- | --- |"]
+        out += [f"| {f['fault']} | {f['time']:.3f} | {f['target']} |" for f in others]
+    for name, story in (d.get("fault_details") or {}).items():
+        times = story.get("times_since_pause") or {}
+        if times:
+            out += ["", f"### {name}", ""] + [f"- {k.replace('_', ' ')}: {v:.3f} s" for k, v in times.items()]
     out += ["", "## Parameters", "", "| parameter | value |", "| --- | --- |"]
     out += [f"| {k} | {v} |" for k, v in d["params"].items()]
     out += ["", "## Stack and environment", "", "| | |", "| --- | --- |"]
     out += [f"| {k} | {v} |" for k, v in {**d["stack"], **d["environment"]}.items()]
     crashes = d["crashes"]
     if crashes:
-        out += ["", f"## Crashes ({len(crashes)})", "", "| # | point | message | partition | offset | unacked |",
-                "| ---: | --- | --- | ---: | ---: | ---: |"]
+        out += ["", f"## Crashes ({len(crashes)})", "",
+                "| # | point | message | worker | partition | offset | unacked | acked, unapplied | produced "
+                "| restart s | stall s |",
+                "| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for i, c in enumerate(crashes[:50], 1):
-            out.append(f"| {i} | {c['point']} | {c.get('message_id') or ''} | {fmt(c.get('partition'))} | "
-                       f"{fmt(c.get('offset'))} | {len(c.get('unacked') or [])} |")
+            out.append(f"| {i} | {c['point']} | {c.get('message_id') or ''} | {c.get('worker') or ''} "
+                       f"| {fmt(c.get('partition'))} | {fmt(c.get('offset'))} | {len(c.get('unacked') or [])} "
+                       f"| {len(c.get('acked_unapplied') or [])} | {len(c.get('produced') or [])} "
+                       f"| {fmt(c.get('restart_seconds'))} | {_opt(c.get('read_committed_stall_seconds'))} |")
         if len(crashes) > 50:
             out.append(f"\n... and {len(crashes) - 50} more in report.json")
     out += ["", f"Audit it yourself: `{d['stack'].get('ledger_table') or d['stack'].get('output_topic')}` "
             f"stays in place until `harness clean {d['run_id']}`.", ""]
     return "\n".join(out)
+
+
+def _opt(v) -> str:
+    return "" if v is None else fmt(v)

@@ -1,16 +1,18 @@
 """RunReport: the one object every rendering (JSON, Markdown, HTML, terminal) reads.
 
-`report.json` follows the contract in DESIGN.md (schema_version 1); other
-tools rely on its field names. Derived sentences (the summary, the
+`report.json` follows docs/report.schema.json (schema_version 2; built in
+report/build.py); other tools rely on its field names. Derived views (the
 scoreboard rows) are computed here once, so no two renderings can disagree.
+A number the harness could not measure is None and shows as "unknown".
 """
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-SCHEMA_VERSION = 1
-VERDICTS = ("as-predicted", "unexpected", "incomplete", "interrupted")
+from .build import SCHEMA_VERSION  # noqa: F401 - re-exported for readers of reports
+
+VERDICTS = ("as-predicted", "unexpected", "audit-failed", "incomplete", "interrupted")
 
 
 @dataclass
@@ -46,6 +48,8 @@ class RunReport:
                 ("effects", fmt(c["effects"]), ""),
                 ("duplicates", fmt(c["duplicates"]), _pred(p, "duplicates")),
                 ("lost", fmt(c["lost"]), _pred(p, "lost"))]
+        if c.get("unprocessed"):
+            rows.append(("not yet processed", fmt(c["unprocessed"]), ""))
         if c.get("dedupe_hits") is not None:
             rows.append(("dedupe hits", fmt(c["dedupe_hits"]), _pred(p, "dedupe_hits")))
         if led.get("actual_total") is not None:
@@ -57,6 +61,12 @@ class RunReport:
                 rows.append((f"output {iso}", f"{fmt(k['records'])} records, {fmt(k['duplicates'])} dup, "
                              f"{fmt(k['lost'])} lost", _pred_kafka(p, iso)))
         rows.append(("crashes", fmt(len(d["crashes"])), ""))
+        others = [f for f in d.get("faults") or [] if f.get("fault") not in ("planned-crash", "random-kill")]
+        if others:
+            rows.append(("other faults", fmt(len(others)), ""))
+        deaths = (d.get("verdict_detail") or {}).get("unplanned_deaths") or []
+        if deaths:
+            rows.append(("unplanned worker deaths", fmt(len(deaths)), "0"))
         return rows
 
     def summary(self) -> str:
@@ -80,7 +90,7 @@ def _pred_kafka(p: dict, iso: str) -> str:
 
 def fmt(v) -> str:
     if v is None:
-        return "n/a"
+        return "unknown"
     if isinstance(v, float):
         return f"{v:,.2f}"
     if isinstance(v, int):

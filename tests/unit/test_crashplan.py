@@ -39,3 +39,19 @@ def test_random_kill_delays_are_seeded():
     assert random_kill_delays(3, 5) == random_kill_delays(3, 5)
     assert random_kill_delays(3, 5) != random_kill_delays(4, 5)
     assert all(0.05 <= d <= 0.6 for d in random_kill_delays(3, 50))
+
+
+def test_one_point_for_every_crash_and_round_trip(tmp_path):
+    plan = CrashPlan.make(IDS, 0.1, 7, ["after-effect-before-commit"])
+    assert {plan.point_of(i) for i in plan.crash_ids} == {"after-effect-before-commit"}
+    plan.save(tmp_path / "plan.json")
+    assert CrashPlan.load(tmp_path / "plan.json") == plan
+
+
+def test_any_point_is_seeded_and_keeps_the_same_ids():
+    points = ["a", "b", "c", "d"]
+    p1, p2 = CrashPlan.make(IDS, 0.1, 7, points), CrashPlan.make(IDS, 0.1, 7, points)
+    assert p1 == p2
+    assert p1.crash_ids == CrashPlan.make(IDS, 0.1, 7).crash_ids == CrashPlan.make(IDS, 0.1, 7, ["x"]).crash_ids
+    assert {p1.point_of(i) for i in p1.crash_ids} == set(points)
+    assert p1.point_of("not-planned") is None

@@ -1,0 +1,105 @@
+"""Audit a finished run's stores and turn them into observations the verdict can judge.
+
+Reads each store the experiment declares (the ledger and dedupe table in
+Postgres, the output topic under read_committed and read_uncommitted), counts
+effects per id, checks each effect against its payment, and splits ids with
+no effect into `lost` (acknowledged, never applied) and `unprocessed` (the run
+stopped before acknowledging them: an interrupted run is not a lossy one).
+Whatever could not be read is None with its error, never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .effects import EffectCounts, count_effects, integrity, split_missing
+from .kafka_output import audit_output
+from .ledger import LedgerRows, read_ledger
+from .verdict import Evidence
+
+ISOLATIONS = ("read_committed", "read_uncommitted")
+
+
+@dataclass
+class StoreCounts:
+    effects: int | None
+    duplicates: int | None
+    lost: int | None
+    unprocessed: int | None
+    duplicate_ids: list = field(default_factory=list)
+    lost_ids: list = field(default_factory=list)
+    unexpected_ids: list = field(default_factory=list)
+    unprocessed_ids: list = field(default_factory=list)
+    per_id: dict = field(default_factory=dict)
+
+
+UNKNOWN = StoreCounts(None, None, None, None)
+
+
+@dataclass
+class Audit:
+    ledger: StoreCounts | None = None
+    ledger_total: int | None = None
+    dedupe_hits: int | None = None
+    output: dict | None = None            # per isolation: StoreCounts; plus "aborted_records"
+    metrics: dict = field(default_factory=dict)
+    evidence: Evidence = field(default_factory=Evidence)
+
+    def headline(self) -> StoreCounts:
+        """The numbers a person reads first: the ledger when there is one, else read_committed output."""
+        if self.ledger is not None:
+            return self.ledger
+        return self.output["read_committed"] if self.output else UNKNOWN
+
+
+def _split(c: EffectCounts, positions, committed, finished: bool) -> StoreCounts:
+    if committed is None and not finished:
+        # Without the committed offsets an unfinished run cannot tell lost from not yet processed.
+        return StoreCounts(c.effects, c.duplicates, None, None, c.duplicate_ids, [], c.unexpected_ids, [], c.per_id)
+    lost, unprocessed = split_missing(c.lost_ids, positions, committed if not finished else None)
+    return StoreCounts(c.effects, c.duplicates, len(lost), len(unprocessed), c.duplicate_ids, lost,
+                       c.unexpected_ids, unprocessed, c.per_id)
+
+
+def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committed: dict | None,
+              finished: bool, ledger_reader=read_ledger, output_reader=audit_output) -> Audit:
+    a = Audit()
+    sent = list(amounts)
+    if exp.stores.ledger:
+        rows: LedgerRows = ledger_reader(stack.postgres_dsn, names.ledger_table,
+                                         names.dedupe_table if exp.stores.dedupe else None)
+        if rows.rows is None:
+            a.ledger = UNKNOWN
+            a.evidence.errors.append(f"ledger: {rows.error}")
+        else:
+            a.ledger = _split(count_effects(sent, [r[0] for r in rows.rows]), positions, committed, finished)
+            integ = integrity(amounts, rows.rows)
+            a.ledger_total = integ.actual_total
+            a.evidence.integrity += integ.failures("ledger")
+            a.evidence.ledger_per_id = a.ledger.per_id
+            a.evidence.ledger_lost_ids = a.ledger.lost_ids if a.ledger.lost is not None else None
+            a.dedupe_hits = rows.dedupe_hits
+        a.metrics.update({"ledger.duplicates": a.ledger.duplicates, "ledger.lost": a.ledger.lost,
+                          "ledger.dedupe_hits": a.dedupe_hits})
+    if exp.stores.output:
+        kout = output_reader(stack.bootstrap_servers, names.output_topic, sent, amounts)
+        a.output = {"aborted_records": kout.get("aborted_records")}
+        for iso in ISOLATIONS:
+            k = kout[iso]
+            if k.get("error"):
+                a.output[iso] = UNKNOWN
+                a.evidence.errors.append(f"output {iso}: {k['error']}")
+            else:
+                c = EffectCounts(k["records"], k["duplicates"], k["lost"], len(k.get("unexpected_ids") or []),
+                                 k["duplicate_ids"], k.get("all_lost_ids") or k["lost_ids"],
+                                 k.get("unexpected_ids") or [], k.get("per_id") or {})
+                a.output[iso] = _split(c, positions, committed, finished)
+                if k.get("unexpected_ids"):
+                    a.evidence.integrity.append((f"kafka.{iso}: records for ids that were never sent",
+                                                 k["unexpected_ids"]))
+                if k.get("bad_value_ids"):
+                    a.evidence.integrity.append((f"kafka.{iso}: records whose value does not match the input "
+                                                 f"payment", k["bad_value_ids"]))
+            a.metrics[f"kafka.{iso}.duplicates"] = a.output[iso].duplicates
+            a.metrics[f"kafka.{iso}.lost"] = a.output[iso].lost
+    return a

@@ -1,0 +1,66 @@
+"""Judge a run: the prediction against what the audit measured, and every integrity check.
+
+The verdict is `as-predicted` only when every expectation holds, every id
+that was predicted lost or duplicated is the one observed (exact runs), no
+crash record contradicts its kill point, and every integrity check passes
+(amounts, ids never sent, the ledger total, output values). Anything else is
+`unexpected`, with the failures in words and the ids that differ. A metric the
+audit could not measure makes the verdict `audit-failed`, never a guess.
+"""
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..experiments.predictors import Prediction
+from .effects import MAX_IDS
+
+
+@dataclass
+class Evidence:
+    """What the audit saw, beyond the headline numbers."""
+    ledger_per_id: dict | None = None          # id -> effects, for ids with a count other than 1
+    ledger_lost_ids: list | None = None        # ids with no effect that were acknowledged (not unprocessed)
+    integrity: list = field(default_factory=list)   # (failure text, ids)
+    errors: list = field(default_factory=list)      # audit errors: what could not be measured
+
+
+@dataclass
+class Verdict:
+    verdict: str                                # "as-predicted" | "unexpected" | "audit-failed"
+    failed: list = field(default_factory=list)  # "ledger.lost: predicted == 3, observed 4"
+    differing_ids: dict = field(default_factory=dict)
+    differing_totals: dict = field(default_factory=dict)   # how many ids differ, before capping
+
+
+def judge(p: Prediction, observed: dict, ev: Evidence | None = None) -> Verdict:
+    ev = ev or Evidence()
+    v = Verdict("as-predicted")
+    unknown = []
+    for e in p.expectations:
+        got = observed.get(e.metric)
+        if got is None:
+            unknown.append(e.metric)
+        elif not e.holds(got):
+            v.failed.append(f"{e.metric}: predicted {e.op} {e.value}, observed {got}")
+    if p.exact and ev.ledger_lost_ids is not None and p.get("ledger.lost") is not None:
+        _ids(v, "lost", sorted(set(ev.ledger_lost_ids) ^ p.lost_ids))
+    if p.exact and ev.ledger_per_id is not None and p.get("ledger.duplicates") is not None:
+        got = Counter({i: n - 1 for i, n in ev.ledger_per_id.items() if n > 1})
+        want = p.duplicate_counts
+        _ids(v, "duplicates", sorted(i for i in set(got) | set(want) if got[i] != want[i]))
+    for text, ids in ev.integrity:
+        v.failed.append(text)
+        _ids(v, text.split(":")[0].strip() + " integrity", sorted(ids))
+    v.failed += p.inconsistent
+    if v.failed or v.differing_ids:
+        v.verdict = "unexpected"
+    if unknown or ev.errors:
+        v.verdict = "audit-failed"
+        v.failed += [f"{m}: not measured" for m in unknown] + [f"audit error: {e}" for e in ev.errors]
+    return v
+
+
+def _ids(v: Verdict, key: str, ids: list) -> None:
+    if ids:
+        v.differing_ids[key] = v.differing_ids.get(key, []) + ids[:MAX_IDS]
+        v.differing_totals[key] = v.differing_totals.get(key, 0) + len(ids)

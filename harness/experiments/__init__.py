@@ -1,0 +1,48 @@
+"""The experiment registry: every experiment, declared once, in the order reports show them.
+
+Each family has its own module (offsets, dedupe, eos, kafka_streams) that
+declares its experiments with `model.Experiment`: steps, kill points and
+their damage, stores, predictors, worker loop. Everything else (the runner,
+the checker, the reports, the suite, `harness experiments`, `--help`) reads
+them from here.
+"""
+
+from ..errors import HarnessError
+from .dedupe import DEDUPE
+from .eos import EOS, EOS_BOUNDARY, EOS_DEDUPE, ZOMBIE
+from .kafka_streams import EOS_STREAMS
+from .model import ANY, Experiment
+from .offsets import OFFSET_AFTER, OFFSET_BEFORE
+
+REGISTRY: dict[str, Experiment] = {e.name: e for e in (
+    OFFSET_BEFORE, OFFSET_AFTER, DEDUPE, EOS, EOS_BOUNDARY, EOS_DEDUPE, EOS_STREAMS, ZOMBIE)}
+
+
+def names() -> list[str]:
+    return list(REGISTRY)
+
+
+def get(name: str) -> Experiment:
+    exp = REGISTRY.get(name)
+    if exp is None:
+        raise HarnessError(f"unknown experiment {name!r}; choose one of: {', '.join(REGISTRY)}")
+    return exp
+
+
+def kill_points_for(exp: Experiment, point: str | None) -> list[str]:
+    """The points planned crashes strike at: the experiment's default, one named point, or all (`any`).
+    A point the experiment does not have is refused with the valid ones named."""
+    valid = exp.point_names()
+    if not valid:
+        if point:
+            raise HarnessError(f"{exp.name} has no kill points (its faults: {', '.join(exp.default_faults)}); "
+                               f"drop --kill-point")
+        return []
+    if point is None:
+        return [exp.default_point]
+    if point == ANY:
+        return valid
+    if point not in valid:
+        raise HarnessError(f"unknown --kill-point {point!r} for {exp.name}; choose one of: "
+                           f"{', '.join(valid + [ANY])}")
+    return [point]

@@ -1,0 +1,40 @@
+"""dedupe: at-least-once delivery made an exactly-once effect by an idempotency key.
+
+The same loop and the same crashes as offset-after, but the payment id goes
+into a dedupe table (unique key) in the SAME Postgres transaction as the
+charge. A redelivered payment finds its key, charges nothing, and counts a
+dedupe hit. The extra kill point inside that transaction shows why it must be
+one transaction: a death there rolls back key and charge together.
+"""
+
+from .model import DEDUPED, Experiment, KillPoint, Stores
+from .offsets import at_least_once_loop
+from .predictors import LedgerPredictor
+
+D_POLL = KillPoint("after-poll-before-effect", "poll", "PG transaction", frozenset({DEDUPED}),
+                   "the effects since the last commit (none with --commit-every 1) come again: dedupe hits")
+D_INSIDE = KillPoint("inside-effect-txn", "dedupe key", "effect (same transaction)", frozenset({DEDUPED}),
+                     "the open Postgres transaction rolls back key and charge together: this payment is charged "
+                     "once on redelivery; earlier uncommitted ones are dedupe hits")
+D_EFFECT = KillPoint("after-effect-before-commit", "PG transaction", "commit offset", frozenset({DEDUPED}),
+                     "this payment and every effect since the last commit come again: dedupe hits, no charge")
+D_COMMIT = KillPoint("after-commit", "commit offset", None, frozenset({DEDUPED}),
+                     "nothing when the commit covered this payment; otherwise the uncommitted ones are dedupe hits")
+
+
+def dedupe_loop(ctx) -> None:
+    at_least_once_loop(ctx, ctx.apply_effect_deduped, (D_POLL.name, D_INSIDE.name, D_EFFECT.name, D_COMMIT.name))
+
+
+DEDUPE = Experiment(
+    name="dedupe",
+    steps=("poll", "PG transaction {dedupe key (unique), effect if new}", "commit offset"),
+    kill_points=(D_POLL, D_INSIDE, D_EFFECT, D_COMMIT),
+    default_point=D_EFFECT.name,
+    stores=Stores(ledger=True, dedupe=True),
+    proves="Exactly-once effect: the same crashes, made harmless by an idempotency key in the effect's transaction.",
+    expected="0 lost, 0 duplicates, ledger exactly as expected, dedupe hits = redeliveries",
+    predictors=(LedgerPredictor(dedupe=True),),
+    loop=dedupe_loop,
+    suite={"weight": 2},
+)

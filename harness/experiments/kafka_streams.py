@@ -1,0 +1,37 @@
+"""eos-streams: the same exactly-once promise from Kafka Streams (exactly_once_v2), and its limit.
+
+A Kafka Streams topology (experiments/eos-streams, Java) consumes the payments
+and produces them to the output topic; Streams commits offsets and output in
+one transaction by itself. The worker dies by `Runtime.halt` inside the
+topology, after processing a planned record and before Streams commits: that
+is the only gap our code can reach, since Streams owns the commit. With
+`--effect postgres` the topology also inserts a ledger row by JDBC, and that
+write, outside Kafka, duplicates like eos-boundary's.
+"""
+
+from .launch import StreamsWorkers
+from .model import ABORTED, DUPLICATED, Experiment, KillPoint, Stores
+from .predictors import LedgerPredictor, OutputPredictor
+
+PROCESS = KillPoint("after-process-before-commit", "process (produce in the task's transaction)",
+                    "Streams commit", frozenset({ABORTED, DUPLICATED}),
+                    "every record processed since the last Streams commit is aborted and processed again; "
+                    "with --effect postgres their ledger rows are written again")
+
+# The Java worker lists in `unacked` every record processed since the last commit: produced and, with
+# --effect postgres, written to the ledger.
+EOS_STREAMS = Experiment(
+    name="eos-streams",
+    steps=("consume", "[--effect postgres: ledger insert by JDBC]", "produce", "commit by Streams"),
+    kill_points=(PROCESS,),
+    default_point=PROCESS.name,
+    stores=Stores(output=True),
+    proves="Kafka Streams exactly_once_v2 under Runtime.halt: the topic is exact; a JDBC write in the topology is not.",
+    expected="read_committed output exact; with --effect postgres, ledger duplicates = aborted records",
+    predictors=(OutputPredictor(produced="unacked"),),
+    launcher=StreamsWorkers(),
+    options=("effect",),
+    variants={"effect=postgres": {"stores": Stores(ledger=True, output=True),
+                                  "predictors": (LedgerPredictor(), OutputPredictor(produced="unacked"))}},
+    suite={"weight": 10, "args": ["--effect", "postgres"]},
+)

@@ -1,0 +1,106 @@
+"""What an experiment is, as data: steps, kill points with their damage, stores, predictors, worker.
+
+Jepsen splits a test into a client, a nemesis, a generator and a checker; here
+an experiment declares the same parts once, in one module per family:
+
+- its *steps* (the worker's order of operations per record) and the *loop*
+  that performs them inside a worker process;
+- its *kill points*: every gap between two steps (and the gap after the last
+  one), each with the damage a SIGKILL there does, in terms of what the
+  worker's crash record lists (`unacked`, `acked_unapplied`, `produced`);
+- the *stores* it writes (ledger, dedupe table, output topic);
+- its *predictors*, which turn a crash log into exact expectations (or bounds
+  for crashes the worker could not describe);
+- how its workers are launched (Python workers, or the Kafka Streams JVM).
+
+The runner, the predictor, the report and the suite read only these
+declarations; nothing outside an experiment's own module branches on its name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Callable
+
+# What a crash can do to the records in each list of its crash record.
+LOST = "lost"                # acked_unapplied: offsets committed, effect never applied: nobody redelivers them
+DUPLICATED = "duplicated"    # unacked: effect applied, not acknowledged: redelivered and applied again
+DEDUPED = "deduped"          # unacked, with a dedupe table: redelivered, absorbed by the key (a dedupe hit)
+ABORTED = "aborted"          # produced: written in the open transaction, aborted: read_uncommitted sees a copy
+DAMAGES = (LOST, DUPLICATED, DEDUPED, ABORTED)
+
+ANY = "any"                  # --kill-point any: each planned crash takes a seeded point among all of them
+
+
+@dataclass(frozen=True)
+class KillPoint:
+    name: str
+    after: str                       # the step just done ("poll", "effect", ...)
+    before: str | None               # the next step, None after the last one
+    damage: frozenset = frozenset()  # which of DAMAGES a crash here can cause
+    says: str = ""                   # the damage in words, for `harness experiments` and the reports
+
+    def describe(self) -> dict:
+        return {"name": self.name, "after": self.after, "before": self.before,
+                "damage": sorted(self.damage), "says": self.says}
+
+
+@dataclass(frozen=True)
+class Stores:
+    ledger: bool = False             # harness.ledger_<run>: one row per applied effect
+    dedupe: bool = False             # harness.dedupe_<run>: the idempotency keys
+    output: bool = False             # harness.<run>.output: the transactional output topic
+
+    def names(self) -> list[str]:
+        return [n for n in ("ledger", "dedupe", "output") if getattr(self, n)]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    steps: tuple                     # the worker's steps per record, in order
+    kill_points: tuple               # KillPoint, in the order of the steps
+    default_point: str | None        # where planned crashes strike unless --kill-point says otherwise
+    stores: Stores
+    proves: str                      # one sentence: the lesson
+    expected: str                    # what the scoreboard should show
+    predictors: tuple                # objects with expectations(crashes, ctx) (experiments/predictors.py)
+    loop: Callable | None = None     # the Python worker loop: loop(ctx); None for non-Python workers
+    launcher: object = None          # builds worker command lines (experiments/launch.py); None: Python
+    default_faults: tuple = ("planned-crash",)
+    options: tuple = ()              # experiment-only run options this experiment accepts, e.g. ("effect",)
+    variants: dict = field(default_factory=dict)   # option value -> changes, e.g. {"effect=postgres": {...}}
+    suite: dict = field(default_factory=dict)      # in the suite: {"args": [...], "weight": launch order weight}
+
+    # -- derived -------------------------------------------------------------------------------
+    def point(self, name: str) -> KillPoint | None:
+        return next((p for p in self.kill_points if p.name == name), None)
+
+    def point_names(self) -> list[str]:
+        return [p.name for p in self.kill_points]
+
+    def damage_anywhere(self) -> frozenset:
+        """What a crash at an arbitrary instant can do: the union over every kill point."""
+        out: frozenset = frozenset()
+        for p in self.kill_points:
+            out |= p.damage
+        return out
+
+    def steps_text(self) -> str:
+        return ", ".join(self.steps)
+
+    def resolve(self, params) -> "Experiment":
+        """This experiment as the run's options make it (e.g. eos-streams with --effect postgres)."""
+        exp = self
+        for key, changes in self.variants.items():
+            opt, _, value = key.partition("=")
+            if str(getattr(params, opt, None)) == value:
+                exp = dataclasses.replace(exp, **changes)
+        return exp
+
+    def describe(self) -> dict:
+        return {"name": self.name, "steps": list(self.steps), "proves": self.proves, "expected": self.expected,
+                "stores": self.stores.names(), "default_kill_point": self.default_point,
+                "kill_points": [p.describe() for p in self.kill_points],
+                "faults": list(self.default_faults), "options": list(self.options)}

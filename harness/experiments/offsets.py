@@ -1,0 +1,108 @@
+"""offset-before and offset-after: where the offset commit sits decides what a crash costs.
+
+offset-before commits the offsets of a batch, then applies its effects: a
+crash in between loses what was acknowledged and never charged (at-most-once).
+offset-after applies the effects, then commits: a crash in between charges
+again everything since the last commit (at-least-once). Both run the same
+seeded crashes on the same payments, so their reports sit side by side.
+
+The loops run inside worker processes (harness/processors/worker.py); each gap
+between two steps is a kill point, and the worker's crash record says which
+payments the death affects, so the prediction is exact per crash.
+"""
+
+from .model import DUPLICATED, LOST, Experiment, KillPoint, Stores
+from .predictors import LedgerPredictor
+
+POLL_BATCH = 500
+
+OB_POLL = KillPoint("after-poll-before-commit", "poll", "commit offset", frozenset(),
+                    "nothing committed, nothing applied: the batch is delivered again, no damage")
+OB_COMMIT = KillPoint("after-commit-before-effect", "commit offset", "effect", frozenset({LOST}),
+                      "this payment and the rest of its committed batch are lost: the broker will not redeliver them")
+OB_EFFECT = KillPoint("after-effect", "effect", None, frozenset({LOST}),
+                      "nothing with --commit-every 1; otherwise the rest of the committed batch is lost")
+
+
+def offset_before_loop(ctx) -> None:
+    """poll up to commit_every records, commit past them, then apply each effect."""
+    ctx.assign()
+    while not ctx.caught_up():
+        batch = ctx.poll(ctx.commit_every)
+        for msg in batch:
+            ctx.deliver(msg)
+            ctx.kill.at(OB_POLL.name, msg)
+        if not batch:
+            continue
+        ctx.commit(batch)
+        for i, msg in enumerate(batch):
+            ctx.kill.at(OB_COMMIT.name, msg, acked_unapplied=batch[i:])
+            ctx.apply_effect(msg)
+            ctx.kill.at(OB_EFFECT.name, msg, acked_unapplied=batch[i + 1:])
+
+
+OA_POLL = KillPoint("after-poll-before-effect", "poll", "effect", frozenset({DUPLICATED}),
+                    "the effects applied since the last commit (none with --commit-every 1) are applied again")
+OA_EFFECT = KillPoint("after-effect-before-commit", "effect", "commit offset", frozenset({DUPLICATED}),
+                      "this payment and every effect since the last commit are applied again")
+OA_COMMIT = KillPoint("after-commit", "commit offset", None, frozenset({DUPLICATED}),
+                      "nothing when the commit covered this payment; with --commit-every N the uncommitted "
+                      "effects are applied again")
+
+
+def at_least_once_loop(ctx, effect, points: tuple) -> None:
+    """poll, apply each effect, commit every commit_every records; `points` names the three gaps
+    (and, with a dedupe effect, the gap inside its transaction)."""
+    after_poll, inside, after_effect, after_commit = points
+    ctx.assign()
+    pending: list = []
+    while True:
+        for msg in ctx.poll(POLL_BATCH):
+            ctx.deliver(msg)
+            ctx.kill.at(after_poll, msg, unacked=pending)
+            if inside:
+                effect(msg, inside=lambda m=msg: ctx.kill.at(inside, m, unacked=pending))
+            else:
+                effect(msg)
+            pending.append(msg)
+            ctx.kill.at(after_effect, msg, unacked=pending)
+            if len(pending) >= ctx.commit_every:
+                ctx.commit(pending)
+                pending = []
+            ctx.kill.at(after_commit, msg, unacked=pending)
+        if pending and ctx.at_end():
+            ctx.commit(pending)        # the tail of the input: fewer than commit_every records
+            pending = []
+        if not pending and ctx.caught_up():
+            return
+
+
+def offset_after_loop(ctx) -> None:
+    at_least_once_loop(ctx, ctx.apply_effect, (OA_POLL.name, None, OA_EFFECT.name, OA_COMMIT.name))
+
+
+OFFSET_BEFORE = Experiment(
+    name="offset-before",
+    steps=("poll", "commit offset", "effect"),
+    kill_points=(OB_POLL, OB_COMMIT, OB_EFFECT),
+    default_point=OB_COMMIT.name,
+    stores=Stores(ledger=True),
+    proves="At-most-once: commit before the effect, and each crash between them loses payments.",
+    expected="lost = crashed payments, duplicates 0, ledger below expected",
+    predictors=(LedgerPredictor(),),
+    loop=offset_before_loop,
+    suite={"weight": 2},
+)
+
+OFFSET_AFTER = Experiment(
+    name="offset-after",
+    steps=("poll", "effect", "commit offset"),
+    kill_points=(OA_POLL, OA_EFFECT, OA_COMMIT),
+    default_point=OA_EFFECT.name,
+    stores=Stores(ledger=True),
+    proves="At-least-once: effect before commit, and each crash charges again what was not committed.",
+    expected="duplicates = effects not yet committed at each crash, lost 0, ledger above expected",
+    predictors=(LedgerPredictor(),),
+    loop=offset_after_loop,
+    suite={"weight": 2},
+)

@@ -1,0 +1,165 @@
+"""Predictors: from a crash log to exact expectations, one small class per store.
+
+A worker about to die writes what its death will do: `unacked` (effects
+applied but not acknowledged: they come again), `acked_unapplied` (offsets
+committed, effect not applied: nobody brings them back) and `produced`
+(records in the open Kafka transaction: aborted, but read_uncommitted readers
+still see them). Each predictor reads the lists its store cares about and
+states what the audit must find. An experiment lists its predictors in its
+declaration; the checker knows no experiment by name.
+
+When some crashes were not described by the worker (a supervisor's random
+SIGKILL strikes at any instant), the numbers a kill point could change become
+upper bounds: at most `commit_every` records per undescribed crash, on top of
+what the described ones say. What no kill point of the experiment can cause
+stays exact (offset-before never duplicates, whatever the instant).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .model import ABORTED, DEDUPED, DUPLICATED, LOST
+
+
+@dataclass
+class Expectation:
+    metric: str          # e.g. "ledger.duplicates", "kafka.read_uncommitted.duplicates"
+    value: int
+    op: str = "=="       # "==" exact, "<=" bound
+
+    def holds(self, observed: int | None) -> bool:
+        if observed is None:
+            return False
+        return observed == self.value if self.op == "==" else observed <= self.value
+
+    def text(self) -> str:
+        return f"{self.metric} {self.op} {self.value}"
+
+
+@dataclass
+class Prediction:
+    exact: bool
+    expectations: list = field(default_factory=list)
+    lost_ids: set = field(default_factory=set)                 # exact only: ids the ledger must miss
+    duplicate_counts: Counter = field(default_factory=Counter)  # exact only: id -> extra effects
+    inconsistent: list = field(default_factory=list)           # crash records that contradict their kill point
+    note: str = ""
+
+    def get(self, metric: str) -> Expectation | None:
+        return next((e for e in self.expectations if e.metric == metric), None)
+
+    def value(self, metric: str) -> int | None:
+        e = self.get(metric)
+        return e.value if e else None
+
+
+@dataclass
+class CrashFacts:
+    """The crash log, read once for every predictor."""
+    crashes: list
+    commit_every: int = 1
+
+    @property
+    def described(self) -> list:
+        return [c for c in self.crashes if c.get("by") != "supervisor"]
+
+    @property
+    def undescribed(self) -> int:
+        return len(self.crashes) - len(self.described)
+
+    @property
+    def exact(self) -> bool:
+        return self.undescribed == 0
+
+    def ids(self, source: str) -> list[str]:
+        return [i for c in self.described for i in (c.get(source) or []) if isinstance(i, str)]
+
+    def slack(self) -> int:
+        return self.undescribed * max(1, self.commit_every)
+
+
+def _expect(p: Prediction, facts: CrashFacts, metric: str, known: int, can_happen: bool) -> None:
+    if facts.exact or not can_happen:
+        p.expectations.append(Expectation(metric, known))
+    else:
+        p.expectations.append(Expectation(metric, known + facts.slack(), "<="))
+
+
+@dataclass(frozen=True)
+class LedgerPredictor:
+    """The Postgres ledger: duplicates from `unacked`, losses from `acked_unapplied`; with a dedupe
+    table, `unacked` become dedupe hits instead of duplicates."""
+    dedupe: bool = False
+    unacked: str = "unacked"
+    acked_unapplied: str = "acked_unapplied"
+
+    def add(self, p: Prediction, facts: CrashFacts, exp) -> None:
+        damage = exp.damage_anywhere()
+        again = facts.ids(self.unacked)
+        lost = set(facts.ids(self.acked_unapplied))
+        if self.dedupe:
+            p.expectations.append(Expectation("ledger.duplicates", 0))
+            _expect(p, facts, "ledger.dedupe_hits", len(again), DEDUPED in damage)
+        else:
+            _expect(p, facts, "ledger.duplicates", len(again), DUPLICATED in damage)
+            if facts.exact:
+                p.duplicate_counts = Counter(again)
+        _expect(p, facts, "ledger.lost", len(lost), LOST in damage)
+        if facts.exact:
+            p.lost_ids = lost
+
+
+@dataclass(frozen=True)
+class OutputPredictor:
+    """The transactional output topic: read_committed exact; read_uncommitted holds one aborted
+    copy per record that was in an open transaction at a crash (the worker flushes before dying)."""
+    produced: str = "produced"
+
+    def add(self, p: Prediction, facts: CrashFacts, exp) -> None:
+        p.expectations += [Expectation("kafka.read_committed.duplicates", 0),
+                           Expectation("kafka.read_committed.lost", 0)]
+        _expect(p, facts, "kafka.read_uncommitted.duplicates", len(facts.ids(self.produced)),
+                ABORTED in exp.damage_anywhere())
+        p.expectations.append(Expectation("kafka.read_uncommitted.lost", 0))
+
+
+@dataclass(frozen=True)
+class FencedPredictor:
+    """A producer that comes back after its transactional.id was taken over must be fenced."""
+
+    def add(self, p: Prediction, facts: CrashFacts, exp) -> None:
+        p.expectations.append(Expectation("fault.zombie.fenced", 1))
+
+
+# The list of a crash record that each kind of damage is read from.
+SOURCE_OF = {LOST: "acked_unapplied", DUPLICATED: "unacked", DEDUPED: "unacked", ABORTED: "produced"}
+
+
+def check_declared_damage(exp, crashes: list) -> list[str]:
+    """A described crash whose lists show a damage its kill point does not declare: the declaration
+    (or the worker) is wrong, and the verdict must say so rather than predict from it."""
+    out = []
+    for i, c in enumerate(crashes, 1):
+        point = exp.point(c.get("point"))
+        if point is None or c.get("by") == "supervisor":
+            continue
+        for damage, source in SOURCE_OF.items():
+            if c.get(source) and not any(SOURCE_OF[d] == source for d in point.damage):
+                out.append(f"crash {i} at {point.name} lists {len(c[source])} {source} ids, "
+                           f"a damage ({damage}) this kill point does not declare")
+                break
+    return out
+
+
+def predict(exp, crashes: list[dict], commit_every: int = 1) -> Prediction:
+    facts = CrashFacts(crashes, commit_every)
+    p = Prediction(exact=facts.exact)
+    for pr in exp.predictors:
+        pr.add(p, facts, exp)
+    p.inconsistent = check_declared_damage(exp, facts.described)
+    if not facts.exact:
+        p.note = (f"{facts.undescribed} crash(es) struck at instants the worker did not choose, so what was in "
+                  f"flight is unknown: the affected numbers are upper bounds; the audit itself is exact")
+    return p

@@ -1,0 +1,75 @@
+"""The fault protocol: every way the harness breaks a run is one small object.
+
+As Jepsen's nemeses, a fault is told when the run is set up, is ticked by the
+supervisor's loop (about every 10 ms), can hold the run open while its story
+is not finished (`busy`), and finally says what it did: one entry per fault
+that happened, each with its time and target, for the report's `faults` list,
+plus any observations the checker judges (`fault.zombie.fenced`).
+
+Faults are chosen with a repeatable `--fault NAME[:key=value,...]` (see
+`FAULTS`), or by an experiment's declaration (`default_faults`) with the
+classic options (`--crash-rate`, `--kill-point`, `--kill-mode random --kills`).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import HarnessError
+
+
+class Fault:
+    name = "fault"
+    options: dict = {}          # option -> (type, help)
+
+    def setup(self, run) -> None:
+        """Before any worker starts (e.g. write the crash plan)."""
+
+    def tick(self, sup) -> None:
+        """Called by the supervisor's loop; may signal workers."""
+
+    def busy(self) -> bool:
+        """True while the fault is mid-story: the run is not over even if every worker finished."""
+        return False
+
+    def entries(self, crashes: list[dict], events: list[dict]) -> list[dict]:
+        """What happened, one dict per fault occurrence: {fault, time, target, ...}."""
+        return []
+
+    def story(self, events: list[dict]) -> dict | None:
+        """Details worth a section of the report (None: nothing beyond the entries)."""
+        return None
+
+    def observed(self, story: dict | None) -> dict:
+        """Metrics for the checker, named `fault.<name>.<metric>`."""
+        return {}
+
+    def sentence(self, story: dict | None) -> str:
+        return ""
+
+    def describe(self) -> dict:
+        return {"fault": self.name, **{k: getattr(self, k) for k in self.options}}
+
+
+def parse_spec(spec: str) -> tuple[str, dict]:
+    """`name:key=value,key=value` -> (name, {key: value}); values stay strings."""
+    name, _, rest = spec.partition(":")
+    opts = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip():
+            raise HarnessError(f"--fault {spec!r}: options are key=value pairs separated by commas")
+        opts[key.strip()] = value.strip()
+    return name.strip(), opts
+
+
+def number(spec: str, key: str, value, kind=float, low: float = 0.0, high: float | None = None):
+    """A fault option as a number in [low, high], or one clear line."""
+    try:
+        v = kind(value)
+    except (TypeError, ValueError):
+        raise HarnessError(f"--fault {spec}: {key} must be a {'whole ' if kind is int else ''}number, got {value!r}")
+    if isinstance(v, float) and not math.isfinite(v) or v < low or (high is not None and v > high):
+        raise HarnessError(f"--fault {spec}: {key} must be between {low:g} and "
+                           f"{'infinity' if high is None else f'{high:g}'}, got {value!r}")
+    return v

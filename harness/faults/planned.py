@@ -1,0 +1,40 @@
+"""planned-crash: the worker kills itself (SIGKILL) at a named kill point on a seeded set of payments.
+
+The crash plan (which payments, and at which point each) is written before the
+workers start; a worker about to die at its point appends what its death
+does to the crash log, fsynced, then SIGKILLs itself. That log is what makes
+the prediction exact per crash.
+"""
+
+from .base import Fault, number
+from .crashplan import CrashPlan
+
+
+class PlannedCrash(Fault):
+    name = "planned-crash"
+    options = {"rate": "share of payments whose first delivery kills the worker (0..1)",
+               "point": "a kill point of the experiment, or `any` (a seeded point per crash)"}
+
+    def __init__(self, rate: float = 0.1, point: str | None = None):
+        self.rate, self.point = rate, point
+        self.points: list[str] = []
+
+    @classmethod
+    def from_options(cls, spec: str, opts: dict, params) -> "PlannedCrash":
+        rate = number(spec, "rate", opts.pop("rate"), float, 0.0, 1.0) if "rate" in opts else params.crash_rate
+        return cls(rate, opts.pop("point", None) or params.kill_point)
+
+    def setup(self, run) -> None:
+        from ..experiments import kill_points_for
+        self.points = kill_points_for(run.exp, self.point)
+        plan = CrashPlan.make(run.sent_ids, self.rate, run.params.seed, self.points)
+        plan.save(run.crash_plan)
+        self.planned = len(plan.crash_ids)
+
+    def entries(self, crashes, events) -> list[dict]:
+        return [{"fault": self.name, "time": c.get("time"), "target": f"{c.get('worker')} attempt {c.get('attempt')}",
+                 "point": c.get("point"), "message_id": c.get("message_id")}
+                for c in crashes if c.get("by") != "supervisor"]
+
+    def describe(self) -> dict:
+        return {"fault": self.name, "rate": self.rate, "point": self.point, "points": self.points}

@@ -1,0 +1,54 @@
+"""random-kill: the supervisor SIGKILLs busy workers at seeded instants the worker did not choose.
+
+Each worker attempt, once it has processed its first record, is killed after a
+seeded delay (0.05-0.6 s of busy time), until `kills` kills are spent. The
+worker cannot say what it had in flight, so the predictions that a crash can
+change become upper bounds; the audit stays exact.
+"""
+
+import signal
+import time
+
+from . import crashlog
+from .base import Fault, number
+from .crashplan import random_kill_delays
+
+RANDOM = "random"   # the point recorded for a supervisor's kill
+
+
+class RandomKill(Fault):
+    name = "random-kill"
+    options = {"kills": "how many SIGKILLs in the run"}
+
+    def __init__(self, kills: int = 10, seed: int = 25):
+        self.kills, self.seed = kills, seed
+        self.delays: list[float] = []
+        self.kill_at: dict = {}        # (slot index, attempt) -> time
+
+    @classmethod
+    def from_options(cls, spec: str, opts: dict, params) -> "RandomKill":
+        kills = number(spec, "kills", opts.pop("kills"), int, 0, 100_000) if "kills" in opts else params.kills
+        return cls(kills, params.seed)
+
+    def setup(self, run) -> None:
+        self.delays = random_kill_delays(self.seed, self.kills)
+
+    def tick(self, sup) -> None:
+        now = time.time()
+        for s in sup.slots:
+            if s.finished or s.proc is None or s.first_message_at is None:
+                continue
+            key = (s.index, s.attempt)
+            if key not in self.kill_at:
+                self.kill_at[key] = s.first_message_at + self.delays.pop(0) if self.delays else None
+            at = self.kill_at[key]
+            if at is not None and now >= at and s.proc.poll() is None:
+                self.kill_at[key] = None
+                s.proc.send_signal(signal.SIGKILL)
+                crashlog.append(sup.crash_log, {"point": RANDOM, "message_id": None, "partition": None,
+                                                "offset": None, "worker": s.name, "attempt": s.attempt,
+                                                "time": time.time(), "by": "supervisor"})
+
+    def entries(self, crashes, events) -> list[dict]:
+        return [{"fault": self.name, "time": c.get("time"), "target": f"{c.get('worker')} attempt {c.get('attempt')}"}
+                for c in crashes if c.get("by") == "supervisor"]
