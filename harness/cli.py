@@ -305,7 +305,8 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, o
     if parallel < 1:
         raise HarnessError(f"--parallel must be at least 1, got {parallel}")
     from .params import RunParams
-    RunParams("dedupe", messages=messages, crash_rate=crash_rate, seed=seed, commit_every=commit_every).validate()
+    for name in names:
+        RunParams(name, messages=messages, crash_rate=crash_rate, seed=seed, commit_every=commit_every).validate()
     folder = Path(out) if out else reports_dir() / suite_mod.new_suite_id()
     if (folder / "suite.json").exists():
         raise HarnessError(f"{folder} already holds a suite; choose another --out")

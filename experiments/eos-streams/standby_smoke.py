@@ -52,7 +52,7 @@ sys.path.insert(0, str(HERE))
 from smoke import CommittedWatcher, Workspace, log, print_checks, read_all  # noqa: E402
 
 
-# What the harness puts in front of `-jar` (harness/streams.py).
+# What the harness puts in front of `-jar` (harness/experiments/streams_jvm.py).
 HARNESS_JVM = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx512m", "-Dharness.worker=true"]
 
 

@@ -81,6 +81,7 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
             a.dedupe_hits = rows.dedupe_hits
         a.metrics.update({"ledger.duplicates": a.ledger.duplicates, "ledger.lost": a.ledger.lost,
                           "ledger.dedupe_hits": a.dedupe_hits})
+        a.evidence.ids.update({"ledger.duplicates": a.ledger.duplicate_ids, "ledger.lost": a.ledger.lost_ids})
     if exp.stores.output:
         kout = output_reader(stack.bootstrap_servers, names.output_topic, sent, amounts)
         a.output = {"aborted_records": kout.get("aborted_records")}
@@ -102,4 +103,6 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
                                                  f"payment", k["bad_value_ids"]))
             a.metrics[f"kafka.{iso}.duplicates"] = a.output[iso].duplicates
             a.metrics[f"kafka.{iso}.lost"] = a.output[iso].lost
+            a.evidence.ids.update({f"kafka.{iso}.duplicates": a.output[iso].duplicate_ids,
+                                   f"kafka.{iso}.lost": a.output[iso].lost_ids})
     return a

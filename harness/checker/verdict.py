@@ -22,6 +22,7 @@ class Evidence:
     ledger_lost_ids: list | None = None        # ids with no effect that were acknowledged (not unprocessed)
     integrity: list = field(default_factory=list)   # (failure text, ids)
     errors: list = field(default_factory=list)      # audit errors: what could not be measured
+    ids: dict = field(default_factory=dict)         # metric -> the ids behind it, named when it fails
 
 
 @dataclass
@@ -42,6 +43,8 @@ def judge(p: Prediction, observed: dict, ev: Evidence | None = None) -> Verdict:
             unknown.append(e.metric)
         elif not e.holds(got):
             v.failed.append(f"{e.metric}: predicted {e.op} {e.value}, observed {got}")
+            if not p.exact or e.metric not in ("ledger.lost", "ledger.duplicates"):   # those get exact ids below
+                _ids(v, e.metric, sorted(ev.ids.get(e.metric) or []))
     if p.exact and ev.ledger_lost_ids is not None and p.get("ledger.lost") is not None:
         _ids(v, "lost", sorted(set(ev.ledger_lost_ids) ^ p.lost_ids))
     if p.exact and ev.ledger_per_id is not None and p.get("ledger.duplicates") is not None:

@@ -72,7 +72,7 @@ class StreamsWorkers:
     """The Kafka Streams application of experiments/eos-streams, one JVM per slot (built with mvn)."""
 
     def prepare(self, run) -> Launch:
-        from .. import streams
+        from . import streams_jvm as streams
         p, names = run.params, run.names
         jar = streams.build(run.log)
         env = {**os.environ, "HARNESS_PG_PASSWORD": streams.jdbc(run.stack.postgres_dsn)[2]}
@@ -90,7 +90,7 @@ class StreamsWorkers:
                       reports_deliveries=False)
 
     def finish(self, run, result) -> None:
-        from ..streams import first_record_events
+        from .streams_jvm import first_record_events
         result.events = sorted(result.events + first_record_events(run.run_dir / "workers"),
                                key=lambda e: e.get("t", 0))
         # Streams' working state (RocksDB files and a 14 MB native library copy) is not evidence: drop it.

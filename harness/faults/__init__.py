@@ -33,11 +33,9 @@ def build(params, exp) -> list[Fault]:
         if opts:
             raise HarnessError(f"--fault {spec}: unknown option(s) {', '.join(opts)}; "
                                f"{name} takes: {', '.join(cls.options)}")
-        if name == "zombie" and not (exp.stores.output and exp.loop):
-            raise HarnessError(f"--fault zombie needs an experiment whose Python worker writes an output topic in "
-                               f"Kafka transactions; {exp.name} has none")
-        if name == "planned-crash" and not exp.kill_points:
-            raise HarnessError(f"{exp.name} has no kill points; its faults: {', '.join(exp.default_faults)}")
+        missing = fault.unmet(exp)
+        if missing:
+            raise HarnessError(f"--fault {name} needs {missing}; {exp.name} has none")
         out.append(fault)
     names = [f.name for f in out]
     if len(set(names)) != len(names):

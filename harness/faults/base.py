@@ -22,6 +22,10 @@ class Fault:
     name = "fault"
     options: dict = {}          # option -> (type, help)
 
+    def unmet(self, exp) -> str | None:
+        """What this fault needs that the experiment lacks (None: it can run there)."""
+        return None
+
     def setup(self, run) -> None:
         """Before any worker starts (e.g. write the crash plan)."""
 

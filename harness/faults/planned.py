@@ -24,6 +24,9 @@ class PlannedCrash(Fault):
         rate = number(spec, "rate", opts.pop("rate"), float, 0.0, 1.0) if "rate" in opts else params.crash_rate
         return cls(rate, opts.pop("point", None) or params.kill_point)
 
+    def unmet(self, exp) -> str | None:
+        return None if exp.kill_points else "kill points"
+
     def setup(self, run) -> None:
         from ..experiments import kill_points_for
         self.points = kill_points_for(run.exp, self.point)

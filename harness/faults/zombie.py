@@ -42,6 +42,9 @@ class ZombiePause(Fault):
     def describe(self) -> dict:
         return {"fault": self.name, "pause": self.pause_s}
 
+    def unmet(self, exp) -> str | None:
+        return None if exp.stores.output and exp.loop else "a Python worker that writes its output in Kafka transactions"
+
     def busy(self) -> bool:
         return self.state in ("paused", "replaced", "resumed")
 

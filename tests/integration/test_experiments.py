@@ -10,18 +10,22 @@ from pathlib import Path
 
 import pytest
 
+from harness.faults.crashplan import CrashPlan
+from harness.runner import EXIT_CODES
 from tests.conftest import ROOT, harness, pids_where
+from tests.unit.sample_report import validate
 
 pytestmark = pytest.mark.integration
 
 
-def run_exp(stack, tmp_path, *args) -> dict:
+def run_exp(stack, tmp_path, *args, verdict="as-predicted", env=None) -> dict:
     out = tmp_path / "report"
-    proc = harness("run", *args, "--quiet", "--out", str(out), env=stack["env"], timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = harness("run", *args, "--quiet", "--out", str(out), env={**stack["env"], **(env or {})}, timeout=600)
+    assert proc.returncode == EXIT_CODES[verdict], proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == str(out)
     d = json.loads((out / "report.json").read_text())
-    assert d["verdict"] == "as-predicted", json.dumps(d["verdict_detail"], indent=1)
+    validate(d)
+    assert d["verdict"] == verdict, json.dumps(d["verdict_detail"], indent=1)
     assert stack["dsn"].split("@")[0].split(":")[-1] not in (out / "report.json").read_text(), "password in report"
     return d
 
@@ -80,11 +84,14 @@ def test_several_partitions_and_workers(stack, tmp_path):
 
 
 def test_random_kills_by_the_supervisor(stack, tmp_path):
-    d = run_exp(stack, tmp_path, "dedupe", "--messages", "300", "--kill-mode", "random", "--kills", "3",
+    # Each kill strikes 0.05-0.6 s into a worker's busy time: enough payments that the worker is still busy.
+    d = run_exp(stack, tmp_path, "dedupe", "--messages", "2000", "--kill-mode", "random", "--kills", "3",
                 "--commit-every", "5")
     assert d["predicted"]["exact"] is False
     assert (d["counts"]["lost"], d["counts"]["duplicates"]) == (0, 0)
-    assert 1 <= len(d["crashes"]) <= 3 and all(c["point"] == "random" for c in d["crashes"])
+    assert 1 <= len(d["crashes"]) <= 3 and all(c["point"] == "random" and c["by"] == "supervisor" for c in d["crashes"])
+    assert [f["fault"] for f in d["faults"]] == ["random-kill"] * len(d["crashes"])
+    assert d["counts"]["deliveries"] is None      # a supervisor's kill leaves no delivery count: unknown
 
 
 def test_eos_output_exact_and_aborted_copies_predicted(stack, tmp_path):
@@ -162,7 +169,8 @@ def test_clean_removes_topics_and_tables(stack, tmp_path):
 
 def test_zombie_is_fenced_and_output_stays_exact(stack, tmp_path):
     d = run_exp(stack, tmp_path, "zombie", "--messages", "1500", "--zombie-pause", "1.5")
-    z = d["zombie"]
+    z = d["fault_details"]["zombie"]
+    assert [f["fault"] for f in d["faults"]] == ["zombie"] and d["crashes"] == []
     assert z["fenced"] is True and z["zombie_exit_code"] == 3 and "fenced" in z["fenced_error"].lower()
     t = z["times_since_pause"]
     assert t["paused"] < t["replacement_started"] < t["resumed"] <= t["zombie_fenced"]
@@ -172,7 +180,7 @@ def test_zombie_is_fenced_and_output_stays_exact(stack, tmp_path):
 def test_fresh_transactional_id_stalls_read_committed_readers(stack, tmp_path):
     d = run_exp(stack, tmp_path, "eos", "--messages", "100", "--crash-rate", "0.02", "--fresh-transactional-id",
                 "--transaction-timeout-ms", "5000")
-    stalls = d["read_committed_stall_seconds"]
+    stalls = [c["read_committed_stall_seconds"] for c in d["crashes"]]
     assert len(stalls) == 2 and min(stalls) >= 4.0    # the dead transactions lived until their 5 s timeout
     assert d["kafka_output"]["read_committed"]["lost"] == 0
 
@@ -204,3 +212,97 @@ def test_small_suite_end_to_end(stack, tmp_path):
     # compare a suite with itself: no rule fires; a rule that must fire does.
     assert harness("compare", str(out), str(out), "--fail-on", "unexpected", env=stack["env"]).returncode == 0
     assert harness("compare", str(out), str(out), "--fail-on", "offset-after:duplicates>0", env=stack["env"]).returncode == 1
+
+
+def test_kill_point_any_strikes_every_gap_and_stays_exact(stack, tmp_path):
+    a = run_exp(stack, tmp_path / "a", "offset-after", "--messages", "200", "--kill-point", "any", "--commit-every", "3")
+    assert {c["point"] for c in a["crashes"]} == {"after-poll-before-effect", "after-effect-before-commit", "after-commit"}
+    assert a["counts"]["duplicates"] == a["predicted"]["duplicates"] > 0
+    e = run_exp(stack, tmp_path / "e", "eos", "--messages", "200", "--kill-point", "any", "--commit-every", "3")
+    assert len({c["point"] for c in e["crashes"]}) == 4
+    ko = e["kafka_output"]
+    assert (ko["read_committed"]["duplicates"], ko["read_committed"]["lost"]) == (0, 0)
+    assert ko["read_uncommitted"]["duplicates"] == e["predicted"]["kafka_output"]["read_uncommitted"]["duplicates"]
+
+
+# A worker changed to commit its offsets outside the transaction (consumer.commit where
+# send_offsets_to_transaction belongs): no longer exactly-once. Loaded into every worker by sitecustomize.
+OFFSETS_OUTSIDE_TXN = """
+import harness.experiments.eos as eos
+_make = eos.make_producer
+class _OffsetsOutsideTxn:
+    def __init__(self, producer, ctx):
+        self._p, self._ctx = producer, ctx
+    def __getattr__(self, name):
+        return getattr(self._p, name)
+    def send_offsets_to_transaction(self, offsets, metadata, timeout):
+        self._ctx.consumer.commit(offsets=offsets, asynchronous=False)
+eos.make_producer = lambda ctx: _OffsetsOutsideTxn(_make(ctx), ctx)
+"""
+
+
+def test_offsets_committed_outside_the_transaction_are_caught_by_any_point(stack, tmp_path):
+    patch = tmp_path / "patch"
+    patch.mkdir()
+    (patch / "sitecustomize.py").write_text(OFFSETS_OUTSIDE_TXN)
+    ids = [f"pay-{i:06d}" for i in range(1, 201)]
+    plan = CrashPlan.make(ids, 0.1, 25, [p for p in ("after-poll-before-produce", "after-produce-before-txn-commit",
+                                                      "after-send-offsets-before-txn-commit", "after-txn-commit")])
+    assert "after-send-offsets-before-txn-commit" in dict(plan.points).values()   # the window that matters is hit
+    env = {"PYTHONPATH": f"{patch}:{ROOT}"}
+    d = run_exp(stack, tmp_path / "any", "eos", "--messages", "200", "--kill-point", "any", verdict="unexpected", env=env)
+    assert d["kafka_output"]["read_committed"]["lost"] > 0
+    assert d["verdict_detail"]["differing_ids"]["kafka.read_committed.lost"]
+    # The experiment's default point never reaches that window: the same broken worker passes there.
+    run_exp(stack, tmp_path / "default", "eos", "--messages", "200", env=env)
+
+
+def test_a_stray_row_and_a_changed_amount_during_the_run_are_unexpected_and_named(stack, tmp_path):
+    import psycopg
+    out = tmp_path / "tampered"
+    proc = _start_run(stack, out, "dedupe", "--messages", "3000", "--crash-rate", "0.02")
+    _wait_for_workers(out, str(out))
+    ledger = None
+    deadline = time.time() + 60
+    with psycopg.connect(stack["dsn"], autocommit=True) as conn:
+        while time.time() < deadline:
+            ledger = conn.execute("select table_name from information_schema.tables where table_schema = 'harness' "
+                                  "and table_name like 'ledger_%' order by table_name desc limit 1").fetchone()
+            if ledger and conn.execute(f'select count(*) from harness."{ledger[0]}"').fetchone()[0] > 10:
+                break
+            time.sleep(0.1)
+        table = f'harness."{ledger[0]}"'
+        conn.execute(f"insert into {table} (message_id, amount, worker, attempt) values ('pay-999999', 100, 'x', 1)")
+        conn.execute(f"update {table} set amount = 250 where message_id = 'pay-000002'")
+    _stdout, stderr = proc.communicate(timeout=300)
+    d = json.loads((out / "report.json").read_text())
+    assert proc.returncode == 1, stderr[-2000:]
+    assert d["verdict"] == "unexpected"
+    named = {i for ids in d["verdict_detail"]["differing_ids"].values() for i in ids}
+    assert {"pay-999999", "pay-000002"} <= named
+    assert "pay-999999" in d["anomalies"]["unexpected_ids"]
+
+
+def test_with_two_workers_each_stall_is_measured_on_its_own_worker(stack, tmp_path):
+    d = run_exp(stack, tmp_path, "eos", "--messages", "400", "--partitions", "4", "--workers", "2")
+    measured = [c for c in d["crashes"] if c["read_committed_stall_seconds"] is not None
+                and c["restart_seconds"] is not None]
+    assert len(measured) >= 0.8 * len(d["crashes"]) and {c["worker"] for c in measured} == {"w0", "w1"}
+    for c in measured:
+        # A crashed worker's records cannot become visible before that worker is back.
+        assert c["read_committed_stall_seconds"] >= c["restart_seconds"], c
+
+
+def test_an_interrupted_run_counts_what_it_never_reached_as_unprocessed(stack, tmp_path):
+    out = tmp_path / "stopped"
+    proc = _start_run(stack, out, "offset-before", "--messages", "5000", "--crash-rate", "0.01")
+    _wait_for_workers(out, str(out))
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=120)
+    d = json.loads((out / "report.json").read_text())
+    validate(d)
+    assert d["verdict"] == "interrupted" and proc.returncode == 130
+    c = d["counts"]
+    assert c["unprocessed"] > 0 and c["lost"] == d["predicted"]["lost"] < 100
+    assert c["effects"] + c["lost"] + c["unprocessed"] == 5000

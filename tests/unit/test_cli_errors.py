@@ -98,3 +98,29 @@ def test_help_ends_with_an_example():
     for cmd in ("up", "down", "status", "run", "clean", "suite", "compare", "report", "bench"):
         out = harness(cmd, "--help").stdout
         assert "Example" in out, cmd
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["offset-after", "--kill-point", "bogus"], ["unknown --kill-point 'bogus' for offset-after", "after-commit", "any"]),
+    (["eos", "--kill-point", "after-commit-before-effect"], ["for eos", "after-send-offsets-before-txn-commit"]),
+    (["zombie", "--kill-point", "any"], ["applies to planned crashes"]),
+    (["dedupe", "--fault", "nope"], ["unknown --fault 'nope'", "random-kill"]),
+    (["dedupe", "--fault", "zombie"], ["--fault zombie needs a Python worker", "dedupe has none"]),
+    (["dedupe", "--effect", "postgres"], ["--effect applies to eos-streams only"]),
+])
+def test_kill_points_and_faults_are_checked_before_anything_starts(isolated, args, needles):
+    proc = harness("run", *args, env=isolated)
+    assert proc.returncode == 2
+    one_clear_line(proc, *needles)
+    assert not os.path.exists(isolated["HARNESS_HOME"]), "a refused run started something"
+
+
+def test_experiments_lists_every_kill_point_as_text_and_json():
+    import json
+    text = harness("experiments", check=True).stdout
+    assert "kill point inside-effect-txn" in text and "--kill-point any" in text
+    data = json.loads(harness("experiments", "--json", check=True).stdout)
+    assert {e["name"] for e in data} >= {"offset-before", "dedupe", "eos", "zombie"}
+    eos = next(e for e in data if e["name"] == "eos")
+    assert eos["kill_points"][-1] == {"name": "after-txn-commit", "after": "commit transaction", "before": None,
+                                      "damage": ["aborted"], "says": eos["kill_points"][-1]["says"]}

@@ -495,3 +495,11 @@ def test_many_single_runs_side_by_side_name_their_experiments(tmp_path):
 
 def test_a_missing_path_says_so(tmp_path):
     assert error_of(tmp_path / "gone") == f"unknown target '{tmp_path / 'gone'}': no such file or folder"
+
+
+def test_compare_reads_a_schema_1_report_beside_a_schema_2_one(tmp_path):
+    from tests.unit.sample_report import sample_v1
+    old = write_run(tmp_path / "old", sample_v1(dups=3))
+    new = write_run(tmp_path / "new", report(dups=5))
+    c = compare([load_target(str(old)), load_target(str(new))])
+    assert "+2" in to_text(c)

@@ -11,8 +11,9 @@ def test_aborted_copies_show_only_to_read_uncommitted():
     log = ["p1", "p2", "p3", "p2", "p3", "p4"]
     committed = ["p1", "p2", "p3", "p4"]
     a = audit_records(SENT, {"read_committed": committed, "read_uncommitted": log})
-    assert a["read_committed"] == {"records": 4, "duplicates": 0, "lost": 0, "duplicate_ids": [], "lost_ids": [],
-                                   "error": None}
+    rc = a["read_committed"]
+    assert (rc["records"], rc["duplicates"], rc["lost"], rc["duplicate_ids"], rc["lost_ids"], rc["error"]) == \
+        (4, 0, 0, [], [], None)
     assert (a["read_uncommitted"]["records"], a["read_uncommitted"]["duplicates"]) == (6, 2)
     assert a["read_uncommitted"]["duplicate_ids"] == ["p2", "p3"]
     assert a["aborted_records"] == 2
@@ -29,13 +30,24 @@ def test_committed_duplicates_are_reported():
     assert a["read_committed"]["duplicates"] == 1 and a["read_committed"]["duplicate_ids"] == ["p1"]
 
 
-def test_empty_or_unreadable_topic_never_raises():
+def test_empty_or_unreadable_topic_never_raises_and_unreadable_is_unknown():
     a = audit_records(SENT, {}, {"read_committed": "topic not found"})
-    assert a["read_committed"]["lost"] == 4 and a["read_committed"]["error"] == "topic not found"
+    assert a["read_committed"]["lost"] is None and a["read_committed"]["records"] is None
+    assert a["read_committed"]["error"] == "topic not found"
+    assert a["read_uncommitted"]["lost"] == 4          # read fine, and empty: all 4 missing
+    assert a["aborted_records"] is None
 
 
 def test_stall_counts_only_records_created_after_the_crash():
     # (visible_at, created_at): a reader catching up on old records at t=10.1 says nothing about the crash at 10.
     seen = [(10.1, 9.0), (10.2, 9.5), (21.0, 10.5), (21.0, 11.0)]
     assert stalls_after(seen, [10.0]) == [11.0]
-    assert stalls_after(seen, [30.0]) == []
+    assert stalls_after(seen, [30.0]) == [None]        # nothing seen after it: unknown, not 0
+
+
+def test_stall_joins_on_the_crashed_workers_own_records():
+    # w1 keeps writing while w0's partitions are blocked by its dead transaction: w1's records say nothing.
+    seen = [(10.05, 10.01, "w1"), (10.2, 10.1, "w1"), (10.8, 10.2, "w0")]
+    assert stalls_after(seen, [{"time": 10.0, "worker": "w0"}]) == [0.8]
+    assert stalls_after(seen, [{"time": 10.0, "worker": "w1"}]) == [0.05]
+    assert stalls_after(seen, [{"time": 10.0, "worker": "w2"}]) == [None]

@@ -43,3 +43,36 @@ def test_html_escapes_report_text():
     d = sample()
     d["summary"] = "<script>alert(1)</script>"
     assert "<script>alert" not in html.render(RunReport(d))
+
+
+def test_the_sample_follows_the_schema_and_a_broken_report_does_not():
+    import jsonschema
+    import pytest
+    from tests.unit.sample_report import validate
+    validate(sample())
+    bad = sample()
+    bad["counts"]["lost"] = -1
+    with pytest.raises(jsonschema.ValidationError):
+        validate(bad)
+
+
+def test_an_unmeasured_number_shows_as_unknown_everywhere():
+    d = sample(verdict="audit-failed")
+    d["counts"].update(effects=None, duplicates=None, lost=None)
+    d["ledger"]["actual_total"] = None
+    d["verdict_detail"]["audit_errors"] = ["ledger: connection refused"]
+    d["verdict_detail"]["failed"] = ["ledger.lost: not measured"]
+    from harness.runner import summarize
+    d["summary"] = summarize(d)
+    assert "unknown lost and unknown duplicated" in d["summary"] and "Audit error: ledger: connection refused" in d["summary"]
+    r = RunReport(d)
+    md, page = markdown.render(r), html.render(r)
+    assert "| lost | unknown |" in md and "Audit error:** ledger: connection refused" in md
+    assert "<td>lost</td><td class=n>unknown</td>" in page and "audit error: ledger: connection refused" in page
+    assert 'class="bar-lost"' not in page            # no bar drawn for a number nobody measured
+
+
+def test_schema_1_reports_still_render():
+    from tests.unit.sample_report import sample_v1
+    r = RunReport(sample_v1())
+    assert "| duplicates | 3 | 3 |" in markdown.render(r) and "<h1>offset-after" in html.render(r)

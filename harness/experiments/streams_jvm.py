@@ -13,9 +13,9 @@ from pathlib import Path
 
 import psycopg.conninfo
 
-from .errors import HarnessError
+from ..errors import HarnessError
 
-MODULE = Path(__file__).resolve().parents[1] / "experiments" / "eos-streams"
+MODULE = Path(__file__).resolve().parents[2] / "experiments" / "eos-streams"
 JAR = MODULE / "target" / "eos-streams.jar"
 # The first build downloads Kafka Streams and its dependencies (~120 MB); later builds are offline.
 BUILD_TIMEOUT_S = 900

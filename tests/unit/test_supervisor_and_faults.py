@@ -1,0 +1,178 @@
+"""The supervisor's restart logic and the faults, with real (tiny) processes and real signals."""
+
+import signal
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.experiments import get
+from harness.faults import build, crashlog
+from harness.faults.base import Fault, parse_spec
+from harness.faults.random_kill import RandomKill
+from harness.faults.supervisor import Supervisor, restart_seconds
+from harness.faults.zombie import ZombiePause
+from harness.params import RunParams
+from tests.conftest import pids_where
+
+# A worker stand-in: behaviour by attempt, given as a tiny Python program.
+WORKER = r"""
+import json, os, signal, sys, time
+attempt, how, log, events, marker = int(sys.argv[1]), sys.argv[2].split(","), sys.argv[3], sys.argv[4], sys.argv[5]
+act = how[min(attempt, len(how)) - 1]
+with open(events, "a") as f:
+    f.write(json.dumps({"event": "first_message", "worker": "w0", "attempt": attempt, "t": time.time()}) + "\n")
+if act == "crash":      # a planned crash: the record first, then SIGKILL
+    with open(log, "a") as f:
+        f.write(json.dumps({"point": "p", "message_id": "m", "worker": "w0", "attempt": attempt, "time": time.time()}) + "\n")
+    os.kill(os.getpid(), signal.SIGKILL)
+if act == "kill9":      # killed with no record: nobody planned this
+    os.kill(os.getpid(), signal.SIGKILL)
+if act == "fail":
+    sys.exit(1)
+if act == "sleep":
+    time.sleep(60)
+sys.exit(0)
+"""
+
+
+def supervisor(tmp_path, how, time_limit=30.0, faults=None, marker="harness-sup-test"):
+    log, events = tmp_path / "crash-log.jsonl", tmp_path / "events.jsonl"
+
+    def command(slot):
+        return [sys.executable, "-c", WORKER, str(slot.attempt), how, str(log), str(events), marker]
+    return Supervisor(tmp_path, 1, command, {}, time_limit, log, events, faults=faults)
+
+
+def test_a_worker_that_finishes_completes_the_run(tmp_path):
+    r = supervisor(tmp_path, "ok").run()
+    assert (r.status, r.restarts, r.unplanned_deaths) == ("complete", 0, [])
+
+
+def test_a_planned_crash_is_restarted_and_not_called_unplanned(tmp_path):
+    r = supervisor(tmp_path, "crash,crash,ok").run()
+    assert (r.status, r.restarts, r.unplanned_deaths) == ("complete", 2, [])
+    assert [e["attempt"] for e in r.events if e["event"] == "first_message"] == [1, 2, 3]
+
+
+def test_a_sigkill_without_a_crash_record_is_an_unplanned_death(tmp_path):
+    r = supervisor(tmp_path, "kill9,ok").run()
+    assert r.status == "complete" and r.restarts == 1
+    assert [(d["attempt"], d["exit_code"]) for d in r.unplanned_deaths] == [(1, -signal.SIGKILL)]
+
+
+def test_a_worker_that_keeps_failing_ends_the_run_incomplete(tmp_path):
+    r = supervisor(tmp_path, "fail").run()
+    assert r.status == "incomplete" and "failed 5 times (exit 1)" in r.reason
+    assert len(r.unplanned_deaths) == 5
+
+
+def test_the_time_limit_ends_a_stuck_run_and_kills_the_worker(tmp_path):
+    r = supervisor(tmp_path, "sleep", time_limit=1.0, marker="harness-sup-stuck").run()
+    assert r.status == "incomplete" and "time limit" in r.reason
+    assert not pids_where(lambda cmd: "harness-sup-stuck" in cmd)
+
+
+class Holding(Fault):
+    """Keeps the run open for a few ticks after the worker finished, counting its ticks."""
+    name = "holding"
+
+    def __init__(self):
+        self.ticks = 0
+
+    def tick(self, sup):
+        self.ticks += 1
+
+    def busy(self):
+        return self.ticks < 20
+
+
+def test_a_busy_fault_holds_the_run_open_and_is_ticked(tmp_path):
+    f = Holding()
+    r = supervisor(tmp_path, "ok", faults=[f]).run()
+    assert r.status == "complete" and f.ticks >= 20
+
+
+def test_restart_seconds_join_each_crash_to_its_own_slot():
+    crashes = [{"worker": "w0", "time": 10.0}, {"worker": "w1", "time": 10.0}, {"worker": "w0", "time": 30.0}]
+    events = [{"event": "first_message", "worker": "w1", "t": 10.1}, {"event": "first_message", "worker": "w0", "t": 10.7},
+              {"event": "first_message", "worker": "w0", "t": 31.0}]
+    assert restart_seconds(crashes, events) == [0.7, 0.1, 1.0]
+
+
+# -- faults ----------------------------------------------------------------------------------------
+
+def fake_sup(tmp_path, proc, first_message_at):
+    slot = SimpleNamespace(index=0, name="w0", attempt=1, proc=proc, finished=False, first_message_at=first_message_at)
+    return SimpleNamespace(slots=[slot], crash_log=tmp_path / "crash-log.jsonl")
+
+
+def test_random_kill_strikes_a_busy_worker_after_its_seeded_delay_and_records_it(tmp_path):
+    proc = subprocess.Popen(["sleep", "30"])
+    sup = fake_sup(tmp_path, proc, time.time())
+    f = RandomKill(kills=1, seed=3)
+    f.setup(None)
+    deadline = time.time() + 5
+    while proc.poll() is None and time.time() < deadline:
+        f.tick(sup)
+        time.sleep(0.01)
+    assert proc.wait(5) == -signal.SIGKILL
+    (entry,) = crashlog.read(sup.crash_log)
+    assert entry["by"] == "supervisor" and entry["worker"] == "w0"
+    assert [e["fault"] for e in f.entries(crashlog.read(sup.crash_log), [])] == ["random-kill"]
+    f.tick(sup)                       # no kills left: nothing more happens
+    assert len(crashlog.read(sup.crash_log)) == 1
+
+
+def test_zombie_freezes_replaces_resumes_and_reports_the_fencing(tmp_path):
+    zombie = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    started, adopted = [], []
+    sup = fake_sup(tmp_path, zombie, time.time() - 1)
+
+    def start(slot):
+        started.append(slot.attempt)
+        slot.attempt += 1
+        slot.proc = subprocess.Popen(["sleep", "30"])
+        slot.first_message_at = time.time()
+    sup.start, sup.adopt = start, adopted.append
+    f = ZombiePause(pause_s=0.1)
+    deadline = time.time() + 10
+    while f.state != "done" and time.time() < deadline:
+        f.tick(sup)
+        time.sleep(0.01)
+        if f.state == "paused":
+            assert zombie.poll() is None           # frozen, not dead
+    assert f.state == "done" and started == [1] and adopted == [zombie] and f.exit_code == 0
+    sup.slots[0].proc.kill()
+    story = f.story([{"event": "fenced", "attempt": 1, "t": f.times["resumed"] + 0.05, "reason": "fenced"}])
+    assert story["fenced"] and f.observed(story) == {"fault.zombie.fenced": 1}
+    assert "fenced" in f.sentence(story) and f.entries([], [])[0]["target"] == "w0 attempt 1"
+    assert f.observed(f.story([])) == {"fault.zombie.fenced": 0}
+
+
+def test_fault_specs_parse_and_bad_ones_get_one_line():
+    assert parse_spec("random-kill:kills=3") == ("random-kill", {"kills": "3"})
+    assert parse_spec("zombie") == ("zombie", {})
+    faults = build(RunParams("eos", faults=["random-kill:kills=2", "zombie:pause=1"]), get("eos"))
+    assert [f.name for f in faults] == ["random-kill", "zombie"] and faults[0].kills == 2 and faults[1].pause_s == 1
+    for spec, words in [("nope", "unknown --fault"), ("random-kill:kills", "key=value"),
+                        ("random-kill:kills=-1", "between"), ("zombie:pause=nan", "between"),
+                        ("planned-crash:rate=2", "between"), ("random-kill:speed=1", "unknown option")]:
+        with pytest.raises(HarnessError, match=words):
+            RunParams("eos", faults=[spec]).validate()
+
+
+def test_kill_points_are_the_experiments_own():
+    RunParams("offset-after", kill_point="after-commit").validate()
+    RunParams("eos", kill_point="any").validate()
+    with pytest.raises(HarnessError, match="after-poll-before-effect, after-effect-before-commit, after-commit, any"):
+        RunParams("offset-after", kill_point="after-produce-before-txn-commit").validate()
+    with pytest.raises(HarnessError, match="applies to planned crashes; this run has none .its faults: zombie"):
+        RunParams("zombie", kill_point="any").validate()
+    with pytest.raises(HarnessError, match="--fault planned-crash needs kill points; zombie has none"):
+        RunParams("zombie", faults=["planned-crash"]).validate()
+    with pytest.raises(HarnessError, match="applies to planned crashes"):
+        RunParams("dedupe", kill_mode="random", kill_point="after-commit").validate()
