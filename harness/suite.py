@@ -101,6 +101,7 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
     finally:
         summary = build_summary(out, stack, experiments, finished, time.time() - t0, common_args)
         summary["parallel"] = parallel
+        summary["exit_code"] = exit_code(summary["experiments"])
         (out / "suite.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
@@ -140,7 +141,7 @@ def build_summary(out: Path, stack: Stack, experiments: list[str], finished: dic
         rows.append(row)
     env = next((r["environment"] for r in rows if r.get("environment")), None) or describe(stack)
     suite_id = out.name if re.match(r"^\d{8}T\d{6}", out.name) else new_suite_id()
-    return {"schema_version": 1, "suite_id": suite_id, "folder": out.name, "command_args": common_args,
+    return {"schema_version": 2, "suite_id": suite_id, "folder": out.name, "command_args": common_args,
             "environment": env, "experiments": rows, "conclusion": conclusion(rows),
             "timings": {"wall_seconds": round(wall, 1)}}
 

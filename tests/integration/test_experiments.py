@@ -13,7 +13,7 @@ import pytest
 from harness.faults.crashplan import CrashPlan
 from harness.runner import EXIT_CODES
 from tests.conftest import ROOT, harness, pids_where
-from tests.unit.sample_report import validate
+from tests.unit.sample_report import validate, validate_suite
 
 pytestmark = pytest.mark.integration
 
@@ -200,6 +200,7 @@ def test_small_suite_end_to_end(stack, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == str(out)
     s = json.loads((out / "suite.json").read_text())
+    validate_suite(s)
     by = {r["experiment"]: r for r in s["experiments"]}
     assert {r["verdict"] for r in s["experiments"]} == {"as-predicted"}
     # The same seed crashed the same payments everywhere.
@@ -306,3 +307,27 @@ def test_an_interrupted_run_counts_what_it_never_reached_as_unprocessed(stack, t
     c = d["counts"]
     assert c["unprocessed"] > 0 and c["lost"] == d["predicted"]["lost"] < 100
     assert c["effects"] + c["lost"] + c["unprocessed"] == 5000
+
+
+def test_ctrl_c_on_a_suite_leaves_every_started_run_its_report(stack, tmp_path):
+    out = tmp_path / "suite-int"
+    # A terminal's Ctrl-C reaches the whole foreground process group: the suite, its runs and their workers.
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "suite", "--messages", "4000", "--crash-rate", "0.01",
+                             "--experiments", "offset-after,dedupe", "--parallel", "2", "--quiet", "--out", str(out)],
+                            env={**os.environ, **stack["env"]}, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    for name in ("offset-after", "dedupe"):
+        _wait_for_workers(out / name, str(out / name))
+    os.killpg(proc.pid, signal.SIGINT)
+    _stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130, stderr[-2000:]
+    s = json.loads((out / "suite.json").read_text())
+    validate_suite(s)
+    for name in ("offset-after", "dedupe"):
+        d = json.loads((out / name / "report.json").read_text())
+        validate(d)
+        assert d["verdict"] == "interrupted"
+    assert {r["verdict"] for r in s["experiments"]} == {"interrupted"}
+    assert "states no finding" in s["conclusion"] and "held in" not in s["conclusion"]
+    assert s["exit_code"] == 130
+    assert worker_pids(str(out)) == []

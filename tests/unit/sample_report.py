@@ -3,13 +3,19 @@
 import json
 from pathlib import Path
 
-SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "report.schema.json"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def validate(data: dict) -> None:
     """Raise unless `data` follows docs/report.schema.json."""
     import jsonschema
-    jsonschema.validate(data, json.loads(SCHEMA.read_text()))
+    jsonschema.validate(data, json.loads((DOCS / "report.schema.json").read_text()))
+
+
+def validate_suite(data: dict) -> None:
+    """Raise unless `data` follows docs/suite.schema.json."""
+    import jsonschema
+    jsonschema.validate(data, json.loads((DOCS / "suite.schema.json").read_text()))
 
 
 def sample(experiment="offset-after", lost=0, dups=3, verdict="as-predicted"):

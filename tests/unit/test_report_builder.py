@@ -1,0 +1,79 @@
+"""The report builder on hand-made runs: every report it writes follows the schema, unknowns stay null."""
+
+from pathlib import Path
+from types import SimpleNamespace
+
+from harness.checker.audit import audit_run
+from harness.checker.kafka_output import audit_records
+from harness.checker.ledger import LedgerRows
+from harness.experiments import get
+from harness.faults import build as build_faults
+from harness.faults.supervisor import SupervisorResult
+from harness.params import RunParams
+from harness.runner import Run, assemble
+from harness.stack.model import Stack
+from harness.workload.naming import RunNames
+from tests.unit.sample_report import validate
+
+AMOUNTS = {f"pay-{i:06d}": 100 for i in range(1, 6)}
+POSITIONS = {k: (0, i) for i, k in enumerate(AMOUNTS)}
+STACK = Stack("external", "127.0.0.1:1", "postgresql://harness:S3cret@127.0.0.1:1/harness", owned=False)
+
+
+def make(name, rows=None, output=None, crashes=(), status="complete", error=None, committed=None, **params):
+    p = RunParams(name, messages=5, **params)
+    exp = get(name).resolve(p)
+    r = Run(p, exp, RunNames("20261130T000000-x"), STACK, Path("/nonexistent"), amounts=AMOUNTS)
+    r.progress = SimpleNamespace(samples=[[0.5, 2], [1.0, 5]], committed=committed, t0=0.0)
+    faults = build_faults(p, exp)
+    audit = audit_run(exp, STACK, r.names, AMOUNTS, POSITIONS, committed, status == "complete",
+                      ledger_reader=lambda *a: LedgerRows(rows, 1 if exp.stores.dedupe else None, error),
+                      output_reader=lambda b, t, sent, amounts: audit_records(
+                          sent, {"read_committed": output or [], "read_uncommitted": output or []}, None, amounts))
+    events = [{"event": "first_message", "worker": "w0", "attempt": 2, "t": 1.5},
+              {"event": "done", "worker": "w0", "attempt": 2, "t": 2.0, "delivered": 5}]
+    result = SupervisorResult(status=status, restarts=len(crashes), wall_seconds=2.0, events=events)
+    return assemble(r, faults, True, result, list(crashes), audit, stalls=None).data
+
+
+def crash(msg, point, **lists):
+    return {"point": point, "message_id": msg, "partition": 0, "offset": 1, "worker": "w0", "attempt": 1,
+            "time": 1.0, "delivered": 2, **lists}
+
+
+def test_an_offset_after_report_is_whole_and_as_predicted():
+    rows = [(i, 100) for i in AMOUNTS] + [("pay-000002", 100)]
+    d = make("offset-after", rows, crashes=[crash("pay-000002", "after-effect-before-commit", unacked=["pay-000002"])])
+    validate(d)
+    assert d["verdict"] == "as-predicted" and d["counts"]["duplicates"] == 1 and d["counts"]["deliveries"] == 7
+    assert d["crashes"][0]["restart_seconds"] == 0.5 and d["faults"][0]["fault"] == "planned-crash"
+    assert "S3cret" not in str(d)
+
+
+def test_a_failed_audit_is_null_everywhere_and_says_why():
+    d = make("dedupe", None, error="connection refused")
+    validate(d)
+    assert d["verdict"] == "audit-failed"
+    assert (d["counts"]["effects"], d["counts"]["lost"], d["ledger"]["actual_total"]) == (None, None, None)
+    assert d["verdict_detail"]["audit_errors"] == ["ledger: connection refused"]
+    assert "unknown lost" in d["summary"] and "connection refused" in d["summary"]
+
+
+def test_an_eos_report_with_output_and_an_interrupted_one():
+    out = [(i, f'{{"id": "{i}", "amount": 100}}'.encode()) for i in AMOUNTS]
+    d = make("eos", output=out)
+    validate(d)
+    assert d["verdict"] == "as-predicted" and d["kafka_output"]["read_committed"]["records"] == 5
+    d = make("offset-before", [("pay-000001", 100)], status="interrupted", committed={0: 2})
+    validate(d)
+    assert d["verdict"] == "interrupted"
+    assert (d["counts"]["lost"], d["counts"]["unprocessed"]) == (1, 3)
+    assert "3 payments not yet processed" in d["summary"]
+
+
+def test_zombie_report_carries_the_fault_story():
+    out = [(i, f'{{"id": "{i}", "amount": 100}}'.encode()) for i in AMOUNTS]
+    d = make("zombie", output=out)
+    validate(d)
+    # the fault never ran here, so the zombie was not fenced: the verdict says so
+    assert d["verdict"] == "unexpected" and "fault.zombie.fenced: predicted == 1, observed 0" in d["verdict_detail"]["failed"]
