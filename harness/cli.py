@@ -191,6 +191,13 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
     params.validate()
     if kill_point and kill_point not in KILL_POINTS:
         raise HarnessError(f"unknown --kill-point {kill_point!r}; choose one of: {', '.join(KILL_POINTS)}")
+    from pathlib import Path
+    from .paths import reports_dir
+    from .rundir import check_creatable, check_run_dir
+    if out:   # before any stack starts; the runner claims the folder for good
+        check_run_dir(Path(out))
+    else:
+        check_creatable(reports_dir())
     report, folder = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
                                  lambda stack, log: _run_one(params, stack, out, log, quiet))
     click.echo(folder)
@@ -296,6 +303,8 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, o
     folder = Path(out) if out else reports_dir() / suite_mod.new_suite_id()
     if (folder / "suite.json").exists():
         raise HarnessError(f"{folder} already holds a suite; choose another --out")
+    from .rundir import check_creatable
+    check_creatable(folder)
     common = ["--messages", str(messages), "--crash-rate", str(crash_rate), "--seed", str(seed),
               "--commit-every", str(commit_every)]
     install_sigterm_as_interrupt()

@@ -29,6 +29,7 @@ from .faults.zombie import ZombieNemesis
 from .checker.output_watcher import OutputWatcher
 from .paths import reports_dir
 from .report.model import RunReport, SCHEMA_VERSION, write_all
+from .rundir import claim_run_dir
 from .stack.model import Stack, redact
 from .workload import tables
 from .workload.naming import RunNames, new_run_id
@@ -97,10 +98,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         params.transaction_timeout_ms = FRESH_ID_TRANSACTION_TIMEOUT_MS
     run_id = run_id or new_run_id(exp.name)
     names = RunNames(run_id)
-    run_dir = Path(out) if out else reports_dir() / run_id
-    if (run_dir / "report.json").exists():
-        raise HarnessError(f"{run_dir} already holds a report; choose another --out")
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = claim_run_dir(Path(out) if out else reports_dir() / run_id)
     crash_log, events = run_dir / "crash-log.jsonl", run_dir / "events.jsonl"
 
     payments = make_payments(params.messages, params.amount, params.payload_bytes)

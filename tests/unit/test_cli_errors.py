@@ -98,3 +98,34 @@ def test_help_ends_with_an_example():
     for cmd in ("up", "down", "status", "run", "clean", "suite", "compare", "report", "bench"):
         out = harness(cmd, "--help").stdout
         assert "Example" in out, cmd
+
+
+# Every check below must fire before any stack is touched: the external addresses point at closed
+# ports, so a check that came too late would print "Kafka at 127.0.0.1:1 is unreachable" instead.
+NO_STACK = ("--bootstrap-servers", "127.0.0.1:1", "--postgres-dsn", "postgresql://u:p@127.0.0.1:1/db")
+
+
+def run_fast(isolated, *args):
+    t0 = time.monotonic()
+    proc = harness("run", "dedupe", *args, env=isolated)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert time.monotonic() - t0 < 6, "the check came after a network wait"
+    return proc
+
+
+@pytest.mark.parametrize("where", ["under-a-file", "proc", "used"])
+def test_unusable_out_folders_are_one_line_before_any_stack(tmp_path, isolated, where):
+    (tmp_path / "f").write_text("x")
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "crash-log.jsonl").write_text("{}\n")
+    out = {"under-a-file": tmp_path / "f" / "run", "proc": "/proc/harness-out-test", "used": tmp_path / "used"}[where]
+    proc = run_fast(isolated, "--out", str(out), *NO_STACK)
+    line = one_clear_line(proc, str(out))
+    assert line.startswith("error: ")
+    assert (tmp_path / "used" / "crash-log.jsonl").read_text() == "{}\n"
+
+
+def test_unusable_reports_folder_is_one_line(tmp_path, isolated):
+    (tmp_path / "f").write_text("x")
+    proc = run_fast({**isolated, "HARNESS_REPORTS": str(tmp_path / "f" / "reports")}, *NO_STACK)
+    one_clear_line(proc, "error: cannot create the folder", str(tmp_path / "f" / "reports"))
