@@ -1,13 +1,16 @@
 """`harness clean`: remove runs' topics and tables, and nothing else.
 
 Only names with the harness prefix (topics `harness.<run-id>.*`, tables in
-the `harness` schema named after the run) are ever deleted, so pointing the
-harness at a shared cluster cannot remove anyone else's data.
+the `harness` schema named ledger_<slug> or dedupe_<slug>, exactly as
+`naming.slug` makes them) are ever deleted, so pointing the harness at a
+shared cluster cannot remove anyone else's data. Table names read back from
+Postgres are never trusted as SQL: they are filtered by that pattern and
+quoted as identifiers when dropped.
 """
 
 from .stack.model import Stack
 from .workload import tables
-from .workload.naming import RunNames, TOPIC_PREFIX, slug
+from .workload.naming import RunNames, TOPIC_PREFIX, run_tables
 
 
 def clean_runs(stack: Stack, run_ids: list[str], all_runs: bool) -> tuple[int, int]:
@@ -25,7 +28,7 @@ def clean_runs(stack: Stack, run_ids: list[str], all_runs: bool) -> tuple[int, i
                 pass
     existing = tables.list_run_tables(stack.postgres_dsn)
     if not all_runs:
-        slugs = {slug(r) for r in run_ids}
-        existing = [t for t in existing if t.split(".", 1)[1].split("_", 1)[-1] in slugs]
+        wanted_tables = set().union(*(run_tables(r) for r in run_ids))
+        existing = [t for t in existing if t.split(".", 1)[1] in wanted_tables]
     tables.drop(stack.postgres_dsn, existing)
     return len(topics), len(existing)

@@ -4,7 +4,9 @@ import pytest
 
 from harness.report.compare import TIMESTAMPED
 from harness.stack.model import redact
-from harness.workload.naming import PG_IDENTIFIER_MAX, RunNames, is_run_table, new_run_id, run_tables, slug
+from harness.workload.naming import (PG_IDENTIFIER_MAX, RunNames, SCHEMA, is_run_table, new_run_id, run_tables,
+                                     slug)
+from harness.workload.sqlnames import table_identifier
 
 
 def test_run_ids_sort_by_time_and_say_what_ran():
@@ -49,6 +51,13 @@ def test_slugs_fit_postgres_identifiers_and_stay_unique():
                                   "dedupe_r2026\n"])
 def test_only_names_the_harness_makes_count_as_run_tables(name):
     assert not is_run_table(name)
+
+
+def test_table_identifier_is_quoted():
+    ident = table_identifier(RunNames("20261129T183000.123-dedupe-3f9a2c").ledger_table)
+    assert ident.as_string(None) == '"harness"."ledger_r20261129t183000_123_dedupe_3f9a2c"'
+    crafted = table_identifier(f'{SCHEMA}.ledger_q"; drop table public.victim2; --')
+    assert crafted.as_string(None) == '"harness"."ledger_q""; drop table public.victim2; --"'
 
 
 def test_redact_removes_passwords():
