@@ -129,3 +129,32 @@ def test_unusable_reports_folder_is_one_line(tmp_path, isolated):
     (tmp_path / "f").write_text("x")
     proc = run_fast({**isolated, "HARNESS_REPORTS": str(tmp_path / "f" / "reports")}, *NO_STACK)
     one_clear_line(proc, "error: cannot create the folder", str(tmp_path / "f" / "reports"))
+
+
+SECRET_PIECES = ("S3cret", "PWzz9", "zz9")
+
+
+@pytest.mark.parametrize("dsn", [
+    "postgresql://harness:S3cret PWzz9@127.0.0.1:1/db",
+    "postgresql://harness:S3cret%zzPWzz9@127.0.0.1:1/db",
+    "postgresql://harness:S3cret@PW/zz9?x@127.0.0.1:1/db",
+    "host=127.0.0.1 port=1 password=S3cret PWzz9 dbname=d",
+    "host=127.0.0.1 port=1 password='S3cret PW\\'zz9 dbname=d",
+])
+def test_a_malformed_dsn_is_reported_without_its_password(isolated, dsn):
+    proc = run_fast(isolated, "--bootstrap-servers", "127.0.0.1:1", "--postgres-dsn", dsn)
+    line = one_clear_line(proc, "--postgres-dsn", "is not a valid connection string")
+    for piece in SECRET_PIECES:
+        assert piece not in proc.stderr + proc.stdout, line
+
+
+def test_a_dsn_error_after_parsing_is_scrubbed_too(monkeypatch):
+    """libpq accepts `harness:S3cret@PWzz9@host` and then fails on host 'PWzz9@host': hide that piece."""
+    from harness.stack import health, resolve
+    from harness.errors import HarnessError
+    monkeypatch.setattr(health, "kafka_probe", lambda *_a, **_k: None)
+    with pytest.raises(HarnessError) as e:
+        resolve.external("127.0.0.1:1", "postgresql://harness:S3cret@PWzz9@127.0.0.1:1/db")
+    assert "is unreachable" in str(e.value)
+    for piece in SECRET_PIECES:
+        assert piece not in str(e.value), str(e.value)

@@ -1,9 +1,12 @@
 import re
 
+import psycopg
 import pytest
+from psycopg.conninfo import conninfo_to_dict
 
 from harness.report.compare import TIMESTAMPED
 from harness.stack.model import redact
+from harness.stack.redaction import scrub
 from harness.workload.naming import (PG_IDENTIFIER_MAX, RunNames, SCHEMA, is_run_table, new_run_id, run_tables,
                                      slug)
 from harness.workload.sqlnames import table_identifier
@@ -64,4 +67,57 @@ def test_redact_removes_passwords():
     assert redact("postgresql://u:s3cret@h:5/db") == "postgresql://u:***@h:5/db"
     assert "s3cret" not in redact("host=h user=u password=s3cret dbname=d")
     assert redact("postgresql://h/db") == "postgresql://h/db"
+    assert redact("postgresql://h1:5432,[::1]:5433/db") == "postgresql://h1:5432,[::1]:5433/db"
     assert redact(None) is None
+
+
+# DSNs that no parser accepts (or that libpq reads differently from what the user meant), each
+# with a password made of the pieces below; none of them may survive redaction.
+PIECES = ("S3cret", "PWzz9", "zz9")
+MALFORMED = [
+    "postgresql://harness:S3cret PWzz9@127.0.0.1:1/db",         # space
+    "postgresql://harness:S3cret%zzPWzz9@127.0.0.1:1/db",       # bad percent-encoding
+    "postgresql://harness:S3cret@PWzz9@127.0.0.1:1/db",         # @ in the password
+    "postgresql://harness:S3cret:PW/zz9?x@127.0.0.1:1/db",      # : / ? in the password
+    "postgresql://harness:S3cret PWzz9",                        # no host at all
+    "postgresql://127.0.0.1:1/db?sslmode=disable&password=S3cret PWzz9&x",
+    "host=127.0.0.1 port=1 password='S3cret PW\\'zz9' dbname=d bogus",   # quoted, escaped quote
+    "host=127.0.0.1 port=1 password='S3cret PWzz9 dbname=d",             # unterminated quote
+    "host=127.0.0.1 port=1 password=S3cret PWzz9 dbname=d",              # unquoted space
+    "host=127.0.0.1 port=1 password = S3cret\\ PWzz9 dbname=d",          # escaped space
+    "host=127.0.0.1 port=1 sslpassword=S3cretPWzz9",
+]
+
+
+def no_secret(text: str) -> bool:
+    return not any(p in text for p in PIECES)
+
+
+@pytest.mark.parametrize("dsn", MALFORMED)
+def test_redact_works_on_dsns_no_parser_accepts(dsn):
+    out = redact(dsn)
+    assert no_secret(out), out
+    assert "***" in out
+    assert "127.0.0.1" in out or dsn.startswith("postgresql://harness:S3cret PWzz9") and out.endswith(":***")
+
+
+@pytest.mark.parametrize("dsn", MALFORMED)
+def test_errors_libpq_derives_from_a_dsn_are_scrubbed(dsn):
+    """libpq quotes the offending piece (`unexpected spaces found in "S3cret PWzz9"`): scrub hides it."""
+    messages = []
+    for attempt in (lambda: conninfo_to_dict(dsn), lambda: psycopg.connect(dsn, connect_timeout=2).close()):
+        try:
+            attempt()
+        except Exception as e:  # noqa: BLE001
+            messages.append(str(e))
+    assert messages
+    for m in messages:
+        assert no_secret(scrub(m, dsn)), (m, scrub(m, dsn))
+
+
+def test_scrub_leaves_other_text_alone():
+    dsn = "postgresql://harness:S3cret PWzz9@127.0.0.1:1/db"
+    msg = 'unexpected spaces found in "S3cret PWzz9", use percent-encoded spaces (%20) instead'
+    assert scrub(msg, dsn) == 'unexpected spaces found in "***", use percent-encoded spaces (%20) instead'
+    assert scrub("connection refused", "postgresql://u:ab@h/db") == "connection refused"
+    assert scrub("port 5 on ab", "postgresql://u:ab@h/db") == "port 5 on ***"
