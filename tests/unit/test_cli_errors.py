@@ -113,6 +113,32 @@ def run_fast(isolated, *args):
     return proc
 
 
+@pytest.mark.parametrize("option,value,needle", [
+    ("--time-limit", "nan", "--time-limit must be a positive number"),
+    ("--time-limit", "inf", "--time-limit must be a positive number"),
+    ("--time-limit", "-inf", "--time-limit must be a positive number"),
+    ("--kills", "-3", "--kills must be 0 or more"),
+    ("--payload-bytes", "-5", "--payload-bytes must be 0 or more"),
+    ("--zombie-pause", "-1", "--zombie-pause must be"),
+    ("--zombie-pause", "nan", "--zombie-pause must be"),
+    ("--zombie-pause", "inf", "--zombie-pause must be"),
+    ("--commit-interval-ms", "-5", "--commit-interval-ms must be at least 1"),
+    ("--commit-interval-ms", "0", "--commit-interval-ms must be at least 1"),
+    ("--transaction-timeout-ms", "0", "--transaction-timeout-ms must be at least 1"),
+    ("--crash-rate", "nan", "--crash-rate must be between 0 and 1"),
+    ("--messages", str(10**12), "--messages must be at most 1,000,000"),
+])
+def test_bad_numbers_are_rejected_before_any_stack(isolated, option, value, needle):
+    proc = run_fast(isolated, option, value, *NO_STACK)
+    assert one_clear_line(proc, needle).startswith("error: ")
+    assert "MemoryError" not in proc.stderr
+
+
+def test_a_negative_seed_is_fine(isolated):
+    proc = harness("run", "dedupe", "--seed", "-5", *NO_STACK, env=isolated)
+    one_clear_line(proc, "Kafka at 127.0.0.1:1 is unreachable")
+
+
 @pytest.mark.parametrize("where", ["under-a-file", "proc", "used"])
 def test_unusable_out_folders_are_one_line_before_any_stack(tmp_path, isolated, where):
     (tmp_path / "f").write_text("x")
