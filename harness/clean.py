@@ -8,6 +8,7 @@ Postgres are never trusted as SQL: they are filtered by that pattern and
 quoted as identifiers when dropped.
 """
 
+from . import kafka_logging
 from .stack.model import Stack
 from .workload import tables
 from .workload.naming import RunNames, TOPIC_PREFIX, run_tables
@@ -15,7 +16,7 @@ from .workload.naming import RunNames, TOPIC_PREFIX, run_tables
 
 def clean_runs(stack: Stack, run_ids: list[str], all_runs: bool) -> tuple[int, int]:
     from confluent_kafka.admin import AdminClient
-    admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers, "log_level": 0})
+    admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers, **kafka_logging.client_config()})
     topics = [t for t in admin.list_topics(timeout=15).topics if t.startswith(TOPIC_PREFIX)]
     if not all_runs:
         wanted = {RunNames(r).input_topic for r in run_ids} | {RunNames(r).output_topic for r in run_ids}
@@ -26,6 +27,7 @@ def clean_runs(stack: Stack, run_ids: list[str], all_runs: bool) -> tuple[int, i
                 fut.result(timeout=60)
             except Exception:  # noqa: BLE001 - already gone is fine
                 pass
+    admin.poll(0)   # hand the client's log lines to the logger
     existing = tables.list_run_tables(stack.postgres_dsn)
     if not all_runs:
         wanted_tables = set().union(*(run_tables(r) for r in run_ids))

@@ -23,6 +23,7 @@ class FakeProducer:
     fail = False
 
     def __init__(self, config):
+        assert "logger" in config, "the payments producer logs through harness.kafka_logging"
         self.pending = []
 
     def produce(self, topic, key, value, on_delivery):
