@@ -203,6 +203,13 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
                        kill_mode, kills, kill_point, time_limit, commit_interval_ms, payload_bytes,
                        effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause, list(fault_specs))
     params.validate()
+    from pathlib import Path
+    from .paths import reports_dir
+    from .rundir import check_creatable, check_run_dir
+    if out:   # before any stack starts; the runner claims the folder for good
+        check_run_dir(Path(out))
+    else:
+        check_creatable(reports_dir())
     report, folder = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
                                  lambda stack, log: _run_one(params, stack, out, log, quiet))
     click.echo(folder)
@@ -310,6 +317,8 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, o
     folder = Path(out) if out else reports_dir() / suite_mod.new_suite_id()
     if (folder / "suite.json").exists():
         raise HarnessError(f"{folder} already holds a suite; choose another --out")
+    from .rundir import check_creatable
+    check_creatable(folder)
     common = ["--messages", str(messages), "--crash-rate", str(crash_rate), "--seed", str(seed),
               "--commit-every", str(commit_every)]
     install_sigterm_as_interrupt()

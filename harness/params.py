@@ -17,6 +17,8 @@ DEFAULT_TIME_LIMIT_S = 600
 FRESH_ID_TRANSACTION_TIMEOUT_MS = 10_000
 # The broker checks for timed-out transactions every second (our broker setting), then writes the abort markers.
 TXN_ABORT_MARGIN_S = 3.0
+# A run keeps every payment id in memory and audits each one: a million is the bound (10**12 ran out of memory).
+MAX_MESSAGES = 1_000_000
 
 
 @dataclass
@@ -55,8 +57,19 @@ class RunParams:
         if self.effect != "none" and "effect" not in exp.options:
             takers = [e.name for e in experiments.REGISTRY.values() if "effect" in e.options]
             raise HarnessError(f"--effect applies to {', '.join(takers)} only (the other experiments define their effect)")
+        if self.messages > MAX_MESSAGES:
+            raise HarnessError(f"--messages must be at most {MAX_MESSAGES:,}, got {self.messages:,}")
+        for name in ("kills", "payload_bytes"):
+            if getattr(self, name) < 0:
+                raise HarnessError(f"--{name.replace('_', '-')} must be 0 or more, got {getattr(self, name)}")
+        for name in ("commit_interval_ms", "transaction_timeout_ms"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise HarnessError(f"--{name.replace('_', '-')} must be at least 1 when given, got {value}")
         if not math.isfinite(self.time_limit) or self.time_limit <= 0:
             raise HarnessError(f"--time-limit must be a positive number of seconds, got {self.time_limit}")
+        if not math.isfinite(self.zombie_pause) or self.zombie_pause < 0:
+            raise HarnessError(f"--zombie-pause must be a number of seconds, 0 or more, got {self.zombie_pause}")
         self.check_faults(exp.resolve(self))
 
     def check_faults(self, exp) -> list:

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import experiments
+from . import experiments, kafka_logging
 from .checker.audit import audit_run
 from .checker.output_watcher import OutputWatcher
 from .checker.verdict import judge
@@ -81,7 +81,7 @@ class Progress:
     def __init__(self, stack: Stack, names: RunNames, partitions: int, total: int, ui=None):
         from confluent_kafka import Consumer, TopicPartition
         self.c = Consumer({"bootstrap.servers": stack.bootstrap_servers, "group.id": names.group,
-                           "enable.auto.commit": False, "log_level": 3})
+                           "enable.auto.commit": False, **kafka_logging.client_config()})
         self.tps = [TopicPartition(names.input_topic, p) for p in range(partitions)]
         self.total, self.ui, self.samples, self.t0 = total, ui, [], time.time()
         self.done = 0
@@ -162,6 +162,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     run_id = run_id or new_run_id(exp.name)
     names = RunNames(run_id)
     run_dir = claim_run_dir(Path(out) if out else reports_dir() / run_id)
+    kafka_logging.configure(run_dir / kafka_logging.FILE_NAME)
 
     payments = make_payments(params.messages, params.amount, params.payload_bytes)
     amounts = {p.id: p.amount for p in payments}

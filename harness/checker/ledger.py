@@ -15,15 +15,11 @@ class LedgerRows:
     error: str | None = None
 
 
-def _ident(qualified: str):
-    from psycopg import sql
-    return sql.Identifier(*qualified.split(".", 1))
-
-
 def read_ledger(dsn: str, ledger: str, dedupe: str | None) -> LedgerRows:
     import psycopg
     from psycopg import sql
     from ..stack.model import redact
+    from ..workload.sqlnames import table_identifier as _ident
     try:
         with psycopg.connect(dsn, connect_timeout=10) as conn:
             rows = conn.execute(sql.SQL("select message_id, amount from {}").format(_ident(ledger))).fetchall()

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from ..errors import HarnessError
 from ..report import compare as comparison
 
 FORMATS = {"text": comparison.to_text, "markdown": comparison.to_markdown}
@@ -13,14 +14,17 @@ FORMATS = {"text": comparison.to_text, "markdown": comparison.to_markdown}
 @click.command("compare")
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
 @click.option("--fail-on", "fail_on", multiple=True, metavar="RULE",
-              help="Exit 1 when RULE holds in the last target (repeatable): unexpected, incomplete, lost>0, "
-                   "eos:rc.duplicates>0, offset-after:duplicates>=150; a signed number is a change from the "
-                   "first target: wall_seconds>+20%, duplicates>+0.")
+              help="Exit 1 when RULE holds in the last target (repeatable): unexpected (any verdict but "
+                   "as-predicted), incomplete, lost>0, eos:rc.duplicates>0, offset-after:duplicates>=150; a signed "
+                   "number is a change from the first target: wall_seconds>+20%, duplicates>+0.")
+@click.option("--allow-incomplete", is_flag=True,
+              help="With --fail-on unexpected: let runs that did not finish (verdict incomplete or interrupted, "
+                   "a suite's 'not run') pass. Without it they fail the rule: they proved nothing.")
 @click.option("--format", "out_format", type=click.Choice(["text", "markdown", "json"]), default="text",
               show_default=True, help="How to print the table.")
 @click.option("--reports-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where run and suite ids (and `latest`) are looked up [default: $HARNESS_REPORTS or reports/].")
-def compare(targets, fail_on, out_format, reports_dir):
+def compare(targets, fail_on, allow_incomplete, out_format, reports_dir):
     """Compare runs or suites: one row per experiment and metric, delta last minus first.
 
     A TARGET is a run folder, a suite folder, a report.json, a run or suite
@@ -32,13 +36,21 @@ def compare(targets, fail_on, out_format, reports_dir):
     librdkafka or PostgreSQL versions or with different parameters. Exits 1
     when a --fail-on rule holds, printing why; 2 on bad input.
 
+    `--fail-on unexpected` passes only as-predicted: a verdict of unexpected,
+    incomplete or interrupted, a report without a verdict, and an experiment
+    that a suite lists without a report all fail it. --allow-incomplete lets
+    the runs that did not finish (incomplete, interrupted, not run) pass;
+    a run that failed without a report still fails.
+
     \b
     Example:
       harness compare reports/20261129T183000-offset-after latest
       harness compare SUITE_A SUITE_B --fail-on unexpected --fail-on 'wall_seconds>+20%'
       harness compare latest --fail-on 'eos:rc.duplicates>0' --format markdown
     """
-    rules = [comparison.parse_fail_on(expr) for expr in fail_on]
+    rules = [comparison.parse_fail_on(expr, allow_incomplete) for expr in fail_on]
+    if allow_incomplete and not any(r.op == "not in" for r in rules):
+        raise HarnessError("--allow-incomplete only relaxes --fail-on unexpected, and no such rule was given")
     loaded = [comparison.load_target(arg, reports_dir) for arg in targets]
     result = comparison.compare(loaded)
     failures = comparison.evaluate(result, rules)

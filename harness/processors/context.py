@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..faults import crashlog
 from ..faults.crashplan import CrashPlan
+from ..workload.sqlnames import table_identifier as table_ident
 
 # Each poll waits at most this long for records; short, so the end of input is noticed quickly.
 POLL_TIMEOUT_S = 0.1
@@ -235,12 +236,6 @@ class WorkerContext:
         finally:
             if self._pg is not None:
                 self._pg.close()
-
-
-def table_ident(qualified: str):
-    """`harness.ledger_x` as a quoted SQL identifier (schema and table quoted separately)."""
-    from psycopg import sql
-    return sql.Identifier(*qualified.split(".", 1))
 
 
 def ids(msgs) -> list[str]:

@@ -87,13 +87,14 @@ class Target(dict):
     """{experiment name: report dict}, plus where it came from (a dict, so `load_target` stays simple)."""
 
     def __init__(self, reports: dict, label: str, path: Path, kind: str, environment: dict | None = None,
-                 notes: list[str] | None = None):
+                 notes: list[str] | None = None, missing: list[tuple[str, str, str]] | None = None):
         super().__init__(reports)
         self.label = label              # the column header: folder name, run id or suite id
         self.path = path                # the report.json or suite.json it was read from
         self.kind = kind                # "run" or "suite"
         self.environment = environment or {}   # a suite's own environment block
         self.notes = notes or []        # listed experiments without a report, newer schema...
+        self.missing = missing or []    # (experiment, suite.json's verdict, why) of those without a report
 
 
 TIMESTAMPED = re.compile(r"^\d{8}T\d{6}")
@@ -195,7 +196,7 @@ def _load_suite(path: Path, data: dict) -> Target:
         raise HarnessError(f"{path} is not a suite (it has no 'experiments' list)")
     entries = [e for e in data["experiments"] if isinstance(e, dict)]
     names = [e.get("experiment") for e in entries]
-    reports, notes = {}, []
+    reports, notes, missing = {}, [], []
     for entry in entries:
         exp = entry.get("experiment")
         rel = entry.get("report") or (f"{exp}/report.json" if exp else None)
@@ -206,6 +207,7 @@ def _load_suite(path: Path, data: dict) -> Target:
         if not rpath.is_file():
             why = entry.get("error") or entry.get("reason") or f"{rpath} is missing"
             notes.append(f"{label}: {exp or rel} has no report ({why})")
+            missing.append((exp or rel, str(entry.get("verdict") or "failed"), why))
             continue
         rep = read_json(rpath)
         notes += check_report(rpath, rep)
@@ -221,7 +223,7 @@ def _load_suite(path: Path, data: dict) -> Target:
         raise HarnessError(f"suite {label} ({path}) lists no experiment with a readable report.json")
     return Target(reports, label, path, "suite",
                   environment=data.get("environment") if isinstance(data.get("environment"), dict) else {},
-                  notes=notes)
+                  notes=notes, missing=missing)
 
 
 # -- the comparison --------------------------------------------------------------------------
@@ -248,6 +250,8 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)
     # experiment key -> the experiment name of its report in each target (None where absent)
     experiments: dict[str, list] = field(default_factory=dict)
+    # (experiment, verdict, why) listed by the last target's suite.json without a report
+    missing: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 def compare(targets: list[dict], labels: list[str] | None = None) -> Comparison:
@@ -278,7 +282,7 @@ def compare(targets: list[dict], labels: list[str] | None = None) -> Comparison:
     warnings += _missing_warnings(groups, labels)
     warnings += _env_warnings(targets, labels)
     warnings += _param_warnings(groups, labels)
-    return Comparison(labels, rows, warnings, experiments)
+    return Comparison(labels, rows, warnings, experiments, list(getattr(targets[-1], "missing", [])))
 
 
 def _unique(labels: list[str]) -> list[str]:
@@ -370,10 +374,16 @@ def _param_warnings(groups: dict, labels: list[str]) -> list[str]:
 
 # -- --fail-on rules -------------------------------------------------------------------------
 
-OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne}
+OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
+       "not in": lambda a, b: a not in b}
 VERDICT_WORDS = tuple(v for v in VERDICTS if v != "as-predicted")
+# `unexpected` means "anything but as-predicted": a run that did not finish proved nothing, so it fails
+# the rule too, unless --allow-incomplete lets these verdicts (a suite's "not run" included) pass.
+PASSING_VERDICTS = ("as-predicted",)
+UNFINISHED_VERDICTS = ("incomplete", "interrupted", "not run")
 
-RULE_FORMS = ("unexpected | incomplete | interrupted (a verdict in the last target), "
+RULE_FORMS = ("unexpected (any verdict but as-predicted in the last target: unexpected, incomplete, "
+              "interrupted, a suite experiment without a report) | incomplete | interrupted (that verdict), "
               "METRIC OP NUMBER (the last target's value, e.g. lost>0, rc.duplicates>=1), "
               "METRIC OP +N% or -N% (change from the first target in percent, e.g. wall_seconds>+20%), "
               "METRIC OP +N or -N (change from the first target, e.g. duplicates>+0), "
@@ -399,15 +409,20 @@ class Rule:
         return OPS[self.op](observed, self.value)
 
 
-def parse_fail_on(expr: str) -> Rule:
+def parse_fail_on(expr: str, allow_incomplete: bool = False) -> Rule:
     """Parse one --fail-on expression, or raise a HarnessError that lists the accepted forms.
 
+    `unexpected` fires on every verdict but as-predicted (with `allow_incomplete`, runs that did not
+    finish pass); `incomplete` and `interrupted` fire on that verdict only.
     A number with an explicit sign is a change from the first target: `wall_seconds>+20%` fires when
     the last target is more than 20% slower than the first, `duplicates>+0` when duplicates grew.
     """
     text = str(expr).strip()
     bad = f"invalid --fail-on {text!r}; accepted forms: {RULE_FORMS}"
     word = _VERDICT_RULE.match(text)
+    if word and word["word"] == "unexpected":
+        allowed = PASSING_VERDICTS + (UNFINISHED_VERDICTS if allow_incomplete else ())
+        return Rule(text, "verdict", "not in", allowed, "absolute", word["exp"])
     if word and word["word"] in VERDICT_WORDS:
         return Rule(text, "verdict", "==", word["word"], "absolute", word["exp"])
     m = _RULE.match(text)
@@ -445,17 +460,25 @@ def evaluate(comparison: Comparison, rules: list[Rule]) -> list[str]:
         if rule.mode != "absolute" and n < 2:
             raise HarnessError(f"--fail-on {rule.text!r} compares with the first target, "
                                f"so it needs at least two targets (got {n})")
-        keys = _rule_experiments(comparison, rule)
         matched = 0
+        if rule.op == "not in":   # `unexpected`: experiments the last suite lists without a report fail it too
+            missing = [m for m in comparison.missing if rule.experiment in (None, m[0])]
+            for exp, verdict, why in missing:
+                matched += 1
+                if rule.holds(verdict):
+                    fired.append(f"{exp}: no report, verdict {verdict} ({why}) (rule {rule.text})")
+            if missing and rule.experiment is not None:
+                continue
+        keys = _rule_experiments(comparison, rule)
         for key in keys:
             row = next((r for r in comparison.rows if r.experiment == key and r.metric == rule.metric), None)
             last = row.values[-1] if row else None
             first = row.values[0] if row else None
             if rule.mode == "absolute":
-                if last is None:
-                    continue
+                if last is None and not (rule.op == "not in" and comparison.experiments[key][-1] is not None):
+                    continue    # ...but a report without a verdict is not as-predicted
                 matched += 1
-                if (isinstance(last, str) == isinstance(rule.value, str)) and rule.holds(last):
+                if (rule.op == "not in" or isinstance(last, str) == isinstance(rule.value, str)) and rule.holds(last):
                     name = comparison.experiments[key][-1] or key   # the last target's experiment
                     fired.append(f"{name}: {rule.metric} = {fmt(last)} (rule {rule.text})")
                 continue

@@ -8,6 +8,8 @@ check is bounded in time and returns an error string instead of raising.
 import time
 import uuid
 
+from .redaction import scrub
+
 # librdkafka retries connections forever; every call below passes a timeout.
 METADATA_TIMEOUT_S = 5.0
 
@@ -48,9 +50,22 @@ def postgres_probe(dsn: str, timeout: float) -> str | None:
                 conn.execute("select 1")
             return None
         except Exception as e:  # noqa: BLE001
-            last = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+            # libpq's message may quote pieces of the DSN, password included: scrub before cutting.
+            last = scrub(str(e).strip(), dsn).splitlines()[0][:200] if str(e).strip() else type(e).__name__
             time.sleep(0.2)
     return last
+
+
+def postgres_dsn_error(dsn: str) -> str | None:
+    """None when libpq can parse `dsn` (no connection is made), else why not, without the password."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        conninfo_to_dict(dsn)
+    except Exception as e:  # noqa: BLE001 - a check reports, never raises
+        text = scrub(str(e).strip(), dsn)
+        return text.splitlines()[0][:200] if text else type(e).__name__
+    return None
 
 
 def postgres_version(dsn: str) -> str | None:

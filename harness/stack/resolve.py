@@ -18,6 +18,9 @@ def external(bootstrap: str | None, dsn: str | None) -> Stack:
     if not bootstrap or not dsn:
         missing = "--postgres-dsn" if bootstrap else "--bootstrap-servers"
         raise HarnessError(f"an external stack needs both --bootstrap-servers and --postgres-dsn; {missing} is missing")
+    err = health.postgres_dsn_error(dsn)   # a typo in the DSN is reported before any network wait
+    if err:
+        raise HarnessError(f"--postgres-dsn {redact(dsn)} is not a valid connection string: {err}")
     err = health.kafka_probe(bootstrap, EXTERNAL_PROBE_S)
     if err:
         raise HarnessError(f"Kafka at {bootstrap} is unreachable or unusable: {err}")

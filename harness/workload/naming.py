@@ -1,26 +1,62 @@
 """Names of a run and of everything it creates, derived from one run id.
 
-Run ids sort by time and say what ran: `20261129T183000-offset-after`.
+Run ids sort by time and say what ran: `20261129T183000.123-offset-after-3f9a2c`
+(UTC to the millisecond, the experiment, six random hex digits). Two runs
+started in the same second, even the same millisecond, get different ids, so
+they never share a folder, a topic, a consumer group or a table.
 Topics and tables carry the run id, so a run's data can be audited (psql,
 kcat) and removed (`harness clean RUN_ID`) without touching any other run.
 """
 
+import hashlib
 import re
+import secrets
 import time
 from dataclasses import dataclass
 
 SCHEMA = "harness"
 TOPIC_PREFIX = "harness."
+TABLE_KINDS = ("ledger", "dedupe")
+
+# Postgres truncates identifiers at 63 bytes (NAMEDATALEN - 1): `dedupe_` + slug must fit,
+# or two long run ids could silently name the same table.
+PG_IDENTIFIER_MAX = 63
+SLUG_MAX = PG_IDENTIFIER_MAX - len("dedupe_")
+_HASH_HEX = 8
+# Everything `slug` can return: "r", lowercase letters and digits, single underscores between them.
+SLUG_PATTERN = r"r[a-z0-9]*(?:_[a-z0-9]+)*"
+_TABLE = re.compile(rf"(?P<kind>{'|'.join(TABLE_KINDS)})_(?P<slug>{SLUG_PATTERN})")
 
 
-def new_run_id(experiment: str, now: float | None = None) -> str:
-    t = time.gmtime(now if now is not None else time.time())
-    return time.strftime("%Y%m%dT%H%M%S", t) + f"-{experiment}"
+def new_run_id(experiment: str, now: float | None = None, suffix: str | None = None) -> str:
+    """`YYYYmmddTHHMMSS.mmm-EXPERIMENT-xxxxxx`: sorts by start time, unique by its random suffix."""
+    now = time.time() if now is None else now
+    ms = int(round(now * 1000))
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}"
+    return f"{stamp}-{experiment}-{suffix or secrets.token_hex(3)}"
 
 
 def slug(run_id: str) -> str:
-    """A SQL-identifier-safe form of a run id: r20261129t183000_offset_after."""
-    return "r" + re.sub(r"[^a-z0-9]+", "_", run_id.lower()).strip("_")
+    """A SQL-identifier-safe form of a run id, at most SLUG_MAX characters: r20261129t183000_123_dedupe_3f9a2c.
+
+    A longer one keeps its start and ends with a hash of the whole run id, so it stays unique.
+    """
+    s = "r" + re.sub(r"[^a-z0-9]+", "_", run_id.lower()).strip("_")
+    if len(s) <= SLUG_MAX:
+        return s
+    digest = hashlib.sha256(run_id.encode()).hexdigest()[:_HASH_HEX]
+    return s[:SLUG_MAX - _HASH_HEX - 1].rstrip("_") + "_" + digest
+
+
+def is_run_table(table: str) -> bool:
+    """True for a table name this harness creates (ledger_<slug> or dedupe_<slug>), nothing else."""
+    m = _TABLE.fullmatch(table)
+    return bool(m) and len(m["slug"]) <= SLUG_MAX
+
+
+def run_tables(run_id: str) -> set[str]:
+    """The unqualified table names a run may have created."""
+    return {f"{kind}_{slug(run_id)}" for kind in TABLE_KINDS}
 
 
 @dataclass(frozen=True)

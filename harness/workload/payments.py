@@ -7,8 +7,10 @@ finds later happened downstream, in the consumers under test.
 """
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from .. import kafka_logging
 from ..errors import HarnessError
 
 # A produce that cannot reach the broker fails within this, instead of retrying forever.
@@ -29,17 +31,26 @@ class Payment:
         return json.dumps(body).encode()
 
 
-def make_payments(messages: int, amount: int, payload_bytes: int = 0) -> list[Payment]:
-    """Payment ids are positional (pay-000001...), so every mode and seed sees the same ids."""
+def iter_payments(messages: int, amount: int, payload_bytes: int = 0) -> Iterator[Payment]:
+    """The payments one at a time, so producing them never holds the whole workload in memory.
+
+    Payment ids are positional (pay-000001...), so every mode and seed sees the same ids.
+    """
     base = len(Payment("pay-000000", amount, 0).value()) + len(', "memo": ""')
     pad = max(0, payload_bytes - base) if payload_bytes else 0
-    return [Payment(id=f"pay-{i:06d}", amount=amount, seq=i, pad=pad) for i in range(1, messages + 1)]
+    for i in range(1, messages + 1):
+        yield Payment(id=f"pay-{i:06d}", amount=amount, seq=i, pad=pad)
+
+
+def make_payments(messages: int, amount: int, payload_bytes: int = 0) -> list[Payment]:
+    """All payments as a list, for callers that need their ids or total (see `iter_payments`)."""
+    return list(iter_payments(messages, amount, payload_bytes))
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **kafka_logging.client_config()})
     fut = admin.create_topics([NewTopic(topic, partitions, 1 if _single_node(admin) else 3)],
                               operation_timeout=30, request_timeout=30)[topic]
     try:
@@ -55,13 +66,17 @@ def _single_node(admin) -> bool:
         return True
 
 
-def produce(bootstrap: str, topic: str, payments: list[Payment], progress=None, positions: dict | None = None) -> int:
+def produce(bootstrap: str, topic: str, payments: Iterable[Payment], progress=None,
+            positions: dict | None = None) -> int:
     """Produce all payments (murmur2 partitioner, as Java clients do); return how many were acked.
+
+    `payments` may be any iterable, `iter_payments(...)` included: it is read once, lazily.
     `positions`, when given, receives id -> (partition, offset) of each acknowledged payment: the audit
-    tells lost payments from ones a stopped run never reached by comparing these with committed offsets."""
+    tells lost payments from ones a stopped run never reached by comparing these with committed offsets.
+    """
     from confluent_kafka import Producer
 
-    acked = 0
+    acked = sent = 0
     errors: list[str] = []
 
     def on_delivery(err, msg):
@@ -74,9 +89,10 @@ def produce(bootstrap: str, topic: str, payments: list[Payment], progress=None, 
             errors.append(str(err))
 
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                  "partitioner": "murmur2_random", "linger.ms": 5, "log_level": 0,
-                  "message.timeout.ms": PRODUCE_TIMEOUT_S * 1000})
+                  "partitioner": "murmur2_random", "linger.ms": 5,
+                  "message.timeout.ms": PRODUCE_TIMEOUT_S * 1000, **kafka_logging.client_config()})
     for pay in payments:
+        sent += 1
         while True:
             try:
                 p.produce(topic, key=pay.id.encode(), value=pay.value(), on_delivery=on_delivery)
@@ -86,6 +102,6 @@ def produce(bootstrap: str, topic: str, payments: list[Payment], progress=None, 
         p.poll(0)
     remaining = p.flush(PRODUCE_TIMEOUT_S)
     if remaining or errors:
-        raise HarnessError(f"producing the workload failed: {acked} of {len(payments)} acked"
+        raise HarnessError(f"producing the workload failed: {acked} of {sent} acked"
                            + (f"; first error: {errors[0]}" if errors else ""))
     return acked

@@ -5,38 +5,48 @@ reads only this table (and the dedupe table) to count effects, so anyone can
 re-check a run with psql. The dedupe table's primary key is what makes
 redeliveries harmless in `dedupe` and `eos-dedupe`; `hits` counts how many
 redeliveries it absorbed.
+
+Every table name goes into SQL as a quoted identifier (`sqlnames`), and the
+listing used by `harness clean` returns only names this harness creates.
 """
 
 import psycopg
+from psycopg import sql
 
-from .naming import SCHEMA
+from .naming import SCHEMA, is_run_table
+from .sqlnames import table_identifier
 
 
 def create(dsn: str, ledger: str, dedupe: str | None) -> None:
     with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
-        conn.execute(f"create schema if not exists {SCHEMA}")
-        conn.execute(f"""create table {ledger} (
+        conn.execute(sql.SQL("create schema if not exists {}").format(sql.Identifier(SCHEMA)))
+        conn.execute(sql.SQL("""create table {} (
             id          bigserial primary key,
             message_id  text not null,
             amount      bigint not null,
             worker      text not null,
             attempt     integer not null,
-            applied_at  timestamptz not null default clock_timestamp())""")
+            applied_at  timestamptz not null default clock_timestamp())""").format(table_identifier(ledger)))
         if dedupe:
-            conn.execute(f"""create table {dedupe} (
+            conn.execute(sql.SQL("""create table {} (
                 message_id  text primary key,
                 first_at    timestamptz not null default clock_timestamp(),
-                hits        integer not null default 0)""")
+                hits        integer not null default 0)""").format(table_identifier(dedupe)))
 
 
 def drop(dsn: str, tables: list[str]) -> None:
     with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
         for t in tables:
-            conn.execute(f"drop table if exists {t}")
+            conn.execute(sql.SQL("drop table if exists {}").format(table_identifier(t)))
 
 
 def list_run_tables(dsn: str) -> list[str]:
+    """`harness.<name>` for each table of the harness schema that this harness could have created.
+
+    Anything else in the schema (a table someone made by hand, a crafted name) is not listed,
+    so `harness clean --all` never touches it.
+    """
     with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
         rows = conn.execute("select table_name from information_schema.tables where table_schema = %s",
                             (SCHEMA,)).fetchall()
-    return [f"{SCHEMA}.{r[0]}" for r in rows]
+    return [f"{SCHEMA}.{r[0]}" for r in rows if is_run_table(r[0])]

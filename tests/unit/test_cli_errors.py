@@ -124,3 +124,89 @@ def test_experiments_lists_every_kill_point_as_text_and_json():
     eos = next(e for e in data if e["name"] == "eos")
     assert eos["kill_points"][-1] == {"name": "after-txn-commit", "after": "commit transaction", "before": None,
                                       "damage": ["aborted"], "says": eos["kill_points"][-1]["says"]}
+
+
+# Every check below must fire before any stack is touched: the external addresses point at closed
+# ports, so a check that came too late would print "Kafka at 127.0.0.1:1 is unreachable" instead.
+NO_STACK = ("--bootstrap-servers", "127.0.0.1:1", "--postgres-dsn", "postgresql://u:p@127.0.0.1:1/db")
+
+
+def run_fast(isolated, *args):
+    t0 = time.monotonic()
+    proc = harness("run", "dedupe", *args, env=isolated)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert time.monotonic() - t0 < 6, "the check came after a network wait"
+    return proc
+
+
+@pytest.mark.parametrize("option,value,needle", [
+    ("--time-limit", "nan", "--time-limit must be a positive number"),
+    ("--time-limit", "inf", "--time-limit must be a positive number"),
+    ("--time-limit", "-inf", "--time-limit must be a positive number"),
+    ("--kills", "-3", "--kills must be 0 or more"),
+    ("--payload-bytes", "-5", "--payload-bytes must be 0 or more"),
+    ("--zombie-pause", "-1", "--zombie-pause must be"),
+    ("--zombie-pause", "nan", "--zombie-pause must be"),
+    ("--zombie-pause", "inf", "--zombie-pause must be"),
+    ("--commit-interval-ms", "-5", "--commit-interval-ms must be at least 1"),
+    ("--commit-interval-ms", "0", "--commit-interval-ms must be at least 1"),
+    ("--transaction-timeout-ms", "0", "--transaction-timeout-ms must be at least 1"),
+    ("--crash-rate", "nan", "--crash-rate must be between 0 and 1"),
+    ("--messages", str(10**12), "--messages must be at most 1,000,000"),
+])
+def test_bad_numbers_are_rejected_before_any_stack(isolated, option, value, needle):
+    proc = run_fast(isolated, option, value, *NO_STACK)
+    assert one_clear_line(proc, needle).startswith("error: ")
+    assert "MemoryError" not in proc.stderr
+
+
+def test_a_negative_seed_is_fine(isolated):
+    proc = harness("run", "dedupe", "--seed", "-5", *NO_STACK, env=isolated)
+    one_clear_line(proc, "Kafka at 127.0.0.1:1 is unreachable")
+
+
+@pytest.mark.parametrize("where", ["under-a-file", "proc", "used"])
+def test_unusable_out_folders_are_one_line_before_any_stack(tmp_path, isolated, where):
+    (tmp_path / "f").write_text("x")
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "crash-log.jsonl").write_text("{}\n")
+    out = {"under-a-file": tmp_path / "f" / "run", "proc": "/proc/harness-out-test", "used": tmp_path / "used"}[where]
+    proc = run_fast(isolated, "--out", str(out), *NO_STACK)
+    line = one_clear_line(proc, str(out))
+    assert line.startswith("error: ")
+    assert (tmp_path / "used" / "crash-log.jsonl").read_text() == "{}\n"
+
+
+def test_unusable_reports_folder_is_one_line(tmp_path, isolated):
+    (tmp_path / "f").write_text("x")
+    proc = run_fast({**isolated, "HARNESS_REPORTS": str(tmp_path / "f" / "reports")}, *NO_STACK)
+    one_clear_line(proc, "error: cannot create the folder", str(tmp_path / "f" / "reports"))
+
+
+SECRET_PIECES = ("S3cret", "PWzz9", "zz9")
+
+
+@pytest.mark.parametrize("dsn", [
+    "postgresql://harness:S3cret PWzz9@127.0.0.1:1/db",
+    "postgresql://harness:S3cret%zzPWzz9@127.0.0.1:1/db",
+    "postgresql://harness:S3cret@PW/zz9?x@127.0.0.1:1/db",
+    "host=127.0.0.1 port=1 password=S3cret PWzz9 dbname=d",
+    "host=127.0.0.1 port=1 password='S3cret PW\\'zz9 dbname=d",
+])
+def test_a_malformed_dsn_is_reported_without_its_password(isolated, dsn):
+    proc = run_fast(isolated, "--bootstrap-servers", "127.0.0.1:1", "--postgres-dsn", dsn)
+    line = one_clear_line(proc, "--postgres-dsn", "is not a valid connection string")
+    for piece in SECRET_PIECES:
+        assert piece not in proc.stderr + proc.stdout, line
+
+
+def test_a_dsn_error_after_parsing_is_scrubbed_too(monkeypatch):
+    """libpq accepts `harness:S3cret@PWzz9@host` and then fails on host 'PWzz9@host': hide that piece."""
+    from harness.stack import health, resolve
+    from harness.errors import HarnessError
+    monkeypatch.setattr(health, "kafka_probe", lambda *_a, **_k: None)
+    with pytest.raises(HarnessError) as e:
+        resolve.external("127.0.0.1:1", "postgresql://harness:S3cret@PWzz9@127.0.0.1:1/db")
+    assert "is unreachable" in str(e.value)
+    for piece in SECRET_PIECES:
+        assert piece not in str(e.value), str(e.value)

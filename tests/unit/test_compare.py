@@ -163,9 +163,9 @@ def test_params_difference_in_one_experiment_of_a_suite_names_it(tmp_path):
 # -- --fail-on: parsing ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("expr, expected", [
-    ("unexpected", Rule("unexpected", "verdict", "==", "unexpected")),
+    ("unexpected", Rule("unexpected", "verdict", "not in", ("as-predicted",))),
     ("incomplete", Rule("incomplete", "verdict", "==", "incomplete")),
-    ("eos:unexpected", Rule("eos:unexpected", "verdict", "==", "unexpected", experiment="eos")),
+    ("eos:unexpected", Rule("eos:unexpected", "verdict", "not in", ("as-predicted",), experiment="eos")),
     ("lost>0", Rule("lost>0", "lost", ">", 0.0)),
     ("duplicates>0", Rule("duplicates>0", "duplicates", ">", 0.0)),
     ("eos:rc.duplicates>0", Rule("eos:rc.duplicates>0", "rc.duplicates", ">", 0.0, experiment="eos")),
@@ -240,6 +240,61 @@ def test_rules_read_the_last_target_only(suites):
     before, after = suites
     assert run_compare(after, before, "--fail-on", "unexpected").exit_code == 0
     assert run_compare(after, "--fail-on", "unexpected").exit_code == 1
+
+
+@pytest.mark.parametrize("verdict", ["incomplete", "interrupted", "unexpected", "something-new"])
+def test_unexpected_fails_every_verdict_but_as_predicted(tmp_path, verdict):
+    """A run that did not finish proved nothing: `--fail-on unexpected` must not let it through."""
+    run = write_run(tmp_path / "run", report("dedupe", verdict=verdict))
+    res = run_compare(run, "--fail-on", "unexpected")
+    assert res.exit_code == 1, res.output
+    assert f"fail: dedupe: verdict = {verdict} (rule unexpected)" in res.stderr
+    ok = write_run(tmp_path / "ok", report("dedupe"))
+    assert run_compare(ok, "--fail-on", "unexpected").exit_code == 0
+
+
+@pytest.mark.parametrize("verdict, code", [("incomplete", 0), ("interrupted", 0), ("unexpected", 1),
+                                           ("as-predicted", 0)])
+def test_allow_incomplete_lets_only_unfinished_runs_pass(tmp_path, verdict, code):
+    run = write_run(tmp_path / "run", report("dedupe", verdict=verdict))
+    res = run_compare(run, "--fail-on", "unexpected", "--allow-incomplete")
+    assert res.exit_code == code, res.output
+
+
+def test_a_report_without_a_verdict_fails_unexpected(tmp_path):
+    data = report("dedupe")
+    del data["verdict"]
+    other = write_run(tmp_path / "other", report("eos"))
+    res = run_compare(other, write_run(tmp_path / "run", data), "--fail-on", "unexpected")
+    assert res.exit_code == 1 and "dedupe: verdict = unknown (rule unexpected)" in res.stderr
+
+
+def test_a_suite_experiment_without_a_report_fails_unexpected(tmp_path):
+    failed = {"experiment": "eos", "report": None, "verdict": "failed", "error": "worker crashed"}
+    not_run = {"experiment": "zombie", "report": None, "verdict": "not run"}
+    suite = write_suite(tmp_path / "20261129T190000-suite", [report("dedupe")], extra_entries=[failed, not_run])
+    res = run_compare(suite, "--fail-on", "unexpected")
+    assert res.exit_code == 1
+    assert "fail: eos: no report, verdict failed (worker crashed) (rule unexpected)" in res.stderr
+    assert "fail: zombie: no report, verdict not run" in res.stderr
+    res = run_compare(suite, "--fail-on", "unexpected", "--allow-incomplete")
+    assert res.exit_code == 1 and "eos: no report" in res.stderr and "fail: zombie" not in res.stderr
+    assert run_compare(suite, "--fail-on", "zombie:unexpected", "--allow-incomplete").exit_code == 0
+    assert run_compare(suite, "--fail-on", "dedupe:unexpected").exit_code == 0
+
+
+def test_allow_incomplete_needs_an_unexpected_rule(tmp_path):
+    run = write_run(tmp_path / "run", report("dedupe", verdict="incomplete"))
+    res = run_compare(run, "--allow-incomplete")
+    assert isinstance(res.exception, HarnessError) and "--fail-on unexpected" in str(res.exception)
+    res = run_compare(run, "--fail-on", "lost>0", "--allow-incomplete")
+    assert isinstance(res.exception, HarnessError)
+
+
+def test_compare_help_states_the_rule():
+    from click.testing import CliRunner
+    out = CliRunner().invoke(compare_command, ["--help"]).output
+    assert "--allow-incomplete" in out and "passes only as-predicted" in out
 
 
 def test_every_firing_rule_is_reported_and_json_carries_them(suites):

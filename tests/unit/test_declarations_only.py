@@ -12,6 +12,8 @@ from harness.experiments import REGISTRY
 
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
 ALLOWED = {"experiments", "bench"}       # declarations; the bench's table of measured cases
+# Lines where the word is not an experiment: the dedupe *table* is one of a run's table kinds.
+NOT_EXPERIMENTS = ('TABLE_KINDS = ("ledger", "dedupe")',)
 
 
 def test_experiment_names_appear_only_in_their_declarations():
@@ -22,6 +24,6 @@ def test_experiment_names_appear_only_in_their_declarations():
         if rel.parts[0] in ALLOWED:
             continue
         for n, line in enumerate(f.read_text().splitlines(), 1):
-            if quoted.search(line) and "name = " not in line:      # a fault's own name is its declaration
+            if quoted.search(line) and "name = " not in line and line.strip() not in NOT_EXPERIMENTS:
                 offenders.append(f"{rel}:{n}: {line.strip()}")
     assert not offenders, "experiment names outside their declarations:\n" + "\n".join(offenders)
