@@ -331,3 +331,41 @@ def test_ctrl_c_on_a_suite_leaves_every_started_run_its_report(stack, tmp_path):
     assert "states no finding" in s["conclusion"] and "held in" not in s["conclusion"]
     assert s["exit_code"] == 130
     assert worker_pids(str(out)) == []
+
+
+def test_an_audit_that_cannot_read_the_ledger_reports_unknown_not_zeros(stack, tmp_path):
+    """The ledger vanishes between the workers' end and the audit (here: renamed during the wait for
+    the broker to abort unfenced transactions); the report must say unknown, not 0 effects and all lost."""
+    import psycopg
+    out = tmp_path / "audit-failed"
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "eos-boundary", "--messages", "100",
+                             "--crash-rate", "0.02", "--fresh-transactional-id", "--transaction-timeout-ms", "6000",
+                             "--out", str(out)], env={**os.environ, **stack["env"]}, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        events = (out / "events.jsonl").read_text() if (out / "events.jsonl").exists() else ""
+        if '"event": "done"' in events:
+            break
+        time.sleep(0.05)
+    report = {}
+    with psycopg.connect(stack["dsn"], autocommit=True) as conn:
+        table = conn.execute("select table_name from information_schema.tables where table_schema = 'harness' "
+                             "and table_name like 'ledger_%' order by table_name desc limit 1").fetchone()[0]
+        conn.execute(f'alter table harness."{table}" rename to "{table}_away"')
+        try:
+            _stdout, stderr = proc.communicate(timeout=120)
+            report = json.loads((out / "report.json").read_text())
+        finally:
+            conn.execute(f'alter table harness."{table}_away" rename to "{table}"')
+    validate(report)
+    assert proc.returncode == 3, stderr[-2000:]
+    assert report["verdict"] == "audit-failed"
+    c = report["counts"]
+    assert (c["effects"], c["duplicates"], c["lost"], report["ledger"]["actual_total"]) == (None, None, None, None)
+    assert report["kafka_output"]["read_committed"]["records"] == 100     # what could be read is still reported
+    assert "does not exist" in report["verdict_detail"]["audit_errors"][0]
+    assert "Audit error" in stderr and "unknown" in stderr
+    md = (out / "report.md").read_text()
+    assert "| lost | unknown |" in md and "Audit error" in md
+    assert "Audit error" in (out / "report.html").read_text() or "audit error" in (out / "report.html").read_text()
