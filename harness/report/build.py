@@ -1,4 +1,4 @@
-"""Build report.json from a finished run: typed sections, one function, no rendering.
+"""Build report.json from a finished run: typed sections, one function (`assemble`), no rendering.
 
 The contract is docs/report.schema.json (schema_version 2); every report the
 tests write is validated against it. The sections are dataclasses so a field
@@ -14,8 +14,13 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from ..checker.effects import MAX_IDS
+from ..checker.verdict import judge
+from ..environment import describe
+from ..experiments.predictors import predict
+from ..faults.supervisor import restart_seconds
+from ..stack.model import redact
+from .model import SCHEMA_VERSION, RunReport
 
-SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -119,3 +124,125 @@ def capped(ids) -> list:
 
 def now() -> float:
     return time.time()
+
+
+def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, audit, stalls) -> RunReport:
+    """The report's data, from the run's declaration, its faults, the crash log and the audit."""
+    params, exp, names, stack = r.params, r.exp, r.names, r.stack
+    pred = predict(exp, crashes, params.commit_every)
+    fault_details = {f.name: f.story(result.events) for f in faults}
+    observed = dict(audit.metrics)
+    for f in faults:
+        observed.update(f.observed(fault_details[f.name]))
+    v = judge(pred, observed, audit.evidence)
+    verdict = {"incomplete": "incomplete", "interrupted": "interrupted"}.get(result.status, v.verdict)
+
+    head = audit.headline()
+    prefix = "ledger." if exp.stores.ledger else "kafka.read_committed."
+    delivered = [c.get("delivered") for c in crashes if c.get("by") != "supervisor"] + \
+        [e.get("delivered") for e in result.events if e.get("event") in ("done", "fenced")]
+    # Known only when every process reported its count: a supervisor's kill leaves no record, and
+    # some workers (Streams) report deliveries only in their crash lines.
+    described = all(c.get("by") != "supervisor" for c in crashes)
+    deliveries = (sum(x for x in delivered if isinstance(x, int))
+                  if reports_deliveries and described and result.status == "complete" else None)
+    counts = Counts(sent=len(r.sent_ids), deliveries=deliveries, effects=head.effects,
+                          duplicates=head.duplicates, lost=head.lost, unprocessed=head.unprocessed,
+                          dedupe_hits=audit.dedupe_hits if exp.stores.dedupe else None)
+    predicted = Predicted(
+        duplicates=pred.value(prefix + "duplicates"), lost=pred.value(prefix + "lost"),
+        dedupe_hits=pred.value("ledger.dedupe_hits"), exact=pred.exact, note=pred.note,
+        expectations=[e.text() for e in pred.expectations],
+        kafka_output=({iso: {"duplicates": pred.value(f"kafka.{iso}.duplicates"), "lost": pred.value(f"kafka.{iso}.lost")}
+                       for iso in ("read_committed", "read_uncommitted")} if exp.stores.output else None))
+    crash_rows = crash_entries(crashes, restart_seconds(crashes, result.events), stalls)
+    fault_rows = sorted((e for f in faults for e in f.entries(crashes, result.events)), key=lambda e: e.get("time") or 0)
+    ko = None
+    if audit.output:
+        ko = {iso: {"records": audit.output[iso].effects, "duplicates": audit.output[iso].duplicates,
+                    "lost": audit.output[iso].lost, "unprocessed": audit.output[iso].unprocessed}
+              for iso in ("read_committed", "read_uncommitted")}
+        ko["aborted_records"] = audit.output["aborted_records"]
+    data = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": names.run_id,
+        "experiment": exp.name,
+        "status": result.status,
+        "proves": exp.proves,
+        "steps": exp.steps_text(),
+        "kill_points": [p.describe() for p in exp.kill_points],
+        "params": {**asdict(params)},
+        "environment": describe(stack),
+        "stack": {"kind": stack.kind, "bootstrap_servers": stack.bootstrap_servers,
+                  "postgres_dsn": redact(stack.postgres_dsn), "input_topic": names.input_topic,
+                  "output_topic": names.output_topic if exp.stores.output else None,
+                  "consumer_group": names.group,
+                  "ledger_table": names.ledger_table if exp.stores.ledger else None,
+                  "dedupe_table": names.dedupe_table if exp.stores.dedupe else None},
+        "faults_configured": [f.describe() for f in faults],
+        "faults": fault_rows,
+        "fault_details": {k: v for k, v in fault_details.items() if v is not None},
+        "crashes": crash_rows,
+        "counts": asdict(counts),
+        "predicted": asdict(predicted),
+        "kafka_output": ko,
+        "ledger": {"expected_total": sum(r.amounts.values()),
+                   "actual_total": audit.ledger_total if exp.stores.ledger else None},
+        "anomalies": asdict(Anomalies(
+            lost_ids=capped(head.lost_ids), lost_total=head.lost,
+            duplicate_ids=capped(head.duplicate_ids), duplicates_total=head.duplicates,
+            unexpected_ids=capped(head.unexpected_ids),
+            unprocessed_ids=capped(head.unprocessed_ids), unprocessed_total=head.unprocessed)),
+        "verdict": verdict,
+        "verdict_detail": asdict(VerdictDetail(
+            failed=v.failed, differing_ids=v.differing_ids, differing_totals=v.differing_totals,
+            reason=result.reason, audit_errors=list(audit.evidence.errors),
+            unplanned_deaths=list(result.unplanned_deaths))),
+        "timings": timings(result.wall_seconds, len(r.sent_ids), crash_rows),
+        "restarts": result.restarts,
+        "timeline": timeline(r.progress.samples, crashes, result.events, r.progress.t0, fault_rows),
+    }
+    data["summary"] = summarize(data, [f.sentence(fault_details[f.name]) for f in faults])
+    return RunReport(data)
+
+
+def _n(v) -> str:
+    return "unknown" if v is None else f"{v:,}"
+
+
+def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
+    """One sentence that says what happened, for the terminal, Markdown and HTML alike."""
+    c, led, exp = d["counts"], d["ledger"], d["experiment"]
+    n = len(d["crashes"])
+    how = {"as-predicted": ("exactly as predicted from the crash log" if n else "exactly as predicted")
+           if d["predicted"]["exact"] else "within the predicted bounds",
+           "unexpected": "NOT as predicted", "incomplete": "but the run did not finish",
+           "interrupted": "but the run was interrupted",
+           "audit-failed": "but the audit could not measure everything"}[d["verdict"]]
+    parts = []
+    if led.get("actual_total") is not None or d["stack"].get("ledger_table"):
+        parts.append(f"{_n(c['lost'])} lost and {_n(c['duplicates'])} duplicated effects of {c['sent']:,} payments "
+                     f"(ledger {_n(led.get('actual_total'))} of {led['expected_total']:,})")
+    ko = d.get("kafka_output")
+    if ko:
+        rc, ru = ko["read_committed"], ko["read_uncommitted"]
+        parts.append(f"read_committed output {_n(rc['records'])} records with {_n(rc['duplicates'])} duplicates and "
+                     f"{_n(rc['lost'])} lost; read_uncommitted {_n(ru['records'])} records")
+    if c.get("unprocessed"):
+        parts.append(f"{c['unprocessed']:,} payments not yet processed when the run stopped (not counted as lost)")
+    faults = f"after {n:,} crashes" if n else "with no planned crash"
+    text = f"{exp}: " + "; ".join(parts) + f" {faults}, {how}."
+    if ko and led.get("actual_total") is not None and c["duplicates"] and ko["read_committed"]["duplicates"] == 0:
+        text += (f" Kafka EOS covered the topic (0 duplicates) and not the database "
+                 f"({c['duplicates']:,} duplicate charges).")
+    text += "".join(s for s in (fault_sentences or []) if s)
+    med = d["timings"].get("read_committed_stall_median_seconds")
+    if med is not None:
+        text += f" read_committed readers of the crashed worker's output stalled {med:.2f} s (median) after each crash."
+    deaths = d["verdict_detail"].get("unplanned_deaths") or []
+    if deaths:
+        text += f" {len(deaths)} worker death(s) no fault caused (see verdict_detail.unplanned_deaths)."
+    errs = d["verdict_detail"].get("audit_errors") or []
+    if errs:
+        text += f" Audit error: {errs[0]}."
+    return text

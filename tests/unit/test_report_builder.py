@@ -10,7 +10,8 @@ from harness.experiments import get
 from harness.faults import build as build_faults
 from harness.faults.supervisor import SupervisorResult
 from harness.params import RunParams
-from harness.runner import Run, assemble
+from harness.runner import Run
+from harness.report.build import assemble
 from harness.stack.model import Stack
 from harness.workload.naming import RunNames
 from tests.unit.sample_report import validate
