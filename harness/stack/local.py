@@ -93,11 +93,11 @@ def up(log=print) -> tuple[Stack, bool]:
     try:
         if not pg.pid():
             log(f"Starting PostgreSQL on 127.0.0.1:{rec['postgres_port']} ...")
-            pg.start(bindir, rec["postgres_port"])
+            pg.start(bindir, rec["postgres_port"], "command")
             started.append("postgres")
         if not kafka.pid():
             log(f"Starting Kafka {versions.KAFKA_VERSION} on 127.0.0.1:{rec['kafka_port']} ...")
-            kafka.start(lib, rec["kafka_port"], rec["controller_port"])
+            kafka.start(lib, rec["kafka_port"], rec["controller_port"], "command")
             started.append("kafka")
         stack = _stack_from(rec, kafka, pg)
         _wait_ready(stack, kafka, pg)
@@ -105,7 +105,7 @@ def up(log=print) -> tuple[Stack, bool]:
         if "kafka" in started:
             kafka.stop()
         if "postgres" in started:
-            pg.stop(bindir)
+            pg.stop()
         raise
     stack.pids = {"kafka": kafka.pid(), "postgres": pg.pid()}
     stack.healthy = True
@@ -129,18 +129,15 @@ def _wait_ready(stack: Stack, kafka: LocalKafka, pg: LocalPostgres) -> None:
 
 
 def down(purge: bool = False, log=print) -> None:
+    """Stop the services whose pid records match; never signal a process that does not match."""
     state = state_dir()
     kafka, pg = LocalKafka(state), LocalPostgres(state)
-    try:
-        bindir = find_bindir()
-    except HarnessError:
-        bindir = None
-    if kafka.pid():
-        log("Stopping Kafka ...")
-        kafka.stop()
-    if pg.pid():
-        log("Stopping PostgreSQL ...")
-        pg.stop(bindir)
+    for svc in (kafka, pg):
+        if svc.running():
+            log(f"Stopping {svc.name} ...")
+        ok, note = svc.stop()
+        if note and not ok:
+            log(note)
     if purge:
         for p in (kafka.home, pg.home, pg.password_file, _record_path(state)):
             if p.is_dir():

@@ -4,6 +4,7 @@ Decoys are real processes (`sleep`, or python with `kafka.Kafka` / our data fold
 command line); each test checks they survive and kills them itself at the end.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -15,6 +16,9 @@ import pytest
 
 from harness import procs
 from harness.stack import pidrecord
+from harness.stack.local_kafka import LocalKafka
+from harness.stack.local_postgres import LocalPostgres
+from tests.conftest import harness
 
 SLEEPER = "import time; time.sleep(300)"
 
@@ -172,3 +176,55 @@ def _child_of(pid: int) -> int:
                     return int(d.name)
         time.sleep(0.02)
     raise AssertionError("no child appeared")
+
+
+def test_kafka_stop_with_a_decoy_record_deletes_the_record_and_spares_the_process(tmp_path, spawn):
+    kafka = LocalKafka(tmp_path)
+    kafka.home.mkdir(parents=True)
+    d = python_decoy(spawn, "kafka.Kafka", "/someone/elses/server.properties", new_session=True)
+    pidrecord.write(kafka.pidfile, record_of(d.pid, kafka.marks(), group=True))
+    assert kafka.running() is None and kafka.pid() is None
+    stopped, note = kafka.stop()
+    assert not stopped and f"left pid {d.pid} alone" in note
+    assert d.poll() is None and not kafka.pidfile.exists()
+
+
+def test_postgres_needs_its_own_postmaster_pid_to_agree(tmp_path, spawn):
+    pg = LocalPostgres(tmp_path)
+    pg.data.mkdir(parents=True)
+    d = python_decoy(spawn, "-D", str(pg.data))           # looks like our postmaster by its arguments
+    rec = record_of(d.pid, [str(pg.data)])
+    pidrecord.write(pg.pidfile, rec)
+    assert pg.running() is None                        # no postmaster.pid at all
+    (pg.data / "postmaster.pid").write_text(f"{d.pid}\n/elsewhere/data\n0\n15432\n")
+    assert pg.running() is None                        # postmaster.pid names another folder
+    (pg.data / "postmaster.pid").write_text(f"{d.pid}\n{pg.data}\n0\n15432\n")
+    assert pg.running() == rec                         # everything agrees: this one would be ours
+
+
+def test_harness_down_spares_processes_named_in_forged_pid_files(tmp_path, spawn):
+    """The audit's case: decoy pids in the pid files; `harness down` killed them."""
+    home = tmp_path / "state"
+    kafka, pg = LocalKafka(home), LocalPostgres(home)
+    kafka.home.mkdir(parents=True)
+    pg.data.mkdir(parents=True)
+    legacy = python_decoy(spawn, "kafka.Kafka", "/someone/elses/server.properties", new_session=True)
+    sleeper = spawn("sleep", "300")
+    pg_decoy = python_decoy(spawn, "postgres", "-D", "/var/lib/postgresql/15/main")
+    kafka.pidfile.write_text(f"{legacy.pid}\n")                                    # old bare-pid format
+    (pg.data / "postmaster.pid").write_text(f"{pg_decoy.pid}\n{pg.data}\n0\n15432\n")
+    pidrecord.write(pg.home / "postgres.pid", record_of(pg_decoy.pid, [str(pg.data)]))  # wrong data folder
+    (home / "stack.json").write_text(json.dumps({"kind": "local", "kafka_port": 1, "controller_port": 2,
+                                                 "postgres_port": 3}))
+    proc = harness("down", env={"HARNESS_HOME": str(home)})
+    time.sleep(0.2)
+    assert legacy.poll() is None, "a process with kafka.Kafka on its command line was killed"
+    assert pg_decoy.poll() is None, "a process named in postmaster.pid was killed"
+    assert sleeper.poll() is None
+    assert proc.returncode == 0, proc.stderr
+    assert f"left pid {pg_decoy.pid} alone" in proc.stderr
+    # A record with the right arguments but another start time: a recycled pid.
+    pidrecord.write(kafka.pidfile, record_of(sleeper.pid, procs.argv(sleeper.pid),
+                                             start_time=procs.start_time(sleeper.pid) - 3))
+    assert harness("down", env={"HARNESS_HOME": str(home)}).returncode == 0
+    assert sleeper.poll() is None
