@@ -5,6 +5,11 @@ running stack, checks that it still answers, and reuses it. Ports that are
 taken by someone else are replaced by free ones and the choice is reported.
 A failing start stops what it started and raises one clear line with the tail
 of the failing service's log.
+
+Who stops what (see `leases` and `pidrecord`): `harness up` holds the stack
+until `harness down`; any other command takes a lease while it uses the
+stack, and when it lets go it stops the services commands started only if
+no other command holds a lease and `harness up` does not hold the stack.
 """
 
 import json
@@ -15,12 +20,14 @@ from pathlib import Path
 from .. import versions
 from ..errors import HarnessError
 from ..paths import state_dir
-from . import health, maven, ports
+from . import health, leases, maven, ports
+from .claim import Claim
 from .local_kafka import LocalKafka, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
 from .local_postgres import LocalPostgres, find_bindir
 from .model import Stack
 
 PREFERRED = {"kafka": 19092, "controller": 19093, "postgres": 15432}
+PORT_NAMES = tuple(PREFERRED)
 
 
 def _record_path(state: Path) -> Path:
@@ -52,31 +59,71 @@ def status(check: bool = True) -> Stack | None:
         stack.healthy = alive and health.kafka_probe(stack.bootstrap_servers, 10) is None \
             and health.postgres_probe(stack.postgres_dsn, 5) is None
         stack.postgres_version = health.postgres_version(stack.postgres_dsn) if stack.healthy else None
+    if leases.held(state):
+        stack.notes.append("held by `harness up` until `harness down`")
+    users = leases.live(state, drop_stale=False)
+    if users:
+        stack.notes.append("in use by " + ", ".join(f"pid {u.pid}" for u in users))
     return stack
 
 
-def up(log=print) -> tuple[Stack, bool]:
-    """Start what is not running; return the stack and whether this call started anything."""
+def up(log=print, hold: bool = False, command: str = "") -> tuple[Stack, Claim | None]:
+    """Start what is not running and wait until both answer.
+
+    With `hold` (harness up) the stack is kept until `harness down` and no lease is taken;
+    otherwise the caller gets a Claim and must `release()` it.
+    """
     state = state_dir()
-    state.mkdir(parents=True, exist_ok=True)
-    kafka, pg = LocalKafka(state), LocalPostgres(state)
     rec = read_record(state) or {}
     if rec.get("kind") not in (None, "local"):
         raise HarnessError(f"{state} holds a {rec.get('kind')} stack; run `harness down` first")
 
-    bindir = find_bindir()          # fail early, before starting anything
+    with leases.locked(state, log=log):
+        claim = None if hold else Claim(state, leases.take(state, command))
+        try:
+            stack, started = _start_missing(state, "user" if hold else "command", log)
+        except BaseException:
+            if claim is not None:
+                leases.give_back(claim.lease)
+            raise
+        if hold:
+            leases.hold(state)
+            for svc in (LocalKafka(state), LocalPostgres(state)):
+                svc.set_owner("user")
+        else:
+            claim.started = started
+    return stack, claim
+
+
+def _tools(log) -> tuple[Path, Path]:
+    """Postgres binaries and Kafka jars, or one clear line about what is missing."""
+    bindir = find_bindir()
     lib = maven.resolve_kafka(log)
     if shutil.which("java") is None:
         raise HarnessError("java not found on PATH: Kafka needs Java 17 or newer (Debian: apt-get install openjdk-17-jre-headless)")
+    return bindir, lib
 
+
+def _start_missing(state: Path, owner: str, log) -> tuple[Stack, list[str]]:
+    """Under the lock: start the services that do not run, wait until all answer."""
+    kafka, pg = LocalKafka(state), LocalPostgres(state)
     notes = []
-    if not kafka.pid() or not pg.pid():
+    rec = read_record(state) or {}
+    running = {"kafka": kafka.running(), "postgres": pg.running()}
+    if not all(running.values()):
+        bindir, lib = _tools(log)       # fail early, before starting anything
+    for svc, mark in ((kafka, str(kafka.props)), (pg, str(pg.data))):
+        if not svc.running() and (strays := svc.strangers(mark)):
+            raise HarnessError(f"a {svc.name} from {state} runs as pid {', '.join(map(str, strays))} but its pid "
+                               f"record is missing or wrong, so the harness will not touch it; stop it yourself")
+
+    if not all(running.values()):
         taken: set[int] = set()
         for name in ("kafka", "controller", "postgres"):
             # Keep the recorded port when our own service still holds it.
-            if name == "postgres" and pg.pid() and rec.get("postgres_port"):
+            if name == "postgres" and running["postgres"] and rec.get("postgres_port"):
                 port = rec["postgres_port"]
-            elif name in ("kafka", "controller") and kafka.pid() and rec.get(f"{name}_port"):
+            elif name in ("kafka", "controller") and running["kafka"] and rec.get(f"{name}_port"):
                 port = rec[f"{name}_port"]
             else:
                 port, note = ports.choose(rec.get(f"{name}_port") or PREFERRED[name], taken)
@@ -88,17 +135,18 @@ def up(log=print) -> tuple[Stack, bool]:
         _record_path(state).write_text(json.dumps(rec, indent=2) + "\n")
     for n in notes:
         log(n)
+    port = {n: rec[f"{n}_port"] for n in PORT_NAMES}
 
     started = []
     try:
-        if not pg.pid():
-            log(f"Starting PostgreSQL on 127.0.0.1:{rec['postgres_port']} ...")
-            pg.start(bindir, rec["postgres_port"], "command")
+        if not running["postgres"]:
+            log(f"Starting PostgreSQL on 127.0.0.1:{port['postgres']} ...")
             started.append("postgres")
-        if not kafka.pid():
-            log(f"Starting Kafka {versions.KAFKA_VERSION} on 127.0.0.1:{rec['kafka_port']} ...")
-            kafka.start(lib, rec["kafka_port"], rec["controller_port"], "command")
+            pg.start(bindir, port["postgres"], owner)
+        if not running["kafka"]:
+            log(f"Starting Kafka {versions.KAFKA_VERSION} on 127.0.0.1:{port['kafka']} ...")
             started.append("kafka")
+            kafka.start(lib, port["kafka"], port["controller"], owner)
         stack = _stack_from(rec, kafka, pg)
         _wait_ready(stack, kafka, pg)
     except BaseException:
@@ -111,7 +159,7 @@ def up(log=print) -> tuple[Stack, bool]:
     stack.healthy = True
     stack.postgres_version = health.postgres_version(stack.postgres_dsn)
     stack.notes = notes + ([] if started else ["reused the running stack"])
-    return stack, bool(started)
+    return stack, started
 
 
 def _wait_ready(stack: Stack, kafka: LocalKafka, pg: LocalPostgres) -> None:
@@ -129,19 +177,25 @@ def _wait_ready(stack: Stack, kafka: LocalKafka, pg: LocalPostgres) -> None:
 
 
 def down(purge: bool = False, log=print) -> None:
-    """Stop the services whose pid records match; never signal a process that does not match."""
+    """`harness down`: stop every service this state folder owns, whoever uses it."""
     state = state_dir()
     kafka, pg = LocalKafka(state), LocalPostgres(state)
-    for svc in (kafka, pg):
-        if svc.running():
-            log(f"Stopping {svc.name} ...")
-        ok, note = svc.stop()
-        if note and not ok:
-            log(note)
-    if purge:
-        for p in (kafka.home, pg.home, pg.password_file, _record_path(state)):
-            if p.is_dir():
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                p.unlink(missing_ok=True)
-        log(f"Deleted Kafka and PostgreSQL data under {state}")
+    with leases.locked(state, log=log):
+        users = leases.live(state)
+        if users:
+            log(f"warning: stopping a stack that {len(users)} running command(s) still use "
+                f"(pid {', '.join(str(u.pid) for u in users)}); they will fail")
+        for svc in (kafka, pg):
+            if svc.running():
+                log(f"Stopping {svc.name} ...")
+            ok, note = svc.stop()
+            if note and not ok:
+                log(note)
+        leases.unhold(state)
+        if purge:
+            for p in (kafka.home, pg.home, pg.password_file, _record_path(state)):
+                if p.is_dir():
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    p.unlink(missing_ok=True)
+            log(f"Deleted Kafka and PostgreSQL data under {state}")
