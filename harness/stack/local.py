@@ -10,9 +10,12 @@ Who stops what (see `leases` and `pidrecord`): `harness up` holds the stack
 until `harness down`; any other command takes a lease while it uses the
 stack, and when it lets go it stops the services commands started only if
 no other command holds a lease and `harness up` does not hold the stack.
+Which processes run is decided by the verified pid records alone, so a
+damaged `stack.json` costs nothing but a note.
 """
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -35,28 +38,79 @@ def _record_path(state: Path) -> Path:
 
 
 def read_record(state: Path | None = None) -> dict | None:
+    """stack.json as a dict, or None when it is missing, not JSON or not an object."""
     try:
-        return json.loads(_record_path(state or state_dir()).read_text())
+        rec = json.loads(_record_path(state or state_dir()).read_text())
     except (OSError, ValueError):
         return None
+    return rec if isinstance(rec, dict) else None
 
 
-def _stack_from(rec: dict, kafka: LocalKafka, pg: LocalPostgres) -> Stack:
-    return Stack(kind="local", bootstrap_servers=f"127.0.0.1:{rec['kafka_port']}",
-                 postgres_dsn=pg.dsn(rec["postgres_port"]), owned=True,
-                 kafka_version=versions.KAFKA_VERSION, pids={"kafka": kafka.pid(), "postgres": pg.pid()})
+def _damage(state: Path, services_run: bool) -> str | None:
+    """Why stack.json cannot be used as it is (None when it is fine, or absent with nothing running)."""
+    path = _record_path(state)
+    if not path.exists():
+        return f"{path} is missing" if services_run else None
+    rec = read_record(state)
+    if rec is None:
+        return f"{path} is unreadable or not a JSON object"
+    bad = [n for n in PORT_NAMES if not _is_port(rec.get(f"{n}_port"))]
+    return f"{path} lacks {', '.join(f'{n}_port' for n in bad)}" if bad else None
+
+
+def _is_port(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 < v < 65536
+
+
+def _write_record(state: Path, rec: dict) -> None:
+    tmp = state / f"stack.json.tmp{os.getpid()}"
+    tmp.write_text(json.dumps(rec, indent=2) + "\n")
+    os.replace(tmp, _record_path(state))
+
+
+def known_ports(state: Path, kafka: LocalKafka, pg: LocalPostgres) -> dict:
+    """Ports of the running services from their pid records, else from stack.json (missing keys absent)."""
+    rec = read_record(state) or {}
+    out = {n: rec[f"{n}_port"] for n in PORT_NAMES if _is_port(rec.get(f"{n}_port"))}
+    for svc in (kafka, pg):
+        running = svc.running()
+        if running:
+            out.update({k: v for k, v in running.ports.items() if k in PORT_NAMES and _is_port(v)})
+    return out
+
+
+def _stack_from(port: dict, kafka: LocalKafka, pg: LocalPostgres) -> Stack:
+    return Stack(kind="local", bootstrap_servers=f"127.0.0.1:{port.get('kafka', '?')}",
+                 postgres_dsn=pg.dsn(port["postgres"]) if "postgres" in port else "",
+                 owned=True, kafka_version=versions.KAFKA_VERSION,
+                 pids={"kafka": kafka.pid(), "postgres": pg.pid()})
 
 
 def status(check: bool = True) -> Stack | None:
+    """The local stack as the pid records show it, or None when nothing of it runs or is recorded."""
     state = state_dir()
+    leases.check_readable(state)
     rec = read_record(state)
-    if not rec or rec.get("kind") != "local":
+    if rec is not None and rec.get("kind") not in (None, "local"):
         return None
     kafka, pg = LocalKafka(state), LocalPostgres(state)
-    stack = _stack_from(rec, kafka, pg)
+    running = {"kafka": kafka.running(), "postgres": pg.running()}
+    strays = {svc.name: svc.strangers(mark) for svc, mark, r in
+              ((kafka, str(kafka.props), running["kafka"]), (pg, str(pg.data), running["postgres"])) if r is None}
+    if not any(running.values()) and not any(strays.values()):
+        return None
+    port = known_ports(state, kafka, pg)
+    stack = _stack_from(port, kafka, pg)
+    damage = _damage(state, any(running.values()))
+    if damage:
+        stack.notes.append(f"{damage}; ports are taken from the running services' pid records")
+    for name, pids in strays.items():
+        stack.notes.append(f"{name} is not running" if not pids else
+                           f"a {name} from this folder runs as pid {', '.join(map(str, pids))} but no valid pid "
+                           f"record names it: the harness will not touch it")
     if check:
-        alive = all(stack.pids.values())
-        stack.healthy = alive and health.kafka_probe(stack.bootstrap_servers, 10) is None \
+        stack.healthy = all(running.values()) and {"kafka", "postgres"} <= set(port) \
+            and health.kafka_probe(stack.bootstrap_servers, 10) is None \
             and health.postgres_probe(stack.postgres_dsn, 5) is None
         stack.postgres_version = health.postgres_version(stack.postgres_dsn) if stack.healthy else None
     if leases.held(state):
@@ -74,6 +128,7 @@ def up(log=print, hold: bool = False, command: str = "") -> tuple[Stack, Claim |
     otherwise the caller gets a Claim and must `release()` it.
     """
     state = state_dir()
+    leases.prepare(state)
     rec = read_record(state) or {}
     if rec.get("kind") not in (None, "local"):
         raise HarnessError(f"{state} holds a {rec.get('kind')} stack; run `harness down` first")
@@ -112,30 +167,29 @@ def _start_missing(state: Path, owner: str, log) -> tuple[Stack, list[str]]:
     running = {"kafka": kafka.running(), "postgres": pg.running()}
     if not all(running.values()):
         bindir, lib = _tools(log)       # fail early, before starting anything
+    damage = _damage(state, any(running.values()))
+    if damage:
+        what = "rebuilt it from the running services" if any(running.values()) else "starting fresh"
+        notes.append(f"{damage}; {what}")
     for svc, mark in ((kafka, str(kafka.props)), (pg, str(pg.data))):
         if not svc.running() and (strays := svc.strangers(mark)):
             raise HarnessError(f"a {svc.name} from {state} runs as pid {', '.join(map(str, strays))} but its pid "
                                f"record is missing or wrong, so the harness will not touch it; stop it yourself")
 
-    if not all(running.values()):
-        taken: set[int] = set()
-        for name in ("kafka", "controller", "postgres"):
-            # Keep the recorded port when our own service still holds it.
-            if name == "postgres" and running["postgres"] and rec.get("postgres_port"):
-                port = rec["postgres_port"]
-            elif name in ("kafka", "controller") and running["kafka"] and rec.get(f"{name}_port"):
-                port = rec[f"{name}_port"]
-            else:
-                port, note = ports.choose(rec.get(f"{name}_port") or PREFERRED[name], taken)
-                if note:
-                    notes.append(f"{name}: {note}")
-            taken.add(port)
-            rec[f"{name}_port"] = port
-        rec["kind"] = "local"
-        _record_path(state).write_text(json.dumps(rec, indent=2) + "\n")
+    port = known_ports(state, kafka, pg)
+    taken = set(port[n] for n in PORT_NAMES if n in port and _holder(n, running))
+    for name in PORT_NAMES:
+        if _holder(name, running):
+            continue                 # our own service still holds its recorded port
+        chosen, note = ports.choose(port.get(name) or PREFERRED[name], taken)
+        if note:
+            notes.append(f"{name}: {note}")
+        taken.add(chosen)
+        port[name] = chosen
+    _write_record(state, {**{k: v for k, v in rec.items() if k not in ("kind",)}, "kind": "local",
+                          **{f"{n}_port": port[n] for n in PORT_NAMES}})
     for n in notes:
         log(n)
-    port = {n: rec[f"{n}_port"] for n in PORT_NAMES}
 
     started = []
     try:
@@ -147,7 +201,7 @@ def _start_missing(state: Path, owner: str, log) -> tuple[Stack, list[str]]:
             log(f"Starting Kafka {versions.KAFKA_VERSION} on 127.0.0.1:{port['kafka']} ...")
             started.append("kafka")
             kafka.start(lib, port["kafka"], port["controller"], owner)
-        stack = _stack_from(rec, kafka, pg)
+        stack = _stack_from(port, kafka, pg)
         _wait_ready(stack, kafka, pg)
     except BaseException:
         if "kafka" in started:
@@ -160,6 +214,11 @@ def _start_missing(state: Path, owner: str, log) -> tuple[Stack, list[str]]:
     stack.postgres_version = health.postgres_version(stack.postgres_dsn)
     stack.notes = notes + ([] if started else ["reused the running stack"])
     return stack, started
+
+
+def _holder(port_name: str, running: dict) -> bool:
+    service = "postgres" if port_name == "postgres" else "kafka"
+    return running[service] is not None
 
 
 def _wait_ready(stack: Stack, kafka: LocalKafka, pg: LocalPostgres) -> None:
