@@ -119,9 +119,10 @@ def status(as_json, stack_kind, bootstrap_servers, postgres_dsn):
 @cli.command()
 @click.option("--purge", is_flag=True, help="Also delete Kafka's and PostgreSQL's data.")
 def down(purge):
-    """Stop the Kafka and PostgreSQL that `harness up` started.
+    """Stop the Kafka and PostgreSQL that this state folder started.
 
-    External clusters are never touched.
+    Only processes whose pid record matches (pid, start time, our own config or
+    data path) are signalled. External clusters are never touched.
 
     \b
     Example:
@@ -129,10 +130,12 @@ def down(purge):
     """
     from .stack import local, compose
     if (local.read_record() or {}).get("kind") == "compose":
-        compose.down(purge, log=_say)
+        if not compose.down(purge, log=_say):
+            raise HarnessError(f"cannot stop the compose stack: {compose.engine_available()}")
+        stopped = ["the compose stack"]
     else:
-        local.down(purge, log=_say)
-    click.echo("stack stopped")
+        stopped = local.down(purge, log=_say)
+    click.echo("stopped " + " and ".join(stopped) if stopped else "no stack was running")
 
 
 

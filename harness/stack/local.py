@@ -235,10 +235,14 @@ def _wait_ready(stack: Stack, kafka: LocalKafka, pg: LocalPostgres) -> None:
     raise HarnessError(f"Kafka did not become ready within {KAFKA_START_TIMEOUT_S} s: {err}", kafka.log_tail())
 
 
-def down(purge: bool = False, log=print) -> None:
-    """`harness down`: stop every service this state folder owns, whoever uses it."""
+def down(purge: bool = False, log=print) -> list[str]:
+    """`harness down`: stop every service this state folder owns; return what was stopped."""
     state = state_dir()
+    leases.check_readable(state)
+    if not state.is_dir():
+        return []
     kafka, pg = LocalKafka(state), LocalPostgres(state)
+    stopped = []
     with leases.locked(state, log=log):
         users = leases.live(state)
         if users:
@@ -248,7 +252,9 @@ def down(purge: bool = False, log=print) -> None:
             if svc.running():
                 log(f"Stopping {svc.name} ...")
             ok, note = svc.stop()
-            if note and not ok:
+            if ok:
+                stopped.append(note)
+            elif note:
                 log(note)
         leases.unhold(state)
         if purge:
@@ -258,3 +264,4 @@ def down(purge: bool = False, log=print) -> None:
                 else:
                     p.unlink(missing_ok=True)
             log(f"Deleted Kafka and PostgreSQL data under {state}")
+    return stopped

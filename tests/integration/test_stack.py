@@ -94,10 +94,12 @@ def test_down_leaves_no_process():
     harness("up", env=env, check=True)
     pids = json.loads(harness("status", "--json", env=env, check=True).stdout)["pids"]
     assert all(pids.values())
-    harness("down", "--purge", env=env, check=True)
+    down = harness("down", "--purge", env=env, check=True)
+    assert down.stdout.strip() == f"stopped Kafka (pid {pids['kafka']}) and PostgreSQL (pid {pids['postgres']})"
     assert not [p for p in pids.values() if procs.alive(p)]
     assert not processes_of(home)
     assert harness("status", env=env).returncode == 1
+    assert harness("down", env=env, check=True).stdout.strip() == "no stack was running"
     shutil.rmtree(home, ignore_errors=True)
 
 

@@ -25,7 +25,10 @@ from harness import cli
 def body(stack, log):
     print(json.dumps(stack.pids), flush=True)
     sys.stdin.readline()
-cli._with_stack("local", None, None, False, False, body)
+try:
+    cli._with_stack("local", None, None, False, False, body)
+except cli.HarnessError as e:
+    sys.exit(f"error: {e}\\n{e.detail or ''}")
 """
 
 
@@ -71,13 +74,24 @@ def test_run_after_up_keeps_the_users_postgres_and_the_kafka_it_restarted(home, 
     st = json.loads(harness("status", "--json", env=env, check=True).stdout)
     assert st["healthy"] and st["pids"] == {"kafka": new_kafka, "postgres": pg_pid}
 
-    harness("down", env=env, check=True)
+    down = harness("down", env=env, check=True)
+    assert down.stdout.strip() == f"stopped Kafka (pid {new_kafka}) and PostgreSQL (pid {pg_pid})"
     assert not processes_of(home)
+    assert harness("down", env=env, check=True).stdout.strip() == "no stack was running"
 
 
 def _holder(env):
     return subprocess.Popen([sys.executable, "-c", HOLDER], cwd=ROOT, env={**os.environ, **env}, text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _ready(p) -> dict:
+    """The pids the holder sees once it uses the stack (its stderr when it failed instead)."""
+    line = p.stdout.readline()
+    if not line:
+        p.wait(30)
+        raise AssertionError(f"holder exited {p.returncode}:\n{p.stderr.read()[-3000:]}")
+    return json.loads(line)
 
 
 def _finish(p) -> str:
@@ -91,8 +105,7 @@ def test_two_commands_start_one_stack_and_the_last_one_out_stops_it(home):
     env = _env(home)
     a, b = _holder(env), _holder(env)
     try:
-        pids_a = json.loads(a.stdout.readline())
-        pids_b = json.loads(b.stdout.readline())
+        pids_a, pids_b = _ready(a), _ready(b)
         assert pids_a == pids_b and all(pids_a.values()), (pids_a, pids_b)
         assert len([p for p in processes_of(home) if "kafka.Kafka" in procs.argv(p)]) == 1
         # Let the command that started the stack (Kafka's parent) finish first: it must leave it to the other.
@@ -111,6 +124,7 @@ def test_two_commands_start_one_stack_and_the_last_one_out_stops_it(home):
         assert all(procs.wait_gone(p, 5) for p in pids_a.values())
         assert not processes_of(home)
         assert os.listdir(home / "leases") == []
+        assert harness("down", env=env, check=True).stdout.strip() == "no stack was running"
     finally:
         for p in (a, b):
             if p.poll() is None:

@@ -222,9 +222,10 @@ def test_harness_down_spares_processes_named_in_forged_pid_files(tmp_path, spawn
     assert pg_decoy.poll() is None, "a process named in postmaster.pid was killed"
     assert sleeper.poll() is None
     assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "no stack was running"
     assert f"left pid {pg_decoy.pid} alone" in proc.stderr
     # A record with the right arguments but another start time: a recycled pid.
     pidrecord.write(kafka.pidfile, record_of(sleeper.pid, procs.argv(sleeper.pid),
                                              start_time=procs.start_time(sleeper.pid) - 3))
-    assert harness("down", env={"HARNESS_HOME": str(home)}).returncode == 0
+    assert harness("down", env={"HARNESS_HOME": str(home)}).stdout.strip() == "no stack was running"
     assert sleeper.poll() is None

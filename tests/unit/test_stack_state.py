@@ -54,7 +54,14 @@ def test_status_and_down_with_a_damaged_record_and_nothing_running(tmp_path, tex
     assert js.returncode == 1 and json.loads(js.stdout) == {"kind": None, "healthy": False}
     down = harness("down", env=env_for(tmp_path))
     no_traceback(down)
-    assert down.returncode == 0
+    assert down.returncode == 0 and down.stdout.strip() == "no stack was running"
+
+
+def test_down_with_nothing_ever_started_says_so(tmp_path):
+    for home in (tmp_path / "never-made", tmp_path):
+        proc = harness("down", env=env_for(home))
+        assert proc.returncode == 0 and proc.stdout.strip() == "no stack was running", proc.stderr
+        assert "stopped" not in proc.stdout
 
 
 def _one_line_exit_2(proc, *needles):
