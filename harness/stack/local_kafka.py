@@ -147,6 +147,15 @@ class LocalKafka(pidrecord.RecordedService):
 
 
 def _cluster_id() -> str:
+    """A random cluster id in Kafka's format (URL-safe base64 of 16 bytes).
+
+    One in 64 such ids starts with '-', which StorageTool's argument parser takes for an
+    option ("argument --cluster-id/-t: expected one argument"); Kafka's own Uuid.randomUuid
+    draws again in that case, and so do we.
+    """
     import base64
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
