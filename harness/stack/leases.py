@@ -16,6 +16,7 @@ two commands must not both start Kafka. So, in the state folder:
 import fcntl
 import json
 import os
+import stat
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,11 +44,17 @@ def prepare(state: Path) -> None:
 def check_readable(state: Path) -> None:
     """Raise when the configured state folder can never exist (a file is in the way)."""
     for parent in [state, *state.parents]:
-        if parent.exists():
-            if not parent.is_dir():
-                raise HarnessError(f"state folder {state} cannot be used: {parent} is not a folder "
-                                   f"(set HARNESS_HOME to a folder)")
-            return
+        try:
+            st = parent.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as e:
+            raise HarnessError(f"cannot use state folder {state}: {e.strerror or e} at {parent} "
+                               f"(set HARNESS_HOME to a writable folder)")
+        if not stat.S_ISDIR(st.st_mode):
+            raise HarnessError(f"state folder {state} cannot be used: {parent} is not a folder "
+                               f"(set HARNESS_HOME to a folder)")
+        return
 
 
 @contextmanager

@@ -126,3 +126,17 @@ def test_state_folder_under_a_file_is_one_clear_error(tmp_path):
 def test_state_folder_under_proc_is_one_clear_error():
     with pytest.raises(HarnessError, match="cannot use state folder /proc/harness-nope"):
         leases.prepare(leases.Path("/proc/harness-nope"))
+
+
+def test_state_folder_behind_a_folder_we_may_not_enter(tmp_path, monkeypatch):
+    """Path.exists() would raise PermissionError here (a traceback); we say it in one line."""
+    real_stat = leases.Path.stat
+    locked_dir = tmp_path / "private"
+
+    def stat(self, *a, **kw):
+        if self == locked_dir / "state" or locked_dir in self.parents:
+            raise PermissionError(13, "Permission denied")
+        return real_stat(self, *a, **kw)
+    monkeypatch.setattr(leases.Path, "stat", stat)
+    with pytest.raises(HarnessError, match="cannot use state folder .*Permission denied"):
+        leases.check_readable(locked_dir / "state")
