@@ -80,6 +80,26 @@ def test_run_after_up_keeps_the_users_postgres_and_the_kafka_it_restarted(home, 
     assert harness("down", env=env, check=True).stdout.strip() == "no stack was running"
 
 
+def test_a_run_alone_stops_what_it_started_and_keep_stack_keeps_it(home, tmp_path):
+    """No `harness up`: a run starts the stack and stops it; with --keep-stack the next run does not stop it."""
+    env = _env(home)
+    run = harness("run", "offset-before", "--messages", "50", "--quiet", "--out", str(tmp_path / "r1"), env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "stopping the Kafka and PostgreSQL this command started" in run.stderr
+    assert not processes_of(home)
+    kept = harness("run", "offset-before", "--messages", "50", "--quiet", "--keep-stack",
+                   "--out", str(tmp_path / "r2"), env=env)
+    assert kept.returncode == 0, kept.stderr[-3000:]
+    assert "--keep-stack" in kept.stderr
+    pids = json.loads(harness("status", "--json", env=env, check=True).stdout)["pids"]
+    again = harness("run", "offset-before", "--messages", "50", "--quiet", "--out", str(tmp_path / "r3"), env=env)
+    assert again.returncode == 0 and "stopping" not in again.stderr, again.stderr[-3000:]
+    assert all(procs.alive(p) for p in pids.values())
+    down = harness("down", env=env, check=True)
+    assert down.stdout.strip() == f"stopped Kafka (pid {pids['kafka']}) and PostgreSQL (pid {pids['postgres']})"
+    assert not processes_of(home)
+
+
 def _holder(env):
     return subprocess.Popen([sys.executable, "-c", HOLDER], cwd=ROOT, env={**os.environ, **env}, text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
