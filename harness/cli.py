@@ -65,11 +65,13 @@ def up(stack_kind, bootstrap_servers, postgres_dsn):
       harness up && harness status
     """
     from .stack.resolve import get_stack
-    stack, _ = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=_say)
+    stack, _ = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=_say, hold=True)
     for note in stack.notes:
         _say(note)
     click.echo(f"{stack.kind} stack ready: kafka {stack.bootstrap_servers}, postgres "
                f"{stack.public()['postgres_dsn']}")
+    if stack.kind == "local":
+        _say("kept running until `harness down`")
 
 
 @cli.command()
@@ -109,15 +111,18 @@ def status(as_json, stack_kind, bootstrap_servers, postgres_dsn):
         click.echo(f"postgres version:  {pub['postgres_version'] or 'unknown'}")
         if pub["pids"]:
             click.echo("pids:              " + ", ".join(f"{k}={v}" for k, v in pub["pids"].items()))
+        for note in stack.notes:
+            click.echo(f"note:              {note}")
     sys.exit(0 if stack.healthy else 1)
 
 
 @cli.command()
 @click.option("--purge", is_flag=True, help="Also delete Kafka's and PostgreSQL's data.")
 def down(purge):
-    """Stop the Kafka and PostgreSQL that `harness up` started.
+    """Stop the Kafka and PostgreSQL that this state folder started.
 
-    External clusters are never touched.
+    Only processes whose pid record matches (pid, start time, our own config or
+    data path) are signalled. External clusters are never touched.
 
     \b
     Example:
@@ -125,10 +130,12 @@ def down(purge):
     """
     from .stack import local, compose
     if (local.read_record() or {}).get("kind") == "compose":
-        compose.down(purge, log=_say)
+        if not compose.down(purge, log=_say):
+            raise HarnessError(f"cannot stop the compose stack: {compose.engine_available()}")
+        stopped = ["the compose stack"]
     else:
-        local.down(purge, log=_say)
-    click.echo("stack stopped")
+        stopped = local.down(purge, log=_say)
+    click.echo("stopped " + " and ".join(stopped) if stopped else "no stack was running")
 
 
 
@@ -242,18 +249,22 @@ def _print_scoreboard(report):
 
 
 def _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body):
-    """Get a stack (starting the local one if needed), run `body`, and stop what we started."""
+    """Get a stack (starting the local one if needed), run `body`, then let go of the stack.
+
+    A local stack is used under a lease: afterwards the services that commands started are
+    stopped only when no other command still uses them and `harness up` does not hold them
+    (see harness.stack.local). Decisions about the stack go to stderr even with --quiet.
+    """
     from .stack.resolve import get_stack
-    from .stack import local
     from .ui import log_fn
     log = log_fn(quiet)
-    stack, started = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=log)
+    stack, claim = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=log,
+                             command=" ".join(sys.argv[1:3]))
     try:
         return body(stack, log)
     finally:
-        if started and not keep_stack and stack.kind == "local":
-            log("stopping the stack this command started (keep it with --keep-stack, or start it with `harness up`)")
-            local.down(log=lambda _m: None)
+        if claim is not None:
+            claim.release(keep=keep_stack, say=_say)
 
 
 @cli.command()

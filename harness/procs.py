@@ -1,9 +1,13 @@
-"""Process bookkeeping: is a pid alive, stop it for sure, die with our parent.
+"""Process bookkeeping: is a pid alive, who is it, stop it for sure, die with our parent.
 
-The harness promises to leave no process behind. Services are stopped by pid
-(TERM, then KILL after a grace period); worker processes ask the kernel to
-SIGKILL them when their parent dies (PR_SET_PDEATHSIG), so even a harness
-killed with SIGKILL takes its workers with it.
+The harness promises to leave no process behind, and to touch no process that
+is not its own. A pid alone proves nothing (pids are recycled, pid files can
+be stale or forged), so `start_time` and `argv` let callers check a recorded
+process before each signal (see `harness.stack.pidrecord`), and `stop` signals
+a whole process group only when asked to, for a group the caller created.
+Worker processes ask the kernel to SIGKILL them when their parent dies
+(PR_SET_PDEATHSIG), so even a harness killed with SIGKILL takes its workers
+with it.
 """
 
 import ctypes
@@ -32,6 +36,37 @@ def alive(pid: int | None) -> bool:
         return False
 
 
+def start_time(pid: int | None) -> int | None:
+    """Field 22 of /proc/PID/stat: when the process started, in clock ticks after boot.
+
+    Together with the pid it names one process for good: a recycled pid has a later start time.
+    """
+    if not pid:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def argv(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def group_leader(pid: int) -> bool:
+    """True when `pid` leads its own process group (as after start_new_session=True)."""
+    try:
+        return os.getpgid(pid) == pid
+    except OSError:
+        return False
+
+
 def cmdline(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -49,20 +84,34 @@ def wait_gone(pid: int, timeout: float) -> bool:
     return not alive(pid)
 
 
-def stop(pid: int | None, grace: float = 10.0) -> None:
-    """TERM the process group (or pid), wait `grace` seconds, then KILL."""
+def stop(pid: int | None, grace: float = 10.0, *, group: bool = False,
+         first: signal.Signals = signal.SIGTERM, still_ours=None) -> bool:
+    """Send `first`, wait `grace` seconds, then KILL; True when the process is gone.
+
+    `still_ours()` is asked before every signal: when it says no, nothing more is sent
+    (the process changed hands or the caller cannot prove it is its own) and `stop`
+    returns False. With `group=True` the signal goes to the process group, but only
+    while `pid` still leads its own group; otherwise to the pid alone.
+    """
     if not alive(pid):
-        return
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+        return True
+    for sig in (first, signal.SIGKILL):
+        if not alive(pid):
+            return True
+        if still_ours is not None and not still_ours():
+            return not alive(pid)
         try:
-            os.killpg(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            try:
+            if group and group_leader(pid):
+                os.killpg(pid, sig)
+            else:
                 os.kill(pid, sig)
-            except ProcessLookupError:
-                return
-        if wait_gone(pid, grace if sig == signal.SIGTERM else 5.0):
-            return
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        if wait_gone(pid, grace if sig != signal.SIGKILL else 5.0):
+            return True
+    return not alive(pid)
 
 
 def die_with_parent() -> None:

@@ -35,6 +35,12 @@ def pids_where(predicate) -> list[int]:
     return out
 
 
+def processes_of(home: Path) -> list[int]:
+    """Live processes that belong to the stack in `home`: our folder appears in their command line."""
+    mark = str(home)
+    return pids_where(lambda cmd: mark in cmd and "pytest" not in cmd)
+
+
 def searchable_dir(prefix: str) -> Path:
     """A fresh folder that the `postgres` user can enter (pytest's tmp_path is mode 0700)."""
     import tempfile
@@ -68,3 +74,4 @@ def stack(stack_home):
     from harness import procs
     left = {k: v for k, v in st["pids"].items() if procs.alive(v)}
     assert not left, f"processes left after `harness down`: {left}"
+    assert not processes_of(stack_home), "processes from the test state folder survived `harness down`"

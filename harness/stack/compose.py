@@ -88,10 +88,12 @@ def status() -> Stack:
     return stack
 
 
-def down(purge: bool = False, variant: str = "single", log=print) -> None:
+def down(purge: bool = False, variant: str = "single", log=print) -> bool:
+    """Stop the compose stack; False when no Docker engine answers (then nothing was stopped)."""
     if engine_available():
-        return
+        return False
     cmd = ["docker", "compose", "-p", PROJECT, "-f", str(FILES[variant]), "down"] + (["-v"] if purge else [])
     log("Stopping the compose stack ...")
     subprocess.run(cmd, env=_env(state_dir()), capture_output=True, text=True, timeout=300)
     (state_dir() / "stack.json").unlink(missing_ok=True)
+    return True

@@ -5,6 +5,11 @@ Started with `java -cp <jars> kafka.Kafka server.properties` after
 brings. Settings are tuned for crash tests rather than production: a killed
 consumer must be back within a second and an aborted transaction must not
 linger (see `SERVER_SETTINGS`). Logs go to `<state>/kafka/logs/server.log`.
+
+The broker is started as the leader of a new session, and `kafka/kafka.pid`
+holds its pid record (see `pidrecord`): the JVM is only ever signalled when its
+pid, start time and our own `server.properties` path on its command line all
+match, and then as a whole process group, because we created that group.
 """
 
 import subprocess
@@ -12,7 +17,7 @@ import uuid
 from pathlib import Path
 
 from ..errors import HarnessError
-from .. import procs
+from . import pidrecord
 
 SERVER_SETTINGS = {
     # A single voter that is both broker and controller.
@@ -72,7 +77,9 @@ JVM_OPTS = ["-Xms512m", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
 START_TIMEOUT_S = 90
 
 
-class LocalKafka:
+class LocalKafka(pidrecord.RecordedService):
+    name = "Kafka"
+
     def __init__(self, state: Path):
         self.home = state / "kafka"
         self.data = self.home / "data"
@@ -80,12 +87,8 @@ class LocalKafka:
         self.props = self.home / "server.properties"
         self.pidfile = self.home / "kafka.pid"
 
-    def pid(self) -> int | None:
-        try:
-            pid = int(self.pidfile.read_text().strip())
-        except (OSError, ValueError):
-            return None
-        return pid if procs.alive(pid) and "kafka.Kafka" in procs.cmdline(pid) else None
+    def marks(self) -> list[str]:
+        return ["kafka.Kafka", str(self.props)]
 
     def log_tail(self, lines: int = 20) -> str:
         out = []
@@ -121,7 +124,7 @@ class LocalKafka:
         if proc.returncode != 0:
             raise HarnessError("Kafka storage format failed", (proc.stdout + proc.stderr)[-2000:])
 
-    def start(self, lib: Path, port: int, controller_port: int) -> int:
+    def start(self, lib: Path, port: int, controller_port: int, owner: str) -> int:
         self.home.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(parents=True, exist_ok=True)
         self.write_config(port, controller_port)
@@ -130,16 +133,29 @@ class LocalKafka:
             proc = subprocess.Popen(self._java(lib, "kafka.Kafka", str(self.props)), stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True, cwd=self.home)
-        self.pidfile.write_text(f"{proc.pid}\n")
+        try:
+            rec = pidrecord.capture(proc.pid, self.marks(), group=True, owner=owner,
+                                    ports={"kafka": port, "controller": controller_port})
+        except ProcessLookupError:
+            raise HarnessError("Kafka exited at once", self.log_tail())
+        pidrecord.write(self.pidfile, rec)
         return proc.pid
 
-    def stop(self) -> None:
+    def stop(self) -> tuple[bool, str | None]:
         # Kafka shuts down cleanly on TERM in a few seconds; KILL after that is safe for a test broker.
-        procs.stop(self.pid(), grace=20.0)
-        self.pidfile.unlink(missing_ok=True)
+        return self.stop_ours(grace=20.0)
 
 
 def _cluster_id() -> str:
+    """A random cluster id in Kafka's format (URL-safe base64 of 16 bytes).
+
+    One in 64 such ids starts with '-', which StorageTool's argument parser takes for an
+    option ("argument --cluster-id/-t: expected one argument"); Kafka's own Uuid.randomUuid
+    draws again in that case, and so do we.
+    """
     import base64
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 

@@ -6,6 +6,13 @@ the data folder belongs to it. The server listens on 127.0.0.1 only, requires
 a password (scram-sha-256) and keeps its socket inside its own folder, so it
 never collides with a system cluster. The password is generated once and
 kept in `<state>/postgres.password` (mode 0600); it is never printed.
+
+`pg_ctl start` makes the server; we then record its pid record in
+`postgres/postgres.pid` (see `pidrecord`). The server is only ever signalled,
+by pid and never as a group (pg_ctl made that session, not us), when the
+record matches (pid, start time, our data folder on its command line) and
+Postgres's own `postmaster.pid` names the same pid and data folder. We do not
+use `pg_ctl stop`: it would signal whatever pid postmaster.pid holds.
 """
 
 import glob
@@ -13,11 +20,12 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
 from ..errors import HarnessError
-from .. import procs
+from . import pidrecord
 
 USER = "harness"
 DATABASE = "harness"
@@ -46,12 +54,15 @@ def find_bindir() -> Path:
     raise HarnessError(MISSING)
 
 
-class LocalPostgres:
+class LocalPostgres(pidrecord.RecordedService):
+    name = "PostgreSQL"
+
     def __init__(self, state: Path):
         self.home = state / "postgres"
         self.data = self.home / "data"
         self.log = self.home / "server.log"
         self.password_file = state / "postgres.password"
+        self.pidfile = self.home / "postgres.pid"
 
     # -- who runs the server -------------------------------------------------
     def _as_server_user(self) -> list[str]:
@@ -83,12 +94,21 @@ class LocalPostgres:
         return f"postgresql://{USER}:{self.password()}@127.0.0.1:{port}/{DATABASE}"
 
     # -- lifecycle -----------------------------------------------------------
-    def pid(self) -> int | None:
+    def postmaster(self) -> tuple[int, str, int | None] | None:
+        """Postgres's own postmaster.pid: (pid, data folder, port), or None when unreadable."""
         try:
-            pid = int((self.data / "postmaster.pid").read_text().splitlines()[0])
-        except (OSError, ValueError, IndexError, PermissionError):
+            lines = (self.data / "postmaster.pid").read_text().splitlines()
+            return int(lines[0]), lines[1], (int(lines[3]) if len(lines) > 3 and lines[3].strip() else None)
+        except (OSError, ValueError, IndexError):
             return None
-        return pid if procs.alive(pid) and "postgres" in procs.cmdline(pid) else None
+
+    def extra_check(self, rec: pidrecord.PidRecord) -> str | None:
+        pm = self.postmaster()
+        if pm is None:
+            return f"{self.data}/postmaster.pid is missing or unreadable"
+        if pm[0] != rec.pid or pm[1] != str(self.data):
+            return f"{self.data}/postmaster.pid names pid {pm[0]} and folder {pm[1]}"
+        return None
 
     def log_tail(self, lines: int = 20) -> str:
         try:
@@ -124,12 +144,20 @@ class LocalPostgres:
             f.write("".join(f"{k} = '{v}'\n" for k, v in SERVER_SETTINGS.items()))
             f.write(f"unix_socket_directories = '{self.home}'\n")
 
-    def start(self, bindir: Path, port: int) -> None:
+    def start(self, bindir: Path, port: int, owner: str) -> None:
         self.init(bindir)
         self.log.touch()
         self._chown(self.home)
         self._run([str(bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w",
                    "-t", str(START_TIMEOUT_S), "-o", f"-p {port}", "start"], "start", START_TIMEOUT_S + 10)
+        pm = self.postmaster()
+        try:
+            if pm is None or pm[1] != str(self.data):
+                raise ProcessLookupError
+            rec = pidrecord.capture(pm[0], [str(self.data)], group=False, ports={"postgres": port}, owner=owner)
+        except ProcessLookupError:
+            raise HarnessError("PostgreSQL started but left no usable postmaster.pid", self.log_tail())
+        pidrecord.write(self.pidfile, rec)
         # The database named in the DSN (initdb made only `postgres`).
         import psycopg
         admin_dsn = self.dsn(port).rsplit("/", 1)[0] + "/postgres"
@@ -137,16 +165,9 @@ class LocalPostgres:
             if not conn.execute("select 1 from pg_database where datname = %s", (DATABASE,)).fetchone():
                 conn.execute(f"create database {DATABASE}")
 
-    def stop(self, bindir: Path | None) -> None:
-        pid = self.pid()
-        if not pid:
-            return
-        if bindir is not None:
-            try:
-                self._run([str(bindir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "-t", "30", "stop"], "stop", 40)
-            except HarnessError:
-                pass
-        procs.stop(pid, grace=10.0)
+    def stop(self) -> tuple[bool, str | None]:
+        # SIGINT is Postgres's fast shutdown (SIGTERM would wait for every client to leave).
+        return self.stop_ours(grace=30.0, first=signal.SIGINT)
 
 
 def _check_traversable(path: Path) -> None:

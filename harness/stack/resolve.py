@@ -32,18 +32,19 @@ def external(bootstrap: str | None, dsn: str | None) -> Stack:
 
 
 def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None = None,
-              log=print) -> tuple[Stack, bool]:
-    """Return (stack, started_now). `started_now` is True when this call started services."""
+              log=print, hold: bool = False, command: str = "") -> tuple[Stack, "local.Claim | None"]:
+    """Return (stack, claim). `claim` is the lease on a local stack that the caller must release.
+
+    With `hold` (`harness up`) a local stack is kept until `harness down` and there is no claim.
+    External and compose stacks are never stopped by a command, so they come without a claim.
+    """
     if bootstrap or dsn:
-        return external(bootstrap, dsn), False
+        return external(bootstrap, dsn), None
     if kind not in STACKS:
         raise HarnessError(f"unknown --stack {kind!r}; choose one of: {', '.join(STACKS)}")
     if kind == "compose":
         st = compose.status() if compose.engine_available() is None else None
         if st and st.healthy:
-            return st, False
-        return compose.up(log=log), True
-    st = local.status(check=True)
-    if st and st.healthy:
-        return st, False
-    return local.up(log=log)
+            return st, None
+        return compose.up(log=log), None
+    return local.up(log=log, hold=hold, command=command)

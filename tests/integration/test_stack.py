@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from tests.conftest import harness, searchable_dir
+from tests.conftest import harness, processes_of, searchable_dir
 
 pytestmark = pytest.mark.integration
 
@@ -88,11 +88,37 @@ def test_status_json_and_second_up_reuses(stack):
 def test_down_leaves_no_process():
     """A second, separate stack: up, then down, then every pid it had is gone."""
     from harness import procs
+    import shutil
     home = searchable_dir("harness-test-own-")
     env = {"HARNESS_HOME": str(home)}
     harness("up", env=env, check=True)
     pids = json.loads(harness("status", "--json", env=env, check=True).stdout)["pids"]
     assert all(pids.values())
-    harness("down", "--purge", env=env, check=True)
+    down = harness("down", "--purge", env=env, check=True)
+    assert down.stdout.strip() == f"stopped Kafka (pid {pids['kafka']}) and PostgreSQL (pid {pids['postgres']})"
     assert not [p for p in pids.values() if procs.alive(p)]
+    assert not processes_of(home)
     assert harness("status", env=env).returncode == 1
+    assert harness("down", env=env, check=True).stdout.strip() == "no stack was running"
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.mark.parametrize("damage", ['{"kind": "local", "kafka_po', ""])
+def test_damaged_stack_json_while_the_stack_runs(stack, damage):
+    """status still sees the running stack; up reuses it and rewrites the record (no KeyError)."""
+    from pathlib import Path
+    env = {"HARNESS_HOME": stack["env"]["HARNESS_HOME"]}
+    record = Path(stack["env"]["HARNESS_HOME"]) / "stack.json"
+    before = json.loads(record.read_text())
+    pids = json.loads(harness("status", "--json", env=env, check=True).stdout)["pids"]
+    record.write_text(damage)
+    st = harness("status", "--json", env=env)
+    assert st.returncode == 0, st.stdout + st.stderr
+    got = json.loads(st.stdout)
+    assert got["healthy"] and got["pids"] == pids and got["bootstrap_servers"] == stack["bootstrap_servers"]
+    assert any("stack.json" in n for n in got["notes"])
+    up = harness("up", env=env)
+    assert up.returncode == 0 and "Traceback" not in up.stderr, up.stderr
+    assert "rebuilt it from the running services" in up.stderr and "Starting" not in up.stderr
+    assert json.loads(record.read_text()) == before
+    assert json.loads(harness("status", "--json", env=env, check=True).stdout)["pids"] == pids
