@@ -200,9 +200,10 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
     """Run one experiment: produce payments, crash workers, audit, judge, report.
 
     With no stack configured it starts the local one (Kafka and PostgreSQL as
-    processes) and stops it afterwards unless --keep-stack; a stack started by
-    `harness up` is reused and left running. The last line printed is the
-    report folder (report.json, report.md, report.html).
+    processes) and stops what it started afterwards, unless --keep-stack or
+    another command still uses it; a stack started by `harness up` is reused
+    and left running. The last line printed is the report folder
+    (report.json, report.md, report.html).
     """
     from .params import RunParams
     from .runner import EXIT_CODES
@@ -278,7 +279,7 @@ def clean(run_ids, all_runs, stack_kind, bootstrap_servers, postgres_dsn):
 
     \b
     Example:
-      harness clean 20261129T183000-offset-after
+      harness clean 20261129T183000.123-offset-after-3f9a2c
       harness clean --all
     """
     from .clean import clean_runs
