@@ -240,8 +240,8 @@ EOS_DEDUPE = Experiment(
 ZOMBIE = Experiment(
     name="zombie",
     steps=EOS.steps,
-    kill_points=(),
-    default_point=None,
+    kill_points=EOS.kill_points,       # the eos loop: its gaps are where the freeze may catch it
+    default_point=EOS.default_point,
     stores=Stores(output=True),
     proves="Zombie fencing: a producer that wakes up after its replacement took its transactional.id is fenced.",
     expected="the zombie gets a fatal fenced error; read_committed output exact",

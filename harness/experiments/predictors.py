@@ -60,6 +60,7 @@ class CrashFacts:
     """The crash log, read once for every predictor."""
     crashes: list
     commit_every: int = 1
+    interruptions: int = 0     # faults that stopped a worker at an instant it did not choose (a zombie's freeze)
 
     @property
     def described(self) -> list:
@@ -67,7 +68,7 @@ class CrashFacts:
 
     @property
     def undescribed(self) -> int:
-        return len(self.crashes) - len(self.described)
+        return len(self.crashes) - len(self.described) + self.interruptions
 
     @property
     def exact(self) -> bool:
@@ -153,13 +154,15 @@ def check_declared_damage(exp, crashes: list) -> list[str]:
     return out
 
 
-def predict(exp, crashes: list[dict], commit_every: int = 1) -> Prediction:
-    facts = CrashFacts(crashes, commit_every)
+def predict(exp, crashes: list[dict], commit_every: int = 1, interruptions: int = 0) -> Prediction:
+    """`interruptions`: workers a fault stopped at an instant of its own (not in the crash log), whose
+    in-flight records are unknown: like undescribed crashes, they turn exact numbers into bounds."""
+    facts = CrashFacts(crashes, commit_every, interruptions)
     p = Prediction(exact=facts.exact)
     for pr in exp.predictors:
         pr.add(p, facts, exp)
     p.inconsistent = check_declared_damage(exp, facts.described)
     if not facts.exact:
-        p.note = (f"{facts.undescribed} crash(es) struck at instants the worker did not choose, so what was in "
+        p.note = (f"{facts.undescribed} crash(es) or freeze(s) struck at instants the worker did not choose, so what was in "
                   f"flight is unknown: the affected numbers are upper bounds; the audit itself is exact")
     return p

@@ -51,6 +51,11 @@ class Fault:
     def sentence(self, story: dict | None) -> str:
         return ""
 
+    def interruptions(self, story: dict | None) -> int:
+        """Workers this fault stopped at an instant of its choosing without a crash record (their in-flight
+        records are unknown, so the predictions they touch become bounds)."""
+        return 0
+
     def describe(self) -> dict:
         return {"fault": self.name, **{k: getattr(self, k) for k in self.options}}
 

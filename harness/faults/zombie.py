@@ -98,6 +98,10 @@ class ZombiePause(Fault):
         return [{"fault": self.name, "time": self.times["paused"], "target": "w0 attempt 1",
                  "pause_seconds": self.pause_s, "state": self.state}]
 
+    def interruptions(self, story: dict | None) -> int:
+        # Frozen mid-transaction or between two: its open transaction, if any, is aborted by the fencing.
+        return 1 if story and "paused" in story.get("times_since_pause", {}) else 0
+
     def observed(self, story: dict | None) -> dict:
         return {"fault.zombie.fenced": int(bool(story and story["fenced"]))}
 

@@ -129,8 +129,9 @@ def now() -> float:
 def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, audit, stalls) -> RunReport:
     """The report's data, from the run's declaration, its faults, the crash log and the audit."""
     params, exp, names, stack = r.params, r.exp, r.names, r.stack
-    pred = predict(exp, crashes, params.commit_every)
     fault_details = {f.name: f.story(result.events) for f in faults}
+    pred = predict(exp, crashes, params.commit_every,
+                   interruptions=sum(f.interruptions(fault_details[f.name]) for f in faults))
     observed = dict(audit.metrics)
     for f in faults:
         observed.update(f.observed(fault_details[f.name]))

@@ -92,3 +92,11 @@ def test_every_declaration_is_whole(name):
     if e.loop is not None and e.kill_points:      # Streams owns its commit: its one point is inside the topology
         assert e.kill_points[-1].before is None, "the gap after the last step is a kill point"
     assert all(p.says for p in e.kill_points)
+
+
+def test_a_zombie_freeze_bounds_the_aborted_copies_it_may_leave():
+    # Frozen inside a transaction, the zombie's open records are aborted by the fencing: 0 or up to
+    # commit_every copies for read_uncommitted readers, and read_committed stays exact.
+    e = expectations(predict(get("zombie"), [], commit_every=1, interruptions=1))
+    assert e["kafka.read_uncommitted.duplicates"] == ("<=", 1)
+    assert e["kafka.read_committed.duplicates"] == ("==", 0) and e["kafka.read_committed.lost"] == ("==", 0)
