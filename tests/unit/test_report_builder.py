@@ -21,7 +21,8 @@ POSITIONS = {k: (0, i) for i, k in enumerate(AMOUNTS)}
 STACK = Stack("external", "127.0.0.1:1", "postgresql://harness:S3cret@127.0.0.1:1/harness", owned=False)
 
 
-def make(name, rows=None, output=None, crashes=(), status="complete", error=None, committed=None, **params):
+def make(name, rows=None, output=None, crashes=(), status="complete", error=None, committed=None, deaths=(),
+         **params):
     p = RunParams(name, messages=5, **params)
     exp = get(name).resolve(p)
     r = Run(p, exp, RunNames("20261130T000000-x"), STACK, Path("/nonexistent"), amounts=AMOUNTS)
@@ -33,7 +34,8 @@ def make(name, rows=None, output=None, crashes=(), status="complete", error=None
                           sent, {"read_committed": output or [], "read_uncommitted": output or []}, None, amounts))
     events = [{"event": "first_message", "worker": "w0", "attempt": 2, "t": 1.5},
               {"event": "done", "worker": "w0", "attempt": 2, "t": 2.0, "delivered": 5}]
-    result = SupervisorResult(status=status, restarts=len(crashes), wall_seconds=2.0, events=events)
+    result = SupervisorResult(status=status, restarts=len(crashes), wall_seconds=2.0, events=events,
+                              unplanned_deaths=list(deaths))
     return assemble(r, faults, True, result, list(crashes), audit, stalls=None).data
 
 
@@ -78,3 +80,16 @@ def test_zombie_report_carries_the_fault_story():
     validate(d)
     # the fault never ran here, so the zombie was not fenced: the verdict says so
     assert d["verdict"] == "unexpected" and "fault.zombie.fenced: predicted == 1, observed 0" in d["verdict_detail"]["failed"]
+
+
+def test_unplanned_deaths_are_said_even_when_as_predicted():
+    from harness.report import markdown
+    from harness.report.model import RunReport
+    rows = [(i, 100) for i in AMOUNTS]
+    deaths = [{"worker": "w0", "attempt": n, "exit_code": -9, "time": 1.0 + n} for n in range(1, 5)]
+    d = make("dedupe", rows, deaths=deaths)
+    validate(d)
+    assert d["verdict"] == "as-predicted"
+    assert "4 worker death(s) no fault caused" in d["summary"]
+    assert ("unplanned worker deaths", "4", "0") in RunReport(d).scoreboard()
+    assert "4 worker death(s) no fault caused:** w0 attempt 1 (exit -9)" in markdown.render(RunReport(d))
