@@ -87,7 +87,7 @@ def test_unplanned_deaths_are_said_even_when_as_predicted():
     from harness.report.model import RunReport
     rows = [(i, 100) for i in AMOUNTS]
     deaths = [{"worker": "w0", "attempt": n, "exit_code": -9, "time": 1.0 + n} for n in range(1, 5)]
-    d = make("dedupe", rows, deaths=deaths)
+    d = make("offset-after", rows, deaths=deaths)
     validate(d)
     assert d["verdict"] == "as-predicted"
     assert "4 worker death(s) no fault caused" in d["summary"]
