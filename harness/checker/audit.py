@@ -78,7 +78,12 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
             a.evidence.integrity += integ.failures("ledger")
             a.evidence.ledger_per_id = a.ledger.per_id
             a.evidence.ledger_lost_ids = a.ledger.lost_ids if a.ledger.lost is not None else None
-            a.dedupe_hits = rows.dedupe_hits
+        if exp.stores.dedupe:
+            if rows.dedupe_rows is None:
+                a.evidence.errors.append(f"dedupe table: {rows.dedupe_error}")
+            else:
+                a.dedupe_hits = rows.dedupe_hits
+                a.evidence.dedupe_hits_per_id = dict(rows.dedupe_rows)
         a.metrics.update({"ledger.duplicates": a.ledger.duplicates, "ledger.lost": a.ledger.lost,
                           "ledger.dedupe_hits": a.dedupe_hits})
         a.evidence.ids.update({"ledger.duplicates": a.ledger.duplicate_ids, "ledger.lost": a.ledger.lost_ids})
@@ -96,13 +101,15 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
                                  k.get("unexpected_ids") or [], k.get("per_id") or {})
                 a.output[iso] = _split(c, positions, committed, finished)
                 if k.get("unexpected_ids"):
-                    a.evidence.integrity.append((f"kafka.{iso}: records for ids that were never sent",
-                                                 k["unexpected_ids"]))
+                    a.evidence.integrity.append((f"kafka.{iso} ids never sent: {len(k['unexpected_ids'])} id(s) "
+                                                 f"with records but no payment", k["unexpected_ids"]))
                 if k.get("bad_value_ids"):
-                    a.evidence.integrity.append((f"kafka.{iso}: records whose value does not match the input "
-                                                 f"payment", k["bad_value_ids"]))
+                    a.evidence.integrity.append((f"kafka.{iso} values: {len(k['bad_value_ids'])} id(s) with a "
+                                                 f"record whose value does not match its payment", k["bad_value_ids"]))
             a.metrics[f"kafka.{iso}.duplicates"] = a.output[iso].duplicates
             a.metrics[f"kafka.{iso}.lost"] = a.output[iso].lost
             a.evidence.ids.update({f"kafka.{iso}.duplicates": a.output[iso].duplicate_ids,
                                    f"kafka.{iso}.lost": a.output[iso].lost_ids})
+        if a.output["read_uncommitted"] is not UNKNOWN:
+            a.evidence.uncommitted_per_id = a.output["read_uncommitted"].per_id
     return a

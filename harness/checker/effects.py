@@ -51,14 +51,14 @@ class Integrity:
     def failures(self, store: str) -> list[tuple[str, list]]:
         out = []
         if self.wrong_amount_ids:
-            out.append((f"{store}: {len(self.wrong_amount_ids)} effect(s) with an amount other than the payment's",
-                        self.wrong_amount_ids))
+            out.append((f"{store} amounts: {len(self.wrong_amount_ids)} id(s) with an effect whose amount is not "
+                        f"the payment's", self.wrong_amount_ids))
         if self.unexpected_ids:
-            out.append((f"{store}: {len(self.unexpected_ids)} effect(s) for ids that were never sent",
+            out.append((f"{store} ids never sent: {len(self.unexpected_ids)} id(s) with effects but no payment",
                         self.unexpected_ids))
         if self.actual_total != self.total_from_counts:
-            out.append((f"{store}: total {self.actual_total:,} is not expected + duplicated - lost amounts "
-                        f"({self.total_from_counts:,})", self.wrong_amount_ids or self.unexpected_ids))
+            out.append((f"{store} total: {self.actual_total:,} is not expected + duplicated - lost amounts "
+                        f"({self.total_from_counts:,})", []))
         return out
 
 

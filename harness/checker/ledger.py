@@ -13,20 +13,39 @@ class LedgerRows:
     rows: list | None              # [(message_id, amount)], None when the ledger could not be read
     dedupe_hits: int | None
     error: str | None = None
+    dedupe_rows: list | None = None     # [(message_id, hits)], None without a dedupe table or when unreadable
+    dedupe_error: str | None = None
+
+
+def _first_line(e: Exception) -> str:
+    from ..stack.model import redact
+    return redact(str(e).splitlines()[0] if str(e) else repr(e))
 
 
 def read_ledger(dsn: str, ledger: str, dedupe: str | None) -> LedgerRows:
+    """Each table is read on its own: an unreadable dedupe table leaves the ledger's numbers known."""
     import psycopg
     from psycopg import sql
-    from ..stack.model import redact
-    from ..workload.sqlnames import table_identifier as _ident
+    from ..workload.sqlnames import table_identifier
+    out = LedgerRows(None, None)
     try:
         with psycopg.connect(dsn, connect_timeout=10) as conn:
-            rows = conn.execute(sql.SQL("select message_id, amount from {}").format(_ident(ledger))).fetchall()
-            hits = conn.execute(sql.SQL("select coalesce(sum(hits), 0) from {}").format(_ident(dedupe))
-                                ).fetchone()[0] if dedupe else None
-    except Exception as e:  # noqa: BLE001 - report, never raise
-        msg = str(e).splitlines()[0] if str(e) else repr(e)
-        return LedgerRows(None, None, error=redact(msg))
-    return LedgerRows(rows=[(r[0], int(r[1]) if r[1] is not None else None) for r in rows],
-                      dedupe_hits=int(hits) if hits is not None else None)
+            try:
+                rows = conn.execute(sql.SQL("select message_id, amount from {}").format(table_identifier(ledger))
+                                    ).fetchall()
+                out.rows = [(r[0], int(r[1]) if r[1] is not None else None) for r in rows]
+            except Exception as e:  # noqa: BLE001 - report, never raise
+                out.error = _first_line(e)
+                conn.rollback()
+            if dedupe:
+                try:
+                    out.dedupe_rows = [(r[0], int(r[1])) for r in conn.execute(
+                        sql.SQL("select message_id, hits from {}").format(table_identifier(dedupe))).fetchall()]
+                    out.dedupe_hits = sum(h for _, h in out.dedupe_rows)
+                except Exception as e:  # noqa: BLE001
+                    out.dedupe_error = _first_line(e)
+    except Exception as e:  # noqa: BLE001 - the connection itself failed: nothing is known
+        out.error = _first_line(e)
+        if dedupe:
+            out.dedupe_error = out.error
+    return out

@@ -5,11 +5,13 @@ transaction (the last stable offset). When a transactional worker dies, its
 transaction stays open until someone aborts it: at once, when the restarted
 worker fences it with the same transactional.id; only after
 transaction.timeout.ms, when the restarted worker uses a fresh id. This
-watcher records when each record becomes visible, and which worker wrote it
-(the `worker` field the transactional workers add to each output value), so
-the report can say how long readers of the crashed worker's own records
-stalled after each crash: with several workers, another worker's records stay
-visible while the crashed one's partitions are blocked.
+watcher records when each record becomes visible, on which partition, and
+which worker wrote it (the `worker` field the workers add to each output
+value). Workers write each output record to its input's partition, so a dead
+transaction blocks exactly the partition it was working on: the stall of a
+crash is measured on the crashed record's partition (other partitions, and
+other workers, stay readable meanwhile), or on the crashed worker's records
+when the crash names no partition (a supervisor's random kill).
 """
 
 import json
@@ -22,7 +24,7 @@ import uuid
 class OutputWatcher:
     def __init__(self, bootstrap: str, topic: str):
         self.bootstrap, self.topic = bootstrap, topic
-        self.seen: list[tuple] = []   # (time visible to us, producer's create time in seconds, worker)
+        self.seen: list[tuple] = []   # (time visible to us, producer's create time in seconds, worker, partition)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="output-watcher", daemon=True)
         self._thread.start()
@@ -38,7 +40,7 @@ class OutputWatcher:
             while not self._stop.is_set():
                 for m in c.consume(num_messages=1000, timeout=0.1):
                     if not m.error():
-                        self.seen.append((time.time(), m.timestamp()[1] / 1000.0, _worker(m.value())))
+                        self.seen.append((time.time(), m.timestamp()[1] / 1000.0, _worker(m.value()), m.partition()))
             c.close()
         except Exception:  # noqa: BLE001 - a watcher that fails leaves the stall unknown, never breaks a run
             pass
@@ -60,16 +62,26 @@ def _worker(value: bytes | None) -> str | None:
 
 
 def stalls_after(seen: list[tuple], crashes: list) -> list[float | None]:
-    """`seen` holds (visible_at, created_at[, worker]) tuples; `crashes` crash records (time, worker) or bare
-    times. Records written before a crash but read late (a reader catching up) say nothing about the
-    crash, so only records created after it count; and only the crashed worker's own, when known.
-    None where no such record was seen (the stall is unknown)."""
+    """`seen` holds (visible_at, created_at[, worker[, partition]]) tuples; `crashes` crash records (time,
+    partition, worker) or bare times. Records written before a crash but read late (a reader catching up)
+    say nothing about the crash, so only records created after it count; and only those on the crashed
+    record's partition, or of the crashed worker when no partition is known. None where no such record
+    was seen (the stall is unknown)."""
     out: list = []
     for c in crashes:
-        t, worker = (c, None) if isinstance(c, (int, float)) else (c.get("time"), c.get("worker"))
+        if isinstance(c, (int, float)):
+            t, worker, partition = c, None, None
+        else:
+            t, worker, partition = c.get("time"), c.get("worker"), c.get("partition")
         if t is None:
             out.append(None)
             continue
-        visible = [s[0] for s in seen if s[1] > t and (worker is None or len(s) < 3 or s[2] == worker)]
+        visible = [s[0] for s in seen if s[1] > t and _same_place(s, worker, partition)]
         out.append(round(min(visible) - t, 3) if visible else None)
     return out
+
+
+def _same_place(s: tuple, worker, partition) -> bool:
+    if partition is not None and len(s) >= 4:
+        return s[3] == partition
+    return worker is None or len(s) < 3 or s[2] == worker

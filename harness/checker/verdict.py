@@ -20,6 +20,8 @@ class Evidence:
     """What the audit saw, beyond the headline numbers."""
     ledger_per_id: dict | None = None          # id -> effects, for ids with a count other than 1
     ledger_lost_ids: list | None = None        # ids with no effect that were acknowledged (not unprocessed)
+    dedupe_hits_per_id: dict | None = None     # id -> hits, from the dedupe table
+    uncommitted_per_id: dict | None = None     # id -> copies read_uncommitted readers see, for ids with != 1
     integrity: list = field(default_factory=list)   # (failure text, ids)
     errors: list = field(default_factory=list)      # audit errors: what could not be measured
     ids: dict = field(default_factory=dict)         # metric -> the ids behind it, named when it fails
@@ -30,7 +32,8 @@ class Verdict:
     verdict: str                                # "as-predicted" | "unexpected" | "audit-failed"
     failed: list = field(default_factory=list)  # "ledger.lost: predicted == 3, observed 4"
     differing_ids: dict = field(default_factory=dict)
-    differing_totals: dict = field(default_factory=dict)   # how many ids differ, before capping
+    differing_totals: dict = field(default_factory=dict)   # how many distinct ids differ, before capping
+    _all: dict = field(default_factory=dict, repr=False)
 
 
 def judge(p: Prediction, observed: dict, ev: Evidence | None = None) -> Verdict:
@@ -49,11 +52,15 @@ def judge(p: Prediction, observed: dict, ev: Evidence | None = None) -> Verdict:
         _ids(v, "lost", sorted(set(ev.ledger_lost_ids) ^ p.lost_ids))
     if p.exact and ev.ledger_per_id is not None and p.get("ledger.duplicates") is not None:
         got = Counter({i: n - 1 for i, n in ev.ledger_per_id.items() if n > 1})
-        want = p.duplicate_counts
-        _ids(v, "duplicates", sorted(i for i in set(got) | set(want) if got[i] != want[i]))
+        _ids(v, "duplicates", _differ(got, p.duplicate_counts))
+    if p.exact and p.hit_counts is not None and ev.dedupe_hits_per_id is not None:
+        _ids(v, "dedupe hits", _differ(Counter({i: n for i, n in ev.dedupe_hits_per_id.items() if n}), p.hit_counts))
+    if p.exact and p.aborted_counts is not None and ev.uncommitted_per_id is not None:
+        got = Counter({i: n - 1 for i, n in ev.uncommitted_per_id.items() if n > 1})
+        _ids(v, "aborted copies", _differ(got, p.aborted_counts))
     for text, ids in ev.integrity:
         v.failed.append(text)
-        _ids(v, text.split(":")[0].strip() + " integrity", sorted(ids))
+        _ids(v, text.split(":")[0].strip(), ids)
     v.failed += p.inconsistent
     if v.failed or v.differing_ids:
         v.verdict = "unexpected"
@@ -63,7 +70,14 @@ def judge(p: Prediction, observed: dict, ev: Evidence | None = None) -> Verdict:
     return v
 
 
-def _ids(v: Verdict, key: str, ids: list) -> None:
+def _differ(got: Counter, want: Counter) -> list:
+    return sorted(i for i in set(got) | set(want) if got[i] != want[i])
+
+
+def _ids(v: Verdict, key: str, ids) -> None:
+    """Record the ids behind a failure: distinct, sorted, capped in the report, counted in full."""
     if ids:
-        v.differing_ids[key] = v.differing_ids.get(key, []) + ids[:MAX_IDS]
-        v.differing_totals[key] = v.differing_totals.get(key, 0) + len(ids)
+        every = v._all.setdefault(key, set())
+        every.update(ids)
+        v.differing_ids[key] = sorted(every)[:MAX_IDS]
+        v.differing_totals[key] = len(every)

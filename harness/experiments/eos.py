@@ -116,7 +116,9 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
                                     produced=in_txn)
                     else:
                         ctx.kill.at("after-poll-before-produce", msg, produced=in_txn)
-                    producer.produce(ctx.args.output_topic, key=msg.key(), value=output_value(ctx, msg))
+                    # Same partition as the input: a dead transaction blocks exactly the crashed worker's partitions.
+                    producer.produce(ctx.args.output_topic, key=msg.key(), value=output_value(ctx, msg),
+                                     partition=msg.partition())
                     in_txn.append(msg)
                     ctx.kill.at(PRODUCE, msg, unacked=ledger, produced=in_txn)
                     if commit_due():

@@ -11,7 +11,8 @@ declaration; the checker knows no experiment by name.
 When some crashes were not described by the worker (a supervisor's random
 SIGKILL strikes at any instant), the numbers a kill point could change become
 upper bounds: at most `commit_every` records per undescribed crash, on top of
-what the described ones say. What no kill point of the experiment can cause
+what the described ones say (every payment, when transactions commit on a
+timer). What no kill point of the experiment can cause
 stays exact (offset-before never duplicates, whatever the instant).
 """
 
@@ -44,6 +45,8 @@ class Prediction:
     expectations: list = field(default_factory=list)
     lost_ids: set = field(default_factory=set)                 # exact only: ids the ledger must miss
     duplicate_counts: Counter = field(default_factory=Counter)  # exact only: id -> extra effects
+    aborted_counts: Counter | None = None      # exact only, with an output topic: id -> aborted copies
+    hit_counts: Counter | None = None          # exact only, with a dedupe table: id -> dedupe hits
     inconsistent: list = field(default_factory=list)           # crash records that contradict their kill point
     note: str = ""
 
@@ -59,7 +62,7 @@ class Prediction:
 class CrashFacts:
     """The crash log, read once for every predictor."""
     crashes: list
-    commit_every: int = 1
+    inflight_max: int = 1      # the most records a worker holds unacknowledged (commit_every, or all with a commit interval)
     interruptions: int = 0     # faults that stopped a worker at an instant it did not choose (a zombie's freeze)
 
     @property
@@ -78,7 +81,7 @@ class CrashFacts:
         return [i for c in self.described for i in (c.get(source) or []) if isinstance(i, str)]
 
     def slack(self) -> int:
-        return self.undescribed * max(1, self.commit_every)
+        return self.undescribed * max(1, self.inflight_max)
 
 
 def _expect(p: Prediction, facts: CrashFacts, metric: str, known: int, can_happen: bool) -> None:
@@ -103,6 +106,8 @@ class LedgerPredictor:
         if self.dedupe:
             p.expectations.append(Expectation("ledger.duplicates", 0))
             _expect(p, facts, "ledger.dedupe_hits", len(again), DEDUPED in damage)
+            if facts.exact:
+                p.hit_counts = Counter(again)
         else:
             _expect(p, facts, "ledger.duplicates", len(again), DUPLICATED in damage)
             if facts.exact:
@@ -121,8 +126,10 @@ class OutputPredictor:
     def add(self, p: Prediction, facts: CrashFacts, exp) -> None:
         p.expectations += [Expectation("kafka.read_committed.duplicates", 0),
                            Expectation("kafka.read_committed.lost", 0)]
-        _expect(p, facts, "kafka.read_uncommitted.duplicates", len(facts.ids(self.produced)),
-                ABORTED in exp.damage_anywhere())
+        produced = facts.ids(self.produced)
+        _expect(p, facts, "kafka.read_uncommitted.duplicates", len(produced), ABORTED in exp.damage_anywhere())
+        if facts.exact:
+            p.aborted_counts = Counter(produced)
         p.expectations.append(Expectation("kafka.read_uncommitted.lost", 0))
 
 
@@ -154,10 +161,12 @@ def check_declared_damage(exp, crashes: list) -> list[str]:
     return out
 
 
-def predict(exp, crashes: list[dict], commit_every: int = 1, interruptions: int = 0) -> Prediction:
-    """`interruptions`: workers a fault stopped at an instant of its own (not in the crash log), whose
-    in-flight records are unknown: like undescribed crashes, they turn exact numbers into bounds."""
-    facts = CrashFacts(crashes, commit_every, interruptions)
+def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int = 0) -> Prediction:
+    """`inflight_max`: the most records one worker holds unacknowledged (its commit_every, or every
+    payment when it commits on a timer). `interruptions`: workers stopped at an instant nobody
+    described (a zombie's freeze, a death no fault caused): like undescribed crashes, they turn the
+    numbers a crash can change into bounds."""
+    facts = CrashFacts(crashes, inflight_max, interruptions)
     p = Prediction(exact=facts.exact)
     for pr in exp.predictors:
         pr.add(p, facts, exp)

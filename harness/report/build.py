@@ -130,8 +130,10 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     """The report's data, from the run's declaration, its faults, the crash log and the audit."""
     params, exp, names, stack = r.params, r.exp, r.names, r.stack
     fault_details = {f.name: f.story(result.events) for f in faults}
-    pred = predict(exp, crashes, params.commit_every,
-                   interruptions=sum(f.interruptions(fault_details[f.name]) for f in faults))
+    deaths = list(result.unplanned_deaths)
+    inflight_max = params.messages if params.commit_interval_ms else params.commit_every
+    pred = predict(exp, crashes, inflight_max,
+                   interruptions=sum(f.interruptions(fault_details[f.name]) for f in faults) + len(deaths))
     observed = dict(audit.metrics)
     for f in faults:
         observed.update(f.observed(fault_details[f.name]))
@@ -198,7 +200,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "verdict_detail": asdict(VerdictDetail(
             failed=v.failed, differing_ids=v.differing_ids, differing_totals=v.differing_totals,
             reason=result.reason, audit_errors=list(audit.evidence.errors),
-            unplanned_deaths=list(result.unplanned_deaths))),
+            unplanned_deaths=deaths)),
         "timings": timings(result.wall_seconds, len(r.sent_ids), crash_rows),
         "restarts": result.restarts,
         "timeline": timeline(r.progress.samples, crashes, result.events, r.progress.t0, fault_rows),

@@ -14,7 +14,9 @@ NAMES = SimpleNamespace(ledger_table="harness.ledger_x", dedupe_table="harness.d
 
 
 def ledger(rows, hits=None, error=None):
-    return lambda dsn, table, dedupe: LedgerRows(rows, hits, error)
+    return lambda dsn, table, dedupe: LedgerRows(
+        rows, hits, error, dedupe_rows=[("a", hits)] if hits is not None and dedupe else None,
+        dedupe_error=error or ("no dedupe rows given" if dedupe else None))
 
 
 def output(committed, uncommitted=None, errors=None):
@@ -48,7 +50,8 @@ def test_a_ledger_that_cannot_be_read_is_unknown_not_zero():
                   ledger_reader=ledger(None, error="connection refused"))
     assert a.ledger.effects is None and a.ledger.lost is None and a.ledger_total is None
     assert a.metrics["ledger.duplicates"] is None
-    assert a.evidence.errors == ["ledger: connection refused"]
+    assert a.evidence.errors == ["ledger: connection refused", "dedupe table: connection refused"]
+    assert a.metrics["ledger.dedupe_hits"] is None
 
 
 def test_an_unreadable_output_is_unknown_and_a_readable_one_is_checked():
@@ -68,3 +71,11 @@ def test_a_changed_amount_and_a_stray_row_reach_the_evidence():
     a = audit_run(get("dedupe"), STACK, NAMES, AMOUNTS, POSITIONS, {0: 4}, True, ledger_reader=ledger(rows, 0))
     named = {i for _, ids in a.evidence.integrity for i in ids}
     assert {"c", "pay-999999"} <= named
+
+
+def test_an_unreadable_dedupe_table_leaves_the_ledger_known():
+    rows = [(i, 100) for i in AMOUNTS]
+    reader = lambda dsn, table, dedupe: LedgerRows(rows, None, None, None, 'relation "x" does not exist')  # noqa: E731
+    a = audit_run(get("dedupe"), STACK, NAMES, AMOUNTS, POSITIONS, {0: 4}, True, ledger_reader=reader)
+    assert (a.ledger.effects, a.ledger.lost, a.ledger_total) == (4, 0, 400)
+    assert a.dedupe_hits is None and a.evidence.errors == ['dedupe table: relation "x" does not exist']

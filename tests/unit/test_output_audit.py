@@ -51,3 +51,10 @@ def test_stall_joins_on_the_crashed_workers_own_records():
     assert stalls_after(seen, [{"time": 10.0, "worker": "w0"}]) == [0.8]
     assert stalls_after(seen, [{"time": 10.0, "worker": "w1"}]) == [0.05]
     assert stalls_after(seen, [{"time": 10.0, "worker": "w2"}]) == [None]
+
+
+def test_stall_is_measured_on_the_crashed_records_partition():
+    # The dead transaction blocks partition 1; the same worker's records on partition 0 flow at once.
+    seen = [(10.1, 10.05, "w0", 0), (16.5, 10.3, "w0", 1), (16.5, 16.4, "w0", 1)]
+    assert stalls_after(seen, [{"time": 10.0, "worker": "w0", "partition": 1}]) == [6.5]
+    assert stalls_after(seen, [{"time": 10.0, "worker": "w0", "partition": None}]) == [0.1]

@@ -67,10 +67,10 @@ def test_zombie_expects_a_fenced_producer_and_an_exact_topic():
 
 
 def test_random_kills_bound_only_what_a_kill_point_can_cause():
-    p = predict(get("offset-after"), [kill(), kill(), kill()], commit_every=10)
+    p = predict(get("offset-after"), [kill(), kill(), kill()], inflight_max=10)
     e = expectations(p)
     assert not p.exact and e["ledger.duplicates"] == ("<=", 30) and e["ledger.lost"] == ("==", 0)
-    e = expectations(predict(get("offset-before"), [kill()], commit_every=4))
+    e = expectations(predict(get("offset-before"), [kill()], inflight_max=4))
     assert e["ledger.lost"] == ("<=", 4) and e["ledger.duplicates"] == ("==", 0)   # never duplicates
     # a described crash and a random kill together: the bound sits on top of what is known
     e = expectations(predict(get("offset-after"), [crash("b", "after-effect-before-commit", unacked=["b"]), kill()]))
@@ -97,6 +97,11 @@ def test_every_declaration_is_whole(name):
 def test_a_zombie_freeze_bounds_the_aborted_copies_it_may_leave():
     # Frozen inside a transaction, the zombie's open records are aborted by the fencing: 0 or up to
     # commit_every copies for read_uncommitted readers, and read_committed stays exact.
-    e = expectations(predict(get("zombie"), [], commit_every=1, interruptions=1))
+    e = expectations(predict(get("zombie"), [], inflight_max=1, interruptions=1))
     assert e["kafka.read_uncommitted.duplicates"] == ("<=", 1)
     assert e["kafka.read_committed.duplicates"] == ("==", 0) and e["kafka.read_committed.lost"] == ("==", 0)
+
+
+def test_unplanned_deaths_turn_exact_numbers_into_bounds():
+    p = predict(get("offset-after"), [crash("b", "after-effect-before-commit", unacked=["b"])], interruptions=2)
+    assert not p.exact and expectations(p)["ledger.duplicates"] == ("<=", 3)

@@ -29,7 +29,9 @@ def make(name, rows=None, output=None, crashes=(), status="complete", error=None
     r.progress = SimpleNamespace(samples=[[0.5, 2], [1.0, 5]], committed=committed, t0=0.0)
     faults = build_faults(p, exp)
     audit = audit_run(exp, STACK, r.names, AMOUNTS, POSITIONS, committed, status == "complete",
-                      ledger_reader=lambda *a: LedgerRows(rows, 1 if exp.stores.dedupe else None, error),
+                      ledger_reader=lambda *a: LedgerRows(
+                          rows, 0 if exp.stores.dedupe else None, error,
+                          dedupe_rows=[] if exp.stores.dedupe and not error else None, dedupe_error=error),
                       output_reader=lambda b, t, sent, amounts: audit_records(
                           sent, {"read_committed": output or [], "read_uncommitted": output or []}, None, amounts))
     events = [{"event": "first_message", "worker": "w0", "attempt": 2, "t": 1.5},
@@ -58,7 +60,7 @@ def test_a_failed_audit_is_null_everywhere_and_says_why():
     validate(d)
     assert d["verdict"] == "audit-failed"
     assert (d["counts"]["effects"], d["counts"]["lost"], d["ledger"]["actual_total"]) == (None, None, None)
-    assert d["verdict_detail"]["audit_errors"] == ["ledger: connection refused"]
+    assert d["verdict_detail"]["audit_errors"] == ["ledger: connection refused", "dedupe table: connection refused"]
     assert "unknown lost" in d["summary"] and "connection refused" in d["summary"]
 
 

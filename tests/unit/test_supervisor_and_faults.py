@@ -101,6 +101,10 @@ def test_restart_seconds_join_each_crash_to_its_own_slot():
     events = [{"event": "first_message", "worker": "w1", "t": 10.1}, {"event": "first_message", "worker": "w0", "t": 10.7},
               {"event": "first_message", "worker": "w0", "t": 31.0}]
     assert restart_seconds(crashes, events) == [0.7, 0.1, 1.0]
+    # w1's last crash left nothing for its replacement: None there, and no value shifts onto the next crash.
+    crashes = [{"worker": "w1", "time": 40.0}, {"worker": "w0", "time": 50.0}]
+    events.append({"event": "first_message", "worker": "w0", "t": 50.2})
+    assert restart_seconds(crashes, events) == [None, 0.2]
 
 
 # -- faults ----------------------------------------------------------------------------------------
