@@ -161,8 +161,9 @@ def conclusion(rows: list[dict]) -> str:
     """The suite's last line: where exactly-once held, where it stopped, and why."""
     held, lost_or_dup, boundary, keyed = [], [], [], []
     for r in rows:
-        # A run that did not finish proves nothing about the guarantee: it is listed at the end instead.
-        if not r.get("counts") or r.get("verdict") not in ("as-predicted", "unexpected"):
+        # Only a run whose every check passed says something about its guarantee; a run that did not
+        # finish, or whose audit found something off, is listed at the end instead.
+        if not r.get("counts") or r.get("verdict") != "as-predicted":
             continue
         x, name = exact(r), r["experiment"]
         if x["effects"] is False and x["topic"]:
@@ -173,11 +174,11 @@ def conclusion(rows: list[dict]) -> str:
             held.append(name)
             if x["effects"] and (r["counts"].get("dedupe_hits") or 0) > 0:
                 keyed.append(name)
-    finished = [r for r in rows if r.get("counts") and r.get("verdict") in ("as-predicted", "unexpected")]
+    finished = [r for r in rows if r.get("counts") and r.get("verdict") == "as-predicted"]
     if not finished:
-        return ("No experiment finished, so this suite states no finding: "
+        return ("No experiment finished as predicted, so this suite states no finding: "
                 + ", ".join(f"{r['experiment']} {r.get('verdict')}" for r in rows) + ".")
-    parts = [f"Exactly-once held in {', '.join(held) or 'none of the finished experiments'}."]
+    parts = [f"Exactly-once held in {', '.join(held) or 'none of the experiments that ran as predicted'}."]
     if lost_or_dup:
         parts.append(f"It did not hold in {', '.join(lost_or_dup)}.")
     if boundary:

@@ -51,6 +51,10 @@ class Fault:
     def sentence(self, story: dict | None) -> str:
         return ""
 
+    def shortfall(self, crashes: list[dict], story: dict | None) -> str:
+        """A sentence when the fault did less than it was asked to (fewer kills than requested)."""
+        return ""
+
     def interruptions(self, story: dict | None) -> int:
         """Workers this fault stopped at an instant of its choosing without a crash record (their in-flight
         records are unknown, so the predictions they touch become bounds)."""

@@ -41,3 +41,14 @@ class PlannedCrash(Fault):
 
     def describe(self) -> dict:
         return {"fault": self.name, "rate": self.rate, "point": self.point, "points": self.points}
+
+    def story(self, events) -> dict:
+        return {"planned": getattr(self, "planned", 0)}
+
+    def shortfall(self, crashes: list[dict], story: dict | None) -> str:
+        struck = sum(1 for c in crashes if c.get("by") != "supervisor")
+        planned = (story or {}).get("planned", 0)
+        if struck < planned:
+            return (f" {struck:,} of {planned:,} planned crashes struck (a planned payment whose kill point the "
+                    f"worker never reached, e.g. after the last commit, does not crash).")
+        return ""

@@ -49,6 +49,16 @@ class RandomKill(Fault):
                                                 "offset": None, "worker": s.name, "attempt": s.attempt,
                                                 "time": time.time(), "by": "supervisor"})
 
+    def story(self, events) -> dict:
+        return {"requested": self.kills}
+
+    def shortfall(self, crashes: list[dict], story: dict | None) -> str:
+        struck = sum(1 for c in crashes if c.get("by") == "supervisor")
+        if struck < self.kills:
+            return (f" Only {struck:,} of {self.kills:,} random kills struck: the workers finished first "
+                    f"(more payments give the kills time to land).")
+        return ""
+
     def entries(self, crashes, events) -> list[dict]:
         return [{"fault": self.name, "time": c.get("time"), "target": f"{c.get('worker')} attempt {c.get('attempt')}"}
                 for c in crashes if c.get("by") == "supervisor"]

@@ -184,7 +184,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
                   "dedupe_table": names.dedupe_table if exp.stores.dedupe else None},
         "faults_configured": [f.describe() for f in faults],
         "faults": fault_rows,
-        "fault_details": {k: v for k, v in fault_details.items() if v is not None},
+        "fault_details": {k: v for k, v in fault_details.items() if v},
         "crashes": crash_rows,
         "counts": asdict(counts),
         "predicted": asdict(predicted),
@@ -205,7 +205,8 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "restarts": result.restarts,
         "timeline": timeline(r.progress.samples, crashes, result.events, r.progress.t0, fault_rows),
     }
-    data["summary"] = summarize(data, [f.sentence(fault_details[f.name]) for f in faults])
+    data["summary"] = summarize(data, [f.sentence(fault_details[f.name]) + f.shortfall(crashes, fault_details[f.name])
+                                       for f in faults])
     return RunReport(data)
 
 

@@ -75,7 +75,7 @@ def run_chart(d: dict) -> str:
         candidates.append(("dedupe hits", "dedupe_hits", c.get("dedupe_hits"), p.get("dedupe_hits"), OK))
     if ko:
         candidates.append(("aborted copies", "aborted", ko["read_uncommitted"]["duplicates"], pk, ABORTED))
-    groups = [(label, [(name, obs, color), (f"predicted-{name}", pred or 0, PRED)])
+    groups = [(label, [(name, obs, color)] + ([(f"predicted-{name}", pred, PRED)] if pred is not None else []))
               for label, name, obs, pred, color in candidates if obs is not None]
     if not groups:
         return "<p class=muted>No chart: the audit could not measure these numbers.</p>"

@@ -27,8 +27,8 @@ def render(r: RunReport) -> str:
             f"{x['worker']} attempt {x['attempt']} (exit {x['exit_code']})" for x in deaths[:10])]
     an = d["anomalies"]
     out += ["", "## Anomalies (first ids)", "",
-            f"- lost ({fmt(an['lost_total'])}): {', '.join(an['lost_ids']) or 'none'}",
-            f"- duplicated ({fmt(an['duplicates_total'])}): {', '.join(an['duplicate_ids']) or 'none'}"]
+            f"- lost ({fmt(an['lost_total'])}): {_ids(an['lost_ids'], an['lost_total'])}",
+            f"- duplicated ({fmt(an['duplicates_total'])}): {_ids(an['duplicate_ids'], an['duplicates_total'])}"]
     if an.get("unexpected_ids"):
         out.append(f"- effects for ids never sent: {', '.join(an['unexpected_ids'])}")
     if an.get("unprocessed_total"):
@@ -81,3 +81,9 @@ def render(r: RunReport) -> str:
 
 def _opt(v) -> str:
     return "" if v is None else fmt(v)
+
+
+def _ids(ids: list, total) -> str:
+    if total is None:
+        return "unknown"
+    return ", ".join(ids) or "none"

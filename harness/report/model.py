@@ -66,7 +66,7 @@ class RunReport:
             rows.append(("other faults", fmt(len(others)), ""))
         deaths = (d.get("verdict_detail") or {}).get("unplanned_deaths") or []
         if deaths:
-            rows.append(("unplanned worker deaths", fmt(len(deaths)), "0"))
+            rows.append(("unplanned worker deaths", fmt(len(deaths)), ""))
         return rows
 
     def summary(self) -> str:

@@ -1,0 +1,35 @@
+"""The suite's last line states findings only from runs whose every check passed."""
+
+from harness.suite import conclusion, exit_code
+
+
+def row(name, verdict, lost=0, dups=0, hits=None, ledger=True, rc=None):
+    return {"experiment": name, "verdict": verdict,
+            "counts": {"sent": 10, "lost": lost, "duplicates": dups, "dedupe_hits": hits},
+            "ledger": {"actual_total": 1000 if ledger else None},
+            "kafka_output": {"read_committed": rc} if rc else None}
+
+
+def test_an_unexpected_run_is_never_said_to_hold():
+    rows = [row("offset-before", "as-predicted", lost=6), row("dedupe", "unexpected", hits=3)]
+    text = conclusion(rows)
+    assert "held in dedupe" not in text and "made the database exact (dedupe)" not in text
+    assert "It did not hold in offset-before (6 lost, 0 duplicated)." in text
+    assert text.endswith("Not as predicted or not finished: dedupe.")
+    assert exit_code(rows) == 1
+
+
+def test_findings_from_as_predicted_runs():
+    rows = [row("dedupe", "as-predicted", hits=3),
+            row("eos-boundary", "as-predicted", dups=2, rc={"lost": 0, "duplicates": 0})]
+    text = conclusion(rows)
+    assert text.startswith("Exactly-once held in dedupe.")
+    assert "eos-boundary kept an exact topic and a duplicated ledger" in text
+    assert exit_code(rows) == 0
+
+
+def test_no_finding_when_nothing_ran_as_predicted():
+    rows = [row("dedupe", "interrupted"), {"experiment": "eos", "verdict": "failed"}]
+    assert "states no finding" in conclusion(rows) and "held in" not in conclusion(rows)
+    assert exit_code(rows) == 130
+    assert exit_code([{"experiment": "eos", "verdict": "audit-failed"}]) == 3
