@@ -167,7 +167,7 @@ def _fault_help() -> str:
 @click.option("--workers", type=int, default=1, show_default=True, help="Worker processes (each owns a fixed set of partitions).")
 @click.option("--kill-mode", type=click.Choice(["points", "random"]), default="points", show_default=True,
               help="points: workers kill themselves at the named kill point; random: the supervisor SIGKILLs them at seeded times.")
-@click.option("--kills", type=int, default=10, show_default=True, help="Number of SIGKILLs with --kill-mode random.")
+@click.option("--kills", type=int, default=None, help="Number of SIGKILLs with --kill-mode random.  [default: 10]")
 @click.option("--kill-point", default=None,
               help="Where planned crashes strike: one of the experiment's kill points (`harness experiments`), "
                    "or `any` for a seeded point per crash. Default: the experiment's own.")
@@ -183,8 +183,8 @@ def _fault_help() -> str:
                    "transaction and read_committed readers stall until transaction.timeout.ms.")
 @click.option("--transaction-timeout-ms", type=int, default=None,
               help="eos family: the producers' transaction.timeout.ms (default 60000; 10000 with --fresh-transactional-id).")
-@click.option("--zombie-pause", type=float, default=3.0, show_default=True,
-              help="zombie: seconds the worker stays frozen before its replacement starts.")
+@click.option("--zombie-pause", type=float, default=None,
+              help="zombie: seconds the worker stays frozen before its replacement starts.  [default: 3]")
 @click.option("--payload-bytes", type=int, default=0, help="Pad each payment's JSON value to about this many bytes.")
 @click.option("--time-limit", type=float, default=600, show_default=True,
               help="Seconds before a stuck run is stopped and reported as incomplete.")
@@ -410,6 +410,15 @@ def main():  # noqa: C901
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except click.UsageError as e:
+        # One line, as for every other bad input: what is wrong, and where the help is.
+        words, c = [], e.ctx
+        while c is not None and c.parent is not None:
+            words.insert(0, c.info_name)
+            c = c.parent
+        where = " ".join(["harness", *words])
+        click.echo(f"error: {e.format_message()} (see `{where} --help`)", err=True)
+        sys.exit(2)
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)

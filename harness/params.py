@@ -19,6 +19,11 @@ FRESH_ID_TRANSACTION_TIMEOUT_MS = 10_000
 TXN_ABORT_MARGIN_S = 3.0
 # A run keeps every payment id in memory and audits each one: a million is the bound (10**12 ran out of memory).
 MAX_MESSAGES = 1_000_000
+MAX_PAYLOAD_BYTES = 100_000
+MAX_AMOUNT = 10 ** 12
+MAX_TRANSACTION_TIMEOUT_MS = 900_000
+MAX_PARTITIONS = 1_000
+MAX_WORKERS = 64
 
 
 @dataclass
@@ -32,7 +37,7 @@ class RunParams:
     partitions: int = 1
     workers: int = 1
     kill_mode: str = "points"
-    kills: int = 10
+    kills: int | None = None                # random-kill: how many (None: 10)
     kill_point: str | None = None
     time_limit: float = DEFAULT_TIME_LIMIT_S
     commit_interval_ms: int | None = None   # eos family: also commit a transaction this often
@@ -40,7 +45,7 @@ class RunParams:
     effect: str = "none"                    # eos-streams: "postgres" adds a ledger insert in the topology
     fresh_transactional_id: bool = False    # eos family: a restarted worker takes a NEW transactional.id
     transaction_timeout_ms: int | None = None
-    zombie_pause: float = 3.0               # zombie: seconds frozen before the replacement starts
+    zombie_pause: float | None = None       # zombie: seconds frozen before the replacement starts (None: 3)
     faults: list = field(default_factory=list)   # --fault NAME[:key=value,...]; empty: the experiment's own
 
     def validate(self) -> None:
@@ -60,7 +65,7 @@ class RunParams:
         if self.messages > MAX_MESSAGES:
             raise HarnessError(f"--messages must be at most {MAX_MESSAGES:,}, got {self.messages:,}")
         for name in ("kills", "payload_bytes"):
-            if getattr(self, name) < 0:
+            if getattr(self, name) is not None and getattr(self, name) < 0:
                 raise HarnessError(f"--{name.replace('_', '-')} must be 0 or more, got {getattr(self, name)}")
         for name in ("commit_interval_ms", "transaction_timeout_ms"):
             value = getattr(self, name)
@@ -68,9 +73,31 @@ class RunParams:
                 raise HarnessError(f"--{name.replace('_', '-')} must be at least 1 when given, got {value}")
         if not math.isfinite(self.time_limit) or self.time_limit <= 0:
             raise HarnessError(f"--time-limit must be a positive number of seconds, got {self.time_limit}")
-        if not math.isfinite(self.zombie_pause) or self.zombie_pause < 0:
+        if self.zombie_pause is not None and (not math.isfinite(self.zombie_pause) or self.zombie_pause < 0):
             raise HarnessError(f"--zombie-pause must be a number of seconds, 0 or more, got {self.zombie_pause}")
-        self.check_faults(exp.resolve(self))
+        for name, most, why in (("payload_bytes", MAX_PAYLOAD_BYTES, "a broker's default message size is 1 MB"),
+                                ("amount", MAX_AMOUNT, "the ledger's bigint must hold the total"),
+                                ("transaction_timeout_ms", MAX_TRANSACTION_TIMEOUT_MS,
+                                 "the brokers' transaction.max.timeout.ms default"),
+                                ("partitions", MAX_PARTITIONS, "a local broker on two cores"),
+                                ("workers", MAX_WORKERS, "each worker is a process with a warm spare")):
+            value = getattr(self, name)
+            if value is not None and value > most:
+                raise HarnessError(f"--{name.replace('_', '-')} must be at most {most:,} ({why}), got {value:,}")
+        resolved = exp.resolve(self)
+        if not resolved.stores.output:
+            for name, value in (("fresh_transactional_id", self.fresh_transactional_id),
+                                ("transaction_timeout_ms", self.transaction_timeout_ms),
+                                ("commit_interval_ms", self.commit_interval_ms)):
+                if value:
+                    raise HarnessError(f"--{name.replace('_', '-')} applies to experiments with Kafka transactions; "
+                                       f"{exp.name} has none")
+        built = self.check_faults(resolved)
+        names = {f.name for f in built}
+        if self.kills is not None and "random-kill" not in names:
+            raise HarnessError("--kills applies to random kills (--kill-mode random, or --fault random-kill)")
+        if self.zombie_pause is not None and "zombie" not in names:
+            raise HarnessError("--zombie-pause applies to the zombie fault (the zombie experiment, or --fault zombie)")
 
     def check_faults(self, exp) -> list:
         """Build the run's faults once to refuse a bad --fault or --kill-point before anything starts."""

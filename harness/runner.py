@@ -130,23 +130,21 @@ class _NoProgress:
 
 @contextmanager
 def signals_deferred():
-    """Hold SIGINT and SIGTERM while the evidence is audited and written: a second Ctrl-C, or the
-    suite's SIGTERM after the terminal's SIGINT, must not cost the run its report. They take effect
-    (as KeyboardInterrupt) once the report is on disk."""
+    """Ignore SIGINT, SIGTERM and SIGHUP while the evidence is audited and written (every read is
+    bounded in time): a second Ctrl-C, or the suite's SIGTERM after the terminal's SIGINT, must not cost
+    the run its report, and the report then says what the run was, with the matching exit status."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    got: list = []
-    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for s in old:
-        signal.signal(s, lambda signum, _frame: got.append(signum))
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    old = {s: signal.getsignal(s) for s in sigs}
+    for s in sigs:
+        signal.signal(s, signal.SIG_IGN)
     try:
         yield
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-    if got:
-        raise KeyboardInterrupt
 
 
 def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=None,
@@ -161,16 +159,15 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     run_dir = claim_run_dir(Path(out) if out else reports_dir() / run_id)
     kafka_logging.configure(run_dir / kafka_logging.FILE_NAME)
 
-    payments = make_payments(params.messages, params.amount, params.payload_bytes)
-    amounts = {p.id: p.amount for p in payments}
-    r = Run(params, exp, names, stack, run_dir, amounts=amounts, log=log)
-    CrashPlan.make(r.sent_ids, 0.0, params.seed).save(r.crash_plan)    # faults that plan crashes replace it
-    for f in faults:
-        f.setup(r)
-
-    watcher, launch, positions = None, None, {}
+    r = Run(params, exp, names, stack, run_dir, amounts={}, log=log)
+    watcher, launch, positions, result, produced = None, None, {}, None, False
     launcher = exp.launcher or PythonWorkers()
     try:
+        payments = make_payments(params.messages, params.amount, params.payload_bytes)
+        r.amounts = {p.id: p.amount for p in payments}
+        CrashPlan.make(r.sent_ids, 0.0, params.seed).save(r.crash_plan)    # faults that plan crashes replace it
+        for f in faults:
+            f.setup(r)
         log(f"[{run_id}] creating topic {names.input_topic} ({params.partitions} partitions) and tables")
         create_topic(stack.bootstrap_servers, names.input_topic, params.partitions)
         if exp.stores.output:
@@ -179,6 +176,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
             tables.create(stack.postgres_dsn, names.ledger_table, names.dedupe_table if exp.stores.dedupe else None)
         t_prod = time.time()
         produce(stack.bootstrap_servers, names.input_topic, payments, positions=positions)
+        produced = True
         log(f"[{run_id}] produced {len(payments)} payments in {time.time() - t_prod:.1f} s; faults: "
             + "; ".join(_fault_line(f) for f in faults) + f" (seed {params.seed})")
         r.progress = Progress(stack, names, params.partitions, params.messages, ui)
@@ -188,15 +186,23 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                          r.events, faults=faults, progress=r.progress, group_done=launch.group_done,
                          standby=launch.standby)
         result = sup.run()
+        _wait_for_unfenced_transactions(r, result, log)
     except KeyboardInterrupt:
-        # Stopped before the supervisor ran (it handles its own interrupts): still an honest report.
-        result = SupervisorResult(status="interrupted", reason="interrupted before the workers ran")
+        # The supervisor handles interrupts while workers run; this is before (set-up, produce) or after
+        # (the wait for unfenced transactions). Either way the run is interrupted and still reported.
+        if result is None:
+            result = SupervisorResult(status="interrupted", reason="interrupted before the workers ran")
+        else:
+            result.status, result.reason = "interrupted", "interrupted while waiting for dead transactions to end"
     except BaseException:
         if watcher:
             watcher.stop()
         if r.progress:
             r.progress.close()
         raise
+    if not produced:
+        # Only what the broker acknowledged was sent.
+        r.amounts = {i: a for i, a in r.amounts.items() if i in positions}
     if r.progress is None:
         r.progress = _NoProgress()
     with signals_deferred():
@@ -204,21 +210,27 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         r.progress({"crashes": len(crashlog.read(r.crash_log)), "restarts": result.restarts})
         r.progress.close()
         crashes = crashlog.read(r.crash_log)
-        if params.fresh_transactional_id and crashes and result.status == "complete":
-            # Nobody fenced the dead producers: their transactions end only when the broker times them out.
-            wait = crashes[-1]["time"] + params.transaction_timeout_ms / 1000 + TXN_ABORT_MARGIN_S - time.time()
-            if wait > 0:
-                log(f"[{run_id}] waiting {wait:.0f} s for the broker to abort the dead transactions "
-                    f"(fresh transactional.id: nothing fenced them)")
-                time.sleep(wait)
         if watcher:
             watcher.stop()
-        audit = audit_run(exp, stack, names, amounts, positions, r.progress.committed,
+        audit = audit_run(exp, stack, names, r.amounts, positions, r.progress.committed,
                           finished=result.status == "complete")
         report = assemble(r, faults, launch.reports_deliveries if launch else False, result, crashes, audit,
                           stalls=watcher.stalls(crashes) if watcher else None)
         write_all(report, run_dir)
     return report, run_dir
+
+
+def _wait_for_unfenced_transactions(r: Run, result, log) -> None:
+    """With a fresh transactional.id nobody fenced the dead producers: their transactions end only when
+    the broker times them out. The audit waits for that, or it would count still-open transactions."""
+    crashes = crashlog.read(r.crash_log)
+    if not (r.params.fresh_transactional_id and crashes and result.status == "complete"):
+        return
+    wait = crashes[-1]["time"] + r.params.transaction_timeout_ms / 1000 + TXN_ABORT_MARGIN_S - time.time()
+    if wait > 0:
+        log(f"[{r.names.run_id}] waiting {wait:.0f} s for the broker to abort the dead transactions "
+            f"(fresh transactional.id: nothing fenced them)")
+        time.sleep(wait)
 
 
 def _fault_line(f) -> str:

@@ -211,6 +211,8 @@ def parse_experiments(spec: str | None) -> list[str]:
     if not spec:
         return suite_experiments()
     names = [s.strip() for s in spec.split(",") if s.strip()]
+    if not names:
+        raise HarnessError(f"--experiments names no experiment; choose from: {', '.join(REGISTRY)}")
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         raise HarnessError(f"unknown experiment(s) {', '.join(unknown)}; choose from: {', '.join(REGISTRY)}")

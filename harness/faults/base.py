@@ -72,6 +72,8 @@ def parse_spec(spec: str) -> tuple[str, dict]:
         key, eq, value = part.partition("=")
         if not eq or not key.strip():
             raise HarnessError(f"--fault {spec!r}: options are key=value pairs separated by commas")
+        if key.strip() in opts:
+            raise HarnessError(f"--fault {spec!r}: {key.strip()} is given twice")
         opts[key.strip()] = value.strip()
     return name.strip(), opts
 

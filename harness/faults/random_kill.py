@@ -28,7 +28,7 @@ class RandomKill(Fault):
     @classmethod
     def from_options(cls, spec: str, opts: dict, params) -> "RandomKill":
         kills = number(spec, "kills", opts.pop("kills"), int, 0, 100_000) if "kills" in opts else params.kills
-        return cls(kills, params.seed)
+        return cls(10 if kills is None else kills, params.seed)
 
     def setup(self, run) -> None:
         self.delays = random_kill_delays(self.seed, self.kills)

@@ -37,7 +37,7 @@ class ZombiePause(Fault):
     @classmethod
     def from_options(cls, spec: str, opts: dict, params) -> "ZombiePause":
         pause = number(spec, "pause", opts.pop("pause"), float, 0.0, 3600) if "pause" in opts else params.zombie_pause
-        return cls(pause)
+        return cls(3.0 if pause is None else pause)
 
     def describe(self) -> dict:
         return {"fault": self.name, "pause": self.pause_s}

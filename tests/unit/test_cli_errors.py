@@ -210,3 +210,26 @@ def test_a_dsn_error_after_parsing_is_scrubbed_too(monkeypatch):
     assert "is unreachable" in str(e.value)
     for piece in SECRET_PIECES:
         assert piece not in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["run", "offset-after", "--messages", "abc"], "Invalid value for '--messages'"),
+    (["run"], "Missing argument 'EXPERIMENT'"),
+    (["experiments", "--json", "extra"], "unexpected extra argument"),
+    (["suite", "--experiments", ",,"], "--experiments names no experiment"),
+    (["run", "offset-before", "--fresh-transactional-id"], "applies to experiments with Kafka transactions"),
+    (["run", "offset-after", "--commit-interval-ms", "100"], "applies to experiments with Kafka transactions"),
+    (["run", "offset-after", "--kills", "3"], "--kills applies to random kills"),
+    (["run", "eos", "--zombie-pause", "2"], "--zombie-pause applies to the zombie fault"),
+    (["run", "eos", "--transaction-timeout-ms", "1000000"], "--transaction-timeout-ms must be at most 900,000"),
+    (["run", "offset-before", "--payload-bytes", "2000000"], "--payload-bytes must be at most 100,000"),
+    (["run", "offset-after", "--amount", "99999999999999999999"], "--amount must be at most"),
+    (["run", "offset-after", "--workers", "1000"], "--workers must be at most 64"),
+    (["run", "dedupe", "--fault", "planned-crash:rate=0.1,rate=0.2"], "rate is given twice"),
+])
+def test_usage_and_inapplicable_options_are_one_line(isolated, args, needle):
+    proc = harness(*args, env=isolated)
+    assert proc.returncode == 2
+    line = one_clear_line(proc, needle)
+    assert len([x for x in proc.stderr.splitlines() if x.strip()]) == 1, proc.stderr
+    assert line.startswith("error: ")
