@@ -92,11 +92,11 @@ class RunParams:
                 if value:
                     raise HarnessError(f"--{name.replace('_', '-')} applies to experiments with Kafka transactions; "
                                        f"{exp.name} has none")
+        from . import faults
         built = self.check_faults(resolved)
-        names = {f.name for f in built}
-        if self.kills is not None and "random-kill" not in names:
+        if self.kills is not None and not any(isinstance(f, faults.RandomKill) for f in built):
             raise HarnessError("--kills applies to random kills (--kill-mode random, or --fault random-kill)")
-        if self.zombie_pause is not None and "zombie" not in names:
+        if self.zombie_pause is not None and not any(isinstance(f, faults.ZombiePause) for f in built):
             raise HarnessError("--zombie-pause applies to the zombie fault (the zombie experiment, or --fault zombie)")
 
     def check_faults(self, exp) -> list:
