@@ -43,6 +43,7 @@ class SupervisorResult:
     status: str                      # "complete", "incomplete" (time limit or broken worker), "interrupted"
     restarts: int = 0
     unplanned_deaths: list = field(default_factory=list)   # {worker, attempt, exit_code, time}: not a fault's doing
+    killed_at_end: int = 0           # busy workers SIGKILLed because the run stopped (interrupt, time limit)
     reason: str | None = None
     wall_seconds: float = 0.0
     events: list = field(default_factory=list)    # every worker event, in order
@@ -207,6 +208,9 @@ class Supervisor:
         except KeyboardInterrupt:
             self.result.status, self.result.reason = "interrupted", "interrupted by the user"
         finally:
+            if self.result.status != "complete":
+                self.result.killed_at_end = sum(1 for s in self.slots if s.proc and not s.finished
+                                                and s.proc.poll() is None)
             self.kill_all()
             self._read_events()
             self.result.wall_seconds = time.time() - t0

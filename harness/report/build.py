@@ -133,7 +133,8 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     deaths = list(result.unplanned_deaths)
     inflight_max = params.messages if params.commit_interval_ms else params.commit_every
     pred = predict(exp, crashes, inflight_max,
-                   interruptions=sum(f.interruptions(fault_details[f.name]) for f in faults) + len(deaths))
+                   interruptions=sum(f.interruptions(fault_details[f.name]) for f in faults) + len(deaths)
+                   + result.killed_at_end)
     observed = dict(audit.metrics)
     for f in faults:
         observed.update(f.observed(fault_details[f.name]))

@@ -305,7 +305,10 @@ def test_an_interrupted_run_counts_what_it_never_reached_as_unprocessed(stack, t
     validate(d)
     assert d["verdict"] == "interrupted" and proc.returncode == 130
     c = d["counts"]
-    assert c["unprocessed"] > 0 and c["lost"] == d["predicted"]["lost"] < 100
+    # The workers still running were SIGKILLed where they stood: that last kill is not described, so the
+    # loss it may add is bounded (commit-every records), not predicted exactly.
+    assert d["predicted"]["exact"] is False
+    assert c["unprocessed"] > 0 and c["lost"] <= d["predicted"]["lost"] < 100
     assert c["effects"] + c["lost"] + c["unprocessed"] == 5000
 
 

@@ -73,6 +73,7 @@ def test_a_worker_that_keeps_failing_ends_the_run_incomplete(tmp_path):
 def test_the_time_limit_ends_a_stuck_run_and_kills_the_worker(tmp_path):
     r = supervisor(tmp_path, "sleep", time_limit=1.0, marker="harness-sup-stuck").run()
     assert r.status == "incomplete" and "time limit" in r.reason
+    assert r.killed_at_end == 1        # killed where it stood: an undescribed crash for the prediction
     assert not pids_where(lambda cmd: "harness-sup-stuck" in cmd)
 
 
