@@ -24,6 +24,8 @@ MAX_AMOUNT = 10 ** 12
 MAX_TRANSACTION_TIMEOUT_MS = 900_000
 MAX_PARTITIONS = 1_000
 MAX_WORKERS = 64
+MAX_KILLS = 100_000
+MAX_ZOMBIE_PAUSE_S = 3600
 
 
 @dataclass
@@ -80,7 +82,9 @@ class RunParams:
                                 ("transaction_timeout_ms", MAX_TRANSACTION_TIMEOUT_MS,
                                  "the brokers' transaction.max.timeout.ms default"),
                                 ("partitions", MAX_PARTITIONS, "a local broker on two cores"),
-                                ("workers", MAX_WORKERS, "each worker is a process with a warm spare")):
+                                ("workers", MAX_WORKERS, "each worker is a process with a warm spare"),
+                                ("kills", MAX_KILLS, "as --fault random-kill:kills"),
+                                ("zombie_pause", MAX_ZOMBIE_PAUSE_S, "as --fault zombie:pause")):
             value = getattr(self, name)
             if value is not None and value > most:
                 raise HarnessError(f"--{name.replace('_', '-')} must be at most {most:,} ({why}), got {value:,}")

@@ -111,6 +111,9 @@ class ZombiePause(Fault):
         t = story["times_since_pause"]
         if story["state"] == "missed":
             return " The worker finished before it could be frozen: no zombie."
+        if story["state"] in ("wait", "paused", "replaced"):
+            return (f" The zombie story did not finish (it got as far as: {story['state']}); nothing is claimed "
+                    f"about fencing.")
         return (f" The zombie was frozen for {story['pause_seconds']:g} s, replaced, resumed"
                 + (f" and fenced {t['zombie_fenced'] - t.get('resumed', 0):.2f} s after waking"
                    if story["fenced"] and "zombie_fenced" in t else ", and NOT fenced") + ".")

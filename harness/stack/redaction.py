@@ -9,6 +9,9 @@ a password, erring on the side of hiding too much:
 - URL form: everything between the first `:` after `scheme://` and the LAST
   `@` (a password may contain `@`, `:`, `/`, `%` and spaces); without any
   `@`, everything after a `:` that is not followed by a port number.
+- Anything else with an `@` (a URL with its `//` mistyped or missing, as in
+  `user:pass@host` or `postgresql:user:pass@host`): everything between the
+  first `:` and the last `@`, user name included.
 - key=value form and URL queries: the value of `password=` (and
   `sslpassword=`): a quoted value up to its closing quote (backslash escapes
   honoured; to the end when unterminated), an unquoted one up to the next
@@ -48,6 +51,11 @@ def secret_spans(dsn: str) -> list[tuple[int, int]]:
             colon = authority.find(":")
             if colon >= 0 and not _HOSTS.fullmatch(authority):
                 spans.append((start + colon + 1, len(dsn)))
+    elif "@" in dsn:
+        at = dsn.rfind("@")
+        colon = dsn.find(":", 0, at)
+        if colon >= 0:
+            spans.append((colon + 1, at))
     for key in _PASSWORD_KEY.finditer(dsn):
         spans.append((key.end(), _value_end(dsn, key.end())))
     merged: list[list[int]] = []

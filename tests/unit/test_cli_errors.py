@@ -192,6 +192,8 @@ SECRET_PIECES = ("S3cret", "PWzz9", "zz9")
     "postgresql://harness:S3cret@PW/zz9?x@127.0.0.1:1/db",
     "host=127.0.0.1 port=1 password=S3cret PWzz9 dbname=d",
     "host=127.0.0.1 port=1 password='S3cret PW\\'zz9 dbname=d",
+    "harness:S3cret@PWzz9@127.0.0.1:1/x",
+    "postgresql:harness:S3cret PWzz9@127.0.0.1:1/x",
 ])
 def test_a_malformed_dsn_is_reported_without_its_password(isolated, dsn):
     proc = run_fast(isolated, "--bootstrap-servers", "127.0.0.1:1", "--postgres-dsn", dsn)
@@ -226,6 +228,8 @@ def test_a_dsn_error_after_parsing_is_scrubbed_too(monkeypatch):
     (["run", "offset-after", "--amount", "99999999999999999999"], "--amount must be at most"),
     (["run", "offset-after", "--workers", "1000"], "--workers must be at most 64"),
     (["run", "dedupe", "--fault", "planned-crash:rate=0.1,rate=0.2"], "rate is given twice"),
+    (["run", "offset-before", "--kill-mode", "random", "--kills", "1000000000000"], "--kills must be at most 100,000"),
+    (["run", "zombie", "--zombie-pause", "1e9"], "--zombie-pause must be at most 3,600"),
 ])
 def test_usage_and_inapplicable_options_are_one_line(isolated, args, needle):
     proc = harness(*args, env=isolated)

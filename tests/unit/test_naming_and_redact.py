@@ -86,6 +86,10 @@ MALFORMED = [
     "host=127.0.0.1 port=1 password=S3cret PWzz9 dbname=d",              # unquoted space
     "host=127.0.0.1 port=1 password = S3cret\\ PWzz9 dbname=d",          # escaped space
     "host=127.0.0.1 port=1 sslpassword=S3cretPWzz9",
+    "harness:S3cret@PWzz9@127.0.0.1:1/x",                       # no scheme at all
+    "harness:S3cretPWzz9@127.0.0.1:1/x",
+    "postgresql:/harness:S3cretPWzz9@127.0.0.1:1/x",            # // mistyped
+    "postgresql:harness:S3cret PWzz9@127.0.0.1:1/x",
 ]
 
 

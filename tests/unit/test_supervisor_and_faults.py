@@ -180,3 +180,11 @@ def test_kill_points_are_the_experiments_own():
     RunParams("zombie", faults=["planned-crash", "zombie"], kill_point="any").validate()   # the eos loop's points
     with pytest.raises(HarnessError, match="applies to planned crashes"):
         RunParams("dedupe", kill_mode="random", kill_point="after-commit").validate()
+
+
+def test_an_unfinished_zombie_story_claims_nothing_about_fencing():
+    f = ZombiePause(pause_s=5)
+    f.times["paused"] = 1.0
+    f.state = "paused"
+    text = f.sentence(f.story([]))
+    assert "did not finish" in text and "NOT fenced" not in text and "resumed" not in text
