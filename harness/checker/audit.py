@@ -97,7 +97,7 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
                 a.evidence.errors.append(f"output {iso}: {k['error']}")
             else:
                 c = EffectCounts(k["records"], k["duplicates"], k["lost"], len(k.get("unexpected_ids") or []),
-                                 k["duplicate_ids"], k.get("all_lost_ids") or k["lost_ids"],
+                                 k["duplicate_ids"], k["lost_ids"],
                                  k.get("unexpected_ids") or [], k.get("per_id") or {})
                 a.output[iso] = _split(c, positions, committed, finished)
                 if k.get("unexpected_ids"):

@@ -95,7 +95,7 @@ def audit_records(sent_ids: list[str], seen: dict[str, list], errors: dict | Non
         c = count_effects(sent_ids, [_key(r) for r in records])
         if err:
             out[isolation] = {"records": None, "duplicates": None, "lost": None, "duplicate_ids": [], "lost_ids": [],
-                              "unexpected_ids": [], "bad_value_ids": [], "error": err, "all_lost_ids": None,
+                              "unexpected_ids": [], "bad_value_ids": [], "error": err,
                               "per_id": {}}
             continue
         # Every id, uncapped: the verdict counts them in full; reports cap what they show.
@@ -103,7 +103,7 @@ def audit_records(sent_ids: list[str], seen: dict[str, list], errors: dict | Non
                           "duplicate_ids": c.duplicate_ids, "lost_ids": c.lost_ids,
                           "unexpected_ids": c.unexpected_ids,
                           "bad_value_ids": bad_records(amounts, records), "error": None,
-                          "all_lost_ids": c.lost_ids, "per_id": c.per_id}
+                          "per_id": c.per_id}
     rc, ru = out["read_committed"]["records"], out["read_uncommitted"]["records"]
     # Records the log holds but committed readers never see: aborted (or still open) transactions.
     out["aborted_records"] = ru - rc if rc is not None and ru is not None else None

@@ -18,6 +18,7 @@ class PlannedCrash(Fault):
     def __init__(self, rate: float = 0.1, point: str | None = None):
         self.rate, self.point = rate, point
         self.points: list[str] = []
+        self.planned = 0            # how many payments the crash plan names (set up before the workers start)
 
     @classmethod
     def from_options(cls, spec: str, opts: dict, params) -> "PlannedCrash":
@@ -43,7 +44,7 @@ class PlannedCrash(Fault):
         return {"fault": self.name, "rate": self.rate, "point": self.point, "points": self.points}
 
     def story(self, events) -> dict:
-        return {"planned": getattr(self, "planned", 0)}
+        return {"planned": self.planned}
 
     def shortfall(self, crashes: list[dict], story: dict | None) -> str:
         struck = sum(1 for c in crashes if c.get("by") != "supervisor")

@@ -10,7 +10,6 @@ never 0.
 from __future__ import annotations
 
 import statistics
-import time
 from dataclasses import asdict, dataclass, field
 
 from ..checker.effects import MAX_IDS
@@ -19,7 +18,7 @@ from ..environment import describe
 from ..experiments.predictors import predict
 from ..faults.supervisor import restart_seconds
 from ..stack.model import redact
-from .model import SCHEMA_VERSION, RunReport
+from .model import CRASH_FAULTS, SCHEMA_VERSION, RunReport
 
 
 
@@ -115,15 +114,11 @@ def timeline(samples, crashes: list[dict], events: list[dict], t0: float, faults
             "crashes": [round(c["time"] - t0, 3) for c in crashes if c.get("time")],
             "restarts": [round(s, 3) for s in starts],
             "faults": [{"fault": f["fault"], "t": round(f["time"] - t0, 3)} for f in faults
-                       if f.get("time") and f["fault"] not in ("planned-crash", "random-kill")]}
+                       if f.get("time") and f["fault"] not in CRASH_FAULTS]}
 
 
 def capped(ids) -> list:
     return list(ids or [])[:MAX_IDS]
-
-
-def now() -> float:
-    return time.time()
 
 
 def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, audit, stalls) -> RunReport:

@@ -1,6 +1,6 @@
 """report.md: the scoreboard a person reads first, then parameters and crashes."""
 
-from .model import RunReport, fmt
+from .model import CRASH_FAULTS, RunReport, fmt
 
 
 def render(r: RunReport) -> str:
@@ -49,7 +49,7 @@ def render(r: RunReport) -> str:
                 "| --- | --- | --- | --- |"]
         out += [f"| {k['name']} | {k['after']} | {k['before'] or '(last step)'} | {k['says']} |"
                 for k in d["kill_points"]]
-    others = [f for f in d.get("faults") or [] if f["fault"] not in ("planned-crash", "random-kill")]
+    others = [f for f in d.get("faults") or [] if f["fault"] not in CRASH_FAULTS]
     if others:
         out += ["", "## Faults", "", "| fault | time | target |", "| --- | --- | --- |"]
         out += [f"| {f['fault']} | {f['time']:.3f} | {f['target']} |" for f in others]

@@ -12,6 +12,8 @@ from pathlib import Path
 
 SCHEMA_VERSION = 2   # docs/report.schema.json
 
+# Faults whose occurrences are the report's `crashes`; the others get their own rows and sections.
+CRASH_FAULTS = ("planned-crash", "random-kill")
 VERDICTS = ("as-predicted", "unexpected", "audit-failed", "incomplete", "interrupted")
 
 
@@ -61,7 +63,7 @@ class RunReport:
                 rows.append((f"output {iso}", f"{fmt(k['records'])} records, {fmt(k['duplicates'])} dup, "
                              f"{fmt(k['lost'])} lost", _pred_kafka(p, iso)))
         rows.append(("crashes", fmt(len(d["crashes"])), ""))
-        others = [f for f in d.get("faults") or [] if f.get("fault") not in ("planned-crash", "random-kill")]
+        others = [f for f in d.get("faults") or [] if f.get("fault") not in CRASH_FAULTS]
         if others:
             rows.append(("other faults", fmt(len(others)), ""))
         deaths = (d.get("verdict_detail") or {}).get("unplanned_deaths") or []
