@@ -86,17 +86,18 @@ def status(as_json, stack_kind, bootstrap_servers, postgres_dsn):
     Example:
       harness status --json
     """
-    from .stack import local, compose
-    from .stack.resolve import external
-    if bootstrap_servers or postgres_dsn:
-        stack = external(bootstrap_servers, postgres_dsn)
-    elif stack_kind == "compose" or (local.read_record() or {}).get("kind") == "compose":
-        stack = compose.status()
-    else:
-        stack = local.status(check=True)
+    from .stack.resolve import current
+    stack = current(stack_kind, bootstrap_servers, postgres_dsn)
     if stack is None:
+        from .paths import state_dir
+        from .stack import local
+        kept = local.stopped_with_data()    # stopped by `harness down` or by the run that started it
         if as_json:
-            click.echo(json.dumps({"kind": None, "healthy": False}))
+            click.echo(json.dumps({"kind": "local" if kept else None, "healthy": False,
+                                   "state": "stopped" if kept else None}))
+        elif kept:
+            click.echo(f"stack:             local (stopped; its data is kept in {state_dir()})\n"
+                       f"start it with `harness up` (then `harness audit latest` recounts the last run)")
         else:
             click.echo("no stack is up (start one with `harness up`)")
         sys.exit(1)
@@ -104,16 +105,44 @@ def status(as_json, stack_kind, bootstrap_servers, postgres_dsn):
     if as_json:
         click.echo(json.dumps(pub, indent=2))
     else:
-        click.echo(f"stack:             {pub['kind']} ({'healthy' if stack.healthy else 'NOT healthy'})")
+        down = [k for k, v in pub["pids"].items() if v is None]
+        health = "healthy" if stack.healthy else f"NOT healthy: {' and '.join(down)} stopped" if down else "NOT healthy"
+        click.echo(f"stack:             {pub['kind']} ({health})")
         click.echo(f"bootstrap_servers: {pub['bootstrap_servers']}")
         click.echo(f"postgres_dsn:      {pub['postgres_dsn']}")
         click.echo(f"kafka version:     {pub['kafka_version'] or 'unknown'}")
         click.echo(f"postgres version:  {pub['postgres_version'] or 'unknown'}")
-        if pub["pids"]:
-            click.echo("pids:              " + ", ".join(f"{k}={v}" for k, v in pub["pids"].items()))
+        running = {k: v for k, v in pub["pids"].items() if v is not None}
+        if running:
+            click.echo("pids:              " + ", ".join(f"{k}={v}" for k, v in running.items()))
+        if down:
+            click.echo("start what is stopped with `harness up`")
         for note in stack.notes:
             click.echo(f"note:              {note}")
     sys.exit(0 if stack.healthy else 1)
+
+
+@cli.command("env", epilog="\b\nExamples:\n  eval \"$(harness env)\"\n  psql -c 'select 1'\n"
+             "  kcat -b \"$HARNESS_BOOTSTRAP_SERVERS\" -L")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object of the same settings (for scripts).")
+@stack_options
+def env_cmd(as_json, stack_kind, bootstrap_servers, postgres_dsn):
+    """Print shell settings to reach the stack with plain psql and kcat.
+
+    Exports PGHOST, PGPORT, PGUSER, PGDATABASE and PGPASSFILE (a file the
+    harness keeps in its state folder, mode 0600: the password itself is never
+    printed), HARNESS_BOOTSTRAP_SERVERS for `kcat -b`, and HARNESS_POSTGRES_DSN
+    (without the password). Later `harness` commands in that shell use the same
+    stack. Exits 2 when no stack is up.
+    """
+    from .paths import state_dir
+    from .stack.resolve import current
+    from .stack.shellenv import settings, shell_lines
+    stack = current(stack_kind, bootstrap_servers, postgres_dsn, check=False)
+    if stack is None or not stack.postgres_dsn or not stack.bootstrap_servers:
+        raise HarnessError("no stack is up: start one with `harness up`, then run `eval \"$(harness env)\"`")
+    values = settings(stack, state_dir())
+    click.echo(json.dumps(values, indent=2) if as_json else shell_lines(values), nl=as_json)
 
 
 @cli.command()
@@ -218,19 +247,25 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
         check_run_dir(Path(out))
     else:
         check_creatable(reports_dir())
+    stopped = []
     report, folder = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
-                                 lambda stack, log: _run_one(params, stack, out, log, quiet))
+                                 lambda stack, _log: _run_one(params, stack, out, quiet), stopped=stopped)
+    _say(f"report: {Path(folder) / 'report.html'} (also report.md and report.json)")
+    if stopped:
+        _say(f"the stack is stopped; the run's data is kept: `harness up`, then `harness audit {Path(folder).name}`")
+    else:
+        _say(f"recount it from the stack: `harness audit {Path(folder).name}`")
     click.echo(folder)
     sys.exit(EXIT_CODES.get(report.verdict, 1))
 
 
-def _run_one(params, stack, out, log, quiet):
+def _run_one(params, stack, out, quiet):
     from . import runner
     from .ui import ProgressUI
     from .faults.supervisor import install_sigterm_as_interrupt
     install_sigterm_as_interrupt()
     with ProgressUI(params.experiment, quiet) as ui:
-        report, folder = runner.run(params, stack, out=out, log=log, ui=ui)
+        report, folder = runner.run(params, stack, out=out, log=ui.log, ui=ui)
     if not quiet:
         _print_scoreboard(report)
     return report, folder
@@ -249,12 +284,13 @@ def _print_scoreboard(report):
     con.print(report.summary(), soft_wrap=True)
 
 
-def _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body):
+def _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body, stopped=None):
     """Get a stack (starting the local one if needed), run `body`, then let go of the stack.
 
     A local stack is used under a lease: afterwards the services that commands started are
     stopped only when no other command still uses them and `harness up` does not hold them
     (see harness.stack.local). Decisions about the stack go to stderr even with --quiet.
+    `stopped`, when given, receives the services stopped on the way out.
     """
     from .stack.resolve import get_stack
     from .ui import log_fn
@@ -265,7 +301,9 @@ def _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, 
         return body(stack, log)
     finally:
         if claim is not None:
-            claim.release(keep=keep_stack, say=_say)
+            gone = claim.release(keep=keep_stack, say=_say)
+            if stopped is not None:
+                stopped.extend(gone)
 
 
 @cli.command()
@@ -391,6 +429,8 @@ def _register_commands():
     from .commands.compare import compare
     from .commands.report import report
     from .commands.bench import bench
+    from .commands.audit import audit
+    cli.add_command(audit)
     cli.add_command(bench)
     cli.add_command(compare)
     cli.add_command(report)

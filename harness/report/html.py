@@ -7,6 +7,7 @@ environment. Every number comes from the same RunReport as report.json.
 
 from html import escape
 
+from .audit_commands import commands
 from .model import RunReport, fmt
 
 CSS = """
@@ -20,6 +21,7 @@ h1{font-size:1.6rem;margin-bottom:.2rem} h2{font-size:1.15rem;margin-top:2rem;bo
 table{border-collapse:collapse;margin:.5rem 0;font-size:.92rem} td,th{border:1px solid #ddd;padding:.25rem .6rem;text-align:left}
 td.n{text-align:right;font-variant-numeric:tabular-nums} th{background:#f6f8fa}
 svg text{font:12px system-ui,sans-serif} .muted{color:#6e7781;font-size:.85rem}
+pre.commands{background:#f6f8fa;padding:.7rem 1rem;overflow-x:auto;font-size:.85rem;line-height:1.5}
 """
 
 LOST, DUP, OK, ABORTED, PRED = "#d1495b", "#edae49", "#00798c", "#8d6cab", "#c9ced6"
@@ -38,7 +40,8 @@ def grouped_bars(groups: list[tuple[str, list[tuple[str, int, str]]]], legend: l
     peak = max([1] + [v for _, bars in groups for _, v, _ in bars])
     peak = peak if peak % 2 == 0 or peak == 1 else peak + 1   # integer ticks at 0, peak/2, peak
     most = max([1] + [len(bars) for _, bars in groups])
-    step = max(70, (bar + 2) * most + 30)
+    # Wide enough for the longest group label too (about 7 px a character at 12 px), so labels never touch.
+    step = max(70, (bar + 2) * most + 30, 7 * max([0] + [len(label) for label, _ in groups]) + 16)
     width = max(width, left + step * len(groups) + 20)
     parts = [f'<svg id="{chart_id}" role="img" aria-label="lost and duplicated effects" '
              f'width="{width}" height="{h + 60}" viewBox="0 0 {width} {h + 60}">']
@@ -168,7 +171,7 @@ def render(r: RunReport) -> str:
         body += ["<h2>Kill points of this experiment</h2>", table(
             [(k["name"], k["after"], k["before"] or "(last step)", k["says"]) for k in d["kill_points"]],
             ("point", "after", "before", "a crash here"))]
-    body += ["<h2>Parameters</h2>", table(d["params"].items())]
+    body += ["<h2>Parameters</h2>", table(r.parameter_rows())]
     body += ["<h2>Stack and environment</h2>", table(list(d["stack"].items()) + list(d["environment"].items()))]
     if d["crashes"]:
         body += [f"<h2>Crashes ({len(d['crashes'])})</h2>", table(
@@ -179,4 +182,9 @@ def render(r: RunReport) -> str:
              for i, cr in enumerate(d["crashes"][:200], 1)],
             ("#", "point", "message", "worker", "partition", "offset", "unacked", "acked, unapplied", "produced",
              "restart s", "stall s"), numeric=(0, 4, 5, 6, 7, 8, 9, 10))]
+    body += ["<h2 id=audit>Audit it yourself</h2>",
+             f"<p>The run's topics and tables stay until <code>harness clean {escape(d['run_id'])}</code>. "
+             "With the stack up:</p>",
+             "<pre class=commands>" + "".join(f"<span class=muted># {escape(what)}</span>\n{escape(cmd)}\n"
+                                                for what, cmd in commands(d)) + "</pre>"]
     return page(f"{d['experiment']} {d['verdict']}", "".join(body))

@@ -1,5 +1,6 @@
 """report.md: the scoreboard a person reads first, then parameters and crashes."""
 
+from .audit_commands import commands
 from .model import CRASH_FAULTS, RunReport, fmt
 
 
@@ -58,7 +59,7 @@ def render(r: RunReport) -> str:
         if times:
             out += ["", f"### {name}", ""] + [f"- {k.replace('_', ' ')}: {v:.3f} s" for k, v in times.items()]
     out += ["", "## Parameters", "", "| parameter | value |", "| --- | --- |"]
-    out += [f"| {k} | {v} |" for k, v in d["params"].items()]
+    out += [f"| {k} | {v} |" for k, v in r.parameter_rows()]
     out += ["", "## Stack and environment", "", "| | |", "| --- | --- |"]
     out += [f"| {k} | {v} |" for k, v in {**d["stack"], **d["environment"]}.items()]
     crashes = d["crashes"]
@@ -74,8 +75,12 @@ def render(r: RunReport) -> str:
                        f"| {fmt(c.get('restart_seconds'))} | {_opt(c.get('read_committed_stall_seconds'))} |")
         if len(crashes) > 50:
             out.append(f"\n... and {len(crashes) - 50} more in report.json")
-    out += ["", f"Audit it yourself: `{d['stack'].get('ledger_table') or d['stack'].get('output_topic')}` "
-            f"stays in place until `harness clean {d['run_id']}`.", ""]
+    out += ["", "## Audit it yourself", "",
+            f"The run's topics and tables stay until `harness clean {d['run_id']}`. With the stack up:", "",
+            "```bash"]
+    for what, cmd in commands(d):
+        out += [f"# {what}", cmd]
+    out += ["```", ""]
     return "\n".join(out)
 
 

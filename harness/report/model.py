@@ -41,6 +41,24 @@ class RunReport:
     def verdict(self) -> str:
         return self.data["verdict"]
 
+    def parameter_rows(self) -> list[tuple[str, str]]:
+        """The run's parameters as a person reads them: only options that were in force (an unset
+        option, a switched-off flag, `--effect none`, no padding are left out), named as on the
+        command line, with no Python spellings (None, True, [...])."""
+        rows = []
+        for k, v in (self.data.get("params") or {}).items():
+            if v is None or v is False or v == [] or v == "" or (k == "effect" and v == "none") \
+                    or (k == "payload_bytes" and v == 0):
+                continue
+            if v is True:
+                v = "yes"
+            elif isinstance(v, list):
+                v = ", ".join(map(str, v))
+            elif isinstance(v, float) and v.is_integer():
+                v = int(v)
+            rows.append((k.replace("_", "-"), v if isinstance(v, str) else fmt(v)))
+        return rows
+
     def scoreboard(self) -> list[tuple[str, str, str]]:
         """(metric, observed, predicted) rows, formatted, shared by Markdown, HTML and terminal."""
         d = self.data

@@ -20,13 +20,15 @@ import shutil
 import time
 from pathlib import Path
 
+import psycopg.conninfo
+
 from .. import versions
 from ..errors import HarnessError
 from ..paths import state_dir
 from . import health, leases, maven, ports
 from .claim import Claim
 from .local_kafka import LocalKafka, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
-from .local_postgres import LocalPostgres, find_bindir
+from .local_postgres import DATABASE, USER, LocalPostgres, find_bindir
 from .model import Stack
 
 PREFERRED = {"kafka": 19092, "controller": 19093, "postgres": 15432}
@@ -84,6 +86,31 @@ def _stack_from(port: dict, kafka: LocalKafka, pg: LocalPostgres) -> Stack:
                  postgres_dsn=pg.dsn(port["postgres"]) if "postgres" in port else "",
                  owned=True, kafka_version=versions.KAFKA_VERSION,
                  pids={"kafka": kafka.pid(), "postgres": pg.pid()})
+
+
+def stopped_with_data() -> bool:
+    """Whether this state folder holds a local stack's data with none of its services running."""
+    state = state_dir()
+    kafka, pg = LocalKafka(state), LocalPostgres(state)
+    return (kafka.data.is_dir() or pg.data.is_dir()) and not kafka.running() and not pg.running()
+
+
+def serves(bootstrap: str | None, dsn: str | None) -> bool:
+    """Whether these addresses are the running local stack's own (both services up on its ports)."""
+    if not bootstrap or not dsn:
+        return False
+    try:
+        d = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return False
+    state = state_dir()
+    kafka, pg = LocalKafka(state), LocalPostgres(state)
+    if (read_record(state) or {}).get("kind") not in (None, "local") or not (kafka.running() and pg.running()):
+        return False
+    port = known_ports(state, kafka, pg)
+    return (bootstrap.strip() == f"127.0.0.1:{port.get('kafka')}"
+            and d.get("host") in ("127.0.0.1", "localhost") and str(d.get("port")) == str(port.get("postgres"))
+            and d.get("user", USER) == USER and d.get("dbname", DATABASE) == DATABASE)
 
 
 def status(check: bool = True) -> Stack | None:

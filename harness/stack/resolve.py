@@ -2,7 +2,9 @@
 
 Precedence: addresses given by flag or environment (then the harness starts and
 deletes nothing), then `--stack compose`, then the local stack, which is
-reused when it is already up and started otherwise.
+reused when it is already up and started otherwise. Addresses that are the
+running local stack's own (as `harness env` exports them) mean that stack: the
+command then holds its lease like any other, so nothing stops it meanwhile.
 """
 
 from ..errors import HarnessError
@@ -38,7 +40,7 @@ def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None
     With `hold` (`harness up`) a local stack is kept until `harness down` and there is no claim.
     External and compose stacks are never stopped by a command, so they come without a claim.
     """
-    if bootstrap or dsn:
+    if (bootstrap or dsn) and not local.serves(bootstrap, dsn):
         return external(bootstrap, dsn), None
     if kind not in STACKS:
         raise HarnessError(f"unknown --stack {kind!r}; choose one of: {', '.join(STACKS)}")
@@ -48,3 +50,14 @@ def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None
             return st, None
         return compose.up(log=log), None
     return local.up(log=log, hold=hold, command=command)
+
+
+def current(kind: str = "local", bootstrap: str | None = None, dsn: str | None = None,
+            check: bool = True) -> Stack | None:
+    """The stack in use, without starting anything: the addresses given (probed), else the compose
+    or local stack of the state folder; None when no stack is up."""
+    if (bootstrap or dsn) and not local.serves(bootstrap, dsn):
+        return external(bootstrap, dsn)
+    if kind == "compose" or (local.read_record() or {}).get("kind") == "compose":
+        return compose.status()
+    return local.status(check=check)
