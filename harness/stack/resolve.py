@@ -8,7 +8,7 @@ command then holds its lease like any other, so nothing stops it meanwhile.
 """
 
 from ..errors import HarnessError
-from . import compose, health, local
+from . import broker_version, compose, health, local
 from .model import Stack, redact
 
 STACKS = ("local", "compose")
@@ -30,7 +30,7 @@ def external(bootstrap: str | None, dsn: str | None) -> Stack:
     if err:
         raise HarnessError(f"PostgreSQL at {redact(dsn)} is unreachable: {redact(err)}")
     return Stack(kind="external", bootstrap_servers=bootstrap, postgres_dsn=dsn, owned=False, healthy=True,
-                 postgres_version=health.postgres_version(dsn))
+                 postgres_version=health.postgres_version(dsn), kafka_version=broker_version.describe(bootstrap))
 
 
 def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None = None,

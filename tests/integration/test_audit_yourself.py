@@ -73,3 +73,17 @@ def test_audit_with_the_stack_down_says_how_to_bring_it_up(tmp_path):
         assert len([l for l in proc.stderr.splitlines() if l.strip()]) == 1
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_an_external_cluster_is_asked_its_version_and_our_own_addresses_mean_our_stack(stack):
+    own = json.loads(harness("status", "--json", env=stack["env"], check=True).stdout)
+    assert own["kind"] == "local" and own["kafka_version"]
+    elsewhere = searchable_dir("harness-external-")
+    try:
+        ext = json.loads(harness("status", "--json", env={**stack["env"], "HARNESS_HOME": str(elsewhere)},
+                                 check=True).stdout)
+        assert ext["kind"] == "external"
+        assert ext["kafka_version"].startswith("metadata.version ")
+        assert ext["kafka_version"].split()[-1].startswith(own["kafka_version"].rsplit(".", 1)[0])
+    finally:
+        shutil.rmtree(elsewhere, ignore_errors=True)

@@ -124,3 +124,19 @@ def test_parameters_show_only_what_was_in_force():
     assert "payload-bytes" not in rows and "kill-point" not in rows
     assert rows["faults"] == "random-kill:kills=3" and rows["time-limit"] == "600" and rows["crash-rate"] == "0.20"
     assert not any(v in ("None", "False", "True") for v in rows.values())
+
+
+def test_broker_version_from_an_api_versions_answer():
+    """A hand-built ApiVersions v3 body: two api keys, then tagged field 2 with metadata.version 27."""
+    import struct
+    from harness.stack import broker_version as bv
+    keys = b"".join(struct.pack(">hhh", k, 0, 9) + bv._uvarint(0) for k in (0, 18))
+    feature = bv._compact_string("metadata.version") + struct.pack(">hh", 27, 7) + bv._uvarint(0)
+    features = bv._uvarint(2) + feature
+    tags = bv._uvarint(1) + bv._uvarint(2) + bv._uvarint(len(features)) + features
+    body = struct.pack(">h", 0) + bv._uvarint(3) + keys + struct.pack(">i", 0) + tags
+    assert bv.finalized_features(body) == {"metadata.version": 27}
+    assert bv.LEVELS[27] == "4.1-IV1"
+    assert bv.finalized_features(struct.pack(">h", 0) + bv._uvarint(1) + struct.pack(">i", 0) + bv._uvarint(0)) == {}
+    assert bv.request()[:4] == struct.pack(">i", len(bv.request()) - 4)
+    assert bv.describe("127.0.0.1:1", timeout=0.5) is None
