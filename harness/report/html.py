@@ -54,13 +54,14 @@ def grouped_bars(groups: list[tuple[str, list[tuple[str, int, str]]]], legend: l
         for j, (name, val, color) in enumerate(bars):
             bh = h * val / peak
             bx = x + j * (bar + 2)
-            parts.append(f'<rect class="bar-{name}" data-value="{val}" x="{bx}" y="{top + h - bh:.1f}" '
+            parts.append(f'<rect class="bar-{name}" data-value="{val}" data-group="{escape(label)}" x="{bx}" y="{top + h - bh:.1f}" '
                          f'width="{bar}" height="{bh:.1f}" fill="{color}"><title>{escape(label)} {name}: {val}</title></rect>'
                          f'<text x="{bx + bar / 2}" y="{top + h - bh - 4:.1f}" text-anchor="middle">{val}</text>')
-        parts.append(f'<text x="{x + (bar + 2) * len(bars) / 2}" y="{top + h + 16}" text-anchor="middle">{escape(label)}</text>')
+        parts.append(f'<text class="group-label" x="{x + (bar + 2) * len(bars) / 2}" y="{top + h + 16}" '
+                     f'text-anchor="middle">{escape(label)}</text>')
     lx = left
     for name, color in legend:
-        parts.append(f'<rect x="{lx}" y="{h + 45}" width="12" height="12" fill="{color}"/>'
+        parts.append(f'<rect class="legend" data-label="{escape(name)}" x="{lx}" y="{h + 45}" width="12" height="12" fill="{color}"/>'
                      f'<text x="{lx + 16}" y="{h + 55}">{escape(name)}</text>')
         lx += 30 + 8 * len(name)
     parts.append("</svg>")
