@@ -51,6 +51,7 @@ class Run:
     amounts: dict                  # payment id -> amount, in production order
     log: object = print
     progress: object = None
+    phases: dict = field(default_factory=dict)   # seconds per phase (see `phase`), for the time breakdown
     crash_log: Path = field(init=False)
     events: Path = field(init=False)
     crash_plan: Path = field(init=False)
@@ -147,6 +148,16 @@ def signals_deferred():
             signal.signal(s, h)
 
 
+@contextmanager
+def phase(r: "Run", name: str):
+    """Add the time spent in the block to r.phases[name] (set-up, produce, workers, audit)."""
+    t0 = time.monotonic()
+    try:
+        yield
+    finally:
+        r.phases[name] = round(r.phases.get(name, 0.0) + time.monotonic() - t0, 3)
+
+
 def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=None,
         run_id: str | None = None) -> tuple[RunReport, Path]:
     params.validate()
@@ -166,27 +177,33 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         payments = make_payments(params.messages, params.amount, params.payload_bytes)
         r.amounts = {p.id: p.amount for p in payments}
         CrashPlan.make(r.sent_ids, 0.0, params.seed).save(r.crash_plan)    # faults that plan crashes replace it
-        for f in faults:
-            f.setup(r)
-        log(f"[{run_id}] creating topic {names.input_topic} ({params.partitions} partitions) and tables")
-        create_topic(stack.bootstrap_servers, names.input_topic, params.partitions)
-        if exp.stores.output:
-            create_topic(stack.bootstrap_servers, names.output_topic, params.partitions)
-        if exp.stores.ledger:
-            tables.create(stack.postgres_dsn, names.ledger_table, names.dedupe_table if exp.stores.dedupe else None)
+        with phase(r, "setup"):
+            for f in faults:
+                f.setup(r)
+            log(f"[{run_id}] creating topic {names.input_topic} ({params.partitions} partitions) and tables")
+            create_topic(stack.bootstrap_servers, names.input_topic, params.partitions)
+            if exp.stores.output:
+                create_topic(stack.bootstrap_servers, names.output_topic, params.partitions)
+            if exp.stores.ledger:
+                tables.create(stack.postgres_dsn, names.ledger_table,
+                              names.dedupe_table if exp.stores.dedupe else None)
         t_prod = time.time()
-        produce(stack.bootstrap_servers, names.input_topic, payments, positions=positions)
+        with phase(r, "produce"):
+            produce(stack.bootstrap_servers, names.input_topic, payments, positions=positions)
         produced = True
         log(f"[{run_id}] produced {len(payments)} payments in {time.time() - t_prod:.1f} s; faults: "
             + "; ".join(_fault_line(f) for f in faults) + f" (seed {params.seed})")
         r.progress = Progress(stack, names, params.partitions, params.messages, ui)
-        launch = launcher.prepare(r)
+        with phase(r, "prepare_workers"):
+            launch = launcher.prepare(r)
         watcher = OutputWatcher(stack.bootstrap_servers, names.output_topic) if exp.stores.output else None
         sup = Supervisor(run_dir, len(launch.slots), launch.command, launch.env, params.time_limit, r.crash_log,
                          r.events, faults=faults, progress=r.progress, group_done=launch.group_done,
                          standby=launch.standby)
-        result = sup.run()
-        _wait_for_unfenced_transactions(r, result, log)
+        with phase(r, "workers"):
+            result = sup.run()
+        with phase(r, "wait_for_dead_transactions"):
+            _wait_for_unfenced_transactions(r, result, log)
     except KeyboardInterrupt:
         # The supervisor handles interrupts while workers run; this is before (set-up, produce) or after
         # (the wait for unfenced transactions). Either way the run is interrupted and still reported.
@@ -212,8 +229,9 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         crashes = crashlog.read(r.crash_log)
         if watcher:
             watcher.stop()
-        audit = audit_run(exp, stack, names, r.amounts, positions, r.progress.committed,
-                          finished=result.status == "complete")
+        with phase(r, "audit"):
+            audit = audit_run(exp, stack, names, r.amounts, positions, r.progress.committed,
+                              finished=result.status == "complete")
         report = assemble(r, faults, launch.reports_deliveries if launch else False, result, crashes, audit,
                           stalls=watcher.stalls(crashes) if watcher else None)
         write_all(report, run_dir)

@@ -136,7 +136,7 @@ def build_summary(out: Path, stack: Stack, experiments: list[str], finished: dic
                        kafka_output={k: ko.get(k) for k in ("read_committed", "read_uncommitted")} if ko else None,
                        summary=d.get("summary"), timings={k: d["timings"].get(k) for k in
                                                            ("wall_seconds", "restart_median_seconds",
-                                                            "read_committed_stall_median_seconds")},
+                                                            "read_committed_stall_median_seconds", "phases")},
                        params=d["params"], environment=d["environment"])
         rows.append(row)
     env = next((r["environment"] for r in rows if r.get("environment")), None) or describe(stack)

@@ -95,16 +95,32 @@ def crash_entries(crashes: list[dict], restarts: list, stalls: list | None) -> l
     return out
 
 
-def timings(wall: float, sent: int, crashes: list[dict]) -> dict:
+def timings(wall: float, sent: int, crashes: list[dict], phases: dict | None = None) -> dict:
     rs = [c["restart_seconds"] for c in crashes if c.get("restart_seconds") is not None]
     st = [c["read_committed_stall_seconds"] for c in crashes if c.get("read_committed_stall_seconds") is not None]
-    return {"wall_seconds": round(wall, 3),
+    return {"wall_seconds": round(wall, 3), "phases": breakdown(phases or {}, rs),
             "restart_seconds": rs,
             "restart_median_seconds": round(statistics.median(rs), 3) if rs else None,
             "restart_max_seconds": max(rs) if rs else None,
             "read_committed_stall_median_seconds": round(statistics.median(st), 3) if st else None,
             "read_committed_stall_max_seconds": max(st) if st else None,
             "messages_per_second": round(sent / wall, 1) if wall > 0 else None}
+
+
+def breakdown(phases: dict, restart_seconds: list) -> dict:
+    """Where the run's time went, in seconds: the runner's phases as measured (set-up, produce,
+    preparing the workers, the workers' run, waiting for dead transactions, the audit), and within
+    the workers' run the measured restart waits (SIGKILL to the restarted worker's first record,
+    summed; crashes whose slot had nothing left are not waits) and the rest. Restart waits of
+    workers restarting at the same time overlap, so with several workers the sum can exceed the
+    workers' time: then `workers_other` is unknown."""
+    out = {k: v for k, v in phases.items()}
+    if "workers" in out:
+        waits = round(sum(restart_seconds), 3)
+        out["restart_waits"] = waits
+        other = out["workers"] - waits
+        out["workers_other"] = round(other, 3) if other >= 0 else None
+    return out
 
 
 def timeline(samples, crashes: list[dict], events: list[dict], t0: float, faults: list[dict]) -> dict:
@@ -197,7 +213,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
             failed=v.failed, differing_ids=v.differing_ids, differing_totals=v.differing_totals,
             reason=result.reason, audit_errors=list(audit.evidence.errors),
             unplanned_deaths=deaths)),
-        "timings": timings(result.wall_seconds, len(r.sent_ids), crash_rows),
+        "timings": timings(result.wall_seconds, len(r.sent_ids), crash_rows, getattr(r, "phases", None)),
         "restarts": result.restarts,
         "timeline": timeline(r.progress.samples, crashes, result.events, r.progress.t0, fault_rows),
     }

@@ -166,7 +166,8 @@ def render(r: RunReport) -> str:
     t = d["timings"]
     body += ["<h2>Timings</h2>", table([
         ("wall seconds", fmt(t["wall_seconds"])), ("messages per second", fmt(t.get("messages_per_second"))),
-        ("restart median (s)", fmt(t.get("restart_median_seconds"))), ("restart max (s)", fmt(t.get("restart_max_seconds")))],
+        ("restart median (s)", fmt(t.get("restart_median_seconds"))), ("restart max (s)", fmt(t.get("restart_max_seconds")))]
+        + [(f"{k.replace('_', ' ')} (s)", fmt(v)) for k, v in (t.get("phases") or {}).items()],
         numeric=(1,))]
     if d.get("kill_points"):
         body += ["<h2>Kill points of this experiment</h2>", table(

@@ -41,6 +41,9 @@ def render(r: RunReport) -> str:
             f"- wall: {t['wall_seconds']:.1f} s, {fmt(t.get('messages_per_second'))} messages/s",
             f"- restarts: {len(rs)} measured, median {fmt(t.get('restart_median_seconds'))} s, "
             f"max {fmt(t.get('restart_max_seconds'))} s (SIGKILL to the restarted worker's first record)"]
+    ph = t.get("phases") or {}
+    if ph:
+        out.append("- where the time went: " + ", ".join(f"{k.replace('_', ' ')} {fmt(v)} s" for k, v in ph.items()))
     if t.get("read_committed_stall_median_seconds") is not None:
         out.append(f"- read_committed stall: median {fmt(t['read_committed_stall_median_seconds'])} s, max "
                    f"{fmt(t.get('read_committed_stall_max_seconds'))} s (kill to the crashed worker's next visible "
