@@ -230,7 +230,9 @@ class WorkerContext:
             return True
 
     def close(self) -> None:
-        self.events.emit("done", delivered=self.kill.delivered)
+        import resource
+        self.events.emit("done", delivered=self.kill.delivered,
+                         max_rss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
         try:
             self.consumer.close()
         finally:

@@ -134,3 +134,17 @@ def test_suite_time_table_lists_the_longest_run_first():
     assert t[1][TIME_COLUMNS.index("of which restart waits")] == "5" and t[0][2] == "unknown"
     md = render_md({"suite_id": "s", "conclusion": "c", "experiments": rows, "timings": {"wall_seconds": 31}})
     assert "## Where the time went" in md
+
+
+def test_scale_growth_fits_a_line_and_names_sizes_off_it():
+    from harness.bench.scale import growth, parse_shapes
+    cells = [{"experiment": "dedupe", "partitions": 1, "workers": 1, "messages": n, "seconds": t,
+              "verdict": "as-predicted"} for n, t in ((1000, 5.0), (10_000, 32.0), (100_000, 302.0))]
+    g = growth(cells)[0]
+    assert g["fixed_seconds"] == 2.0 and g["marginal_seconds_per_1000"] == 3.0 and g["note"] is None
+    assert g["seconds_per_1000"] == {1000: 5.0, 10_000: 3.2, 100_000: 3.02}
+    cells[1]["seconds"] = 80.0                                 # the middle size far above the line
+    assert "10,000 messages took" in growth(cells)[0]["note"]
+    cells[1]["verdict"] = "unexpected"                         # only as-predicted runs are measured
+    assert 10_000 not in growth(cells)[0]["seconds_per_1000"]
+    assert parse_shapes("1x1, 4X2") == [(1, 1), (4, 2)]
