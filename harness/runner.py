@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import experiments, kafka_logging
+from . import experiments, kafka_client, kafka_logging
 from .checker.audit import audit_run
 from .checker.output_watcher import OutputWatcher
 from .experiments.launch import PythonWorkers
@@ -77,8 +77,8 @@ class Progress:
 
     def __init__(self, stack: Stack, names: RunNames, partitions: int, total: int, ui=None):
         from confluent_kafka import Consumer, TopicPartition
-        self.c = Consumer({"bootstrap.servers": stack.bootstrap_servers, "group.id": names.group,
-                           "enable.auto.commit": False, **kafka_logging.client_config()})
+        self.c = Consumer(kafka_client.config(stack.bootstrap_servers, {
+            "group.id": names.group, "enable.auto.commit": False, **kafka_logging.client_config()}))
         self.tps = [TopicPartition(names.input_topic, p) for p in range(partitions)]
         self.total, self.ui, self.samples, self.t0 = total, ui, [], time.time()
         self.done = 0

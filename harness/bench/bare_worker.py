@@ -62,8 +62,10 @@ def main(argv=None) -> int:
 
     from confluent_kafka import Consumer, Producer, KafkaException, TopicPartition, OFFSET_BEGINNING
 
-    c = Consumer({"bootstrap.servers": args.bootstrap, "group.id": args.group, "enable.auto.commit": False,
-                  "auto.offset.reset": "earliest", "fetch.wait.max.ms": 20, "log_level": 3})
+    from .. import kafka_client
+    c = Consumer(kafka_client.config(args.bootstrap, {"group.id": args.group, "enable.auto.commit": False,
+                                                      "auto.offset.reset": "earliest", "fetch.wait.max.ms": 20,
+                                                      "log_level": 3}))
     c.assign([TopicPartition(args.topic, 0, OFFSET_BEGINNING)])
     pg = producer = None
     if args.mode == "insert":
@@ -71,8 +73,8 @@ def main(argv=None) -> int:
         pg = psycopg.connect(os.environ["HARNESS_WORKER_DSN"], autocommit=True, connect_timeout=10)
         sql = f"insert into {args.table} (message_id, amount, worker, attempt) values (%s, %s, %s, %s)"
     else:
-        producer = Producer({"bootstrap.servers": args.bootstrap, "enable.idempotence": True, "acks": "all",
-                             "linger.ms": 5, "log_level": 3})
+        producer = Producer(kafka_client.config(args.bootstrap, {"enable.idempotence": True, "acks": "all",
+                                                                 "linger.ms": 5, "log_level": 3}))
     interval = args.commit_interval_ms / 1000.0
 
     n, first, last_commit, pending = 0, None, time.monotonic(), None

@@ -75,7 +75,11 @@ class StreamsWorkers:
         from . import streams_jvm as streams
         p, names = run.params, run.names
         jar = streams.build(run.log)
-        env = {**os.environ, "HARNESS_PG_PASSWORD": streams.jdbc(run.stack.postgres_dsn)[2]}
+        from .. import kafka_client, kafka_java
+        # The user's Kafka client settings in Java's names; they may hold secrets, so the environment.
+        java = kafka_java.java_properties(kafka_client.settings_for(run.stack.bootstrap_servers))
+        env = {**os.environ, "HARNESS_PG_PASSWORD": streams.jdbc(run.stack.postgres_dsn)[2],
+               kafka_java.ENV: kafka_java.properties_text(java)}
         slots = [list(range(p.partitions))] * min(p.workers, p.partitions)
 
         def command(slot):
