@@ -35,6 +35,14 @@ def stack_options(f):
                   help="Kafka client settings, key=value lines (client.properties style, librdkafka names, "
                        "as kcat -F reads). A local stack started with --auth scram needs none.")
     @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        return f(*args, **kwargs)
+    return takes_kafka_settings(wrapper)
+
+
+def takes_kafka_settings(f):
+    """`f` without the --kafka-config/--kafka-config-file arguments: they go to harness.kafka_client."""
+    @functools.wraps(f)
     def wrapper(*args, kafka_config=(), kafka_config_file=None, **kwargs):
         from . import kafka_client
         kafka_client.request(kafka_client.from_options(kafka_config, kafka_config_file))

@@ -175,3 +175,10 @@ def test_cli_settings_file_from_the_environment(isolated, tmp_path):
 def test_cli_auth_is_for_the_local_stack(isolated):
     line = _one_line(harness("up", "--auth", "scram", "--bootstrap-servers", "127.0.0.1:1", env=isolated))
     assert "--auth sets up the local stack" in line
+
+
+def test_the_bare_benchmark_worker_reads_the_same_environment():
+    from harness.bench import bare_worker
+    kafka_client.use("h:1", {"security.protocol": "SSL"})
+    assert bare_worker.client_settings("h:1") == {"security.protocol": "SSL"}
+    assert bare_worker.client_settings("other:2") == {}
