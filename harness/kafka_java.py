@@ -49,8 +49,7 @@ def java_properties(settings: dict) -> dict:
     missing = sorted(k for k in settings if k not in SAME | IGNORED | TRANSLATED)
     if missing:
         raise HarnessError(f"the Kafka Streams app (eos-streams) has no Java equivalent for client setting(s) "
-                           f"{', '.join(missing)}; the harness translates: "
-                           f"{', '.join(sorted(SAME | TRANSLATED))}")
+                           f"{', '.join(missing)} (the translated ones are listed in harness/kafka_java.py)")
     out = {k: v for k, v in settings.items() if k in SAME}
     mech = settings.get("sasl.mechanism") or settings.get("sasl.mechanisms")
     if mech:

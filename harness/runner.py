@@ -154,6 +154,9 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     faults = params.check_faults(exp)
     if params.fresh_transactional_id and not params.transaction_timeout_ms:
         params.transaction_timeout_ms = FRESH_ID_TRANSACTION_TIMEOUT_MS
+    launcher = exp.launcher or PythonWorkers()
+    if hasattr(launcher, "check"):       # bad input a launcher can see (e.g. client settings): before anything
+        launcher.check(stack)
     run_id = run_id or new_run_id(exp.name)
     names = RunNames(run_id)
     run_dir = claim_run_dir(Path(out) if out else reports_dir() / run_id)
@@ -161,7 +164,6 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
 
     r = Run(params, exp, names, stack, run_dir, amounts={}, log=log)
     watcher, launch, positions, result, produced = None, None, {}, None, False
-    launcher = exp.launcher or PythonWorkers()
     try:
         payments = make_payments(params.messages, params.amount, params.payload_bytes)
         r.amounts = {p.id: p.amount for p in payments}
