@@ -95,9 +95,11 @@ def _stack_from(port: dict, kafka: LocalKafka, pg: LocalPostgres, auth: str = "n
 
 
 def recorded_auth(state: Path | None = None) -> str:
-    """The Kafka auth of the local stack in `state` ("none" or "scram"), as stack.json remembers it."""
-    auth = (read_record(state) or {}).get("auth", "none")
-    return auth if auth in AUTHS else "none"
+    """The Kafka auth of the local stack in `state` ("none" or "scram"): as stack.json remembers it, else
+    (a lost or damaged stack.json) as the broker's server.properties says."""
+    state = state or state_dir()
+    auth = (read_record(state) or {}).get("auth")
+    return auth if auth in AUTHS else LocalKafka(state).configured_auth()
 
 
 def client_properties_file(state: Path | None = None) -> Path | None:

@@ -126,6 +126,13 @@ class LocalKafka(pidrecord.RecordedService):
         _write_private(self.props, "".join(f"{k}={v}\n" for k, v in settings.items()))
         (self.home / "log4j2.properties").write_text(LOG4J2)
 
+    def configured_auth(self) -> str:
+        """"scram" when server.properties has the SASL listener, else "none" (also without a config)."""
+        try:
+            return "scram" if "SASL_PLAINTEXT://" in self.props.read_text() else "none"
+        except OSError:
+            return "none"
+
     def scram_password(self) -> str:
         """The SCRAM user's password from client.properties, written (0600) with a new one if missing."""
         from ..kafka_client import load_file

@@ -7,11 +7,9 @@ the credentials. No password may reach any output, report or command line.
 """
 
 import json
-import os
 import shutil
 import stat
 import threading
-from pathlib import Path
 
 import pytest
 

@@ -47,8 +47,15 @@ def test_client_properties_file_follows_the_recorded_auth(tmp_path):
     k.write_config(1, 2, "scram")
     (tmp_path / "stack.json").write_text('{"kind": "local", "auth": "scram"}')
     assert local.client_properties_file(tmp_path) == tmp_path / "client.properties"
-    (tmp_path / "stack.json").write_text('{"kind": "local"}')
+    (tmp_path / "stack.json").write_text('{"kind": "local", "auth": "none"}')
     assert local.recorded_auth(tmp_path) == "none" and local.client_properties_file(tmp_path) is None
+
+
+def test_a_lost_stack_json_does_not_lose_the_auth(tmp_path):
+    LocalKafka(tmp_path).write_config(1, 2, "scram")
+    assert local.recorded_auth(tmp_path) == "scram"
+    LocalKafka(tmp_path).write_config(1, 2)
+    assert local.recorded_auth(tmp_path) == "none"
 
 
 def test_argfile_quoting():
