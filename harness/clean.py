@@ -8,7 +8,7 @@ Postgres are never trusted as SQL: they are filtered by that pattern and
 quoted as identifiers when dropped.
 """
 
-from . import kafka_logging
+from . import kafka_client, kafka_logging
 from .stack.model import Stack
 from .workload import tables
 from .workload.naming import RunNames, TOPIC_PREFIX, run_tables
@@ -16,7 +16,7 @@ from .workload.naming import RunNames, TOPIC_PREFIX, run_tables
 
 def clean_runs(stack: Stack, run_ids: list[str], all_runs: bool) -> tuple[int, int]:
     from confluent_kafka.admin import AdminClient
-    admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers, **kafka_logging.client_config()})
+    admin = AdminClient(kafka_client.config(stack.bootstrap_servers, kafka_logging.client_config()))
     topics = [t for t in admin.list_topics(timeout=15).topics if t.startswith(TOPIC_PREFIX)]
     if not all_runs:
         wanted = {RunNames(r).input_topic for r in run_ids} | {RunNames(r).output_topic for r in run_ids}

@@ -18,15 +18,34 @@ from .experiments import REGISTRY
 
 
 def stack_options(f):
-    """--stack / --bootstrap-servers / --postgres-dsn, shared by every command that needs a stack."""
+    """--stack / --bootstrap-servers / --postgres-dsn / --kafka-config[-file], shared by every command that
+    needs a stack. The Kafka client settings do not reach `f`: they are handed to harness.kafka_client,
+    which every Kafka client the command starts takes its config from."""
     @click.option("--stack", "stack_kind", default="local", show_default=True, envvar="HARNESS_STACK",
                   help="Which stack to start or use: local (processes, no Docker) or compose (Docker).")
     @click.option("--bootstrap-servers", envvar="HARNESS_BOOTSTRAP_SERVERS",
                   help="Use an existing Kafka at this address (with --postgres-dsn); the harness starts nothing.")
     @click.option("--postgres-dsn", envvar="HARNESS_POSTGRES_DSN",
                   help="Use an existing PostgreSQL (with --bootstrap-servers).")
+    @click.option("--kafka-config", "kafka_config", multiple=True, metavar="KEY=VALUE",
+                  help="A Kafka client setting in librdkafka's names (repeatable), for every client the harness "
+                       "starts, e.g. security.protocol=SASL_SSL; over those of --kafka-config-file.")
+    @click.option("--kafka-config-file", "kafka_config_file", envvar="HARNESS_KAFKA_CONFIG_FILE",
+                  type=click.Path(dir_okay=False), metavar="FILE",
+                  help="Kafka client settings, key=value lines (client.properties style, librdkafka names, "
+                       "as kcat -F reads). A local stack started with --auth scram needs none.")
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
+        return f(*args, **kwargs)
+    return takes_kafka_settings(wrapper)
+
+
+def takes_kafka_settings(f):
+    """`f` without the --kafka-config/--kafka-config-file arguments: they go to harness.kafka_client."""
+    @functools.wraps(f)
+    def wrapper(*args, kafka_config=(), kafka_config_file=None, **kwargs):
+        from . import kafka_client
+        kafka_client.request(kafka_client.from_options(kafka_config, kafka_config_file))
         return f(*args, **kwargs)
     return wrapper
 
@@ -52,8 +71,13 @@ def cli():
 
 
 @cli.command()
+@click.option("--auth", type=click.Choice(["none", "scram"]), default=None,
+              help="Local stack: how Kafka clients authenticate. scram: the only client listener is "
+                   "SASL_PLAINTEXT with SCRAM-SHA-512, the user and password are in $HARNESS_HOME/"
+                   "client.properties (0600), and the harness's own runs use that file. "
+                   "[default: what the stack was set up with, else none]")
 @stack_options
-def up(stack_kind, bootstrap_servers, postgres_dsn):
+def up(auth, stack_kind, bootstrap_servers, postgres_dsn):
     """Start Kafka and PostgreSQL (or reuse them), and wait until both answer.
 
     The local stack runs as processes under the state folder ($HARNESS_HOME,
@@ -61,16 +85,23 @@ def up(stack_kind, bootstrap_servers, postgres_dsn):
     use, PostgreSQL from Debian's server binaries.
 
     \b
-    Example:
+    Examples:
       harness up && harness status
+      harness up --auth scram       # SASL/SCRAM Kafka; settings in $HARNESS_HOME/client.properties
     """
     from .stack.resolve import get_stack
-    stack, _ = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=_say, hold=True)
+    if auth and (bootstrap_servers or postgres_dsn or stack_kind != "local"):
+        raise HarnessError("--auth sets up the local stack; an existing cluster takes --kafka-config instead")
+    stack, _ = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=_say, hold=True, auth=auth)
     for note in stack.notes:
         _say(note)
-    click.echo(f"{stack.kind} stack ready: kafka {stack.bootstrap_servers}, postgres "
+    click.echo(f"{stack.kind} stack ready: kafka {stack.bootstrap_servers} ({stack.kafka_auth}), postgres "
                f"{stack.public()['postgres_dsn']}")
     if stack.kind == "local":
+        from .stack.local import client_properties_file
+        props = client_properties_file()
+        if props:
+            _say(f"Kafka client settings (0600): {props}")
         _say("kept running until `harness down`")
 
 
@@ -109,6 +140,7 @@ def status(as_json, stack_kind, bootstrap_servers, postgres_dsn):
         health = "healthy" if stack.healthy else f"NOT healthy: {' and '.join(down)} stopped" if down else "NOT healthy"
         click.echo(f"stack:             {pub['kind']} ({health})")
         click.echo(f"bootstrap_servers: {pub['bootstrap_servers']}")
+        click.echo(f"kafka auth:        {pub['kafka_auth']}")
         click.echo(f"postgres_dsn:      {pub['postgres_dsn']}")
         click.echo(f"kafka version:     {pub['kafka_version'] or 'unknown'}")
         click.echo(f"postgres version:  {pub['postgres_version'] or 'unknown'}")
@@ -131,9 +163,10 @@ def env_cmd(as_json, stack_kind, bootstrap_servers, postgres_dsn):
 
     Exports PGHOST, PGPORT, PGUSER, PGDATABASE and PGPASSFILE (a file the
     harness keeps in its state folder, mode 0600: the password itself is never
-    printed), HARNESS_BOOTSTRAP_SERVERS for `kcat -b`, and HARNESS_POSTGRES_DSN
-    (without the password). Later `harness` commands in that shell use the same
-    stack. Exits 2 when no stack is up.
+    printed), HARNESS_BOOTSTRAP_SERVERS for `kcat -b`, HARNESS_KAFKA_CONFIG_FILE
+    for `kcat -F` when the stack needs client settings (`harness up --auth
+    scram`), and HARNESS_POSTGRES_DSN (without the password). Later `harness`
+    commands in that shell use the same stack. Exits 2 when no stack is up.
     """
     from .paths import state_dir
     from .stack.resolve import current
@@ -141,7 +174,11 @@ def env_cmd(as_json, stack_kind, bootstrap_servers, postgres_dsn):
     stack = current(stack_kind, bootstrap_servers, postgres_dsn, check=False)
     if stack is None or not stack.postgres_dsn or not stack.bootstrap_servers:
         raise HarnessError("no stack is up: start one with `harness up`, then run `eval \"$(harness env)\"`")
-    values = settings(stack, state_dir())
+    import os
+    from .stack import local
+    config_file = (local.client_properties_file() if stack.kind == "local" else None) \
+        or os.environ.get("HARNESS_KAFKA_CONFIG_FILE") or None
+    values = settings(stack, state_dir(), config_file)
     click.echo(json.dumps(values, indent=2) if as_json else shell_lines(values), nl=as_json)
 
 

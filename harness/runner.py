@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import experiments, kafka_logging
+from . import experiments, kafka_client, kafka_logging
 from .checker.audit import audit_run
 from .checker.output_watcher import OutputWatcher
 from .experiments.launch import PythonWorkers
@@ -78,8 +78,8 @@ class Progress:
 
     def __init__(self, stack: Stack, names: RunNames, partitions: int, total: int, ui=None):
         from confluent_kafka import Consumer, TopicPartition
-        self.c = Consumer({"bootstrap.servers": stack.bootstrap_servers, "group.id": names.group,
-                           "enable.auto.commit": False, **kafka_logging.client_config()})
+        self.c = Consumer(kafka_client.config(stack.bootstrap_servers, {
+            "group.id": names.group, "enable.auto.commit": False, **kafka_logging.client_config()}))
         self.tps = [TopicPartition(names.input_topic, p) for p in range(partitions)]
         self.total, self.ui, self.samples, self.t0 = total, ui, [], time.time()
         self.done = 0
@@ -165,6 +165,9 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     faults = params.check_faults(exp)
     if params.fresh_transactional_id and not params.transaction_timeout_ms:
         params.transaction_timeout_ms = FRESH_ID_TRANSACTION_TIMEOUT_MS
+    launcher = exp.launcher or PythonWorkers()
+    if hasattr(launcher, "check"):       # bad input a launcher can see (e.g. client settings): before anything
+        launcher.check(stack)
     run_id = run_id or new_run_id(exp.name)
     names = RunNames(run_id)
     run_dir = claim_run_dir(Path(out) if out else reports_dir() / run_id)
@@ -172,7 +175,6 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
 
     r = Run(params, exp, names, stack, run_dir, amounts={}, log=log)
     watcher, launch, positions, result, produced = None, None, {}, None, False
-    launcher = exp.launcher or PythonWorkers()
     try:
         payments = make_payments(params.messages, params.amount, params.payload_bytes)
         r.amounts = {p.id: p.amount for p in payments}

@@ -73,12 +73,13 @@ class TopicRead:
     values: dict            # key -> the amount in the (last) value, for input topics
 
 
-def read_topic(bootstrap: str, topic: str, isolation: str, client: dict | None = None) -> TopicRead:
+def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
     """Every record of `topic` up to its end as a fresh `isolation` reader sees it."""
     from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"harness-recount-{uuid.uuid4().hex[:8]}",
-                  "enable.auto.commit": False, "auto.offset.reset": "earliest", "isolation.level": isolation,
-                  "log_level": 0, **(client or {})})
+    from .. import kafka_client
+    c = Consumer(kafka_client.config(bootstrap, {
+        "group.id": f"harness-recount-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
+        "auto.offset.reset": "earliest", "isolation.level": isolation, "log_level": 0}))
     try:
         md = c.list_topics(topic, timeout=15)
         meta = md.topics.get(topic)

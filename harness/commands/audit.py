@@ -71,10 +71,6 @@ def print_rows(name: str, rows: list) -> None:
 @click.option("--reports-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where run ids (and `latest`) are looked up [default: $HARNESS_REPORTS or reports/].")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON (for scripts).")
-@click.option("--stack", "stack_kind", default="local", show_default=True, envvar="HARNESS_STACK",
-              help="The stack holding the run's data: local or compose.")
-@click.option("--bootstrap-servers", envvar="HARNESS_BOOTSTRAP_SERVERS", help="Kafka of an existing cluster.")
-@click.option("--postgres-dsn", envvar="HARNESS_POSTGRES_DSN", help="PostgreSQL of an existing cluster.")
 def audit(run, reports_dir, as_json, stack_kind, bootstrap_servers, postgres_dsn):
     """Recount a finished run from Kafka and Postgres and compare with its report.
 
@@ -128,3 +124,11 @@ def audit(run, reports_dir, as_json, stack_kind, bootstrap_servers, postgres_dsn
         click.echo("the report and the recount DIFFER (see the rows marked DIFFERS)", err=True)
         sys.exit(1)
     click.echo(f"the report and the recount agree ({len(results)} run{'s' if len(results) != 1 else ''})", err=True)
+
+
+def _with_stack_options(cmd: click.Command) -> None:
+    from .bench import _reuse_stack_options
+    _reuse_stack_options(cmd)
+
+
+_with_stack_options(audit)

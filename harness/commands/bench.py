@@ -110,13 +110,15 @@ def bench(ctx, messages, fast_messages, repetitions, sizes, cases, skip_restart,
 
 
 def _reuse_stack_options(cmd: click.Command) -> None:
-    """Give `cmd` the shared --stack/--bootstrap-servers/--postgres-dsn options of cli.stack_options.
+    """Give `cmd` the shared --stack/--bootstrap-servers/--postgres-dsn/--kafka-config[-file] options of
+    cli.stack_options (the Kafka client settings are taken off its arguments as stack_options does).
 
     Done once `bench` exists: harness.cli registers this command while it loads, so importing it
     from here works whichever module is imported first.
     """
     probe = _cli().stack_options(lambda **_kw: None)
     cmd.params.extend(reversed(probe.__click_params__))
+    cmd.callback = _cli().takes_kafka_settings(cmd.callback)
 
 
 @bench.command("scale")

@@ -35,6 +35,9 @@ class PythonWorkers:
     """`python -m harness.processors.worker --experiment NAME ...`: the experiment's own loop."""
     extra_args: list = field(default_factory=list)
 
+    def check(self, stack) -> None:
+        """Bad input this launcher can see before anything is created (HarnessError); Python workers have none."""
+
     def prepare(self, run) -> Launch:
         p, names, exp = run.params, run.names, run.exp
         slots = assign_partitions(p.partitions, p.workers)
@@ -71,11 +74,24 @@ class PythonWorkers:
 class StreamsWorkers:
     """The Kafka Streams application of experiments/eos-streams, one JVM per slot (built with mvn)."""
 
+    def check(self, stack) -> None:
+        """Client settings the Java app cannot take are an error before the run starts."""
+        self._java_settings(stack)
+
+    @staticmethod
+    def _java_settings(stack) -> dict:
+        from .. import kafka_client, kafka_java
+        return kafka_java.java_properties(kafka_client.settings_for(stack.bootstrap_servers))
+
     def prepare(self, run) -> Launch:
         from . import streams_jvm as streams
+        from .. import kafka_java
         p, names = run.params, run.names
         jar = streams.build(run.log)
-        env = {**os.environ, "HARNESS_PG_PASSWORD": streams.jdbc(run.stack.postgres_dsn)[2]}
+        # The user's Kafka client settings in Java's names; they may hold secrets, so the environment.
+        java = self._java_settings(run.stack)
+        env = {**os.environ, "HARNESS_PG_PASSWORD": streams.jdbc(run.stack.postgres_dsn)[2],
+               kafka_java.ENV: kafka_java.properties_text(java)}
         slots = [list(range(p.partitions))] * min(p.workers, p.partitions)
 
         def command(slot):

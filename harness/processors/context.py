@@ -16,6 +16,7 @@ import signal
 import time
 from pathlib import Path
 
+from .. import kafka_client
 from ..faults import crashlog
 from ..faults.crashplan import CrashPlan
 from ..workload.sqlnames import table_identifier as table_ident
@@ -90,10 +91,10 @@ class WorkerContext:
         from confluent_kafka import Consumer
 
         self.activate(args)
-        conf = {"bootstrap.servers": args.bootstrap, "group.id": args.group,
-                "enable.auto.commit": False, "enable.auto.offset.store": False,
-                "auto.offset.reset": "earliest", "fetch.wait.max.ms": 20,
-                "isolation.level": args.isolation, "log_level": 3}
+        conf = kafka_client.config(args.bootstrap, {
+            "group.id": args.group, "enable.auto.commit": False, "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest", "fetch.wait.max.ms": 20, "isolation.level": args.isolation,
+            "log_level": 3})
         self.consumer = Consumer(conf)
         self.high: dict = {}
         self.committed: dict = {}

@@ -189,6 +189,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "params": {**asdict(params)},
         "environment": describe(stack),
         "stack": {"kind": stack.kind, "bootstrap_servers": stack.bootstrap_servers,
+                  "kafka_auth": stack.kafka_auth,      # protocol, mechanism, user: never a secret
                   "postgres_dsn": redact(stack.postgres_dsn), "input_topic": names.input_topic,
                   "output_topic": names.output_topic if exp.stores.output else None,
                   "consumer_group": names.group,

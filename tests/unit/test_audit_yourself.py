@@ -140,3 +140,14 @@ def test_broker_version_from_an_api_versions_answer():
     assert bv.finalized_features(struct.pack(">h", 0) + bv._uvarint(1) + struct.pack(">i", 0) + bv._uvarint(0)) == {}
     assert bv.request()[:4] == struct.pack(">i", len(bv.request()) - 4)
     assert bv.describe("127.0.0.1:1", timeout=0.5) is None
+
+
+def test_kcat_lines_read_the_client_settings_file_when_the_cluster_wants_credentials(tmp_path):
+    d = sample()
+    plain = [c for _, c in commands(d) if c.startswith("kcat")]
+    assert plain and not any("-F" in c for c in plain)
+    d["stack"]["kafka_auth"] = "SASL_PLAINTEXT SCRAM-SHA-512 as harness"
+    assert all('-F "$HARNESS_KAFKA_CONFIG_FILE"' in c for _, c in commands(d) if c.startswith("kcat"))
+    st = Stack("local", "127.0.0.1:19092", "postgresql://harness:pw@127.0.0.1:15432/harness", True)
+    values = shellenv.settings(st, tmp_path, tmp_path / "client.properties")
+    assert values["HARNESS_KAFKA_CONFIG_FILE"] == str(tmp_path / "client.properties")
