@@ -287,11 +287,7 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
     stopped = []
     report, folder = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
                                  lambda stack, _log: _run_one(params, stack, out, quiet), stopped=stopped)
-    _say(f"report: {Path(folder) / 'report.html'} (also report.md and report.json)")
-    if stopped:
-        _say(f"the stack is stopped; the run's data is kept: `harness up`, then `harness audit {Path(folder).name}`")
-    else:
-        _say(f"recount it from the stack: `harness audit {Path(folder).name}`")
+    _last_lines(folder, "report.html", stopped)
     click.echo(folder)
     sys.exit(EXIT_CODES.get(report.verdict, 1))
 
@@ -432,9 +428,22 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, o
             con.print(summary["conclusion"], soft_wrap=True)
             con.print(f"suite wall time: {time.time() - t0:.0f} s")
         return summary
-    summary = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body)
+    stopped = []
+    summary = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body, stopped=stopped)
+    _last_lines(folder, "suite.html", stopped)
     click.echo(folder)
     sys.exit(suite_mod.exit_code(summary["experiments"]))
+
+
+def _last_lines(folder, page: str, stopped: list) -> None:
+    """Where the report is, and how to reach the run's data again (kept even when the stack was stopped)."""
+    from pathlib import Path
+    folder = Path(folder)
+    _say(f"report: {folder / page} (also {page.replace('.html', '.md')} and {page.replace('.html', '.json')})")
+    if stopped:
+        _say(f"the stack is stopped; the data is kept: `harness up`, then `harness audit {folder.name}`")
+    else:
+        _say(f"recount it from the stack: `harness audit {folder.name}`")
 
 
 @cli.command("experiments")
