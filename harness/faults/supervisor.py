@@ -55,9 +55,9 @@ class Supervisor:
                  faults: list | None = None,
                  progress: Callable[[dict], None] | None = None,
                  group_done: Callable[[], bool] | None = None,
-                 standby: bool = False):
+                 standby: bool = False, names: list | None = None):
         self.run_dir = run_dir
-        self.slots = [Slot(i, f"w{i}") for i in range(slots)]
+        self.slots = [Slot(i, names[i] if names else f"w{i}") for i in range(slots)]
         self.command, self.env = command, env
         self.time_limit = time_limit
         self.crash_log, self.events_path = crash_log, events_path

@@ -136,6 +136,8 @@ def render(r: RunReport) -> str:
             f"<p id=summary class=summary>{escape(r.summary())}</p>"]
     if d.get("proves"):
         body.append(f"<p><b>What it proves:</b> {escape(d['proves'])}<br><b>Order of steps:</b> {escape(d.get('steps', ''))}</p>")
+    if d.get("lesson"):
+        body.append(f'<p class="lesson"><b>Lesson:</b> {escape(d["lesson"])}</p>')
     body += ["<h2>Scoreboard</h2>", table(r.scoreboard(), ("metric", "observed", "predicted"), numeric=(1, 2))]
     vd = d.get("verdict_detail") or {}
     if vd.get("failed") or vd.get("audit_errors") or vd.get("unplanned_deaths"):

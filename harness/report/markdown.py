@@ -8,11 +8,19 @@ def render(r: RunReport) -> str:
     out = [f"# {d['experiment']}: {d['verdict']}", "", f"> {r.summary()}", ""]
     if d.get("proves"):
         out += [f"*What it proves:* {d['proves']}  ", f"*Order of steps:* {d.get('steps', '')}", ""]
+    if d.get("lesson"):
+        out += [f"**Lesson:** {d['lesson']}", ""]
     out += ["## Scoreboard", "", "| metric | observed | predicted |", "| --- | ---: | ---: |"]
     out += [f"| {m} | {o} | {p} |" for m, o, p in r.scoreboard()]
     pred = d["predicted"]
     if pred.get("note"):
         out += ["", f"Note: {pred['note']}"]
+    if pred.get("evidence"):
+        out += ["", "## What each kill cost (from the evidence)", "",
+                "| worker | attempt | last applied (partition: offset) | successor resumed from | applied again | skipped |",
+                "| --- | ---: | --- | --- | ---: | ---: |"]
+        out += [f"| {e['worker']} | {e['attempt']} | {_offsets(e['last_applied'])} | {_offsets(e['resumed_from'])} "
+                f"| {e['applied_again']} | {e['skipped']} |" for e in pred["evidence"][:50]]
     vd = d.get("verdict_detail") or {}
     if vd.get("failed") or vd.get("differing_ids"):
         out += ["", "## What differed", ""] + [f"- {f}" for f in vd.get("failed", [])]
@@ -74,9 +82,15 @@ def render(r: RunReport) -> str:
                        f"| {fmt(c.get('restart_seconds'))} | {_opt(c.get('read_committed_stall_seconds'))} |")
         if len(crashes) > 50:
             out.append(f"\n... and {len(crashes) - 50} more in report.json")
-    out += ["", f"Audit it yourself: `{d['stack'].get('ledger_table') or d['stack'].get('output_topic')}` "
-            f"stays in place until `harness clean {d['run_id']}`.", ""]
+    written = (d["stack"].get("tables") or []) + (d["stack"].get("topics") or [])
+    names = ", ".join(f"`{n}`" for n in written) if written else \
+        f"`{d['stack'].get('ledger_table') or d['stack'].get('output_topic')}`"
+    out += ["", f"Audit it yourself: {names} stay in place until `harness clean {d['run_id']}`.", ""]
     return "\n".join(out)
+
+
+def _offsets(m: dict) -> str:
+    return ", ".join(f"{p}: {o}" for p, o in m.items()) or "none"
 
 
 def _opt(v) -> str:
