@@ -384,6 +384,10 @@ def experiments_cmd(as_json):
         click.echo(f"{e.name}: {e.proves}")
         click.echo(f"  steps: {e.steps_text()}")
         click.echo(f"  stores: {', '.join(e.stores.names())}; faults: {', '.join(e.default_faults)}")
+        if e.roles:
+            click.echo(f"  processes: {', '.join(r.name for r in e.roles)}")
+        if e.lesson:
+            click.echo(f"  lesson: {e.lesson}")
         for p in e.kill_points:
             mark = " (default)" if p.name == e.default_point else ""
             click.echo(f"  kill point {p.name}{mark}: after {p.after}, before {p.before or '(last step)'}: {p.says}")

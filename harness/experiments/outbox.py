@@ -91,7 +91,8 @@ def insert_row(ctx, msg) -> bool:
 RF_ACCEPT = KillPoint("after-accept-before-row", "accept the request (commit its offset)", "row (PG commit)",
                       frozenset({LOST}), "the request is dropped: no row, no event (its caller does not retry)")
 RF_ROW = KillPoint("after-row-before-produce", "row (PG commit)", "produce the event", frozenset({LOST, UNPUBLISHED}),
-                   "the row exists, its event is never published: the downstream never applies the payment")
+                   "the row exists, its event is never published: the downstream never applies the payment "
+                   "(--kill-point after-produce-before-row runs the other order)")
 RF_PRODUCE = KillPoint("after-produce", "produce the event", None, frozenset(), "nothing: both writes are done")
 
 EF_ACCEPT = KillPoint("after-accept-before-produce", "accept the request (commit its offset)", "produce the event",
@@ -246,8 +247,7 @@ def relay_loop(ctx) -> None:
 OUTBOX = Experiment(
     name="outbox",
     steps=("poll", "PG transaction {row, outbox row}", "commit offset",
-           "relay: publish the outbox row (idempotent producer)", "relay: mark it sent",
-           "downstream: PG transaction {dedupe key, effect}"),
+           "relay: publish the outbox row (idempotent producer)", "relay: mark it sent"),
     kill_points=(OS_POLL, OS_INSIDE, OS_TXN, OS_COMMIT, R_READ, R_PUBLISH, R_MARK),
     default_point=R_PUBLISH.name,
     stores=Stores(ledger=True, dedupe=True, rows=True, outbox=True, events=True),
@@ -258,8 +258,8 @@ OUTBOX = Experiment(
     roles=(Role("service", outbox_service), Role("relay", relay_loop, consumes=None, after=("service",)),
            Role(DOWNSTREAM, downstream_loop, consumes="events", after=("relay",))),
     launcher=RoleWorkers(),
-    lesson="Mistake: trusting the idempotent producer across a relay's restart, which dedupes retries within one "
-           "producer session only, so the topic holds a copy per crash. Fix: keep the dedupe key downstream, in "
-           "the effect's transaction.",
+    lesson="Mistake: the dual write, row and event in two commits. Fix: the outbox, both in one transaction; its "
+           "relay publishes at least once (the idempotent producer dedupes retries, not a restarted relay), so the "
+           "downstream keeps its dedupe key.",
     suite={"group": "mistakes", "weight": 3},
 )
