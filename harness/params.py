@@ -74,6 +74,9 @@ class RunParams:
             if not 1 <= self.auto_commit_interval_ms <= MAX_AUTO_COMMIT_INTERVAL_MS:
                 raise HarnessError(f"--auto-commit-interval-ms must be between 1 and {MAX_AUTO_COMMIT_INTERVAL_MS:,}, "
                                    f"got {self.auto_commit_interval_ms}")
+        for name, why in exp.refuses.items():
+            if getattr(self, name) != RunParams.__dataclass_fields__[name].default:
+                raise HarnessError(f"--{name.replace('_', '-')} does not apply to {exp.name}: {why}")
         if self.messages > MAX_MESSAGES:
             raise HarnessError(f"--messages must be at most {MAX_MESSAGES:,}, got {self.messages:,}")
         for name in ("kills", "payload_bytes"):

@@ -103,8 +103,12 @@ def bounds(attempts: list[Attempt], ends: dict) -> dict:
 
 
 def per_kill(attempts: list[Attempt]) -> list[dict]:
-    """For each attempt that died, what its successor on the same worker slot did about it: offsets applied
-    again (its last applied at or past the successor's start) or skipped (committed, never applied)."""
+    """For each attempt that died, against its successor on the same worker slot: `redelivered`, the offsets it
+    had applied (as logged) that the successor read again, from the committed offset it fetched; `skipped`,
+    the offsets between its last applied one and that committed offset (committed, not applied by it).
+    Per kill, not net: a successor may die before it re-applies what it read, and an offset one attempt
+    skipped may have been applied by an earlier one. Summed, redelivered >= duplicates and skipped >= lost
+    (give or take one unlogged effect per kill); the ledger's counts are the audit's."""
     out = []
     by_worker: dict = {}
     for a in sorted(attempts, key=lambda a: (a.worker, a.attempt)):
@@ -119,7 +123,7 @@ def per_kill(attempts: list[Attempt]) -> list[dict]:
             out.append({"worker": worker, "attempt": dead.attempt,
                         "resumed_from": {str(p): o for p, o in sorted(nxt.start.items())},
                         "last_applied": {str(p): o for p, o in sorted(dead.last.items())},
-                        "applied_again": again, "skipped": skipped})
+                        "redelivered": again, "skipped": skipped})
     return out
 
 
@@ -187,6 +191,7 @@ AUTO_COMMIT = Experiment(
     loop=auto_commit_loop,
     default_faults=("random-kill",),
     options=("auto_commit_interval_ms",),
+    refuses={"commit_every": "its consumer never commits; the client's timer does (--auto-commit-interval-ms)"},
     consumer=AUTO_COMMIT_CONSUMER,
     lesson="Mistake: leaving enable.auto.commit=true, which commits on a timer whatever was polled, so a crash "
            "duplicates and loses. Fix: enable.auto.commit=false and commit after the effect (offset-after), "

@@ -95,6 +95,7 @@ class Experiment:
     consumer: dict = field(default_factory=dict)   # consumer settings its workers use instead of ours
     roles: tuple = ()                # Role, when its run needs more than one kind of process
     variant: str = ""                # the key of `variants` that resolve() applied ("" for none)
+    refuses: dict = field(default_factory=dict)    # run option -> why it does not apply here (refused if given)
 
     # -- derived -------------------------------------------------------------------------------
     def point(self, name: str) -> KillPoint | None:

@@ -159,6 +159,13 @@ def render(r: RunReport) -> str:
             ("event (seconds after the fault)", "value"))]
     if d["predicted"].get("note"):
         body.append(f"<p class=muted>{escape(d['predicted']['note'])}</p>")
+    if d["predicted"].get("evidence"):
+        offs = lambda m: ", ".join(f"{p}: {o}" for p, o in m.items()) or "none"   # noqa: E731
+        body += ["<h2>What each kill cost (from the evidence)</h2>", table(
+            [(e["worker"], e["attempt"], offs(e["last_applied"]), offs(e["resumed_from"]), e["redelivered"],
+              e["skipped"]) for e in d["predicted"]["evidence"][:200]],
+            ("worker", "attempt", "last applied (partition: offset)", "successor resumed from", "redelivered",
+             "skipped"), numeric=(1, 4, 5))]
     body += ["<h2>Anomalies, observed and predicted</h2>", run_chart(d)]
     body += ["<h2>Timeline</h2>", timeline(d.get("timeline") or {}, c["sent"] or 0)]
     t = d["timings"]

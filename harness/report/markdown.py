@@ -17,10 +17,10 @@ def render(r: RunReport) -> str:
         out += ["", f"Note: {pred['note']}"]
     if pred.get("evidence"):
         out += ["", "## What each kill cost (from the evidence)", "",
-                "| worker | attempt | last applied (partition: offset) | successor resumed from | applied again | skipped |",
+                "| worker | attempt | last applied (partition: offset) | successor resumed from | redelivered | skipped |",
                 "| --- | ---: | --- | --- | ---: | ---: |"]
         out += [f"| {e['worker']} | {e['attempt']} | {_offsets(e['last_applied'])} | {_offsets(e['resumed_from'])} "
-                f"| {e['applied_again']} | {e['skipped']} |" for e in pred["evidence"][:50]]
+                f"| {e['redelivered']} | {e['skipped']} |" for e in pred["evidence"][:50]]
     vd = d.get("verdict_detail") or {}
     if vd.get("failed") or vd.get("differing_ids"):
         out += ["", "## What differed", ""] + [f"- {f}" for f in vd.get("failed", [])]

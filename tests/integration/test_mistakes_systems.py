@@ -65,10 +65,11 @@ def test_auto_commit_loses_or_duplicates_within_the_evidence_bounds(stack, tmp_p
     for k in ("duplicates", "lost"):
         lo, hi = p["ranges"][k]
         assert lo <= c[k] <= hi and hi - lo <= len(d["crashes"])
-    # Each kill's cost, from the evidence, adds up to what the ledger shows (up to one unlogged effect per kill).
-    again = sum(e["applied_again"] for e in p["evidence"])
-    skipped = sum(e["skipped"] for e in p["evidence"])
-    assert abs(again - c["duplicates"]) + abs(skipped - c["lost"]) <= len(d["crashes"])
+    # Per kill, what its successor read again and what it skipped: at least what the ledger shows in the end
+    # (give or take one unlogged effect per kill), since a successor may itself die before re-applying.
+    assert len(p["evidence"]) == len(d["crashes"])
+    assert sum(e["redelivered"] for e in p["evidence"]) + len(d["crashes"]) >= c["duplicates"]
+    assert sum(e["skipped"] for e in p["evidence"]) >= c["lost"]
     assert ledger_counts(stack, d) == (c["effects"], c["duplicates"], c["lost"])
     assert d["lesson"].startswith("Mistake: leaving enable.auto.commit=true")
 

@@ -35,14 +35,26 @@ def test_a_commit_ahead_of_the_effects_loses_what_lies_between():
     a = [Attempt("w0", 1, {0: 0}, {0: 4}), Attempt("w0", 2, {0: 10}, {0: 19}, clean=True)]
     assert bounds(a, {0: 20}) == {"duplicates": [0, 1], "lost": [4, 5], "unlogged": 1}
     assert per_kill(a) == [{"worker": "w0", "attempt": 1, "resumed_from": {"0": 10}, "last_applied": {"0": 4},
-                            "applied_again": 0, "skipped": 5}]
+                            "redelivered": 0, "skipped": 5}]
 
 
 def test_an_attempt_that_applied_nothing_in_a_partition_skips_from_its_start():
     a = [Attempt("w0", 1, {0: 0, 1: 0}, {0: 2}), Attempt("w0", 2, {0: 0, 1: 4}, {0: 3, 1: 5}, clean=True)]
     k = per_kill(a)[0]
-    assert (k["applied_again"], k["skipped"]) == (3, 4)
+    assert (k["redelivered"], k["skipped"]) == (3, 4)
     assert bounds(a, {0: 4, 1: 6}) == {"duplicates": [3, 4], "lost": [3, 4], "unlogged": 1}
+
+
+def test_per_kill_figures_are_what_successors_read_not_the_net_damage():
+    # 1 applied 0..9, commit stayed at 3; 2 re-read from 3, applied only 3..4, its commit jumped to 20;
+    # 3 resumed at 20. Net: 3..4 applied twice, 5..9 once, 10..19 never.
+    a = [Attempt("w0", 1, {0: 0}, {0: 9}), Attempt("w0", 2, {0: 3}, {0: 4}),
+         Attempt("w0", 3, {0: 20}, {0: 29}, clean=True)]
+    k = per_kill(a)
+    assert [(x["redelivered"], x["skipped"]) for x in k] == [(7, 0), (0, 15)]
+    b = bounds(a, {0: 30})
+    assert b["duplicates"][0] == 2 and b["lost"][1] == 10
+    assert sum(x["redelivered"] for x in k) >= b["duplicates"][0] and sum(x["skipped"] for x in k) >= b["lost"][1]
 
 
 def test_a_clean_run_is_exact():
@@ -74,7 +86,7 @@ def test_auto_commit_predictor_reads_the_run_folder(tmp_path):
     p = predict(get("auto-commit"), [kill], events=events, run_dir=tmp_path, positions=positions)
     assert expectations(p) == {"ledger.duplicates": {("<=", 4), (">=", 3)}, "ledger.lost": {("<=", 0), (">=", 0)}}
     assert p.range("ledger.duplicates") == [3, 4] and not p.exact
-    assert p.evidence[0]["applied_again"] == 3
+    assert p.evidence[0]["redelivered"] == 3
     assert judge(p, {"ledger.duplicates": 4, "ledger.lost": 0}).verdict == "as-predicted"
     assert judge(p, {"ledger.duplicates": 2, "ledger.lost": 0}).verdict == "unexpected"
     assert judge(p, {"ledger.duplicates": 5, "ledger.lost": 0}).verdict == "unexpected"
@@ -88,6 +100,8 @@ def test_auto_commit_interval_is_its_own_option():
         RunParams("auto-commit", auto_commit_interval_ms=0).validate()
     with pytest.raises(HarnessError, match="--kill-point applies to planned crashes"):
         RunParams("auto-commit", kill_point="after-poll").validate()
+    with pytest.raises(HarnessError, match="--commit-every does not apply to auto-commit"):
+        RunParams("auto-commit", commit_every=5).validate()
     assert get("auto-commit").default_faults == ("random-kill",)
 
 
