@@ -37,6 +37,13 @@ def render(r: RunReport) -> str:
     out += ["", "## Anomalies (first ids)", "",
             f"- lost ({fmt(an['lost_total'])}): {_ids(an['lost_ids'], an['lost_total'])}",
             f"- duplicated ({fmt(an['duplicates_total'])}): {_ids(an['duplicate_ids'], an['duplicates_total'])}"]
+    svc = d.get("service")
+    if svc:
+        for label, n, ids in (("rows without an event", svc["unpublished"], svc["unpublished_ids"]),
+                              ("events without a row", svc["orphaned"], svc["orphaned_ids"]),
+                              ("extra copies of events in the topic", svc["event_duplicates"],
+                               svc["duplicate_event_ids"])):
+            out.append(f"- {label} ({fmt(n)}): {_ids(ids, n)}")
     if an.get("unexpected_ids"):
         out.append(f"- effects for ids never sent: {', '.join(an['unexpected_ids'])}")
     if an.get("unprocessed_total"):

@@ -184,3 +184,28 @@ def test_every_new_experiment_is_in_the_mistakes_group_with_a_lesson():
     for name in ("auto-commit", "dual-write", "outbox"):
         exp = get(name)
         assert exp.suite["group"] == "mistakes" and exp.lesson.startswith("Mistake")
+
+
+def test_a_report_with_a_service_and_evidence_follows_the_schema_and_renders():
+    from harness.report import html, markdown
+    from harness.report.model import RunReport
+    from tests.unit.sample_report import sample, validate
+    d = sample("outbox", lost=0, dups=0)
+    d["lesson"] = "Mistake: the dual write. Fix: the outbox."
+    d["stack"].update(tables=["harness.ledger_x", "harness.rows_x"], topics=["harness.x.input", "harness.x.events"],
+                      consumer_groups=["harness-x", "harness-x-downstream"])
+    d["service"] = {"rows": 10, "events": 12, "unpublished": 0, "orphaned": 0, "event_duplicates": 2,
+                    "outbox_rows": 10, "outbox_unsent": 0, "unpublished_ids": [], "orphaned_ids": [],
+                    "duplicate_event_ids": ["pay-000003", "pay-000007"]}
+    d["predicted"].update(ranges={"duplicates": [1, 3]}, service={"unpublished": 0, "orphaned": 0,
+                                                                  "event_duplicates": 2, "outbox_unsent": 0},
+                          evidence=[{"worker": "w0", "attempt": 1, "resumed_from": {"0": 4},
+                                     "last_applied": {"0": 6}, "redelivered": 3, "skipped": 0}])
+    validate(d)
+    r = RunReport(d)
+    rows = {m: (o, p) for m, o, p in r.scoreboard()}
+    assert rows["duplicate events in the topic"] == ("2", "2") and rows["duplicates"][1] == "1 to 3"
+    md = markdown.render(r)
+    assert "**Lesson:** Mistake: the dual write" in md and "`harness.x.events`" in md
+    assert "| w0 | 1 | 0: 6 | 0: 4 | 3 | 0 |" in md and "extra copies of events in the topic (2)" in md
+    assert "What each kill cost" in html.render(r) and "Lesson:" in html.render(r)
