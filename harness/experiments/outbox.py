@@ -113,13 +113,13 @@ def dual_write_service(ctx, event_first: bool) -> None:
             if event_first:
                 ctx.kill.at(EF_ACCEPT.name, msg, acked_unapplied=[msg])
                 publish(ctx, producer, msg.key(), msg.value())
-                ctx.kill.at(EF_PRODUCE.name, msg, event_only=[msg])
+                ctx.kill.at(EF_PRODUCE.name, msg, event_only=lambda: [msg.key().decode()])
                 insert_row(ctx, msg)
                 ctx.kill.at(EF_ROW.name, msg)
             else:
                 ctx.kill.at(RF_ACCEPT.name, msg, acked_unapplied=[msg])
                 insert_row(ctx, msg)
-                ctx.kill.at(RF_ROW.name, msg, acked_unapplied=[msg], row_only=[msg])
+                ctx.kill.at(RF_ROW.name, msg, acked_unapplied=[msg], row_only=lambda: [msg.key().decode()])
                 publish(ctx, producer, msg.key(), msg.value())
                 ctx.kill.at(RF_PRODUCE.name, msg)
         if ctx.caught_up():
@@ -235,7 +235,7 @@ def relay_loop(ctx) -> None:
             ctx.deliver(rec)
             ctx.kill.at(R_READ.name, rec)
             publish(ctx, producer, rec.key(), rec.value())
-            ctx.kill.at(R_PUBLISH.name, rec, republished=[rec])
+            ctx.kill.at(R_PUBLISH.name, rec, republished=lambda: [rec.message_id])
             ctx.pg.execute(sql.SQL("update {} set sent_at = clock_timestamp() where id = %s").format(outbox), (oid,))
             ctx.kill.at(R_MARK.name, rec)
         if not rows:

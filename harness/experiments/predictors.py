@@ -200,7 +200,8 @@ def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int 
     payment when it commits on a timer). `interruptions`: workers stopped at an instant nobody
     described (a zombie's freeze, a death no fault caused): like undescribed crashes, they turn the
     numbers a crash can change into bounds."""
-    facts = CrashFacts(crashes, inflight_max, interruptions, list(events or []), run_dir, dict(positions or {}))
+    facts = CrashFacts(crashes, inflight_max, interruptions, events=list(events or []), run_dir=run_dir,
+                       positions=dict(positions or {}))
     p = Prediction(exact=facts.exact)
     for pr in exp.predictors:
         pr.add(p, facts, exp)

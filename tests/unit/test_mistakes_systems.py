@@ -209,3 +209,21 @@ def test_a_report_with_a_service_and_evidence_follows_the_schema_and_renders():
     assert "**Lesson:** Mistake: the dual write" in md and "`harness.x.events`" in md
     assert "| w0 | 1 | 0: 6 | 0: 4 | 3 | 0 |" in md and "extra copies of events in the topic (2)" in md
     assert "What each kill cost" in html.render(r) and "Lesson:" in html.render(r)
+
+
+def test_a_worker_whose_parent_died_while_it_started_dies_at_once():
+    """PR_SET_PDEATHSIG covers only a parent that dies after the request: a worker whose supervisor was
+    killed while the worker was starting must notice it has another parent now, and die."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    code = "from harness.procs import die_with_parent; die_with_parent(); print('alive')"
+    from tests.conftest import ROOT
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    orphan = subprocess.run([sys.executable, "-c", code], env={**env, "HARNESS_PARENT_PID": "1"},
+                            capture_output=True, text=True, timeout=60)
+    assert orphan.returncode == -signal.SIGKILL and "alive" not in orphan.stdout
+    child = subprocess.run([sys.executable, "-c", code], env={**env, "HARNESS_PARENT_PID": str(os.getpid())},
+                           capture_output=True, text=True, timeout=60)
+    assert child.returncode == 0 and "alive" in child.stdout
