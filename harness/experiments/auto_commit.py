@@ -6,7 +6,7 @@ in the background every `auto.commit.interval.ms` (5000 ms unless
 `consume()` has *handed out*, applied or not. A kill therefore costs either
 way: effects applied after the last auto-commit are applied again
 (duplicates), and records handed out, committed, and not yet applied are never
-seen again (lost). (The Java client commits inside `poll()`, after a
+seen again (lost). (The classic Java consumer commits inside `poll()`, after a
 synchronous loop has finished the previous batch, so there it only
 duplicates; librdkafka's timer can also lose.)
 
