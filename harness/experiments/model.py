@@ -68,7 +68,8 @@ class Role:
 
     `consumes` says what its consumer reads: "input" (the payments, one process per partition set, as
     plain workers), "events" (the events topic, one process) or None (no consumer: one process).
-    `after` names the roles that must have finished (exited 0) before this one may finish."""
+    `after` names the roles that must have said `done` (all their work committed) before this one may
+    finish; the relay's service, the downstream consumer's producers."""
     name: str
     loop: Callable
     consumes: str | None = "input"
