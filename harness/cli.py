@@ -220,7 +220,9 @@ def _fault_help() -> str:
              "  harness run offset-before\n"
              "  harness run offset-after --commit-every 10 --kill-point any\n"
              "  harness run dedupe --partitions 3 --workers 2 --kill-mode random\n"
-             "  harness run eos --fault random-kill:kills=5")
+             "  harness run eos --fault random-kill:kills=5\n"
+             "  harness run auto-commit --auto-commit-interval-ms 100 --kills 20\n"
+             "  harness run dual-write --kill-point after-produce-before-row")
 @click.argument("experiment")
 @click.option("--messages", type=int, default=1000, show_default=True, help="Payments to produce.")
 @click.option("--amount", type=int, default=100, show_default=True, help="Amount of each payment.")
@@ -251,6 +253,8 @@ def _fault_help() -> str:
               help="eos family: the producers' transaction.timeout.ms (default 60000; 10000 with --fresh-transactional-id).")
 @click.option("--zombie-pause", type=float, default=None,
               help="zombie: seconds the worker stays frozen before its replacement starts.  [default: 3]")
+@click.option("--auto-commit-interval-ms", type=int, default=None,
+              help="auto-commit only: the consumer's auto.commit.interval.ms.  [default: the client's, 5000]")
 @click.option("--payload-bytes", type=int, default=0, help="Pad each payment's JSON value to about this many bytes.")
 @click.option("--time-limit", type=float, default=600, show_default=True,
               help="Seconds before a stuck run is stopped and reported as incomplete.")
@@ -261,7 +265,7 @@ def _fault_help() -> str:
 @stack_options
 def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers, kill_mode, kills,
         kill_point, fault_specs, commit_interval_ms, effect, fresh_transactional_id, transaction_timeout_ms,
-        zombie_pause, payload_bytes, time_limit, out, keep_stack, quiet, stack_kind,
+        zombie_pause, auto_commit_interval_ms, payload_bytes, time_limit, out, keep_stack, quiet, stack_kind,
         bootstrap_servers, postgres_dsn):
     """Run one experiment: produce payments, crash workers, audit, judge, report.
 
@@ -275,7 +279,8 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
     from .runner import EXIT_CODES
     params = RunParams(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers,
                        kill_mode, kills, kill_point, time_limit, commit_interval_ms, payload_bytes,
-                       effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause, list(fault_specs))
+                       effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause, list(fault_specs),
+                       auto_commit_interval_ms=auto_commit_interval_ms)
     params.validate()
     from pathlib import Path
     from .paths import reports_dir
@@ -463,6 +468,10 @@ def experiments_cmd(as_json):
         click.echo(f"{e.name}: {e.proves}")
         click.echo(f"  steps: {e.steps_text()}")
         click.echo(f"  stores: {', '.join(e.stores.names())}; faults: {', '.join(e.default_faults)}")
+        if e.roles:
+            click.echo(f"  processes: {', '.join(r.name for r in e.roles)}")
+        if e.lesson:
+            click.echo(f"  lesson: {e.lesson}")
         for p in e.kill_points:
             mark = " (default)" if p.name == e.default_point else ""
             click.echo(f"  kill point {p.name}{mark}: after {p.after}, before {p.before or '(last step)'}: {p.says}")

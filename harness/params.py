@@ -26,6 +26,7 @@ MAX_PARTITIONS = 1_000
 MAX_WORKERS = 64
 MAX_KILLS = 100_000
 MAX_ZOMBIE_PAUSE_S = 3600
+MAX_AUTO_COMMIT_INTERVAL_MS = 600_000
 
 
 @dataclass
@@ -49,6 +50,7 @@ class RunParams:
     transaction_timeout_ms: int | None = None
     zombie_pause: float | None = None       # zombie: seconds frozen before the replacement starts (None: 3)
     faults: list = field(default_factory=list)   # --fault NAME[:key=value,...]; empty: the experiment's own
+    auto_commit_interval_ms: int | None = None   # auto-commit: the consumer's auto.commit.interval.ms (None: 5000)
 
     def validate(self) -> None:
         exp = experiments.get(self.experiment)
@@ -64,6 +66,17 @@ class RunParams:
         if self.effect != "none" and "effect" not in exp.options:
             takers = [e.name for e in experiments.REGISTRY.values() if "effect" in e.options]
             raise HarnessError(f"--effect applies to {', '.join(takers)} only (the other experiments define their effect)")
+        if self.auto_commit_interval_ms is not None:
+            if "auto_commit_interval_ms" not in exp.options:
+                takers = [e.name for e in experiments.REGISTRY.values() if "auto_commit_interval_ms" in e.options]
+                raise HarnessError(f"--auto-commit-interval-ms applies to {', '.join(takers)} only (the other "
+                                   f"experiments commit offsets themselves)")
+            if not 1 <= self.auto_commit_interval_ms <= MAX_AUTO_COMMIT_INTERVAL_MS:
+                raise HarnessError(f"--auto-commit-interval-ms must be between 1 and {MAX_AUTO_COMMIT_INTERVAL_MS:,}, "
+                                   f"got {self.auto_commit_interval_ms}")
+        for name, why in exp.refuses.items():
+            if getattr(self, name) != RunParams.__dataclass_fields__[name].default:
+                raise HarnessError(f"--{name.replace('_', '-')} does not apply to {exp.name}: {why}")
         if self.messages > MAX_MESSAGES:
             raise HarnessError(f"--messages must be at most {MAX_MESSAGES:,}, got {self.messages:,}")
         for name in ("kills", "payload_bytes"):

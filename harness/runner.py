@@ -49,6 +49,7 @@ class Run:
     stack: Stack
     run_dir: Path
     amounts: dict                  # payment id -> amount, in production order
+    positions: dict = field(default_factory=dict)   # payment id -> (partition, offset) in the input topic
     log: object = print
     progress: object = None
     phases: dict = field(default_factory=dict)   # seconds per phase (see `phase`), for the time breakdown
@@ -174,7 +175,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     kafka_logging.configure(run_dir / kafka_logging.FILE_NAME)
 
     r = Run(params, exp, names, stack, run_dir, amounts={}, log=log)
-    watcher, launch, positions, result, produced = None, None, {}, None, False
+    watcher, launch, positions, result, produced = None, None, r.positions, None, False
     try:
         payments = make_payments(params.messages, params.amount, params.payload_bytes)
         r.amounts = {p.id: p.amount for p in payments}
@@ -186,9 +187,14 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
             create_topic(stack.bootstrap_servers, names.input_topic, params.partitions)
             if exp.stores.output:
                 create_topic(stack.bootstrap_servers, names.output_topic, params.partitions)
+            if exp.stores.events:
+                create_topic(stack.bootstrap_servers, names.events_topic, params.partitions)
             if exp.stores.ledger:
                 tables.create(stack.postgres_dsn, names.ledger_table,
                               names.dedupe_table if exp.stores.dedupe else None)
+            if exp.stores.rows:
+                tables.create_service_tables(stack.postgres_dsn, names.rows_table,
+                                             names.outbox_table if exp.stores.outbox else None)
         t_prod = time.time()
         with phase(r, "produce"):
             produce(stack.bootstrap_servers, names.input_topic, payments, positions=positions)
@@ -201,7 +207,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         watcher = OutputWatcher(stack.bootstrap_servers, names.output_topic) if exp.stores.output else None
         sup = Supervisor(run_dir, len(launch.slots), launch.command, launch.env, params.time_limit, r.crash_log,
                          r.events, faults=faults, progress=r.progress, group_done=launch.group_done,
-                         standby=launch.standby)
+                         standby=launch.standby, names=launch.names)
         with phase(r, "workers"):
             result = sup.run()
         with phase(r, "wait_for_dead_transactions"):

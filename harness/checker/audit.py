@@ -1,7 +1,8 @@
 """Audit a finished run's stores and turn them into observations the verdict can judge.
 
 Reads each store the experiment declares (the ledger and dedupe table in
-Postgres, the output topic under read_committed and read_uncommitted), counts
+Postgres, the output topic under read_committed and read_uncommitted, a
+service's rows, outbox and events topic), counts
 effects per id, checks each effect against its payment, and splits ids with
 no effect into `lost` (acknowledged, never applied) and `unprocessed` (the run
 stopped before acknowledging them: an interrupted run is not a lossy one).
@@ -42,6 +43,7 @@ class Audit:
     ledger_total: int | None = None
     dedupe_hits: int | None = None
     output: dict | None = None            # per isolation: StoreCounts; plus "aborted_records"
+    service: object = None                # a service's rows, outbox and events (checker/systems.py)
     metrics: dict = field(default_factory=dict)
     evidence: Evidence = field(default_factory=Evidence)
 
@@ -112,4 +114,11 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
                                    f"kafka.{iso}.lost": a.output[iso].lost_ids})
         if a.output["read_uncommitted"] is not UNKNOWN:
             a.evidence.uncommitted_per_id = a.output["read_uncommitted"].per_id
+    if exp.stores.events:
+        from .systems import audit_service
+        a.service = svc = audit_service(exp, stack, names, amounts)
+        a.metrics.update(svc.metrics())
+        a.evidence.ids.update(svc.ids)
+        a.evidence.integrity += svc.integrity
+        a.evidence.errors += svc.errors
     return a

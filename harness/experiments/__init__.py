@@ -1,6 +1,6 @@
 """The experiment registry: every experiment, declared once, in the order reports show them.
 
-Each family has its own module (offsets, dedupe, eos, kafka_streams) that
+Each family has its own module (offsets, dedupe, eos, kafka_streams, auto_commit, outbox) that
 declares its experiments with `model.Experiment`: steps, kill points and
 their damage, stores, predictors, worker loop. Everything else (the runner,
 the checker, the reports, the suite, `harness experiments`, `--help`) reads
@@ -8,14 +8,17 @@ them from here.
 """
 
 from ..errors import HarnessError
+from .auto_commit import AUTO_COMMIT
 from .dedupe import DEDUPE
 from .eos import EOS, EOS_BOUNDARY, EOS_DEDUPE, ZOMBIE
 from .kafka_streams import EOS_STREAMS
 from .model import ANY, Experiment
 from .offsets import OFFSET_AFTER, OFFSET_BEFORE
+from .outbox import DUAL_WRITE, OUTBOX
 
 REGISTRY: dict[str, Experiment] = {e.name: e for e in (
-    OFFSET_BEFORE, OFFSET_AFTER, DEDUPE, EOS, EOS_BOUNDARY, EOS_DEDUPE, EOS_STREAMS, ZOMBIE)}
+    OFFSET_BEFORE, OFFSET_AFTER, DEDUPE, EOS, EOS_BOUNDARY, EOS_DEDUPE, EOS_STREAMS, ZOMBIE,
+    AUTO_COMMIT, DUAL_WRITE, OUTBOX)}
 
 
 def names() -> list[str]:

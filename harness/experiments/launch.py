@@ -1,4 +1,5 @@
-"""How an experiment's workers are started: Python worker processes, or the Kafka Streams JVM.
+"""How an experiment's workers are started: Python worker processes (of one kind, or of several
+roles), or the Kafka Streams JVM.
 
 A launcher turns a run (its names, stack, folder and parameters) into what the
 supervisor needs: a command line per worker slot and attempt, the
@@ -22,12 +23,47 @@ class Launch:
     group_done: Callable | None = None     # workers that never exit by themselves: when the run is over
     reports_deliveries: bool = True        # every worker process reports how many records it began
     standby: bool = True                   # workers understand --standby (a warm spare per slot)
+    names: list | None = None              # a name per slot (default w0, w1, ...)
 
 
 def assign_partitions(partitions: int, workers: int) -> list[list[int]]:
     """Partition p goes to worker slot p % workers; slots without a partition are not started."""
     slots = [[p for p in range(partitions) if p % workers == w] for w in range(workers)]
     return [s for s in slots if s]
+
+
+def python_worker_command(run, slot, partitions: list, group: str, topic: str) -> list[str]:
+    """`python -m harness.processors.worker --experiment NAME ...` for one slot and attempt."""
+    p, names, exp = run.params, run.names, run.exp
+    cmd = [sys.executable, "-m", "harness.processors.worker", "--experiment", exp.name,
+           "--worker", slot.name, "--attempt", str(slot.attempt), "--bootstrap", run.stack.bootstrap_servers,
+           "--group", group, "--input-topic", topic, "--partitions", ",".join(map(str, partitions)),
+           "--commit-every", str(p.commit_every), "--crash-log", str(run.crash_log),
+           "--events", str(run.events), "--crash-plan", str(run.crash_plan)]
+    if exp.variant:
+        cmd += ["--variant", exp.variant]
+    if exp.stores.ledger:
+        cmd += ["--ledger", names.ledger_table]
+    if exp.stores.dedupe:
+        cmd += ["--dedupe", names.dedupe_table]
+    if exp.stores.rows:
+        cmd += ["--rows", names.rows_table]
+    if exp.stores.outbox:
+        cmd += ["--outbox", names.outbox_table]
+    if exp.stores.events:
+        cmd += ["--events-topic", names.events_topic]
+    if exp.stores.output:
+        tid = names.transactional_id(slot.index)
+        if p.fresh_transactional_id:
+            tid += f"-attempt-{slot.attempt}"
+        cmd += ["--output-topic", names.output_topic, "--transactional-id", tid]
+    if p.transaction_timeout_ms:
+        cmd += ["--transaction-timeout-ms", str(p.transaction_timeout_ms)]
+    if p.commit_interval_ms:
+        cmd += ["--commit-interval-ms", str(p.commit_interval_ms)]
+    if p.auto_commit_interval_ms:
+        cmd += ["--auto-commit-interval-ms", str(p.auto_commit_interval_ms)]
+    return cmd
 
 
 @dataclass
@@ -39,32 +75,52 @@ class PythonWorkers:
         """Bad input this launcher can see before anything is created (HarnessError); Python workers have none."""
 
     def prepare(self, run) -> Launch:
-        p, names, exp = run.params, run.names, run.exp
-        slots = assign_partitions(p.partitions, p.workers)
+        slots = assign_partitions(run.params.partitions, run.params.workers)
 
         def command(slot) -> list[str]:
-            cmd = [sys.executable, "-m", "harness.processors.worker", "--experiment", exp.name,
-                   "--worker", slot.name, "--attempt", str(slot.attempt), "--bootstrap", run.stack.bootstrap_servers,
-                   "--group", names.group, "--input-topic", names.input_topic,
-                   "--partitions", ",".join(map(str, slots[slot.index])),
-                   "--commit-every", str(p.commit_every), "--crash-log", str(run.crash_log),
-                   "--events", str(run.events), "--crash-plan", str(run.crash_plan)]
-            if exp.stores.ledger:
-                cmd += ["--ledger", names.ledger_table]
-            if exp.stores.dedupe:
-                cmd += ["--dedupe", names.dedupe_table]
-            if exp.stores.output:
-                tid = names.transactional_id(slot.index)
-                if p.fresh_transactional_id:
-                    tid += f"-attempt-{slot.attempt}"
-                cmd += ["--output-topic", names.output_topic, "--transactional-id", tid]
-            if p.transaction_timeout_ms:
-                cmd += ["--transaction-timeout-ms", str(p.transaction_timeout_ms)]
-            if p.commit_interval_ms:
-                cmd += ["--commit-interval-ms", str(p.commit_interval_ms)]
-            return cmd + self.extra_args
+            return python_worker_command(run, slot, slots[slot.index], run.names.group,
+                                         run.names.input_topic) + self.extra_args
 
         return Launch(command, {**os.environ, "HARNESS_WORKER_DSN": run.stack.postgres_dsn}, slots)
+
+    def finish(self, run, result) -> None:
+        pass
+
+
+@dataclass
+class RoleWorkers:
+    """Several kinds of Python worker in one run, as the experiment's `roles` declare them: a role that
+    consumes the input gets one process per partition set (like plain workers), any other role one
+    process. All of them are slots of the same supervisor: restarted when killed, killed when the run
+    stops, dead with it if it dies. A role finishes only after the roles it names in `after` did
+    (each worker reads their `done` events)."""
+
+    def prepare(self, run) -> Launch:
+        p, names = run.params, run.names
+        slots, slot_names, specs = [], [], []
+        for role in run.exp.roles:
+            if role.consumes == "input":
+                parts = assign_partitions(p.partitions, p.workers)
+            else:
+                parts = [list(range(p.partitions))]
+            for i, ps in enumerate(parts):
+                slots.append(ps)
+                slot_names.append(f"{role.name}-{i}")
+                specs.append(role)
+        by_role = {r.name: [n for n, spec in zip(slot_names, specs) if spec is r] for r in run.exp.roles}
+
+        def command(slot) -> list[str]:
+            role = specs[slot.index]
+            if role.consumes == "events":
+                group, topic = names.downstream_group, names.events_topic
+            else:
+                group, topic = names.group, names.input_topic
+            cmd = python_worker_command(run, slot, slots[slot.index], group, topic) + ["--role", role.name]
+            after = [n for r in role.after for n in by_role[r]]
+            return cmd + (["--after", ",".join(after)] if after else [])
+
+        return Launch(command, {**os.environ, "HARNESS_WORKER_DSN": run.stack.postgres_dsn}, slots,
+                      reports_deliveries=False, standby=False, names=slot_names)
 
     def finish(self, run, result) -> None:
         pass

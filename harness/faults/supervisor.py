@@ -11,7 +11,7 @@ supervisor's process if it is itself SIGKILLed (PR_SET_PDEATHSIG).
 """
 
 import json
-
+import os
 import signal
 import subprocess
 import time
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..procs import PARENT_PID_ENV
 from . import crashlog
 
 # A worker that fails this many times without being killed on purpose is broken: stop restarting it.
@@ -55,9 +56,9 @@ class Supervisor:
                  faults: list | None = None,
                  progress: Callable[[dict], None] | None = None,
                  group_done: Callable[[], bool] | None = None,
-                 standby: bool = False):
+                 standby: bool = False, names: list | None = None):
         self.run_dir = run_dir
-        self.slots = [Slot(i, f"w{i}") for i in range(slots)]
+        self.slots = [Slot(i, names[i] if names else f"w{i}") for i in range(slots)]
         self.command, self.env = command, env
         self.time_limit = time_limit
         self.crash_log, self.events_path = crash_log, events_path
@@ -95,8 +96,10 @@ class Supervisor:
         slot.started_at = time.time()
 
     def _spawn(self, slot: Slot, cmd: list[str], stdin=subprocess.DEVNULL) -> subprocess.Popen:
+        # The worker checks, once it can, that we are still its parent (procs.die_with_parent).
+        env = {**self.env, PARENT_PID_ENV: str(os.getpid())}
         with open(self.logs / f"{slot.name}.log", "ab") as log:
-            return subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin)
+            return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin)
 
     def adopt(self, proc: subprocess.Popen) -> None:
         self.adopted.append(proc)

@@ -42,6 +42,9 @@ class Predicted:
     note: str
     expectations: list
     kafka_output: dict | None = None
+    ranges: dict | None = None       # metric -> [low, high] when the prediction is a range
+    evidence: list | None = None     # per crash, what the prediction read beyond the crash log
+    service: dict | None = None      # a service's rows and events: unpublished, orphaned, event_duplicates
 
 
 @dataclass
@@ -145,7 +148,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     inflight_max = params.messages if params.commit_interval_ms else params.commit_every
     pred = predict(exp, crashes, inflight_max,
                    interruptions=sum(f.interruptions(fault_details[f.name]) for f in faults) + len(deaths)
-                   + result.killed_at_end)
+                   + result.killed_at_end, events=result.events, run_dir=r.run_dir, positions=r.positions)
     observed = dict(audit.metrics)
     for f in faults:
         observed.update(f.observed(fault_details[f.name]))
@@ -169,7 +172,12 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         dedupe_hits=pred.value("ledger.dedupe_hits"), exact=pred.exact, note=pred.note,
         expectations=[e.text() for e in pred.expectations],
         kafka_output=({iso: {"duplicates": pred.value(f"kafka.{iso}.duplicates"), "lost": pred.value(f"kafka.{iso}.lost")}
-                       for iso in ("read_committed", "read_uncommitted")} if exp.stores.output else None))
+                       for iso in ("read_committed", "read_uncommitted")} if exp.stores.output else None),
+        ranges={k: rg for k in ("duplicates", "lost") if (rg := pred.range(prefix + k))} or None,
+        evidence=pred.evidence or None,
+        service=({"unpublished": pred.value("events.unpublished"), "orphaned": pred.value("events.orphaned"),
+                  "event_duplicates": pred.value("events.duplicates"), "outbox_unsent": pred.value("outbox.unsent")}
+                 if exp.stores.events else None))
     crash_rows = crash_entries(crashes, restart_seconds(crashes, result.events), stalls)
     fault_rows = sorted((e for f in faults for e in f.entries(crashes, result.events)), key=lambda e: e.get("time") or 0)
     ko = None
@@ -184,6 +192,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "experiment": exp.name,
         "status": result.status,
         "proves": exp.proves,
+        "lesson": exp.lesson or None,
         "steps": exp.steps_text(),
         "kill_points": [p.describe() for p in exp.kill_points],
         "params": {**asdict(params)},
@@ -194,7 +203,9 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
                   "output_topic": names.output_topic if exp.stores.output else None,
                   "consumer_group": names.group,
                   "ledger_table": names.ledger_table if exp.stores.ledger else None,
-                  "dedupe_table": names.dedupe_table if exp.stores.dedupe else None},
+                  "dedupe_table": names.dedupe_table if exp.stores.dedupe else None,
+                  "tables": written_tables(exp, names), "topics": written_topics(exp, names),
+                  "consumer_groups": [names.group] + ([names.downstream_group] if exp.stores.events else [])},
         "faults_configured": [f.describe() for f in faults],
         "faults": fault_rows,
         "fault_details": {k: v for k, v in fault_details.items() if v},
@@ -202,6 +213,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "counts": asdict(counts),
         "predicted": asdict(predicted),
         "kafka_output": ko,
+        "service": audit.service.section() if audit.service is not None else None,
         "ledger": {"expected_total": sum(r.amounts.values()),
                    "actual_total": audit.ledger_total if exp.stores.ledger else None},
         "anomalies": asdict(Anomalies(
@@ -221,6 +233,19 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     data["summary"] = summarize(data, [f.sentence(fault_details[f.name]) + f.shortfall(crashes, fault_details[f.name])
                                        for f in faults])
     return RunReport(data)
+
+
+def written_tables(exp, names) -> list[str]:
+    """Every Postgres table the run created and wrote."""
+    st = exp.stores
+    return [t for t, on in ((names.ledger_table, st.ledger), (names.dedupe_table, st.dedupe),
+                            (names.rows_table, st.rows), (names.outbox_table, st.outbox)) if on]
+
+
+def written_topics(exp, names) -> list[str]:
+    """Every Kafka topic the run created and wrote."""
+    return [names.input_topic] + [t for t, on in ((names.output_topic, exp.stores.output),
+                                                  (names.events_topic, exp.stores.events)) if on]
 
 
 def _n(v) -> str:
@@ -245,6 +270,11 @@ def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
         rc, ru = ko["read_committed"], ko["read_uncommitted"]
         parts.append(f"read_committed output {_n(rc['records'])} records with {_n(rc['duplicates'])} duplicates and "
                      f"{_n(rc['lost'])} lost; read_uncommitted {_n(ru['records'])} records")
+    svc = d.get("service")
+    if svc:
+        parts.append(f"service rows {_n(svc['rows'])}, events {_n(svc['events'])}: {_n(svc['unpublished'])} rows "
+                     f"without an event, {_n(svc['orphaned'])} events without a row, {_n(svc['event_duplicates'])} "
+                     f"duplicate events in the topic")
     if c.get("unprocessed"):
         parts.append(f"{c['unprocessed']:,} payments not yet processed when the run stopped (not counted as lost)")
     faults = f"after {n:,} crashes" if n else "with no planned crash"

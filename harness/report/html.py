@@ -140,6 +140,8 @@ def render(r: RunReport) -> str:
             f"<p id=summary class=summary>{escape(r.summary())}</p>"]
     if d.get("proves"):
         body.append(f"<p><b>What it proves:</b> {escape(d['proves'])}<br><b>Order of steps:</b> {escape(d.get('steps', ''))}</p>")
+    if d.get("lesson"):
+        body.append(f'<p class="lesson"><b>Lesson:</b> {escape(d["lesson"])}</p>')
     body += ["<h2>Scoreboard</h2>", table(r.scoreboard(), ("metric", "observed", "predicted"), numeric=(1, 2))]
     vd = d.get("verdict_detail") or {}
     if vd.get("failed") or vd.get("audit_errors") or vd.get("unplanned_deaths"):
@@ -161,6 +163,13 @@ def render(r: RunReport) -> str:
             ("event (seconds after the fault)", "value"))]
     if d["predicted"].get("note"):
         body.append(f"<p class=muted>{escape(d['predicted']['note'])}</p>")
+    if d["predicted"].get("evidence"):
+        offs = lambda m: ", ".join(f"{p}: {o}" for p, o in m.items()) or "none"   # noqa: E731
+        body += ["<h2>What each kill cost (from the evidence)</h2>", table(
+            [(e["worker"], e["attempt"], offs(e["last_applied"]), offs(e["resumed_from"]), e["redelivered"],
+              e["skipped"]) for e in d["predicted"]["evidence"][:200]],
+            ("worker", "attempt", "last applied (partition: offset)", "successor resumed from", "redelivered",
+             "skipped"), numeric=(1, 4, 5))]
     body += ["<h2>Anomalies, observed and predicted</h2>", run_chart(d)]
     body += ["<h2>Timeline</h2>", timeline(d.get("timeline") or {}, c["sent"] or 0)]
     t = d["timings"]

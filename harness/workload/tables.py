@@ -1,4 +1,4 @@
-"""The run's Postgres tables: the ledger (one row per applied effect) and the dedupe table.
+"""The run's Postgres tables: the ledger (one row per applied effect), the dedupe table, and a service's rows and outbox.
 
 The ledger is what a payment system would have: a row per charge. The checker
 reads only this table (and the dedupe table) to count effects, so anyone can
@@ -32,6 +32,27 @@ def create(dsn: str, ledger: str, dedupe: str | None) -> None:
                 message_id  text primary key,
                 first_at    timestamptz not null default clock_timestamp(),
                 hits        integer not null default 0)""").format(table_identifier(dedupe)))
+
+
+def create_service_tables(dsn: str, rows: str, outbox: str | None) -> None:
+    """A service's business rows (one per payment request, keyed by its id) and, for the outbox
+    pattern, the outbox: the event to publish, written in the row's transaction, `sent_at` set by
+    the relay once published."""
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+        conn.execute(sql.SQL("create schema if not exists {}").format(sql.Identifier(SCHEMA)))
+        conn.execute(sql.SQL("""create table {} (
+            message_id  text primary key,
+            amount      bigint not null,
+            worker      text not null,
+            attempt     integer not null,
+            created_at  timestamptz not null default clock_timestamp())""").format(table_identifier(rows)))
+        if outbox:
+            conn.execute(sql.SQL("""create table {} (
+                id          bigserial primary key,
+                message_id  text not null unique,
+                payload     text not null,
+                created_at  timestamptz not null default clock_timestamp(),
+                sent_at     timestamptz)""").format(table_identifier(outbox)))
 
 
 def drop(dsn: str, tables: list[str]) -> None:
