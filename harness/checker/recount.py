@@ -27,6 +27,12 @@ LEDGER_TOTALS = "select count(*) as effects, count(distinct message_id) as ids, 
 LEDGER_DUPLICATES = ("select message_id, count(*) as effects from {t} group by message_id "
                      "having count(*) > 1 order by message_id")
 DEDUPE_TOTALS = "select count(*) as keys, coalesce(sum(hits), 0) as hits from {d}"
+# {r}: a service's rows table, {o}: its outbox (dual-write, outbox).
+ROWS_TOTALS = "select count(*) as rows, count(distinct message_id) as ids from {r}"
+OUTBOX_TOTALS = "select count(*) as outbox_rows, count(*) filter (where sent_at is null) as unsent from {o}"
+# Against the keys read from the events topic (temporary table `events`); `harness audit` only.
+UNPUBLISHED = ("select r.message_id from {r} r where not exists "
+               "(select 1 from events e where e.message_id = r.message_id) order by 1")
 # Against the ids read from the input topic (temporary table `sent`); `harness audit` only.
 MISSING = ("select s.message_id from sent s where not exists "
            "(select 1 from {t} l where l.message_id = s.message_id) order by 1")
@@ -52,18 +58,17 @@ def quoted(qualified: str) -> str:
     return ".".join('"' + part.replace('"', '""') + '"' for part in (schema, table))
 
 
-def display(template: str, ledger: str | None = None, dedupe: str | None = None) -> str:
-    return template.format(t=quoted(ledger) if ledger else "", d=quoted(dedupe) if dedupe else "")
+def display(template: str, ledger: str | None = None, dedupe: str | None = None, **tables) -> str:
+    names = {"t": ledger, "d": dedupe, **tables}
+    return template.format(**{k: quoted(v) if v else "" for k, v in names.items()}, **{
+        k: "" for k in ("t", "d", "r", "o") if k not in names})
 
 
-def _composed(template: str, ledger: str | None, dedupe: str | None) -> sql.Composed:
+def _composed(template: str, ledger: str | None = None, dedupe: str | None = None, **tables) -> sql.Composed:
     from ..workload.sqlnames import table_identifier
-    args = {}
-    if "{t}" in template:
-        args["t"] = table_identifier(ledger)
-    if "{d}" in template:
-        args["d"] = table_identifier(dedupe)
-    return sql.SQL(template).format(**args)
+    names = {"t": ledger, "d": dedupe, **tables}
+    return sql.SQL(template).format(**{k: table_identifier(v) for k, v in names.items()
+                                       if "{" + k + "}" in template})
 
 
 @dataclass
@@ -164,3 +169,56 @@ def recount_output(read: TopicRead, sent: dict) -> OutputRecount:
     dup_ids = sorted(str(k) for k, n in read.ids.items() if n > 1)
     missing = sorted(i for i in sent if read.ids.get(i, 0) == 0)
     return OutputRecount(read.records, sum(read.ids[k] - 1 for k in dup_ids), len(missing), dup_ids, missing)
+
+
+def service_stores(report: dict) -> dict | None:
+    """The rows table, outbox and events topic a run wrote (dual-write, outbox), from its `stack` lists."""
+    from ..workload.naming import RunNames
+    st = report.get("stack") or {}
+    try:
+        names = RunNames(report["run_id"])
+    except Exception:  # noqa: BLE001 - a run id this harness cannot parse has none of these
+        return None
+    tables, topics = set(st.get("tables") or []), set(st.get("topics") or [])
+    if names.rows_table not in tables or names.events_topic not in topics:
+        return None
+    return {"rows": names.rows_table, "events": names.events_topic,
+            **({"outbox": names.outbox_table} if names.outbox_table in tables else {})}
+
+
+@dataclass
+class ServiceRecount:
+    rows: int
+    events: int
+    unpublished_ids: list            # rows without an event
+    orphaned_ids: list               # events without a row
+    event_duplicates: int
+    duplicate_event_ids: list
+    outbox_rows: int | None = None
+    outbox_unsent: int | None = None
+
+
+def recount_service(dsn: str, rows_table: str, outbox_table: str | None, events: TopicRead) -> ServiceRecount:
+    """A service's rows (and outbox) in plain SQL, against the keys of its events topic read afresh."""
+    keys = [k for k in events.ids if k is not None]
+    try:
+        with psycopg.connect(dsn, connect_timeout=10) as conn:
+            conn.execute("create temporary table events (message_id text primary key) on commit drop")
+            with conn.cursor().copy("copy events (message_id) from stdin") as cp:
+                for k in keys:
+                    cp.write_row((k,))
+            rows, _ids = conn.execute(_composed(ROWS_TOTALS, r=rows_table)).fetchone()
+            unpublished = [r[0] for r in conn.execute(_composed(UNPUBLISHED, r=rows_table)).fetchall()]
+            row_ids = {r[0] for r in conn.execute(_composed("select message_id from {r}", r=rows_table)).fetchall()}
+            out = ServiceRecount(int(rows), events.records, unpublished, sorted(k for k in keys if k not in row_ids),
+                                 sum(n - 1 for n in events.ids.values() if n > 1),
+                                 sorted(str(k) for k, n in events.ids.items() if n > 1))
+            if outbox_table:
+                total, unsent = conn.execute(_composed(OUTBOX_TOTALS, o=outbox_table)).fetchone()
+                out.outbox_rows, out.outbox_unsent = int(total), int(unsent)
+            conn.rollback()
+            return out
+    except psycopg.errors.UndefinedTable as e:
+        raise DataGone(redact(str(e).splitlines()[0])) from None
+    except psycopg.Error as e:
+        raise Unreadable(f"PostgreSQL: {redact(str(e).splitlines()[0] if str(e) else repr(e))}") from None

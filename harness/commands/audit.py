@@ -40,13 +40,19 @@ def audit_folder(folder: Path, stack) -> tuple[list, str | None]:
             if st.get("ledger_table") else None
         outputs = {iso: recount.recount_output(recount.read_topic(stack.bootstrap_servers, st["output_topic"], iso), sent)
                    for iso in ("read_committed", "read_uncommitted")} if st.get("output_topic") else {}
+        service = None
+        svc = recount.service_stores(report)
+        if svc:
+            events = recount.read_topic(stack.bootstrap_servers, svc["events"], "read_committed")
+            service = recount.recount_service(stack.postgres_dsn, svc["rows"], svc.get("outbox"), events)
     except recount.DataGone as e:
         return [], f"the run's data is gone: {e} (removed by `harness clean`?){elsewhere}"
     except recount.Unreadable as e:
         return [], f"cannot read the run's data: {e}"
     except (KeyError, TypeError):
         return [], f"{folder / 'report.json'} does not name the run's topics and tables"
-    return crosscheck.compare(report, sent, ledger, outputs), None
+    return crosscheck.compare(report, sent, ledger, outputs, service), None
+
 
 
 def print_rows(name: str, rows: list) -> None:

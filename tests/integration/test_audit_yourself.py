@@ -87,3 +87,15 @@ def test_an_external_cluster_is_asked_its_version_and_our_own_addresses_mean_our
         assert ext["kafka_version"].split()[-1].startswith(own["kafka_version"].rsplit(".", 1)[0])
     finally:
         shutil.rmtree(elsewhere, ignore_errors=True)
+
+
+def test_audit_recounts_a_services_rows_outbox_and_events(stack, tmp_path):
+    out = tmp_path / "outbox"
+    run = harness("run", "outbox", "--messages", "90", "--seed", "13", "--quiet", "--out", str(out),
+                  env=stack["env"], timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    ok = harness("audit", str(out), "--json", env=stack["env"])
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    rows = {(r["store"], r["metric"]): r for r in json.loads(ok.stdout)[out.name]}
+    assert rows[("service", "duplicated events")]["agrees"] and rows[("service", "outbox rows")]["recounted"] == 90
+    assert all(r["agrees"] is not False for r in rows.values())

@@ -151,3 +151,31 @@ def test_kcat_lines_read_the_client_settings_file_when_the_cluster_wants_credent
     st = Stack("local", "127.0.0.1:19092", "postgresql://harness:pw@127.0.0.1:15432/harness", True)
     values = shellenv.settings(st, tmp_path, tmp_path / "client.properties")
     assert values["HARNESS_KAFKA_CONFIG_FILE"] == str(tmp_path / "client.properties")
+
+
+def test_a_services_rows_events_and_outbox_are_recounted_and_judged():
+    from harness.checker.crosscheck import service_rows
+    from harness.checker.recount import ServiceRecount
+    svc = {"rows": 10, "events": 9, "unpublished": 1, "orphaned": 0, "event_duplicates": 0,
+           "outbox_rows": 10, "outbox_unsent": 0, "unpublished_ids": ["pay-000004"], "orphaned_ids": [],
+           "duplicate_event_ids": []}
+    same = ServiceRecount(10, 9, ["pay-000004"], [], 0, [], 10, 0)
+    assert all(r.agrees for r in service_rows(svc, same, set()))
+    extra = ServiceRecount(10, 10, ["pay-000004"], ["evil"], 0, [], 10, 0)     # someone published an event
+    rows = {r.metric: r for r in service_rows(svc, extra, set())}
+    assert rows["events without a row"].agrees is False and rows["events without a row"].ids == ["evil"]
+    assert rows["events"].agrees is False and rows["outbox rows"].agrees is True
+
+
+def test_service_stores_come_from_the_reports_lists():
+    from harness.checker.recount import service_stores
+    from harness.workload.naming import RunNames
+    d = sample()
+    assert service_stores(d) is None
+    n = RunNames(d["run_id"])
+    d["stack"]["tables"] = [n.ledger_table, n.rows_table, n.outbox_table]
+    d["stack"]["topics"] = [n.input_topic, n.events_topic]
+    assert service_stores(d) == {"rows": n.rows_table, "events": n.events_topic, "outbox": n.outbox_table}
+    cmds = [c for _, c in commands(d)]
+    assert any(f'from "harness"."{n.rows_table.split(".", 1)[1]}"' in c for c in cmds)
+    assert any("sent_at is null" in c for c in cmds) and any(n.events_topic in c for c in cmds)
