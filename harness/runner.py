@@ -21,6 +21,7 @@ from pathlib import Path
 
 from . import experiments, kafka_logging
 from .checker.audit import audit_run
+from .errors import HarnessError
 from .checker.output_watcher import OutputWatcher
 from .experiments.launch import PythonWorkers
 from .faults import crashlog
@@ -50,6 +51,7 @@ class Run:
     run_dir: Path
     amounts: dict                  # payment id -> amount, in production order
     log: object = print
+    positions: dict = field(default_factory=dict)   # payment id -> (partition, offset), as the broker acknowledged
     progress: object = None
     crash_log: Path = field(init=False)
     events: Path = field(init=False)
@@ -83,6 +85,8 @@ class Progress:
         self.total, self.ui, self.samples, self.t0 = total, ui, [], time.time()
         self.done = 0
         self.committed: dict | None = None     # partition -> committed offset, at the last good sample
+        self.advanced_at: dict = {}            # partition -> when a sample last saw its committed offset grow
+        self.first_commit_at: float | None = None   # when a sample first saw any committed offset
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, name="progress", daemon=True)
         self._thread.start()
@@ -94,8 +98,14 @@ class Progress:
             return
         if any(tp.error for tp in got):
             return
+        now, before = time.time(), self.committed or {}
         self.committed = {tp.partition: max(0, tp.offset) for tp in got}
+        for p, off in self.committed.items():
+            if off > before.get(p, 0):
+                self.advanced_at[p] = now
         self.done = sum(self.committed.values())
+        if self.done and self.first_commit_at is None:
+            self.first_commit_at = now
         self.samples.append([round(time.time() - self.t0, 3), self.done])
 
     def _sample(self) -> None:
@@ -160,7 +170,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     kafka_logging.configure(run_dir / kafka_logging.FILE_NAME)
 
     r = Run(params, exp, names, stack, run_dir, amounts={}, log=log)
-    watcher, launch, positions, result, produced = None, None, {}, None, False
+    watcher, launch, positions, result, produced = None, None, r.positions, None, False
     launcher = exp.launcher or PythonWorkers()
     try:
         payments = make_payments(params.messages, params.amount, params.payload_bytes)
@@ -170,7 +180,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
             f.setup(r)
         log(f"[{run_id}] creating topic {names.input_topic} ({params.partitions} partitions) and tables")
         create_topic(stack.bootstrap_servers, names.input_topic, params.partitions)
-        if exp.stores.output:
+        if exp.stores.output_topic:
             create_topic(stack.bootstrap_servers, names.output_topic, params.partitions)
         if exp.stores.ledger:
             tables.create(stack.postgres_dsn, names.ledger_table, names.dedupe_table if exp.stores.dedupe else None)
@@ -184,7 +194,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         watcher = OutputWatcher(stack.bootstrap_servers, names.output_topic) if exp.stores.output else None
         sup = Supervisor(run_dir, len(launch.slots), launch.command, launch.env, params.time_limit, r.crash_log,
                          r.events, faults=faults, progress=r.progress, group_done=launch.group_done,
-                         standby=launch.standby)
+                         standby=launch.standby, watch=launch.watch, may_exit=launch.may_exit,
+                         preexec_fn=launch.preexec_fn)
         result = sup.run()
         _wait_for_unfenced_transactions(r, result, log)
     except KeyboardInterrupt:
@@ -212,11 +223,17 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         crashes = crashlog.read(r.crash_log)
         if watcher:
             watcher.stop()
+        readers = {"ledger_reader": launch.ledger_reader} if launch and launch.ledger_reader else {}
         audit = audit_run(exp, stack, names, r.amounts, positions, r.progress.committed,
-                          finished=result.status == "complete")
+                          finished=result.status == "complete", **readers)
         report = assemble(r, faults, launch.reports_deliveries if launch else False, result, crashes, audit,
                           stalls=watcher.stalls(crashes) if watcher else None)
+        if launch and launch.annotate:
+            launch.annotate(r, result, report)
         write_all(report, run_dir)
+    problem = launch.bad_input(result) if launch and launch.bad_input else None
+    if problem:
+        raise HarnessError(problem)
     return report, run_dir
 
 

@@ -1,6 +1,7 @@
 """The experiment registry: every experiment, declared once, in the order reports show them.
 
-Each family has its own module (offsets, dedupe, eos, kafka_streams) that
+Each family has its own module (offsets, dedupe, eos, kafka_streams, and custom
+for a consumer the user brings) that
 declares its experiments with `model.Experiment`: steps, kill points and
 their damage, stores, predictors, worker loop. Everything else (the runner,
 the checker, the reports, the suite, `harness experiments`, `--help`) reads
@@ -8,6 +9,7 @@ them from here.
 """
 
 from ..errors import HarnessError
+from .custom import CUSTOM
 from .dedupe import DEDUPE
 from .eos import EOS, EOS_BOUNDARY, EOS_DEDUPE, ZOMBIE
 from .kafka_streams import EOS_STREAMS
@@ -15,7 +17,7 @@ from .model import ANY, Experiment
 from .offsets import OFFSET_AFTER, OFFSET_BEFORE
 
 REGISTRY: dict[str, Experiment] = {e.name: e for e in (
-    OFFSET_BEFORE, OFFSET_AFTER, DEDUPE, EOS, EOS_BOUNDARY, EOS_DEDUPE, EOS_STREAMS, ZOMBIE)}
+    OFFSET_BEFORE, OFFSET_AFTER, DEDUPE, EOS, EOS_BOUNDARY, EOS_DEDUPE, EOS_STREAMS, ZOMBIE, CUSTOM)}
 
 
 def names() -> list[str]:

@@ -51,9 +51,15 @@ class Stores:
     ledger: bool = False             # harness.ledger_<run>: one row per applied effect
     dedupe: bool = False             # harness.dedupe_<run>: the idempotency keys
     output: bool = False             # harness.<run>.output: the transactional output topic
+    output_if_written: bool = False  # the output topic is created, and audited only when records were written to it
 
     def names(self) -> list[str]:
-        return [n for n in ("ledger", "dedupe", "output") if getattr(self, n)]
+        return [n for n in ("ledger", "dedupe", "output", "output_if_written") if getattr(self, n)]
+
+    @property
+    def output_topic(self) -> bool:
+        """The run creates an output topic (always audited, or audited when written to)."""
+        return self.output or self.output_if_written
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ class Expectation:
     metric: str          # e.g. "ledger.duplicates", "kafka.read_uncommitted.duplicates"
     value: int
     op: str = "=="       # "==" exact, "<=" bound
+    if_measured: bool = False   # judged only when the audit measured it (a store that may stay unused)
 
     def holds(self, observed: int | None) -> bool:
         if observed is None:
@@ -49,6 +50,7 @@ class Prediction:
     hit_counts: Counter | None = None          # exact only, with a dedupe table: id -> dedupe hits
     inconsistent: list = field(default_factory=list)           # crash records that contradict their kill point
     note: str = ""
+    claim: str | None = None   # a claim the run tests (--expect) instead of a prediction from crash records
 
     def get(self, metric: str) -> Expectation | None:
         return next((e for e in self.expectations if e.metric == metric), None)
@@ -141,6 +143,31 @@ class FencedPredictor:
         p.expectations.append(Expectation("fault.zombie.fenced", 1))
 
 
+# What each delivery claim forbids: (no duplicates, no losses).
+CLAIMS = {"exactly-once": (True, True), "at-least-once": (False, True), "at-most-once": (True, False)}
+
+
+@dataclass(frozen=True)
+class ClaimPredictor:
+    """A consumer the harness did not write keeps no crash records: what is predicted is the user's
+    claim itself (`--expect`), per id, whatever the kills did. The claim is exact: zero duplicates
+    and/or zero losses, each id named when it fails. An output topic is held to the same claim
+    under read_committed, when the consumer wrote to it."""
+    claim: str = "exactly-once"
+
+    def add(self, p: Prediction, facts: CrashFacts, exp) -> None:
+        no_dup, no_loss = CLAIMS[self.claim]
+        p.exact, p.claim = True, self.claim
+        p.note = (f"the claim under test is {self.claim}: "
+                  + " and ".join(w for w, on in (("no effect applied twice", no_dup), ("none lost", no_loss)) if on)
+                  + f", whatever the {len(facts.crashes)} kill(s) did")
+        for on, what in ((no_dup, "duplicates"), (no_loss, "lost")):
+            if on:
+                p.expectations.append(Expectation(f"ledger.{what}", 0))
+                if exp.stores.output_if_written:
+                    p.expectations.append(Expectation(f"kafka.read_committed.{what}", 0, if_measured=True))
+
+
 # The list of a crash record that each kind of damage is read from.
 SOURCE_OF = {LOST: "acked_unapplied", DUPLICATED: "unacked", DEDUPED: "unacked", ABORTED: "produced"}
 
@@ -171,7 +198,7 @@ def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int 
     for pr in exp.predictors:
         pr.add(p, facts, exp)
     p.inconsistent = check_declared_damage(exp, facts.described)
-    if not facts.exact:
+    if not facts.exact and p.claim is None:
         p.note = (f"{facts.undescribed} crash(es) or freeze(s) struck at instants the worker did not choose, so what was in "
                   f"flight is unknown: the affected numbers are upper bounds; the audit itself is exact")
     return p
