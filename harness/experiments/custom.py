@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import statistics
 from dataclasses import dataclass, field
 from urllib.parse import quote
@@ -140,13 +141,15 @@ class CustomWorkers:
                 return None
             deaths = [d for d in result.unplanned_deaths if d["worker"] == result.gave_up_on]
             last = deaths[-1]["exit_code"] if deaths else "unknown"
-            return (f"--worker-cmd failed {len(deaths)} times in a row (last exit {last}) and never committed an "
-                    f"offset of its input; see {run.run_dir / 'workers' / (result.gave_up_on + '.log')}")
+            early = " before its partitions were consumed" if last == 0 else ""
+            return (f"--worker-cmd failed {len(deaths)} times in a row (last exit {last}{early}) and never committed "
+                    f"an offset of its input; see {run.run_dir / 'workers' / (result.gave_up_on + '.log')}")
 
         reader = audit_sql_reader(p.audit_sql) if p.audit_sql else None
         return Launch(lambda slot: list(argv), env, slots, group_done=group_done, reports_deliveries=False,
                       standby=False, watch=watch, may_exit=may_exit, preexec_fn=die_with_parent,
-                      ledger_reader=reader, annotate=annotate, bad_input=bad_input)
+                      ledger_reader=reader, annotate=annotate, bad_input=bad_input,
+                      planned_exits=(-signal.SIGKILL,))
 
     def _committed(self, run) -> dict | None:
         """The group's committed offsets right now (the supervisor's thread only)."""
@@ -310,6 +313,12 @@ def annotate(run, result, report) -> None:
         "witnesses": witnesses(dup, lost, applied, kills, starts, run.positions, slots, t0),
     }
     c = d["consumer"]
+    # A claim is tested, not predicted from crash records: say so in the sentence's verdict words.
+    for said, meant in (("exactly as predicted from the crash log", "as claimed"), ("exactly as predicted", "as claimed"),
+                        ("NOT as predicted", "NOT as claimed")):
+        if said in d["summary"]:
+            d["summary"] = d["summary"].replace(said, meant, 1)
+            break
     text = f" Claim {claim}: " + {True: "held", False: "BROKEN", None: "not judged"}[c["claim_held"]]
     text += f"; {len(kills)} kill(s) landed"
     if rs:

@@ -29,6 +29,7 @@ class Launch:
     ledger_reader: Callable | None = None  # reads the effects instead of the ledger table (checker/ledger.py)
     annotate: Callable | None = None       # annotate(run, result, report): add what only the launcher knows
     bad_input: Callable | None = None      # bad_input(result) -> one line when the workers never could run
+    planned_exits: tuple = (-9, 137, 3)    # exit statuses restarted as crashes: SIGKILL, Java halt, fenced producer
 
 
 def assign_partitions(partitions: int, workers: int) -> list[list[int]]:

@@ -59,7 +59,8 @@ class Supervisor:
                  standby: bool = False,
                  watch: Callable[["Supervisor"], None] | None = None,
                  may_exit: Callable[[Slot], bool] | None = None,
-                 preexec_fn: Callable[[], None] | None = None):
+                 preexec_fn: Callable[[], None] | None = None,
+                 planned_exits: tuple = (-signal.SIGKILL, 137, 3)):
         self.run_dir = run_dir
         self.slots = [Slot(i, f"w{i}") for i in range(slots)]
         self.command, self.env = command, env
@@ -77,6 +78,7 @@ class Supervisor:
         self.watch = watch            # called on every turn of the loop: a launcher observing its workers
         self.may_exit = may_exit      # may this slot's worker exit 0 now? (None: whenever it likes)
         self.preexec_fn = preexec_fn
+        self.planned_exits = planned_exits    # exit statuses that are a crash to restart, not a failure
         self.result = SupervisorResult(status="running")
 
     # -- processes ------------------------------------------------------------------------
@@ -182,7 +184,7 @@ class Supervisor:
                         continue
                     if rc == 0 and (self.may_exit is None or self.may_exit(s)):
                         s.finished = True
-                    elif rc in (-signal.SIGKILL, 137, 3):      # planned crash, Java halt(137), fenced
+                    elif rc in self.planned_exits:      # SIGKILL; with our workers also Java halt(137), fenced (3)
                         if rc != 3 and not self._crash_recorded(s):
                             # Killed, but by no fault of ours (the OOM killer, a user's kill -9): say so.
                             self.result.unplanned_deaths.append({"worker": s.name, "attempt": s.attempt,
