@@ -229,53 +229,75 @@ def attempt_at(starts: list[dict], worker: str | None, t: float) -> int | None:
     return max(runs, key=lambda s: s["t"])["attempt"] if runs else None
 
 
-def witnesses(dup_ids: list, lost_ids: list, applied: dict, kills: list[dict], starts: list[dict],
-              positions: dict, slots: list, t0: float) -> list[dict]:
+def _explaining(times: list, worker: str | None, kills: list[dict]) -> list[dict]:
+    """The kills that can explain a duplicate: those between its first and last effect, its slot's first."""
+    if len(times) < 2:
+        return []
+    between = [k for k in kills if times[0] <= k["time"] <= times[-1]]
+    return [k for k in between if k.get("worker") == worker] or between
+
+
+def witnesses(dup_times: dict, lost_ids: list, kills: list[dict], starts: list[dict],
+              positions: dict, slots: list, t0: float) -> tuple[list[dict], dict]:
     """Per violating id: its partition and slot, each effect's time and the attempt running then, and the
-    kills that explain it (for a duplicate: the kills between its first and last effect)."""
+    kills that explain it (for a duplicate: the kills between its first and last effect). Witnesses are
+    taken in turn from each explaining kill, so every kill that caused a duplicate is shown; also
+    returned: how many duplicated ids each kill explains (by its index in `kills`)."""
     def rel(t):
         return None if t is None else round(t - t0, 3)
 
     def kill_row(k):
         return {"worker": k.get("worker"), "attempt": k.get("attempt"), "pid": k.get("pid"), "t": rel(k["time"])}
-    out = []
-    for kind, ids in (("duplicated", dup_ids), ("lost", lost_ids)):
-        for i in ids:
+
+    def row(i, kind, near, times=()):
+        part = (positions.get(i) or (None, None))[0]
+        worker = slot_of(part, slots)
+        return {"id": i, "kind": kind, "partition": part, "worker": worker,
+                "effects": [{"t": rel(t), "attempt": attempt_at(starts, worker, t)} for t in times],
+                "kills": [kill_row(k) for k in near]}
+
+    by_kill: dict = {}                    # index of the first explaining kill -> ids, in id order
+    explained: dict = {}
+    for i in sorted(dup_times):
+        times = sorted(dup_times[i])
+        worker = slot_of((positions.get(i) or (None, None))[0], slots)
+        near = _explaining(times, worker, kills)
+        key = kills.index(near[0]) if near else None
+        by_kill.setdefault(key, []).append((i, times, near))
+        if key is not None:
+            explained[key] = explained.get(key, 0) + 1
+    out: list = []
+    queues = [by_kill[k] for k in sorted(by_kill, key=lambda k: (k is None, k or 0))]
+    while queues and len(out) < MAX_WITNESSES:
+        for q in list(queues):
             if len(out) >= MAX_WITNESSES:
-                return out
-            part = (positions.get(i) or (None, None))[0]
-            worker = slot_of(part, slots)
-            times = sorted(applied.get(i) or [])
-            mine = [k for k in kills if k.get("worker") == worker] or kills
-            if kind == "duplicated" and len(times) > 1:
-                between = [k for k in kills if times[0] <= k["time"] <= times[-1]]
-                near = [k for k in between if k.get("worker") == worker] or between
-            else:
-                near = mine[:5]
-            out.append({"id": i, "kind": kind, "partition": part, "worker": worker,
-                        "effects": [{"t": rel(t), "attempt": attempt_at(starts, worker, t)} for t in times],
-                        "kills": [kill_row(k) for k in near]})
-    return out
+                break
+            i, times, near = q.pop(0)
+            out.append(row(i, "duplicated", near, times))
+            if not q:
+                queues.remove(q)
+    for i in lost_ids:
+        if len(out) >= MAX_WITNESSES:
+            break
+        worker = slot_of((positions.get(i) or (None, None))[0], slots)
+        out.append(row(i, "lost", ([k for k in kills if k.get("worker") == worker] or kills)[:5]))
+    return out, explained
 
 
-def _applied_times(dsn: str, ledger: str, ids: list) -> dict:
-    """id -> the insert times of its ledger rows (epoch seconds); {} when unreadable."""
-    if not ids:
-        return {}
+def _duplicate_times(dsn: str, ledger: str) -> dict | None:
+    """id -> the insert times (epoch seconds) of its ledger rows, for every id with more than one; None
+    when unreadable."""
     import psycopg
     from psycopg import sql
     from ..workload.sqlnames import table_identifier
     try:
         with psycopg.connect(dsn, connect_timeout=10) as conn:
-            rows = conn.execute(sql.SQL("select message_id, extract(epoch from applied_at) from {} "
-                                        "where message_id = any(%s) order by id").format(table_identifier(ledger)),
-                                (list(ids),)).fetchall()
+            rows = conn.execute(sql.SQL(
+                "select message_id, array_agg(extract(epoch from applied_at)::float8 order by id) from {} "
+                "group by message_id having count(*) > 1").format(table_identifier(ledger))).fetchall()
     except Exception:  # noqa: BLE001 - witnesses are best effort; the verdict does not depend on them
-        return {}
-    out: dict = {}
-    for mid, t in rows:
-        out.setdefault(mid, []).append(float(t))
-    return out
+        return None
+    return {mid: [float(t) for t in ts] for mid, ts in rows}
 
 
 def annotate(run, result, report) -> None:
@@ -283,17 +305,25 @@ def annotate(run, result, report) -> None:
     from ..faults import crashlog
     from ..stack.model import redact
     d, p = report.data, run.params
+    for key in ("worker_cmd", "audit_sql"):       # the user's own text: no password of theirs in a report
+        d["params"][key] = redact(d["params"].get(key))
     claim = p.expect or DEFAULT_CLAIM
     kills = [c for c in crashlog.read(run.crash_log) if c.get("by") == "supervisor" and c.get("time")]
     starts = [e for e in result.events if e.get("event") == "started"]
     slots = assign_partitions(p.partitions, p.workers)
     vd = d["verdict_detail"]
-    dup = vd["differing_ids"].get("duplicates", []) if d["verdict"] == "unexpected" else []
-    lost = vd["differing_ids"].get("lost", []) if d["verdict"] == "unexpected" else []
-    applied = {} if p.audit_sql else _applied_times(run.stack.postgres_dsn, run.names.ledger_table, dup[:MAX_WITNESSES])
+    broken = d["verdict"] == "unexpected"
+    dup = vd["differing_ids"].get("duplicates", []) if broken else []
+    lost = vd["differing_ids"].get("lost", []) if broken else []
+    # With the ledger, every duplicated id with the times of its effects; with --audit-sql, the named ids.
+    dup_times = (_duplicate_times(run.stack.postgres_dsn, run.names.ledger_table) if broken and dup
+                 and not p.audit_sql else None)
+    if dup_times is None:
+        dup_times = {i: [] for i in dup}
     t0 = run.progress.t0
     random_asked = next((f.get("kills") for f in d["faults_configured"] if f.get("fault") == "random-kill"), None)
     warnings = kill_quality(kills, run.progress.first_commit_at, random_asked)
+    seen, explained = witnesses(dup_times, lost, kills, starts, run.positions, slots, t0)
     rs = d["timings"].get("restart_seconds") or []
     d["consumer"] = {
         "command": redact(p.worker_cmd),
@@ -302,7 +332,9 @@ def annotate(run, result, report) -> None:
         "audit": "audit-sql" if p.audit_sql else "ledger",
         "kills_landed": len(kills),
         "kills": [{"worker": k.get("worker"), "attempt": k.get("attempt"), "pid": k.get("pid"),
-                   "t": round(k["time"] - t0, 3), "by": k.get("point")} for k in kills],
+                   "t": round(k["time"] - t0, 3), "by": k.get("point"),
+                   "duplicates_explained": explained.get(n, 0) if dup_times and any(dup_times.values()) else None}
+                  for n, k in enumerate(kills)],
         "first_commit_seconds": None if run.progress.first_commit_at is None
         else round(run.progress.first_commit_at - t0, 3),
         "restart_median_seconds": round(statistics.median(rs), 3) if rs else None,
@@ -310,7 +342,7 @@ def annotate(run, result, report) -> None:
         "starts": [{"worker": s["worker"], "attempt": s["attempt"], "pid": s.get("pid"), "t": round(s["t"] - t0, 3)}
                    for s in starts],
         "warnings": warnings,
-        "witnesses": witnesses(dup, lost, applied, kills, starts, run.positions, slots, t0),
+        "witnesses": seen,
     }
     c = d["consumer"]
     # A claim is tested, not predicted from crash records: say so in the sentence's verdict words.
@@ -324,6 +356,8 @@ def annotate(run, result, report) -> None:
     if rs:
         text += f", restarts took {c['restart_median_seconds']:.2f} s (median) to commit again"
     text += "."
+    if explained:
+        text += f" {len(explained)} of {len(kills)} kill(s) left duplicated effects behind."
     w = c["witnesses"][0] if c["witnesses"] else None
     if w:
         eff = ", ".join(f"+{e['t']:.3f} s (attempt {e['attempt']})" for e in w["effects"] if e["t"] is not None)
