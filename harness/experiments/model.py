@@ -54,7 +54,8 @@ class Stores:
     output_if_written: bool = False  # the output topic is created, and audited only when records were written to it
 
     def names(self) -> list[str]:
-        return [n for n in ("ledger", "dedupe", "output", "output_if_written") if getattr(self, n)]
+        return [n for n in ("ledger", "dedupe", "output") if getattr(self, n)] + \
+            (["output (audited when written to)"] if self.output_if_written else [])
 
     @property
     def output_topic(self) -> bool:

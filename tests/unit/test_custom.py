@@ -163,3 +163,30 @@ def test_custom_options_are_refused_where_they_do_not_apply(kwargs, needle):
 def test_the_suite_leaves_custom_out():
     from harness.suite import suite_experiments
     assert "custom" not in suite_experiments() and "dedupe" in suite_experiments()
+
+
+def consumer_section():
+    return {"command": "python my.py", "claim": "exactly-once", "claim_held": False, "audit": "ledger",
+            "kills_landed": 2, "first_commit_seconds": 1.0, "restart_median_seconds": 0.4, "restart_max_seconds": 0.5,
+            "kills": [{"worker": "w0", "attempt": 1, "pid": 4242, "t": 2.5, "by": "random", "duplicates_explained": 3},
+                      {"worker": "w0", "attempt": 2, "pid": 4343, "t": 4.0, "by": "beat", "duplicates_explained": 0}],
+            "starts": [{"worker": "w0", "attempt": 1, "pid": 4242, "t": 0.0}],
+            "warnings": ["only 2 kill(s) landed of 12 asked: too few to mean much"],
+            "witnesses": [{"id": "pay-000007", "kind": "duplicated", "partition": 0, "worker": "w0",
+                           "effects": [{"t": 2.0, "attempt": 1}, {"t": 3.0, "attempt": 2}],
+                           "kills": [{"worker": "w0", "attempt": 1, "pid": 4242, "t": 2.5}]}]}
+
+
+def test_the_consumer_section_validates_and_renders_its_witnesses():
+    from harness.report import html, markdown
+    from harness.report.model import RunReport
+    from tests.unit.sample_report import sample, validate
+    d = {**sample("custom", dups=1, verdict="unexpected"), "consumer": consumer_section()}
+    validate(d)
+    md, page = markdown.render(RunReport(d)), html.render(RunReport(d))
+    for text in ("Your consumer", "exactly-once: BROKEN", "pay-000007", "+2.000 s (attempt 1), +3.000 s (attempt 2)",
+                 "w0 attempt 1 pid 4242 at +2.500 s", "Warning:", "too few to mean much"):
+        assert text in md and text in page, text
+    assert "| 1 | w0 | 1 | 4242 | +2.500 s | 3 |" in md
+    no_consumer = sample()
+    assert "Your consumer" not in markdown.render(RunReport(no_consumer))
