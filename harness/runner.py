@@ -195,7 +195,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         sup = Supervisor(run_dir, len(launch.slots), launch.command, launch.env, params.time_limit, r.crash_log,
                          r.events, faults=faults, progress=r.progress, group_done=launch.group_done,
                          standby=launch.standby, watch=launch.watch, may_exit=launch.may_exit,
-                         preexec_fn=launch.preexec_fn, planned_exits=launch.planned_exits)
+                         planned_exits=launch.planned_exits)
         result = sup.run()
         _wait_for_unfenced_transactions(r, result, log)
     except KeyboardInterrupt:

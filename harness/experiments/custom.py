@@ -23,6 +23,7 @@ import os
 import shlex
 import signal
 import statistics
+import sys
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
@@ -34,7 +35,24 @@ DEFAULT_CLAIM = "exactly-once"
 AUDIT_SQL_TIMEOUT_MS = 60_000
 FEW_KILLS = 5                 # fewer kills than this say little about a consumer
 MAX_WITNESSES = 20
-STOP_GRACE_S = 15.0           # after SIGTERM at the end of the run, before SIGKILL (the supervisor's grace)
+# Starts the user's command so that it dies with the harness, even a SIGKILLed one: ask Linux for
+# SIGKILL on the parent's death (PR_SET_PDEATHSIG), then exec the command in the same process, so the
+# supervisor's SIGKILL reaches the consumer itself. Done here rather than in a preexec_fn, which is
+# unsafe in a parent with threads (ours has the progress sampler and the Kafka client's).
+EXEC_DYING_WITH_PARENT = (
+    "import ctypes, os, signal, sys\n"
+    "parent = int(sys.argv[1])\n"
+    "try:\n"
+    "    ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)\n"
+    "except OSError:\n"
+    "    pass\n"
+    "if os.getppid() != parent:\n"
+    "    sys.exit(0)\n"
+    "try:\n"
+    "    os.execvp(sys.argv[2], sys.argv[2:])\n"
+    "except OSError as e:\n"
+    "    print(f'cannot start {sys.argv[2]}: {e.strerror}', file=sys.stderr)\n"
+    "    sys.exit(127)\n")
 
 # The environment contract: name -> what it holds. Other tools script against these names.
 ENV = {
@@ -104,9 +122,8 @@ class CustomWorkers:
     _readers: dict = field(default_factory=dict, repr=False)   # run id -> its committed-offset consumer
 
     def prepare(self, run) -> Launch:
-        from ..procs import die_with_parent
         p, names = run.params, run.names
-        argv = shlex.split(p.worker_cmd)
+        argv = [sys.executable, "-c", EXEC_DYING_WITH_PARENT, str(os.getpid()), *shlex.split(p.worker_cmd)]
         slots = assign_partitions(p.partitions, p.workers)
         ends = _ends(run.positions)
         base = {**os.environ,
@@ -129,7 +146,7 @@ class CustomWorkers:
 
         def may_exit(slot) -> bool:
             # An exit 0 ends the slot's work only when its partitions are consumed (read now, not the last sample).
-            return at_end(self._committed(run), slots[slot.index]) or at_end(self._committed(run), range(p.partitions))
+            return at_end(self._committed(run), slots[slot.index])
 
         announced: dict = {}
 
@@ -147,7 +164,7 @@ class CustomWorkers:
 
         reader = audit_sql_reader(p.audit_sql) if p.audit_sql else None
         return Launch(lambda slot: list(argv), env, slots, group_done=group_done, reports_deliveries=False,
-                      standby=False, watch=watch, may_exit=may_exit, preexec_fn=die_with_parent,
+                      standby=False, watch=watch, may_exit=may_exit,
                       ledger_reader=reader, annotate=annotate, bad_input=bad_input,
                       planned_exits=(-signal.SIGKILL,))
 

@@ -25,7 +25,6 @@ class Launch:
     # Workers the harness did not write (they keep no crash records and write no events):
     watch: Callable | None = None          # watch(supervisor), every turn: observe them from outside
     may_exit: Callable | None = None       # may_exit(slot): is an exit 0 the end of its work, or a failure?
-    preexec_fn: Callable | None = None     # run in each worker process before it starts (die with the harness)
     ledger_reader: Callable | None = None  # reads the effects instead of the ledger table (checker/ledger.py)
     annotate: Callable | None = None       # annotate(run, result, report): add what only the launcher knows
     bad_input: Callable | None = None      # bad_input(result) -> one line when the workers never could run

@@ -59,7 +59,6 @@ class Supervisor:
                  standby: bool = False,
                  watch: Callable[["Supervisor"], None] | None = None,
                  may_exit: Callable[[Slot], bool] | None = None,
-                 preexec_fn: Callable[[], None] | None = None,
                  planned_exits: tuple = (-signal.SIGKILL, 137, 3)):
         self.run_dir = run_dir
         self.slots = [Slot(i, f"w{i}") for i in range(slots)]
@@ -77,7 +76,6 @@ class Supervisor:
         self.spares: dict[int, subprocess.Popen] = {}
         self.watch = watch            # called on every turn of the loop: a launcher observing its workers
         self.may_exit = may_exit      # may this slot's worker exit 0 now? (None: whenever it likes)
-        self.preexec_fn = preexec_fn
         self.planned_exits = planned_exits    # exit statuses that are a crash to restart, not a failure
         self.result = SupervisorResult(status="running")
 
@@ -106,8 +104,7 @@ class Supervisor:
     def _spawn(self, slot: Slot, cmd: list[str], stdin=subprocess.DEVNULL) -> subprocess.Popen:
         with open(self.logs / f"{slot.name}.log", "ab") as log:
             env = self.env(slot) if callable(self.env) else self.env    # a dict, or per slot and attempt
-            return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin,
-                                    preexec_fn=self.preexec_fn)
+            return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin)
 
     def adopt(self, proc: subprocess.Popen) -> None:
         self.adopted.append(proc)

@@ -188,3 +188,27 @@ def test_a_command_that_does_not_exist_is_refused_before_anything_starts(stack, 
                    env=stack["env"], timeout=60)
     assert proc.returncode == 2 and "is not an executable file" in proc.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_consumers_die_with_a_sigkilled_harness(stack, tmp_path):
+    import os
+    import signal
+    import time
+    script = tmp_path / "lingering_consumer.py"            # a consumer that would never stop by itself
+    script.write_text("import time\nwhile True:\n    time.sleep(1)\n")
+    cmd = [sys.executable, "-m", "harness.cli", "run", "custom", "--worker-cmd", f"{sys.executable} {script}",
+           "--workers", "2", "--partitions", "2", "--messages", "50", "--quiet", "--out", str(tmp_path / "r")]
+    harness_proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **stack["env"]},
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while len(pids_where(lambda c: str(script) in c and "harness.cli" not in c)) < 2 and time.time() < deadline:
+            time.sleep(0.2)
+        assert len(pids_where(lambda c: str(script) in c and "harness.cli" not in c)) == 2, "consumers never started"
+    finally:
+        harness_proc.send_signal(signal.SIGKILL)
+        harness_proc.wait()
+    deadline = time.time() + 30
+    while pids_where(lambda c: str(script) in c) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not pids_where(lambda c: str(script) in c), "a consumer outlived the SIGKILLed harness"
