@@ -124,8 +124,15 @@ class RunParams:
 
     def _check_consumer_options(self, exp) -> None:
         """--worker-cmd, --expect and --audit-sql, for experiments whose workers the user brings."""
-        if "worker_cmd" in exp.options and not (self.worker_cmd or "").strip():
-            raise HarnessError(f"{exp.name} runs your consumer: give it with --worker-cmd \"CMD\"")
+        if "worker_cmd" in exp.options:
+            if not (self.worker_cmd or "").strip():
+                raise HarnessError(f"{exp.name} runs your consumer: give it with --worker-cmd \"CMD\"")
+            # What the harness's own workers do, a consumer it did not write decides for itself.
+            for name, default, why in (("commit_every", 1, "your consumer commits its offsets as it likes"),
+                                       ("crash_rate", RunParams.crash_rate, "its kills are random: --kills, --kill-every")):
+                if getattr(self, name) != default:
+                    raise HarnessError(f"--{name.replace('_', '-')} applies to the harness's own workers, not to "
+                                       f"{exp.name} ({why})")
         if self.worker_cmd is not None:
             import shlex
             import shutil

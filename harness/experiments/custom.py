@@ -159,7 +159,7 @@ class CustomWorkers:
             deaths = [d for d in result.unplanned_deaths if d["worker"] == result.gave_up_on]
             last = deaths[-1]["exit_code"] if deaths else "unknown"
             early = " before its partitions were consumed" if last == 0 else ""
-            return (f"--worker-cmd failed {len(deaths)} times in a row (last exit {last}{early}) and never committed "
+            return (f"--worker-cmd failed {len(deaths)} times (last exit {last}{early}) and never committed "
                     f"an offset of its input; see {run.run_dir / 'workers' / (result.gave_up_on + '.log')}")
 
         reader = audit_sql_reader(p.audit_sql) if p.audit_sql else None
@@ -280,6 +280,8 @@ def witnesses(dup_times: dict, lost_ids: list, kills: list[dict], starts: list[d
         worker = slot_of((positions.get(i) or (None, None))[0], slots)
         near = _explaining(times, worker, kills)
         key = kills.index(near[0]) if near else None
+        if not times:                      # effects counted by --audit-sql: no insert times to place them
+            near = ([k for k in kills if k.get("worker") == worker] or kills)[:5]
         by_kill.setdefault(key, []).append((i, times, near))
         if key is not None:
             explained[key] = explained.get(key, 0) + 1

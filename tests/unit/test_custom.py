@@ -94,6 +94,12 @@ def test_witnesses_name_the_kill_between_two_effects_and_spread_over_kills():
     assert seen[-1]["kind"] == "lost" and [k["pid"] for k in seen[-1]["kills"]] == [12]
 
 
+def test_without_insert_times_a_duplicate_lists_its_slots_kills_and_explains_none():
+    kills = [{"worker": "w0", "attempt": 1, "pid": 11, "time": 105.0}, {"worker": "w1", "attempt": 1, "pid": 12, "time": 106.0}]
+    seen, explained = witnesses({"a": []}, [], kills, [], {"a": (1, 0)}, [[0], [1]], t0=100.0)
+    assert seen[0]["effects"] == [] and [k["pid"] for k in seen[0]["kills"]] == [12] and explained == {}
+
+
 def test_slot_and_attempt_lookups():
     assert slot_of(3, [[0, 2], [1, 3]]) == "w1" and slot_of(9, [[0]]) is None
     starts = [{"worker": "w0", "attempt": 1, "t": 1.0}, {"worker": "w0", "attempt": 2, "t": 5.0}]
@@ -153,6 +159,9 @@ def test_kill_every_kills_running_workers_in_turn_on_the_beat(tmp_path):
     ({"experiment": "dedupe", "worker_cmd": "true"}, "--worker-cmd applies to custom only"),
     ({"experiment": "eos", "audit_sql": "select 1, 1"}, "--audit-sql applies to custom only"),
     ({"experiment": "custom", "worker_cmd": "true", "kill_point": "any"}, "--kill-point applies to planned crashes"),
+    ({"experiment": "custom", "worker_cmd": "true", "commit_every": 10}, "--commit-every applies to the harness's own"),
+    ({"experiment": "custom", "worker_cmd": "true", "crash_rate": 0.5}, "--crash-rate applies to the harness's own"),
+    ({"experiment": "custom", "worker_cmd": "true", "faults": ["planned-crash"]}, "needs kill points; custom has none"),
 ])
 def test_custom_options_are_refused_where_they_do_not_apply(kwargs, needle):
     with pytest.raises(HarnessError) as e:
