@@ -286,10 +286,11 @@ def witnesses(dup_times: dict, lost_ids: list, kills: list[dict], starts: list[d
         if key is not None:
             explained[key] = explained.get(key, 0) + 1
     out: list = []
+    room = MAX_WITNESSES - min(len(lost_ids), MAX_WITNESSES // 2)     # lost ids get their share of the rows
     queues = [by_kill[k] for k in sorted(by_kill, key=lambda k: (k is None, k or 0))]
-    while queues and len(out) < MAX_WITNESSES:
+    while queues and len(out) < room:
         for q in list(queues):
-            if len(out) >= MAX_WITNESSES:
+            if len(out) >= room:
                 break
             i, times, near = q.pop(0)
             out.append(row(i, "duplicated", near, times))

@@ -100,6 +100,13 @@ def test_without_insert_times_a_duplicate_lists_its_slots_kills_and_explains_non
     assert seen[0]["effects"] == [] and [k["pid"] for k in seen[0]["kills"]] == [12] and explained == {}
 
 
+def test_many_duplicates_leave_room_for_lost_witnesses():
+    kills = [{"worker": "w0", "attempt": 1, "pid": 11, "time": 105.0}]
+    dups = {f"d{i:02d}": [104.0, 106.0] for i in range(40)}
+    seen, _ = witnesses(dups, ["x1", "x2"], kills, [], {}, [[0]], t0=100.0)
+    assert len(seen) == 20 and [w["id"] for w in seen if w["kind"] == "lost"] == ["x1", "x2"]
+
+
 def test_slot_and_attempt_lookups():
     assert slot_of(3, [[0, 2], [1, 3]]) == "w1" and slot_of(9, [[0]]) is None
     starts = [{"worker": "w0", "attempt": 1, "t": 1.0}, {"worker": "w0", "attempt": 2, "t": 5.0}]
