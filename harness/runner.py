@@ -7,7 +7,9 @@ is consumed and committed, then audit Postgres and Kafka, predict from the
 crash log, judge, and write the report. What each experiment does comes from
 its declaration (harness/experiments/); this module branches on no name.
 Whatever happens (time limit, Ctrl-C, SIGTERM), the workers are gone and a
-report is written before this returns.
+report is written before this returns. When the launcher says its workers could
+never run (a user's command that keeps exiting without consuming), the report is
+still written and the run ends with that one line as a HarnessError (exit 2).
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from pathlib import Path
 
 from . import experiments, kafka_logging
 from .checker.audit import audit_run
-from .errors import HarnessError
 from .checker.output_watcher import OutputWatcher
+from .errors import HarnessError
 from .experiments.launch import PythonWorkers
 from .faults import crashlog
 from .faults.crashplan import CrashPlan
