@@ -222,7 +222,9 @@ def _fault_help() -> str:
              "  harness run dedupe --partitions 3 --workers 2 --kill-mode random\n"
              "  harness run eos --fault random-kill:kills=5\n"
              "  harness run auto-commit --auto-commit-interval-ms 100 --kills 20\n"
-             "  harness run dual-write --kill-point after-produce-before-row")
+             "  harness run dual-write --kill-point after-produce-before-row\n"
+             "  harness run custom --worker-cmd \"python my_consumer.py\" --kills 12 --partitions 2 --workers 2\n"
+             "  harness run custom --worker-cmd \"java -jar consumer.jar\" --expect at-least-once --kill-every 3")
 @click.argument("experiment")
 @click.option("--messages", type=int, default=1000, show_default=True, help="Payments to produce.")
 @click.option("--amount", type=int, default=100, show_default=True, help="Amount of each payment.")
@@ -241,7 +243,7 @@ def _fault_help() -> str:
                    "or `any` for a seeded point per crash. Default: the experiment's own.")
 @click.option("--fault", "fault_specs", multiple=True, metavar="NAME[:k=v,...]",
               help="A fault to inject (repeatable; replaces the experiment's default faults): "
-                   "planned-crash[:rate=R,point=P], random-kill[:kills=N], zombie[:pause=S].")
+                   "planned-crash[:rate=R,point=P], random-kill[:kills=N], zombie[:pause=S], kill-every[:seconds=S].")
 @click.option("--commit-interval-ms", type=int, default=None,
               help="eos family: commit the transaction at least this often (instead of every N records).")
 @click.option("--effect", type=click.Choice(["none", "postgres"]), default="none", show_default=True,
@@ -255,6 +257,19 @@ def _fault_help() -> str:
               help="zombie: seconds the worker stays frozen before its replacement starts.  [default: 3]")
 @click.option("--auto-commit-interval-ms", type=int, default=None,
               help="auto-commit only: the consumer's auto.commit.interval.ms.  [default: the client's, 5000]")
+@click.option("--kill-every", type=float, default=None, metavar="SECONDS",
+              help="Also SIGKILL one running worker every SECONDS, in turn (alone unless --kill-mode random "
+                   "or --kills asks for random kills too).")
+@click.option("--worker-cmd", default=None, metavar="CMD",
+              help="custom only: your consumer, started once per worker slot (split like a shell would, run "
+                   "without one) with the run's names in HARNESS_* environment variables (README: "
+                   "\"Test your own consumer\").")
+@click.option("--expect", type=click.Choice(["exactly-once", "at-least-once", "at-most-once"]), default=None,
+              help="custom only: the claim under test: nothing lost or duplicated, nothing lost, or nothing "
+                   "duplicated, per payment id.  [default: exactly-once]")
+@click.option("--audit-sql", default=None, metavar="SELECT",
+              help="custom only: count effects with this query (read-only transaction, statement timeout) "
+                   "returning one (message_id, amount) row per effect, instead of the ledger table.")
 @click.option("--payload-bytes", type=int, default=0, help="Pad each payment's JSON value to about this many bytes.")
 @click.option("--time-limit", type=float, default=600, show_default=True,
               help="Seconds before a stuck run is stopped and reported as incomplete.")
@@ -265,8 +280,8 @@ def _fault_help() -> str:
 @stack_options
 def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers, kill_mode, kills,
         kill_point, fault_specs, commit_interval_ms, effect, fresh_transactional_id, transaction_timeout_ms,
-        zombie_pause, auto_commit_interval_ms, payload_bytes, time_limit, out, keep_stack, quiet, stack_kind,
-        bootstrap_servers, postgres_dsn):
+        zombie_pause, auto_commit_interval_ms, kill_every, worker_cmd, expect, audit_sql, payload_bytes,
+        time_limit, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn):
     """Run one experiment: produce payments, crash workers, audit, judge, report.
 
     With no stack configured it starts the local one (Kafka and PostgreSQL as
@@ -280,7 +295,8 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
     params = RunParams(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers,
                        kill_mode, kills, kill_point, time_limit, commit_interval_ms, payload_bytes,
                        effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause, list(fault_specs),
-                       auto_commit_interval_ms=auto_commit_interval_ms)
+                       auto_commit_interval_ms=auto_commit_interval_ms, kill_every=kill_every,
+                       worker_cmd=worker_cmd, expect=expect, audit_sql=audit_sql)
     params.validate()
     from pathlib import Path
     from .paths import reports_dir

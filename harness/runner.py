@@ -7,7 +7,9 @@ is consumed and committed, then audit Postgres and Kafka, predict from the
 crash log, judge, and write the report. What each experiment does comes from
 its declaration (harness/experiments/); this module branches on no name.
 Whatever happens (time limit, Ctrl-C, SIGTERM), the workers are gone and a
-report is written before this returns.
+report is written before this returns. When the launcher says its workers could
+never run (a user's command that keeps exiting without consuming), the report is
+still written and the run ends with that one line as a HarnessError (exit 2).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from . import experiments, kafka_client, kafka_logging
 from .checker.audit import audit_run
 from .checker.output_watcher import OutputWatcher
+from .errors import HarnessError
 from .experiments.launch import PythonWorkers
 from .faults import crashlog
 from .faults.crashplan import CrashPlan
@@ -51,6 +54,7 @@ class Run:
     amounts: dict                  # payment id -> amount, in production order
     positions: dict = field(default_factory=dict)   # payment id -> (partition, offset) in the input topic
     log: object = print
+    positions: dict = field(default_factory=dict)   # payment id -> (partition, offset), as the broker acknowledged
     progress: object = None
     phases: dict = field(default_factory=dict)   # seconds per phase (see `phase`), for the time breakdown
     crash_log: Path = field(init=False)
@@ -85,6 +89,8 @@ class Progress:
         self.total, self.ui, self.samples, self.t0 = total, ui, [], time.time()
         self.done = 0
         self.committed: dict | None = None     # partition -> committed offset, at the last good sample
+        self.advanced_at: dict = {}            # partition -> when a sample last saw its committed offset grow
+        self.first_commit_at: float | None = None   # when a sample first saw any committed offset
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, name="progress", daemon=True)
         self._thread.start()
@@ -96,8 +102,14 @@ class Progress:
             return
         if any(tp.error for tp in got):
             return
+        now, before = time.time(), self.committed or {}
         self.committed = {tp.partition: max(0, tp.offset) for tp in got}
+        for p, off in self.committed.items():
+            if off > before.get(p, 0):
+                self.advanced_at[p] = now
         self.done = sum(self.committed.values())
+        if self.done and self.first_commit_at is None:
+            self.first_commit_at = now
         self.samples.append([round(time.time() - self.t0, 3), self.done])
 
     def _sample(self) -> None:
@@ -185,7 +197,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                 f.setup(r)
             log(f"[{run_id}] creating topic {names.input_topic} ({params.partitions} partitions) and tables")
             create_topic(stack.bootstrap_servers, names.input_topic, params.partitions)
-            if exp.stores.output:
+            if exp.stores.output_topic:
                 create_topic(stack.bootstrap_servers, names.output_topic, params.partitions)
             if exp.stores.events:
                 create_topic(stack.bootstrap_servers, names.events_topic, params.partitions)
@@ -207,7 +219,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         watcher = OutputWatcher(stack.bootstrap_servers, names.output_topic) if exp.stores.output else None
         sup = Supervisor(run_dir, len(launch.slots), launch.command, launch.env, params.time_limit, r.crash_log,
                          r.events, faults=faults, progress=r.progress, group_done=launch.group_done,
-                         standby=launch.standby, names=launch.names)
+                         standby=launch.standby, names=launch.names, watch=launch.watch,
+                         may_exit=launch.may_exit, planned_exits=launch.planned_exits)
         with phase(r, "workers"):
             result = sup.run()
         with phase(r, "wait_for_dead_transactions"):
@@ -237,12 +250,18 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         crashes = crashlog.read(r.crash_log)
         if watcher:
             watcher.stop()
+        readers = {"ledger_reader": launch.ledger_reader} if launch and launch.ledger_reader else {}
         with phase(r, "audit"):
             audit = audit_run(exp, stack, names, r.amounts, positions, r.progress.committed,
-                              finished=result.status == "complete")
+                              finished=result.status == "complete", **readers)
         report = assemble(r, faults, launch.reports_deliveries if launch else False, result, crashes, audit,
                           stalls=watcher.stalls(crashes) if watcher else None)
+        if launch and launch.annotate:
+            launch.annotate(r, result, report)
         write_all(report, run_dir)
+    problem = launch.bad_input(result) if launch and launch.bad_input else None
+    if problem:
+        raise HarnessError(problem)
     return report, run_dir
 
 

@@ -6,7 +6,9 @@ service's rows, outbox and events topic), counts
 effects per id, checks each effect against its payment, and splits ids with
 no effect into `lost` (acknowledged, never applied) and `unprocessed` (the run
 stopped before acknowledging them: an interrupted run is not a lossy one).
-Whatever could not be read is None with its error, never 0.
+Whatever could not be read is None with its error, never 0. An output topic a
+consumer may leave unused (`Stores.output_if_written`) is audited only when it
+holds records.
 """
 
 from __future__ import annotations
@@ -63,6 +65,11 @@ def _split(c: EffectCounts, positions, committed, finished: bool) -> StoreCounts
                        c.unexpected_ids, unprocessed, c.per_id)
 
 
+def _unwritten(kout: dict) -> bool:
+    """No reader saw a record and none failed: the consumer did not use its output topic."""
+    return all(not kout[iso].get("error") and not kout[iso].get("records") for iso in ISOLATIONS)
+
+
 def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committed: dict | None,
               finished: bool, ledger_reader=read_ledger, output_reader=audit_output) -> Audit:
     a = Audit()
@@ -89,8 +96,10 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
         a.metrics.update({"ledger.duplicates": a.ledger.duplicates, "ledger.lost": a.ledger.lost,
                           "ledger.dedupe_hits": a.dedupe_hits})
         a.evidence.ids.update({"ledger.duplicates": a.ledger.duplicate_ids, "ledger.lost": a.ledger.lost_ids})
-    if exp.stores.output:
+    if exp.stores.output_topic:
         kout = output_reader(stack.bootstrap_servers, names.output_topic, sent, amounts)
+        if not exp.stores.output and _unwritten(kout):
+            return a                       # an optional output topic nobody wrote to: nothing to audit
         a.output = {"aborted_records": kout.get("aborted_records")}
         for iso in ISOLATIONS:
             k = kout[iso]

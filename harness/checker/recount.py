@@ -182,8 +182,8 @@ def service_stores(report: dict) -> dict | None:
     tables, topics = set(st.get("tables") or []), set(st.get("topics") or [])
     if names.rows_table not in tables or names.events_topic not in topics:
         return None
-    return {"rows": names.rows_table, "events": names.events_topic,
-            **({"outbox": names.outbox_table} if names.outbox_table in tables else {})}
+    return {"rows_table": names.rows_table, "events_topic": names.events_topic,
+            **({"outbox_table": names.outbox_table} if names.outbox_table in tables else {})}
 
 
 @dataclass

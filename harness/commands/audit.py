@@ -43,8 +43,8 @@ def audit_folder(folder: Path, stack) -> tuple[list, str | None]:
         service = None
         svc = recount.service_stores(report)
         if svc:
-            events = recount.read_topic(stack.bootstrap_servers, svc["events"], "read_committed")
-            service = recount.recount_service(stack.postgres_dsn, svc["rows"], svc.get("outbox"), events)
+            events = recount.read_topic(stack.bootstrap_servers, svc["events_topic"], "read_committed")
+            service = recount.recount_service(stack.postgres_dsn, svc["rows_table"], svc.get("outbox_table"), events)
     except recount.DataGone as e:
         return [], f"the run's data is gone: {e} (removed by `harness clean`?){elsewhere}"
     except recount.Unreadable as e:

@@ -1,6 +1,7 @@
 """The experiment registry: every experiment, declared once, in the order reports show them.
 
-Each family has its own module (offsets, dedupe, eos, kafka_streams, auto_commit, outbox) that
+Each family has its own module (offsets, dedupe, eos, kafka_streams, auto_commit, outbox,
+and custom for a consumer the user brings) that
 declares its experiments with `model.Experiment`: steps, kill points and
 their damage, stores, predictors, worker loop. Everything else (the runner,
 the checker, the reports, the suite, `harness experiments`, `--help`) reads
@@ -9,6 +10,7 @@ them from here.
 
 from ..errors import HarnessError
 from .auto_commit import AUTO_COMMIT
+from .custom import CUSTOM
 from .dedupe import DEDUPE
 from .eos import EOS, EOS_BOUNDARY, EOS_DEDUPE, ZOMBIE
 from .kafka_streams import EOS_STREAMS
@@ -18,7 +20,7 @@ from .outbox import DUAL_WRITE, OUTBOX
 
 REGISTRY: dict[str, Experiment] = {e.name: e for e in (
     OFFSET_BEFORE, OFFSET_AFTER, DEDUPE, EOS, EOS_BOUNDARY, EOS_DEDUPE, EOS_STREAMS, ZOMBIE,
-    AUTO_COMMIT, DUAL_WRITE, OUTBOX)}
+    AUTO_COMMIT, DUAL_WRITE, OUTBOX, CUSTOM)}
 
 
 def names() -> list[str]:

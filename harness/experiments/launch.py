@@ -18,12 +18,19 @@ from typing import Callable
 @dataclass
 class Launch:
     command: Callable                      # command(slot) -> argv
-    env: dict
+    env: dict | Callable                   # the workers' environment, or env(slot) -> dict per slot and attempt
     slots: list                            # partitions per worker slot
     group_done: Callable | None = None     # workers that never exit by themselves: when the run is over
     reports_deliveries: bool = True        # every worker process reports how many records it began
     standby: bool = True                   # workers understand --standby (a warm spare per slot)
     names: list | None = None              # a name per slot (default w0, w1, ...)
+    # Workers the harness did not write (they keep no crash records and write no events):
+    watch: Callable | None = None          # watch(supervisor), every turn: observe them from outside
+    may_exit: Callable | None = None       # may_exit(slot): is an exit 0 the end of its work, or a failure?
+    ledger_reader: Callable | None = None  # reads the effects instead of the ledger table (checker/ledger.py)
+    annotate: Callable | None = None       # annotate(run, result, report): add what only the launcher knows
+    bad_input: Callable | None = None      # bad_input(result) -> one line when the workers never could run
+    planned_exits: tuple = (-9, 137, 3)    # exit statuses restarted as crashes: SIGKILL, Java halt, fenced producer
 
 
 def assign_partitions(partitions: int, workers: int) -> list[list[int]]:

@@ -57,9 +57,16 @@ class Stores:
     rows: bool = False               # harness.rows_<run>: a service's business rows, one per payment request
     outbox: bool = False             # harness.outbox_<run>: the events a relay has to publish
     events: bool = False             # harness.<run>.events: the events a service (or relay) publishes
+    output_if_written: bool = False  # the output topic is created, and audited only when records were written to it
 
     def names(self) -> list[str]:
-        return [n for n in ("ledger", "dedupe", "output", "rows", "outbox", "events") if getattr(self, n)]
+        return [n for n in ("ledger", "dedupe", "output", "rows", "outbox", "events") if getattr(self, n)] + \
+            (["output (audited when written to)"] if self.output_if_written else [])
+
+    @property
+    def output_topic(self) -> bool:
+        """The run creates an output topic (always audited, or audited when written to)."""
+        return self.output or self.output_if_written
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ class Expectation:
     metric: str          # e.g. "ledger.duplicates", "kafka.read_uncommitted.duplicates"
     value: int
     op: str = "=="       # "==" exact, "<=" upper bound, ">=" lower bound
+    if_measured: bool = False   # judged only when the audit measured it (a store that may stay unused)
 
     def holds(self, observed: int | None) -> bool:
         if observed is None:
@@ -53,6 +54,7 @@ class Prediction:
     note: str = ""
     evidence: list = field(default_factory=list)   # per crash, what a predictor read beyond the crash log
     id_sets: dict = field(default_factory=dict)    # exact only: metric -> the ids the audit must name for it
+    claim: str | None = None   # a claim the run tests (--expect) instead of a prediction from crash records
 
     def range(self, metric: str) -> list | None:
         """[low, high] when the prediction bounds `metric` on both sides, else None."""
@@ -171,6 +173,29 @@ class EventsPredictor:
                 p.id_sets[metric] = set(ids)
         if exp.stores.outbox:
             p.expectations.append(Expectation("outbox.unsent", 0))
+# What each delivery claim forbids: (no duplicates, no losses).
+CLAIMS = {"exactly-once": (True, True), "at-least-once": (False, True), "at-most-once": (True, False)}
+
+
+@dataclass(frozen=True)
+class ClaimPredictor:
+    """A consumer the harness did not write keeps no crash records: what is predicted is the user's
+    claim itself (`--expect`), per id, whatever the kills did. The claim is exact: zero duplicates
+    and/or zero losses, each id named when it fails. An output topic is held to the same claim
+    under read_committed, when the consumer wrote to it."""
+    claim: str = "exactly-once"
+
+    def add(self, p: Prediction, facts: CrashFacts, exp) -> None:
+        no_dup, no_loss = CLAIMS[self.claim]
+        p.exact, p.claim = True, self.claim
+        p.note = (f"the claim under test is {self.claim}: "
+                  + " and ".join(w for w, on in (("no effect applied twice", no_dup), ("none lost", no_loss)) if on)
+                  + f", whatever the {len(facts.crashes)} kill(s) did")
+        for on, what in ((no_dup, "duplicates"), (no_loss, "lost")):
+            if on:
+                p.expectations.append(Expectation(f"ledger.{what}", 0))
+                if exp.stores.output_if_written:
+                    p.expectations.append(Expectation(f"kafka.read_committed.{what}", 0, if_measured=True))
 
 
 # The list of a crash record that each kind of damage is read from.

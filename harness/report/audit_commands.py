@@ -40,11 +40,11 @@ def commands(d: dict) -> list[tuple[str, str]]:
         out.append(("dedupe table: keys and hits", _psql(recount.DEDUPE_TOTALS, dedupe=st["dedupe_table"])))
     svc = recount.service_stores(d)
     if svc:
-        out.append(("service: its rows", "psql -c " + shlex.quote(recount.display(recount.ROWS_TOTALS, r=svc["rows"]))))
-        if svc.get("outbox"):
+        out.append(("service: its rows", "psql -c " + shlex.quote(recount.display(recount.ROWS_TOTALS, r=svc["rows_table"]))))
+        if svc.get("outbox_table"):
             out.append(("service: its outbox, and rows the relay never marked sent",
-                        "psql -c " + shlex.quote(recount.display(recount.OUTBOX_TOTALS, o=svc["outbox"]))))
-        out.append(("service: its events topic", f"{_kcat(svc['events'], 'read_committed', settings)} | {COUNT_KEYS}"))
+                        "psql -c " + shlex.quote(recount.display(recount.OUTBOX_TOTALS, o=svc["outbox_table"]))))
+        out.append(("service: its events topic", f"{_kcat(svc['events_topic'], 'read_committed', settings)} | {COUNT_KEYS}"))
     if st.get("output_topic"):
         for iso in ("read_committed", "read_uncommitted"):
             out.append((f"output as a {iso} reader sees it", f"{_kcat(st['output_topic'], iso, settings)} | {COUNT_KEYS}"))

@@ -200,7 +200,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "stack": {"kind": stack.kind, "bootstrap_servers": stack.bootstrap_servers,
                   "kafka_auth": stack.kafka_auth,      # protocol, mechanism, user: never a secret
                   "postgres_dsn": redact(stack.postgres_dsn), "input_topic": names.input_topic,
-                  "output_topic": names.output_topic if exp.stores.output else None,
+                  "output_topic": names.output_topic if exp.stores.output_topic else None,
                   "consumer_group": names.group,
                   "ledger_table": names.ledger_table if exp.stores.ledger else None,
                   "dedupe_table": names.dedupe_table if exp.stores.dedupe else None,

@@ -155,6 +155,18 @@ def render(r: RunReport) -> str:
                  + "".join(f"<li>unplanned death: {escape(x['worker'])} attempt {x['attempt']} (exit {x['exit_code']})</li>"
                            for x in (vd.get("unplanned_deaths") or [])[:10])
                  + "</ul>"]
+    if d.get("consumer"):
+        from . import consumer
+        cs = d["consumer"]
+        body += ["<h2>Your consumer</h2>", table(consumer.facts(cs))]
+        body += [f"<p><b>Warning:</b> {escape(w)}.</p>" for w in cs.get("warnings") or []]
+        if cs.get("witnesses"):
+            body += ["<h3>Witnesses (times since the workers started)</h3>", table(
+                consumer.witness_rows(cs), ("id", "what", "slot / partition", "effects applied at", "kills"))]
+        if cs.get("kills"):
+            body += ["<h3>Kills</h3>", table(consumer.kill_rows(cs)[:200], ("#", "worker", "attempt", "pid", "at",
+                                                                         "duplicated ids it explains"),
+                                             numeric=(0, 2, 3, 4, 5))]
     for name, story in (d.get("fault_details") or {}).items():
         times = story.get("times_since_pause") or {}
         body += [f"<h2>Fault: {escape(name)}</h2>", table(

@@ -34,6 +34,9 @@ def render(r: RunReport) -> str:
     if deaths:
         out += ["", f"**{len(deaths)} worker death(s) no fault caused:** " + ", ".join(
             f"{x['worker']} attempt {x['attempt']} (exit {x['exit_code']})" for x in deaths[:10])]
+    if d.get("consumer"):
+        from .consumer import markdown as consumer_section
+        out += consumer_section(d["consumer"])
     an = d["anomalies"]
     out += ["", "## Anomalies (first ids)", "",
             f"- lost ({fmt(an['lost_total'])}): {_ids(an['lost_ids'], an['lost_total'])}",

@@ -13,7 +13,7 @@ from pathlib import Path
 SCHEMA_VERSION = 2   # docs/report.schema.json
 
 # Faults whose occurrences are the report's `crashes`; the others get their own rows and sections.
-CRASH_FAULTS = ("planned-crash", "random-kill")
+CRASH_FAULTS = ("planned-crash", "random-kill", "kill-every")
 VERDICTS = ("as-predicted", "unexpected", "audit-failed", "incomplete", "interrupted")
 
 

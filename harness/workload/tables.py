@@ -6,6 +6,10 @@ re-check a run with psql. The dedupe table's primary key is what makes
 redeliveries harmless in `dedupe` and `eos-dedupe`; `hits` counts how many
 redeliveries it absorbed.
 
+The harness's own workers fill `worker` and `attempt`; a consumer under test
+(`harness run custom`) writes only `message_id` and `amount`, so every other
+column has a default (null, or the time of the insert in `applied_at`).
+
 Every table name goes into SQL as a quoted identifier (`sqlnames`), and the
 listing used by `harness clean` returns only names this harness creates.
 """
@@ -24,8 +28,8 @@ def create(dsn: str, ledger: str, dedupe: str | None) -> None:
             id          bigserial primary key,
             message_id  text not null,
             amount      bigint not null,
-            worker      text not null,
-            attempt     integer not null,
+            worker      text,
+            attempt     integer,
             applied_at  timestamptz not null default clock_timestamp())""").format(table_identifier(ledger)))
         if dedupe:
             conn.execute(sql.SQL("""create table {} (

@@ -175,7 +175,7 @@ def test_service_stores_come_from_the_reports_lists():
     n = RunNames(d["run_id"])
     d["stack"]["tables"] = [n.ledger_table, n.rows_table, n.outbox_table]
     d["stack"]["topics"] = [n.input_topic, n.events_topic]
-    assert service_stores(d) == {"rows": n.rows_table, "events": n.events_topic, "outbox": n.outbox_table}
+    assert service_stores(d) == {"rows_table": n.rows_table, "events_topic": n.events_topic, "outbox_table": n.outbox_table}
     cmds = [c for _, c in commands(d)]
     assert any(f'from "harness"."{n.rows_table.split(".", 1)[1]}"' in c for c in cmds)
     assert any("sent_at is null" in c for c in cmds) and any(n.events_topic in c for c in cmds)
