@@ -128,15 +128,42 @@ class LedgerRecount:
     dedupe_hits: int | None = None
 
 
-def recount_ledger(dsn: str, ledger: str, dedupe: str | None, sent: dict) -> LedgerRecount:
+# A user's --audit-sql (custom runs) is run again as it was: read-only, with this statement timeout.
+EFFECTS_SQL_TIMEOUT_MS = 60_000
+
+
+def effects_from_sql(dsn: str, query: str) -> list[tuple]:
+    """The (message_id, amount) rows of a user's effects query, in a read-only transaction."""
+    try:
+        with psycopg.connect(dsn, connect_timeout=10) as conn:
+            conn.execute("set transaction read only")
+            conn.execute(sql.SQL("set local statement_timeout = {}").format(sql.Literal(EFFECTS_SQL_TIMEOUT_MS)))
+            rows = conn.execute(query).fetchall()
+            conn.rollback()
+    except psycopg.Error as e:
+        raise Unreadable(f"the run's --audit-sql: {redact(str(e).splitlines()[0] if str(e) else repr(e))}") from None
+    if any(len(r) != 2 for r in rows):
+        raise Unreadable("the run's --audit-sql does not return (message_id, amount) rows")
+    return [(None if r[0] is None else str(r[0]), r[1]) for r in rows]
+
+
+def recount_ledger(dsn: str, ledger: str, dedupe: str | None, sent: dict,
+                   effect_rows: list | None = None) -> LedgerRecount:
     """Plain SQL over the run's tables; `sent` (id -> amount, from the input topic) becomes a temporary
-    table. Nothing is written: the transaction is rolled back, the temporary table with it."""
+    table. Nothing is written: the transaction is rolled back, the temporary table with it. `effect_rows`,
+    when given (rows of a custom run's --audit-sql), stand in for the ledger, as a temporary table."""
     try:
         with psycopg.connect(dsn, connect_timeout=10) as conn:
             conn.execute("create temporary table sent (message_id text primary key, amount bigint) on commit drop")
             with conn.cursor().copy("copy sent (message_id, amount) from stdin") as cp:
                 for i, amount in sent.items():
                     cp.write_row((i, amount if isinstance(amount, int) else None))
+            if effect_rows is not None:
+                conn.execute("create temporary table effects (message_id text, amount numeric) on commit drop")
+                with conn.cursor().copy("copy effects (message_id, amount) from stdin") as cp:
+                    for row in effect_rows:
+                        cp.write_row(row)
+                ledger = "pg_temp.effects"
 
             def rows(template):
                 return conn.execute(_composed(template, ledger, dedupe)).fetchall()

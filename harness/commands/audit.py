@@ -36,8 +36,10 @@ def audit_folder(folder: Path, stack) -> tuple[list, str | None]:
     try:
         inp = recount.read_topic(stack.bootstrap_servers, st["input_topic"], "read_uncommitted")
         sent = {k: v for k, v in inp.values.items() if k is not None}
-        ledger = recount.recount_ledger(stack.postgres_dsn, st["ledger_table"], st.get("dedupe_table"), sent) \
-            if st.get("ledger_table") else None
+        query = (report.get("params") or {}).get("audit_sql")     # a custom run counted by the user's query
+        effects = recount.effects_from_sql(stack.postgres_dsn, query) if query else None
+        ledger = recount.recount_ledger(stack.postgres_dsn, st["ledger_table"], st.get("dedupe_table"), sent,
+                                        effects) if st.get("ledger_table") or query else None
         outputs = {iso: recount.recount_output(recount.read_topic(stack.bootstrap_servers, st["output_topic"], iso), sent)
                    for iso in ("read_committed", "read_uncommitted")} if st.get("output_topic") else {}
         service = None

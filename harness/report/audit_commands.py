@@ -32,15 +32,20 @@ def commands(d: dict) -> list[tuple[str, str]]:
     settings = st.get("kafka_auth") not in (None, "", "PLAINTEXT")
     out = [("settings for psql and kcat (after `harness up` if the stack was stopped)", 'eval "$(harness env)"')]
     if st.get("input_topic"):
-        out.append(("payments sent (distinct ids on the input topic)", _kcat(st["input_topic"], settings=settings) + " | sort -u | wc -l"))
-    if st.get("ledger_table"):
+        out.append(("payments sent (distinct ids on the input topic)",
+                    _kcat(st["input_topic"], settings=settings) + " | sort -u | wc -l"))
+    query = (d.get("params") or {}).get("audit_sql")
+    if query:
+        out.append(("the effects, one row each, by the run's own --audit-sql", "psql -c " + shlex.quote(query)))
+    elif st.get("ledger_table"):
         out.append(("ledger: effects, distinct ids, total amount", _psql(recount.LEDGER_TOTALS, st["ledger_table"])))
         out.append(("ledger: ids applied more than once", _psql(recount.LEDGER_DUPLICATES, st["ledger_table"])))
     if st.get("dedupe_table"):
         out.append(("dedupe table: keys and hits", _psql(recount.DEDUPE_TOTALS, dedupe=st["dedupe_table"])))
     svc = recount.service_stores(d)
     if svc:
-        out.append(("service: its rows", "psql -c " + shlex.quote(recount.display(recount.ROWS_TOTALS, r=svc["rows_table"]))))
+        out.append(("service: its rows", "psql -c " + shlex.quote(recount.display(recount.ROWS_TOTALS,
+                                                                                  r=svc["rows_table"]))))
         if svc.get("outbox_table"):
             out.append(("service: its outbox, and rows the relay never marked sent",
                         "psql -c " + shlex.quote(recount.display(recount.OUTBOX_TOTALS, o=svc["outbox_table"]))))

@@ -151,6 +151,11 @@ def test_audit_sql_counts_the_consumers_own_table_and_the_output_topic_is_audite
     assert (d["counts"]["effects"], d["counts"]["lost"]) == (1500, 0)
     ko = d["kafka_output"]
     assert ko is not None and ko["read_committed"]["lost"] == 0 and ko["read_committed"]["records"] >= 1500
+    # `harness audit` recounts the same effects by running the query again (read-only), not the ledger.
+    audit = harness("audit", str(tmp_path / "report"), "--json", env=stack["env"])
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    rows = {(r["store"], r["metric"]): r for r in json.loads(audit.stdout)["report"]}
+    assert rows[("ledger", "effects")]["recounted"] == d["counts"]["effects"]
 
 
 def test_audit_sql_that_is_not_two_columns_or_writes_is_one_audit_error(stack, tmp_path, own_table):
