@@ -30,6 +30,10 @@ def audit_folder(folder: Path, stack) -> tuple[list, str | None]:
     from ..report.compare import read_json
     report = read_json(folder / "report.json")
     st = report.get("stack") or {}
+    foreign = foreign_stores(report)
+    if foreign:
+        return [], (f"{folder / 'report.json'} names {foreign}, which run {report.get('run_id')!r} cannot have "
+                    f"written: nothing was read")
     where = st.get("bootstrap_servers")
     elsewhere = f" (the run used Kafka at {where}; this stack is at {stack.bootstrap_servers})" \
         if where and where != stack.bootstrap_servers else ""
@@ -55,6 +59,25 @@ def audit_folder(folder: Path, stack) -> tuple[list, str | None]:
         return [], f"{folder / 'report.json'} does not name the run's topics and tables"
     return crosscheck.compare(report, sent, ledger, outputs, service), None
 
+
+
+def foreign_stores(report: dict) -> str | None:
+    """The first topic or table the report names that is not its run's own (None when all are).
+
+    `harness audit` reads only what the run wrote: a report.json edited to name another table or topic
+    (someone's `public.users`) is refused before anything is read."""
+    from ..workload.naming import RunNames
+    st = report.get("stack") or {}
+    try:
+        names = RunNames(str(report.get("run_id")))
+        own = {"input_topic": names.input_topic, "output_topic": names.output_topic,
+               "ledger_table": names.ledger_table, "dedupe_table": names.dedupe_table}
+    except Exception:  # noqa: BLE001 - an id this harness could not have made
+        return f"run id {report.get('run_id')!r}"
+    for key, mine in own.items():
+        if st.get(key) not in (None, mine):
+            return f"{key} {st.get(key)!r}"
+    return None
 
 
 def print_rows(name: str, rows: list) -> None:

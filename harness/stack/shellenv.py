@@ -40,7 +40,10 @@ def settings(stack: Stack, state: Path, kafka_config_file: Path | None = None) -
         out["PGDATABASE"] = db
     password = d.pop("password", None)
     if password:
-        out["PGPASSFILE"] = str(pgpass.write(state / PGPASS_NAME, host, port, db or "*", user or "*", password))
+        try:
+            out["PGPASSFILE"] = str(pgpass.write(state / PGPASS_NAME, host, port, db or "*", user or "*", password))
+        except OSError as e:
+            raise HarnessError(f"cannot write the password file {state / PGPASS_NAME}: {e.strerror or e}") from None
     out["HARNESS_BOOTSTRAP_SERVERS"] = stack.bootstrap_servers
     if kafka_config_file:
         out["HARNESS_KAFKA_CONFIG_FILE"] = str(Path(kafka_config_file).absolute())

@@ -179,3 +179,26 @@ def test_service_stores_come_from_the_reports_lists():
     cmds = [c for _, c in commands(d)]
     assert any(f'from "harness"."{n.rows_table.split(".", 1)[1]}"' in c for c in cmds)
     assert any("sent_at is null" in c for c in cmds) and any(n.events_topic in c for c in cmds)
+
+
+def test_audit_refuses_a_report_that_names_stores_its_run_cannot_have_written():
+    from harness.commands.audit import foreign_stores
+    from harness.workload.naming import RunNames
+    d = sample()
+    n = RunNames(d["run_id"])
+    d["stack"].update(input_topic=n.input_topic, ledger_table=n.ledger_table, output_topic=None, dedupe_table=None)
+    assert foreign_stores(d) is None
+    d["stack"]["ledger_table"] = "public.users"
+    assert foreign_stores(d) == "ledger_table 'public.users'"
+    d["stack"]["ledger_table"], d["stack"]["input_topic"] = n.ledger_table, "payments-prod"
+    assert "input_topic" in foreign_stores(d)
+
+
+def test_env_says_in_one_line_when_it_cannot_keep_the_password_file(tmp_path):
+    import pytest
+    from harness.errors import HarnessError
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    st = Stack("local", "127.0.0.1:19092", "postgresql://harness:pw@127.0.0.1:15432/harness", True)
+    with pytest.raises(HarnessError, match="cannot write the password file"):
+        shellenv.settings(st, blocked)
