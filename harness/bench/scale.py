@@ -126,7 +126,8 @@ def run_cell(stack: Stack, exp: str, messages: int, shape: tuple[int, int], opts
         proc.wait()
         raise
     cell = {"experiment": exp, "messages": messages, "partitions": partitions, "workers": workers,
-            "seconds": round(time.time() - t0, 2), "exit_code": proc.returncode, "folder": out.name}
+            "seconds": round(time.time() - t0, 2), "exit_code": proc.returncode, "folder": out.name,
+            "load_average_1m": round(os.getloadavg()[0], 2)}
     try:
         d = json.loads((out / "report.json").read_text())
     except (OSError, ValueError):

@@ -44,6 +44,8 @@ def how_measured(d: dict) -> list[str]:
             f"divide the messages by the workers' time only.",
             "Worker peak RSS is the largest ru_maxrss a finished worker reported (a killed worker reports nothing); "
             "the broker's RSS is read from /proc after the cell (local stack only; VmHWM is its peak since it started).",
+            "The machine's 1-minute load average after each cell is in scale.json (`load_average_1m`): above the "
+            "core count, something else was running and the cell's time includes waiting for it.",
             "Extra arguments per experiment: " + "; ".join(f"{e}: {' '.join(a) or 'none'}"
                                                            for e, a in p["experiment_args"].items()) + "."]
 
