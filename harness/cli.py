@@ -185,6 +185,12 @@ def _fault_help() -> str:
               help="eos family: the producers' transaction.timeout.ms (default 60000; 10000 with --fresh-transactional-id).")
 @click.option("--zombie-pause", type=float, default=None,
               help="zombie: seconds the worker stays frozen before its replacement starts.  [default: 3]")
+@click.option("--dedupe-ttl", type=float, default=None, metavar="SECONDS",
+              help="key-expiry only: the worker purges dedupe keys older than this before each lookup, as a TTL "
+                   "cache would.  [default: 0.5]")
+@click.option("--restart-delay", type=float, default=None, metavar="SECONDS",
+              help="key-expiry only: a dead worker's successor starts this long after the death (a slow "
+                   "redelivery).  [default: 1]")
 @click.option("--payload-bytes", type=int, default=0, help="Pad each payment's JSON value to about this many bytes.")
 @click.option("--time-limit", type=float, default=600, show_default=True,
               help="Seconds before a stuck run is stopped and reported as incomplete.")
@@ -195,7 +201,7 @@ def _fault_help() -> str:
 @stack_options
 def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers, kill_mode, kills,
         kill_point, fault_specs, commit_interval_ms, effect, fresh_transactional_id, transaction_timeout_ms,
-        zombie_pause, payload_bytes, time_limit, out, keep_stack, quiet, stack_kind,
+        zombie_pause, dedupe_ttl, restart_delay, payload_bytes, time_limit, out, keep_stack, quiet, stack_kind,
         bootstrap_servers, postgres_dsn):
     """Run one experiment: produce payments, crash workers, audit, judge, report.
 
@@ -209,7 +215,8 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
     from .runner import EXIT_CODES
     params = RunParams(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers,
                        kill_mode, kills, kill_point, time_limit, commit_interval_ms, payload_bytes,
-                       effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause, list(fault_specs))
+                       effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause, list(fault_specs),
+                       dedupe_ttl=dedupe_ttl, restart_delay=restart_delay)
     params.validate()
     from pathlib import Path
     from .paths import reports_dir

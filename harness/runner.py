@@ -151,6 +151,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         run_id: str | None = None) -> tuple[RunReport, Path]:
     params.validate()
     exp = experiments.get(params.experiment).resolve(params)
+    params.take_experiment_defaults(exp)
     faults = params.check_faults(exp)
     if params.fresh_transactional_id and not params.transaction_timeout_ms:
         params.transaction_timeout_ms = FRESH_ID_TRANSACTION_TIMEOUT_MS
@@ -184,7 +185,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         watcher = OutputWatcher(stack.bootstrap_servers, names.output_topic) if exp.stores.output else None
         sup = Supervisor(run_dir, len(launch.slots), launch.command, launch.env, params.time_limit, r.crash_log,
                          r.events, faults=faults, progress=r.progress, group_done=launch.group_done,
-                         standby=launch.standby)
+                         standby=launch.standby, restart_delay=params.restart_delay or 0.0)
         result = sup.run()
         _wait_for_unfenced_transactions(r, result, log)
     except KeyboardInterrupt:

@@ -66,8 +66,10 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
     a = Audit()
     sent = list(amounts)
     if exp.stores.ledger:
+        # A dedupe table whose keys the worker purges has lost the hit counts of the purged keys: not evidence.
+        counted_dedupe = exp.stores.dedupe and not exp.stores.dedupe_expires
         rows: LedgerRows = ledger_reader(stack.postgres_dsn, names.ledger_table,
-                                         names.dedupe_table if exp.stores.dedupe else None)
+                                         names.dedupe_table if counted_dedupe else None)
         if rows.rows is None:
             a.ledger = UNKNOWN
             a.evidence.errors.append(f"ledger: {rows.error}")
@@ -78,7 +80,7 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
             a.evidence.integrity += integ.failures("ledger")
             a.evidence.ledger_per_id = a.ledger.per_id
             a.evidence.ledger_lost_ids = a.ledger.lost_ids if a.ledger.lost is not None else None
-        if exp.stores.dedupe:
+        if counted_dedupe:
             if rows.dedupe_rows is None:
                 a.evidence.errors.append(f"dedupe table: {rows.dedupe_error}")
             else:

@@ -59,6 +59,10 @@ class PythonWorkers:
                 cmd += ["--transaction-timeout-ms", str(p.transaction_timeout_ms)]
             if p.commit_interval_ms:
                 cmd += ["--commit-interval-ms", str(p.commit_interval_ms)]
+            if exp.stores.accounts:
+                cmd += ["--accounts", names.accounts_table]
+            if p.dedupe_ttl is not None:
+                cmd += ["--dedupe-ttl", repr(float(p.dedupe_ttl))]
             return cmd + self.extra_args
 
         return Launch(command, {**os.environ, "HARNESS_WORKER_DSN": run.stack.postgres_dsn}, slots)

@@ -51,9 +51,11 @@ class Stores:
     ledger: bool = False             # harness.ledger_<run>: one row per applied effect
     dedupe: bool = False             # harness.dedupe_<run>: the idempotency keys
     output: bool = False             # harness.<run>.output: the transactional output topic
+    accounts: int = 0                # harness.acct_<run>: this many accounts and their balances (0: none)
+    dedupe_expires: bool = False     # the worker purges old keys: the dedupe table's hit counts are not evidence
 
     def names(self) -> list[str]:
-        return [n for n in ("ledger", "dedupe", "output") if getattr(self, n)]
+        return [n for n in ("ledger", "dedupe", "output", "accounts") if getattr(self, n)]
 
 
 @dataclass(frozen=True)
@@ -69,9 +71,9 @@ class Experiment:
     loop: Callable | None = None     # the Python worker loop: loop(ctx); None for non-Python workers
     launcher: object = None          # builds worker command lines (experiments/launch.py); None: Python
     default_faults: tuple = ("planned-crash",)
-    options: tuple = ()              # experiment-only run options this experiment accepts, e.g. ("effect",)
+    options: tuple | dict = ()       # experiment-only run options it accepts, e.g. ("effect",), or {option: default}
     variants: dict = field(default_factory=dict)   # option value -> changes, e.g. {"effect=postgres": {...}}
-    suite: dict = field(default_factory=dict)      # in the suite: {"args": [...], "weight": launch order weight}
+    suite: dict = field(default_factory=dict)      # in the suite: {"group": name, "args": [...], "weight": launch order weight}
 
     # -- derived -------------------------------------------------------------------------------
     def point(self, name: str) -> KillPoint | None:

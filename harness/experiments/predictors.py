@@ -64,6 +64,9 @@ class CrashFacts:
     crashes: list
     inflight_max: int = 1      # the most records a worker holds unacknowledged (commit_every, or all with a commit interval)
     interruptions: int = 0     # faults that stopped a worker at an instant it did not choose (a zombie's freeze)
+    events: list = field(default_factory=list)     # the workers' events (started, first_message, redelivered, ...)
+    amounts: dict = field(default_factory=dict)    # payment id -> amount, as produced
+    accounts: dict = field(default_factory=dict)   # payment id -> account, for workloads with accounts
 
     @property
     def described(self) -> list:
@@ -161,12 +164,15 @@ def check_declared_damage(exp, crashes: list) -> list[str]:
     return out
 
 
-def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int = 0) -> Prediction:
+def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int = 0, events: list | None = None,
+            amounts: dict | None = None, accounts: dict | None = None) -> Prediction:
     """`inflight_max`: the most records one worker holds unacknowledged (its commit_every, or every
     payment when it commits on a timer). `interruptions`: workers stopped at an instant nobody
     described (a zombie's freeze, a death no fault caused): like undescribed crashes, they turn the
-    numbers a crash can change into bounds."""
-    facts = CrashFacts(crashes, inflight_max, interruptions)
+    numbers a crash can change into bounds. `events`, `amounts` and `accounts` are for predictors that
+    need more than the crash log (when a redelivery happened, what each payment moved, and where)."""
+    facts = CrashFacts(crashes, inflight_max, interruptions, list(events or []), dict(amounts or {}),
+                       dict(accounts or {}))
     p = Prediction(exact=facts.exact)
     for pr in exp.predictors:
         pr.add(p, facts, exp)

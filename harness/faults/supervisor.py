@@ -36,6 +36,7 @@ class Slot:
     first_message_at: float | None = None
     finished: bool = False
     unplanned_failures: int = 0
+    restart_at: float | None = None      # a dead worker's successor starts at this time (--restart-delay)
 
 
 @dataclass
@@ -55,7 +56,7 @@ class Supervisor:
                  faults: list | None = None,
                  progress: Callable[[dict], None] | None = None,
                  group_done: Callable[[], bool] | None = None,
-                 standby: bool = False):
+                 standby: bool = False, restart_delay: float = 0.0):
         self.run_dir = run_dir
         self.slots = [Slot(i, f"w{i}") for i in range(slots)]
         self.command, self.env = command, env
@@ -70,6 +71,7 @@ class Supervisor:
         self.adopted: list[subprocess.Popen] = []    # processes no slot owns any more (a zombie), killed at the end
         self.standby = standby                        # workers understand --standby: keep a warm spare per slot
         self.spares: dict[int, subprocess.Popen] = {}
+        self.restart_delay = restart_delay            # seconds a dead worker's slot stays empty before its successor
         self.result = SupervisorResult(status="running")
 
     # -- processes ------------------------------------------------------------------------
@@ -93,6 +95,14 @@ class Supervisor:
             # The next successor warms up while this worker runs.
             self.spares[slot.index] = self._spawn(slot, self.command(slot) + ["--standby"], stdin=subprocess.PIPE)
         slot.started_at = time.time()
+
+    def restart(self, slot: Slot, now: float) -> None:
+        """Start the slot's successor now, or after --restart-delay (the loop starts it when due)."""
+        self.result.restarts += 1
+        if self.restart_delay > 0:
+            slot.restart_at = now + self.restart_delay
+        else:
+            self.start(slot)
 
     def _spawn(self, slot: Slot, cmd: list[str], stdin=subprocess.DEVNULL) -> subprocess.Popen:
         with open(self.logs / f"{slot.name}.log", "ab") as log:
@@ -166,6 +176,11 @@ class Supervisor:
                 for s in self.slots:
                     if s.finished:
                         continue
+                    if s.restart_at is not None:
+                        if now >= s.restart_at:
+                            s.restart_at = None
+                            self.start(s)
+                        continue
                     rc = s.proc.poll()
                     if rc is None:
                         continue
@@ -176,8 +191,7 @@ class Supervisor:
                             # Killed, but by no fault of ours (the OOM killer, a user's kill -9): say so.
                             self.result.unplanned_deaths.append({"worker": s.name, "attempt": s.attempt,
                                                                  "exit_code": rc, "time": round(now, 3)})
-                        self.result.restarts += 1
-                        self.start(s)
+                        self.restart(s, now)
                     else:
                         s.unplanned_failures += 1
                         self.result.unplanned_deaths.append({"worker": s.name, "attempt": s.attempt,
@@ -187,8 +201,7 @@ class Supervisor:
                             self.result.reason = (f"worker {s.name} failed {s.unplanned_failures} times "
                                                   f"(exit {rc}); see {self.logs / (s.name + '.log')}")
                             break
-                        self.result.restarts += 1
-                        self.start(s)
+                        self.restart(s, now)
                 if self.result.status == "incomplete":
                     break
                 for f in self.faults:

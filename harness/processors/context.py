@@ -50,7 +50,9 @@ class KillSwitch:
     does: `unacked` (effects applied, not acknowledged: they will be applied again), `acked_unapplied`
     (acknowledged, never applied: lost) and `produced` (written in the open transaction: aborted).
     Each list may be records or a function returning ids: turned into ids only when crashing, so the
-    check costs nothing per record however long the batch grows.
+    check costs nothing per record however long the batch grows. `facts` are further evidence an
+    experiment's predictor reads (e.g. when each unacknowledged key was written): values, or functions
+    returning them, recorded as they are.
     """
 
     def __init__(self, plan: CrashPlan | None, log_path: Path, worker: str, attempt: int, experiment: str):
@@ -64,18 +66,19 @@ class KillSwitch:
     def planned(self, msg_id: str) -> bool:
         return msg_id in self.plan_ids and msg_id not in self.already
 
-    def at(self, point: str, msg, unacked=(), acked_unapplied=(), produced=()) -> None:
+    def at(self, point: str, msg, unacked=(), acked_unapplied=(), produced=(), **facts) -> None:
         msg_id = msg.key().decode()
         if self.planned(msg_id) and self.plan.point_of(msg_id) in (None, point):
             self.crash(point, msg, unacked=_ids(unacked), acked_unapplied=_ids(acked_unapplied),
-                       produced=_ids(produced))
+                       produced=_ids(produced), **{k: v() if callable(v) else v for k, v in facts.items()})
 
     def crash(self, point: str, msg, **lists) -> None:
         if self.before_crash:
             self.before_crash()
         crashlog.append(self.log_path, {
             "point": point, "message_id": msg.key().decode(), "partition": msg.partition(),
-            "offset": msg.offset(), **{k: list(v) for k, v in lists.items()}, "worker": self.worker,
+            "offset": msg.offset(), **{k: list(v) if isinstance(v, (list, tuple)) else v for k, v in lists.items()},
+            "worker": self.worker,
             "attempt": self.attempt, "experiment": self.experiment, "delivered": self.delivered,
             "time": time.time()})
         os.kill(os.getpid(), signal.SIGKILL)

@@ -129,7 +129,8 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     inflight_max = params.messages if params.commit_interval_ms else params.commit_every
     pred = predict(exp, crashes, inflight_max,
                    interruptions=sum(f.interruptions(fault_details[f.name]) for f in faults) + len(deaths)
-                   + result.killed_at_end)
+                   + result.killed_at_end, events=result.events, amounts=r.amounts,
+                   accounts=getattr(r, "accounts", None))
     observed = dict(audit.metrics)
     for f in faults:
         observed.update(f.observed(fault_details[f.name]))

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 SCHEMA = "harness"
 TOPIC_PREFIX = "harness."
-TABLE_KINDS = ("ledger", "dedupe")
+# acct: the accounts and their balances (a short kind: `<kind>_` + slug must fit in SLUG_MAX below)
+TABLE_KINDS = ("ledger", "dedupe", "acct")
 
-# Postgres truncates identifiers at 63 bytes (NAMEDATALEN - 1): `dedupe_` + slug must fit,
+# Postgres truncates identifiers at 63 bytes (NAMEDATALEN - 1): the longest `<kind>_` + slug must fit,
 # or two long run ids could silently name the same table.
 PG_IDENTIFIER_MAX = 63
 SLUG_MAX = PG_IDENTIFIER_MAX - len("dedupe_")
@@ -82,6 +83,10 @@ class RunNames:
     @property
     def dedupe_table(self) -> str:
         return f"{SCHEMA}.dedupe_{slug(self.run_id)}"
+
+    @property
+    def accounts_table(self) -> str:
+        return f"{SCHEMA}.acct_{slug(self.run_id)}"
 
     def transactional_id(self, slot: int) -> str:
         return f"harness-{self.run_id}-worker-{slot}"
