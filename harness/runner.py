@@ -51,6 +51,7 @@ class Run:
     amounts: dict                  # payment id -> amount, in production order
     log: object = print
     progress: object = None
+    accounts: dict = field(default_factory=dict)   # payment id -> account (experiments with balances)
     crash_log: Path = field(init=False)
     events: Path = field(init=False)
     crash_plan: Path = field(init=False)
@@ -164,8 +165,10 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     watcher, launch, positions, result, produced = None, None, {}, None, False
     launcher = exp.launcher or PythonWorkers()
     try:
-        payments = make_payments(params.messages, params.amount, params.payload_bytes)
+        payments = make_payments(params.messages, params.amount, params.payload_bytes,
+                                 accounts=exp.stores.accounts, seed=params.seed)
         r.amounts = {p.id: p.amount for p in payments}
+        r.accounts = {p.id: p.account for p in payments if p.account is not None}
         CrashPlan.make(r.sent_ids, 0.0, params.seed).save(r.crash_plan)    # faults that plan crashes replace it
         for f in faults:
             f.setup(r)
@@ -174,9 +177,11 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         if exp.stores.output:
             create_topic(stack.bootstrap_servers, names.output_topic, params.partitions)
         if exp.stores.ledger:
-            tables.create(stack.postgres_dsn, names.ledger_table, names.dedupe_table if exp.stores.dedupe else None)
+            tables.create(stack.postgres_dsn, names.ledger_table, names.dedupe_table if exp.stores.dedupe else None,
+                          names.accounts_table if exp.stores.accounts else None, sorted(set(r.accounts.values())))
         t_prod = time.time()
-        produce(stack.bootstrap_servers, names.input_topic, payments, positions=positions)
+        produce(stack.bootstrap_servers, names.input_topic, payments, positions=positions,
+                partitions=params.partitions)
         produced = True
         log(f"[{run_id}] produced {len(payments)} payments in {time.time() - t_prod:.1f} s; faults: "
             + "; ".join(_fault_line(f) for f in faults) + f" (seed {params.seed})")
@@ -214,7 +219,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         if watcher:
             watcher.stop()
         audit = audit_run(exp, stack, names, r.amounts, positions, r.progress.committed,
-                          finished=result.status == "complete")
+                          finished=result.status == "complete", accounts=r.accounts)
         report = assemble(r, faults, launch.reports_deliveries if launch else False, result, crashes, audit,
                           stalls=watcher.stalls(crashes) if watcher else None)
         write_all(report, run_dir)

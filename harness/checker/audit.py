@@ -1,7 +1,7 @@
 """Audit a finished run's stores and turn them into observations the verdict can judge.
 
-Reads each store the experiment declares (the ledger and dedupe table in
-Postgres, the output topic under read_committed and read_uncommitted), counts
+Reads each store the experiment declares (the ledger, dedupe and accounts
+tables in Postgres, the output topic under read_committed and read_uncommitted), counts
 effects per id, checks each effect against its payment, and splits ids with
 no effect into `lost` (acknowledged, never applied) and `unprocessed` (the run
 stopped before acknowledging them: an interrupted run is not a lossy one).
@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .effects import EffectCounts, count_effects, integrity, split_missing
+from .accounts import audit_accounts, read_accounts
 from .kafka_output import audit_output
 from .ledger import LedgerRows, read_ledger
 from .verdict import Evidence
@@ -42,6 +43,7 @@ class Audit:
     ledger_total: int | None = None
     dedupe_hits: int | None = None
     output: dict | None = None            # per isolation: StoreCounts; plus "aborted_records"
+    accounts: list | None = None          # per account: {account, expected, actual, version, stale_updates}
     metrics: dict = field(default_factory=dict)
     evidence: Evidence = field(default_factory=Evidence)
 
@@ -62,7 +64,8 @@ def _split(c: EffectCounts, positions, committed, finished: bool) -> StoreCounts
 
 
 def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committed: dict | None,
-              finished: bool, ledger_reader=read_ledger, output_reader=audit_output) -> Audit:
+              finished: bool, ledger_reader=read_ledger, output_reader=audit_output, accounts: dict | None = None,
+              accounts_reader=read_accounts) -> Audit:
     a = Audit()
     sent = list(amounts)
     if exp.stores.ledger:
@@ -89,6 +92,9 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
         a.metrics.update({"ledger.duplicates": a.ledger.duplicates, "ledger.lost": a.ledger.lost,
                           "ledger.dedupe_hits": a.dedupe_hits})
         a.evidence.ids.update({"ledger.duplicates": a.ledger.duplicate_ids, "ledger.lost": a.ledger.lost_ids})
+    if exp.stores.accounts:
+        audit_accounts(a, accounts_reader(stack.postgres_dsn, names.accounts_table), amounts, accounts or {},
+                       hits_from_accounts=not exp.stores.dedupe)
     if exp.stores.output:
         kout = output_reader(stack.bootstrap_servers, names.output_topic, sent, amounts)
         a.output = {"aborted_records": kout.get("aborted_records")}

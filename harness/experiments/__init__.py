@@ -1,6 +1,6 @@
 """The experiment registry: every experiment, declared once, in the order reports show them.
 
-Each family has its own module (offsets, dedupe, eos, kafka_streams, keys) that
+Each family has its own module (offsets, dedupe, eos, kafka_streams, keys, balances) that
 declares its experiments with `model.Experiment`: steps, kill points and
 their damage, stores, predictors, worker loop. Everything else (the runner,
 the checker, the reports, the suite, `harness experiments`, `--help`) reads
@@ -8,6 +8,7 @@ them from here.
 """
 
 from ..errors import HarnessError
+from .balances import INCREMENT, VERSIONED
 from .dedupe import DEDUPE
 from .eos import EOS, EOS_BOUNDARY, EOS_DEDUPE, ZOMBIE
 from .kafka_streams import EOS_STREAMS
@@ -17,7 +18,7 @@ from .offsets import OFFSET_AFTER, OFFSET_BEFORE
 
 REGISTRY: dict[str, Experiment] = {e.name: e for e in (
     OFFSET_BEFORE, OFFSET_AFTER, DEDUPE, EOS, EOS_BOUNDARY, EOS_DEDUPE, EOS_STREAMS, ZOMBIE,
-    KEY_AFTER_EFFECT, KEY_BEFORE_EFFECT, KEY_PER_ATTEMPT, KEY_EXPIRY)}
+    KEY_AFTER_EFFECT, KEY_BEFORE_EFFECT, KEY_PER_ATTEMPT, KEY_EXPIRY, INCREMENT, VERSIONED)}
 
 
 def names() -> list[str]:

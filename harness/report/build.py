@@ -117,6 +117,18 @@ def timeline(samples, crashes: list[dict], events: list[dict], t0: float, faults
                        if f.get("time") and f["fault"] not in CRASH_FAULTS]}
 
 
+def balances(rows: list | None, pred) -> dict:
+    """Each account's expected (its payments), predicted (from the crash log) and actual balance."""
+    out = []
+    for row in rows or []:
+        e = pred.get(f"accounts.{row['account']}.balance")
+        out.append({**row, "predicted": e.value if e else None, "predicted_op": e.op if e else None})
+    known = [r for r in out if r["actual"] is not None]
+    return {"accounts": out,
+            "expected_total": sum(r["expected"] for r in out),
+            "actual_total": sum(r["actual"] for r in known) if len(known) == len(out) else None}
+
+
 def capped(ids) -> list:
     return list(ids or [])[:MAX_IDS]
 
@@ -148,7 +160,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
                   if reports_deliveries and described and result.status == "complete" else None)
     counts = Counts(sent=len(r.sent_ids), deliveries=deliveries, effects=head.effects,
                           duplicates=head.duplicates, lost=head.lost, unprocessed=head.unprocessed,
-                          dedupe_hits=audit.dedupe_hits if exp.stores.dedupe else None)
+                          dedupe_hits=audit.dedupe_hits if exp.stores.dedupe or exp.stores.accounts else None)
     predicted = Predicted(
         duplicates=pred.value(prefix + "duplicates"), lost=pred.value(prefix + "lost"),
         dedupe_hits=pred.value("ledger.dedupe_hits"), exact=pred.exact, note=pred.note,
@@ -178,7 +190,8 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
                   "output_topic": names.output_topic if exp.stores.output else None,
                   "consumer_group": names.group,
                   "ledger_table": names.ledger_table if exp.stores.ledger else None,
-                  "dedupe_table": names.dedupe_table if exp.stores.dedupe else None},
+                  "dedupe_table": names.dedupe_table if exp.stores.dedupe else None,
+                  "accounts_table": names.accounts_table if exp.stores.accounts else None},
         "faults_configured": [f.describe() for f in faults],
         "faults": fault_rows,
         "fault_details": {k: v for k, v in fault_details.items() if v},
@@ -188,6 +201,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "kafka_output": ko,
         "ledger": {"expected_total": sum(r.amounts.values()),
                    "actual_total": audit.ledger_total if exp.stores.ledger else None},
+        "accounts": balances(audit.accounts, pred) if exp.stores.accounts else None,
         "anomalies": asdict(Anomalies(
             lost_ids=capped(head.lost_ids), lost_total=head.lost,
             duplicate_ids=capped(head.duplicate_ids), duplicates_total=head.duplicates,
@@ -224,6 +238,16 @@ def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
     if led.get("actual_total") is not None or d["stack"].get("ledger_table"):
         parts.append(f"{_n(c['lost'])} lost and {_n(c['duplicates'])} duplicated effects of {c['sent']:,} payments "
                      f"(ledger {_n(led.get('actual_total'))} of {led['expected_total']:,})")
+    bal = d.get("accounts")
+    if bal:
+        off = [r for r in bal["accounts"] if r["actual"] is not None and r["actual"] != r["expected"]]
+        if bal["actual_total"] is None:
+            parts.append("balances unknown")
+        elif off:
+            parts.append(f"{len(off)} of {len(bal['accounts'])} account balances off by "
+                         f"{bal['actual_total'] - bal['expected_total']:+,} in total")
+        else:
+            parts.append(f"all {len(bal['accounts'])} account balances exact")
     ko = d.get("kafka_output")
     if ko:
         rc, ru = ko["read_committed"], ko["read_uncommitted"]

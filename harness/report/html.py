@@ -137,6 +137,8 @@ def render(r: RunReport) -> str:
     if d.get("proves"):
         body.append(f"<p><b>What it proves:</b> {escape(d['proves'])}<br><b>Order of steps:</b> {escape(d.get('steps', ''))}</p>")
     body += ["<h2>Scoreboard</h2>", table(r.scoreboard(), ("metric", "observed", "predicted"), numeric=(1, 2))]
+    if r.balance_rows():
+        body += ["<h2>Balances</h2>", table(r.balance_rows(), r.BALANCE_COLUMNS, numeric=(1, 2, 3, 4, 5, 6))]
     vd = d.get("verdict_detail") or {}
     if vd.get("failed") or vd.get("audit_errors") or vd.get("unplanned_deaths"):
         totals = vd.get("differing_totals") or {}

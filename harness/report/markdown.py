@@ -10,6 +10,10 @@ def render(r: RunReport) -> str:
         out += [f"*What it proves:* {d['proves']}  ", f"*Order of steps:* {d.get('steps', '')}", ""]
     out += ["## Scoreboard", "", "| metric | observed | predicted |", "| --- | ---: | ---: |"]
     out += [f"| {m} | {o} | {p} |" for m, o, p in r.scoreboard()]
+    if r.balance_rows():
+        out += ["", "## Balances", "", "| " + " | ".join(r.BALANCE_COLUMNS) + " |",
+                "| --- |" + " ---: |" * (len(r.BALANCE_COLUMNS) - 1)]
+        out += ["| " + " | ".join(row) + " |" for row in r.balance_rows()]
     pred = d["predicted"]
     if pred.get("note"):
         out += ["", f"Note: {pred['note']}"]
@@ -74,8 +78,9 @@ def render(r: RunReport) -> str:
                        f"| {fmt(c.get('restart_seconds'))} | {_opt(c.get('read_committed_stall_seconds'))} |")
         if len(crashes) > 50:
             out.append(f"\n... and {len(crashes) - 50} more in report.json")
-    out += ["", f"Audit it yourself: `{d['stack'].get('ledger_table') or d['stack'].get('output_topic')}` "
-            f"stays in place until `harness clean {d['run_id']}`.", ""]
+    kept = [d["stack"].get(k) for k in ("ledger_table", "dedupe_table", "accounts_table", "output_topic")]
+    out += ["", f"Audit it yourself: {', '.join(f'`{x}`' for x in kept if x)} "
+            f"{'stays' if sum(1 for x in kept if x) == 1 else 'stay'} in place until `harness clean {d['run_id']}`.", ""]
     return "\n".join(out)
 
 
