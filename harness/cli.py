@@ -297,23 +297,31 @@ def clean(run_ids, all_runs, stack_kind, bootstrap_servers, postgres_dsn):
     click.echo(f"removed {n_topics} topics and {n_tables} tables")
 
 
-@cli.command(epilog="\b\nExamples:\n  harness suite\n  harness suite --messages 200 --experiments offset-before,offset-after,dedupe\n"
+def _group_help() -> str:
+    from .suite import groups
+    return ("Only the experiments of one group (each declaration names its group): "
+            + "; ".join(f"{g}: {', '.join(names)}" for g, names in groups().items()) + ".")
+
+
+@cli.command(epilog="\b\nExamples:\n  harness suite\n  harness suite --group mistakes\n"
+             "  harness suite --messages 200 --experiments offset-before,offset-after,dedupe\n"
              "  harness suite --stack compose --quiet --out reports/nightly")
 @click.option("--messages", type=int, default=1000, show_default=True, help="Payments per experiment.")
 @click.option("--crash-rate", type=float, default=0.1, show_default=True, help="Share of payments that crash (0..1).")
 @click.option("--seed", type=int, default=25, show_default=True, help="One seed: the same crashes in every experiment.")
 @click.option("--commit-every", type=int, default=1, show_default=True, help="Commit offsets every N records.")
 @click.option("--experiments", "experiment_list", default=None,
-              help="Comma-separated subset (default: all eight, eos-streams with --effect postgres).")
+              help="Comma-separated subset (default: all of them, eos-streams with --effect postgres).")
+@click.option("--group", default=None, metavar="NAME", help=_group_help())
 @click.option("--parallel", type=int, default=3, show_default=True,
               help="Experiments run at the same time (each in its own topics, tables and consumer group).")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Suite folder (default reports/<suite-id>/).")
 @click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the suite folder on stdout (for CI).")
 @stack_options
-def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, out, keep_stack, quiet, stack_kind,
-          bootstrap_servers, postgres_dsn):
-    """Run every experiment with one seed and compare them side by side.
+def suite(messages, crash_rate, seed, commit_every, experiment_list, group, parallel, out, keep_stack, quiet,
+          stack_kind, bootstrap_servers, postgres_dsn):
+    """Run every experiment (or one --group) with one seed and compare them side by side.
 
     Writes <suite>/suite.json, suite.md and suite.html (one row per experiment,
     a bar chart of lost and duplicated effects, and a final line that says
@@ -327,7 +335,7 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, o
     from .paths import reports_dir
     from .report.suite import write_suite
     from .faults.supervisor import install_sigterm_as_interrupt
-    names = suite_mod.parse_experiments(experiment_list)
+    names = suite_mod.parse_experiments(experiment_list, group)
     if parallel < 1:
         raise HarnessError(f"--parallel must be at least 1, got {parallel}")
     from .params import RunParams
@@ -345,7 +353,7 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, o
     def body(stack, log):
         t0 = time.time()
         try:
-            summary = suite_mod.run_suite(stack, names, common, folder, parallel, log=log)
+            summary = suite_mod.run_suite(stack, names, common, folder, parallel, log=log, group=group)
         finally:
             if (folder / "suite.json").exists():
                 write_suite(folder)

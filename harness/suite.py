@@ -1,4 +1,4 @@
-"""`harness suite`: every experiment with one seed, side by side, and where exactly-once held.
+"""`harness suite`: every experiment (or one group) with one seed, side by side, and where exactly-once held.
 
 The experiments run as separate `harness run` processes against one stack
 (several at a time with --parallel), each into `<suite>/<experiment>/`. Their
@@ -28,10 +28,26 @@ PER_EXPERIMENT_TIME_LIMIT_S = 900
 REPORT_GRACE_S = 150
 
 
-def suite_experiments() -> list[str]:
-    """Every registered experiment, in the registry's order (the rows of the suite report)."""
+def groups() -> dict[str, list[str]]:
+    """Group name -> its experiments in the registry's order (each declaration's suite `group`)."""
     from .experiments import REGISTRY
-    return list(REGISTRY)
+    out: dict[str, list[str]] = {}
+    for name, exp in REGISTRY.items():
+        if exp.suite.get("group"):
+            out.setdefault(exp.suite["group"], []).append(name)
+    return out
+
+
+def suite_experiments(group: str | None = None) -> list[str]:
+    """Every registered experiment, or those of one group, in the registry's order (the rows of the
+    suite report). An unknown group is refused with the valid ones named."""
+    from .experiments import REGISTRY
+    if group is None:
+        return list(REGISTRY)
+    known = groups()
+    if group not in known:
+        raise HarnessError(f"unknown --group {group!r}; choose one of: {', '.join(sorted(known))}")
+    return known[group]
 
 
 def launch_order(names: list[str]) -> list[str]:
@@ -51,7 +67,7 @@ def new_suite_id(now: float | None = None) -> str:
 
 
 def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out: Path, parallel: int,
-              log=print, on_done=None) -> dict:
+              log=print, on_done=None, group: str | None = None) -> dict:
     """Run each experiment in its own `harness run` process; return the suite summary (also written)."""
     out.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "HARNESS_BOOTSTRAP_SERVERS": stack.bootstrap_servers,
@@ -101,6 +117,7 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
     finally:
         summary = build_summary(out, stack, experiments, finished, time.time() - t0, common_args)
         summary["parallel"] = parallel
+        summary["group"] = group
         summary["exit_code"] = exit_code(summary["experiments"])
         (out / "suite.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
@@ -185,8 +202,8 @@ def conclusion(rows: list[dict]) -> str:
         parts.append(f"Kafka's exactly-once stopped at the first write outside Kafka: {', '.join(boundary)} "
                      f"kept an exact topic and a duplicated ledger.")
     if keyed:
-        parts.append(f"An idempotency key in the effect's own transaction made the database exact "
-                     f"({', '.join(keyed)}).")
+        parts.append(f"An idempotency key or a conditional write in the effect's own transaction made the "
+                     f"database exact ({', '.join(keyed)}).")
     bad = [r["experiment"] for r in rows if r.get("verdict") != "as-predicted"]
     if bad:
         parts.append(f"Not as predicted or not finished: {', '.join(bad)}.")
@@ -206,10 +223,12 @@ def exit_code(rows: list[dict]) -> int:
     return 0
 
 
-def parse_experiments(spec: str | None) -> list[str]:
+def parse_experiments(spec: str | None, group: str | None = None) -> list[str]:
     from .experiments import REGISTRY
+    if spec is not None and group is not None:
+        raise HarnessError("--experiments and --group both choose the experiments; give one of them")
     if not spec:
-        return suite_experiments()
+        return suite_experiments(group)
     names = [s.strip() for s in spec.split(",") if s.strip()]
     if not names:
         raise HarnessError(f"--experiments names no experiment; choose from: {', '.join(REGISTRY)}")

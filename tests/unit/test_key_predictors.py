@@ -8,6 +8,8 @@ from harness.errors import HarnessError
 
 import pytest
 
+from tests.unit.test_cli_errors import isolated  # noqa: F401 - the fixture
+
 
 def crash(msg, point, unacked=(), acked_unapplied=(), t=100.0, **facts):
     return {"point": point, "message_id": msg, "unacked": list(unacked), "acked_unapplied": list(acked_unapplied),
@@ -114,3 +116,13 @@ def test_ttl_and_restart_delay_belong_to_key_expiry_only():
     p = RunParams("key-expiry", dedupe_ttl=60)
     p.take_experiment_defaults(get("key-expiry"))
     assert p.dedupe_ttl == 60 and p.restart_delay == 1.0
+
+
+def test_the_cli_refuses_a_ttl_for_another_experiment_before_anything_starts(isolated):  # noqa: F811
+    import os
+    from tests.conftest import harness
+    from tests.unit.test_cli_errors import one_clear_line
+    proc = harness("run", "offset-after", "--dedupe-ttl", "1", env=isolated)
+    assert proc.returncode == 2
+    one_clear_line(proc, "--dedupe-ttl applies to key-expiry only")
+    assert not os.path.exists(isolated["HARNESS_HOME"])
