@@ -2,7 +2,8 @@
 
 It runs one process per worker slot, restarts a slot whose worker died
 (SIGKILL at a kill point, or a fenced producer) until every slot has finished
-its partitions, and enforces a global time limit so a stuck run ends as
+its partitions (at once, or `--restart-delay` seconds after the death: a slow
+redelivery), and enforces a global time limit so a stuck run ends as
 `incomplete` instead of hanging. It ticks the run's faults (faults/base.py)
 on every turn of its loop and keeps the run open while one is mid-story;
 what the faults do is theirs to say. On Ctrl-C, SIGTERM or
