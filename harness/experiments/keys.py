@@ -249,9 +249,10 @@ def key_expiry_loop(ctx) -> None:
     ctx.assign()
     pending: list = []
 
-    def evidence(pending_now, extra=None):
-        ids = [m.key().decode() for m in pending_now] + ([extra] if extra else [])
-        return {"key_at": lambda: {i: key_at[i] for i in ids if i in key_at}, "dedupe_ttl": ttl}
+    def evidence(pending_now):
+        """What the predictor needs beyond `unacked`: when each of their keys was written, and the TTL."""
+        return {"key_at": lambda: {i: key_at[i] for i in (m.key().decode() for m in pending_now) if i in key_at},
+                "dedupe_ttl": ttl}
 
     while True:
         for msg in ctx.poll(POLL_BATCH):
