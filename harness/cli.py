@@ -139,7 +139,7 @@ def down(purge):
 
 
 
-EXPERIMENT_HELP = "\n".join(f"  {name:<14} {e.proves}" for name, e in REGISTRY.items())
+EXPERIMENT_HELP = "\n".join(f"  {name:<{max(map(len, REGISTRY))}} {e.proves}" for name, e in REGISTRY.items())
 EXIT_HELP = ("\b\nExit status:\n  0 as-predicted   1 unexpected   2 bad input   "
              "3 incomplete or audit-failed   130 interrupted")
 
@@ -154,7 +154,8 @@ def _fault_help() -> str:
              "  harness run offset-before\n"
              "  harness run offset-after --commit-every 10 --kill-point any\n"
              "  harness run dedupe --partitions 3 --workers 2 --kill-mode random\n"
-             "  harness run eos --fault random-kill:kills=5")
+             "  harness run eos --fault random-kill:kills=5\n"
+             "  harness run key-expiry --dedupe-ttl 1 --restart-delay 4")
 @click.argument("experiment")
 @click.option("--messages", type=int, default=1000, show_default=True, help="Payments to produce.")
 @click.option("--amount", type=int, default=100, show_default=True, help="Amount of each payment.")
