@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from .model import DEDUPED, DUPLICATED
 from .predictors import CrashFacts, Expectation, Prediction, _expect
 
-# A key within this many seconds of its expiry at the redelivery's lookup is too close to call: the purge of
-# another worker, or the rounding of a timestamp to microseconds, may tip it either way.
-EXPIRY_MARGIN_S = 0.05
+# Postgres keeps timestamps to the microsecond: a key this close to the purge's cutoff is too close to call.
+ROUNDING_S = 0.001
 
 
 @dataclass(frozen=True)
@@ -53,23 +52,35 @@ class NoHitsPredictor:
             p.hit_counts = Counter()
 
 
-def expired_at_redelivery(crash: dict, events: list, margin: float = EXPIRY_MARGIN_S) -> dict:
+def expired_at_redelivery(crash: dict, events: list) -> dict:
     """Per payment the crash left unacknowledged: True (its key had expired when it came again: charged
     again), False (the key was still there: a dedupe hit) or None (unknown: no redelivery seen, no key
-    time recorded, or too close to the TTL to call). The evidence: the crash record's `key_at` (when each
-    key was written) and `dedupe_ttl`, and the first `redelivered` event of that payment after the crash
-    (`lookup_t`: the time the purge before its lookup used)."""
+    time recorded, or too close to the TTL to call).
+
+    The evidence: the crash record's `key_at` (when each key was written) and `dedupe_ttl`, and the first
+    `redelivered` event of that payment after the crash. Its `lookup_t` is the time the purge before the
+    lookup used: a key older than the TTL then was purged by that very worker (expired). Its `done_t` is
+    taken after the lookup's transaction: every purge that ran before the lookup (another worker's too)
+    used a time before it, so a key younger than the TTL at `done_t` was still there (a hit). Between
+    the two, another worker's purge may have struck first: unknown.
+    """
     ttl, key_at, t = crash.get("dedupe_ttl"), crash.get("key_at") or {}, crash.get("time") or 0.0
     out = {}
     for i in crash.get("unacked") or []:
-        lookups = [e.get("lookup_t") for e in events if e.get("event") == "redelivered"
-                   and e.get("message_id") == i and isinstance(e.get("lookup_t"), (int, float)) and e["lookup_t"] > t]
+        seen = [e for e in events if e.get("event") == "redelivered" and e.get("message_id") == i
+                and isinstance(e.get("lookup_t"), (int, float)) and e["lookup_t"] > t]
         k = key_at.get(i)
-        if ttl is None or k is None or not lookups:
+        if ttl is None or k is None or not seen:
             out[i] = None
             continue
-        age = min(lookups) - k
-        out[i] = None if abs(age - ttl) < margin else age > ttl
+        first = min(seen, key=lambda e: e["lookup_t"])
+        done = first.get("done_t") if isinstance(first.get("done_t"), (int, float)) else None
+        if first["lookup_t"] - k > ttl + ROUNDING_S:
+            out[i] = True
+        elif done is not None and done - k < ttl - ROUNDING_S:
+            out[i] = False
+        else:
+            out[i] = None
     return out
 
 

@@ -19,8 +19,9 @@ experiment with one thing changed, on the same seeded crashes:
   worker's successor starts after `--restart-delay`; a redelivery that comes
   after its key expired charges again. The worker writes the time of each key
   (its own clock, also the purge's) into its crash record and, when it handles
-  a record an earlier crash left unacknowledged, the time of that lookup as a
-  `redelivered` event: the predictor compares the two, per payment.
+  a record an earlier crash left unacknowledged, the time of that lookup (and
+  of the end of its transaction) as a `redelivered` event: the predictor
+  compares them with the TTL, per payment.
 
 The fix for each is `dedupe`: the payment's own id as key, written in the
 effect's transaction, kept at least as long as the longest redelivery.
@@ -261,8 +262,6 @@ def key_expiry_loop(ctx) -> None:
             ctx.kill.at(KE_POLL.name, msg, unacked=pending, **evidence(pending))
             now = time.time()
             ctx.pg.execute(_sql("delete from {} where first_at < to_timestamp(%s)", ctx.args.dedupe), (now - ttl,))
-            if msg_id in again:
-                ctx.events.emit("redelivered", message_id=msg_id, lookup_t=now)
             with ctx.pg.transaction():
                 hits, first = ctx.pg.execute(
                     _sql("insert into {} as d (message_id, first_at) values (%s, to_timestamp(%s)) "
@@ -272,6 +271,10 @@ def key_expiry_loop(ctx) -> None:
                 if not hits:
                     ctx.kill.at(KE_INSIDE.name, msg, unacked=pending, **evidence(pending))
                     ctx.apply_effect(msg)
+            if msg_id in again:
+                # Evidence for the predictor: this lookup's purge used `now`; any other worker's purge that
+                # could have removed the key before the lookup ran took its time before `done_t`.
+                ctx.events.emit("redelivered", message_id=msg_id, lookup_t=now, done_t=time.time())
             key_at[msg_id] = float(first)
             pending.append(msg)
             ctx.kill.at(KE_EFFECT.name, msg, unacked=pending, **evidence(pending))

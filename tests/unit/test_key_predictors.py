@@ -1,7 +1,7 @@
 """The idempotency-key mistakes' predictors on hand-made crash records and worker events."""
 
 from harness.experiments import get
-from harness.experiments.key_predictors import EXPIRY_MARGIN_S, expired_at_redelivery
+from harness.experiments.key_predictors import expired_at_redelivery
 from harness.experiments.predictors import predict
 from harness.params import RunParams
 from harness.errors import HarnessError
@@ -20,8 +20,9 @@ def kill():
     return {"point": "random", "message_id": None, "time": 1.0, "worker": "w0", "by": "supervisor"}
 
 
-def redelivered(msg, t):
-    return {"event": "redelivered", "worker": "w0", "attempt": 2, "t": t, "message_id": msg, "lookup_t": t}
+def redelivered(msg, t, took=0.002):
+    return {"event": "redelivered", "worker": "w0", "attempt": 2, "t": t + took, "message_id": msg, "lookup_t": t,
+            "done_t": t + took}
 
 
 def expectations(p):
@@ -94,10 +95,18 @@ def test_expiry_with_a_ttl_below_the_restart_delay_charges_every_redelivery_agai
 def test_expiry_too_close_to_call_or_never_seen_again_is_a_bound_with_a_note():
     c = crash("a", "after-effect-before-commit", unacked=["a", "b"], t=10.0, key_at={"a": 9.0, "b": 9.0},
               dedupe_ttl=2.0)
-    close = 9.0 + 2.0 + EXPIRY_MARGIN_S / 2
-    p = predict(get("key-expiry"), [c], events=[redelivered("a", close)])      # b never came again
+    # a: 1.999 s old at its own purge (kept by it), 2.004 s when its transaction ended: another worker's purge
+    # may have removed it in between. b never came again.
+    p = predict(get("key-expiry"), [c], events=[redelivered("a", 10.999, took=0.005)])
     assert expectations(p)["ledger.duplicates"] == ("<=", 2) and not p.exact
     assert "too close" in p.note
+
+
+def test_expiry_is_called_from_both_ends_of_the_lookup():
+    c = crash("a", "after-effect-before-commit", unacked=["a"], t=10.0, key_at={"a": 9.0}, dedupe_ttl=2.0)
+    assert expired_at_redelivery(c, [redelivered("a", 11.002)]) == {"a": True}      # its own purge removed it
+    assert expired_at_redelivery(c, [redelivered("a", 10.99, took=0.005)]) == {"a": False}   # nobody could have
+    assert expired_at_redelivery(c, [redelivered("a", 10.99, took=0.02)]) == {"a": None}
 
 
 def test_expiry_without_recorded_key_times_is_not_guessed():
