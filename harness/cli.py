@@ -18,15 +18,34 @@ from .experiments import REGISTRY
 
 
 def stack_options(f):
-    """--stack / --bootstrap-servers / --postgres-dsn, shared by every command that needs a stack."""
+    """--stack / --bootstrap-servers / --postgres-dsn / --kafka-config[-file], shared by every command that
+    needs a stack. The Kafka client settings do not reach `f`: they are handed to harness.kafka_client,
+    which every Kafka client the command starts takes its config from."""
     @click.option("--stack", "stack_kind", default="local", show_default=True, envvar="HARNESS_STACK",
                   help="Which stack to start or use: local (processes, no Docker) or compose (Docker).")
     @click.option("--bootstrap-servers", envvar="HARNESS_BOOTSTRAP_SERVERS",
                   help="Use an existing Kafka at this address (with --postgres-dsn); the harness starts nothing.")
     @click.option("--postgres-dsn", envvar="HARNESS_POSTGRES_DSN",
                   help="Use an existing PostgreSQL (with --bootstrap-servers).")
+    @click.option("--kafka-config", "kafka_config", multiple=True, metavar="KEY=VALUE",
+                  help="A Kafka client setting in librdkafka's names (repeatable), for every client the harness "
+                       "starts, e.g. security.protocol=SASL_SSL; over those of --kafka-config-file.")
+    @click.option("--kafka-config-file", "kafka_config_file", envvar="HARNESS_KAFKA_CONFIG_FILE",
+                  type=click.Path(dir_okay=False), metavar="FILE",
+                  help="Kafka client settings, key=value lines (client.properties style, librdkafka names, "
+                       "as kcat -F reads). A local stack started with --auth scram needs none.")
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
+        return f(*args, **kwargs)
+    return takes_kafka_settings(wrapper)
+
+
+def takes_kafka_settings(f):
+    """`f` without the --kafka-config/--kafka-config-file arguments: they go to harness.kafka_client."""
+    @functools.wraps(f)
+    def wrapper(*args, kafka_config=(), kafka_config_file=None, **kwargs):
+        from . import kafka_client
+        kafka_client.request(kafka_client.from_options(kafka_config, kafka_config_file))
         return f(*args, **kwargs)
     return wrapper
 
@@ -52,8 +71,13 @@ def cli():
 
 
 @cli.command()
+@click.option("--auth", type=click.Choice(["none", "scram"]), default=None,
+              help="Local stack: how Kafka clients authenticate. scram: the only client listener is "
+                   "SASL_PLAINTEXT with SCRAM-SHA-512, the user and password are in $HARNESS_HOME/"
+                   "client.properties (0600), and the harness's own runs use that file. "
+                   "[default: what the stack was set up with, else none]")
 @stack_options
-def up(stack_kind, bootstrap_servers, postgres_dsn):
+def up(auth, stack_kind, bootstrap_servers, postgres_dsn):
     """Start Kafka and PostgreSQL (or reuse them), and wait until both answer.
 
     The local stack runs as processes under the state folder ($HARNESS_HOME,
@@ -61,16 +85,23 @@ def up(stack_kind, bootstrap_servers, postgres_dsn):
     use, PostgreSQL from Debian's server binaries.
 
     \b
-    Example:
+    Examples:
       harness up && harness status
+      harness up --auth scram       # SASL/SCRAM Kafka; settings in $HARNESS_HOME/client.properties
     """
     from .stack.resolve import get_stack
-    stack, _ = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=_say, hold=True)
+    if auth and (bootstrap_servers or postgres_dsn or stack_kind != "local"):
+        raise HarnessError("--auth sets up the local stack; an existing cluster takes --kafka-config instead")
+    stack, _ = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=_say, hold=True, auth=auth)
     for note in stack.notes:
         _say(note)
-    click.echo(f"{stack.kind} stack ready: kafka {stack.bootstrap_servers}, postgres "
+    click.echo(f"{stack.kind} stack ready: kafka {stack.bootstrap_servers} ({stack.kafka_auth}), postgres "
                f"{stack.public()['postgres_dsn']}")
     if stack.kind == "local":
+        from .stack.local import client_properties_file
+        props = client_properties_file()
+        if props:
+            _say(f"Kafka client settings (0600): {props}")
         _say("kept running until `harness down`")
 
 
@@ -86,17 +117,18 @@ def status(as_json, stack_kind, bootstrap_servers, postgres_dsn):
     Example:
       harness status --json
     """
-    from .stack import local, compose
-    from .stack.resolve import external
-    if bootstrap_servers or postgres_dsn:
-        stack = external(bootstrap_servers, postgres_dsn)
-    elif stack_kind == "compose" or (local.read_record() or {}).get("kind") == "compose":
-        stack = compose.status()
-    else:
-        stack = local.status(check=True)
+    from .stack.resolve import current
+    stack = current(stack_kind, bootstrap_servers, postgres_dsn)
     if stack is None:
+        from .paths import state_dir
+        from .stack import local
+        kept = local.stopped_with_data()    # stopped by `harness down` or by the run that started it
         if as_json:
-            click.echo(json.dumps({"kind": None, "healthy": False}))
+            click.echo(json.dumps({"kind": "local" if kept else None, "healthy": False,
+                                   "state": "stopped" if kept else None}))
+        elif kept:
+            click.echo(f"stack:             local (stopped; its data is kept in {state_dir()})\n"
+                       f"start it with `harness up` (then `harness audit latest` recounts the last run)")
         else:
             click.echo("no stack is up (start one with `harness up`)")
         sys.exit(1)
@@ -104,16 +136,50 @@ def status(as_json, stack_kind, bootstrap_servers, postgres_dsn):
     if as_json:
         click.echo(json.dumps(pub, indent=2))
     else:
-        click.echo(f"stack:             {pub['kind']} ({'healthy' if stack.healthy else 'NOT healthy'})")
+        down = [k for k, v in pub["pids"].items() if v is None]
+        health = "healthy" if stack.healthy else f"NOT healthy: {' and '.join(down)} stopped" if down else "NOT healthy"
+        click.echo(f"stack:             {pub['kind']} ({health})")
         click.echo(f"bootstrap_servers: {pub['bootstrap_servers']}")
+        click.echo(f"kafka auth:        {pub['kafka_auth']}")
         click.echo(f"postgres_dsn:      {pub['postgres_dsn']}")
         click.echo(f"kafka version:     {pub['kafka_version'] or 'unknown'}")
         click.echo(f"postgres version:  {pub['postgres_version'] or 'unknown'}")
-        if pub["pids"]:
-            click.echo("pids:              " + ", ".join(f"{k}={v}" for k, v in pub["pids"].items()))
+        running = {k: v for k, v in pub["pids"].items() if v is not None}
+        if running:
+            click.echo("pids:              " + ", ".join(f"{k}={v}" for k, v in running.items()))
+        if down:
+            click.echo("start what is stopped with `harness up`")
         for note in stack.notes:
             click.echo(f"note:              {note}")
     sys.exit(0 if stack.healthy else 1)
+
+
+@cli.command("env", epilog="\b\nExamples:\n  eval \"$(harness env)\"\n  psql -c 'select 1'\n"
+             "  kcat -b \"$HARNESS_BOOTSTRAP_SERVERS\" -L")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object of the same settings (for scripts).")
+@stack_options
+def env_cmd(as_json, stack_kind, bootstrap_servers, postgres_dsn):
+    """Print shell settings to reach the stack with plain psql and kcat.
+
+    Exports PGHOST, PGPORT, PGUSER, PGDATABASE and PGPASSFILE (a file the
+    harness keeps in its state folder, mode 0600: the password itself is never
+    printed), HARNESS_BOOTSTRAP_SERVERS for `kcat -b`, HARNESS_KAFKA_CONFIG_FILE
+    for `kcat -F` when the stack needs client settings (`harness up --auth
+    scram`), and HARNESS_POSTGRES_DSN (without the password). Later `harness`
+    commands in that shell use the same stack. Exits 2 when no stack is up.
+    """
+    from .paths import state_dir
+    from .stack.resolve import current
+    from .stack.shellenv import settings, shell_lines
+    stack = current(stack_kind, bootstrap_servers, postgres_dsn, check=False)
+    if stack is None or not stack.postgres_dsn or not stack.bootstrap_servers:
+        raise HarnessError("no stack is up: start one with `harness up`, then run `eval \"$(harness env)\"`")
+    import os
+    from .stack import local
+    config_file = (local.client_properties_file() if stack.kind == "local" else None) \
+        or os.environ.get("HARNESS_KAFKA_CONFIG_FILE") or None
+    values = settings(stack, state_dir(), config_file)
+    click.echo(json.dumps(values, indent=2) if as_json else shell_lines(values), nl=as_json)
 
 
 @cli.command()
@@ -155,7 +221,11 @@ def _fault_help() -> str:
              "  harness run offset-after --commit-every 10 --kill-point any\n"
              "  harness run dedupe --partitions 3 --workers 2 --kill-mode random\n"
              "  harness run eos --fault random-kill:kills=5\n"
-             "  harness run key-expiry --dedupe-ttl 1 --restart-delay 4")
+             "  harness run key-expiry --dedupe-ttl 1 --restart-delay 4\n"
+             "  harness run auto-commit --auto-commit-interval-ms 100 --kills 20\n"
+             "  harness run dual-write --kill-point after-produce-before-row\n"
+             "  harness run custom --worker-cmd \"python my_consumer.py\" --kills 12 --partitions 2 --workers 2\n"
+             "  harness run custom --worker-cmd \"java -jar consumer.jar\" --expect at-least-once --kill-every 3")
 @click.argument("experiment")
 @click.option("--messages", type=int, default=1000, show_default=True, help="Payments to produce.")
 @click.option("--amount", type=int, default=100, show_default=True, help="Amount of each payment.")
@@ -174,7 +244,7 @@ def _fault_help() -> str:
                    "or `any` for a seeded point per crash. Default: the experiment's own.")
 @click.option("--fault", "fault_specs", multiple=True, metavar="NAME[:k=v,...]",
               help="A fault to inject (repeatable; replaces the experiment's default faults): "
-                   "planned-crash[:rate=R,point=P], random-kill[:kills=N], zombie[:pause=S].")
+                   "planned-crash[:rate=R,point=P], random-kill[:kills=N], zombie[:pause=S], kill-every[:seconds=S].")
 @click.option("--commit-interval-ms", type=int, default=None,
               help="eos family: commit the transaction at least this often (instead of every N records).")
 @click.option("--effect", type=click.Choice(["none", "postgres"]), default="none", show_default=True,
@@ -192,6 +262,21 @@ def _fault_help() -> str:
 @click.option("--restart-delay", type=float, default=None, metavar="SECONDS",
               help="key-expiry only: a dead worker's successor starts this long after the death (a slow "
                    "redelivery).  [default: 1]")
+@click.option("--auto-commit-interval-ms", type=int, default=None,
+              help="auto-commit only: the consumer's auto.commit.interval.ms.  [default: the client's, 5000]")
+@click.option("--kill-every", type=float, default=None, metavar="SECONDS",
+              help="Also SIGKILL one running worker every SECONDS, in turn (alone unless --kill-mode random "
+                   "or --kills asks for random kills too).")
+@click.option("--worker-cmd", default=None, metavar="CMD",
+              help="custom only: your consumer, started once per worker slot (split like a shell would, run "
+                   "without one) with the run's names in HARNESS_* environment variables (README: "
+                   "\"Test your own consumer\").")
+@click.option("--expect", type=click.Choice(["exactly-once", "at-least-once", "at-most-once"]), default=None,
+              help="custom only: the claim under test: nothing lost or duplicated, nothing lost, or nothing "
+                   "duplicated, per payment id.  [default: exactly-once]")
+@click.option("--audit-sql", default=None, metavar="SELECT",
+              help="custom only: count effects with this query (read-only transaction, statement timeout) "
+                   "returning one (message_id, amount) row per effect, instead of the ledger table.")
 @click.option("--payload-bytes", type=int, default=0, help="Pad each payment's JSON value to about this many bytes.")
 @click.option("--time-limit", type=float, default=600, show_default=True,
               help="Seconds before a stuck run is stopped and reported as incomplete.")
@@ -202,8 +287,8 @@ def _fault_help() -> str:
 @stack_options
 def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers, kill_mode, kills,
         kill_point, fault_specs, commit_interval_ms, effect, fresh_transactional_id, transaction_timeout_ms,
-        zombie_pause, dedupe_ttl, restart_delay, payload_bytes, time_limit, out, keep_stack, quiet, stack_kind,
-        bootstrap_servers, postgres_dsn):
+        zombie_pause, dedupe_ttl, restart_delay, auto_commit_interval_ms, kill_every, worker_cmd, expect, audit_sql,
+        payload_bytes, time_limit, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn):
     """Run one experiment: produce payments, crash workers, audit, judge, report.
 
     With no stack configured it starts the local one (Kafka and PostgreSQL as
@@ -217,7 +302,9 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
     params = RunParams(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers,
                        kill_mode, kills, kill_point, time_limit, commit_interval_ms, payload_bytes,
                        effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause, list(fault_specs),
-                       dedupe_ttl=dedupe_ttl, restart_delay=restart_delay)
+                       dedupe_ttl=dedupe_ttl, restart_delay=restart_delay,
+                       auto_commit_interval_ms=auto_commit_interval_ms, kill_every=kill_every,
+                       worker_cmd=worker_cmd, expect=expect, audit_sql=audit_sql)
     params.validate()
     from pathlib import Path
     from .paths import reports_dir
@@ -226,19 +313,21 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
         check_run_dir(Path(out))
     else:
         check_creatable(reports_dir())
+    stopped = []
     report, folder = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
-                                 lambda stack, log: _run_one(params, stack, out, log, quiet))
+                                 lambda stack, _log: _run_one(params, stack, out, quiet), stopped=stopped)
+    _last_lines(folder, "report.html", stopped)
     click.echo(folder)
     sys.exit(EXIT_CODES.get(report.verdict, 1))
 
 
-def _run_one(params, stack, out, log, quiet):
+def _run_one(params, stack, out, quiet):
     from . import runner
     from .ui import ProgressUI
     from .faults.supervisor import install_sigterm_as_interrupt
     install_sigterm_as_interrupt()
     with ProgressUI(params.experiment, quiet) as ui:
-        report, folder = runner.run(params, stack, out=out, log=log, ui=ui)
+        report, folder = runner.run(params, stack, out=out, log=ui.log, ui=ui)
     if not quiet:
         _print_scoreboard(report)
     return report, folder
@@ -257,12 +346,13 @@ def _print_scoreboard(report):
     con.print(report.summary(), soft_wrap=True)
 
 
-def _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body):
+def _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body, stopped=None):
     """Get a stack (starting the local one if needed), run `body`, then let go of the stack.
 
     A local stack is used under a lease: afterwards the services that commands started are
     stopped only when no other command still uses them and `harness up` does not hold them
     (see harness.stack.local). Decisions about the stack go to stderr even with --quiet.
+    `stopped`, when given, receives the services stopped on the way out.
     """
     from .stack.resolve import get_stack
     from .ui import log_fn
@@ -273,7 +363,9 @@ def _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, 
         return body(stack, log)
     finally:
         if claim is not None:
-            claim.release(keep=keep_stack, say=_say)
+            gone = claim.release(keep=keep_stack, say=_say)
+            if stopped is not None:
+                stopped.extend(gone)
 
 
 @cli.command()
@@ -299,9 +391,10 @@ def clean(run_ids, all_runs, stack_kind, bootstrap_servers, postgres_dsn):
 
 
 def _group_help() -> str:
-    from .suite import groups
+    from .suite import OPT_IN_GROUPS, groups
     return ("Only the experiments of one group (each declaration names its group): "
-            + "; ".join(f"{g}: {', '.join(names)}" for g, names in groups().items()) + ".")
+            + "; ".join(f"{g}: {', '.join(names)}" for g, names in groups().items()) + ". Without it, every group"
+            + f" but {', '.join(OPT_IN_GROUPS)} (run only when named).")
 
 
 @cli.command(epilog="\b\nExamples:\n  harness suite\n  harness suite --group mistakes\n"
@@ -310,9 +403,11 @@ def _group_help() -> str:
 @click.option("--messages", type=int, default=1000, show_default=True, help="Payments per experiment.")
 @click.option("--crash-rate", type=float, default=0.1, show_default=True, help="Share of payments that crash (0..1).")
 @click.option("--seed", type=int, default=25, show_default=True, help="One seed: the same crashes in every experiment.")
-@click.option("--commit-every", type=int, default=1, show_default=True, help="Commit offsets every N records.")
+@click.option("--commit-every", type=int, default=1, show_default=True,
+              help="Commit offsets every N records (not passed to an experiment that refuses it: auto-commit).")
 @click.option("--experiments", "experiment_list", default=None,
-              help="Comma-separated subset (default: all of them, eos-streams with --effect postgres).")
+              help="Comma-separated subset (default: every group's but the opt-in ones', eos-streams with "
+                   "--effect postgres).")
 @click.option("--group", default=None, metavar="NAME", help=_group_help())
 @click.option("--parallel", type=int, default=3, show_default=True,
               help="Experiments run at the same time (each in its own topics, tables and consumer group).")
@@ -340,15 +435,16 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, group, para
     if parallel < 1:
         raise HarnessError(f"--parallel must be at least 1, got {parallel}")
     from .params import RunParams
-    for name in names:
-        RunParams(name, messages=messages, crash_rate=crash_rate, seed=seed, commit_every=commit_every).validate()
+    opts = {"messages": messages, "crash_rate": crash_rate, "seed": seed, "commit_every": commit_every}
+    common = [x for k, v in opts.items() for x in (f"--{k.replace('_', '-')}", str(v))]
+    for name in names:       # each run gets the common options it accepts (suite.accepted_args)
+        given = {a[2:].replace("-", "_") for a in suite_mod.accepted_args(name, common)[::2]}
+        RunParams(name, **{k: v for k, v in opts.items() if k in given}).validate()
     folder = Path(out) if out else reports_dir() / suite_mod.new_suite_id()
     if (folder / "suite.json").exists():
         raise HarnessError(f"{folder} already holds a suite; choose another --out")
     from .rundir import check_creatable
     check_creatable(folder)
-    common = ["--messages", str(messages), "--crash-rate", str(crash_rate), "--seed", str(seed),
-              "--commit-every", str(commit_every)]
     install_sigterm_as_interrupt()
 
     def body(stack, log):
@@ -373,9 +469,22 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, group, para
             con.print(summary["conclusion"], soft_wrap=True)
             con.print(f"suite wall time: {time.time() - t0:.0f} s")
         return summary
-    summary = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body)
+    stopped = []
+    summary = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body, stopped=stopped)
+    _last_lines(folder, "suite.html", stopped)
     click.echo(folder)
     sys.exit(suite_mod.exit_code(summary["experiments"]))
+
+
+def _last_lines(folder, page: str, stopped: list) -> None:
+    """Where the report is, and how to reach the run's data again (kept even when the stack was stopped)."""
+    from pathlib import Path
+    folder = Path(folder)
+    _say(f"report: {folder / page} (also {page.replace('.html', '.md')} and {page.replace('.html', '.json')})")
+    if stopped:
+        _say(f"the stack is stopped; the data is kept: `harness up`, then `harness audit {folder.name}`")
+    else:
+        _say(f"recount it from the stack: `harness audit {folder.name}`")
 
 
 @cli.command("experiments")
@@ -395,6 +504,10 @@ def experiments_cmd(as_json):
         click.echo(f"{e.name}: {e.proves}")
         click.echo(f"  steps: {e.steps_text()}")
         click.echo(f"  stores: {', '.join(e.stores.names())}; faults: {', '.join(e.default_faults)}")
+        if e.roles:
+            click.echo(f"  processes: {', '.join(r.name for r in e.roles)}")
+        if e.lesson:
+            click.echo(f"  lesson: {e.lesson}")
         for p in e.kill_points:
             mark = " (default)" if p.name == e.default_point else ""
             click.echo(f"  kill point {p.name}{mark}: after {p.after}, before {p.before or '(last step)'}: {p.says}")
@@ -407,6 +520,8 @@ def _register_commands():
     from .commands.compare import compare
     from .commands.report import report
     from .commands.bench import bench
+    from .commands.audit import audit
+    cli.add_command(audit)
     cli.add_command(bench)
     cli.add_command(compare)
     cli.add_command(report)

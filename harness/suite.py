@@ -28,23 +28,29 @@ PER_EXPERIMENT_TIME_LIMIT_S = 900
 REPORT_GRACE_S = 150
 
 
+# Groups that run only when asked for by name (`--group cluster`): their experiments need more than the
+# default one-broker stack.
+OPT_IN_GROUPS = ("cluster",)
+
+
 def groups() -> dict[str, list[str]]:
-    """Group name -> its experiments in the registry's order (each declaration's suite `group`)."""
+    """Group name -> its experiments in the registry's order (each declaration's suite `group`). An
+    experiment with no group (custom: it needs the user's --worker-cmd) is not in the suite."""
     from .experiments import REGISTRY
     out: dict[str, list[str]] = {}
     for name, exp in REGISTRY.items():
-        if exp.suite.get("group"):
+        if exp.suite.get("group") and exp.suite.get("include", True):
             out.setdefault(exp.suite["group"], []).append(name)
     return out
 
 
 def suite_experiments(group: str | None = None) -> list[str]:
-    """Every registered experiment, or those of one group, in the registry's order (the rows of the
-    suite report). An unknown group is refused with the valid ones named."""
-    from .experiments import REGISTRY
-    if group is None:
-        return list(REGISTRY)
+    """The experiments of every group but the opt-in ones (OPT_IN_GROUPS), or those of one group, in
+    the registry's order (the rows of the suite report). An unknown group is refused with the valid
+    ones named."""
     known = groups()
+    if group is None:
+        return [n for g, names in known.items() if g not in OPT_IN_GROUPS for n in names]
     if group not in known:
         raise HarnessError(f"unknown --group {group!r}; choose one of: {', '.join(sorted(known))}")
     return known[group]
@@ -60,6 +66,15 @@ def suite_args(name: str) -> list[str]:
     """The extra `harness run` options an experiment takes in the suite (its declaration says)."""
     from .experiments import REGISTRY
     return list(REGISTRY[name].suite.get("args", []))
+
+
+def accepted_args(name: str, common_args: list[str]) -> list[str]:
+    """The suite's common options (pairs of `--option VALUE`) without those this experiment refuses
+    (its declaration's `refuses`: auto-commit takes no --commit-every), so a suite option that does not
+    apply to one experiment is left out of its run instead of failing it."""
+    from .experiments import REGISTRY
+    refused = {"--" + o.replace("_", "-") for o in REGISTRY[name].refuses}
+    return [x for opt, value in zip(common_args[::2], common_args[1::2]) if opt not in refused for x in (opt, value)]
 
 
 def new_suite_id(now: float | None = None) -> str:
@@ -82,7 +97,7 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
             while pending and len(running) < parallel:
                 name = pending.pop(0)
                 folder = out / name
-                cmd = [sys.executable, "-m", "harness.cli", "run", name, *common_args, "--quiet",
+                cmd = [sys.executable, "-m", "harness.cli", "run", name, *accepted_args(name, common_args), "--quiet",
                        "--out", str(folder), "--time-limit", str(PER_EXPERIMENT_TIME_LIMIT_S), *suite_args(name)]
                 log(f"suite: starting {name}")
                 with open(out / f"{name}.log", "wb") as f:
@@ -153,7 +168,7 @@ def build_summary(out: Path, stack: Stack, experiments: list[str], finished: dic
                        kafka_output={k: ko.get(k) for k in ("read_committed", "read_uncommitted")} if ko else None,
                        summary=d.get("summary"), timings={k: d["timings"].get(k) for k in
                                                            ("wall_seconds", "restart_median_seconds",
-                                                            "read_committed_stall_median_seconds")},
+                                                            "read_committed_stall_median_seconds", "phases")},
                        params=d["params"], environment=d["environment"])
         rows.append(row)
     env = next((r["environment"] for r in rows if r.get("environment")), None) or describe(stack)

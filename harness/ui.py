@@ -38,6 +38,15 @@ class ProgressUI:
             self._last_line = time.time()
             click.echo(f"  {self.label}: {done}/{total} committed, {crashes} crashes, {restarts} restarts", err=True)
 
+    def log(self, message: str) -> None:
+        """A line of the run's log: above the live bar on a terminal (never glued onto it)."""
+        if self.quiet:
+            return
+        if self._bar is not None:
+            self._bar.console.print(message, markup=False, highlight=False, soft_wrap=True)
+        else:
+            click.echo(message, err=True)
+
     def __exit__(self, *exc):
         if self._bar is not None:
             self._bar.__exit__(*exc)

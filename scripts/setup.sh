@@ -7,6 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each step says what it does, system-wide or not, before it starts, and how long it took.
+START=$SECONDS
+step() { STEP_T=$SECONDS; echo "setup: $*" >&2; }
+took() { echo "setup:   done in $((SECONDS - STEP_T)) s" >&2; }
+
 need_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 apt_install() {
@@ -18,17 +23,23 @@ apt_install() {
 }
 
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
-  echo "setup: installing Debian's postgresql" >&2
+  step "installing Debian's postgresql system-wide with apt-get (server binaries only; no cluster is created or started)"
   apt_install postgresql
+  took
 fi
 if [ "${HARNESS_SETUP_BROWSER:-1}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
-  echo "setup: installing Debian's chromium (for the HTML report's browser test)" >&2
+  step "installing Debian's chromium system-wide with apt-get (for the HTML report's browser test; skip with HARNESS_SETUP_BROWSER=0)"
   apt_install chromium || echo "setup: chromium not installed; the browser test will skip" >&2
+  took
 fi
 for tool in java mvn; do
   command -v "$tool" >/dev/null || { echo "setup: $tool is missing: install Java 17 and Maven (apt-get install openjdk-17-jdk-headless maven)" >&2; exit 1; }
 done
 
+step "installing the harness into $(python3 -c 'import sys; print(sys.prefix)') with pip (editable, with its test extra)"
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'
+took
+step "installing actionlint into \$(go env GOPATH)/bin with go install (for the workflow test; best effort)"
 bash .ci/install-actionlint.sh >/dev/null 2>&1 || echo "setup: actionlint not installed; the workflow test will skip" >&2
-echo "setup: done" >&2
+took
+echo "setup: done in $((SECONDS - START)) s" >&2

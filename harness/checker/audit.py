@@ -1,11 +1,14 @@
 """Audit a finished run's stores and turn them into observations the verdict can judge.
 
 Reads each store the experiment declares (the ledger, dedupe and accounts
-tables in Postgres, the output topic under read_committed and read_uncommitted), counts
+tables in Postgres, the output topic under read_committed and read_uncommitted, a
+service's rows, outbox and events topic), counts
 effects per id, checks each effect against its payment, and splits ids with
 no effect into `lost` (acknowledged, never applied) and `unprocessed` (the run
 stopped before acknowledging them: an interrupted run is not a lossy one).
-Whatever could not be read is None with its error, never 0.
+Whatever could not be read is None with its error, never 0. An output topic a
+consumer may leave unused (`Stores.output_if_written`) is audited only when it
+holds records.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class Audit:
     dedupe_hits: int | None = None
     output: dict | None = None            # per isolation: StoreCounts; plus "aborted_records"
     accounts: list | None = None          # per account: {account, expected, actual, version, stale_updates}
+    service: object = None                # a service's rows, outbox and events (checker/systems.py)
     metrics: dict = field(default_factory=dict)
     evidence: Evidence = field(default_factory=Evidence)
 
@@ -61,6 +65,11 @@ def _split(c: EffectCounts, positions, committed, finished: bool) -> StoreCounts
     lost, unprocessed = split_missing(c.lost_ids, positions, committed if not finished else None)
     return StoreCounts(c.effects, c.duplicates, len(lost), len(unprocessed), c.duplicate_ids, lost,
                        c.unexpected_ids, unprocessed, c.per_id)
+
+
+def _unwritten(kout: dict) -> bool:
+    """No reader saw a record and none failed: the consumer did not use its output topic."""
+    return all(not kout[iso].get("error") and not kout[iso].get("records") for iso in ISOLATIONS)
 
 
 def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committed: dict | None,
@@ -95,8 +104,10 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
     if exp.stores.accounts:
         audit_accounts(a, accounts_reader(stack.postgres_dsn, names.accounts_table), amounts, accounts or {},
                        hits_from_accounts=not exp.stores.dedupe)
-    if exp.stores.output:
+    if exp.stores.output_topic:
         kout = output_reader(stack.bootstrap_servers, names.output_topic, sent, amounts)
+        if not exp.stores.output and _unwritten(kout):
+            return a                       # an optional output topic nobody wrote to: nothing to audit
         a.output = {"aborted_records": kout.get("aborted_records")}
         for iso in ISOLATIONS:
             k = kout[iso]
@@ -120,4 +131,11 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
                                    f"kafka.{iso}.lost": a.output[iso].lost_ids})
         if a.output["read_uncommitted"] is not UNKNOWN:
             a.evidence.uncommitted_per_id = a.output["read_uncommitted"].per_id
+    if exp.stores.events:
+        from .systems import audit_service
+        a.service = svc = audit_service(exp, stack, names, amounts)
+        a.metrics.update(svc.metrics())
+        a.evidence.ids.update(svc.ids)
+        a.evidence.integrity += svc.integrity
+        a.evidence.errors += svc.errors
     return a

@@ -14,6 +14,7 @@ from pathlib import Path
 import psycopg.conninfo
 
 from ..errors import HarnessError
+from ..stack import pgpass
 
 MODULE = Path(__file__).resolve().parents[2] / "experiments" / "eos-streams"
 JAR = MODULE / "target" / "eos-streams.jar"
@@ -51,10 +52,12 @@ def build(log=print) -> Path:
 
 
 def jdbc(dsn: str) -> tuple[str, str, str]:
-    """(jdbc url, user, password) from a libpq DSN or URL."""
+    """(jdbc url, user, password) from a libpq DSN or URL; without a password in it, from the
+    libpq password file (PGPASSFILE, as `harness env` sets it), which the JDBC driver does not read."""
     d = psycopg.conninfo.conninfo_to_dict(dsn)
-    url = f"jdbc:postgresql://{d.get('host', '127.0.0.1')}:{d.get('port', 5432)}/{d.get('dbname', 'postgres')}"
-    return url, d.get("user", ""), d.get("password", "")
+    host, port, db, user = d.get("host", "127.0.0.1"), d.get("port", 5432), d.get("dbname", "postgres"), d.get("user", "")
+    password = d.get("password") or pgpass.lookup(host, port, db, user) or ""
+    return f"jdbc:postgresql://{host}:{port}/{db}", user, password
 
 
 def command(jar: Path, slot, *, bootstrap: str, input_topic: str, output_topic: str, application_id: str,

@@ -12,7 +12,7 @@ supervisor's process if it is itself SIGKILLed (PR_SET_PDEATHSIG).
 """
 
 import json
-
+import os
 import signal
 import subprocess
 import time
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..procs import PARENT_PID_ENV
 from . import crashlog
 
 # A worker that fails this many times without being killed on purpose is broken: stop restarting it.
@@ -47,6 +48,7 @@ class SupervisorResult:
     unplanned_deaths: list = field(default_factory=list)   # {worker, attempt, exit_code, time}: not a fault's doing
     killed_at_end: int = 0           # busy workers SIGKILLed because the run stopped (interrupt, time limit)
     reason: str | None = None
+    gave_up_on: str | None = None    # the worker slot that failed MAX_UNPLANNED_FAILURES times
     wall_seconds: float = 0.0
     events: list = field(default_factory=list)    # every worker event, in order
 
@@ -57,9 +59,13 @@ class Supervisor:
                  faults: list | None = None,
                  progress: Callable[[dict], None] | None = None,
                  group_done: Callable[[], bool] | None = None,
-                 standby: bool = False, restart_delay: float = 0.0):
+                 standby: bool = False, names: list | None = None,
+                 watch: Callable[["Supervisor"], None] | None = None,
+                 may_exit: Callable[[Slot], bool] | None = None,
+                 planned_exits: tuple = (-signal.SIGKILL, 137, 3),
+                 restart_delay: float = 0.0):
         self.run_dir = run_dir
-        self.slots = [Slot(i, f"w{i}") for i in range(slots)]
+        self.slots = [Slot(i, names[i] if names else f"w{i}") for i in range(slots)]
         self.command, self.env = command, env
         self.time_limit = time_limit
         self.crash_log, self.events_path = crash_log, events_path
@@ -73,6 +79,9 @@ class Supervisor:
         self.standby = standby                        # workers understand --standby: keep a warm spare per slot
         self.spares: dict[int, subprocess.Popen] = {}
         self.restart_delay = restart_delay            # seconds a dead worker's slot stays empty before its successor
+        self.watch = watch            # called on every turn of the loop: a launcher observing its workers
+        self.may_exit = may_exit      # may this slot's worker exit 0 now? (None: whenever it likes)
+        self.planned_exits = planned_exits    # exit statuses that are a crash to restart, not a failure
         self.result = SupervisorResult(status="running")
 
     # -- processes ------------------------------------------------------------------------
@@ -106,8 +115,11 @@ class Supervisor:
             self.start(slot)
 
     def _spawn(self, slot: Slot, cmd: list[str], stdin=subprocess.DEVNULL) -> subprocess.Popen:
+        # The worker checks, once it can, that we are still its parent (procs.die_with_parent).
+        env = self.env(slot) if callable(self.env) else self.env    # a dict, or per slot and attempt
+        env = {**env, PARENT_PID_ENV: str(os.getpid())}
         with open(self.logs / f"{slot.name}.log", "ab") as log:
-            return subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin)
+            return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin)
 
     def adopt(self, proc: subprocess.Popen) -> None:
         self.adopted.append(proc)
@@ -174,6 +186,8 @@ class Supervisor:
                     self.result.status, self.result.reason = "incomplete", f"time limit of {self.time_limit:.0f} s reached"
                     break
                 self._read_events()
+                if self.watch:
+                    self.watch(self)
                 for s in self.slots:
                     if s.finished:
                         continue
@@ -185,9 +199,9 @@ class Supervisor:
                     rc = s.proc.poll()
                     if rc is None:
                         continue
-                    if rc == 0:
+                    if rc == 0 and (self.may_exit is None or self.may_exit(s)):
                         s.finished = True
-                    elif rc in (-signal.SIGKILL, 137, 3):      # planned crash, Java halt(137), fenced
+                    elif rc in self.planned_exits:      # SIGKILL; with our workers also Java halt(137), fenced (3)
                         if rc != 3 and not self._crash_recorded(s):
                             # Killed, but by no fault of ours (the OOM killer, a user's kill -9): say so.
                             self.result.unplanned_deaths.append({"worker": s.name, "attempt": s.attempt,
@@ -198,7 +212,7 @@ class Supervisor:
                         self.result.unplanned_deaths.append({"worker": s.name, "attempt": s.attempt,
                                                              "exit_code": rc, "time": round(now, 3)})
                         if s.unplanned_failures >= MAX_UNPLANNED_FAILURES:
-                            self.result.status = "incomplete"
+                            self.result.status, self.result.gave_up_on = "incomplete", s.name
                             self.result.reason = (f"worker {s.name} failed {s.unplanned_failures} times "
                                                   f"(exit {rc}); see {self.logs / (s.name + '.log')}")
                             break

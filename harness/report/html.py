@@ -7,6 +7,7 @@ environment. Every number comes from the same RunReport as report.json.
 
 from html import escape
 
+from .audit_commands import commands
 from .model import RunReport, fmt
 
 CSS = """
@@ -20,6 +21,7 @@ h1{font-size:1.6rem;margin-bottom:.2rem} h2{font-size:1.15rem;margin-top:2rem;bo
 table{border-collapse:collapse;margin:.5rem 0;font-size:.92rem} td,th{border:1px solid #ddd;padding:.25rem .6rem;text-align:left}
 td.n{text-align:right;font-variant-numeric:tabular-nums} th{background:#f6f8fa}
 svg text{font:12px system-ui,sans-serif} .muted{color:#6e7781;font-size:.85rem}
+pre.commands{background:#f6f8fa;padding:.7rem 1rem;overflow-x:auto;font-size:.85rem;line-height:1.5}
 """
 
 LOST, DUP, OK, ABORTED, PRED = "#d1495b", "#edae49", "#00798c", "#8d6cab", "#c9ced6"
@@ -38,7 +40,8 @@ def grouped_bars(groups: list[tuple[str, list[tuple[str, int, str]]]], legend: l
     peak = max([1] + [v for _, bars in groups for _, v, _ in bars])
     peak = peak if peak % 2 == 0 or peak == 1 else peak + 1   # integer ticks at 0, peak/2, peak
     most = max([1] + [len(bars) for _, bars in groups])
-    step = max(70, (bar + 2) * most + 30)
+    # Wide enough for the longest group label too (about 7 px a character at 12 px), so labels never touch.
+    step = max(70, (bar + 2) * most + 30, 7 * max([0] + [len(label) for label, _ in groups]) + 16)
     width = max(width, left + step * len(groups) + 20)
     parts = [f'<svg id="{chart_id}" role="img" aria-label="lost and duplicated effects" '
              f'width="{width}" height="{h + 60}" viewBox="0 0 {width} {h + 60}">']
@@ -51,13 +54,14 @@ def grouped_bars(groups: list[tuple[str, list[tuple[str, int, str]]]], legend: l
         for j, (name, val, color) in enumerate(bars):
             bh = h * val / peak
             bx = x + j * (bar + 2)
-            parts.append(f'<rect class="bar-{name}" data-value="{val}" x="{bx}" y="{top + h - bh:.1f}" '
+            parts.append(f'<rect class="bar-{name}" data-value="{val}" data-group="{escape(label)}" x="{bx}" y="{top + h - bh:.1f}" '
                          f'width="{bar}" height="{bh:.1f}" fill="{color}"><title>{escape(label)} {name}: {val}</title></rect>'
                          f'<text x="{bx + bar / 2}" y="{top + h - bh - 4:.1f}" text-anchor="middle">{val}</text>')
-        parts.append(f'<text x="{x + (bar + 2) * len(bars) / 2}" y="{top + h + 16}" text-anchor="middle">{escape(label)}</text>')
+        parts.append(f'<text class="group-label" x="{x + (bar + 2) * len(bars) / 2}" y="{top + h + 16}" '
+                     f'text-anchor="middle">{escape(label)}</text>')
     lx = left
     for name, color in legend:
-        parts.append(f'<rect x="{lx}" y="{h + 45}" width="12" height="12" fill="{color}"/>'
+        parts.append(f'<rect class="legend" data-label="{escape(name)}" x="{lx}" y="{h + 45}" width="12" height="12" fill="{color}"/>'
                      f'<text x="{lx + 16}" y="{h + 55}">{escape(name)}</text>')
         lx += 30 + 8 * len(name)
     parts.append("</svg>")
@@ -136,6 +140,8 @@ def render(r: RunReport) -> str:
             f"<p id=summary class=summary>{escape(r.summary())}</p>"]
     if d.get("proves"):
         body.append(f"<p><b>What it proves:</b> {escape(d['proves'])}<br><b>Order of steps:</b> {escape(d.get('steps', ''))}</p>")
+    if d.get("lesson"):
+        body.append(f'<p class="lesson"><b>Lesson:</b> {escape(d["lesson"])}</p>')
     body += ["<h2>Scoreboard</h2>", table(r.scoreboard(), ("metric", "observed", "predicted"), numeric=(1, 2))]
     if r.balance_rows():
         body += ["<h2>Balances</h2>", table(r.balance_rows(), r.BALANCE_COLUMNS, numeric=(1, 2, 3, 4, 5, 6))]
@@ -151,6 +157,18 @@ def render(r: RunReport) -> str:
                  + "".join(f"<li>unplanned death: {escape(x['worker'])} attempt {x['attempt']} (exit {x['exit_code']})</li>"
                            for x in (vd.get("unplanned_deaths") or [])[:10])
                  + "</ul>"]
+    if d.get("consumer"):
+        from . import consumer
+        cs = d["consumer"]
+        body += ["<h2>Your consumer</h2>", table(consumer.facts(cs))]
+        body += [f"<p><b>Warning:</b> {escape(w)}.</p>" for w in cs.get("warnings") or []]
+        if cs.get("witnesses"):
+            body += ["<h3>Witnesses (times since the workers started)</h3>", table(
+                consumer.witness_rows(cs), ("id", "what", "slot / partition", "effects applied at", "kills"))]
+        if cs.get("kills"):
+            body += ["<h3>Kills</h3>", table(consumer.kill_rows(cs)[:200], ("#", "worker", "attempt", "pid", "at",
+                                                                         "duplicated ids it explains"),
+                                             numeric=(0, 2, 3, 4, 5))]
     for name, story in (d.get("fault_details") or {}).items():
         times = story.get("times_since_pause") or {}
         body += [f"<h2>Fault: {escape(name)}</h2>", table(
@@ -159,18 +177,26 @@ def render(r: RunReport) -> str:
             ("event (seconds after the fault)", "value"))]
     if d["predicted"].get("note"):
         body.append(f"<p class=muted>{escape(d['predicted']['note'])}</p>")
+    if d["predicted"].get("evidence"):
+        offs = lambda m: ", ".join(f"{p}: {o}" for p, o in m.items()) or "none"   # noqa: E731
+        body += ["<h2>What each kill cost (from the evidence)</h2>", table(
+            [(e["worker"], e["attempt"], offs(e["last_applied"]), offs(e["resumed_from"]), e["redelivered"],
+              e["skipped"]) for e in d["predicted"]["evidence"][:200]],
+            ("worker", "attempt", "last applied (partition: offset)", "successor resumed from", "redelivered",
+             "skipped"), numeric=(1, 4, 5))]
     body += ["<h2>Anomalies, observed and predicted</h2>", run_chart(d)]
     body += ["<h2>Timeline</h2>", timeline(d.get("timeline") or {}, c["sent"] or 0)]
     t = d["timings"]
     body += ["<h2>Timings</h2>", table([
         ("wall seconds", fmt(t["wall_seconds"])), ("messages per second", fmt(t.get("messages_per_second"))),
-        ("restart median (s)", fmt(t.get("restart_median_seconds"))), ("restart max (s)", fmt(t.get("restart_max_seconds")))],
+        ("restart median (s)", fmt(t.get("restart_median_seconds"))), ("restart max (s)", fmt(t.get("restart_max_seconds")))]
+        + [(f"{k.replace('_', ' ')} (s)", fmt(v)) for k, v in (t.get("phases") or {}).items()],
         numeric=(1,))]
     if d.get("kill_points"):
         body += ["<h2>Kill points of this experiment</h2>", table(
             [(k["name"], k["after"], k["before"] or "(last step)", k["says"]) for k in d["kill_points"]],
             ("point", "after", "before", "a crash here"))]
-    body += ["<h2>Parameters</h2>", table(d["params"].items())]
+    body += ["<h2>Parameters</h2>", table(r.parameter_rows())]
     body += ["<h2>Stack and environment</h2>", table(list(d["stack"].items()) + list(d["environment"].items()))]
     if d["crashes"]:
         body += [f"<h2>Crashes ({len(d['crashes'])})</h2>", table(
@@ -181,4 +207,9 @@ def render(r: RunReport) -> str:
              for i, cr in enumerate(d["crashes"][:200], 1)],
             ("#", "point", "message", "worker", "partition", "offset", "unacked", "acked, unapplied", "produced",
              "restart s", "stall s"), numeric=(0, 4, 5, 6, 7, 8, 9, 10))]
+    body += ["<h2 id=audit>Audit it yourself</h2>",
+             f"<p>The run's topics and tables stay until <code>harness clean {escape(d['run_id'])}</code>. "
+             "With the stack up:</p>",
+             "<pre class=commands>" + "".join(f"<span class=muted># {escape(what)}</span>\n{escape(cmd)}\n"
+                                                for what, cmd in commands(d)) + "</pre>"]
     return page(f"{d['experiment']} {d['verdict']}", "".join(body))

@@ -13,7 +13,7 @@ from pathlib import Path
 SCHEMA_VERSION = 2   # docs/report.schema.json
 
 # Faults whose occurrences are the report's `crashes`; the others get their own rows and sections.
-CRASH_FAULTS = ("planned-crash", "random-kill")
+CRASH_FAULTS = ("planned-crash", "random-kill", "kill-every")
 VERDICTS = ("as-predicted", "unexpected", "audit-failed", "incomplete", "interrupted")
 
 
@@ -41,6 +41,24 @@ class RunReport:
     def verdict(self) -> str:
         return self.data["verdict"]
 
+    def parameter_rows(self) -> list[tuple[str, str]]:
+        """The run's parameters as a person reads them: only options that were in force (an unset
+        option, a switched-off flag, `--effect none`, no padding are left out), named as on the
+        command line, with no Python spellings (None, True, [...])."""
+        rows = []
+        for k, v in (self.data.get("params") or {}).items():
+            if v is None or v is False or v == [] or v == "" or (k == "effect" and v == "none") \
+                    or (k == "payload_bytes" and v == 0):
+                continue
+            if v is True:
+                v = "yes"
+            elif isinstance(v, list):
+                v = ", ".join(map(str, v))
+            elif isinstance(v, float) and v.is_integer():
+                v = int(v)
+            rows.append((k.replace("_", "-"), v if isinstance(v, str) else fmt(v)))
+        return rows
+
     def scoreboard(self) -> list[tuple[str, str, str]]:
         """(metric, observed, predicted) rows, formatted, shared by Markdown, HTML and terminal."""
         d = self.data
@@ -62,6 +80,15 @@ class RunReport:
                 k = ko[iso]
                 rows.append((f"output {iso}", f"{fmt(k['records'])} records, {fmt(k['duplicates'])} dup, "
                              f"{fmt(k['lost'])} lost", _pred_kafka(p, iso)))
+        svc, ps = d.get("service"), p.get("service") or {}
+        if svc:
+            rows += [("service rows", fmt(svc["rows"]), ""), ("events in the topic", fmt(svc["events"]), ""),
+                     ("rows without an event", fmt(svc["unpublished"]), _pred(ps, "unpublished", p.get("exact"))),
+                     ("events without a row", fmt(svc["orphaned"]), _pred(ps, "orphaned", p.get("exact"))),
+                     ("duplicate events in the topic", fmt(svc["event_duplicates"]),
+                      _pred(ps, "event_duplicates", p.get("exact")))]
+            if svc.get("outbox_rows") is not None:
+                rows.append(("outbox rows unsent", fmt(svc["outbox_unsent"]), _pred(ps, "outbox_unsent", True)))
         rows.append(("crashes", fmt(len(d["crashes"])), ""))
         others = [f for f in d.get("faults") or [] if f.get("fault") not in CRASH_FAULTS]
         if others:
@@ -90,11 +117,15 @@ class RunReport:
         return self.data.get("summary", "")
 
 
-def _pred(p: dict, key: str) -> str:
+def _pred(p: dict, key: str, exact: bool | None = None) -> str:
+    rg = (p.get("ranges") or {}).get(key)
+    if rg:
+        return fmt(rg[0]) if rg[0] == rg[1] else f"{fmt(rg[0])} to {fmt(rg[1])}"
     v = p.get(key)
     if v is None:
         return ""
-    return f"{'' if p.get('exact', True) else '<= '}{fmt(v)}"
+    exact = p.get("exact", True) if exact is None else exact
+    return f"{'' if exact else '<= '}{fmt(v)}"
 
 
 def _pred_kafka(p: dict, iso: str) -> str:

@@ -58,9 +58,11 @@ def _env(state: Path) -> dict:
 
 
 def _stack(state: Path) -> Stack:
-    return Stack(kind="compose", bootstrap_servers=f"127.0.0.1:{KAFKA_PORT}",
+    from .. import kafka_client
+    bootstrap = f"127.0.0.1:{KAFKA_PORT}"
+    return Stack(kind="compose", bootstrap_servers=bootstrap,
                  postgres_dsn=f"postgresql://harness:{_password(state)}@127.0.0.1:{POSTGRES_PORT}/harness",
-                 owned=True, kafka_version=versions.KAFKA_VERSION)
+                 owned=True, kafka_version=versions.KAFKA_VERSION, kafka_config=kafka_client.resolve(bootstrap))
 
 
 def up(variant: str = "single", log=print) -> Stack:

@@ -12,6 +12,10 @@ stack, and when it lets go it stops the services commands started only if
 no other command holds a lease and `harness up` does not hold the stack.
 Which processes run is decided by the verified pid records alone, so a
 damaged `stack.json` costs nothing but a note.
+
+`stack.json` also remembers the Kafka auth the stack was formatted with
+(`harness up --auth scram`); later commands start and use it the same way,
+with the client settings of `client_properties_file()`.
 """
 
 import json
@@ -20,13 +24,16 @@ import shutil
 import time
 from pathlib import Path
 
+import psycopg.conninfo
+
 from .. import versions
 from ..errors import HarnessError
 from ..paths import state_dir
-from . import health, leases, maven, ports
+from . import health, leases, local_kafka, maven, ports
 from .claim import Claim
-from .local_kafka import LocalKafka, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
-from .local_postgres import LocalPostgres, find_bindir
+from .. import kafka_client
+from .local_kafka import AUTHS, LocalKafka, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
+from .local_postgres import DATABASE, USER, LocalPostgres, find_bindir
 from .model import Stack
 
 PREFERRED = {"kafka": 19092, "controller": 19093, "postgres": 15432}
@@ -79,11 +86,58 @@ def known_ports(state: Path, kafka: LocalKafka, pg: LocalPostgres) -> dict:
     return out
 
 
-def _stack_from(port: dict, kafka: LocalKafka, pg: LocalPostgres) -> Stack:
-    return Stack(kind="local", bootstrap_servers=f"127.0.0.1:{port.get('kafka', '?')}",
+def _stack_from(port: dict, kafka: LocalKafka, pg: LocalPostgres, auth: str = "none") -> Stack:
+    bootstrap = f"127.0.0.1:{port.get('kafka', '?')}"
+    own = kafka.client_settings() if auth == "scram" else {}
+    return Stack(kind="local", bootstrap_servers=bootstrap,
                  postgres_dsn=pg.dsn(port["postgres"]) if "postgres" in port else "",
                  owned=True, kafka_version=versions.KAFKA_VERSION,
-                 pids={"kafka": kafka.pid(), "postgres": pg.pid()})
+                 pids={"kafka": kafka.pid(), "postgres": pg.pid()},
+                 kafka_config=kafka_client.resolve(bootstrap, own))
+
+
+def recorded_auth(state: Path | None = None) -> str:
+    """The Kafka auth of the local stack in `state` ("none" or "scram"): as stack.json remembers it, else
+    (a lost or damaged stack.json) as the broker's server.properties says."""
+    state = state or state_dir()
+    auth = (read_record(state) or {}).get("auth")
+    return auth if auth in AUTHS else LocalKafka(state).configured_auth()
+
+
+def client_properties_file(state: Path | None = None) -> Path | None:
+    """The Kafka client settings file (librdkafka names, 0600) of the local stack in `state`.
+
+    None when that stack needs no client settings (plaintext). `harness up --auth scram` writes it;
+    `kcat -F FILE` and `--kafka-config-file FILE` read it.
+    """
+    state = state or state_dir()
+    f = LocalKafka(state).client_file
+    return f if recorded_auth(state) == "scram" and f.exists() else None
+
+
+def stopped_with_data() -> bool:
+    """Whether this state folder holds a local stack's data with none of its services running."""
+    state = state_dir()
+    kafka, pg = LocalKafka(state), LocalPostgres(state)
+    return (kafka.data.is_dir() or pg.data.is_dir()) and not kafka.running() and not pg.running()
+
+
+def serves(bootstrap: str | None, dsn: str | None) -> bool:
+    """Whether these addresses are the running local stack's own (both services up on its ports)."""
+    if not bootstrap or not dsn:
+        return False
+    try:
+        d = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return False
+    state = state_dir()
+    kafka, pg = LocalKafka(state), LocalPostgres(state)
+    if (read_record(state) or {}).get("kind") not in (None, "local") or not (kafka.running() and pg.running()):
+        return False
+    port = known_ports(state, kafka, pg)
+    return (bootstrap.strip() == f"127.0.0.1:{port.get('kafka')}"
+            and d.get("host") in ("127.0.0.1", "localhost") and str(d.get("port")) == str(port.get("postgres"))
+            and d.get("user", USER) == USER and d.get("dbname", DATABASE) == DATABASE)
 
 
 def status(check: bool = True) -> Stack | None:
@@ -100,7 +154,7 @@ def status(check: bool = True) -> Stack | None:
     if not any(running.values()) and not any(strays.values()):
         return None
     port = known_ports(state, kafka, pg)
-    stack = _stack_from(port, kafka, pg)
+    stack = _stack_from(port, kafka, pg, recorded_auth(state))
     damage = _damage(state, any(running.values()))
     if damage:
         stack.notes.append(f"{damage}; ports are taken from the running services' pid records")
@@ -121,11 +175,12 @@ def status(check: bool = True) -> Stack | None:
     return stack
 
 
-def up(log=print, hold: bool = False, command: str = "") -> tuple[Stack, Claim | None]:
+def up(log=print, hold: bool = False, command: str = "", auth: str | None = None) -> tuple[Stack, Claim | None]:
     """Start what is not running and wait until both answer.
 
     With `hold` (harness up) the stack is kept until `harness down` and no lease is taken;
-    otherwise the caller gets a Claim and must `release()` it.
+    otherwise the caller gets a Claim and must `release()` it. `auth` ("none", "scram") is how
+    Kafka's clients authenticate; None keeps what the stack was formatted with.
     """
     state = state_dir()
     leases.prepare(state)
@@ -136,7 +191,7 @@ def up(log=print, hold: bool = False, command: str = "") -> tuple[Stack, Claim |
     with leases.locked(state, log=log):
         claim = None if hold else Claim(state, leases.take(state, command))
         try:
-            stack, started = _start_missing(state, "user" if hold else "command", log)
+            stack, started = _start_missing(state, "user" if hold else "command", log, auth)
         except BaseException:
             if claim is not None:
                 leases.give_back(claim.lease)
@@ -159,12 +214,26 @@ def _tools(log) -> tuple[Path, Path]:
     return bindir, lib
 
 
-def _start_missing(state: Path, owner: str, log) -> tuple[Stack, list[str]]:
+def _choose_auth(state: Path, kafka: LocalKafka, running, auth: str | None) -> str:
+    """The auth to start with: the recorded one, or `auth` when nothing of the old one is left to clash."""
+    had = recorded_auth(state)
+    if auth is None or auth == had:
+        return had
+    if auth not in AUTHS:
+        raise HarnessError(f"unknown --auth {auth!r}; choose one of: {', '.join(AUTHS)}")
+    if running or kafka.formatted():
+        raise HarnessError(f"the local Kafka under {state} was set up with --auth {had}; to use --auth {auth}, "
+                           f"run `harness down --purge` first (it deletes its data)")
+    return auth
+
+
+def _start_missing(state: Path, owner: str, log, auth: str | None = None) -> tuple[Stack, list[str]]:
     """Under the lock: start the services that do not run, wait until all answer."""
     kafka, pg = LocalKafka(state), LocalPostgres(state)
     notes = []
     rec = read_record(state) or {}
     running = {"kafka": kafka.running(), "postgres": pg.running()}
+    auth = _choose_auth(state, kafka, running["kafka"], auth)
     if not all(running.values()):
         bindir, lib = _tools(log)       # fail early, before starting anything
     damage = _damage(state, any(running.values()))
@@ -186,7 +255,7 @@ def _start_missing(state: Path, owner: str, log) -> tuple[Stack, list[str]]:
             notes.append(f"{name}: {note}")
         taken.add(chosen)
         port[name] = chosen
-    _write_record(state, {**{k: v for k, v in rec.items() if k not in ("kind",)}, "kind": "local",
+    _write_record(state, {**{k: v for k, v in rec.items() if k not in ("kind",)}, "kind": "local", "auth": auth,
                           **{f"{n}_port": port[n] for n in PORT_NAMES}})
     for n in notes:
         log(n)
@@ -198,10 +267,11 @@ def _start_missing(state: Path, owner: str, log) -> tuple[Stack, list[str]]:
             started.append("postgres")
             pg.start(bindir, port["postgres"], owner)
         if not running["kafka"]:
-            log(f"Starting Kafka {versions.KAFKA_VERSION} on 127.0.0.1:{port['kafka']} ...")
+            how = f" (SASL_PLAINTEXT {local_kafka.SCRAM_MECHANISM})" if auth == "scram" else ""
+            log(f"Starting Kafka {versions.KAFKA_VERSION} on 127.0.0.1:{port['kafka']}{how} ...")
             started.append("kafka")
-            kafka.start(lib, port["kafka"], port["controller"], owner)
-        stack = _stack_from(port, kafka, pg)
+            kafka.start(lib, port["kafka"], port["controller"], owner, auth)
+        stack = _stack_from(port, kafka, pg, auth)
         _wait_ready(stack, kafka, pg)
     except BaseException:
         if "kafka" in started:
@@ -258,7 +328,7 @@ def down(purge: bool = False, log=print) -> list[str]:
                 log(note)
         leases.unhold(state)
         if purge:
-            for p in (kafka.home, pg.home, pg.password_file, _record_path(state)):
+            for p in (kafka.home, pg.home, pg.password_file, kafka.client_file, _record_path(state)):
                 if p.is_dir():
                     shutil.rmtree(p, ignore_errors=True)
                 else:

@@ -2,11 +2,14 @@
 
 Precedence: addresses given by flag or environment (then the harness starts and
 deletes nothing), then `--stack compose`, then the local stack, which is
-reused when it is already up and started otherwise.
+reused when it is already up and started otherwise. Addresses that are the
+running local stack's own (as `harness env` exports them) mean that stack: the
+command then holds its lease like any other, so nothing stops it meanwhile.
 """
 
+from .. import kafka_client
 from ..errors import HarnessError
-from . import compose, health, local
+from . import broker_version, compose, health, local
 from .model import Stack, redact
 
 STACKS = ("local", "compose")
@@ -21,24 +24,28 @@ def external(bootstrap: str | None, dsn: str | None) -> Stack:
     err = health.postgres_dsn_error(dsn)   # a typo in the DSN is reported before any network wait
     if err:
         raise HarnessError(f"--postgres-dsn {redact(dsn)} is not a valid connection string: {err}")
+    settings = kafka_client.resolve(bootstrap)
     err = health.kafka_probe(bootstrap, EXTERNAL_PROBE_S)
     if err:
-        raise HarnessError(f"Kafka at {bootstrap} is unreachable or unusable: {err}")
+        how = f" (client settings: {kafka_client.describe(settings)})" if settings else ""
+        raise HarnessError(f"Kafka at {bootstrap} is unreachable or unusable{how}: {err}")
     err = health.postgres_probe(dsn, 4.0)
     if err:
         raise HarnessError(f"PostgreSQL at {redact(dsn)} is unreachable: {redact(err)}")
     return Stack(kind="external", bootstrap_servers=bootstrap, postgres_dsn=dsn, owned=False, healthy=True,
-                 postgres_version=health.postgres_version(dsn))
+                 postgres_version=health.postgres_version(dsn), kafka_config=settings,
+                 kafka_version=broker_version.describe(bootstrap))
 
 
 def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None = None,
-              log=print, hold: bool = False, command: str = "") -> tuple[Stack, "local.Claim | None"]:
+              log=print, hold: bool = False, command: str = "",
+              auth: str | None = None) -> tuple[Stack, "local.Claim | None"]:
     """Return (stack, claim). `claim` is the lease on a local stack that the caller must release.
 
     With `hold` (`harness up`) a local stack is kept until `harness down` and there is no claim.
     External and compose stacks are never stopped by a command, so they come without a claim.
     """
-    if bootstrap or dsn:
+    if (bootstrap or dsn) and not local.serves(bootstrap, dsn):
         return external(bootstrap, dsn), None
     if kind not in STACKS:
         raise HarnessError(f"unknown --stack {kind!r}; choose one of: {', '.join(STACKS)}")
@@ -47,4 +54,15 @@ def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None
         if st and st.healthy:
             return st, None
         return compose.up(log=log), None
-    return local.up(log=log, hold=hold, command=command)
+    return local.up(log=log, hold=hold, command=command, auth=auth)
+
+
+def current(kind: str = "local", bootstrap: str | None = None, dsn: str | None = None,
+            check: bool = True) -> Stack | None:
+    """The stack in use, without starting anything: the addresses given (probed), else the compose
+    or local stack of the state folder; None when no stack is up."""
+    if (bootstrap or dsn) and not local.serves(bootstrap, dsn):
+        return external(bootstrap, dsn)
+    if kind == "compose" or (local.read_record() or {}).get("kind") == "compose":
+        return compose.status()
+    return local.status(check=check)

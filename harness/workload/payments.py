@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from .. import kafka_logging
+from .. import kafka_client, kafka_logging
 from ..errors import HarnessError
 
 # A produce that cannot reach the broker fails within this, instead of retrying forever.
@@ -80,7 +80,7 @@ def account_partition(account: str, partitions: int) -> int:
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, **kafka_logging.client_config()})
+    admin = AdminClient(kafka_client.config(bootstrap, kafka_logging.client_config()))
     fut = admin.create_topics([NewTopic(topic, partitions, 1 if _single_node(admin) else 3)],
                               operation_timeout=30, request_timeout=30)[topic]
     try:
@@ -119,9 +119,10 @@ def produce(bootstrap: str, topic: str, payments: Iterable[Payment], progress=No
         else:
             errors.append(str(err))
 
-    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                  "partitioner": "murmur2_random", "linger.ms": 5,
-                  "message.timeout.ms": PRODUCE_TIMEOUT_S * 1000, **kafka_logging.client_config()})
+    p = Producer(kafka_client.config(bootstrap, {"enable.idempotence": True, "acks": "all",
+                                                 "partitioner": "murmur2_random", "linger.ms": 5,
+                                                 "message.timeout.ms": PRODUCE_TIMEOUT_S * 1000,
+                                                 **kafka_logging.client_config()}))
     for pay in payments:
         sent += 1
         while True:

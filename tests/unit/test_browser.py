@@ -72,3 +72,37 @@ def test_suite_report_renders_one_bar_pair_per_experiment(tmp_path):
     assert lost == ["97", "0", "0"] and dup == ["0", "107", "0"]
     assert dom.count('<a href="') == 3 and "Exactly-once held in dedupe." in dom
     json.dumps(summary)
+
+
+MEASURE = """<script>
+const svg = document.getElementById('chart-anomalies');
+const boxes = [...svg.querySelectorAll('text.group-label')].map(t => { const b = t.getBBox(); return [t.textContent, b.x, b.x + b.width]; });
+const legend = Object.fromEntries([...svg.querySelectorAll('rect.legend')].map(r => [r.dataset.label, r.getAttribute('fill')]));
+const bars = [...svg.querySelectorAll('rect[data-group]')].filter(r => !r.getAttribute('class').startsWith('bar-predicted'))
+  .map(r => [r.dataset.group, r.getAttribute('fill')]);
+const pre = document.createElement('pre'); pre.id = 'measured';
+pre.textContent = JSON.stringify({boxes, legend, bars}); document.body.appendChild(pre);
+</script>"""
+
+
+def test_eos_chart_legend_matches_the_bars_and_labels_do_not_touch(tmp_path):
+    """An eos-dedupe report: lost, duplicated, dedupe hits and aborted copies, each beside its prediction."""
+    d = sample("eos-dedupe", dups=0)
+    d["stack"]["dedupe_table"] = "harness.dedupe_x"
+    d["counts"]["dedupe_hits"] = d["predicted"]["dedupe_hits"] = 12
+    d["kafka_output"] = {"read_committed": {"records": 10, "duplicates": 0, "lost": 0, "unprocessed": 0},
+                         "read_uncommitted": {"records": 22, "duplicates": 12, "lost": 0, "unprocessed": 0},
+                         "aborted_records": 12}
+    d["predicted"]["kafka_output"] = {"read_committed": {"duplicates": 0, "lost": 0},
+                                      "read_uncommitted": {"duplicates": 12, "lost": 0}}
+    page = tmp_path / "report.html"
+    page.write_text(html.render(RunReport(d)).replace("</body>", MEASURE + "</body>"))
+    dom = load(page, "eos-report.png")
+    m = json.loads(re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S).group(1).replace("&quot;", '"'))
+    groups = [b[0] for b in m["boxes"]]
+    assert groups == ["lost", "duplicated", "dedupe hits", "aborted copies"]
+    for (_, _, right), (_, left, _) in zip(m["boxes"], m["boxes"][1:]):
+        assert right < left, f"group labels touch: {m['boxes']}"
+    for group, fill in m["bars"]:
+        assert m["legend"][group] == fill, f"legend swatch of {group} is {m['legend'][group]}, its bar {fill}"
+    assert "predicted" in m["legend"]

@@ -51,7 +51,7 @@ def test_status_and_down_with_a_damaged_record_and_nothing_running(tmp_path, tex
     no_traceback(st)
     assert st.returncode == 1 and "no stack is up" in st.stdout
     js = harness("status", "--json", env=env_for(tmp_path))
-    assert js.returncode == 1 and json.loads(js.stdout) == {"kind": None, "healthy": False}
+    assert js.returncode == 1 and json.loads(js.stdout) == {"kind": None, "healthy": False, "state": None}
     down = harness("down", env=env_for(tmp_path))
     no_traceback(down)
     assert down.returncode == 0 and down.stdout.strip() == "no stack was running"

@@ -1,0 +1,113 @@
+"""Set a run's report beside an independent recount, row by row (`harness audit`).
+
+Pure: the report is its JSON, the recount is what `recount` measured. Each
+row is one number both sides can state; a row agrees when they are equal. A
+number the report does not state (an unknown, a store it has no figure for)
+is shown and not judged. For a row that differs, the evidence is the ids the
+recount finds that the report accounts for nowhere: not among the ids it
+lists (capped at 20 per check) and not in any of its crash records (the
+payment a worker died on, and its unacked, acked-but-unapplied and produced
+lists).
+"""
+
+from dataclasses import dataclass, field
+
+MAX_IDS = 20
+
+
+@dataclass
+class Row:
+    store: str
+    metric: str
+    reported: int | None
+    recounted: int | None
+    ids: list = field(default_factory=list)    # recount's ids the report did not name, when they differ
+
+    @property
+    def agrees(self) -> bool | None:
+        if self.reported is None or self.recounted is None:
+            return None
+        return self.reported == self.recounted
+
+
+def _plus(*xs):
+    return None if any(x is None for x in xs) else sum(xs)
+
+
+def _new_ids(found: list, named: list, crashed: set) -> list:
+    named = set(named or []) | crashed
+    return sorted(i for i in found if i not in named)[:MAX_IDS]
+
+
+def crash_ids(report: dict) -> set:
+    """Every id a crash record of the report names."""
+    out = set()
+    for c in report.get("crashes") or []:
+        out.add(c.get("message_id"))
+        for key in ("unacked", "acked_unapplied", "produced"):
+            out.update(c.get(key) or [])
+    out.discard(None)
+    return out
+
+
+def compare(report: dict, sent: dict, ledger=None, outputs: dict | None = None, service=None) -> list[Row]:
+    """Rows for the input, the ledger (with its dedupe table) and each output isolation."""
+    c, an, vd = report.get("counts") or {}, report.get("anomalies") or {}, report.get("verdict_detail") or {}
+    judged = report.get("verdict") not in ("audit-failed", None)
+    totals = vd.get("differing_totals") or {}
+    crashed = crash_ids(report)
+    rows = [Row("input", "payments sent", c.get("sent"), len(sent))]
+    if ledger is not None:
+        effects_row = Row("ledger", "effects", c.get("effects"), ledger.effects)
+        dup = Row("ledger", "duplicated effects", c.get("duplicates"), ledger.duplicates)
+        missing = Row("ledger", "ids without an effect (lost + unprocessed)",
+                      _plus(c.get("lost"), c.get("unprocessed")), len(ledger.missing_ids))
+        stray = Row("ledger", "ids never sent", totals.get("ledger ids never sent", 0) if judged else None,
+                    len(ledger.stray_ids))
+        wrong = Row("ledger", "ids with a wrong amount", totals.get("ledger amounts", 0) if judged else None,
+                    len(ledger.wrong_amount_ids))
+        total = Row("ledger", "total amount", (report.get("ledger") or {}).get("actual_total"), ledger.total)
+        dup.ids = _new_ids(ledger.duplicate_ids, an.get("duplicate_ids"), crashed)
+        missing.ids = _new_ids(ledger.missing_ids, (an.get("lost_ids") or []) + (an.get("unprocessed_ids") or []), crashed)
+        stray.ids = _new_ids(ledger.stray_ids, (vd.get("differing_ids") or {}).get("ledger ids never sent"), crashed)
+        wrong.ids = _new_ids(ledger.wrong_amount_ids, (vd.get("differing_ids") or {}).get("ledger amounts"), crashed)
+        total.ids = sorted(set(dup.ids + missing.ids + stray.ids + wrong.ids))[:MAX_IDS]
+        effects_row.ids = total.ids
+        rows += [effects_row, dup, missing, stray, wrong, total]
+        if ledger.dedupe_keys is not None:
+            applied = None if c.get("effects") is None or c.get("duplicates") is None else c["effects"] - c["duplicates"]
+            rows.append(Row("dedupe table", "keys (= ids with an effect)", applied, ledger.dedupe_keys))
+            rows.append(Row("dedupe table", "hits (redeliveries absorbed)", c.get("dedupe_hits"), ledger.dedupe_hits))
+    if service is not None:
+        rows += service_rows(report.get("service") or {}, service, crashed)
+    ko = report.get("kafka_output") or {}
+    for iso, out in (outputs or {}).items():
+        rep = ko.get(iso) or {}
+        dup = Row(f"output {iso}", "duplicated records", rep.get("duplicates"), out.duplicates)
+        dup.ids = _new_ids(out.duplicate_ids, [], crashed)
+        missing = Row(f"output {iso}", "ids missing (lost + unprocessed)", _plus(rep.get("lost"), rep.get("unprocessed")),
+                      out.missing)
+        missing.ids = _new_ids(out.missing_ids, [], crashed)
+        rows += [Row(f"output {iso}", "records", rep.get("records"), out.records), dup, missing]
+    return rows
+
+
+def verdict(rows: list[Row]) -> bool:
+    """True when every row that both sides state agrees."""
+    return all(r.agrees is not False for r in rows)
+
+
+def service_rows(svc: dict, rc, crashed: set) -> list[Row]:
+    """A service's rows, events and outbox (dual-write, outbox) against the report's `service` section."""
+    unpublished = Row("service", "rows without an event", svc.get("unpublished"), len(rc.unpublished_ids))
+    unpublished.ids = _new_ids(rc.unpublished_ids, svc.get("unpublished_ids"), crashed)
+    orphaned = Row("service", "events without a row", svc.get("orphaned"), len(rc.orphaned_ids))
+    orphaned.ids = _new_ids(rc.orphaned_ids, svc.get("orphaned_ids"), crashed)
+    dups = Row("service", "duplicated events", svc.get("event_duplicates"), rc.event_duplicates)
+    dups.ids = _new_ids(rc.duplicate_event_ids, svc.get("duplicate_event_ids"), crashed)
+    out = [Row("service", "rows", svc.get("rows"), rc.rows), Row("service", "events", svc.get("events"), rc.events),
+           unpublished, orphaned, dups]
+    if rc.outbox_rows is not None:
+        out += [Row("service", "outbox rows", svc.get("outbox_rows"), rc.outbox_rows),
+                Row("service", "outbox rows never marked sent", svc.get("outbox_unsent"), rc.outbox_unsent)]
+    return out

@@ -1,0 +1,142 @@
+"""`harness audit RUN`: recount a finished run from the stack and set it beside its report.
+
+Exit 0 when every number both sides state agrees, 1 when one differs (the
+ids named), 2 when the data cannot be read: the stack is down (start it with
+`harness up`; a run keeps its topics and tables until `harness clean`), or
+the run's topics or tables are gone. A suite folder audits each of its runs.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import HarnessError
+
+
+def _stack(stack_kind, bootstrap_servers, postgres_dsn, run_id):
+    from ..stack.resolve import current
+    stack = current(stack_kind, bootstrap_servers, postgres_dsn)
+    if stack is None or not stack.healthy:
+        raise HarnessError(f"the stack is down: start it with `harness up` (a run's data is kept until "
+                           f"`harness clean`), then `harness audit {run_id}`")
+    return stack
+
+
+def audit_folder(folder: Path, stack) -> tuple[list, str | None]:
+    """(rows, None), or ([], why the data cannot be read)."""
+    from ..checker import crosscheck, recount
+    from ..report.compare import read_json
+    report = read_json(folder / "report.json")
+    st = report.get("stack") or {}
+    where = st.get("bootstrap_servers")
+    elsewhere = f" (the run used Kafka at {where}; this stack is at {stack.bootstrap_servers})" \
+        if where and where != stack.bootstrap_servers else ""
+    try:
+        inp = recount.read_topic(stack.bootstrap_servers, st["input_topic"], "read_uncommitted")
+        sent = {k: v for k, v in inp.values.items() if k is not None}
+        query = (report.get("params") or {}).get("audit_sql")     # a custom run counted by the user's query
+        effects = recount.effects_from_sql(stack.postgres_dsn, query) if query else None
+        ledger = recount.recount_ledger(stack.postgres_dsn, st["ledger_table"], st.get("dedupe_table"), sent,
+                                        effects) if st.get("ledger_table") or query else None
+        outputs = {iso: recount.recount_output(recount.read_topic(stack.bootstrap_servers, st["output_topic"], iso), sent)
+                   for iso in ("read_committed", "read_uncommitted")} if st.get("output_topic") else {}
+        service = None
+        svc = recount.service_stores(report)
+        if svc:
+            events = recount.read_topic(stack.bootstrap_servers, svc["events_topic"], "read_committed")
+            service = recount.recount_service(stack.postgres_dsn, svc["rows_table"], svc.get("outbox_table"), events)
+    except recount.DataGone as e:
+        return [], f"the run's data is gone: {e} (removed by `harness clean`?){elsewhere}"
+    except recount.Unreadable as e:
+        return [], f"cannot read the run's data: {e}"
+    except (KeyError, TypeError):
+        return [], f"{folder / 'report.json'} does not name the run's topics and tables"
+    return crosscheck.compare(report, sent, ledger, outputs, service), None
+
+
+
+def print_rows(name: str, rows: list) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    t = Table(title=f"audit of {name}", title_justify="left")
+    for col, just in (("store", "left"), ("metric", "left"), ("report", "right"), ("recount", "right"), ("", "left")):
+        t.add_column(col, justify=just)
+    for r in rows:
+        mark = {True: "agrees", False: "DIFFERS", None: "not stated"}[r.agrees]
+        t.add_row(r.store, r.metric, "unknown" if r.reported is None else f"{r.reported:,}",
+                  "unknown" if r.recounted is None else f"{r.recounted:,}", mark)
+    Console(soft_wrap=True).print(t)
+    for r in rows:
+        if r.agrees is False:
+            click.echo(f"{r.store} {r.metric}: " + (f"ids the report accounts for nowhere: {', '.join(r.ids)}" if r.ids
+                       else "every id involved is named by the report or its crash records; the counts differ"))
+
+
+@click.command("audit")
+@click.argument("run")
+@click.option("--reports-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where run ids (and `latest`) are looked up [default: $HARNESS_REPORTS or reports/].")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON (for scripts).")
+def audit(run, reports_dir, as_json, stack_kind, bootstrap_servers, postgres_dsn):
+    """Recount a finished run from Kafka and Postgres and compare with its report.
+
+    RUN is a run folder, a run id under the reports folder, `latest`, or a
+    suite folder (each of its runs). The recount shares no code with the
+    run's own audit: it reads the input topic for what was sent, counts the
+    ledger and dedupe tables with plain SQL (the queries every report prints
+    under "Audit it yourself"), and reads the output topic afresh with
+    read_committed and read_uncommitted. It starts nothing.
+
+    \b
+    Exit status: 0 the report and the recount agree, 1 they differ (the ids
+    are named), 2 the data is gone or the stack is down.
+
+    \b
+    Examples:
+      harness audit latest
+      harness up && harness audit 20261130T091907.230-dedupe-771018
+    """
+    from ..report.compare import find_folder
+    folder = find_folder(run, reports_dir)
+    folder = folder.parent if folder.is_file() else folder
+    if (folder / "suite.json").is_file():
+        runs = sorted(p.parent for p in folder.glob("*/report.json"))
+    elif (folder / "report.json").is_file():
+        runs = [folder]
+    else:
+        raise HarnessError(f"{folder} has no report.json (nor suite.json): not a run or suite folder")
+    stack = _stack(stack_kind, bootstrap_servers, postgres_dsn, run)
+    results, gone, differ = {}, [], False
+    for f in runs:
+        rows, why = audit_folder(f, stack)
+        if why:
+            gone.append(f"{f.name}: {why}")
+            continue
+        results[f.name] = rows
+        from ..checker.crosscheck import verdict
+        differ = differ or not verdict(rows)
+    if as_json:
+        click.echo(json.dumps({name: [{**r.__dict__, "agrees": r.agrees, "ids": r.ids if r.agrees is False else []}
+                                      for r in rows]
+                               for name, rows in results.items()}, indent=2))
+    else:
+        for name, rows in results.items():
+            print_rows(name, rows)
+    for line in gone:
+        click.echo(f"error: {line}", err=True)
+    if gone:
+        sys.exit(2)
+    if differ:
+        click.echo("the report and the recount DIFFER (see the rows marked DIFFERS)", err=True)
+        sys.exit(1)
+    click.echo(f"the report and the recount agree ({len(results)} run{'s' if len(results) != 1 else ''})", err=True)
+
+
+def _with_stack_options(cmd: click.Command) -> None:
+    from .bench import _reuse_stack_options
+    _reuse_stack_options(cmd)
+
+
+_with_stack_options(audit)

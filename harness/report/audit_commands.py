@@ -1,0 +1,57 @@
+"""The "Audit it yourself" section: the exact commands that re-count this run by hand.
+
+Every report ends with them, so a reader who does not trust the harness can
+check its numbers with psql and kcat alone. The SQL is the same text
+`harness audit` runs (checker/recount.py); `harness env` supplies the
+connection settings, so no command carries an address or a password.
+"""
+
+import shlex
+
+from ..checker import recount
+
+KCAT = 'kcat -C -b "$HARNESS_BOOTSTRAP_SERVERS"'
+# records and duplicated records, from one pass over the keys
+COUNT_KEYS = "sort | uniq -c | awk '{r += $1; if ($1 > 1) d += $1 - 1} END {print r + 0, \"records,\", d + 0, \"duplicated\"}'"
+
+
+def _psql(template: str, ledger: str | None = None, dedupe: str | None = None) -> str:
+    return "psql -c " + shlex.quote(recount.display(template, ledger, dedupe))
+
+
+def _kcat(topic: str, isolation: str | None = None, settings: bool = False) -> str:
+    iso = f" -X isolation.level={isolation}" if isolation else ""
+    cfg = ' -F "$HARNESS_KAFKA_CONFIG_FILE"' if settings else ""
+    return f"{KCAT}{cfg}{iso} -t {shlex.quote(topic)} -e -q -f '%k\\n'"
+
+
+def commands(d: dict) -> list[tuple[str, str]]:
+    """[(what it shows, command)] for a run report's data (its `stack` section names the stores)."""
+    st, run_id = d.get("stack") or {}, d.get("run_id", "RUN")
+    # A cluster that wants credentials: kcat reads them from the client settings file `harness env` names.
+    settings = st.get("kafka_auth") not in (None, "", "PLAINTEXT")
+    out = [("settings for psql and kcat (after `harness up` if the stack was stopped)", 'eval "$(harness env)"')]
+    if st.get("input_topic"):
+        out.append(("payments sent (distinct ids on the input topic)",
+                    _kcat(st["input_topic"], settings=settings) + " | sort -u | wc -l"))
+    query = (d.get("params") or {}).get("audit_sql")
+    if query:
+        out.append(("the effects, one row each, by the run's own --audit-sql", "psql -c " + shlex.quote(query)))
+    elif st.get("ledger_table"):
+        out.append(("ledger: effects, distinct ids, total amount", _psql(recount.LEDGER_TOTALS, st["ledger_table"])))
+        out.append(("ledger: ids applied more than once", _psql(recount.LEDGER_DUPLICATES, st["ledger_table"])))
+    if st.get("dedupe_table"):
+        out.append(("dedupe table: keys and hits", _psql(recount.DEDUPE_TOTALS, dedupe=st["dedupe_table"])))
+    svc = recount.service_stores(d)
+    if svc:
+        out.append(("service: its rows", "psql -c " + shlex.quote(recount.display(recount.ROWS_TOTALS,
+                                                                                  r=svc["rows_table"]))))
+        if svc.get("outbox_table"):
+            out.append(("service: its outbox, and rows the relay never marked sent",
+                        "psql -c " + shlex.quote(recount.display(recount.OUTBOX_TOTALS, o=svc["outbox_table"]))))
+        out.append(("service: its events topic", f"{_kcat(svc['events_topic'], 'read_committed', settings)} | {COUNT_KEYS}"))
+    if st.get("output_topic"):
+        for iso in ("read_committed", "read_uncommitted"):
+            out.append((f"output as a {iso} reader sees it", f"{_kcat(st['output_topic'], iso, settings)} | {COUNT_KEYS}"))
+    out.append(("all of the above, compared with this report", f"harness audit {shlex.quote(run_id)}"))
+    return out

@@ -1,0 +1,101 @@
+"""Audit a run yourself on the real stack: `harness env` + psql, and `harness audit` agreeing,
+then catching a row someone added, then saying the data is gone after `harness clean`."""
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from tests.conftest import ROOT, harness, searchable_dir
+
+pytestmark = pytest.mark.integration
+
+
+def test_env_then_plain_psql_works_and_never_shows_the_password(stack):
+    password = stack["dsn"].split("@")[0].split(":")[-1]
+    env = harness("env", env=stack["env"], check=True)
+    assert password not in env.stdout + env.stderr
+    assert "export PGPASSFILE=" in env.stdout and "export HARNESS_BOOTSTRAP_SERVERS=" in env.stdout
+    js = json.loads(harness("env", "--json", env=stack["env"], check=True).stdout)
+    assert password not in json.dumps(js) and js["HARNESS_BOOTSTRAP_SERVERS"] == stack["bootstrap_servers"]
+    if not shutil.which("psql"):
+        pytest.skip("psql is not installed")
+    script = f'unset PGPASSWORD; eval "$(python3 -m harness.cli env)"; psql -w -At -c "select 40 + 2"'
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                          env={**__import__("os").environ, **stack["env"]})
+    assert proc.returncode == 0 and proc.stdout.strip() == "42", proc.stderr
+    assert password not in proc.stdout + proc.stderr
+
+
+def test_audit_agrees_then_names_an_added_row_then_says_the_data_is_gone(stack, tmp_path):
+    out = tmp_path / "run"
+    run = harness("run", "eos-dedupe", "--messages", "120", "--seed", "11", "--quiet", "--out", str(out),
+                  env=stack["env"], timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert f"report: {out / 'report.html'}" in run.stderr and f"harness audit {out.name}" in run.stderr
+    ok = harness("audit", str(out), "--json", env=stack["env"])
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    rows = json.loads(ok.stdout)[out.name]
+    stores = {r["store"] for r in rows}
+    assert {"input", "ledger", "dedupe table", "output read_committed", "output read_uncommitted"} <= stores
+    assert all(r["agrees"] for r in rows)
+
+    d = json.loads((out / "report.json").read_text())
+    import psycopg
+    from psycopg import sql
+    from harness.workload.sqlnames import table_identifier
+    never_crashed = next(f"pay-{i:06d}" for i in range(1, 121)
+                         if f"pay-{i:06d}" not in {c["message_id"] for c in d["crashes"]})
+    with psycopg.connect(stack["dsn"], autocommit=True) as conn:
+        conn.execute(sql.SQL("insert into {} (message_id, amount, worker, attempt) values (%s, 100, 'someone', 1)")
+                     .format(table_identifier(d["stack"]["ledger_table"])), (never_crashed,))
+    bad = harness("audit", str(out), env=stack["env"])
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert f"ids the report accounts for nowhere: {never_crashed}" in bad.stdout
+    assert "DIFFERS" in bad.stdout
+
+    harness("clean", d["run_id"], env=stack["env"], check=True)
+    gone = harness("audit", str(out), env=stack["env"])
+    assert gone.returncode == 2 and "data is gone" in gone.stderr and "Traceback" not in gone.stderr
+
+
+def test_audit_with_the_stack_down_says_how_to_bring_it_up(tmp_path):
+    home = searchable_dir("harness-audit-down-")
+    try:
+        run = tmp_path / "run"
+        run.mkdir()
+        from tests.unit.sample_report import sample
+        (run / "report.json").write_text(json.dumps(sample()))
+        proc = harness("audit", str(run), env={"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "",
+                                               "HARNESS_POSTGRES_DSN": "", "HARNESS_STACK": "local"})
+        assert proc.returncode == 2 and "harness up" in proc.stderr and "Traceback" not in proc.stderr
+        assert len([l for l in proc.stderr.splitlines() if l.strip()]) == 1
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_an_external_cluster_is_asked_its_version_and_our_own_addresses_mean_our_stack(stack):
+    own = json.loads(harness("status", "--json", env=stack["env"], check=True).stdout)
+    assert own["kind"] == "local" and own["kafka_version"]
+    elsewhere = searchable_dir("harness-external-")
+    try:
+        ext = json.loads(harness("status", "--json", env={**stack["env"], "HARNESS_HOME": str(elsewhere)},
+                                 check=True).stdout)
+        assert ext["kind"] == "external"
+        assert ext["kafka_version"].startswith("metadata.version ")
+        assert ext["kafka_version"].split()[-1].startswith(own["kafka_version"].rsplit(".", 1)[0])
+    finally:
+        shutil.rmtree(elsewhere, ignore_errors=True)
+
+
+def test_audit_recounts_a_services_rows_outbox_and_events(stack, tmp_path):
+    out = tmp_path / "outbox"
+    run = harness("run", "outbox", "--messages", "90", "--seed", "13", "--quiet", "--out", str(out),
+                  env=stack["env"], timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    ok = harness("audit", str(out), "--json", env=stack["env"])
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    rows = {(r["store"], r["metric"]): r for r in json.loads(ok.stdout)[out.name]}
+    assert rows[("service", "duplicated events")]["agrees"] and rows[("service", "outbox rows")]["recounted"] == 90
+    assert all(r["agrees"] is not False for r in rows.values())

@@ -1,0 +1,181 @@
+"""`harness env`, `harness audit` and the reports' "Audit it yourself" section, on hand-made data."""
+
+import stat
+
+from harness.checker.crosscheck import compare, verdict
+from harness.checker.recount import LedgerRecount, OutputRecount, TopicRead, display, recount_output
+from harness.report import html, markdown
+from harness.report.audit_commands import commands
+from harness.report.model import RunReport
+from harness.stack import pgpass, shellenv
+from harness.stack.model import Stack
+from tests.unit.sample_report import sample
+
+SENT = {f"pay-{i:06d}": 100 for i in range(1, 11)}
+
+
+def _ledger(**over):
+    base = dict(effects=13, distinct_ids=10, total=1300, duplicates=3, duplicate_ids=["pay-000003"],
+                missing_ids=[], stray_ids=[], wrong_amount_ids=[])
+    return LedgerRecount(**{**base, **over})
+
+
+def test_pgpass_round_trip_escapes_and_is_private(tmp_path):
+    path = pgpass.write(tmp_path / "pgpass", "127.0.0.1", 15432, "harness", "harness", r"a:b\c")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert path.read_text() == "127.0.0.1:15432:harness:harness:a\\:b\\\\c\n"
+    assert pgpass.lookup("127.0.0.1", "15432", "harness", "harness", path) == r"a:b\c"
+    assert pgpass.lookup("127.0.0.1", 15433, "harness", "harness", path) is None
+    (tmp_path / "wild").write_text("# comment\n*:*:*:harness:w\n")
+    assert pgpass.lookup("db.example", 5432, "x", "harness", tmp_path / "wild") == "w"
+    assert pgpass.lookup("h", 1, "d", "u", tmp_path / "missing") is None
+
+
+def test_env_settings_never_carry_the_password(tmp_path):
+    st = Stack("local", "127.0.0.1:19092", "postgresql://harness:s3cr%40t@127.0.0.1:15432/harness", True)
+    values = shellenv.settings(st, tmp_path)
+    text = shellenv.shell_lines(values)
+    assert "s3cr" not in text and "s3cr" not in repr(values)
+    assert values["PGHOST"] == "127.0.0.1" and values["PGPORT"] == "15432" and values["PGUSER"] == "harness"
+    assert values["PGDATABASE"] == "harness" and values["HARNESS_BOOTSTRAP_SERVERS"] == "127.0.0.1:19092"
+    assert (tmp_path / "pgpass").read_text().strip().endswith(":s3cr@t")
+    assert "password" not in values["HARNESS_POSTGRES_DSN"]
+    assert text.splitlines()[0] == "export PGHOST=127.0.0.1"
+
+
+def test_env_without_a_password_writes_no_file(tmp_path):
+    st = Stack("external", "k:9092", "host=db port=5433 user=me dbname=pay", False)
+    values = shellenv.settings(st, tmp_path)
+    assert "PGPASSFILE" not in values and not (tmp_path / "pgpass").exists()
+    assert values["PGPORT"] == "5433" and values["PGDATABASE"] == "pay"
+
+
+def test_report_and_recount_agree():
+    rows = compare(sample(dups=3), SENT, _ledger())
+    assert verdict(rows) and all(r.agrees for r in rows), [(r.metric, r.reported, r.recounted) for r in rows]
+
+
+def test_an_added_row_differs_and_is_named():
+    """Someone inserts one more effect for pay-000007 (never crashed) and one for an id never sent."""
+    ledger = _ledger(effects=15, total=1405, duplicates=4, duplicate_ids=["pay-000003", "pay-000007"],
+                     stray_ids=["evil"])
+    rows = {r.metric: r for r in compare(sample(dups=3), SENT, ledger)}
+    assert not verdict(list(rows.values()))
+    assert rows["duplicated effects"].agrees is False and rows["duplicated effects"].ids == ["pay-000007"]
+    assert rows["ids never sent"].agrees is False and rows["ids never sent"].ids == ["evil"]
+    assert rows["total amount"].ids == ["evil", "pay-000007"]
+    assert rows["ids without an effect (lost + unprocessed)"].agrees is True
+
+
+def test_ids_of_the_crash_records_are_accounted_for():
+    """A report lists 20 ids per check; ids its crash records name are not 'new' evidence."""
+    rep = sample(dups=3)
+    rep["anomalies"]["duplicate_ids"] = []
+    rows = {r.metric: r for r in compare(rep, SENT, _ledger(duplicates=4, effects=14, total=1400))}
+    assert rows["duplicated effects"].agrees is False and rows["duplicated effects"].ids == []
+
+
+def test_unknown_report_numbers_are_not_judged():
+    rep = sample()
+    rep["counts"]["duplicates"] = None
+    rep["verdict"] = "audit-failed"
+    rows = {r.metric: r for r in compare(rep, SENT, _ledger())}
+    assert rows["duplicated effects"].agrees is None and rows["ids never sent"].agrees is None
+    assert verdict(list(rows.values()))
+
+
+def test_output_recount_counts_every_copy():
+    read = TopicRead(records=5, ids={"pay-000001": 2, "pay-000002": 1, "pay-000009": 2}, values={})
+    out = recount_output(read, {"pay-000001": 1, "pay-000002": 1, "pay-000003": 1})
+    assert (out.records, out.duplicates, out.missing) == (5, 2, 1)
+    assert out.missing_ids == ["pay-000003"] and out.duplicate_ids == ["pay-000001", "pay-000009"]
+    rep = sample()
+    rep["kafka_output"] = {"read_committed": {"records": 5, "duplicates": 2, "lost": 1, "unprocessed": 0},
+                           "read_uncommitted": {"records": 6, "duplicates": 2, "lost": 1, "unprocessed": 0}}
+    rows = compare(rep, SENT, None, {"read_committed": out, "read_uncommitted": out})
+    by = {(r.store, r.metric): r.agrees for r in rows}
+    assert by[("output read_committed", "records")] and by[("output read_uncommitted", "records")] is False
+    assert OutputRecount(0, 0, 0).duplicate_ids == []
+
+
+def test_reports_end_with_the_commands_that_recount_them():
+    d = sample()
+    d["stack"]["dedupe_table"] = 'harness.dedupe_"odd'
+    d["stack"]["output_topic"] = "harness.x.output"
+    cmds = dict((what, cmd) for what, cmd in commands(d))
+    assert cmds[next(k for k in cmds if k.startswith("settings"))] == 'eval "$(harness env)"'
+    assert any('from "harness"."ledger_x"' in c for c in cmds.values())
+    assert any('"harness"."dedupe_""odd"' in c for c in cmds.values())   # identifiers quoted, quotes doubled
+    assert any("isolation.level=read_committed -t harness.x.output" in c for c in cmds.values())
+    assert cmds["all of the above, compared with this report"] == f"harness audit {d['run_id']}"
+    md, page = markdown.render(RunReport(d)), html.render(RunReport(d))
+    assert "## Audit it yourself" in md and md.rstrip().endswith("```")
+    assert "id=audit" in page and "harness audit" in page
+    assert "***" not in "".join(cmds.values()) and "password" not in "".join(cmds.values())
+    assert display("select 1 from {t}", "harness.a") == 'select 1 from "harness"."a"'
+
+
+def test_parameters_show_only_what_was_in_force():
+    d = sample()
+    d["params"].update(kills=None, fresh_transactional_id=False, effect="none", payload_bytes=0,
+                       faults=["random-kill:kills=3"], time_limit=600.0, crash_rate=0.2)
+    rows = dict(RunReport(d).parameter_rows())
+    assert "kills" not in rows and "fresh-transactional-id" not in rows and "effect" not in rows
+    assert "payload-bytes" not in rows and "kill-point" not in rows
+    assert rows["faults"] == "random-kill:kills=3" and rows["time-limit"] == "600" and rows["crash-rate"] == "0.20"
+    assert not any(v in ("None", "False", "True") for v in rows.values())
+
+
+def test_broker_version_from_an_api_versions_answer():
+    """A hand-built ApiVersions v3 body: two api keys, then tagged field 2 with metadata.version 27."""
+    import struct
+    from harness.stack import broker_version as bv
+    keys = b"".join(struct.pack(">hhh", k, 0, 9) + bv._uvarint(0) for k in (0, 18))
+    feature = bv._compact_string("metadata.version") + struct.pack(">hh", 27, 7) + bv._uvarint(0)
+    features = bv._uvarint(2) + feature
+    tags = bv._uvarint(1) + bv._uvarint(2) + bv._uvarint(len(features)) + features
+    body = struct.pack(">h", 0) + bv._uvarint(3) + keys + struct.pack(">i", 0) + tags
+    assert bv.finalized_features(body) == {"metadata.version": 27}
+    assert bv.LEVELS[27] == "4.1-IV1"
+    assert bv.finalized_features(struct.pack(">h", 0) + bv._uvarint(1) + struct.pack(">i", 0) + bv._uvarint(0)) == {}
+    assert bv.request()[:4] == struct.pack(">i", len(bv.request()) - 4)
+    assert bv.describe("127.0.0.1:1", timeout=0.5) is None
+
+
+def test_kcat_lines_read_the_client_settings_file_when_the_cluster_wants_credentials(tmp_path):
+    d = sample()
+    plain = [c for _, c in commands(d) if c.startswith("kcat")]
+    assert plain and not any("-F" in c for c in plain)
+    d["stack"]["kafka_auth"] = "SASL_PLAINTEXT SCRAM-SHA-512 as harness"
+    assert all('-F "$HARNESS_KAFKA_CONFIG_FILE"' in c for _, c in commands(d) if c.startswith("kcat"))
+    st = Stack("local", "127.0.0.1:19092", "postgresql://harness:pw@127.0.0.1:15432/harness", True)
+    values = shellenv.settings(st, tmp_path, tmp_path / "client.properties")
+    assert values["HARNESS_KAFKA_CONFIG_FILE"] == str(tmp_path / "client.properties")
+
+
+def test_a_services_rows_events_and_outbox_are_recounted_and_judged():
+    from harness.checker.crosscheck import service_rows
+    from harness.checker.recount import ServiceRecount
+    svc = {"rows": 10, "events": 9, "unpublished": 1, "orphaned": 0, "event_duplicates": 0,
+           "outbox_rows": 10, "outbox_unsent": 0, "unpublished_ids": ["pay-000004"], "orphaned_ids": [],
+           "duplicate_event_ids": []}
+    same = ServiceRecount(10, 9, ["pay-000004"], [], 0, [], 10, 0)
+    assert all(r.agrees for r in service_rows(svc, same, set()))
+    extra = ServiceRecount(10, 10, ["pay-000004"], ["evil"], 0, [], 10, 0)     # someone published an event
+    rows = {r.metric: r for r in service_rows(svc, extra, set())}
+    assert rows["events without a row"].agrees is False and rows["events without a row"].ids == ["evil"]
+    assert rows["events"].agrees is False and rows["outbox rows"].agrees is True
+
+
+def test_service_stores_come_from_the_reports_lists():
+    from harness.checker.recount import service_stores
+    from harness.workload.naming import RunNames
+    d = sample()
+    assert service_stores(d) is None
+    n = RunNames(d["run_id"])
+    d["stack"]["tables"] = [n.ledger_table, n.rows_table, n.outbox_table]
+    d["stack"]["topics"] = [n.input_topic, n.events_topic]
+    assert service_stores(d) == {"rows_table": n.rows_table, "events_topic": n.events_topic, "outbox_table": n.outbox_table}
+    cmds = [c for _, c in commands(d)]
+    assert any(f'from "harness"."{n.rows_table.split(".", 1)[1]}"' in c for c in cmds)
+    assert any("sent_at is null" in c for c in cmds) and any(n.events_topic in c for c in cmds)
