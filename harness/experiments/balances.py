@@ -101,6 +101,8 @@ INCREMENT = Experiment(
     expected="each account over by the amounts of its redelivered payments; duplicates = redeliveries, lost 0",
     predictors=(LedgerPredictor(), BalancePredictor(blind=True)),
     loop=_loop(apply_increment, INCREMENT_POINTS),
+    lesson="Mistake: a blind increment (\"add 100\"), so each redelivery adds again. Fix: a conditional write, "
+           "\"set to 600 if version is 4\" (versioned).",
     suite={"group": "mistakes", "weight": 2},
 )
 
@@ -116,5 +118,7 @@ VERSIONED = Experiment(
     expected="every balance exact, 0 duplicates, 0 lost; 0-row updates (dedupe hits) = redeliveries",
     predictors=(LedgerPredictor(dedupe=True), BalancePredictor(blind=False)),
     loop=_loop(apply_versioned, VERSIONED_POINTS),
+    lesson="Mistake: a blind increment, applied again by each redelivery. Fix: a conditional write on the "
+           "account's version; a redelivery updates 0 rows.",
     suite={"group": "mistakes", "weight": 2},
 )

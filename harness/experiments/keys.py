@@ -122,6 +122,8 @@ KEY_AFTER_EFFECT = Experiment(
     expected="duplicates = crashes between effect and key, lost 0, dedupe hits = redeliveries - those crashes",
     predictors=(SplitKeyPredictor(unkeyed_points=(KA_EFFECT.name,)),),
     loop=key_after_effect_loop,
+    lesson="Mistake: recording the idempotency key after the effect, in its own commit, so a crash between "
+           "them charges again. Fix: key and effect in one transaction (dedupe).",
     suite={"group": "mistakes", "weight": 2},
 )
 
@@ -174,6 +176,8 @@ KEY_BEFORE_EFFECT = Experiment(
     expected="lost = crashes between key and effect, duplicates 0, dedupe hits = redeliveries",
     predictors=(LedgerPredictor(dedupe=True),),
     loop=key_before_effect_loop,
+    lesson="Mistake: recording the idempotency key before the effect, in its own commit, so a crash between "
+           "them skips the payment forever. Fix: key and effect in one transaction (dedupe).",
     suite={"group": "mistakes", "weight": 2},
 )
 
@@ -222,6 +226,8 @@ KEY_PER_ATTEMPT = Experiment(
     expected="duplicates = effects not yet committed at each crash (as offset-after), lost 0, dedupe hits 0",
     predictors=(LedgerPredictor(), NoHitsPredictor()),
     loop=key_per_attempt_loop,
+    lesson="Mistake: a key minted per attempt (a fresh UUID), so a retry is a new payment and is charged again. "
+           "Fix: the payment's own id as the key (dedupe).",
     suite={"group": "mistakes", "weight": 2},
 )
 
@@ -304,6 +310,8 @@ KEY_EXPIRY = Experiment(
              "none with one well above it), lost 0",
     predictors=(KeyExpiryPredictor(),),
     loop=key_expiry_loop,
+    lesson="Mistake: dedupe keys that expire before the slowest redelivery, so a late redelivery charges again. "
+           "Fix: keep keys longer than any redelivery can take (dedupe).",
     options={"dedupe_ttl": DEFAULT_DEDUPE_TTL_S, "restart_delay": DEFAULT_RESTART_DELAY_S},
     suite={"group": "mistakes", "weight": 5},
 )

@@ -69,3 +69,9 @@ def test_the_cli_refuses_an_unknown_group_in_one_line_with_exit_2(isolated):  # 
     assert proc.returncode == 2
     one_clear_line(proc, "unknown --group 'nope'", "core", "mistakes")
     assert not os.path.exists(isolated["HARNESS_HOME"]), "a refused suite started something"
+
+
+def test_every_mistake_states_its_lesson_the_same_way():
+    for name in groups()["mistakes"]:
+        lesson = REGISTRY[name].lesson
+        assert lesson.startswith("Mistake: ") and " Fix: " in lesson and "\n" not in lesson, name
