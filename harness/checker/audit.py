@@ -45,6 +45,7 @@ class Audit:
     ledger: StoreCounts | None = None
     ledger_total: int | None = None
     dedupe_hits: int | None = None
+    dedupe_keys: int | None = None        # rows of the dedupe table (None: no table, unreadable, or purged keys)
     output: dict | None = None            # per isolation: StoreCounts; plus "aborted_records"
     accounts: list | None = None          # per account: {account, expected, actual, version, stale_updates}
     service: object = None                # a service's rows, outbox and events (checker/systems.py)
@@ -97,6 +98,7 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
                 a.evidence.errors.append(f"dedupe table: {rows.dedupe_error}")
             else:
                 a.dedupe_hits = rows.dedupe_hits
+                a.dedupe_keys = len(rows.dedupe_rows)
                 a.evidence.dedupe_hits_per_id = dict(rows.dedupe_rows)
         a.metrics.update({"ledger.duplicates": a.ledger.duplicates, "ledger.lost": a.ledger.lost,
                           "ledger.dedupe_hits": a.dedupe_hits})

@@ -229,7 +229,8 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "kafka_output": ko,
         "service": audit.service.section() if audit.service is not None else None,
         "ledger": {"expected_total": sum(r.amounts.values()),
-                   "actual_total": audit.ledger_total if exp.stores.ledger else None},
+                   "actual_total": audit.ledger_total if exp.stores.ledger else None,
+                   "dedupe_keys": audit.dedupe_keys if exp.stores.dedupe else None},
         "accounts": balances(audit.accounts, pred) if exp.stores.accounts else None,
         "anomalies": asdict(Anomalies(
             lost_ids=capped(head.lost_ids), lost_total=head.lost,
