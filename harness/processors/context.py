@@ -51,9 +51,9 @@ class KillSwitch:
     does: `unacked` (effects applied, not acknowledged: they will be applied again), `acked_unapplied`
     (acknowledged, never applied: lost) and `produced` (written in the open transaction: aborted).
     Each list may be records or a function returning ids: turned into ids only when crashing, so the
-    check costs nothing per record however long the batch grows. `facts` are further evidence an
-    experiment's predictor reads (e.g. when each unacknowledged key was written): values, or functions
-    returning them, recorded as they are.
+    check costs nothing per record however long the batch grows. `more` is further evidence an
+    experiment's predictor reads: other lists of ids (a service's `row_only`), or values (when each
+    unacknowledged key was written, the TTL), each possibly a function called only when crashing.
     """
 
     def __init__(self, plan: CrashPlan | None, log_path: Path, worker: str, attempt: int, experiment: str):

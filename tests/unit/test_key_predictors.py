@@ -135,3 +135,20 @@ def test_the_cli_refuses_a_ttl_for_another_experiment_before_anything_starts(iso
     assert proc.returncode == 2
     one_clear_line(proc, "--dedupe-ttl applies to key-expiry only")
     assert not os.path.exists(isolated["HARNESS_HOME"])
+
+
+def test_a_crash_records_every_kind_of_fact_its_experiment_passes():
+    """KillSwitch.at's extra facts: lists of records or ids become ids, functions are called at the
+    crash, other values (a key's write times, the TTL) are kept as they are."""
+    from harness.processors.context import _fact
+
+    class Rec:
+        def __init__(self, i):
+            self.i = i
+
+        def key(self):
+            return self.i.encode()
+    assert _fact([Rec("a"), Rec("b")]) == ["a", "b"]
+    assert _fact(lambda: ["c"]) == ["c"]                       # a service's row_only
+    assert _fact(lambda: {"a": 1.5}) == {"a": 1.5}             # key-expiry's key_at
+    assert _fact(0.5) == 0.5
