@@ -205,7 +205,7 @@ def down(purge):
 
 
 
-EXPERIMENT_HELP = "\n".join(f"  {name:<14} {e.proves}" for name, e in REGISTRY.items())
+EXPERIMENT_HELP = "\n".join(f"  {name:<{max(map(len, REGISTRY))}} {e.proves}" for name, e in REGISTRY.items())
 EXIT_HELP = ("\b\nExit status:\n  0 as-predicted   1 unexpected   2 bad input   "
              "3 incomplete or audit-failed   130 interrupted")
 
@@ -221,6 +221,7 @@ def _fault_help() -> str:
              "  harness run offset-after --commit-every 10 --kill-point any\n"
              "  harness run dedupe --partitions 3 --workers 2 --kill-mode random\n"
              "  harness run eos --fault random-kill:kills=5\n"
+             "  harness run key-expiry --dedupe-ttl 1 --restart-delay 4\n"
              "  harness run auto-commit --auto-commit-interval-ms 100 --kills 20\n"
              "  harness run dual-write --kill-point after-produce-before-row\n"
              "  harness run custom --worker-cmd \"python my_consumer.py\" --kills 12 --partitions 2 --workers 2\n"
@@ -255,6 +256,12 @@ def _fault_help() -> str:
               help="eos family: the producers' transaction.timeout.ms (default 60000; 10000 with --fresh-transactional-id).")
 @click.option("--zombie-pause", type=float, default=None,
               help="zombie: seconds the worker stays frozen before its replacement starts.  [default: 3]")
+@click.option("--dedupe-ttl", type=float, default=None, metavar="SECONDS",
+              help="key-expiry only: the worker purges dedupe keys older than this before each lookup, as a TTL "
+                   "cache would.  [default: 0.5]")
+@click.option("--restart-delay", type=float, default=None, metavar="SECONDS",
+              help="key-expiry only: a dead worker's successor starts this long after the death (a slow "
+                   "redelivery).  [default: 1]")
 @click.option("--auto-commit-interval-ms", type=int, default=None,
               help="auto-commit only: the consumer's auto.commit.interval.ms.  [default: the client's, 5000]")
 @click.option("--kill-every", type=float, default=None, metavar="SECONDS",
@@ -280,8 +287,8 @@ def _fault_help() -> str:
 @stack_options
 def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers, kill_mode, kills,
         kill_point, fault_specs, commit_interval_ms, effect, fresh_transactional_id, transaction_timeout_ms,
-        zombie_pause, auto_commit_interval_ms, kill_every, worker_cmd, expect, audit_sql, payload_bytes,
-        time_limit, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn):
+        zombie_pause, dedupe_ttl, restart_delay, auto_commit_interval_ms, kill_every, worker_cmd, expect, audit_sql,
+        payload_bytes, time_limit, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn):
     """Run one experiment: produce payments, crash workers, audit, judge, report.
 
     With no stack configured it starts the local one (Kafka and PostgreSQL as
@@ -295,6 +302,7 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
     params = RunParams(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers,
                        kill_mode, kills, kill_point, time_limit, commit_interval_ms, payload_bytes,
                        effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause, list(fault_specs),
+                       dedupe_ttl=dedupe_ttl, restart_delay=restart_delay,
                        auto_commit_interval_ms=auto_commit_interval_ms, kill_every=kill_every,
                        worker_cmd=worker_cmd, expect=expect, audit_sql=audit_sql)
     params.validate()
@@ -382,23 +390,34 @@ def clean(run_ids, all_runs, stack_kind, bootstrap_servers, postgres_dsn):
     click.echo(f"removed {n_topics} topics and {n_tables} tables")
 
 
-@cli.command(epilog="\b\nExamples:\n  harness suite\n  harness suite --messages 200 --experiments offset-before,offset-after,dedupe\n"
+def _group_help() -> str:
+    from .suite import OPT_IN_GROUPS, groups
+    return ("Only the experiments of one group (each declaration names its group): "
+            + "; ".join(f"{g}: {', '.join(names)}" for g, names in groups().items()) + ". Without it, every group"
+            + f" but {', '.join(OPT_IN_GROUPS)} (run only when named).")
+
+
+@cli.command(epilog="\b\nExamples:\n  harness suite\n  harness suite --group mistakes\n"
+             "  harness suite --messages 200 --experiments offset-before,offset-after,dedupe\n"
              "  harness suite --stack compose --quiet --out reports/nightly")
 @click.option("--messages", type=int, default=1000, show_default=True, help="Payments per experiment.")
 @click.option("--crash-rate", type=float, default=0.1, show_default=True, help="Share of payments that crash (0..1).")
 @click.option("--seed", type=int, default=25, show_default=True, help="One seed: the same crashes in every experiment.")
-@click.option("--commit-every", type=int, default=1, show_default=True, help="Commit offsets every N records.")
+@click.option("--commit-every", type=int, default=1, show_default=True,
+              help="Commit offsets every N records (not passed to an experiment that refuses it: auto-commit).")
 @click.option("--experiments", "experiment_list", default=None,
-              help="Comma-separated subset (default: all eight, eos-streams with --effect postgres).")
+              help="Comma-separated subset (default: every group's but the opt-in ones', eos-streams with "
+                   "--effect postgres).")
+@click.option("--group", default=None, metavar="NAME", help=_group_help())
 @click.option("--parallel", type=int, default=3, show_default=True,
               help="Experiments run at the same time (each in its own topics, tables and consumer group).")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Suite folder (default reports/<suite-id>/).")
 @click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the suite folder on stdout (for CI).")
 @stack_options
-def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, out, keep_stack, quiet, stack_kind,
-          bootstrap_servers, postgres_dsn):
-    """Run every experiment with one seed and compare them side by side.
+def suite(messages, crash_rate, seed, commit_every, experiment_list, group, parallel, out, keep_stack, quiet,
+          stack_kind, bootstrap_servers, postgres_dsn):
+    """Run every experiment (or one --group) with one seed and compare them side by side.
 
     Writes <suite>/suite.json, suite.md and suite.html (one row per experiment,
     a bar chart of lost and duplicated effects, and a final line that says
@@ -412,25 +431,26 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, o
     from .paths import reports_dir
     from .report.suite import write_suite
     from .faults.supervisor import install_sigterm_as_interrupt
-    names = suite_mod.parse_experiments(experiment_list)
+    names = suite_mod.parse_experiments(experiment_list, group)
     if parallel < 1:
         raise HarnessError(f"--parallel must be at least 1, got {parallel}")
     from .params import RunParams
-    for name in names:
-        RunParams(name, messages=messages, crash_rate=crash_rate, seed=seed, commit_every=commit_every).validate()
+    opts = {"messages": messages, "crash_rate": crash_rate, "seed": seed, "commit_every": commit_every}
+    common = [x for k, v in opts.items() for x in (f"--{k.replace('_', '-')}", str(v))]
+    for name in names:       # each run gets the common options it accepts (suite.accepted_args)
+        given = {a[2:].replace("-", "_") for a in suite_mod.accepted_args(name, common)[::2]}
+        RunParams(name, **{k: v for k, v in opts.items() if k in given}).validate()
     folder = Path(out) if out else reports_dir() / suite_mod.new_suite_id()
     if (folder / "suite.json").exists():
         raise HarnessError(f"{folder} already holds a suite; choose another --out")
     from .rundir import check_creatable
     check_creatable(folder)
-    common = ["--messages", str(messages), "--crash-rate", str(crash_rate), "--seed", str(seed),
-              "--commit-every", str(commit_every)]
     install_sigterm_as_interrupt()
 
     def body(stack, log):
         t0 = time.time()
         try:
-            summary = suite_mod.run_suite(stack, names, common, folder, parallel, log=log)
+            summary = suite_mod.run_suite(stack, names, common, folder, parallel, log=log, group=group)
         finally:
             if (folder / "suite.json").exists():
                 write_suite(folder)

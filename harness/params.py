@@ -26,6 +26,10 @@ MAX_PARTITIONS = 1_000
 MAX_WORKERS = 64
 MAX_KILLS = 100_000
 MAX_ZOMBIE_PAUSE_S = 3600
+MAX_DEDUPE_TTL_S = 86_400
+MAX_RESTART_DELAY_S = 600
+# Options only some experiments take (their declaration's `options` names them); None: not given.
+SECONDS_OPTIONS = {"dedupe_ttl": MAX_DEDUPE_TTL_S, "restart_delay": MAX_RESTART_DELAY_S}
 MAX_AUTO_COMMIT_INTERVAL_MS = 600_000
 MAX_KILL_EVERY_S = 3600
 MIN_KILL_EVERY_S = 0.1
@@ -57,6 +61,8 @@ class RunParams:
     transaction_timeout_ms: int | None = None
     zombie_pause: float | None = None       # zombie: seconds frozen before the replacement starts (None: 3)
     faults: list = field(default_factory=list)   # --fault NAME[:key=value,...]; empty: the experiment's own
+    dedupe_ttl: float | None = None         # key-expiry family: keys older than this many seconds are purged
+    restart_delay: float | None = None      # seconds before a dead worker's successor starts (None: at once)
     auto_commit_interval_ms: int | None = None   # auto-commit: the consumer's auto.commit.interval.ms (None: 5000)
     kill_every: float | None = None         # also SIGKILL a running worker every this many seconds
     worker_cmd: str | None = None           # custom: the consumer under test, one process per worker slot
@@ -91,6 +97,17 @@ class RunParams:
         for name, why in exp.refuses.items():
             if getattr(self, name) != RunParams.__dataclass_fields__[name].default:
                 raise HarnessError(f"--{name.replace('_', '-')} does not apply to {exp.name}: {why}")
+        for name, most in SECONDS_OPTIONS.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            flag = f"--{name.replace('_', '-')}"
+            if not math.isfinite(value) or value < 0 or value > most:
+                raise HarnessError(f"{flag} must be a number of seconds between 0 and {most:,}, got {value}")
+            if name not in exp.options:
+                takers = [e.name for e in experiments.REGISTRY.values() if name in e.options]
+                raise HarnessError(f"{flag} applies to {', '.join(takers) or 'no experiment'} only; "
+                                   f"{exp.name} does not take it")
         self._check_consumer_options(exp)
         if self.messages > MAX_MESSAGES:
             raise HarnessError(f"--messages must be at most {MAX_MESSAGES:,}, got {self.messages:,}")
@@ -134,6 +151,13 @@ class RunParams:
             raise HarnessError("--kills applies to random kills (--kill-mode random, or --fault random-kill)")
         if self.zombie_pause is not None and not any(isinstance(f, faults.ZombiePause) for f in built):
             raise HarnessError("--zombie-pause applies to the zombie fault (the zombie experiment, or --fault zombie)")
+
+    def take_experiment_defaults(self, exp) -> None:
+        """Options the experiment declares with a default (e.g. key-expiry's TTL) take it when not given,
+        so the report's parameters say what really ran."""
+        for name, default in (exp.options.items() if isinstance(exp.options, dict) else ()):
+            if getattr(self, name, None) is None:
+                setattr(self, name, default)
 
     def _check_consumer_options(self, exp) -> None:
         """--worker-cmd, --expect and --audit-sql, for experiments whose workers the user brings."""

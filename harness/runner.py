@@ -52,10 +52,10 @@ class Run:
     stack: Stack
     run_dir: Path
     amounts: dict                  # payment id -> amount, in production order
-    positions: dict = field(default_factory=dict)   # payment id -> (partition, offset) in the input topic
-    log: object = print
     positions: dict = field(default_factory=dict)   # payment id -> (partition, offset), as the broker acknowledged
+    log: object = print
     progress: object = None
+    accounts: dict = field(default_factory=dict)   # payment id -> account (experiments with balances)
     phases: dict = field(default_factory=dict)   # seconds per phase (see `phase`), for the time breakdown
     crash_log: Path = field(init=False)
     events: Path = field(init=False)
@@ -175,6 +175,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         run_id: str | None = None) -> tuple[RunReport, Path]:
     params.validate()
     exp = experiments.get(params.experiment).resolve(params)
+    params.take_experiment_defaults(exp)
     faults = params.check_faults(exp)
     if params.fresh_transactional_id and not params.transaction_timeout_ms:
         params.transaction_timeout_ms = FRESH_ID_TRANSACTION_TIMEOUT_MS
@@ -189,8 +190,10 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     r = Run(params, exp, names, stack, run_dir, amounts={}, log=log)
     watcher, launch, positions, result, produced = None, None, r.positions, None, False
     try:
-        payments = make_payments(params.messages, params.amount, params.payload_bytes)
+        payments = make_payments(params.messages, params.amount, params.payload_bytes,
+                                 accounts=exp.stores.accounts, seed=params.seed)
         r.amounts = {p.id: p.amount for p in payments}
+        r.accounts = {p.id: p.account for p in payments if p.account is not None}
         CrashPlan.make(r.sent_ids, 0.0, params.seed).save(r.crash_plan)    # faults that plan crashes replace it
         with phase(r, "setup"):
             for f in faults:
@@ -203,13 +206,15 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                 create_topic(stack.bootstrap_servers, names.events_topic, params.partitions)
             if exp.stores.ledger:
                 tables.create(stack.postgres_dsn, names.ledger_table,
-                              names.dedupe_table if exp.stores.dedupe else None)
+                              names.dedupe_table if exp.stores.dedupe else None,
+                              names.accounts_table if exp.stores.accounts else None, sorted(set(r.accounts.values())))
             if exp.stores.rows:
                 tables.create_service_tables(stack.postgres_dsn, names.rows_table,
                                              names.outbox_table if exp.stores.outbox else None)
         t_prod = time.time()
         with phase(r, "produce"):
-            produce(stack.bootstrap_servers, names.input_topic, payments, positions=positions)
+            produce(stack.bootstrap_servers, names.input_topic, payments, positions=positions,
+                    partitions=params.partitions)
         produced = True
         log(f"[{run_id}] produced {len(payments)} payments in {time.time() - t_prod:.1f} s; faults: "
             + "; ".join(_fault_line(f) for f in faults) + f" (seed {params.seed})")
@@ -220,7 +225,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         sup = Supervisor(run_dir, len(launch.slots), launch.command, launch.env, params.time_limit, r.crash_log,
                          r.events, faults=faults, progress=r.progress, group_done=launch.group_done,
                          standby=launch.standby, names=launch.names, watch=launch.watch,
-                         may_exit=launch.may_exit, planned_exits=launch.planned_exits)
+                         may_exit=launch.may_exit, planned_exits=launch.planned_exits,
+                         restart_delay=params.restart_delay or 0.0)
         with phase(r, "workers"):
             result = sup.run()
         with phase(r, "wait_for_dead_transactions"):
@@ -253,7 +259,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         readers = {"ledger_reader": launch.ledger_reader} if launch and launch.ledger_reader else {}
         with phase(r, "audit"):
             audit = audit_run(exp, stack, names, r.amounts, positions, r.progress.committed,
-                              finished=result.status == "complete", **readers)
+                              finished=result.status == "complete", accounts=r.accounts, **readers)
         report = assemble(r, faults, launch.reports_deliveries if launch else False, result, crashes, audit,
                           stalls=watcher.stalls(crashes) if watcher else None)
         if launch and launch.annotate:

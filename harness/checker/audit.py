@@ -1,7 +1,7 @@
 """Audit a finished run's stores and turn them into observations the verdict can judge.
 
-Reads each store the experiment declares (the ledger and dedupe table in
-Postgres, the output topic under read_committed and read_uncommitted, a
+Reads each store the experiment declares (the ledger, dedupe and accounts
+tables in Postgres, the output topic under read_committed and read_uncommitted, a
 service's rows, outbox and events topic), counts
 effects per id, checks each effect against its payment, and splits ids with
 no effect into `lost` (acknowledged, never applied) and `unprocessed` (the run
@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .effects import EffectCounts, count_effects, integrity, split_missing
+from .accounts import audit_accounts, read_accounts
 from .kafka_output import audit_output
 from .ledger import LedgerRows, read_ledger
 from .verdict import Evidence
@@ -44,7 +45,9 @@ class Audit:
     ledger: StoreCounts | None = None
     ledger_total: int | None = None
     dedupe_hits: int | None = None
+    dedupe_keys: int | None = None        # rows of the dedupe table (None: no table, unreadable, or purged keys)
     output: dict | None = None            # per isolation: StoreCounts; plus "aborted_records"
+    accounts: list | None = None          # per account: {account, expected, actual, version, stale_updates}
     service: object = None                # a service's rows, outbox and events (checker/systems.py)
     metrics: dict = field(default_factory=dict)
     evidence: Evidence = field(default_factory=Evidence)
@@ -71,12 +74,15 @@ def _unwritten(kout: dict) -> bool:
 
 
 def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committed: dict | None,
-              finished: bool, ledger_reader=read_ledger, output_reader=audit_output) -> Audit:
+              finished: bool, ledger_reader=read_ledger, output_reader=audit_output, accounts: dict | None = None,
+              accounts_reader=read_accounts) -> Audit:
     a = Audit()
     sent = list(amounts)
     if exp.stores.ledger:
+        # A dedupe table whose keys the worker purges has lost the hit counts of the purged keys: not evidence.
+        counted_dedupe = exp.stores.dedupe and not exp.stores.dedupe_expires
         rows: LedgerRows = ledger_reader(stack.postgres_dsn, names.ledger_table,
-                                         names.dedupe_table if exp.stores.dedupe else None)
+                                         names.dedupe_table if counted_dedupe else None)
         if rows.rows is None:
             a.ledger = UNKNOWN
             a.evidence.errors.append(f"ledger: {rows.error}")
@@ -87,15 +93,19 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
             a.evidence.integrity += integ.failures("ledger")
             a.evidence.ledger_per_id = a.ledger.per_id
             a.evidence.ledger_lost_ids = a.ledger.lost_ids if a.ledger.lost is not None else None
-        if exp.stores.dedupe:
+        if counted_dedupe:
             if rows.dedupe_rows is None:
                 a.evidence.errors.append(f"dedupe table: {rows.dedupe_error}")
             else:
                 a.dedupe_hits = rows.dedupe_hits
+                a.dedupe_keys = len(rows.dedupe_rows)
                 a.evidence.dedupe_hits_per_id = dict(rows.dedupe_rows)
         a.metrics.update({"ledger.duplicates": a.ledger.duplicates, "ledger.lost": a.ledger.lost,
                           "ledger.dedupe_hits": a.dedupe_hits})
         a.evidence.ids.update({"ledger.duplicates": a.ledger.duplicate_ids, "ledger.lost": a.ledger.lost_ids})
+    if exp.stores.accounts:
+        audit_accounts(a, accounts_reader(stack.postgres_dsn, names.accounts_table), amounts, accounts or {},
+                       hits_from_accounts=not exp.stores.dedupe)
     if exp.stores.output_topic:
         kout = output_reader(stack.bootstrap_servers, names.output_topic, sent, amounts)
         if not exp.stores.output and _unwritten(kout):

@@ -30,6 +30,12 @@ DEDUPE_TOTALS = "select count(*) as keys, coalesce(sum(hits), 0) as hits from {d
 # {r}: a service's rows table, {o}: its outbox (dual-write, outbox).
 ROWS_TOTALS = "select count(*) as rows, count(distinct message_id) as ids from {r}"
 OUTBOX_TOTALS = "select count(*) as outbox_rows, count(*) filter (where sent_at is null) as unsent from {o}"
+# {a}: the accounts table (increment, versioned): each account's balance as the workers left it.
+ACCOUNT_BALANCES = "select account, balance from {a} order by account"
+# Against the payments read from the input topic (temporary table `sent`, with each payment's account):
+# what each account should hold, the sum of the payments produced to it. `harness audit` only.
+ACCOUNT_EXPECTED = ("select s.account, sum(s.amount) as expected from sent s where s.account is not null "
+                    "group by s.account order by 1")
 # Against the keys read from the events topic (temporary table `events`); `harness audit` only.
 UNPUBLISHED = ("select r.message_id from {r} r where not exists "
                "(select 1 from events e where e.message_id = r.message_id) order by 1")
@@ -61,7 +67,7 @@ def quoted(qualified: str) -> str:
 def display(template: str, ledger: str | None = None, dedupe: str | None = None, **tables) -> str:
     names = {"t": ledger, "d": dedupe, **tables}
     return template.format(**{k: quoted(v) if v else "" for k, v in names.items()}, **{
-        k: "" for k in ("t", "d", "r", "o") if k not in names})
+        k: "" for k in ("t", "d", "r", "o", "a") if k not in names})
 
 
 def _composed(template: str, ledger: str | None = None, dedupe: str | None = None, **tables) -> sql.Composed:
@@ -76,6 +82,7 @@ class TopicRead:
     records: int
     ids: Counter            # key -> records with that key
     values: dict            # key -> the amount in the (last) value, for input topics
+    accounts: dict = field(default_factory=dict)   # key -> the account in the (last) value, when it names one
 
 
 def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
@@ -93,7 +100,7 @@ def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
         parts = sorted(meta.partitions)
         ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in parts}
         c.assign([TopicPartition(topic, p, 0) for p in parts])
-        ids, values, records = Counter(), {}, 0
+        ids, values, accounts, records = Counter(), {}, {}, 0
         deadline = time.time() + READ_TIMEOUT_S
         while time.time() < deadline:
             for m in c.consume(num_messages=1000, timeout=0.3):
@@ -103,12 +110,15 @@ def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
                 key = m.key().decode(errors="replace") if m.key() is not None else None
                 ids[key] += 1
                 try:
-                    values[key] = json.loads(m.value()).get("amount")
+                    body = json.loads(m.value())
+                    values[key] = body.get("amount")
+                    if body.get("account") is not None:
+                        accounts[key] = str(body["account"])
                 except (ValueError, TypeError, AttributeError):
                     values[key] = None
             positions = c.position([TopicPartition(topic, p) for p in parts])
             if all(tp.offset >= ends[tp.partition] for tp in positions if ends[tp.partition] > 0):
-                return TopicRead(records, ids, values)
+                return TopicRead(records, ids, values, accounts)
         raise Unreadable(f"reading {topic} ({isolation}) took longer than {READ_TIMEOUT_S} s")
     finally:
         c.close()
@@ -245,6 +255,32 @@ def recount_service(dsn: str, rows_table: str, outbox_table: str | None, events:
                 out.outbox_rows, out.outbox_unsent = int(total), int(unsent)
             conn.rollback()
             return out
+    except psycopg.errors.UndefinedTable as e:
+        raise DataGone(redact(str(e).splitlines()[0])) from None
+    except psycopg.Error as e:
+        raise Unreadable(f"PostgreSQL: {redact(str(e).splitlines()[0] if str(e) else repr(e))}") from None
+
+
+@dataclass
+class AccountsRecount:
+    balances: dict          # account -> its balance in the accounts table
+    expected: dict          # account -> the sum of the payments the input topic holds for it
+
+
+def recount_accounts(dsn: str, accounts_table: str, sent: dict, sent_accounts: dict) -> AccountsRecount:
+    """Each account's balance (plain SQL over the accounts table) and what it should be: the payments read
+    from the input topic (id -> amount, id -> account) become a temporary table, summed per account."""
+    try:
+        with psycopg.connect(dsn, connect_timeout=10) as conn:
+            conn.execute("create temporary table sent (message_id text primary key, amount bigint, account text) "
+                         "on commit drop")
+            with conn.cursor().copy("copy sent (message_id, amount, account) from stdin") as cp:
+                for i, amount in sent.items():
+                    cp.write_row((i, amount if isinstance(amount, int) else None, sent_accounts.get(i)))
+            balances = {r[0]: int(r[1]) for r in conn.execute(_composed(ACCOUNT_BALANCES, a=accounts_table)).fetchall()}
+            expected = {r[0]: int(r[1]) for r in conn.execute(ACCOUNT_EXPECTED).fetchall()}
+            conn.rollback()
+            return AccountsRecount(balances, expected)
     except psycopg.errors.UndefinedTable as e:
         raise DataGone(redact(str(e).splitlines()[0])) from None
     except psycopg.Error as e:

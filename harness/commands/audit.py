@@ -46,6 +46,8 @@ def audit_folder(folder: Path, stack) -> tuple[list, str | None]:
                                         effects) if st.get("ledger_table") or query else None
         outputs = {iso: recount.recount_output(recount.read_topic(stack.bootstrap_servers, st["output_topic"], iso), sent)
                    for iso in ("read_committed", "read_uncommitted")} if st.get("output_topic") else {}
+        accounts = recount.recount_accounts(stack.postgres_dsn, st["accounts_table"], sent, inp.accounts) \
+            if st.get("accounts_table") else None
         service = None
         svc = recount.service_stores(report)
         if svc:
@@ -57,7 +59,7 @@ def audit_folder(folder: Path, stack) -> tuple[list, str | None]:
         return [], f"cannot read the run's data: {e}"
     except (KeyError, TypeError):
         return [], f"{folder / 'report.json'} does not name the run's topics and tables"
-    return crosscheck.compare(report, sent, ledger, outputs, service), None
+    return crosscheck.compare(report, sent, ledger, outputs, service, accounts), None
 
 
 
@@ -108,8 +110,8 @@ def audit(run, reports_dir, as_json, stack_kind, bootstrap_servers, postgres_dsn
     RUN is a run folder, a run id under the reports folder, `latest`, or a
     suite folder (each of its runs). The recount shares no code with the
     run's own audit: it reads the input topic for what was sent, counts the
-    ledger and dedupe tables with plain SQL (the queries every report prints
-    under "Audit it yourself"), and reads the output topic afresh with
+    ledger, dedupe and accounts tables with plain SQL (the queries every report
+    prints under "Audit it yourself"), and reads the output topic afresh with
     read_committed and read_uncommitted. It starts nothing.
 
     \b

@@ -171,12 +171,11 @@ class CustomWorkers:
     def _committed(self, run) -> dict | None:
         """The group's committed offsets right now (the supervisor's thread only)."""
         from confluent_kafka import Consumer, TopicPartition
-        from .. import kafka_logging
+        from .. import kafka_client, kafka_logging
         reader = self._readers.get(run.names.run_id)
         if reader is None:
-            reader = self._readers[run.names.run_id] = Consumer({
-                "bootstrap.servers": run.stack.bootstrap_servers, "group.id": run.names.group,
-                "enable.auto.commit": False, **kafka_logging.client_config()})
+            reader = self._readers[run.names.run_id] = Consumer(kafka_client.config(run.stack.bootstrap_servers, {
+                "group.id": run.names.group, "enable.auto.commit": False, **kafka_logging.client_config()}))
         try:
             got = reader.committed(
                 [TopicPartition(run.names.input_topic, q) for q in range(run.params.partitions)], timeout=10)

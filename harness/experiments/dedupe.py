@@ -36,5 +36,5 @@ DEDUPE = Experiment(
     expected="0 lost, 0 duplicates, ledger exactly as expected, dedupe hits = redeliveries",
     predictors=(LedgerPredictor(dedupe=True),),
     loop=dedupe_loop,
-    suite={"weight": 2},
+    suite={"group": "core", "weight": 2},
 )

@@ -211,7 +211,7 @@ EOS = Experiment(
     expected="read_committed output: 0 lost, 0 duplicates; read_uncommitted shows the aborted copies",
     predictors=(OutputPredictor(),),
     loop=eos_loop,
-    suite={"weight": 8},
+    suite={"group": "eos", "weight": 8},
 )
 
 EOS_BOUNDARY = Experiment(
@@ -224,7 +224,7 @@ EOS_BOUNDARY = Experiment(
     expected="Kafka output exact; Postgres ledger duplicates = aborted records",
     predictors=(LedgerPredictor(), OutputPredictor()),
     loop=eos_boundary_loop,
-    suite={"weight": 7},
+    suite={"group": "eos", "weight": 7},
 )
 
 EOS_DEDUPE = Experiment(
@@ -238,7 +238,7 @@ EOS_DEDUPE = Experiment(
     expected="Kafka output exact and Postgres exact",
     predictors=(LedgerPredictor(dedupe=True), OutputPredictor()),
     loop=eos_dedupe_loop,
-    suite={"weight": 6},
+    suite={"group": "eos", "weight": 6},
 )
 
 ZOMBIE = Experiment(
@@ -252,5 +252,5 @@ ZOMBIE = Experiment(
     predictors=(OutputPredictor(), FencedPredictor()),
     loop=eos_loop,
     default_faults=("zombie",),
-    suite={"weight": 5},
+    suite={"group": "eos", "weight": 5},
 )

@@ -70,6 +70,10 @@ def python_worker_command(run, slot, partitions: list, group: str, topic: str) -
         cmd += ["--commit-interval-ms", str(p.commit_interval_ms)]
     if p.auto_commit_interval_ms:
         cmd += ["--auto-commit-interval-ms", str(p.auto_commit_interval_ms)]
+    if exp.stores.accounts:
+        cmd += ["--accounts", names.accounts_table]
+    if p.dedupe_ttl is not None:
+        cmd += ["--dedupe-ttl", repr(float(p.dedupe_ttl))]
     return cmd
 
 

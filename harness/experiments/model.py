@@ -54,14 +54,16 @@ class Stores:
     ledger: bool = False             # harness.ledger_<run>: one row per applied effect
     dedupe: bool = False             # harness.dedupe_<run>: the idempotency keys
     output: bool = False             # harness.<run>.output: the transactional output topic
+    accounts: int = 0                # harness.acct_<run>: this many accounts and their balances (0: none)
+    dedupe_expires: bool = False     # the worker purges old keys: the dedupe table's hit counts are not evidence
     rows: bool = False               # harness.rows_<run>: a service's business rows, one per payment request
     outbox: bool = False             # harness.outbox_<run>: the events a relay has to publish
     events: bool = False             # harness.<run>.events: the events a service (or relay) publishes
     output_if_written: bool = False  # the output topic is created, and audited only when records were written to it
 
     def names(self) -> list[str]:
-        return [n for n in ("ledger", "dedupe", "output", "rows", "outbox", "events") if getattr(self, n)] + \
-            (["output (audited when written to)"] if self.output_if_written else [])
+        return [n for n in ("ledger", "dedupe", "output", "accounts", "rows", "outbox", "events")
+                if getattr(self, n)] + (["output (audited when written to)"] if self.output_if_written else [])
 
     @property
     def output_topic(self) -> bool:
@@ -96,9 +98,9 @@ class Experiment:
     loop: Callable | None = None     # the Python worker loop: loop(ctx); None for non-Python workers
     launcher: object = None          # builds worker command lines (experiments/launch.py); None: Python
     default_faults: tuple = ("planned-crash",)
-    options: tuple = ()              # experiment-only run options this experiment accepts, e.g. ("effect",)
+    options: tuple | dict = ()       # experiment-only run options it accepts, e.g. ("effect",), or {option: default}
     variants: dict = field(default_factory=dict)   # option value -> changes, e.g. {"effect=postgres": {...}}
-    suite: dict = field(default_factory=dict)      # in the suite: {"args": [...], "weight": launch order weight}
+    suite: dict = field(default_factory=dict)      # in the suite: {"group": name, "args": [...], "weight": launch order weight}
     lesson: str = ""                 # one line for the report: the mistake it shows, and its fix
     consumer: dict = field(default_factory=dict)   # consumer settings its workers use instead of ours
     roles: tuple = ()                # Role, when its run needs more than one kind of process

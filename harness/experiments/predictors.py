@@ -76,7 +76,9 @@ class CrashFacts:
     crashes: list
     inflight_max: int = 1      # the most records a worker holds unacknowledged (commit_every, or all with a commit interval)
     interruptions: int = 0     # faults that stopped a worker at an instant it did not choose (a zombie's freeze)
-    events: list = field(default_factory=list)     # every worker event (started, first_message, done ...)
+    events: list = field(default_factory=list)     # every worker event (started, first_message, redelivered, done ...)
+    amounts: dict = field(default_factory=dict)    # payment id -> amount, as produced
+    accounts: dict = field(default_factory=dict)   # payment id -> account, for workloads with accounts
     run_dir: object = None     # the run's folder: evidence some workers write beside the crash log
     positions: dict = field(default_factory=dict)  # payment id -> (partition, offset) in the input topic
 
@@ -220,12 +222,16 @@ def check_declared_damage(exp, crashes: list) -> list[str]:
 
 
 def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int = 0, events: list | None = None,
-            run_dir=None, positions: dict | None = None) -> Prediction:
+            amounts: dict | None = None, accounts: dict | None = None, run_dir=None,
+            positions: dict | None = None) -> Prediction:
     """`inflight_max`: the most records one worker holds unacknowledged (its commit_every, or every
     payment when it commits on a timer). `interruptions`: workers stopped at an instant nobody
     described (a zombie's freeze, a death no fault caused): like undescribed crashes, they turn the
-    numbers a crash can change into bounds."""
-    facts = CrashFacts(crashes, inflight_max, interruptions, events=list(events or []), run_dir=run_dir,
+    numbers a crash can change into bounds. `events`, `amounts`, `accounts`, `run_dir` and `positions`
+    are for predictors that need more than the crash log (when a redelivery happened, what each
+    payment moved and where, evidence beside the crash log, each payment's input offset)."""
+    facts = CrashFacts(crashes, inflight_max, interruptions, events=list(events or []),
+                       amounts=dict(amounts or {}), accounts=dict(accounts or {}), run_dir=run_dir,
                        positions=dict(positions or {}))
     p = Prediction(exact=facts.exact)
     for pr in exp.predictors:

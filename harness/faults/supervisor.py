@@ -2,7 +2,8 @@
 
 It runs one process per worker slot, restarts a slot whose worker died
 (SIGKILL at a kill point, or a fenced producer) until every slot has finished
-its partitions, and enforces a global time limit so a stuck run ends as
+its partitions (at once, or `--restart-delay` seconds after the death: a slow
+redelivery), and enforces a global time limit so a stuck run ends as
 `incomplete` instead of hanging. It ticks the run's faults (faults/base.py)
 on every turn of its loop and keeps the run open while one is mid-story;
 what the faults do is theirs to say. On Ctrl-C, SIGTERM or
@@ -37,6 +38,7 @@ class Slot:
     first_message_at: float | None = None
     finished: bool = False
     unplanned_failures: int = 0
+    restart_at: float | None = None      # a dead worker's successor starts at this time (--restart-delay)
 
 
 @dataclass
@@ -60,7 +62,8 @@ class Supervisor:
                  standby: bool = False, names: list | None = None,
                  watch: Callable[["Supervisor"], None] | None = None,
                  may_exit: Callable[[Slot], bool] | None = None,
-                 planned_exits: tuple = (-signal.SIGKILL, 137, 3)):
+                 planned_exits: tuple = (-signal.SIGKILL, 137, 3),
+                 restart_delay: float = 0.0):
         self.run_dir = run_dir
         self.slots = [Slot(i, names[i] if names else f"w{i}") for i in range(slots)]
         self.command, self.env = command, env
@@ -75,6 +78,7 @@ class Supervisor:
         self.adopted: list[subprocess.Popen] = []    # processes no slot owns any more (a zombie), killed at the end
         self.standby = standby                        # workers understand --standby: keep a warm spare per slot
         self.spares: dict[int, subprocess.Popen] = {}
+        self.restart_delay = restart_delay            # seconds a dead worker's slot stays empty before its successor
         self.watch = watch            # called on every turn of the loop: a launcher observing its workers
         self.may_exit = may_exit      # may this slot's worker exit 0 now? (None: whenever it likes)
         self.planned_exits = planned_exits    # exit statuses that are a crash to restart, not a failure
@@ -101,6 +105,14 @@ class Supervisor:
             # The next successor warms up while this worker runs.
             self.spares[slot.index] = self._spawn(slot, self.command(slot) + ["--standby"], stdin=subprocess.PIPE)
         slot.started_at = time.time()
+
+    def restart(self, slot: Slot, now: float) -> None:
+        """Start the slot's successor now, or after --restart-delay (the loop starts it when due)."""
+        self.result.restarts += 1
+        if self.restart_delay > 0:
+            slot.restart_at = now + self.restart_delay
+        else:
+            self.start(slot)
 
     def _spawn(self, slot: Slot, cmd: list[str], stdin=subprocess.DEVNULL) -> subprocess.Popen:
         # The worker checks, once it can, that we are still its parent (procs.die_with_parent).
@@ -179,6 +191,11 @@ class Supervisor:
                 for s in self.slots:
                     if s.finished:
                         continue
+                    if s.restart_at is not None:
+                        if now >= s.restart_at:
+                            s.restart_at = None
+                            self.start(s)
+                        continue
                     rc = s.proc.poll()
                     if rc is None:
                         continue
@@ -189,8 +206,7 @@ class Supervisor:
                             # Killed, but by no fault of ours (the OOM killer, a user's kill -9): say so.
                             self.result.unplanned_deaths.append({"worker": s.name, "attempt": s.attempt,
                                                                  "exit_code": rc, "time": round(now, 3)})
-                        self.result.restarts += 1
-                        self.start(s)
+                        self.restart(s, now)
                     else:
                         s.unplanned_failures += 1
                         self.result.unplanned_deaths.append({"worker": s.name, "attempt": s.attempt,
@@ -200,8 +216,7 @@ class Supervisor:
                             self.result.reason = (f"worker {s.name} failed {s.unplanned_failures} times "
                                                   f"(exit {rc}); see {self.logs / (s.name + '.log')}")
                             break
-                        self.result.restarts += 1
-                        self.start(s)
+                        self.restart(s, now)
                 if self.result.status == "incomplete":
                     break
                 for f in self.faults:

@@ -51,7 +51,9 @@ class KillSwitch:
     does: `unacked` (effects applied, not acknowledged: they will be applied again), `acked_unapplied`
     (acknowledged, never applied: lost) and `produced` (written in the open transaction: aborted).
     Each list may be records or a function returning ids: turned into ids only when crashing, so the
-    check costs nothing per record however long the batch grows.
+    check costs nothing per record however long the batch grows. `more` is further evidence an
+    experiment's predictor reads: other lists of ids (a service's `row_only`), or values (when each
+    unacknowledged key was written, the TTL), each possibly a function called only when crashing.
     """
 
     def __init__(self, plan: CrashPlan | None, log_path: Path, worker: str, attempt: int, experiment: str):
@@ -66,18 +68,20 @@ class KillSwitch:
         return msg_id in self.plan_ids and msg_id not in self.already
 
     def at(self, point: str, msg, unacked=(), acked_unapplied=(), produced=(), **more) -> None:
-        """`more`: other lists an experiment's predictors read (e.g. `row_only`, `event_only`)."""
+        """`more`: other facts an experiment's predictors read: lists of records or ids (e.g. `row_only`,
+        `event_only`), or a value, or a function called only when the crash happens (e.g. a key's age)."""
         msg_id = msg.key().decode()
         if self.planned(msg_id) and self.plan.point_of(msg_id) in (None, point):
             self.crash(point, msg, unacked=_ids(unacked), acked_unapplied=_ids(acked_unapplied),
-                       produced=_ids(produced), **{k: _ids(v) for k, v in more.items()})
+                       produced=_ids(produced), **{k: _fact(v) for k, v in more.items()})
 
     def crash(self, point: str, msg, **lists) -> None:
         if self.before_crash:
             self.before_crash()
         crashlog.append(self.log_path, {
             "point": point, "message_id": msg.key().decode(), "partition": msg.partition(),
-            "offset": msg.offset(), **{k: list(v) for k, v in lists.items()}, "worker": self.worker,
+            "offset": msg.offset(), **{k: list(v) if isinstance(v, (list, tuple)) else v for k, v in lists.items()},
+            "worker": self.worker,
             "attempt": self.attempt, "experiment": self.experiment, "delivered": self.delivered,
             "time": time.time()})
         os.kill(os.getpid(), signal.SIGKILL)
@@ -85,6 +89,15 @@ class KillSwitch:
 
 def _ids(x) -> list[str]:
     return list(x()) if callable(x) else ids(x)
+
+
+def _fact(x):
+    """One of KillSwitch.at's other facts, as the crash record holds it: a list of records or ids
+    becomes a list of ids; a function is called now; any other value (a dict, a number) stays."""
+    x = x() if callable(x) else x
+    if isinstance(x, (list, tuple)):
+        return [i if isinstance(i, str) else i.key().decode() for i in x]
+    return x
 
 
 class WorkerContext:

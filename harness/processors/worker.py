@@ -42,6 +42,8 @@ def parse(argv=None):
     ap.add_argument("--transactional-id")
     ap.add_argument("--transaction-timeout-ms", type=int)
     ap.add_argument("--commit-interval-ms", type=int)
+    ap.add_argument("--accounts")
+    ap.add_argument("--dedupe-ttl", type=float)
     ap.add_argument("--auto-commit-interval-ms", type=int)
     ap.add_argument("--variant", default="")
     ap.add_argument("--role")

@@ -42,6 +42,9 @@ def commands(d: dict) -> list[tuple[str, str]]:
         out.append(("ledger: ids applied more than once", _psql(recount.LEDGER_DUPLICATES, st["ledger_table"])))
     if st.get("dedupe_table"):
         out.append(("dedupe table: keys and hits", _psql(recount.DEDUPE_TOTALS, dedupe=st["dedupe_table"])))
+    if st.get("accounts_table"):
+        out.append(("accounts: each balance", "psql -c " + shlex.quote(recount.display(recount.ACCOUNT_BALANCES,
+                                                                                     a=st["accounts_table"]))))
     svc = recount.service_stores(d)
     if svc:
         out.append(("service: its rows", "psql -c " + shlex.quote(recount.display(recount.ROWS_TOTALS,

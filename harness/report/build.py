@@ -136,6 +136,18 @@ def timeline(samples, crashes: list[dict], events: list[dict], t0: float, faults
                        if f.get("time") and f["fault"] not in CRASH_FAULTS]}
 
 
+def balances(rows: list | None, pred) -> dict:
+    """Each account's expected (its payments), predicted (from the crash log) and actual balance."""
+    out = []
+    for row in rows or []:
+        e = pred.get(f"accounts.{row['account']}.balance")
+        out.append({**row, "predicted": e.value if e else None, "predicted_op": e.op if e else None})
+    known = [r for r in out if r["actual"] is not None]
+    return {"accounts": out,
+            "expected_total": sum(r["expected"] for r in out),
+            "actual_total": sum(r["actual"] for r in known) if len(known) == len(out) else None}
+
+
 def capped(ids) -> list:
     return list(ids or [])[:MAX_IDS]
 
@@ -148,7 +160,8 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     inflight_max = params.messages if params.commit_interval_ms else params.commit_every
     pred = predict(exp, crashes, inflight_max,
                    interruptions=sum(f.interruptions(fault_details[f.name]) for f in faults) + len(deaths)
-                   + result.killed_at_end, events=result.events, run_dir=r.run_dir, positions=r.positions)
+                   + result.killed_at_end, events=result.events, amounts=r.amounts,
+                   accounts=getattr(r, "accounts", None), run_dir=r.run_dir, positions=r.positions)
     observed = dict(audit.metrics)
     for f in faults:
         observed.update(f.observed(fault_details[f.name]))
@@ -166,7 +179,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
                   if reports_deliveries and described and result.status == "complete" else None)
     counts = Counts(sent=len(r.sent_ids), deliveries=deliveries, effects=head.effects,
                           duplicates=head.duplicates, lost=head.lost, unprocessed=head.unprocessed,
-                          dedupe_hits=audit.dedupe_hits if exp.stores.dedupe else None)
+                          dedupe_hits=audit.dedupe_hits if exp.stores.dedupe or exp.stores.accounts else None)
     predicted = Predicted(
         duplicates=pred.value(prefix + "duplicates"), lost=pred.value(prefix + "lost"),
         dedupe_hits=pred.value("ledger.dedupe_hits"), exact=pred.exact, note=pred.note,
@@ -204,6 +217,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
                   "consumer_group": names.group,
                   "ledger_table": names.ledger_table if exp.stores.ledger else None,
                   "dedupe_table": names.dedupe_table if exp.stores.dedupe else None,
+                  "accounts_table": names.accounts_table if exp.stores.accounts else None,
                   "tables": written_tables(exp, names), "topics": written_topics(exp, names),
                   "consumer_groups": [names.group] + ([names.downstream_group] if exp.stores.events else [])},
         "faults_configured": [f.describe() for f in faults],
@@ -215,7 +229,9 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "kafka_output": ko,
         "service": audit.service.section() if audit.service is not None else None,
         "ledger": {"expected_total": sum(r.amounts.values()),
-                   "actual_total": audit.ledger_total if exp.stores.ledger else None},
+                   "actual_total": audit.ledger_total if exp.stores.ledger else None,
+                   "dedupe_keys": audit.dedupe_keys if exp.stores.dedupe else None},
+        "accounts": balances(audit.accounts, pred) if exp.stores.accounts else None,
         "anomalies": asdict(Anomalies(
             lost_ids=capped(head.lost_ids), lost_total=head.lost,
             duplicate_ids=capped(head.duplicate_ids), duplicates_total=head.duplicates,
@@ -239,7 +255,8 @@ def written_tables(exp, names) -> list[str]:
     """Every Postgres table the run created and wrote."""
     st = exp.stores
     return [t for t, on in ((names.ledger_table, st.ledger), (names.dedupe_table, st.dedupe),
-                            (names.rows_table, st.rows), (names.outbox_table, st.outbox)) if on]
+                            (names.accounts_table, st.accounts), (names.rows_table, st.rows),
+                            (names.outbox_table, st.outbox)) if on]
 
 
 def written_topics(exp, names) -> list[str]:
@@ -265,6 +282,16 @@ def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
     if led.get("actual_total") is not None or d["stack"].get("ledger_table"):
         parts.append(f"{_n(c['lost'])} lost and {_n(c['duplicates'])} duplicated effects of {c['sent']:,} payments "
                      f"(ledger {_n(led.get('actual_total'))} of {led['expected_total']:,})")
+    bal = d.get("accounts")
+    if bal:
+        off = [r for r in bal["accounts"] if r["actual"] is not None and r["actual"] != r["expected"]]
+        if bal["actual_total"] is None:
+            parts.append("balances unknown")
+        elif off:
+            parts.append(f"{len(off)} of {len(bal['accounts'])} account balances off by "
+                         f"{bal['actual_total'] - bal['expected_total']:+,} in total")
+        else:
+            parts.append(f"all {len(bal['accounts'])} account balances exact")
     ko = d.get("kafka_output")
     if ko:
         rc, ru = ko["read_committed"], ko["read_uncommitted"]

@@ -143,6 +143,8 @@ def render(r: RunReport) -> str:
     if d.get("lesson"):
         body.append(f'<p class="lesson"><b>Lesson:</b> {escape(d["lesson"])}</p>')
     body += ["<h2>Scoreboard</h2>", table(r.scoreboard(), ("metric", "observed", "predicted"), numeric=(1, 2))]
+    if r.balance_rows():
+        body += ["<h2>Balances</h2>", table(r.balance_rows(), r.BALANCE_COLUMNS, numeric=(1, 2, 3, 4, 5, 6))]
     vd = d.get("verdict_detail") or {}
     if vd.get("failed") or vd.get("audit_errors") or vd.get("unplanned_deaths"):
         totals = vd.get("differing_totals") or {}

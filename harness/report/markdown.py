@@ -13,6 +13,10 @@ def render(r: RunReport) -> str:
         out += [f"**Lesson:** {d['lesson']}", ""]
     out += ["## Scoreboard", "", "| metric | observed | predicted |", "| --- | ---: | ---: |"]
     out += [f"| {m} | {o} | {p} |" for m, o, p in r.scoreboard()]
+    if r.balance_rows():
+        out += ["", "## Balances", "", "| " + " | ".join(r.BALANCE_COLUMNS) + " |",
+                "| --- |" + " ---: |" * (len(r.BALANCE_COLUMNS) - 1)]
+        out += ["| " + " | ".join(row) + " |" for row in r.balance_rows()]
     pred = d["predicted"]
     if pred.get("note"):
         out += ["", f"Note: {pred['note']}"]

@@ -98,6 +98,21 @@ class RunReport:
             rows.append(("unplanned worker deaths", fmt(len(deaths)), ""))
         return rows
 
+    BALANCE_COLUMNS = ("account", "expected", "predicted", "actual", "actual - expected", "version",
+                       "0-row updates")
+
+    def balance_rows(self) -> list[tuple]:
+        """One row per account (experiments with balances), shared by Markdown and HTML; empty otherwise."""
+        bal = self.data.get("accounts") or {}
+        out = []
+        for a in bal.get("accounts") or []:
+            pred = "" if a.get("predicted") is None else \
+                ("<= " if a.get("predicted_op") == "<=" else "") + fmt(a["predicted"])
+            diff = None if a["actual"] is None else a["actual"] - a["expected"]
+            out.append((a["account"], fmt(a["expected"]), pred, fmt(a["actual"]),
+                        "unknown" if diff is None else f"{diff:+,}", fmt(a.get("version")), fmt(a.get("stale_updates"))))
+        return out
+
     def summary(self) -> str:
         return self.data.get("summary", "")
 

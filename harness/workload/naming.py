@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 SCHEMA = "harness"
 TOPIC_PREFIX = "harness."
-TABLE_KINDS = ("ledger", "dedupe", "rows", "outbox")
+# acct: the accounts and their balances (a short kind: `<kind>_` + slug must fit in SLUG_MAX below)
+TABLE_KINDS = ("ledger", "dedupe", "rows", "outbox", "acct")
 
 # Postgres truncates identifiers at 63 bytes (NAMEDATALEN - 1): `dedupe_` (as long as the longest kind) + slug must fit,
 # or two long run ids could silently name the same table.
@@ -99,6 +100,10 @@ class RunNames:
     @property
     def dedupe_table(self) -> str:
         return f"{SCHEMA}.dedupe_{slug(self.run_id)}"
+
+    @property
+    def accounts_table(self) -> str:
+        return f"{SCHEMA}.acct_{slug(self.run_id)}"
 
     def topics(self) -> list[str]:
         """Every topic a run may create."""

@@ -6,6 +6,10 @@ re-check a run with psql. The dedupe table's primary key is what makes
 redeliveries harmless in `dedupe` and `eos-dedupe`; `hits` counts how many
 redeliveries it absorbed.
 
+The accounts table (experiments with balances) holds one row per account:
+its balance, its version and `stale_updates`, the conditional updates that
+found a newer version and changed nothing (redeliveries absorbed).
+
 The harness's own workers fill `worker` and `attempt`; a consumer under test
 (`harness run custom`) writes only `message_id` and `amount`, so every other
 column has a default (null, or the time of the insert in `applied_at`).
@@ -21,7 +25,8 @@ from .naming import SCHEMA, is_run_table
 from .sqlnames import table_identifier
 
 
-def create(dsn: str, ledger: str, dedupe: str | None) -> None:
+def create(dsn: str, ledger: str, dedupe: str | None, accounts_table: str | None = None,
+           accounts: list | tuple = ()) -> None:
     with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
         conn.execute(sql.SQL("create schema if not exists {}").format(sql.Identifier(SCHEMA)))
         conn.execute(sql.SQL("""create table {} (
@@ -36,6 +41,15 @@ def create(dsn: str, ledger: str, dedupe: str | None) -> None:
                 message_id  text primary key,
                 first_at    timestamptz not null default clock_timestamp(),
                 hits        integer not null default 0)""").format(table_identifier(dedupe)))
+        if accounts_table:
+            conn.execute(sql.SQL("""create table {} (
+                account        text primary key,
+                balance        bigint not null default 0,
+                version        integer not null default 0,
+                stale_updates  integer not null default 0)""").format(table_identifier(accounts_table)))
+            for a in accounts:
+                conn.execute(sql.SQL("insert into {} (account) values (%s)").format(table_identifier(accounts_table)),
+                             (a,))
 
 
 def create_service_tables(dsn: str, rows: str, outbox: str | None) -> None:

@@ -202,3 +202,47 @@ def test_env_says_in_one_line_when_it_cannot_keep_the_password_file(tmp_path):
     st = Stack("local", "127.0.0.1:19092", "postgresql://harness:pw@127.0.0.1:15432/harness", True)
     with pytest.raises(HarnessError, match="cannot write the password file"):
         shellenv.settings(st, blocked)
+
+
+def test_each_accounts_balance_is_recounted_and_judged():
+    from harness.checker.crosscheck import account_rows
+    from harness.checker.recount import AccountsRecount
+    section = {"expected_total": 1000, "actual_total": 1200, "accounts": [
+        {"account": "acct-a", "expected": 600, "predicted": 700, "predicted_op": "==", "actual": 700,
+         "version": 7, "stale_updates": 0},
+        {"account": "acct-b", "expected": 400, "predicted": 500, "predicted_op": "==", "actual": 500,
+         "version": 5, "stale_updates": 0}]}
+    same = AccountsRecount(balances={"acct-a": 700, "acct-b": 500}, expected={"acct-a": 600, "acct-b": 400})
+    rows = account_rows(section, same)
+    assert len(rows) == 4 and all(r.agrees for r in rows)
+    # Someone adds 100 to acct-b by hand; an account the report never named appears.
+    moved = AccountsRecount(balances={"acct-a": 700, "acct-b": 600, "acct-z": 5}, expected={"acct-a": 600, "acct-b": 400})
+    by = {r.metric: r for r in compare(sample(dups=3), SENT, _ledger(), accounts=moved)}
+    assert by["acct-a: balance"].agrees is None          # sample() has no accounts section: nothing stated
+    by = {r.metric: r for r in account_rows(section, moved)}
+    assert by["acct-b: balance"].agrees is False and by["acct-a: balance"].agrees is True
+    assert by["acct-z: balance"].agrees is None and by["acct-z: expected (its payments' sum)"].recounted == 0
+
+
+def test_the_accounts_table_gets_its_psql_line():
+    from harness.checker.recount import ACCOUNT_BALANCES
+    d = sample()
+    d["stack"]["accounts_table"] = "harness.acct_x"
+    cmds = dict(commands(d))
+    assert cmds["accounts: each balance"] == "psql -c 'select account, balance from \"harness\".\"acct_x\" order by account'"
+    assert "{a}" in ACCOUNT_BALANCES
+
+
+def test_the_dedupe_keys_the_report_counted_are_compared_as_stated():
+    """key-before-effect: a key recorded before a lost payment's effect stays, so the keys are not the
+    ids with an effect; the report states the keys its audit counted, and those are compared."""
+    rep = sample(dups=3)
+    ledger = _ledger(dedupe_keys=12, dedupe_hits=rep["counts"].get("dedupe_hits"))
+    rep["ledger"]["dedupe_keys"] = 12
+    by = {r.metric: r for r in compare(rep, SENT, ledger)}
+    assert by["keys"].agrees is True and "keys (= ids with an effect)" not in by
+    ledger.dedupe_keys = 13                               # a key added by hand
+    assert {r.metric: r for r in compare(rep, SENT, ledger)}["keys"].agrees is False
+    del rep["ledger"]["dedupe_keys"]                      # a report from before: keys are ids with an effect
+    by = {r.metric: r for r in compare(rep, SENT, _ledger(dedupe_keys=10, dedupe_hits=0))}
+    assert by["keys (= ids with an effect)"].agrees is True
