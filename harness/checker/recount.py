@@ -15,6 +15,7 @@ import json
 import time
 import uuid
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import psycopg
@@ -124,6 +125,23 @@ def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
         c.close()
 
 
+@contextmanager
+def _recounting(dsn: str):
+    """A connection whose work is rolled back at the end (temporary tables go with it). A missing
+    table means the run's data is gone (DataGone); any other error leaves the store Unreadable."""
+    try:
+        with psycopg.connect(dsn, connect_timeout=10) as conn:
+            try:
+                yield conn
+            finally:
+                if not conn.closed:
+                    conn.rollback()
+    except psycopg.errors.UndefinedTable as e:
+        raise DataGone(redact(str(e).splitlines()[0])) from None
+    except psycopg.Error as e:
+        raise Unreadable(f"PostgreSQL: {redact(str(e).splitlines()[0] if str(e) else repr(e))}") from None
+
+
 @dataclass
 class LedgerRecount:
     effects: int
@@ -162,35 +180,29 @@ def recount_ledger(dsn: str, ledger: str, dedupe: str | None, sent: dict,
     """Plain SQL over the run's tables; `sent` (id -> amount, from the input topic) becomes a temporary
     table. Nothing is written: the transaction is rolled back, the temporary table with it. `effect_rows`,
     when given (rows of a custom run's --audit-sql), stand in for the ledger, as a temporary table."""
-    try:
-        with psycopg.connect(dsn, connect_timeout=10) as conn:
-            conn.execute("create temporary table sent (message_id text primary key, amount bigint) on commit drop")
-            with conn.cursor().copy("copy sent (message_id, amount) from stdin") as cp:
-                for i, amount in sent.items():
-                    cp.write_row((i, amount if isinstance(amount, int) else None))
-            if effect_rows is not None:
-                conn.execute("create temporary table effects (message_id text, amount numeric) on commit drop")
-                with conn.cursor().copy("copy effects (message_id, amount) from stdin") as cp:
-                    for row in effect_rows:
-                        cp.write_row(row)
-                ledger = "pg_temp.effects"
+    with _recounting(dsn) as conn:
+        conn.execute("create temporary table sent (message_id text primary key, amount bigint) on commit drop")
+        with conn.cursor().copy("copy sent (message_id, amount) from stdin") as cp:
+            for i, amount in sent.items():
+                cp.write_row((i, amount if isinstance(amount, int) else None))
+        if effect_rows is not None:
+            conn.execute("create temporary table effects (message_id text, amount numeric) on commit drop")
+            with conn.cursor().copy("copy effects (message_id, amount) from stdin") as cp:
+                for row in effect_rows:
+                    cp.write_row(row)
+            ledger = "pg_temp.effects"
 
-            def rows(template):
-                return conn.execute(_composed(template, ledger, dedupe)).fetchall()
-            effects, distinct, total = rows(LEDGER_TOTALS)[0]
-            dups = rows(LEDGER_DUPLICATES)
-            out = LedgerRecount(int(effects), int(distinct), int(total), sum(int(n) - 1 for _, n in dups),
-                                [r[0] for r in dups], [r[0] for r in rows(MISSING)], [r[0] for r in rows(STRAY)],
-                                [r[0] for r in rows(WRONG_AMOUNT)])
-            if dedupe:
-                keys, hits = rows(DEDUPE_TOTALS)[0]
-                out.dedupe_keys, out.dedupe_hits = int(keys), int(hits)
-            conn.rollback()
-            return out
-    except psycopg.errors.UndefinedTable as e:
-        raise DataGone(redact(str(e).splitlines()[0])) from None
-    except psycopg.Error as e:
-        raise Unreadable(f"PostgreSQL: {redact(str(e).splitlines()[0] if str(e) else repr(e))}") from None
+        def rows(template):
+            return conn.execute(_composed(template, ledger, dedupe)).fetchall()
+        effects, distinct, total = rows(LEDGER_TOTALS)[0]
+        dups = rows(LEDGER_DUPLICATES)
+        out = LedgerRecount(int(effects), int(distinct), int(total), sum(int(n) - 1 for _, n in dups),
+                            [r[0] for r in dups], [r[0] for r in rows(MISSING)], [r[0] for r in rows(STRAY)],
+                            [r[0] for r in rows(WRONG_AMOUNT)])
+        if dedupe:
+            keys, hits = rows(DEDUPE_TOTALS)[0]
+            out.dedupe_keys, out.dedupe_hits = int(keys), int(hits)
+        return out
 
 
 @dataclass
@@ -238,27 +250,21 @@ class ServiceRecount:
 def recount_service(dsn: str, rows_table: str, outbox_table: str | None, events: TopicRead) -> ServiceRecount:
     """A service's rows (and outbox) in plain SQL, against the keys of its events topic read afresh."""
     keys = [k for k in events.ids if k is not None]
-    try:
-        with psycopg.connect(dsn, connect_timeout=10) as conn:
-            conn.execute("create temporary table events (message_id text primary key) on commit drop")
-            with conn.cursor().copy("copy events (message_id) from stdin") as cp:
-                for k in keys:
-                    cp.write_row((k,))
-            rows, _ids = conn.execute(_composed(ROWS_TOTALS, r=rows_table)).fetchone()
-            unpublished = [r[0] for r in conn.execute(_composed(UNPUBLISHED, r=rows_table)).fetchall()]
-            row_ids = {r[0] for r in conn.execute(_composed("select message_id from {r}", r=rows_table)).fetchall()}
-            out = ServiceRecount(int(rows), events.records, unpublished, sorted(k for k in keys if k not in row_ids),
-                                 sum(n - 1 for n in events.ids.values() if n > 1),
-                                 sorted(str(k) for k, n in events.ids.items() if n > 1))
-            if outbox_table:
-                total, unsent = conn.execute(_composed(OUTBOX_TOTALS, o=outbox_table)).fetchone()
-                out.outbox_rows, out.outbox_unsent = int(total), int(unsent)
-            conn.rollback()
-            return out
-    except psycopg.errors.UndefinedTable as e:
-        raise DataGone(redact(str(e).splitlines()[0])) from None
-    except psycopg.Error as e:
-        raise Unreadable(f"PostgreSQL: {redact(str(e).splitlines()[0] if str(e) else repr(e))}") from None
+    with _recounting(dsn) as conn:
+        conn.execute("create temporary table events (message_id text primary key) on commit drop")
+        with conn.cursor().copy("copy events (message_id) from stdin") as cp:
+            for k in keys:
+                cp.write_row((k,))
+        rows, _ids = conn.execute(_composed(ROWS_TOTALS, r=rows_table)).fetchone()
+        unpublished = [r[0] for r in conn.execute(_composed(UNPUBLISHED, r=rows_table)).fetchall()]
+        row_ids = {r[0] for r in conn.execute(_composed("select message_id from {r}", r=rows_table)).fetchall()}
+        out = ServiceRecount(int(rows), events.records, unpublished, sorted(k for k in keys if k not in row_ids),
+                             sum(n - 1 for n in events.ids.values() if n > 1),
+                             sorted(str(k) for k, n in events.ids.items() if n > 1))
+        if outbox_table:
+            total, unsent = conn.execute(_composed(OUTBOX_TOTALS, o=outbox_table)).fetchone()
+            out.outbox_rows, out.outbox_unsent = int(total), int(unsent)
+        return out
 
 
 @dataclass
@@ -270,18 +276,12 @@ class AccountsRecount:
 def recount_accounts(dsn: str, accounts_table: str, sent: dict, sent_accounts: dict) -> AccountsRecount:
     """Each account's balance (plain SQL over the accounts table) and what it should be: the payments read
     from the input topic (id -> amount, id -> account) become a temporary table, summed per account."""
-    try:
-        with psycopg.connect(dsn, connect_timeout=10) as conn:
-            conn.execute("create temporary table sent (message_id text primary key, amount bigint, account text) "
-                         "on commit drop")
-            with conn.cursor().copy("copy sent (message_id, amount, account) from stdin") as cp:
-                for i, amount in sent.items():
-                    cp.write_row((i, amount if isinstance(amount, int) else None, sent_accounts.get(i)))
-            balances = {r[0]: int(r[1]) for r in conn.execute(_composed(ACCOUNT_BALANCES, a=accounts_table)).fetchall()}
-            expected = {r[0]: int(r[1]) for r in conn.execute(ACCOUNT_EXPECTED).fetchall()}
-            conn.rollback()
-            return AccountsRecount(balances, expected)
-    except psycopg.errors.UndefinedTable as e:
-        raise DataGone(redact(str(e).splitlines()[0])) from None
-    except psycopg.Error as e:
-        raise Unreadable(f"PostgreSQL: {redact(str(e).splitlines()[0] if str(e) else repr(e))}") from None
+    with _recounting(dsn) as conn:
+        conn.execute("create temporary table sent (message_id text primary key, amount bigint, account text) "
+                     "on commit drop")
+        with conn.cursor().copy("copy sent (message_id, amount, account) from stdin") as cp:
+            for i, amount in sent.items():
+                cp.write_row((i, amount if isinstance(amount, int) else None, sent_accounts.get(i)))
+        balances = {r[0]: int(r[1]) for r in conn.execute(_composed(ACCOUNT_BALANCES, a=accounts_table)).fetchall()}
+        expected = {r[0]: int(r[1]) for r in conn.execute(ACCOUNT_EXPECTED).fetchall()}
+        return AccountsRecount(balances, expected)
