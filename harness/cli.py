@@ -52,20 +52,26 @@ def cli():
 
 
 @cli.command()
+@click.option("--brokers", type=int, default=None, metavar="N",
+              help="Kafka nodes: 1, or 3 for a KRaft cluster (replication factor 3, min.insync.replicas 2) "
+                   "that broker faults need. The state folder remembers it for run, status and down.  [default: 1]")
 @stack_options
-def up(stack_kind, bootstrap_servers, postgres_dsn):
-    """Start Kafka and PostgreSQL (or reuse them), and wait until both answer.
+def up(brokers, stack_kind, bootstrap_servers, postgres_dsn):
+    """Start Kafka and PostgreSQL (or reuse them), and wait until all answer.
 
     The local stack runs as processes under the state folder ($HARNESS_HOME,
     default .harness/): Kafka resolved from Maven Central with mvn on first
-    use, PostgreSQL from Debian's server binaries.
+    use, PostgreSQL from Debian's server binaries. With --brokers 3 Kafka is
+    three processes from the same jars, each a broker and a KRaft controller
+    with its own folder and ports on 127.0.0.1.
 
     \b
-    Example:
+    Examples:
       harness up && harness status
+      harness up --brokers 3      # then: harness run eos --fault broker-kill
     """
     from .stack.resolve import get_stack
-    stack, _ = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=_say, hold=True)
+    stack, _ = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=_say, hold=True, brokers=brokers)
     for note in stack.notes:
         _say(note)
     click.echo(f"{stack.kind} stack ready: kafka {stack.bootstrap_servers}, postgres "
@@ -111,6 +117,8 @@ def status(as_json, stack_kind, bootstrap_servers, postgres_dsn):
         click.echo(f"bootstrap_servers: {pub['bootstrap_servers']}")
         click.echo(f"postgres_dsn:      {pub['postgres_dsn']}")
         click.echo(f"kafka version:     {pub['kafka_version'] or 'unknown'}")
+        if pub.get("brokers", 1) > 1:
+            click.echo(f"kafka brokers:     {pub['brokers']} (KRaft, broker and controller on each node)")
         click.echo(f"postgres version:  {pub['postgres_version'] or 'unknown'}")
         running = {k: v for k, v in pub["pids"].items() if v is not None}
         if running:
@@ -148,7 +156,7 @@ def env_cmd(as_json, stack_kind, bootstrap_servers, postgres_dsn):
 @cli.command()
 @click.option("--purge", is_flag=True, help="Also delete Kafka's and PostgreSQL's data.")
 def down(purge):
-    """Stop the Kafka and PostgreSQL that this state folder started.
+    """Stop the Kafka (every node) and PostgreSQL that this state folder started.
 
     Only processes whose pid record matches (pid, start time, our own config or
     data path) are signalled. External clusters are never touched.
