@@ -154,6 +154,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     faults = params.check_faults(exp)
     if params.fresh_transactional_id and not params.transaction_timeout_ms:
         params.transaction_timeout_ms = FRESH_ID_TRANSACTION_TIMEOUT_MS
+    for f in faults:
+        f.check_stack(stack)          # e.g. a broker fault needs the 3-broker cluster: say so before creating anything
     run_id = run_id or new_run_id(exp.name)
     names = RunNames(run_id)
     run_dir = claim_run_dir(Path(out) if out else reports_dir() / run_id)
@@ -215,7 +217,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         audit = audit_run(exp, stack, names, r.amounts, positions, r.progress.committed,
                           finished=result.status == "complete")
         report = assemble(r, faults, launch.reports_deliveries if launch else False, result, crashes, audit,
-                          stalls=watcher.stalls(crashes) if watcher else None)
+                          stalls=watcher.stalls(crashes) if watcher else None,
+                          stall_of=watcher.stalls if watcher else None)
         write_all(report, run_dir)
     return report, run_dir
 

@@ -24,6 +24,12 @@ class Launch:
     standby: bool = True                   # workers understand --standby (a warm spare per slot)
 
 
+def transactional_id_of(run, slot_index: int, attempt: int) -> str:
+    """The transactional.id of a worker slot's attempt (a fresh one per attempt with --fresh-transactional-id)."""
+    tid = run.names.transactional_id(slot_index)
+    return tid + f"-attempt-{attempt}" if run.params.fresh_transactional_id else tid
+
+
 def assign_partitions(partitions: int, workers: int) -> list[list[int]]:
     """Partition p goes to worker slot p % workers; slots without a partition are not started."""
     slots = [[p for p in range(partitions) if p % workers == w] for w in range(workers)]
@@ -51,10 +57,8 @@ class PythonWorkers:
             if exp.stores.dedupe:
                 cmd += ["--dedupe", names.dedupe_table]
             if exp.stores.output:
-                tid = names.transactional_id(slot.index)
-                if p.fresh_transactional_id:
-                    tid += f"-attempt-{slot.attempt}"
-                cmd += ["--output-topic", names.output_topic, "--transactional-id", tid]
+                cmd += ["--output-topic", names.output_topic,
+                        "--transactional-id", transactional_id_of(run, slot.index, slot.attempt)]
             if p.transaction_timeout_ms:
                 cmd += ["--transaction-timeout-ms", str(p.transaction_timeout_ms)]
             if p.commit_interval_ms:

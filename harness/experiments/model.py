@@ -71,7 +71,8 @@ class Experiment:
     default_faults: tuple = ("planned-crash",)
     options: tuple = ()              # experiment-only run options this experiment accepts, e.g. ("effect",)
     variants: dict = field(default_factory=dict)   # option value -> changes, e.g. {"effect=postgres": {...}}
-    suite: dict = field(default_factory=dict)      # in the suite: {"args": [...], "weight": launch order weight}
+    suite: dict = field(default_factory=dict)      # in the suite: {"args": [...], "weight": ..., "group": ...}
+    leader: str = "input"            # whose leader `--fault leader-kill` kills: input, output or coordinator
 
     # -- derived -------------------------------------------------------------------------------
     def point(self, name: str) -> KillPoint | None:

@@ -4,11 +4,12 @@ and ticks the faults. `build` turns a run's options into its list of faults."""
 
 from ..errors import HarnessError
 from .base import Fault, parse_spec
+from .broker import BrokerKill, BrokerPause, LeaderKill
 from .planned import PlannedCrash
 from .random_kill import RandomKill
 from .zombie import ZombiePause
 
-FAULTS = {f.name: f for f in (PlannedCrash, RandomKill, ZombiePause)}
+FAULTS = {f.name: f for f in (PlannedCrash, RandomKill, ZombiePause, BrokerKill, BrokerPause, LeaderKill)}
 
 
 def help_text() -> str:

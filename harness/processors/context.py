@@ -81,6 +81,24 @@ class KillSwitch:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _retrying(call, within_s: float = REQUEST_TIMEOUT_S):
+    """`call()`, again after a retriable error (a leader that just moved: NOT_LEADER_FOR_PARTITION while a
+    broker is down) until `within_s` has passed; then the error is raised."""
+    from confluent_kafka import KafkaError, KafkaException
+    passing = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._TIMED_OUT,
+               KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+               KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError._TRANSPORT, KafkaError._WAIT_COORD}
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            return call()
+        except KafkaException as e:
+            err = e.args[0]
+            if not (err.retriable() or err.code() in passing) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def _ids(x) -> list[str]:
     return list(x()) if callable(x) else ids(x)
 
@@ -127,10 +145,10 @@ class WorkerContext:
         """
         from confluent_kafka import TopicPartition, OFFSET_BEGINNING
         tps = [TopicPartition(self.input_topic, p) for p in self.args.partitions]
-        committed = self.consumer.committed(tps, timeout=REQUEST_TIMEOUT_S)
+        committed = _retrying(lambda: self.consumer.committed(tps, timeout=REQUEST_TIMEOUT_S))
         for tp in committed:
-            low, high = self.consumer.get_watermark_offsets(TopicPartition(self.input_topic, tp.partition),
-                                                            timeout=REQUEST_TIMEOUT_S)
+            low, high = _retrying(lambda: self.consumer.get_watermark_offsets(
+                TopicPartition(self.input_topic, tp.partition), timeout=REQUEST_TIMEOUT_S))
             self.high[tp.partition] = high
             self.committed[tp.partition] = tp.offset if tp.offset >= 0 else low
             if tp.offset < 0:

@@ -121,15 +121,18 @@ def capped(ids) -> list:
     return list(ids or [])[:MAX_IDS]
 
 
-def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, audit, stalls) -> RunReport:
+def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, audit, stalls,
+             stall_of=None) -> RunReport:
     """The report's data, from the run's declaration, its faults, the crash log and the audit."""
     params, exp, names, stack = r.params, r.exp, r.names, r.stack
     fault_details = {f.name: f.story(result.events) for f in faults}
     deaths = list(result.unplanned_deaths)
     inflight_max = params.messages if params.commit_interval_ms else params.commit_every
+    aborts = [e for e in result.events if e.get("event") in ("txn_aborted", "fenced")]
     pred = predict(exp, crashes, inflight_max,
                    interruptions=sum(f.interruptions(fault_details[f.name]) for f in faults) + len(deaths)
-                   + result.killed_at_end)
+                   + result.killed_at_end, aborts=aborts,
+                   loosened=any(f.bounds_aborts(fault_details[f.name]) for f in faults), params=params)
     observed = dict(audit.metrics)
     for f in faults:
         observed.update(f.observed(fault_details[f.name]))
@@ -156,6 +159,12 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
                        for iso in ("read_committed", "read_uncommitted")} if exp.stores.output else None))
     crash_rows = crash_entries(crashes, restart_seconds(crashes, result.events), stalls)
     fault_rows = sorted((e for f in faults for e in f.entries(crashes, result.events)), key=lambda e: e.get("time") or 0)
+    if stall_of is not None:
+        # Per fault that is not a crash (those have their own): how long read_committed readers of the
+        # output saw nothing new after it (any partition: a broker fault is not one worker's).
+        others = [row for row in fault_rows if row["fault"] not in CRASH_FAULTS]
+        for row, stall in zip(others, stall_of([{"time": row.get("time")} for row in others])):
+            row["read_committed_stall_seconds"] = stall
     ko = None
     if audit.output:
         ko = {iso: {"records": audit.output[iso].effects, "duplicates": audit.output[iso].duplicates,

@@ -63,15 +63,16 @@ class RunReport:
         """(metric, observed, predicted) rows, formatted, shared by Markdown, HTML and terminal."""
         d = self.data
         c, p, led = d["counts"], d["predicted"], d["ledger"]
+        head = "ledger." if (d.get("stack") or {}).get("ledger_table") else "kafka.read_committed."
         rows = [("sent", fmt(c["sent"]), ""),
                 ("deliveries", fmt(c.get("deliveries")), ""),
                 ("effects", fmt(c["effects"]), ""),
-                ("duplicates", fmt(c["duplicates"]), _pred(p, "duplicates")),
-                ("lost", fmt(c["lost"]), _pred(p, "lost"))]
+                ("duplicates", fmt(c["duplicates"]), _pred(p, "duplicates", head)),
+                ("lost", fmt(c["lost"]), _pred(p, "lost", head))]
         if c.get("unprocessed"):
             rows.append(("not yet processed", fmt(c["unprocessed"]), ""))
         if c.get("dedupe_hits") is not None:
-            rows.append(("dedupe hits", fmt(c["dedupe_hits"]), _pred(p, "dedupe_hits")))
+            rows.append(("dedupe hits", fmt(c["dedupe_hits"]), _pred(p, "dedupe_hits", "ledger.")))
         if led.get("actual_total") is not None:
             rows.append(("ledger total", fmt(led["actual_total"]), f"expected {fmt(led['expected_total'])}"))
         ko = d.get("kafka_output")
@@ -93,11 +94,15 @@ class RunReport:
         return self.data.get("summary", "")
 
 
-def _pred(p: dict, key: str) -> str:
+def _pred(p: dict, key: str, prefix: str | None = None) -> str:
+    """The predicted value, with `<= ` when it is a bound: as its expectation says (`prefix` + key), else
+    as the prediction as a whole is exact or not."""
     v = p.get(key)
     if v is None:
         return ""
-    return f"{'' if p.get('exact', True) else '<= '}{fmt(v)}"
+    ops = [t.split()[1] for t in p.get("expectations") or [] if prefix and t.split()[:1] == [prefix + key]]
+    bound = ops[0] == "<=" if ops else not p.get("exact", True)
+    return f"{'<= ' if bound else ''}{fmt(v)}"
 
 
 def _pred_kafka(p: dict, iso: str) -> str:

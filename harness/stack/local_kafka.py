@@ -79,6 +79,9 @@ CLUSTER_SETTINGS = {
     "default.replication.factor": "3",
     "min.insync.replicas": "2",
     "unclean.leader.election.enable": "false",
+    # A killed node is noticed by the controller after this (default 9 s), and its partitions move.
+    "broker.session.timeout.ms": "4000",
+    "broker.heartbeat.interval.ms": "500",
     # Three JVMs share two cores: fewer threads each.
     "num.io.threads": "2",
     "num.replica.fetchers": "1",
