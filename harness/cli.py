@@ -191,7 +191,9 @@ def _fault_help() -> str:
              "  harness run offset-before\n"
              "  harness run offset-after --commit-every 10 --kill-point any\n"
              "  harness run dedupe --partitions 3 --workers 2 --kill-mode random\n"
-             "  harness run eos --fault random-kill:kills=5")
+             "  harness run eos --fault random-kill:kills=5\n"
+             "  harness run eos --fault planned-crash --fault broker-kill:count=2   # after harness up --brokers 3\n"
+             "  harness run producer --idempotence off --fault broker-pause")
 @click.argument("experiment")
 @click.option("--messages", type=int, default=1000, show_default=True, help="Payments to produce.")
 @click.option("--amount", type=int, default=100, show_default=True, help="Amount of each payment.")
@@ -210,7 +212,8 @@ def _fault_help() -> str:
                    "or `any` for a seeded point per crash. Default: the experiment's own.")
 @click.option("--fault", "fault_specs", multiple=True, metavar="NAME[:k=v,...]",
               help="A fault to inject (repeatable; replaces the experiment's default faults): "
-                   "planned-crash[:rate=R,point=P], random-kill[:kills=N], zombie[:pause=S].")
+                   "planned-crash[:rate=R,point=P], random-kill[:kills=N], zombie[:pause=S]; on the 3-broker "
+                   "cluster: broker-kill, broker-pause, leader-kill[:count=N,every=S,down=S].")
 @click.option("--commit-interval-ms", type=int, default=None,
               help="eos family: commit the transaction at least this often (instead of every N records).")
 @click.option("--effect", type=click.Choice(["none", "postgres"]), default="none", show_default=True,
@@ -222,6 +225,12 @@ def _fault_help() -> str:
               help="eos family: the producers' transaction.timeout.ms (default 60000; 10000 with --fresh-transactional-id).")
 @click.option("--zombie-pause", type=float, default=None,
               help="zombie: seconds the worker stays frozen before its replacement starts.  [default: 3]")
+@click.option("--idempotence", type=click.Choice(["on", "off"]), default=None,
+              help="producer only: enable.idempotence of the producer under test.  [default: on; off with --acks 1]")
+@click.option("--acks", type=click.Choice(["1", "all"]), default=None,
+              help="producer only: acks of the producer under test.  [default: all]")
+@click.option("--max-in-flight", type=int, default=None,
+              help="producer only: max.in.flight.requests.per.connection of the producer under test.  [default: 5]")
 @click.option("--payload-bytes", type=int, default=0, help="Pad each payment's JSON value to about this many bytes.")
 @click.option("--time-limit", type=float, default=600, show_default=True,
               help="Seconds before a stuck run is stopped and reported as incomplete.")
@@ -232,7 +241,7 @@ def _fault_help() -> str:
 @stack_options
 def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers, kill_mode, kills,
         kill_point, fault_specs, commit_interval_ms, effect, fresh_transactional_id, transaction_timeout_ms,
-        zombie_pause, payload_bytes, time_limit, out, keep_stack, quiet, stack_kind,
+        zombie_pause, idempotence, acks, max_in_flight, payload_bytes, time_limit, out, keep_stack, quiet, stack_kind,
         bootstrap_servers, postgres_dsn):
     """Run one experiment: produce payments, crash workers, audit, judge, report.
 
@@ -246,7 +255,8 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
     from .runner import EXIT_CODES
     params = RunParams(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers,
                        kill_mode, kills, kill_point, time_limit, commit_interval_ms, payload_bytes,
-                       effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause, list(fault_specs))
+                       effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause, list(fault_specs),
+                       idempotence=idempotence, acks=acks, max_in_flight=max_in_flight)
     params.validate()
     from pathlib import Path
     from .paths import reports_dir
@@ -424,7 +434,7 @@ def experiments_cmd(as_json):
     for e in REGISTRY.values():
         click.echo(f"{e.name}: {e.proves}")
         click.echo(f"  steps: {e.steps_text()}")
-        click.echo(f"  stores: {', '.join(e.stores.names())}; faults: {', '.join(e.default_faults)}")
+        click.echo(f"  stores: {', '.join(e.stores.names())}; faults: {', '.join(e.default_faults) or 'none unless --fault names them'}")
         for p in e.kill_points:
             mark = " (default)" if p.name == e.default_point else ""
             click.echo(f"  kill point {p.name}{mark}: after {p.after}, before {p.before or '(last step)'}: {p.says}")

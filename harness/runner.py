@@ -21,6 +21,7 @@ from pathlib import Path
 
 from . import experiments, kafka_logging
 from .checker.audit import audit_run
+from .checker.deliveries import FILE_NAME as DELIVERIES, read as read_deliveries
 from .checker.output_watcher import OutputWatcher
 from .experiments.launch import PythonWorkers
 from .faults import crashlog
@@ -215,7 +216,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         if watcher:
             watcher.stop()
         audit = audit_run(exp, stack, names, r.amounts, positions, r.progress.committed,
-                          finished=result.status == "complete")
+                          finished=result.status == "complete",
+                          deliveries=read_deliveries(run_dir / DELIVERIES) if exp.stores.deliveries else None)
         report = assemble(r, faults, launch.reports_deliveries if launch else False, result, crashes, audit,
                           stalls=watcher.stalls(crashes) if watcher else None,
                           stall_of=watcher.stalls if watcher else None)

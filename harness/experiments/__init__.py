@@ -1,6 +1,6 @@
 """The experiment registry: every experiment, declared once, in the order reports show them.
 
-Each family has its own module (offsets, dedupe, eos, kafka_streams) that
+Each family has its own module (offsets, dedupe, eos, kafka_streams, producer) that
 declares its experiments with `model.Experiment`: steps, kill points and
 their damage, stores, predictors, worker loop. Everything else (the runner,
 the checker, the reports, the suite, `harness experiments`, `--help`) reads
@@ -13,9 +13,10 @@ from .eos import EOS, EOS_BOUNDARY, EOS_DEDUPE, ZOMBIE
 from .kafka_streams import EOS_STREAMS
 from .model import ANY, Experiment
 from .offsets import OFFSET_AFTER, OFFSET_BEFORE
+from .producer import PRODUCER
 
 REGISTRY: dict[str, Experiment] = {e.name: e for e in (
-    OFFSET_BEFORE, OFFSET_AFTER, DEDUPE, EOS, EOS_BOUNDARY, EOS_DEDUPE, EOS_STREAMS, ZOMBIE)}
+    OFFSET_BEFORE, OFFSET_AFTER, DEDUPE, EOS, EOS_BOUNDARY, EOS_DEDUPE, EOS_STREAMS, ZOMBIE, PRODUCER)}
 
 
 def names() -> list[str]:

@@ -50,10 +50,11 @@ class KillPoint:
 class Stores:
     ledger: bool = False             # harness.ledger_<run>: one row per applied effect
     dedupe: bool = False             # harness.dedupe_<run>: the idempotency keys
-    output: bool = False             # harness.<run>.output: the transactional output topic
+    output: bool = False             # harness.<run>.output: the output topic (transactional, unless a producer test)
+    deliveries: bool = False         # the producer under test's delivery log (<run>/deliveries.jsonl)
 
     def names(self) -> list[str]:
-        return [n for n in ("ledger", "dedupe", "output") if getattr(self, n)]
+        return [n for n in ("ledger", "dedupe", "output", "deliveries") if getattr(self, n)]
 
 
 @dataclass(frozen=True)

@@ -259,8 +259,8 @@ class LeaderKill(BrokerFault):
         of = self.of or exp.leader
         if of == "output" and not exp.stores.output:
             return "an output topic"
-        if of == "coordinator" and not (exp.stores.output and exp.loop):
-            return "a transactional Python worker"
+        if of == "coordinator" and exp.leader != "coordinator":
+            return "a transactional Python worker (a transaction coordinator to kill)"
         return None
 
     def setup(self, run) -> None:

@@ -171,6 +171,10 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
                     "lost": audit.output[iso].lost, "unprocessed": audit.output[iso].unprocessed}
               for iso in ("read_committed", "read_uncommitted")}
         ko["aborted_records"] = audit.output["aborted_records"]
+        if "producer.acked" in audit.metrics:      # a producer under test: what its delivery reports said
+            ko["delivery_log"] = {"acked": audit.metrics["producer.acked"], "unacked": audit.metrics["producer.unacked"],
+                              "reordered": audit.metrics["producer.reordered"],
+                              "reordered_ids": capped(audit.evidence.ids.get("producer.reordered"))}
     data = {
         "schema_version": SCHEMA_VERSION,
         "run_id": names.run_id,
@@ -237,6 +241,10 @@ def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
         rc, ru = ko["read_committed"], ko["read_uncommitted"]
         parts.append(f"read_committed output {_n(rc['records'])} records with {_n(rc['duplicates'])} duplicates and "
                      f"{_n(rc['lost'])} lost; read_uncommitted {_n(ru['records'])} records")
+    prod = (ko or {}).get("delivery_log")
+    if prod:
+        parts.append(f"the producer under test had {_n(prod['acked'])} records acknowledged "
+                     f"({_n(prod['unacked'])} never acknowledged) and {_n(prod['reordered'])} reordered")
     if c.get("unprocessed"):
         parts.append(f"{c['unprocessed']:,} payments not yet processed when the run stopped (not counted as lost)")
     faults = f"after {n:,} crashes" if n else "with no planned crash"

@@ -81,6 +81,11 @@ class RunReport:
                 k = ko[iso]
                 rows.append((f"output {iso}", f"{fmt(k['records'])} records, {fmt(k['duplicates'])} dup, "
                              f"{fmt(k['lost'])} lost", _pred_kafka(p, iso)))
+            prod = ko.get("delivery_log")
+            if prod:
+                rows.append(("acknowledged", fmt(prod["acked"]), f"{fmt(prod['unacked'])} never acknowledged"))
+                rows.append(("reordered", fmt(prod["reordered"]), _pred(_values(p, "producer.reordered"),
+                                                                       "reordered", "producer.")))
         rows.append(("crashes", fmt(len(d["crashes"])), ""))
         others = [f for f in d.get("faults") or [] if f.get("fault") not in CRASH_FAULTS]
         if others:
@@ -105,12 +110,25 @@ def _pred(p: dict, key: str, prefix: str | None = None) -> str:
     return f"{'<= ' if bound else ''}{fmt(v)}"
 
 
+def _values(p: dict, metric: str) -> dict:
+    """The prediction of one metric as `_pred` reads it: {key: value, expectations, exact}."""
+    for t in p.get("expectations") or []:
+        parts = t.split()
+        if parts[:1] == [metric] and len(parts) == 3:
+            return {metric.rpartition(".")[2]: int(parts[2]), "expectations": [t], "exact": parts[1] == "=="}
+    return {}
+
+
 def _pred_kafka(p: dict, iso: str) -> str:
     k = (p.get("kafka_output") or {}).get(iso)
     if not k or k.get("duplicates") is None:
         return ""
-    op = "" if p.get("exact", True) or iso == "read_committed" else "<= "
-    return f"{op}{fmt(k['duplicates'])} dup, {fmt(k['lost'])} lost"
+
+    def op(metric: str) -> str:
+        ops = [t.split()[1] for t in p.get("expectations") or [] if t.split()[:1] == [f"kafka.{iso}.{metric}"]]
+        bound = ops[0] == "<=" if ops else not (p.get("exact", True) or iso == "read_committed")
+        return "<= " if bound else ""
+    return f"{op('duplicates')}{fmt(k['duplicates'])} dup, {op('lost')}{fmt(k['lost'])} lost"
 
 
 def fmt(v) -> str:
