@@ -111,8 +111,8 @@ class ComposeBrokers:
             try:
                 import docker
             except ImportError:
-                raise HarnessError("broker faults on the compose stack need the Docker SDK: "
-                                   "install the harness with its [docker] extra (the `docker` package)")
+                raise HarnessError("broker faults on the compose stack need the Docker SDK (the `docker` "
+                                   "package, one of the harness's dependencies): install it")
             client = docker.from_env(timeout=30)
         self.client, self.project = client, project
 
