@@ -87,7 +87,8 @@ def _retrying(call, within_s: float = REQUEST_TIMEOUT_S):
     from confluent_kafka import KafkaError, KafkaException
     passing = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._TIMED_OUT,
                KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
-               KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError._TRANSPORT, KafkaError._WAIT_COORD}
+               KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError._TRANSPORT, KafkaError._WAIT_COORD,
+               KafkaError._DESTROY_BROKER}
     deadline = time.monotonic() + within_s
     while True:
         try:
