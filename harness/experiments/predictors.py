@@ -23,7 +23,9 @@ those may or may not have reached the log, so once a broker fault struck (or
 any abort was seen) the aborted copies and what aborts redo are upper bounds
 (described crashes + what each abort event lists, + the record in hand whose
 ledger row was written just before the produce failed). read_committed stays
-exact: that is the promise under test.
+exact: that is the promise under test. Experiments without an output topic
+stay exact under broker faults: a failed offset commit or fetch kills the
+worker, and a death no crash record describes already makes a bound.
 """
 
 from __future__ import annotations
@@ -188,7 +190,9 @@ def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int 
     described (a zombie's freeze, a death no fault caused): like undescribed crashes, they turn the
     numbers a crash can change into bounds. `aborts`: the workers' abort events; `loosened`: a
     broker fault struck. `params`: the run's options, for predictors that depend on them."""
-    facts = CrashFacts(crashes, inflight_max, interruptions, list(aborts or []), loosened, params)
+    # Only an experiment that writes Kafka output can have a transaction (or a produce) a broker fault
+    # undoes behind its back; a consumer that commits offsets either succeeds or dies, and a death is counted.
+    facts = CrashFacts(crashes, inflight_max, interruptions, list(aborts or []), loosened and exp.stores.output, params)
     p = Prediction(exact=facts.exact)
     for pr in exp.predictors:
         pr.add(p, facts, exp)

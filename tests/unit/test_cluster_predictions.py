@@ -46,6 +46,11 @@ def test_a_broker_fault_makes_aborted_copies_a_bound_and_keeps_read_committed_ex
     assert ex(q)["kafka.read_uncommitted.duplicates"] == ("<=", 1)
 
 
+def test_consumer_experiments_stay_exact_under_broker_faults():
+    p = predict(get("offset-after"), [crash("a", "after-effect-before-commit", unacked=["a"])], loosened=True)
+    assert p.exact and ex(p)["ledger.duplicates"] == ("==", 1)
+
+
 def test_an_abort_redoes_its_ledger_rows_and_perhaps_the_record_in_hand():
     aborts = [{"event": "txn_aborted", "produced": ["x"], "unacked": ["x"]}]
     e = ex(predict(get("eos-boundary"), [], aborts=aborts, loosened=True))
