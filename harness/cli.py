@@ -225,6 +225,12 @@ def _fault_help() -> str:
               help="eos family: the producers' transaction.timeout.ms (default 60000; 10000 with --fresh-transactional-id).")
 @click.option("--zombie-pause", type=float, default=None,
               help="zombie: seconds the worker stays frozen before its replacement starts.  [default: 3]")
+@click.option("--assignment", type=click.Choice(["assign", "group"]), default="assign", show_default=True,
+              help="Consumer experiments: assign (each worker a fixed set of partitions: fastest restarts) or "
+                   "group (subscribe as members of the run's group: partitions move when workers die and return).")
+@click.option("--group-protocol", type=click.Choice(["classic", "consumer"]), default=None,
+              help="With --assignment group: the classic protocol (1 s session) or KIP-848's consumer protocol.  "
+                   "[default: classic]")
 @click.option("--idempotence", type=click.Choice(["on", "off"]), default=None,
               help="producer only: enable.idempotence of the producer under test.  [default: on; off with --acks 1]")
 @click.option("--acks", type=click.Choice(["1", "all"]), default=None,
@@ -241,7 +247,7 @@ def _fault_help() -> str:
 @stack_options
 def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers, kill_mode, kills,
         kill_point, fault_specs, commit_interval_ms, effect, fresh_transactional_id, transaction_timeout_ms,
-        zombie_pause, idempotence, acks, max_in_flight, payload_bytes, time_limit, out, keep_stack, quiet, stack_kind,
+        zombie_pause, assignment, group_protocol, idempotence, acks, max_in_flight, payload_bytes, time_limit, out, keep_stack, quiet, stack_kind,
         bootstrap_servers, postgres_dsn):
     """Run one experiment: produce payments, crash workers, audit, judge, report.
 
@@ -256,7 +262,8 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
     params = RunParams(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers,
                        kill_mode, kills, kill_point, time_limit, commit_interval_ms, payload_bytes,
                        effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause, list(fault_specs),
-                       idempotence=idempotence, acks=acks, max_in_flight=max_in_flight)
+                       idempotence=idempotence, acks=acks, max_in_flight=max_in_flight,
+                       assignment=assignment, group_protocol=group_protocol)
     params.validate()
     from pathlib import Path
     from .paths import reports_dir

@@ -53,6 +53,8 @@ class RunParams:
     idempotence: str | None = None          # the producer experiment: on | off (None: on, off with --acks 1)
     acks: str | None = None                 # the producer experiment: 1 | all (None: all)
     max_in_flight: int | None = None        # the producer experiment: max.in.flight.requests.per.connection
+    assignment: str = "assign"              # consumer experiments: assign (fixed partitions) | group (subscribe)
+    group_protocol: str | None = None       # with --assignment group: classic | consumer (None: classic)
 
     def validate(self) -> None:
         exp = experiments.get(self.experiment)
@@ -87,6 +89,17 @@ class RunParams:
                 and "idempotence" in exp.options:
             raise HarnessError("--max-in-flight above 5 needs --idempotence off: an idempotent producer keeps order "
                                "and drops retried duplicates with at most 5 requests in flight")
+        if self.assignment not in ("assign", "group"):
+            raise HarnessError(f"--assignment must be assign or group, got {self.assignment!r}")
+        if self.assignment == "group" and "assignment" not in exp.options:
+            takers = [e.name for e in experiments.REGISTRY.values() if "assignment" in e.options]
+            raise HarnessError(f"--assignment group applies to {', '.join(takers)} only; {exp.name} assigns "
+                               f"its partitions itself")
+        if self.group_protocol is not None:
+            if self.group_protocol not in ("classic", "consumer"):
+                raise HarnessError(f"--group-protocol must be classic or consumer, got {self.group_protocol!r}")
+            if self.assignment != "group":
+                raise HarnessError("--group-protocol applies to --assignment group")
         if self.messages > MAX_MESSAGES:
             raise HarnessError(f"--messages must be at most {MAX_MESSAGES:,}, got {self.messages:,}")
         for name in ("kills", "payload_bytes"):

@@ -63,6 +63,8 @@ class PythonWorkers:
                 cmd += ["--transaction-timeout-ms", str(p.transaction_timeout_ms)]
             if p.commit_interval_ms:
                 cmd += ["--commit-interval-ms", str(p.commit_interval_ms)]
+            if p.assignment == "group":
+                cmd += ["--assignment", "group", "--group-protocol", p.group_protocol or "classic"]
             return cmd + self.extra_args
 
         return Launch(command, {**os.environ, "HARNESS_WORKER_DSN": run.stack.postgres_dsn}, slots)

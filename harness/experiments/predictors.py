@@ -76,7 +76,7 @@ class CrashFacts:
     crashes: list
     inflight_max: int = 1      # the most records a worker holds unacknowledged (commit_every, or all with a commit interval)
     interruptions: int = 0     # faults that stopped a worker at an instant it did not choose (a zombie's freeze)
-    aborts: list = field(default_factory=list)   # txn_aborted / fenced events: transactions no crash record describes
+    aborts: list = field(default_factory=list)   # txn_aborted / fenced / commit_lost events: work no crash record describes
     loosened: bool = False     # a fault struck that can abort transactions unseen by crash records (a broker fault)
     params: object = None      # the run's options (RunParams), for predictors that depend on them
 
@@ -126,11 +126,12 @@ class LedgerPredictor:
         lost = set(facts.ids(self.acked_unapplied))
         if self.dedupe:
             p.expectations.append(Expectation("ledger.duplicates", 0))
-            _expect(p, facts, "ledger.dedupe_hits", len(again), DEDUPED in damage, self.unacked)
+            _expect(p, facts, "ledger.dedupe_hits", len(again), DEDUPED in damage or bool(facts.aborts), self.unacked)
             if facts.exact:
                 p.hit_counts = Counter(again)
         else:
-            _expect(p, facts, "ledger.duplicates", len(again), DUPLICATED in damage, self.unacked)
+            _expect(p, facts, "ledger.duplicates", len(again), DUPLICATED in damage or bool(facts.aborts),
+                    self.unacked)
             if facts.exact:
                 p.duplicate_counts = Counter(again)
         _expect(p, facts, "ledger.lost", len(lost), LOST in damage)

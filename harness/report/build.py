@@ -118,6 +118,21 @@ def timeline(samples, crashes: list[dict], events: list[dict], t0: float, faults
                        if f.get("time") and f["fault"] not in CRASH_FAULTS]}
 
 
+def group_story(protocol: str, events: list[dict], t0: float) -> dict:
+    """--assignment group: assignments and revocations per worker, from their events (times since t0)."""
+    assigned = [e for e in events if e.get("event") == "assigned"]
+    revoked = [e for e in events if e.get("event") == "revoked" and e.get("partitions")]
+    lost = [e for e in events if e.get("event") == "commit_lost"]
+    rows = [{"t": round(e["t"] - t0, 3), "event": e["event"], "worker": e.get("worker"), "attempt": e.get("attempt"),
+             "partitions": e.get("partitions"), **({"lost": True} if e.get("lost") else {})}
+            for e in assigned + revoked]
+    return {"protocol": protocol, "assignments": len(assigned), "revocations": len(revoked),
+            "revoked_partitions": sum(len(e["partitions"]) for e in revoked),
+            "lost_assignments": sum(1 for e in revoked if e.get("lost")), "commits_lost": len(lost),
+            "redelivered_at_most": sum(len(e.get("unacked") or []) for e in lost),
+            "events": sorted(rows, key=lambda r: r["t"])[:200]}
+
+
 def capped(ids) -> list:
     return list(ids or [])[:MAX_IDS]
 
@@ -129,7 +144,9 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     fault_details = {f.name: f.story(result.events) for f in faults}
     deaths = list(result.unplanned_deaths)
     inflight_max = params.messages if params.commit_interval_ms else params.commit_every
-    aborts = [e for e in result.events if e.get("event") in ("txn_aborted", "fenced")]
+    # Work undone behind the crash records' back: aborted transactions, and offsets a rebalance took away
+    # before they were committed (their records come again).
+    aborts = [e for e in result.events if e.get("event") in ("txn_aborted", "fenced", "commit_lost")]
     pred = predict(exp, crashes, inflight_max,
                    interruptions=sum(f.interruptions(fault_details[f.name]) for f in faults) + len(deaths)
                    + result.killed_at_end, aborts=aborts,
@@ -215,6 +232,8 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "restarts": result.restarts,
         "timeline": timeline(r.progress.samples, crashes, result.events, r.progress.t0, fault_rows),
     }
+    if params.assignment == "group":
+        data["consumer_group"] = group_story(params.group_protocol or "classic", result.events, r.progress.t0)
     data["summary"] = summarize(data, [f.sentence(fault_details[f.name]) + f.shortfall(crashes, fault_details[f.name])
                                        for f in faults])
     return RunReport(data)
@@ -257,6 +276,12 @@ def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
     med = d["timings"].get("read_committed_stall_median_seconds")
     if med is not None:
         text += f" read_committed readers of the crashed worker's output stalled {med:.2f} s (median) after each crash."
+    g = d.get("consumer_group")
+    if g:
+        text += (f" As members of a consumer group ({g['protocol']} protocol) the workers received "
+                 f"{g['assignments']} assignments and "
+                 f"{g['revocations']} revocations ({g['revoked_partitions']} partitions revoked, "
+                 f"{g['commits_lost']} commits lost to a rebalance).")
     deaths = d["verdict_detail"].get("unplanned_deaths") or []
     if deaths:
         text += f" {len(deaths)} worker death(s) no fault caused (see verdict_detail.unplanned_deaths)."

@@ -86,6 +86,10 @@ class RunReport:
                 rows.append(("acknowledged", fmt(prod["acked"]), f"{fmt(prod['unacked'])} never acknowledged"))
                 rows.append(("reordered", fmt(prod["reordered"]), _pred(_values(p, "producer.reordered"),
                                                                        "reordered", "producer.")))
+        g = d.get("consumer_group")
+        if g:
+            rows.append(("group rebalances", f"{fmt(g['assignments'])} assigned, {fmt(g['revocations'])} revoked",
+                         f"{fmt(g['commits_lost'])} commits lost"))
         rows.append(("crashes", fmt(len(d["crashes"])), ""))
         others = [f for f in d.get("faults") or [] if f.get("fault") not in CRASH_FAULTS]
         if others:
