@@ -76,7 +76,7 @@ class CrashFacts:
     crashes: list
     inflight_max: int = 1      # the most records a worker holds unacknowledged (commit_every, or all with a commit interval)
     interruptions: int = 0     # faults that stopped a worker at an instant it did not choose (a zombie's freeze)
-    aborts: list = field(default_factory=list)   # txn_aborted / fenced / commit_lost events: work no crash record describes
+    aborts: list = field(default_factory=list)   # txn_aborted/fenced/commit_lost: work no crash record describes
     loosened: bool = False     # a fault struck that can abort transactions unseen by crash records (a broker fault)
     params: object = None      # the run's options (RunParams), for predictors that depend on them
 

@@ -43,11 +43,12 @@ class RunReport:
 
     def parameter_rows(self) -> list[tuple[str, str]]:
         """The run's parameters as a person reads them: only options that were in force (an unset
-        option, a switched-off flag, `--effect none`, no padding are left out), named as on the
-        command line, with no Python spellings (None, True, [...])."""
+        option, a switched-off flag, `--effect none`, `--assignment assign`, no padding are left out),
+        named as on the command line, with no Python spellings (None, True, [...])."""
         rows = []
         for k, v in (self.data.get("params") or {}).items():
             if v is None or v is False or v == [] or v == "" or (k == "effect" and v == "none") \
+                    or (k == "assignment" and v == "assign") \
                     or (k == "payload_bytes" and v == 0):
                 continue
             if v is True:
