@@ -18,15 +18,34 @@ from .experiments import REGISTRY
 
 
 def stack_options(f):
-    """--stack / --bootstrap-servers / --postgres-dsn, shared by every command that needs a stack."""
+    """--stack / --bootstrap-servers / --postgres-dsn / --kafka-config[-file], shared by every command that
+    needs a stack. The Kafka client settings do not reach `f`: they are handed to harness.kafka_client,
+    which every Kafka client the command starts takes its config from."""
     @click.option("--stack", "stack_kind", default="local", show_default=True, envvar="HARNESS_STACK",
                   help="Which stack to start or use: local (processes, no Docker) or compose (Docker).")
     @click.option("--bootstrap-servers", envvar="HARNESS_BOOTSTRAP_SERVERS",
                   help="Use an existing Kafka at this address (with --postgres-dsn); the harness starts nothing.")
     @click.option("--postgres-dsn", envvar="HARNESS_POSTGRES_DSN",
                   help="Use an existing PostgreSQL (with --bootstrap-servers).")
+    @click.option("--kafka-config", "kafka_config", multiple=True, metavar="KEY=VALUE",
+                  help="A Kafka client setting in librdkafka's names (repeatable), for every client the harness "
+                       "starts, e.g. security.protocol=SASL_SSL; over those of --kafka-config-file.")
+    @click.option("--kafka-config-file", "kafka_config_file", envvar="HARNESS_KAFKA_CONFIG_FILE",
+                  type=click.Path(dir_okay=False), metavar="FILE",
+                  help="Kafka client settings, key=value lines (client.properties style, librdkafka names, "
+                       "as kcat -F reads). A local stack started with --auth scram needs none.")
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
+        return f(*args, **kwargs)
+    return takes_kafka_settings(wrapper)
+
+
+def takes_kafka_settings(f):
+    """`f` without the --kafka-config/--kafka-config-file arguments: they go to harness.kafka_client."""
+    @functools.wraps(f)
+    def wrapper(*args, kafka_config=(), kafka_config_file=None, **kwargs):
+        from . import kafka_client
+        kafka_client.request(kafka_client.from_options(kafka_config, kafka_config_file))
         return f(*args, **kwargs)
     return wrapper
 
@@ -55,8 +74,13 @@ def cli():
 @click.option("--brokers", type=int, default=None, metavar="N",
               help="Kafka nodes: 1, or 3 for a KRaft cluster (replication factor 3, min.insync.replicas 2) "
                    "that broker faults need. The state folder remembers it for run, status and down.  [default: 1]")
+@click.option("--auth", type=click.Choice(["none", "scram"]), default=None,
+              help="Local stack: how Kafka clients authenticate. scram: the only client listener is "
+                   "SASL_PLAINTEXT with SCRAM-SHA-512, the user and password are in $HARNESS_HOME/"
+                   "client.properties (0600), and the harness's own runs use that file; one broker only "
+                   "(not with --brokers 3). [default: what the stack was set up with, else none]")
 @stack_options
-def up(brokers, stack_kind, bootstrap_servers, postgres_dsn):
+def up(brokers, auth, stack_kind, bootstrap_servers, postgres_dsn):
     """Start Kafka and PostgreSQL (or reuse them), and wait until all answer.
 
     The local stack runs as processes under the state folder ($HARNESS_HOME,
@@ -68,15 +92,25 @@ def up(brokers, stack_kind, bootstrap_servers, postgres_dsn):
     \b
     Examples:
       harness up && harness status
-      harness up --brokers 3      # then: harness run eos --fault broker-kill
+      harness up --brokers 3        # then: harness run eos --fault broker-kill
+      harness up --auth scram       # SASL/SCRAM Kafka; settings in $HARNESS_HOME/client.properties
     """
+    from .stack.local import check_auth_size
     from .stack.resolve import get_stack
-    stack, _ = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=_say, hold=True, brokers=brokers)
+    if auth and (bootstrap_servers or postgres_dsn or stack_kind != "local"):
+        raise HarnessError("--auth sets up the local stack; an existing cluster takes --kafka-config instead")
+    check_auth_size(auth, brokers)
+    stack, _ = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=_say, hold=True, brokers=brokers,
+                         auth=auth)
     for note in stack.notes:
         _say(note)
-    click.echo(f"{stack.kind} stack ready: kafka {stack.bootstrap_servers}, postgres "
+    click.echo(f"{stack.kind} stack ready: kafka {stack.bootstrap_servers} ({stack.kafka_auth}), postgres "
                f"{stack.public()['postgres_dsn']}")
     if stack.kind == "local":
+        from .stack.local import client_properties_file
+        props = client_properties_file()
+        if props:
+            _say(f"Kafka client settings (0600): {props}")
         _say("kept running until `harness down`")
 
 
@@ -115,6 +149,7 @@ def status(as_json, stack_kind, bootstrap_servers, postgres_dsn):
         health = "healthy" if stack.healthy else f"NOT healthy: {' and '.join(down)} stopped" if down else "NOT healthy"
         click.echo(f"stack:             {pub['kind']} ({health})")
         click.echo(f"bootstrap_servers: {pub['bootstrap_servers']}")
+        click.echo(f"kafka auth:        {pub['kafka_auth']}")
         click.echo(f"postgres_dsn:      {pub['postgres_dsn']}")
         click.echo(f"kafka version:     {pub['kafka_version'] or 'unknown'}")
         if pub.get("brokers", 1) > 1:
@@ -139,9 +174,10 @@ def env_cmd(as_json, stack_kind, bootstrap_servers, postgres_dsn):
 
     Exports PGHOST, PGPORT, PGUSER, PGDATABASE and PGPASSFILE (a file the
     harness keeps in its state folder, mode 0600: the password itself is never
-    printed), HARNESS_BOOTSTRAP_SERVERS for `kcat -b`, and HARNESS_POSTGRES_DSN
-    (without the password). Later `harness` commands in that shell use the same
-    stack. Exits 2 when no stack is up.
+    printed), HARNESS_BOOTSTRAP_SERVERS for `kcat -b`, HARNESS_KAFKA_CONFIG_FILE
+    for `kcat -F` when the stack needs client settings (`harness up --auth
+    scram`), and HARNESS_POSTGRES_DSN (without the password). Later `harness`
+    commands in that shell use the same stack. Exits 2 when no stack is up.
     """
     from .paths import state_dir
     from .stack.resolve import current
@@ -149,7 +185,11 @@ def env_cmd(as_json, stack_kind, bootstrap_servers, postgres_dsn):
     stack = current(stack_kind, bootstrap_servers, postgres_dsn, check=False)
     if stack is None or not stack.postgres_dsn or not stack.bootstrap_servers:
         raise HarnessError("no stack is up: start one with `harness up`, then run `eval \"$(harness env)\"`")
-    values = settings(stack, state_dir())
+    import os
+    from .stack import local
+    config_file = (local.client_properties_file() if stack.kind == "local" else None) \
+        or os.environ.get("HARNESS_KAFKA_CONFIG_FILE") or None
+    values = settings(stack, state_dir(), config_file)
     click.echo(json.dumps(values, indent=2) if as_json else shell_lines(values), nl=as_json)
 
 
@@ -176,7 +216,7 @@ def down(purge):
 
 
 
-EXPERIMENT_HELP = "\n".join(f"  {name:<14} {e.proves}" for name, e in REGISTRY.items())
+EXPERIMENT_HELP = "\n".join(f"  {name:<{max(map(len, REGISTRY))}} {e.proves}" for name, e in REGISTRY.items())
 EXIT_HELP = ("\b\nExit status:\n  0 as-predicted   1 unexpected   2 bad input   "
              "3 incomplete or audit-failed   130 interrupted")
 
@@ -192,6 +232,11 @@ def _fault_help() -> str:
              "  harness run offset-after --commit-every 10 --kill-point any\n"
              "  harness run dedupe --partitions 3 --workers 2 --kill-mode random\n"
              "  harness run eos --fault random-kill:kills=5\n"
+             "  harness run key-expiry --dedupe-ttl 1 --restart-delay 4\n"
+             "  harness run auto-commit --auto-commit-interval-ms 100 --kills 20\n"
+             "  harness run dual-write --kill-point after-produce-before-row\n"
+             "  harness run custom --worker-cmd \"python my_consumer.py\" --kills 12 --partitions 2 --workers 2\n"
+             "  harness run custom --worker-cmd \"java -jar consumer.jar\" --expect at-least-once --kill-every 3\n"
              "  harness run eos --fault planned-crash --fault broker-kill:count=2   # after harness up --brokers 3\n"
              "  harness run producer --idempotence off --fault broker-pause")
 @click.argument("experiment")
@@ -212,8 +257,8 @@ def _fault_help() -> str:
                    "or `any` for a seeded point per crash. Default: the experiment's own.")
 @click.option("--fault", "fault_specs", multiple=True, metavar="NAME[:k=v,...]",
               help="A fault to inject (repeatable; replaces the experiment's default faults): "
-                   "planned-crash[:rate=R,point=P], random-kill[:kills=N], zombie[:pause=S]; on the 3-broker "
-                   "cluster: broker-kill, broker-pause, leader-kill[:count=N,every=S,down=S].")
+                   "planned-crash[:rate=R,point=P], random-kill[:kills=N], zombie[:pause=S], kill-every[:seconds=S]; "
+                   "on the 3-broker cluster: broker-kill, broker-pause, leader-kill[:count=N,every=S,down=S].")
 @click.option("--commit-interval-ms", type=int, default=None,
               help="eos family: commit the transaction at least this often (instead of every N records).")
 @click.option("--effect", type=click.Choice(["none", "postgres"]), default="none", show_default=True,
@@ -225,6 +270,27 @@ def _fault_help() -> str:
               help="eos family: the producers' transaction.timeout.ms (default 60000; 10000 with --fresh-transactional-id).")
 @click.option("--zombie-pause", type=float, default=None,
               help="zombie: seconds the worker stays frozen before its replacement starts.  [default: 3]")
+@click.option("--dedupe-ttl", type=float, default=None, metavar="SECONDS",
+              help="key-expiry only: the worker purges dedupe keys older than this before each lookup, as a TTL "
+                   "cache would.  [default: 0.5]")
+@click.option("--restart-delay", type=float, default=None, metavar="SECONDS",
+              help="key-expiry only: a dead worker's successor starts this long after the death (a slow "
+                   "redelivery).  [default: 1]")
+@click.option("--auto-commit-interval-ms", type=int, default=None,
+              help="auto-commit only: the consumer's auto.commit.interval.ms.  [default: the client's, 5000]")
+@click.option("--kill-every", type=float, default=None, metavar="SECONDS",
+              help="Also SIGKILL one running worker every SECONDS, in turn (alone unless --kill-mode random "
+                   "or --kills asks for random kills too).")
+@click.option("--worker-cmd", default=None, metavar="CMD",
+              help="custom only: your consumer, started once per worker slot (split like a shell would, run "
+                   "without one) with the run's names in HARNESS_* environment variables (README: "
+                   "\"Test your own consumer\").")
+@click.option("--expect", type=click.Choice(["exactly-once", "at-least-once", "at-most-once"]), default=None,
+              help="custom only: the claim under test: nothing lost or duplicated, nothing lost, or nothing "
+                   "duplicated, per payment id.  [default: exactly-once]")
+@click.option("--audit-sql", default=None, metavar="SELECT",
+              help="custom only: count effects with this query (read-only transaction, statement timeout) "
+                   "returning one (message_id, amount) row per effect, instead of the ledger table.")
 @click.option("--assignment", type=click.Choice(["assign", "group"]), default="assign", show_default=True,
               help="Consumer experiments: assign (each worker a fixed set of partitions: fastest restarts) or "
                    "group (subscribe as members of the run's group: partitions move when workers die and return).")
@@ -247,8 +313,9 @@ def _fault_help() -> str:
 @stack_options
 def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers, kill_mode, kills,
         kill_point, fault_specs, commit_interval_ms, effect, fresh_transactional_id, transaction_timeout_ms,
-        zombie_pause, assignment, group_protocol, idempotence, acks, max_in_flight, payload_bytes, time_limit, out, keep_stack, quiet, stack_kind,
-        bootstrap_servers, postgres_dsn):
+        zombie_pause, dedupe_ttl, restart_delay, auto_commit_interval_ms, kill_every, worker_cmd, expect, audit_sql,
+        assignment, group_protocol, idempotence, acks, max_in_flight,
+        payload_bytes, time_limit, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn):
     """Run one experiment: produce payments, crash workers, audit, judge, report.
 
     With no stack configured it starts the local one (Kafka and PostgreSQL as
@@ -262,6 +329,9 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
     params = RunParams(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers,
                        kill_mode, kills, kill_point, time_limit, commit_interval_ms, payload_bytes,
                        effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause, list(fault_specs),
+                       dedupe_ttl=dedupe_ttl, restart_delay=restart_delay,
+                       auto_commit_interval_ms=auto_commit_interval_ms, kill_every=kill_every,
+                       worker_cmd=worker_cmd, expect=expect, audit_sql=audit_sql,
                        idempotence=idempotence, acks=acks, max_in_flight=max_in_flight,
                        assignment=assignment, group_protocol=group_protocol)
     params.validate()
@@ -275,11 +345,7 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
     stopped = []
     report, folder = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
                                  lambda stack, _log: _run_one(params, stack, out, quiet), stopped=stopped)
-    _say(f"report: {Path(folder) / 'report.html'} (also report.md and report.json)")
-    if stopped:
-        _say(f"the stack is stopped; the run's data is kept: `harness up`, then `harness audit {Path(folder).name}`")
-    else:
-        _say(f"recount it from the stack: `harness audit {Path(folder).name}`")
+    _last_lines(folder, "report.html", stopped)
     click.echo(folder)
     sys.exit(EXIT_CODES.get(report.verdict, 1))
 
@@ -353,23 +419,34 @@ def clean(run_ids, all_runs, stack_kind, bootstrap_servers, postgres_dsn):
     click.echo(f"removed {n_topics} topics and {n_tables} tables")
 
 
-@cli.command(epilog="\b\nExamples:\n  harness suite\n  harness suite --messages 200 --experiments offset-before,offset-after,dedupe\n"
+def _group_help() -> str:
+    from .suite import OPT_IN_GROUPS, groups
+    return ("Only the experiments of one group (each declaration names its group): "
+            + "; ".join(f"{g}: {', '.join(names)}" for g, names in groups().items()) + ". Without it, every group"
+            + f" but {', '.join(OPT_IN_GROUPS)} (run only when named).")
+
+
+@cli.command(epilog="\b\nExamples:\n  harness suite\n  harness suite --group mistakes\n"
+             "  harness suite --messages 200 --experiments offset-before,offset-after,dedupe\n"
              "  harness suite --stack compose --quiet --out reports/nightly")
 @click.option("--messages", type=int, default=1000, show_default=True, help="Payments per experiment.")
 @click.option("--crash-rate", type=float, default=0.1, show_default=True, help="Share of payments that crash (0..1).")
 @click.option("--seed", type=int, default=25, show_default=True, help="One seed: the same crashes in every experiment.")
-@click.option("--commit-every", type=int, default=1, show_default=True, help="Commit offsets every N records.")
+@click.option("--commit-every", type=int, default=1, show_default=True,
+              help="Commit offsets every N records (not passed to an experiment that refuses it: auto-commit).")
 @click.option("--experiments", "experiment_list", default=None,
-              help="Comma-separated subset (default: all eight, eos-streams with --effect postgres).")
+              help="Comma-separated subset (default: every group's but the opt-in ones', eos-streams with "
+                   "--effect postgres).")
+@click.option("--group", default=None, metavar="NAME", help=_group_help())
 @click.option("--parallel", type=int, default=3, show_default=True,
               help="Experiments run at the same time (each in its own topics, tables and consumer group).")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Suite folder (default reports/<suite-id>/).")
 @click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the suite folder on stdout (for CI).")
 @stack_options
-def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, out, keep_stack, quiet, stack_kind,
-          bootstrap_servers, postgres_dsn):
-    """Run every experiment with one seed and compare them side by side.
+def suite(messages, crash_rate, seed, commit_every, experiment_list, group, parallel, out, keep_stack, quiet,
+          stack_kind, bootstrap_servers, postgres_dsn):
+    """Run every experiment (or one --group) with one seed and compare them side by side.
 
     Writes <suite>/suite.json, suite.md and suite.html (one row per experiment,
     a bar chart of lost and duplicated effects, and a final line that says
@@ -383,25 +460,29 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, o
     from .paths import reports_dir
     from .report.suite import write_suite
     from .faults.supervisor import install_sigterm_as_interrupt
-    names = suite_mod.parse_experiments(experiment_list)
+    names = suite_mod.parse_experiments(experiment_list, group)
+    if stack_kind == "local" and not (bootstrap_servers or postgres_dsn):
+        from .stack.local import size
+        suite_mod.check_brokers(group, size())      # the local stack's size, before starting anything
     if parallel < 1:
         raise HarnessError(f"--parallel must be at least 1, got {parallel}")
     from .params import RunParams
-    for name in names:
-        RunParams(name, messages=messages, crash_rate=crash_rate, seed=seed, commit_every=commit_every).validate()
+    opts = {"messages": messages, "crash_rate": crash_rate, "seed": seed, "commit_every": commit_every}
+    common = [x for k, v in opts.items() for x in (f"--{k.replace('_', '-')}", str(v))]
+    for name in names:       # each run gets the common options it accepts (suite.accepted_args)
+        given = {a[2:].replace("-", "_") for a in suite_mod.accepted_args(name, common)[::2]}
+        RunParams(name, **{k: v for k, v in opts.items() if k in given}).validate()
     folder = Path(out) if out else reports_dir() / suite_mod.new_suite_id()
     if (folder / "suite.json").exists():
         raise HarnessError(f"{folder} already holds a suite; choose another --out")
     from .rundir import check_creatable
     check_creatable(folder)
-    common = ["--messages", str(messages), "--crash-rate", str(crash_rate), "--seed", str(seed),
-              "--commit-every", str(commit_every)]
     install_sigterm_as_interrupt()
 
     def body(stack, log):
         t0 = time.time()
         try:
-            summary = suite_mod.run_suite(stack, names, common, folder, parallel, log=log)
+            summary = suite_mod.run_suite(stack, names, common, folder, parallel, log=log, group=group)
         finally:
             if (folder / "suite.json").exists():
                 write_suite(folder)
@@ -420,9 +501,22 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, parallel, o
             con.print(summary["conclusion"], soft_wrap=True)
             con.print(f"suite wall time: {time.time() - t0:.0f} s")
         return summary
-    summary = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body)
+    stopped = []
+    summary = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body, stopped=stopped)
+    _last_lines(folder, "suite.html", stopped)
     click.echo(folder)
     sys.exit(suite_mod.exit_code(summary["experiments"]))
+
+
+def _last_lines(folder, page: str, stopped: list) -> None:
+    """Where the report is, and how to reach the run's data again (kept even when the stack was stopped)."""
+    from pathlib import Path
+    folder = Path(folder)
+    _say(f"report: {folder / page} (also {page.replace('.html', '.md')} and {page.replace('.html', '.json')})")
+    if stopped:
+        _say(f"the stack is stopped; the data is kept: `harness up`, then `harness audit {folder.name}`")
+    else:
+        _say(f"recount it from the stack: `harness audit {folder.name}`")
 
 
 @cli.command("experiments")
@@ -442,6 +536,10 @@ def experiments_cmd(as_json):
         click.echo(f"{e.name}: {e.proves}")
         click.echo(f"  steps: {e.steps_text()}")
         click.echo(f"  stores: {', '.join(e.stores.names())}; faults: {', '.join(e.default_faults) or 'none unless --fault names them'}")
+        if e.roles:
+            click.echo(f"  processes: {', '.join(r.name for r in e.roles)}")
+        if e.lesson:
+            click.echo(f"  lesson: {e.lesson}")
         for p in e.kill_points:
             mark = " (default)" if p.name == e.default_point else ""
             click.echo(f"  kill point {p.name}{mark}: after {p.after}, before {p.before or '(last step)'}: {p.says}")

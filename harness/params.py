@@ -27,6 +27,18 @@ MAX_WORKERS = 64
 MAX_KILLS = 100_000
 MAX_ZOMBIE_PAUSE_S = 3600
 MAX_IN_FLIGHT = 1_000_000              # librdkafka's own limit for max.in.flight.requests.per.connection
+MAX_DEDUPE_TTL_S = 86_400
+MAX_RESTART_DELAY_S = 600
+# Options only some experiments take (their declaration's `options` names them); None: not given.
+SECONDS_OPTIONS = {"dedupe_ttl": MAX_DEDUPE_TTL_S, "restart_delay": MAX_RESTART_DELAY_S}
+MAX_AUTO_COMMIT_INTERVAL_MS = 600_000
+MAX_KILL_EVERY_S = 3600
+MIN_KILL_EVERY_S = 0.1
+# Options that belong to the experiments that declare them in `options` (harness/experiments/).
+EXPERIMENT_OPTIONS = ("effect", "worker_cmd", "expect", "audit_sql")
+
+
+_WHAT = {"effect": "effect", "worker_cmd": "workers", "expect": "predictions", "audit_sql": "audit"}
 
 
 @dataclass
@@ -55,6 +67,13 @@ class RunParams:
     max_in_flight: int | None = None        # the producer experiment: max.in.flight.requests.per.connection
     assignment: str = "assign"              # consumer experiments: assign (fixed partitions) | group (subscribe)
     group_protocol: str | None = None       # with --assignment group: classic | consumer (None: classic)
+    dedupe_ttl: float | None = None         # key-expiry family: keys older than this many seconds are purged
+    restart_delay: float | None = None      # seconds before a dead worker's successor starts (None: at once)
+    auto_commit_interval_ms: int | None = None   # auto-commit: the consumer's auto.commit.interval.ms (None: 5000)
+    kill_every: float | None = None         # also SIGKILL a running worker every this many seconds
+    worker_cmd: str | None = None           # custom: the consumer under test, one process per worker slot
+    expect: str | None = None               # custom: the claim under test (None: exactly-once)
+    audit_sql: str | None = None            # custom: a read-only query returning (message_id, amount) per effect
 
     def validate(self) -> None:
         exp = experiments.get(self.experiment)
@@ -67,9 +86,34 @@ class RunParams:
             raise HarnessError(f"--kill-mode must be points or random, got {self.kill_mode!r}")
         if self.effect not in ("none", "postgres"):
             raise HarnessError(f"--effect must be none or postgres, got {self.effect!r}")
-        if self.effect != "none" and "effect" not in exp.options:
-            takers = [e.name for e in experiments.REGISTRY.values() if "effect" in e.options]
-            raise HarnessError(f"--effect applies to {', '.join(takers)} only (the other experiments define their effect)")
+        for name in EXPERIMENT_OPTIONS:
+            value = getattr(self, name)
+            if value not in (None, "none") and name not in exp.options:
+                takers = [e.name for e in experiments.REGISTRY.values() if name in e.options]
+                raise HarnessError(f"--{name.replace('_', '-')} applies to {', '.join(takers)} only "
+                                   f"(the other experiments define their own {_WHAT[name]})")
+        if self.auto_commit_interval_ms is not None:
+            if "auto_commit_interval_ms" not in exp.options:
+                takers = [e.name for e in experiments.REGISTRY.values() if "auto_commit_interval_ms" in e.options]
+                raise HarnessError(f"--auto-commit-interval-ms applies to {', '.join(takers)} only (the other "
+                                   f"experiments commit offsets themselves)")
+            if not 1 <= self.auto_commit_interval_ms <= MAX_AUTO_COMMIT_INTERVAL_MS:
+                raise HarnessError(f"--auto-commit-interval-ms must be between 1 and {MAX_AUTO_COMMIT_INTERVAL_MS:,}, "
+                                   f"got {self.auto_commit_interval_ms}")
+        for name, why in exp.refuses.items():
+            if getattr(self, name) != RunParams.__dataclass_fields__[name].default:
+                raise HarnessError(f"--{name.replace('_', '-')} does not apply to {exp.name}: {why}")
+        for name, most in SECONDS_OPTIONS.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            flag = f"--{name.replace('_', '-')}"
+            if not math.isfinite(value) or value < 0 or value > most:
+                raise HarnessError(f"{flag} must be a number of seconds between 0 and {most:,}, got {value}")
+            if name not in exp.options:
+                takers = [e.name for e in experiments.REGISTRY.values() if name in e.options]
+                raise HarnessError(f"{flag} applies to {', '.join(takers) or 'no experiment'} only; "
+                                   f"{exp.name} does not take it")
         for name, allowed in (("idempotence", ("on", "off")), ("acks", ("1", "all")), ("max_in_flight", None)):
             value = getattr(self, name)
             if value is None:
@@ -100,6 +144,7 @@ class RunParams:
                 raise HarnessError(f"--group-protocol must be classic or consumer, got {self.group_protocol!r}")
             if self.assignment != "group":
                 raise HarnessError("--group-protocol applies to --assignment group")
+        self._check_consumer_options(exp)
         if self.messages > MAX_MESSAGES:
             raise HarnessError(f"--messages must be at most {MAX_MESSAGES:,}, got {self.messages:,}")
         for name in ("kills", "payload_bytes"):
@@ -111,6 +156,10 @@ class RunParams:
                 raise HarnessError(f"--{name.replace('_', '-')} must be at least 1 when given, got {value}")
         if not math.isfinite(self.time_limit) or self.time_limit <= 0:
             raise HarnessError(f"--time-limit must be a positive number of seconds, got {self.time_limit}")
+        if self.kill_every is not None and (not math.isfinite(self.kill_every)
+                                            or not MIN_KILL_EVERY_S <= self.kill_every <= MAX_KILL_EVERY_S):
+            raise HarnessError(f"--kill-every must be between {MIN_KILL_EVERY_S:g} and {MAX_KILL_EVERY_S:,} seconds, "
+                               f"got {self.kill_every}")
         if self.zombie_pause is not None and (not math.isfinite(self.zombie_pause) or self.zombie_pause < 0):
             raise HarnessError(f"--zombie-pause must be a number of seconds, 0 or more, got {self.zombie_pause}")
         for name, most, why in (("payload_bytes", MAX_PAYLOAD_BYTES, "a broker's default message size is 1 MB"),
@@ -138,6 +187,43 @@ class RunParams:
             raise HarnessError("--kills applies to random kills (--kill-mode random, or --fault random-kill)")
         if self.zombie_pause is not None and not any(isinstance(f, faults.ZombiePause) for f in built):
             raise HarnessError("--zombie-pause applies to the zombie fault (the zombie experiment, or --fault zombie)")
+
+    def take_experiment_defaults(self, exp) -> None:
+        """Options the experiment declares with a default (e.g. key-expiry's TTL) take it when not given,
+        so the report's parameters say what really ran."""
+        for name, default in (exp.options.items() if isinstance(exp.options, dict) else ()):
+            if getattr(self, name, None) is None:
+                setattr(self, name, default)
+
+    def _check_consumer_options(self, exp) -> None:
+        """--worker-cmd, --expect and --audit-sql, for experiments whose workers the user brings."""
+        if "worker_cmd" in exp.options:
+            if not (self.worker_cmd or "").strip():
+                raise HarnessError(f"{exp.name} runs your consumer: give it with --worker-cmd \"CMD\"")
+            # What the harness's own workers do, a consumer it did not write decides for itself.
+            for name, default, why in (("commit_every", 1, "your consumer commits its offsets as it likes"),
+                                       ("crash_rate", RunParams.crash_rate, "its kills are random: --kills, --kill-every")):
+                if getattr(self, name) != default:
+                    raise HarnessError(f"--{name.replace('_', '-')} applies to the harness's own workers, not to "
+                                       f"{exp.name} ({why})")
+        if self.worker_cmd is not None:
+            import shlex
+            import shutil
+            try:
+                argv = shlex.split(self.worker_cmd)
+            except ValueError as e:
+                raise HarnessError(f"--worker-cmd cannot be split into words like a shell would: {e}")
+            if not argv:
+                raise HarnessError("--worker-cmd is empty")
+            if shutil.which(argv[0]) is None:
+                raise HarnessError(f"--worker-cmd: {argv[0]!r} is not an executable file or a command on PATH "
+                                   f"(the command runs without a shell)")
+        if self.expect is not None:
+            from .experiments.predictors import CLAIMS
+            if self.expect not in CLAIMS:
+                raise HarnessError(f"--expect must be one of {', '.join(CLAIMS)}, got {self.expect!r}")
+        if self.audit_sql is not None and not self.audit_sql.strip():
+            raise HarnessError("--audit-sql is empty; give a SELECT returning (message_id, amount) rows")
 
     def check_faults(self, exp) -> list:
         """Build the run's faults once to refuse a bad --fault or --kill-point before anything starts."""

@@ -114,10 +114,21 @@ def stop(pid: int | None, grace: float = 10.0, *, group: bool = False,
     return not alive(pid)
 
 
+# The pid of the process that started a worker, set by that process in the worker's environment.
+PARENT_PID_ENV = "HARNESS_PARENT_PID"
+
+
 def die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent exits (no-op elsewhere)."""
+    """Ask Linux to SIGKILL this process when its parent exits (no-op elsewhere).
+
+    The request only covers a parent that dies after it is made: a parent killed while this process
+    was still starting (interpreter and imports, a few hundred ms) would leave it running. So when
+    the parent said who it is ($HARNESS_PARENT_PID) and is no longer our parent, die now."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except OSError:
         pass
+    expected = os.environ.get(PARENT_PID_ENV)
+    if expected and expected.isdigit() and os.getppid() != int(expected):
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -7,7 +7,9 @@ is consumed and committed, then audit Postgres and Kafka, predict from the
 crash log, judge, and write the report. What each experiment does comes from
 its declaration (harness/experiments/); this module branches on no name.
 Whatever happens (time limit, Ctrl-C, SIGTERM), the workers are gone and a
-report is written before this returns.
+report is written before this returns. When the launcher says its workers could
+never run (a user's command that keeps exiting without consuming), the report is
+still written and the run ends with that one line as a HarnessError (exit 2).
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import experiments, kafka_logging
+from . import experiments, kafka_client, kafka_logging
 from .checker.audit import audit_run
 from .checker.deliveries import FILE_NAME as DELIVERIES, read as read_deliveries
 from .checker.output_watcher import OutputWatcher
+from .errors import HarnessError
 from .experiments.launch import PythonWorkers
 from .faults import crashlog
 from .faults.crashplan import CrashPlan
@@ -50,8 +53,11 @@ class Run:
     stack: Stack
     run_dir: Path
     amounts: dict                  # payment id -> amount, in production order
+    positions: dict = field(default_factory=dict)   # payment id -> (partition, offset), as the broker acknowledged
     log: object = print
     progress: object = None
+    accounts: dict = field(default_factory=dict)   # payment id -> account (experiments with balances)
+    phases: dict = field(default_factory=dict)   # seconds per phase (see `phase`), for the time breakdown
     crash_log: Path = field(init=False)
     events: Path = field(init=False)
     crash_plan: Path = field(init=False)
@@ -78,12 +84,14 @@ class Progress:
 
     def __init__(self, stack: Stack, names: RunNames, partitions: int, total: int, ui=None):
         from confluent_kafka import Consumer, TopicPartition
-        self.c = Consumer({"bootstrap.servers": stack.bootstrap_servers, "group.id": names.group,
-                           "enable.auto.commit": False, **kafka_logging.client_config()})
+        self.c = Consumer(kafka_client.config(stack.bootstrap_servers, {
+            "group.id": names.group, "enable.auto.commit": False, **kafka_logging.client_config()}))
         self.tps = [TopicPartition(names.input_topic, p) for p in range(partitions)]
         self.total, self.ui, self.samples, self.t0 = total, ui, [], time.time()
         self.done = 0
         self.committed: dict | None = None     # partition -> committed offset, at the last good sample
+        self.advanced_at: dict = {}            # partition -> when a sample last saw its committed offset grow
+        self.first_commit_at: float | None = None   # when a sample first saw any committed offset
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, name="progress", daemon=True)
         self._thread.start()
@@ -95,8 +103,14 @@ class Progress:
             return
         if any(tp.error for tp in got):
             return
+        now, before = time.time(), self.committed or {}
         self.committed = {tp.partition: max(0, tp.offset) for tp in got}
+        for p, off in self.committed.items():
+            if off > before.get(p, 0):
+                self.advanced_at[p] = now
         self.done = sum(self.committed.values())
+        if self.done and self.first_commit_at is None:
+            self.first_commit_at = now
         self.samples.append([round(time.time() - self.t0, 3), self.done])
 
     def _sample(self) -> None:
@@ -148,48 +162,78 @@ def signals_deferred():
             signal.signal(s, h)
 
 
+@contextmanager
+def phase(r: "Run", name: str):
+    """Add the time spent in the block to r.phases[name] (set-up, produce, workers, audit)."""
+    t0 = time.monotonic()
+    try:
+        yield
+    finally:
+        r.phases[name] = round(r.phases.get(name, 0.0) + time.monotonic() - t0, 3)
+
+
 def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=None,
         run_id: str | None = None) -> tuple[RunReport, Path]:
     params.validate()
     exp = experiments.get(params.experiment).resolve(params)
+    params.take_experiment_defaults(exp)
     faults = params.check_faults(exp)
     if params.fresh_transactional_id and not params.transaction_timeout_ms:
         params.transaction_timeout_ms = FRESH_ID_TRANSACTION_TIMEOUT_MS
     for f in faults:
         f.check_stack(stack)          # e.g. a broker fault needs the 3-broker cluster: say so before creating anything
+    launcher = exp.launcher or PythonWorkers()
+    if hasattr(launcher, "check"):       # bad input a launcher can see (e.g. client settings): before anything
+        launcher.check(stack)
     run_id = run_id or new_run_id(exp.name)
     names = RunNames(run_id)
     run_dir = claim_run_dir(Path(out) if out else reports_dir() / run_id)
     kafka_logging.configure(run_dir / kafka_logging.FILE_NAME)
 
     r = Run(params, exp, names, stack, run_dir, amounts={}, log=log)
-    watcher, launch, positions, result, produced = None, None, {}, None, False
-    launcher = exp.launcher or PythonWorkers()
+    watcher, launch, positions, result, produced = None, None, r.positions, None, False
     try:
-        payments = make_payments(params.messages, params.amount, params.payload_bytes)
+        payments = make_payments(params.messages, params.amount, params.payload_bytes,
+                                 accounts=exp.stores.accounts, seed=params.seed)
         r.amounts = {p.id: p.amount for p in payments}
+        r.accounts = {p.id: p.account for p in payments if p.account is not None}
         CrashPlan.make(r.sent_ids, 0.0, params.seed).save(r.crash_plan)    # faults that plan crashes replace it
-        for f in faults:
-            f.setup(r)
-        log(f"[{run_id}] creating topic {names.input_topic} ({params.partitions} partitions) and tables")
-        create_topic(stack.bootstrap_servers, names.input_topic, params.partitions)
-        if exp.stores.output:
-            create_topic(stack.bootstrap_servers, names.output_topic, params.partitions)
-        if exp.stores.ledger:
-            tables.create(stack.postgres_dsn, names.ledger_table, names.dedupe_table if exp.stores.dedupe else None)
+        with phase(r, "setup"):
+            for f in faults:
+                f.setup(r)
+            log(f"[{run_id}] creating topic {names.input_topic} ({params.partitions} partitions) and tables")
+            create_topic(stack.bootstrap_servers, names.input_topic, params.partitions)
+            if exp.stores.output_topic:
+                create_topic(stack.bootstrap_servers, names.output_topic, params.partitions)
+            if exp.stores.events:
+                create_topic(stack.bootstrap_servers, names.events_topic, params.partitions)
+            if exp.stores.ledger:
+                tables.create(stack.postgres_dsn, names.ledger_table,
+                              names.dedupe_table if exp.stores.dedupe else None,
+                              names.accounts_table if exp.stores.accounts else None, sorted(set(r.accounts.values())))
+            if exp.stores.rows:
+                tables.create_service_tables(stack.postgres_dsn, names.rows_table,
+                                             names.outbox_table if exp.stores.outbox else None)
         t_prod = time.time()
-        produce(stack.bootstrap_servers, names.input_topic, payments, positions=positions)
+        with phase(r, "produce"):
+            produce(stack.bootstrap_servers, names.input_topic, payments, positions=positions,
+                    partitions=params.partitions)
         produced = True
         log(f"[{run_id}] produced {len(payments)} payments in {time.time() - t_prod:.1f} s; faults: "
             + "; ".join(_fault_line(f) for f in faults) + f" (seed {params.seed})")
         r.progress = Progress(stack, names, params.partitions, params.messages, ui)
-        launch = launcher.prepare(r)
+        with phase(r, "prepare_workers"):
+            launch = launcher.prepare(r)
         watcher = OutputWatcher(stack.bootstrap_servers, names.output_topic) if exp.stores.output else None
         sup = Supervisor(run_dir, len(launch.slots), launch.command, launch.env, params.time_limit, r.crash_log,
                          r.events, faults=faults, progress=r.progress, group_done=launch.group_done,
-                         standby=launch.standby)
-        result = sup.run()
-        _wait_for_unfenced_transactions(r, result, log)
+                         standby=launch.standby, names=launch.names, watch=launch.watch,
+                         may_exit=launch.may_exit, planned_exits=launch.planned_exits,
+                         restart_delay=params.restart_delay or 0.0)
+        with phase(r, "workers"):
+            result = sup.run()
+        with phase(r, "wait_for_dead_transactions"):
+            _wait_for_unfenced_transactions(r, result, log)
     except KeyboardInterrupt:
         # The supervisor handles interrupts while workers run; this is before (set-up, produce) or after
         # (the wait for unfenced transactions). Either way the run is interrupted and still reported.
@@ -215,13 +259,21 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         crashes = crashlog.read(r.crash_log)
         if watcher:
             watcher.stop()
-        audit = audit_run(exp, stack, names, r.amounts, positions, r.progress.committed,
-                          finished=result.status == "complete",
-                          deliveries=read_deliveries(run_dir / DELIVERIES) if exp.stores.deliveries else None)
+        readers = {"ledger_reader": launch.ledger_reader} if launch and launch.ledger_reader else {}
+        with phase(r, "audit"):
+            audit = audit_run(exp, stack, names, r.amounts, positions, r.progress.committed,
+                              finished=result.status == "complete", accounts=r.accounts,
+                              deliveries=read_deliveries(run_dir / DELIVERIES) if exp.stores.deliveries else None,
+                              **readers)
         report = assemble(r, faults, launch.reports_deliveries if launch else False, result, crashes, audit,
                           stalls=watcher.stalls(crashes) if watcher else None,
                           stall_of=watcher.stalls if watcher else None)
+        if launch and launch.annotate:
+            launch.annotate(r, result, report)
         write_all(report, run_dir)
+    problem = launch.bad_input(result) if launch and launch.bad_input else None
+    if problem:
+        raise HarnessError(problem)
     return report, run_dir
 
 

@@ -1,4 +1,4 @@
-"""`harness suite`: every experiment with one seed, side by side, and where exactly-once held.
+"""`harness suite`: every experiment (or one group) with one seed, side by side, and where exactly-once held.
 
 The experiments run as separate `harness run` processes against one stack
 (several at a time with --parallel), each into `<suite>/<experiment>/`. Their
@@ -28,12 +28,34 @@ PER_EXPERIMENT_TIME_LIMIT_S = 900
 REPORT_GRACE_S = 150
 
 
-def suite_experiments() -> list[str]:
-    """Every registered experiment of the default group, in the registry's order (the rows of the suite
-    report). An experiment whose declaration names another suite group (`suite={"group": "cluster"}`:
-    it needs the 3-broker cluster) runs only when that group is asked for, or when named."""
+# Groups that run only when asked for by name (`--group cluster`): their experiments need more than the
+# default one-broker stack.
+OPT_IN_GROUPS = ("cluster",)
+# Groups whose experiments need a Kafka of this many brokers (`harness up --brokers N`): refused on a smaller stack.
+GROUP_BROKERS = {"cluster": 3}
+
+
+def groups() -> dict[str, list[str]]:
+    """Group name -> its experiments in the registry's order (each declaration's suite `group`). An
+    experiment with no group (custom: it needs the user's --worker-cmd) is not in the suite."""
     from .experiments import REGISTRY
-    return [n for n, e in REGISTRY.items() if not e.suite.get("group")]
+    out: dict[str, list[str]] = {}
+    for name, exp in REGISTRY.items():
+        if exp.suite.get("group") and exp.suite.get("include", True):
+            out.setdefault(exp.suite["group"], []).append(name)
+    return out
+
+
+def suite_experiments(group: str | None = None) -> list[str]:
+    """The experiments of every group but the opt-in ones (OPT_IN_GROUPS), or those of one group, in
+    the registry's order (the rows of the suite report). An unknown group is refused with the valid
+    ones named."""
+    known = groups()
+    if group is None:
+        return [n for g, names in known.items() if g not in OPT_IN_GROUPS for n in names]
+    if group not in known:
+        raise HarnessError(f"unknown --group {group!r}; choose one of: {', '.join(sorted(known))}")
+    return known[group]
 
 
 def launch_order(names: list[str]) -> list[str]:
@@ -48,13 +70,35 @@ def suite_args(name: str) -> list[str]:
     return list(REGISTRY[name].suite.get("args", []))
 
 
+def accepted_args(name: str, common_args: list[str]) -> list[str]:
+    """The suite's common options (pairs of `--option VALUE`) without those this experiment refuses
+    (its declaration's `refuses`: auto-commit takes no --commit-every), so a suite option that does not
+    apply to one experiment is left out of its run instead of failing it."""
+    from .experiments import REGISTRY
+    refused = {"--" + o.replace("_", "-") for o in REGISTRY[name].refuses}
+    return [x for opt, value in zip(common_args[::2], common_args[1::2]) if opt not in refused for x in (opt, value)]
+
+
 def new_suite_id(now: float | None = None) -> str:
     return time.strftime("%Y%m%dT%H%M%S", time.gmtime(now if now is not None else time.time())) + "-suite"
 
 
+def check_brokers(group: str | None, brokers: int) -> None:
+    """One clear line when a stack of `brokers` Kafka nodes is smaller than the group's experiments need."""
+    need = GROUP_BROKERS.get(group or "", 1)
+    if brokers < need:
+        raise HarnessError(f"--group {group} needs the {need}-broker cluster (harness up --brokers {need}); "
+                           f"this stack has {brokers} broker{'s' if brokers != 1 else ''}")
+
+
+def check_stack(stack: Stack, group: str | None) -> None:
+    check_brokers(group, stack.brokers)
+
+
 def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out: Path, parallel: int,
-              log=print, on_done=None) -> dict:
+              log=print, on_done=None, group: str | None = None) -> dict:
     """Run each experiment in its own `harness run` process; return the suite summary (also written)."""
+    check_stack(stack, group)
     out.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "HARNESS_BOOTSTRAP_SERVERS": stack.bootstrap_servers,
            "HARNESS_POSTGRES_DSN": stack.postgres_dsn}
@@ -68,7 +112,7 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
             while pending and len(running) < parallel:
                 name = pending.pop(0)
                 folder = out / name
-                cmd = [sys.executable, "-m", "harness.cli", "run", name, *common_args, "--quiet",
+                cmd = [sys.executable, "-m", "harness.cli", "run", name, *accepted_args(name, common_args), "--quiet",
                        "--out", str(folder), "--time-limit", str(PER_EXPERIMENT_TIME_LIMIT_S), *suite_args(name)]
                 log(f"suite: starting {name}")
                 with open(out / f"{name}.log", "wb") as f:
@@ -103,6 +147,7 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
     finally:
         summary = build_summary(out, stack, experiments, finished, time.time() - t0, common_args)
         summary["parallel"] = parallel
+        summary["group"] = group
         summary["exit_code"] = exit_code(summary["experiments"])
         (out / "suite.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
@@ -138,7 +183,7 @@ def build_summary(out: Path, stack: Stack, experiments: list[str], finished: dic
                        kafka_output={k: ko.get(k) for k in ("read_committed", "read_uncommitted")} if ko else None,
                        summary=d.get("summary"), timings={k: d["timings"].get(k) for k in
                                                            ("wall_seconds", "restart_median_seconds",
-                                                            "read_committed_stall_median_seconds")},
+                                                            "read_committed_stall_median_seconds", "phases")},
                        params=d["params"], environment=d["environment"])
         rows.append(row)
     env = next((r["environment"] for r in rows if r.get("environment")), None) or describe(stack)
@@ -187,8 +232,8 @@ def conclusion(rows: list[dict]) -> str:
         parts.append(f"Kafka's exactly-once stopped at the first write outside Kafka: {', '.join(boundary)} "
                      f"kept an exact topic and a duplicated ledger.")
     if keyed:
-        parts.append(f"An idempotency key in the effect's own transaction made the database exact "
-                     f"({', '.join(keyed)}).")
+        parts.append(f"An idempotency key or a conditional write in the effect's own transaction made the "
+                     f"database exact ({', '.join(keyed)}).")
     bad = [r["experiment"] for r in rows if r.get("verdict") != "as-predicted"]
     if bad:
         parts.append(f"Not as predicted or not finished: {', '.join(bad)}.")
@@ -208,10 +253,12 @@ def exit_code(rows: list[dict]) -> int:
     return 0
 
 
-def parse_experiments(spec: str | None) -> list[str]:
+def parse_experiments(spec: str | None, group: str | None = None) -> list[str]:
     from .experiments import REGISTRY
+    if spec is not None and group is not None:
+        raise HarnessError("--experiments and --group both choose the experiments; give one of them")
     if not spec:
-        return suite_experiments()
+        return suite_experiments(group)
     names = [s.strip() for s in spec.split(",") if s.strip()]
     if not names:
         raise HarnessError(f"--experiments names no experiment; choose from: {', '.join(REGISTRY)}")

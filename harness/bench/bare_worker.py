@@ -12,7 +12,8 @@ is what is timed, from its first record to its last commit.
            synchronously (a non-transactional consume-transform-produce loop: what `eos` is
            without the transaction)
 
-The DSN comes from HARNESS_WORKER_DSN (never argv). Writes one JSON object to --result:
+The DSN comes from HARNESS_WORKER_DSN (never argv), the Kafka client settings
+(credentials) from HARNESS_KAFKA_CLIENT_SETTINGS, as harness.kafka_client passes them. Writes one JSON object to --result:
 {"messages", "first", "done"} (epoch seconds).
 """
 
@@ -46,6 +47,15 @@ def commit(consumer, offsets, seconds: float = 30.0) -> None:
             time.sleep(0.1)
 
 
+def client_settings(bootstrap: str) -> dict:
+    """The user's Kafka client settings for `bootstrap`, read as harness.kafka_client.settings_for does
+    (that module is not imported here: see the docstring)."""
+    try:
+        return dict(json.loads(os.environ.get("HARNESS_KAFKA_CLIENT_SETTINGS") or "{}").get(bootstrap) or {})
+    except (ValueError, AttributeError, TypeError):
+        return {}
+
+
 def main(argv=None) -> int:
     die_with_parent()
     ap = argparse.ArgumentParser(prog="harness-bench-bare-worker")
@@ -62,7 +72,8 @@ def main(argv=None) -> int:
 
     from confluent_kafka import Consumer, Producer, KafkaException, TopicPartition, OFFSET_BEGINNING
 
-    c = Consumer({"bootstrap.servers": args.bootstrap, "group.id": args.group, "enable.auto.commit": False,
+    cluster = {**client_settings(args.bootstrap), "bootstrap.servers": args.bootstrap}
+    c = Consumer({**cluster, "group.id": args.group, "enable.auto.commit": False,
                   "auto.offset.reset": "earliest", "fetch.wait.max.ms": 20, "log_level": 3})
     c.assign([TopicPartition(args.topic, 0, OFFSET_BEGINNING)])
     pg = producer = None
@@ -71,8 +82,7 @@ def main(argv=None) -> int:
         pg = psycopg.connect(os.environ["HARNESS_WORKER_DSN"], autocommit=True, connect_timeout=10)
         sql = f"insert into {args.table} (message_id, amount, worker, attempt) values (%s, %s, %s, %s)"
     else:
-        producer = Producer({"bootstrap.servers": args.bootstrap, "enable.idempotence": True, "acks": "all",
-                             "linger.ms": 5, "log_level": 3})
+        producer = Producer({**cluster, "enable.idempotence": True, "acks": "all", "linger.ms": 5, "log_level": 3})
     interval = args.commit_interval_ms / 1000.0
 
     n, first, last_commit, pending = 0, None, time.monotonic(), None

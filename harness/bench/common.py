@@ -16,7 +16,8 @@ def broker_settings(stack: Stack) -> dict:
     """The broker's effective values of BROKER_KEYS (empty when the cluster does not let us describe it)."""
     from confluent_kafka.admin import AdminClient, ConfigResource
     try:
-        admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers, "log_level": 0})
+        from .. import kafka_client
+        admin = AdminClient(kafka_client.config(stack.bootstrap_servers, {"log_level": 0}))
         brokers = admin.list_topics(timeout=10).brokers
         res = ConfigResource(ConfigResource.Type.BROKER, str(min(brokers)))
         cfg = admin.describe_configs([res])[res].result(timeout=15)

@@ -176,8 +176,9 @@ class _Run:
 def committed_offset(stack: Stack, topic: str, group: str) -> int:
     """The group's committed offset of partition 0, read back from the broker (no membership)."""
     from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": stack.bootstrap_servers, "group.id": group, "enable.auto.commit": False,
-                  "log_level": 3})
+    from .. import kafka_client
+    c = Consumer(kafka_client.config(stack.bootstrap_servers, {"group.id": group, "enable.auto.commit": False,
+                                                               "log_level": 3}))
     try:
         from .restart_worker import _retrying
         return _retrying(lambda: c.committed([TopicPartition(topic, 0)], timeout=15))[0].offset

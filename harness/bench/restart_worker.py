@@ -63,9 +63,10 @@ def main(argv=None) -> int:
     args = parse(argv)
     from confluent_kafka import Consumer, KafkaException, TopicPartition, OFFSET_BEGINNING
 
-    conf = {"bootstrap.servers": args.bootstrap, "group.id": args.group, "enable.auto.commit": False,
-            "enable.auto.offset.store": False, "auto.offset.reset": "earliest", "log_level": 3,
-            **json.loads(args.config)}
+    from .. import kafka_client
+    conf = kafka_client.config(args.bootstrap, {
+        "group.id": args.group, "enable.auto.commit": False, "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest", "log_level": 3, **json.loads(args.config)})
     c = Consumer(conf)
     emit(args.events, "started")
     tp = TopicPartition(args.topic, 0)

@@ -1,11 +1,14 @@
 """Audit a finished run's stores and turn them into observations the verdict can judge.
 
-Reads each store the experiment declares (the ledger and dedupe table in
-Postgres, the output topic under read_committed and read_uncommitted), counts
+Reads each store the experiment declares (the ledger, dedupe and accounts
+tables in Postgres, the output topic under read_committed and read_uncommitted, a
+service's rows, outbox and events topic), counts
 effects per id, checks each effect against its payment, and splits ids with
 no effect into `lost` (acknowledged, never applied) and `unprocessed` (the run
 stopped before acknowledging them: an interrupted run is not a lossy one).
-Whatever could not be read is None with its error, never 0.
+Whatever could not be read is None with its error, never 0. An output topic a
+consumer may leave unused (`Stores.output_if_written`) is audited only when it
+holds records.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from . import deliveries as delivery_log
 from .effects import EffectCounts, count_effects, integrity, split_missing
+from .accounts import audit_accounts, read_accounts
 from .kafka_output import audit_output, read_ids
 from .ledger import LedgerRows, read_ledger
 from .verdict import Evidence
@@ -42,7 +46,10 @@ class Audit:
     ledger: StoreCounts | None = None
     ledger_total: int | None = None
     dedupe_hits: int | None = None
+    dedupe_keys: int | None = None        # rows of the dedupe table (None: no table, unreadable, or purged keys)
     output: dict | None = None            # per isolation: StoreCounts; plus "aborted_records"
+    accounts: list | None = None          # per account: {account, expected, actual, version, stale_updates}
+    service: object = None                # a service's rows, outbox and events (checker/systems.py)
     metrics: dict = field(default_factory=dict)
     evidence: Evidence = field(default_factory=Evidence)
 
@@ -62,14 +69,22 @@ def _split(c: EffectCounts, positions, committed, finished: bool) -> StoreCounts
                        c.unexpected_ids, unprocessed, c.per_id)
 
 
+def _unwritten(kout: dict) -> bool:
+    """No reader saw a record and none failed: the consumer did not use its output topic."""
+    return all(not kout[iso].get("error") and not kout[iso].get("records") for iso in ISOLATIONS)
+
+
 def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committed: dict | None,
-              finished: bool, ledger_reader=read_ledger, output_reader=audit_output,
-              deliveries: "delivery_log.DeliveryLog | None" = None, order_reader=read_ids) -> Audit:
+              finished: bool, ledger_reader=read_ledger, output_reader=audit_output, accounts: dict | None = None,
+              accounts_reader=read_accounts, deliveries: "delivery_log.DeliveryLog | None" = None,
+              order_reader=read_ids) -> Audit:
     a = Audit()
     sent = list(amounts)
     if exp.stores.ledger:
+        # A dedupe table whose keys the worker purges has lost the hit counts of the purged keys: not evidence.
+        counted_dedupe = exp.stores.dedupe and not exp.stores.dedupe_expires
         rows: LedgerRows = ledger_reader(stack.postgres_dsn, names.ledger_table,
-                                         names.dedupe_table if exp.stores.dedupe else None)
+                                         names.dedupe_table if counted_dedupe else None)
         if rows.rows is None:
             a.ledger = UNKNOWN
             a.evidence.errors.append(f"ledger: {rows.error}")
@@ -80,17 +95,23 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
             a.evidence.integrity += integ.failures("ledger")
             a.evidence.ledger_per_id = a.ledger.per_id
             a.evidence.ledger_lost_ids = a.ledger.lost_ids if a.ledger.lost is not None else None
-        if exp.stores.dedupe:
+        if counted_dedupe:
             if rows.dedupe_rows is None:
                 a.evidence.errors.append(f"dedupe table: {rows.dedupe_error}")
             else:
                 a.dedupe_hits = rows.dedupe_hits
+                a.dedupe_keys = len(rows.dedupe_rows)
                 a.evidence.dedupe_hits_per_id = dict(rows.dedupe_rows)
         a.metrics.update({"ledger.duplicates": a.ledger.duplicates, "ledger.lost": a.ledger.lost,
                           "ledger.dedupe_hits": a.dedupe_hits})
         a.evidence.ids.update({"ledger.duplicates": a.ledger.duplicate_ids, "ledger.lost": a.ledger.lost_ids})
-    if exp.stores.output:
+    if exp.stores.accounts:
+        audit_accounts(a, accounts_reader(stack.postgres_dsn, names.accounts_table), amounts, accounts or {},
+                       hits_from_accounts=not exp.stores.dedupe)
+    if exp.stores.output_topic:
         kout = output_reader(stack.bootstrap_servers, names.output_topic, sent, amounts)
+        if not exp.stores.output and _unwritten(kout):
+            return a                       # an optional output topic nobody wrote to: nothing to audit
         a.output = {"aborted_records": kout.get("aborted_records")}
         for iso in ISOLATIONS:
             k = kout[iso]
@@ -116,6 +137,13 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
             a.evidence.uncommitted_per_id = a.output["read_uncommitted"].per_id
     if exp.stores.deliveries and exp.stores.output:
         _audit_deliveries(a, stack, names, deliveries, positions, sent, order_reader)
+    if exp.stores.events:
+        from .systems import audit_service
+        a.service = svc = audit_service(exp, stack, names, amounts)
+        a.metrics.update(svc.metrics())
+        a.evidence.ids.update(svc.ids)
+        a.evidence.integrity += svc.integrity
+        a.evidence.errors += svc.errors
     return a
 
 

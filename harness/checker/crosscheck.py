@@ -50,8 +50,10 @@ def crash_ids(report: dict) -> set:
     return out
 
 
-def compare(report: dict, sent: dict, ledger=None, outputs: dict | None = None) -> list[Row]:
-    """Rows for the input, the ledger (with its dedupe table) and each output isolation."""
+def compare(report: dict, sent: dict, ledger=None, outputs: dict | None = None, service=None,
+            accounts=None) -> list[Row]:
+    """Rows for the input, the ledger (with its dedupe table), a service's stores, the accounts and each
+    output isolation."""
     c, an, vd = report.get("counts") or {}, report.get("anomalies") or {}, report.get("verdict_detail") or {}
     judged = report.get("verdict") not in ("audit-failed", None)
     totals = vd.get("differing_totals") or {}
@@ -75,9 +77,20 @@ def compare(report: dict, sent: dict, ledger=None, outputs: dict | None = None) 
         effects_row.ids = total.ids
         rows += [effects_row, dup, missing, stray, wrong, total]
         if ledger.dedupe_keys is not None:
-            applied = None if c.get("effects") is None or c.get("duplicates") is None else c["effects"] - c["duplicates"]
-            rows.append(Row("dedupe table", "keys (= ids with an effect)", applied, ledger.dedupe_keys))
+            led = report.get("ledger") or {}
+            if "dedupe_keys" in led:
+                # The keys the run's audit counted: not always one per id with an effect (a key recorded
+                # before its effect stays for a payment lost; a key minted per attempt, one per effect).
+                rows.append(Row("dedupe table", "keys", led["dedupe_keys"], ledger.dedupe_keys))
+            else:       # a report from before it stated its keys: dedupe's keys are the ids with an effect
+                applied = None if c.get("effects") is None or c.get("duplicates") is None \
+                    else c["effects"] - c["duplicates"]
+                rows.append(Row("dedupe table", "keys (= ids with an effect)", applied, ledger.dedupe_keys))
             rows.append(Row("dedupe table", "hits (redeliveries absorbed)", c.get("dedupe_hits"), ledger.dedupe_hits))
+    if service is not None:
+        rows += service_rows(report.get("service") or {}, service, crashed)
+    if accounts is not None:
+        rows += account_rows(report.get("accounts") or {}, accounts)
     ko = report.get("kafka_output") or {}
     for iso, out in (outputs or {}).items():
         rep = ko.get(iso) or {}
@@ -93,3 +106,30 @@ def compare(report: dict, sent: dict, ledger=None, outputs: dict | None = None) 
 def verdict(rows: list[Row]) -> bool:
     """True when every row that both sides state agrees."""
     return all(r.agrees is not False for r in rows)
+
+
+def service_rows(svc: dict, rc, crashed: set) -> list[Row]:
+    """A service's rows, events and outbox (dual-write, outbox) against the report's `service` section."""
+    unpublished = Row("service", "rows without an event", svc.get("unpublished"), len(rc.unpublished_ids))
+    unpublished.ids = _new_ids(rc.unpublished_ids, svc.get("unpublished_ids"), crashed)
+    orphaned = Row("service", "events without a row", svc.get("orphaned"), len(rc.orphaned_ids))
+    orphaned.ids = _new_ids(rc.orphaned_ids, svc.get("orphaned_ids"), crashed)
+    dups = Row("service", "duplicated events", svc.get("event_duplicates"), rc.event_duplicates)
+    dups.ids = _new_ids(rc.duplicate_event_ids, svc.get("duplicate_event_ids"), crashed)
+    out = [Row("service", "rows", svc.get("rows"), rc.rows), Row("service", "events", svc.get("events"), rc.events),
+           unpublished, orphaned, dups]
+    if rc.outbox_rows is not None:
+        out += [Row("service", "outbox rows", svc.get("outbox_rows"), rc.outbox_rows),
+                Row("service", "outbox rows never marked sent", svc.get("outbox_unsent"), rc.outbox_unsent)]
+    return out
+
+
+def account_rows(section: dict, rc) -> list[Row]:
+    """Each account's balance and expected balance (increment, versioned) against the report's `accounts`."""
+    stated = {a["account"]: a for a in section.get("accounts") or []}
+    out = []
+    for acct in sorted(set(stated) | set(rc.balances) | set(rc.expected)):
+        rep = stated.get(acct) or {}
+        out += [Row("accounts", f"{acct}: balance", rep.get("actual"), rc.balances.get(acct)),
+                Row("accounts", f"{acct}: expected (its payments' sum)", rep.get("expected"), rc.expected.get(acct, 0))]
+    return out

@@ -23,10 +23,11 @@ READ_TIMEOUT_S = 60
 def read_ids(bootstrap: str, topic: str, isolation: str) -> tuple[list, str | None]:
     """All records in `topic` as `isolation` sees them: ([(key, value)], error)."""
     from confluent_kafka import Consumer, TopicPartition, OFFSET_BEGINNING
-    from .. import kafka_logging
+    from .. import kafka_client, kafka_logging
     try:
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"harness-audit-{uuid.uuid4().hex[:8]}",
-                      "enable.auto.commit": False, "isolation.level": isolation, **kafka_logging.client_config()})
+        c = Consumer(kafka_client.config(bootstrap, {
+            "group.id": f"harness-audit-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
+            "isolation.level": isolation, **kafka_logging.client_config()}))
         md = c.list_topics(topic, timeout=15)
         if topic not in md.topics or md.topics[topic].error is not None:
             c.close()

@@ -32,10 +32,11 @@ class OutputWatcher:
     def _run(self) -> None:
         try:
             from confluent_kafka import Consumer
-            from .. import kafka_logging
-            c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"harness-watch-{uuid.uuid4().hex[:8]}",
-                          "isolation.level": "read_committed", "auto.offset.reset": "earliest",
-                          "enable.auto.commit": False, "fetch.wait.max.ms": 10, **kafka_logging.client_config()})
+            from .. import kafka_client, kafka_logging
+            c = Consumer(kafka_client.config(self.bootstrap, {
+                "group.id": f"harness-watch-{uuid.uuid4().hex[:8]}", "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest", "enable.auto.commit": False, "fetch.wait.max.ms": 10,
+                **kafka_logging.client_config()}))
             c.subscribe([self.topic])
             while not self._stop.is_set():
                 for m in c.consume(num_messages=1000, timeout=0.1):

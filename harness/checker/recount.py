@@ -27,6 +27,18 @@ LEDGER_TOTALS = "select count(*) as effects, count(distinct message_id) as ids, 
 LEDGER_DUPLICATES = ("select message_id, count(*) as effects from {t} group by message_id "
                      "having count(*) > 1 order by message_id")
 DEDUPE_TOTALS = "select count(*) as keys, coalesce(sum(hits), 0) as hits from {d}"
+# {r}: a service's rows table, {o}: its outbox (dual-write, outbox).
+ROWS_TOTALS = "select count(*) as rows, count(distinct message_id) as ids from {r}"
+OUTBOX_TOTALS = "select count(*) as outbox_rows, count(*) filter (where sent_at is null) as unsent from {o}"
+# {a}: the accounts table (increment, versioned): each account's balance as the workers left it.
+ACCOUNT_BALANCES = "select account, balance from {a} order by account"
+# Against the payments read from the input topic (temporary table `sent`, with each payment's account):
+# what each account should hold, the sum of the payments produced to it. `harness audit` only.
+ACCOUNT_EXPECTED = ("select s.account, sum(s.amount) as expected from sent s where s.account is not null "
+                    "group by s.account order by 1")
+# Against the keys read from the events topic (temporary table `events`); `harness audit` only.
+UNPUBLISHED = ("select r.message_id from {r} r where not exists "
+               "(select 1 from events e where e.message_id = r.message_id) order by 1")
 # Against the ids read from the input topic (temporary table `sent`); `harness audit` only.
 MISSING = ("select s.message_id from sent s where not exists "
            "(select 1 from {t} l where l.message_id = s.message_id) order by 1")
@@ -52,18 +64,17 @@ def quoted(qualified: str) -> str:
     return ".".join('"' + part.replace('"', '""') + '"' for part in (schema, table))
 
 
-def display(template: str, ledger: str | None = None, dedupe: str | None = None) -> str:
-    return template.format(t=quoted(ledger) if ledger else "", d=quoted(dedupe) if dedupe else "")
+def display(template: str, ledger: str | None = None, dedupe: str | None = None, **tables) -> str:
+    names = {"t": ledger, "d": dedupe, **tables}
+    return template.format(**{k: quoted(v) if v else "" for k, v in names.items()}, **{
+        k: "" for k in ("t", "d", "r", "o", "a") if k not in names})
 
 
-def _composed(template: str, ledger: str | None, dedupe: str | None) -> sql.Composed:
+def _composed(template: str, ledger: str | None = None, dedupe: str | None = None, **tables) -> sql.Composed:
     from ..workload.sqlnames import table_identifier
-    args = {}
-    if "{t}" in template:
-        args["t"] = table_identifier(ledger)
-    if "{d}" in template:
-        args["d"] = table_identifier(dedupe)
-    return sql.SQL(template).format(**args)
+    names = {"t": ledger, "d": dedupe, **tables}
+    return sql.SQL(template).format(**{k: table_identifier(v) for k, v in names.items()
+                                       if "{" + k + "}" in template})
 
 
 @dataclass
@@ -71,14 +82,16 @@ class TopicRead:
     records: int
     ids: Counter            # key -> records with that key
     values: dict            # key -> the amount in the (last) value, for input topics
+    accounts: dict = field(default_factory=dict)   # key -> the account in the (last) value, when it names one
 
 
-def read_topic(bootstrap: str, topic: str, isolation: str, client: dict | None = None) -> TopicRead:
+def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
     """Every record of `topic` up to its end as a fresh `isolation` reader sees it."""
     from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"harness-recount-{uuid.uuid4().hex[:8]}",
-                  "enable.auto.commit": False, "auto.offset.reset": "earliest", "isolation.level": isolation,
-                  "log_level": 0, **(client or {})})
+    from .. import kafka_client
+    c = Consumer(kafka_client.config(bootstrap, {
+        "group.id": f"harness-recount-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
+        "auto.offset.reset": "earliest", "isolation.level": isolation, "log_level": 0}))
     try:
         md = c.list_topics(topic, timeout=15)
         meta = md.topics.get(topic)
@@ -87,7 +100,7 @@ def read_topic(bootstrap: str, topic: str, isolation: str, client: dict | None =
         parts = sorted(meta.partitions)
         ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in parts}
         c.assign([TopicPartition(topic, p, 0) for p in parts])
-        ids, values, records = Counter(), {}, 0
+        ids, values, accounts, records = Counter(), {}, {}, 0
         deadline = time.time() + READ_TIMEOUT_S
         while time.time() < deadline:
             for m in c.consume(num_messages=1000, timeout=0.3):
@@ -97,12 +110,15 @@ def read_topic(bootstrap: str, topic: str, isolation: str, client: dict | None =
                 key = m.key().decode(errors="replace") if m.key() is not None else None
                 ids[key] += 1
                 try:
-                    values[key] = json.loads(m.value()).get("amount")
+                    body = json.loads(m.value())
+                    values[key] = body.get("amount")
+                    if body.get("account") is not None:
+                        accounts[key] = str(body["account"])
                 except (ValueError, TypeError, AttributeError):
                     values[key] = None
             positions = c.position([TopicPartition(topic, p) for p in parts])
             if all(tp.offset >= ends[tp.partition] for tp in positions if ends[tp.partition] > 0):
-                return TopicRead(records, ids, values)
+                return TopicRead(records, ids, values, accounts)
         raise Unreadable(f"reading {topic} ({isolation}) took longer than {READ_TIMEOUT_S} s")
     finally:
         c.close()
@@ -122,15 +138,42 @@ class LedgerRecount:
     dedupe_hits: int | None = None
 
 
-def recount_ledger(dsn: str, ledger: str, dedupe: str | None, sent: dict) -> LedgerRecount:
+# A user's --audit-sql (custom runs) is run again as it was: read-only, with this statement timeout.
+EFFECTS_SQL_TIMEOUT_MS = 60_000
+
+
+def effects_from_sql(dsn: str, query: str) -> list[tuple]:
+    """The (message_id, amount) rows of a user's effects query, in a read-only transaction."""
+    try:
+        with psycopg.connect(dsn, connect_timeout=10) as conn:
+            conn.execute("set transaction read only")
+            conn.execute(sql.SQL("set local statement_timeout = {}").format(sql.Literal(EFFECTS_SQL_TIMEOUT_MS)))
+            rows = conn.execute(query).fetchall()
+            conn.rollback()
+    except psycopg.Error as e:
+        raise Unreadable(f"the run's --audit-sql: {redact(str(e).splitlines()[0] if str(e) else repr(e))}") from None
+    if any(len(r) != 2 for r in rows):
+        raise Unreadable("the run's --audit-sql does not return (message_id, amount) rows")
+    return [(None if r[0] is None else str(r[0]), r[1]) for r in rows]
+
+
+def recount_ledger(dsn: str, ledger: str, dedupe: str | None, sent: dict,
+                   effect_rows: list | None = None) -> LedgerRecount:
     """Plain SQL over the run's tables; `sent` (id -> amount, from the input topic) becomes a temporary
-    table. Nothing is written: the transaction is rolled back, the temporary table with it."""
+    table. Nothing is written: the transaction is rolled back, the temporary table with it. `effect_rows`,
+    when given (rows of a custom run's --audit-sql), stand in for the ledger, as a temporary table."""
     try:
         with psycopg.connect(dsn, connect_timeout=10) as conn:
             conn.execute("create temporary table sent (message_id text primary key, amount bigint) on commit drop")
             with conn.cursor().copy("copy sent (message_id, amount) from stdin") as cp:
                 for i, amount in sent.items():
                     cp.write_row((i, amount if isinstance(amount, int) else None))
+            if effect_rows is not None:
+                conn.execute("create temporary table effects (message_id text, amount numeric) on commit drop")
+                with conn.cursor().copy("copy effects (message_id, amount) from stdin") as cp:
+                    for row in effect_rows:
+                        cp.write_row(row)
+                ledger = "pg_temp.effects"
 
             def rows(template):
                 return conn.execute(_composed(template, ledger, dedupe)).fetchall()
@@ -163,3 +206,82 @@ def recount_output(read: TopicRead, sent: dict) -> OutputRecount:
     dup_ids = sorted(str(k) for k, n in read.ids.items() if n > 1)
     missing = sorted(i for i in sent if read.ids.get(i, 0) == 0)
     return OutputRecount(read.records, sum(read.ids[k] - 1 for k in dup_ids), len(missing), dup_ids, missing)
+
+
+def service_stores(report: dict) -> dict | None:
+    """The rows table, outbox and events topic a run wrote (dual-write, outbox), from its `stack` lists."""
+    from ..workload.naming import RunNames
+    st = report.get("stack") or {}
+    try:
+        names = RunNames(report["run_id"])
+    except Exception:  # noqa: BLE001 - a run id this harness cannot parse has none of these
+        return None
+    tables, topics = set(st.get("tables") or []), set(st.get("topics") or [])
+    if names.rows_table not in tables or names.events_topic not in topics:
+        return None
+    return {"rows_table": names.rows_table, "events_topic": names.events_topic,
+            **({"outbox_table": names.outbox_table} if names.outbox_table in tables else {})}
+
+
+@dataclass
+class ServiceRecount:
+    rows: int
+    events: int
+    unpublished_ids: list            # rows without an event
+    orphaned_ids: list               # events without a row
+    event_duplicates: int
+    duplicate_event_ids: list
+    outbox_rows: int | None = None
+    outbox_unsent: int | None = None
+
+
+def recount_service(dsn: str, rows_table: str, outbox_table: str | None, events: TopicRead) -> ServiceRecount:
+    """A service's rows (and outbox) in plain SQL, against the keys of its events topic read afresh."""
+    keys = [k for k in events.ids if k is not None]
+    try:
+        with psycopg.connect(dsn, connect_timeout=10) as conn:
+            conn.execute("create temporary table events (message_id text primary key) on commit drop")
+            with conn.cursor().copy("copy events (message_id) from stdin") as cp:
+                for k in keys:
+                    cp.write_row((k,))
+            rows, _ids = conn.execute(_composed(ROWS_TOTALS, r=rows_table)).fetchone()
+            unpublished = [r[0] for r in conn.execute(_composed(UNPUBLISHED, r=rows_table)).fetchall()]
+            row_ids = {r[0] for r in conn.execute(_composed("select message_id from {r}", r=rows_table)).fetchall()}
+            out = ServiceRecount(int(rows), events.records, unpublished, sorted(k for k in keys if k not in row_ids),
+                                 sum(n - 1 for n in events.ids.values() if n > 1),
+                                 sorted(str(k) for k, n in events.ids.items() if n > 1))
+            if outbox_table:
+                total, unsent = conn.execute(_composed(OUTBOX_TOTALS, o=outbox_table)).fetchone()
+                out.outbox_rows, out.outbox_unsent = int(total), int(unsent)
+            conn.rollback()
+            return out
+    except psycopg.errors.UndefinedTable as e:
+        raise DataGone(redact(str(e).splitlines()[0])) from None
+    except psycopg.Error as e:
+        raise Unreadable(f"PostgreSQL: {redact(str(e).splitlines()[0] if str(e) else repr(e))}") from None
+
+
+@dataclass
+class AccountsRecount:
+    balances: dict          # account -> its balance in the accounts table
+    expected: dict          # account -> the sum of the payments the input topic holds for it
+
+
+def recount_accounts(dsn: str, accounts_table: str, sent: dict, sent_accounts: dict) -> AccountsRecount:
+    """Each account's balance (plain SQL over the accounts table) and what it should be: the payments read
+    from the input topic (id -> amount, id -> account) become a temporary table, summed per account."""
+    try:
+        with psycopg.connect(dsn, connect_timeout=10) as conn:
+            conn.execute("create temporary table sent (message_id text primary key, amount bigint, account text) "
+                         "on commit drop")
+            with conn.cursor().copy("copy sent (message_id, amount, account) from stdin") as cp:
+                for i, amount in sent.items():
+                    cp.write_row((i, amount if isinstance(amount, int) else None, sent_accounts.get(i)))
+            balances = {r[0]: int(r[1]) for r in conn.execute(_composed(ACCOUNT_BALANCES, a=accounts_table)).fetchall()}
+            expected = {r[0]: int(r[1]) for r in conn.execute(ACCOUNT_EXPECTED).fetchall()}
+            conn.rollback()
+            return AccountsRecount(balances, expected)
+    except psycopg.errors.UndefinedTable as e:
+        raise DataGone(redact(str(e).splitlines()[0])) from None
+    except psycopg.Error as e:
+        raise Unreadable(f"PostgreSQL: {redact(str(e).splitlines()[0] if str(e) else repr(e))}") from None

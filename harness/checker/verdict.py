@@ -42,6 +42,8 @@ def judge(p: Prediction, observed: dict, ev: Evidence | None = None) -> Verdict:
     unknown = []
     for e in p.expectations:
         got = observed.get(e.metric)
+        if got is None and e.if_measured and e.metric not in observed:
+            continue                          # a store that was not used: nothing to judge
         if got is None:
             unknown.append(e.metric)
         elif not e.holds(got):
@@ -58,6 +60,11 @@ def judge(p: Prediction, observed: dict, ev: Evidence | None = None) -> Verdict:
     if p.exact and p.aborted_counts is not None and ev.uncommitted_per_id is not None:
         got = Counter({i: n - 1 for i, n in ev.uncommitted_per_id.items() if n > 1})
         _ids(v, "aborted copies", _differ(got, p.aborted_counts))
+    if p.exact:
+        for metric, want in p.id_sets.items():
+            got = ev.ids.get(metric)
+            if got is not None:
+                _ids(v, metric, sorted(set(got) ^ set(want)))
     for text, ids in ev.integrity:
         v.failed.append(text)
         _ids(v, text.split(":")[0].strip(), ids)

@@ -30,23 +30,56 @@ def audit_folder(folder: Path, stack) -> tuple[list, str | None]:
     from ..report.compare import read_json
     report = read_json(folder / "report.json")
     st = report.get("stack") or {}
+    foreign = foreign_stores(report)
+    if foreign:
+        return [], (f"{folder / 'report.json'} names {foreign}, which run {report.get('run_id')!r} cannot have "
+                    f"written: nothing was read")
     where = st.get("bootstrap_servers")
     elsewhere = f" (the run used Kafka at {where}; this stack is at {stack.bootstrap_servers})" \
         if where and where != stack.bootstrap_servers else ""
     try:
         inp = recount.read_topic(stack.bootstrap_servers, st["input_topic"], "read_uncommitted")
         sent = {k: v for k, v in inp.values.items() if k is not None}
-        ledger = recount.recount_ledger(stack.postgres_dsn, st["ledger_table"], st.get("dedupe_table"), sent) \
-            if st.get("ledger_table") else None
+        query = (report.get("params") or {}).get("audit_sql")     # a custom run counted by the user's query
+        effects = recount.effects_from_sql(stack.postgres_dsn, query) if query else None
+        ledger = recount.recount_ledger(stack.postgres_dsn, st["ledger_table"], st.get("dedupe_table"), sent,
+                                        effects) if st.get("ledger_table") or query else None
         outputs = {iso: recount.recount_output(recount.read_topic(stack.bootstrap_servers, st["output_topic"], iso), sent)
                    for iso in ("read_committed", "read_uncommitted")} if st.get("output_topic") else {}
+        accounts = recount.recount_accounts(stack.postgres_dsn, st["accounts_table"], sent, inp.accounts) \
+            if st.get("accounts_table") else None
+        service = None
+        svc = recount.service_stores(report)
+        if svc:
+            events = recount.read_topic(stack.bootstrap_servers, svc["events_topic"], "read_committed")
+            service = recount.recount_service(stack.postgres_dsn, svc["rows_table"], svc.get("outbox_table"), events)
     except recount.DataGone as e:
         return [], f"the run's data is gone: {e} (removed by `harness clean`?){elsewhere}"
     except recount.Unreadable as e:
         return [], f"cannot read the run's data: {e}"
     except (KeyError, TypeError):
         return [], f"{folder / 'report.json'} does not name the run's topics and tables"
-    return crosscheck.compare(report, sent, ledger, outputs), None
+    return crosscheck.compare(report, sent, ledger, outputs, service, accounts), None
+
+
+
+def foreign_stores(report: dict) -> str | None:
+    """The first topic or table the report names that is not its run's own (None when all are).
+
+    `harness audit` reads only what the run wrote: a report.json edited to name another table or topic
+    (someone's `public.users`) is refused before anything is read."""
+    from ..workload.naming import RunNames
+    st = report.get("stack") or {}
+    try:
+        names = RunNames(str(report.get("run_id")))
+        own = {"input_topic": names.input_topic, "output_topic": names.output_topic,
+               "ledger_table": names.ledger_table, "dedupe_table": names.dedupe_table}
+    except Exception:  # noqa: BLE001 - an id this harness could not have made
+        return f"run id {report.get('run_id')!r}"
+    for key, mine in own.items():
+        if st.get(key) not in (None, mine):
+            return f"{key} {st.get(key)!r}"
+    return None
 
 
 def print_rows(name: str, rows: list) -> None:
@@ -71,18 +104,14 @@ def print_rows(name: str, rows: list) -> None:
 @click.option("--reports-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where run ids (and `latest`) are looked up [default: $HARNESS_REPORTS or reports/].")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON (for scripts).")
-@click.option("--stack", "stack_kind", default="local", show_default=True, envvar="HARNESS_STACK",
-              help="The stack holding the run's data: local or compose.")
-@click.option("--bootstrap-servers", envvar="HARNESS_BOOTSTRAP_SERVERS", help="Kafka of an existing cluster.")
-@click.option("--postgres-dsn", envvar="HARNESS_POSTGRES_DSN", help="PostgreSQL of an existing cluster.")
 def audit(run, reports_dir, as_json, stack_kind, bootstrap_servers, postgres_dsn):
     """Recount a finished run from Kafka and Postgres and compare with its report.
 
     RUN is a run folder, a run id under the reports folder, `latest`, or a
     suite folder (each of its runs). The recount shares no code with the
     run's own audit: it reads the input topic for what was sent, counts the
-    ledger and dedupe tables with plain SQL (the queries every report prints
-    under "Audit it yourself"), and reads the output topic afresh with
+    ledger, dedupe and accounts tables with plain SQL (the queries every report
+    prints under "Audit it yourself"), and reads the output topic afresh with
     read_committed and read_uncommitted. It starts nothing.
 
     \b
@@ -128,3 +157,11 @@ def audit(run, reports_dir, as_json, stack_kind, bootstrap_servers, postgres_dsn
         click.echo("the report and the recount DIFFER (see the rows marked DIFFERS)", err=True)
         sys.exit(1)
     click.echo(f"the report and the recount agree ({len(results)} run{'s' if len(results) != 1 else ''})", err=True)
+
+
+def _with_stack_options(cmd: click.Command) -> None:
+    from .bench import _reuse_stack_options
+    _reuse_stack_options(cmd)
+
+
+_with_stack_options(audit)

@@ -31,7 +31,8 @@ def _cases_help() -> str:
     return ", ".join(c.name for c in CASES)
 
 
-@click.command("bench")
+@click.group("bench", invoke_without_command=True,
+             epilog="\b\nSubcommands:\n  scale   how the time to a verdict grows with messages and partitions x workers")
 @click.option("--messages", type=int, default=2000, show_default=True,
               help="Payments per throughput run for cases with a per-record Postgres write or offset commit.")
 @click.option("--fast-messages", type=int, default=None,
@@ -53,7 +54,8 @@ def _cases_help() -> str:
               help="Report folder (default reports/<timestamp>-bench/).")
 @click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output; the report folder is still printed.")
-def bench(messages, fast_messages, repetitions, sizes, cases, skip_restart, skip_throughput, restart_kills,
+@click.pass_context
+def bench(ctx, messages, fast_messages, repetitions, sizes, cases, skip_restart, skip_throughput, restart_kills,
           slow_kills, strategies, keep_data, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn):
     """Benchmark restart latency by strategy and throughput by delivery mode.
 
@@ -81,6 +83,8 @@ def bench(messages, fast_messages, repetitions, sizes, cases, skip_restart, skip
       harness bench --skip-restart --sizes 1000 --repetitions 5
       harness bench --skip-throughput --strategies assign,static,classic-short
     """
+    if ctx.invoked_subcommand:
+        return
     from ..bench import BenchOptions, parse_sizes, run_bench
     from ..faults.supervisor import install_sigterm_as_interrupt
     from ..paths import reports_dir
@@ -106,13 +110,73 @@ def bench(messages, fast_messages, repetitions, sizes, cases, skip_restart, skip
 
 
 def _reuse_stack_options(cmd: click.Command) -> None:
-    """Give `cmd` the shared --stack/--bootstrap-servers/--postgres-dsn options of cli.stack_options.
+    """Give `cmd` the shared --stack/--bootstrap-servers/--postgres-dsn/--kafka-config[-file] options of
+    cli.stack_options (the Kafka client settings are taken off its arguments as stack_options does).
 
     Done once `bench` exists: harness.cli registers this command while it loads, so importing it
     from here works whichever module is imported first.
     """
     probe = _cli().stack_options(lambda **_kw: None)
     cmd.params.extend(reversed(probe.__click_params__))
+    cmd.callback = _cli().takes_kafka_settings(cmd.callback)
+
+
+@bench.command("scale")
+@click.option("--messages", "messages_text", default="1000,10000,100000", show_default=True,
+              help="Payments per run, comma-separated.")
+@click.option("--shapes", "shapes_text", default="1x1,4x2,12x4", show_default=True,
+              help="PARTITIONSxWORKERS per run, comma-separated.")
+@click.option("--experiments", "experiments_text", default="offset-after,dedupe,eos", show_default=True,
+              help="Which experiments (of offset-after, dedupe, eos).")
+@click.option("--crash-rate", type=float, default=0.001, show_default=True,
+              help="Share of payments that crash the worker: fixed, so crashes grow with messages.")
+@click.option("--seed", type=int, default=25, show_default=True, help="Seed of every run's crash plan.")
+@click.option("--keep-data", is_flag=True, help="Keep each run's topics and tables (default: removed once measured).")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Report folder (default reports/<timestamp>-bench-scale/).")
+@click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output; the report folder is still printed.")
+def scale(messages_text, shapes_text, experiments_text, crash_rate, seed, keep_data, out, keep_stack, quiet,
+          stack_kind, bootstrap_servers, postgres_dsn):
+    """How the time to a verdict grows with messages and with partitions x workers.
+
+    Runs each experiment at each size and shape as a real `harness run`, one
+    at a time, at a fixed crash rate, and writes scale.json, scale.md and
+    scale.html: wall time, messages per second, restart median, peak RSS of
+    the workers and of the broker per run, and a growth table (seconds per
+    1,000 messages at each size) that says where growth is not linear. At
+    the defaults it takes about half an hour on two cores.
+
+    \b
+    Examples:
+      harness bench scale
+      harness bench scale --messages 1000,10000 --shapes 1x1,4x2 --experiments offset-after
+    """
+    from pathlib import Path
+    from ..bench.scale import ScaleOptions, parse_list, parse_shapes, run_scale
+    from ..faults.supervisor import install_sigterm_as_interrupt
+    from ..paths import reports_dir
+    from ..workload.naming import new_run_id
+    opts = ScaleOptions(messages=parse_list(messages_text, "messages"), shapes=parse_shapes(shapes_text),
+                        experiments=[e.strip() for e in experiments_text.split(",") if e.strip()],
+                        crash_rate=crash_rate, seed=seed, keep_data=keep_data)
+    opts.validate()
+    bench_id = new_run_id("bench-scale")
+    folder = Path(out) if out else reports_dir() / bench_id
+    from ..rundir import check_run_dir
+    check_run_dir(folder)
+    install_sigterm_as_interrupt()
+    data, folder = _cli()._with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
+                                      lambda stack, log: run_scale(stack, opts, folder, bench_id, log=log))
+    if not quiet:
+        for g in data["growth"]:
+            click.echo(f"{g['experiment']} {g['shape']}: " + ", ".join(
+                f"{v:.2f} s/1k at {int(n):,}" for n, v in g["seconds_per_1000"].items()) +
+                (f" ({g['note']})" if g["note"] else ""), err=True)
+    click.echo(str(folder))
+    if data["status"] != "complete" or any(c.get("verdict") != "as-predicted" for c in data["cells"]):
+        sys.exit(1)
 
 
 _reuse_stack_options(bench)
+_reuse_stack_options(scale)

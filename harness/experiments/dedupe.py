@@ -36,6 +36,6 @@ DEDUPE = Experiment(
     expected="0 lost, 0 duplicates, ledger exactly as expected, dedupe hits = redeliveries",
     predictors=(LedgerPredictor(dedupe=True),),
     loop=dedupe_loop,
-    suite={"weight": 2},
+    suite={"group": "core", "weight": 2},
     options=("assignment",),
 )

@@ -28,6 +28,7 @@ import json
 import sys
 import time
 
+from .. import kafka_client
 from .model import ABORTED, DEDUPED, DUPLICATED, Experiment, KillPoint, Stores
 from .predictors import FencedPredictor, LedgerPredictor, OutputPredictor
 
@@ -46,13 +47,14 @@ ABORTS = "records already in the open transaction are aborted (read_uncommitted 
 
 def make_producer(ctx):
     from confluent_kafka import Producer
-    p = Producer({"bootstrap.servers": ctx.args.bootstrap, "transactional.id": ctx.args.transactional_id,
+    p = Producer(kafka_client.config(ctx.args.bootstrap, {
+                  "transactional.id": ctx.args.transactional_id,
                   "enable.idempotence": True, "acks": "all", "linger.ms": 5, "log_level": 3,
                   # Right after a commit the coordinator is still writing the previous transaction's markers
                   # and answers CONCURRENT_TRANSACTIONS; librdkafka's default 100 ms backoff made every
                   # send_offsets_to_transaction cost ~100 ms here. Retry sooner (measured: ~105 ms -> ~8 ms).
                   "retry.backoff.ms": 5, "retry.backoff.max.ms": 50,
-                  "transaction.timeout.ms": ctx.args.transaction_timeout_ms or TRANSACTION_TIMEOUT_MS})
+                  "transaction.timeout.ms": ctx.args.transaction_timeout_ms or TRANSACTION_TIMEOUT_MS}))
     t0 = time.time()
     p.init_transactions(TXN_CALL_TIMEOUT_S)     # fences the previous holder of this id, aborts its transaction
     ctx.events.emit("txn_initialized", seconds=round(time.time() - t0, 3))
@@ -213,7 +215,7 @@ EOS = Experiment(
     expected="read_committed output: 0 lost, 0 duplicates; read_uncommitted shows the aborted copies",
     predictors=(OutputPredictor(),),
     loop=eos_loop,
-    suite={"weight": 8},
+    suite={"group": "eos", "weight": 8},
     leader="coordinator",
 )
 
@@ -227,7 +229,7 @@ EOS_BOUNDARY = Experiment(
     expected="Kafka output exact; Postgres ledger duplicates = aborted records",
     predictors=(LedgerPredictor(), OutputPredictor()),
     loop=eos_boundary_loop,
-    suite={"weight": 7},
+    suite={"group": "eos", "weight": 7},
     leader="coordinator",
 )
 
@@ -242,7 +244,7 @@ EOS_DEDUPE = Experiment(
     expected="Kafka output exact and Postgres exact",
     predictors=(LedgerPredictor(dedupe=True), OutputPredictor()),
     loop=eos_dedupe_loop,
-    suite={"weight": 6},
+    suite={"group": "eos", "weight": 6},
     leader="coordinator",
 )
 
@@ -257,6 +259,6 @@ ZOMBIE = Experiment(
     predictors=(OutputPredictor(), FencedPredictor()),
     loop=eos_loop,
     default_faults=("zombie",),
-    suite={"weight": 5},
+    suite={"group": "eos", "weight": 5},
     leader="coordinator",
 )

@@ -33,5 +33,5 @@ EOS_STREAMS = Experiment(
     options=("effect",),
     variants={"effect=postgres": {"stores": Stores(ledger=True, output=True),
                                   "predictors": (LedgerPredictor(), OutputPredictor(produced="unacked"))}},
-    suite={"weight": 10, "args": ["--effect", "postgres"]},
+    suite={"group": "eos", "weight": 10, "args": ["--effect", "postgres"]},
 )

@@ -1,4 +1,5 @@
-"""How an experiment's workers are started: Python worker processes, or the Kafka Streams JVM.
+"""How an experiment's workers are started: Python worker processes (of one kind, or of several
+roles), or the Kafka Streams JVM.
 
 A launcher turns a run (its names, stack, folder and parameters) into what the
 supervisor needs: a command line per worker slot and attempt, the
@@ -17,11 +18,19 @@ from typing import Callable
 @dataclass
 class Launch:
     command: Callable                      # command(slot) -> argv
-    env: dict
+    env: dict | Callable                   # the workers' environment, or env(slot) -> dict per slot and attempt
     slots: list                            # partitions per worker slot
     group_done: Callable | None = None     # workers that never exit by themselves: when the run is over
     reports_deliveries: bool = True        # every worker process reports how many records it began
     standby: bool = True                   # workers understand --standby (a warm spare per slot)
+    names: list | None = None              # a name per slot (default w0, w1, ...)
+    # Workers the harness did not write (they keep no crash records and write no events):
+    watch: Callable | None = None          # watch(supervisor), every turn: observe them from outside
+    may_exit: Callable | None = None       # may_exit(slot): is an exit 0 the end of its work, or a failure?
+    ledger_reader: Callable | None = None  # reads the effects instead of the ledger table (checker/ledger.py)
+    annotate: Callable | None = None       # annotate(run, result, report): add what only the launcher knows
+    bad_input: Callable | None = None      # bad_input(result) -> one line when the workers never could run
+    planned_exits: tuple = (-9, 137, 3)    # exit statuses restarted as crashes: SIGKILL, Java halt, fenced producer
 
 
 def transactional_id_of(run, slot_index: int, attempt: int) -> str:
@@ -36,38 +45,99 @@ def assign_partitions(partitions: int, workers: int) -> list[list[int]]:
     return [s for s in slots if s]
 
 
+def python_worker_command(run, slot, partitions: list, group: str, topic: str) -> list[str]:
+    """`python -m harness.processors.worker --experiment NAME ...` for one slot and attempt."""
+    p, names, exp = run.params, run.names, run.exp
+    cmd = [sys.executable, "-m", "harness.processors.worker", "--experiment", exp.name,
+           "--worker", slot.name, "--attempt", str(slot.attempt), "--bootstrap", run.stack.bootstrap_servers,
+           "--group", group, "--input-topic", topic, "--partitions", ",".join(map(str, partitions)),
+           "--commit-every", str(p.commit_every), "--crash-log", str(run.crash_log),
+           "--events", str(run.events), "--crash-plan", str(run.crash_plan)]
+    if exp.variant:
+        cmd += ["--variant", exp.variant]
+    if exp.stores.ledger:
+        cmd += ["--ledger", names.ledger_table]
+    if exp.stores.dedupe:
+        cmd += ["--dedupe", names.dedupe_table]
+    if exp.stores.rows:
+        cmd += ["--rows", names.rows_table]
+    if exp.stores.outbox:
+        cmd += ["--outbox", names.outbox_table]
+    if exp.stores.events:
+        cmd += ["--events-topic", names.events_topic]
+    if exp.stores.output:
+        cmd += ["--output-topic", names.output_topic,
+                "--transactional-id", transactional_id_of(run, slot.index, slot.attempt)]
+    if p.transaction_timeout_ms:
+        cmd += ["--transaction-timeout-ms", str(p.transaction_timeout_ms)]
+    if p.commit_interval_ms:
+        cmd += ["--commit-interval-ms", str(p.commit_interval_ms)]
+    if p.auto_commit_interval_ms:
+        cmd += ["--auto-commit-interval-ms", str(p.auto_commit_interval_ms)]
+    if exp.stores.accounts:
+        cmd += ["--accounts", names.accounts_table]
+    if p.dedupe_ttl is not None:
+        cmd += ["--dedupe-ttl", repr(float(p.dedupe_ttl))]
+    if p.assignment == "group":
+        cmd += ["--assignment", "group", "--group-protocol", p.group_protocol or "classic"]
+    return cmd
+
+
 @dataclass
 class PythonWorkers:
     """`python -m harness.processors.worker --experiment NAME ...`: the experiment's own loop."""
     extra_args: list = field(default_factory=list)
 
+    def check(self, stack) -> None:
+        """Bad input this launcher can see before anything is created (HarnessError); Python workers have none."""
+
     def prepare(self, run) -> Launch:
-        p, names, exp = run.params, run.names, run.exp
-        slots = assign_partitions(p.partitions, p.workers)
+        slots = assign_partitions(run.params.partitions, run.params.workers)
 
         def command(slot) -> list[str]:
-            cmd = [sys.executable, "-m", "harness.processors.worker", "--experiment", exp.name,
-                   "--worker", slot.name, "--attempt", str(slot.attempt), "--bootstrap", run.stack.bootstrap_servers,
-                   "--group", names.group, "--input-topic", names.input_topic,
-                   "--partitions", ",".join(map(str, slots[slot.index])),
-                   "--commit-every", str(p.commit_every), "--crash-log", str(run.crash_log),
-                   "--events", str(run.events), "--crash-plan", str(run.crash_plan)]
-            if exp.stores.ledger:
-                cmd += ["--ledger", names.ledger_table]
-            if exp.stores.dedupe:
-                cmd += ["--dedupe", names.dedupe_table]
-            if exp.stores.output:
-                cmd += ["--output-topic", names.output_topic,
-                        "--transactional-id", transactional_id_of(run, slot.index, slot.attempt)]
-            if p.transaction_timeout_ms:
-                cmd += ["--transaction-timeout-ms", str(p.transaction_timeout_ms)]
-            if p.commit_interval_ms:
-                cmd += ["--commit-interval-ms", str(p.commit_interval_ms)]
-            if p.assignment == "group":
-                cmd += ["--assignment", "group", "--group-protocol", p.group_protocol or "classic"]
-            return cmd + self.extra_args
+            return python_worker_command(run, slot, slots[slot.index], run.names.group,
+                                         run.names.input_topic) + self.extra_args
 
         return Launch(command, {**os.environ, "HARNESS_WORKER_DSN": run.stack.postgres_dsn}, slots)
+
+    def finish(self, run, result) -> None:
+        pass
+
+
+@dataclass
+class RoleWorkers:
+    """Several kinds of Python worker in one run, as the experiment's `roles` declare them: a role that
+    consumes the input gets one process per partition set (like plain workers), any other role one
+    process. All of them are slots of the same supervisor: restarted when killed, killed when the run
+    stops, dead with it if it dies. A role finishes only after the roles it names in `after` did
+    (each worker reads their `done` events)."""
+
+    def prepare(self, run) -> Launch:
+        p, names = run.params, run.names
+        slots, slot_names, specs = [], [], []
+        for role in run.exp.roles:
+            if role.consumes == "input":
+                parts = assign_partitions(p.partitions, p.workers)
+            else:
+                parts = [list(range(p.partitions))]
+            for i, ps in enumerate(parts):
+                slots.append(ps)
+                slot_names.append(f"{role.name}-{i}")
+                specs.append(role)
+        by_role = {r.name: [n for n, spec in zip(slot_names, specs) if spec is r] for r in run.exp.roles}
+
+        def command(slot) -> list[str]:
+            role = specs[slot.index]
+            if role.consumes == "events":
+                group, topic = names.downstream_group, names.events_topic
+            else:
+                group, topic = names.group, names.input_topic
+            cmd = python_worker_command(run, slot, slots[slot.index], group, topic) + ["--role", role.name]
+            after = [n for r in role.after for n in by_role[r]]
+            return cmd + (["--after", ",".join(after)] if after else [])
+
+        return Launch(command, {**os.environ, "HARNESS_WORKER_DSN": run.stack.postgres_dsn}, slots,
+                      reports_deliveries=False, standby=False, names=slot_names)
 
     def finish(self, run, result) -> None:
         pass
@@ -77,11 +147,24 @@ class PythonWorkers:
 class StreamsWorkers:
     """The Kafka Streams application of experiments/eos-streams, one JVM per slot (built with mvn)."""
 
+    def check(self, stack) -> None:
+        """Client settings the Java app cannot take are an error before the run starts."""
+        self._java_settings(stack)
+
+    @staticmethod
+    def _java_settings(stack) -> dict:
+        from .. import kafka_client, kafka_java
+        return kafka_java.java_properties(kafka_client.settings_for(stack.bootstrap_servers))
+
     def prepare(self, run) -> Launch:
         from . import streams_jvm as streams
+        from .. import kafka_java
         p, names = run.params, run.names
         jar = streams.build(run.log)
-        env = {**os.environ, "HARNESS_PG_PASSWORD": streams.jdbc(run.stack.postgres_dsn)[2]}
+        # The user's Kafka client settings in Java's names; they may hold secrets, so the environment.
+        java = self._java_settings(run.stack)
+        env = {**os.environ, "HARNESS_PG_PASSWORD": streams.jdbc(run.stack.postgres_dsn)[2],
+               kafka_java.ENV: kafka_java.properties_text(java)}
         slots = [list(range(p.partitions))] * min(p.workers, p.partitions)
 
         def command(slot):

@@ -28,7 +28,10 @@ LOST = "lost"                # acked_unapplied: offsets committed, effect never 
 DUPLICATED = "duplicated"    # unacked: effect applied, not acknowledged: redelivered and applied again
 DEDUPED = "deduped"          # unacked, with a dedupe table: redelivered, absorbed by the key (a dedupe hit)
 ABORTED = "aborted"          # produced: written in the open transaction, aborted: read_uncommitted sees a copy
-DAMAGES = (LOST, DUPLICATED, DEDUPED, ABORTED)
+UNPUBLISHED = "unpublished"  # row_only: the service's row committed, its event never produced (dual write)
+ORPHANED = "orphaned"        # event_only: the event produced, the service's row never committed (dual write)
+REPUBLISHED = "republished"  # republished: published, not marked sent: the relay publishes it again (outbox)
+DAMAGES = (LOST, DUPLICATED, DEDUPED, ABORTED, UNPUBLISHED, ORPHANED, REPUBLISHED)
 
 ANY = "any"                  # --kill-point any: each planned crash takes a seeded point among all of them
 
@@ -51,10 +54,36 @@ class Stores:
     ledger: bool = False             # harness.ledger_<run>: one row per applied effect
     dedupe: bool = False             # harness.dedupe_<run>: the idempotency keys
     output: bool = False             # harness.<run>.output: the output topic (transactional, unless a producer test)
+    accounts: int = 0                # harness.acct_<run>: this many accounts and their balances (0: none)
+    dedupe_expires: bool = False     # the worker purges old keys: the dedupe table's hit counts are not evidence
+    rows: bool = False               # harness.rows_<run>: a service's business rows, one per payment request
+    outbox: bool = False             # harness.outbox_<run>: the events a relay has to publish
+    events: bool = False             # harness.<run>.events: the events a service (or relay) publishes
+    output_if_written: bool = False  # the output topic is created, and audited only when records were written to it
     deliveries: bool = False         # the producer under test's delivery log (<run>/deliveries.jsonl)
 
     def names(self) -> list[str]:
-        return [n for n in ("ledger", "dedupe", "output", "deliveries") if getattr(self, n)]
+        return [n for n in ("ledger", "dedupe", "output", "accounts", "rows", "outbox", "events", "deliveries")
+                if getattr(self, n)] + (["output (audited when written to)"] if self.output_if_written else [])
+
+    @property
+    def output_topic(self) -> bool:
+        """The run creates an output topic (always audited, or audited when written to)."""
+        return self.output or self.output_if_written
+
+
+@dataclass(frozen=True)
+class Role:
+    """One kind of process in an experiment that needs several (a service, a relay, a downstream consumer).
+
+    `consumes` says what its consumer reads: "input" (the payments, one process per partition set, as
+    plain workers), "events" (the events topic, one process) or None (no consumer: one process).
+    `after` names the roles that must have said `done` (all their work committed) before this one may
+    finish; the relay's service, the downstream consumer's producers."""
+    name: str
+    loop: Callable
+    consumes: str | None = "input"
+    after: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -70,9 +99,14 @@ class Experiment:
     loop: Callable | None = None     # the Python worker loop: loop(ctx); None for non-Python workers
     launcher: object = None          # builds worker command lines (experiments/launch.py); None: Python
     default_faults: tuple = ("planned-crash",)
-    options: tuple = ()              # experiment-only run options this experiment accepts, e.g. ("effect",)
+    options: tuple | dict = ()       # experiment-only run options it accepts, e.g. ("effect",), or {option: default}
     variants: dict = field(default_factory=dict)   # option value -> changes, e.g. {"effect=postgres": {...}}
-    suite: dict = field(default_factory=dict)      # in the suite: {"args": [...], "weight": ..., "group": ...}
+    suite: dict = field(default_factory=dict)      # in the suite: {"group": name, "args": [...], "weight": launch order weight}
+    lesson: str = ""                 # one line for the report: the mistake it shows, and its fix
+    consumer: dict = field(default_factory=dict)   # consumer settings its workers use instead of ours
+    roles: tuple = ()                # Role, when its run needs more than one kind of process
+    variant: str = ""                # the key of `variants` that resolve() applied ("" for none)
+    refuses: dict = field(default_factory=dict)    # run option -> why it does not apply here (refused if given)
     leader: str = "input"            # whose leader `--fault leader-kill` kills: input, output or coordinator
 
     # -- derived -------------------------------------------------------------------------------
@@ -98,11 +132,22 @@ class Experiment:
         for key, changes in self.variants.items():
             opt, _, value = key.partition("=")
             if str(getattr(params, opt, None)) == value:
-                exp = dataclasses.replace(exp, **changes)
+                exp = dataclasses.replace(exp, **changes, variant=key)
         return exp
+
+    def with_variant(self, key: str | None) -> "Experiment":
+        """This experiment as a worker process must run it: the variant its launcher named."""
+        if not key:
+            return self
+        return dataclasses.replace(self, **self.variants[key], variant=key)
+
+    def role(self, name: str | None):
+        """The role of that name, or None for a single-kind experiment."""
+        return next((r for r in self.roles if r.name == name), None) if name else None
 
     def describe(self) -> dict:
         return {"name": self.name, "steps": list(self.steps), "proves": self.proves, "expected": self.expected,
                 "stores": self.stores.names(), "default_kill_point": self.default_point,
                 "kill_points": [p.describe() for p in self.kill_points],
-                "faults": list(self.default_faults), "options": list(self.options)}
+                "faults": list(self.default_faults), "options": list(self.options),
+                "lesson": self.lesson, "roles": [r.name for r in self.roles]}

@@ -91,7 +91,7 @@ OFFSET_BEFORE = Experiment(
     expected="lost = crashed payments, duplicates 0, ledger below expected",
     predictors=(LedgerPredictor(),),
     loop=offset_before_loop,
-    suite={"weight": 2},
+    suite={"group": "core", "weight": 2},
     options=("assignment",),
 )
 
@@ -105,6 +105,6 @@ OFFSET_AFTER = Experiment(
     expected="duplicates = effects not yet committed at each crash, lost 0, ledger above expected",
     predictors=(LedgerPredictor(),),
     loop=offset_after_loop,
-    suite={"weight": 2},
+    suite={"group": "core", "weight": 2},
     options=("assignment",),
 )

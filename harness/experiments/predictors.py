@@ -33,18 +33,21 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .model import ABORTED, DEDUPED, DUPLICATED, LOST
+from .model import ABORTED, DEDUPED, DUPLICATED, LOST, ORPHANED, REPUBLISHED, UNPUBLISHED
 
 
 @dataclass
 class Expectation:
     metric: str          # e.g. "ledger.duplicates", "kafka.read_uncommitted.duplicates"
     value: int
-    op: str = "=="       # "==" exact, "<=" bound
+    op: str = "=="       # "==" exact, "<=" upper bound, ">=" lower bound
+    if_measured: bool = False   # judged only when the audit measured it (a store that may stay unused)
 
     def holds(self, observed: int | None) -> bool:
         if observed is None:
             return False
+        if self.op == ">=":
+            return observed >= self.value
         return observed == self.value if self.op == "==" else observed <= self.value
 
     def text(self) -> str:
@@ -61,6 +64,15 @@ class Prediction:
     hit_counts: Counter | None = None          # exact only, with a dedupe table: id -> dedupe hits
     inconsistent: list = field(default_factory=list)           # crash records that contradict their kill point
     note: str = ""
+    evidence: list = field(default_factory=list)   # per crash, what a predictor read beyond the crash log
+    id_sets: dict = field(default_factory=dict)    # exact only: metric -> the ids the audit must name for it
+    claim: str | None = None   # a claim the run tests (--expect) instead of a prediction from crash records
+
+    def range(self, metric: str) -> list | None:
+        """[low, high] when the prediction bounds `metric` on both sides, else None."""
+        lo = next((e.value for e in self.expectations if e.metric == metric and e.op == ">="), None)
+        hi = next((e.value for e in self.expectations if e.metric == metric and e.op == "<="), None)
+        return [lo, hi] if lo is not None and hi is not None else None
 
     def get(self, metric: str) -> Expectation | None:
         return next((e for e in self.expectations if e.metric == metric), None)
@@ -76,6 +88,11 @@ class CrashFacts:
     crashes: list
     inflight_max: int = 1      # the most records a worker holds unacknowledged (commit_every, or all with a commit interval)
     interruptions: int = 0     # faults that stopped a worker at an instant it did not choose (a zombie's freeze)
+    events: list = field(default_factory=list)     # every worker event (started, first_message, redelivered, done ...)
+    amounts: dict = field(default_factory=dict)    # payment id -> amount, as produced
+    accounts: dict = field(default_factory=dict)   # payment id -> account, for workloads with accounts
+    run_dir: object = None     # the run's folder: evidence some workers write beside the crash log
+    positions: dict = field(default_factory=dict)  # payment id -> (partition, offset) in the input topic
     aborts: list = field(default_factory=list)   # txn_aborted/fenced/commit_lost: work no crash record describes
     loosened: bool = False     # a fault struck that can abort transactions unseen by crash records (a broker fault)
     params: object = None      # the run's options (RunParams), for predictors that depend on them
@@ -164,8 +181,51 @@ class FencedPredictor:
         p.expectations.append(Expectation("fault.zombie.fenced", 1))
 
 
+@dataclass(frozen=True)
+class EventsPredictor:
+    """The events topic of a service that writes a row and publishes an event: rows without events
+    (`row_only`), events without rows (`event_only`) and extra copies (`republished`), one per id a crash
+    record lists."""
+
+    def add(self, p: Prediction, facts: CrashFacts, exp) -> None:
+        damage = exp.damage_anywhere()
+        for metric, source, kind in (("events.unpublished", "row_only", UNPUBLISHED),
+                                     ("events.orphaned", "event_only", ORPHANED),
+                                     ("events.duplicates", "republished", REPUBLISHED)):
+            ids = facts.ids(source)
+            _expect(p, facts, metric, len(ids), kind in damage)
+            if facts.exact:
+                p.id_sets[metric] = set(ids)
+        if exp.stores.outbox:
+            p.expectations.append(Expectation("outbox.unsent", 0))
+# What each delivery claim forbids: (no duplicates, no losses).
+CLAIMS = {"exactly-once": (True, True), "at-least-once": (False, True), "at-most-once": (True, False)}
+
+
+@dataclass(frozen=True)
+class ClaimPredictor:
+    """A consumer the harness did not write keeps no crash records: what is predicted is the user's
+    claim itself (`--expect`), per id, whatever the kills did. The claim is exact: zero duplicates
+    and/or zero losses, each id named when it fails. An output topic is held to the same claim
+    under read_committed, when the consumer wrote to it."""
+    claim: str = "exactly-once"
+
+    def add(self, p: Prediction, facts: CrashFacts, exp) -> None:
+        no_dup, no_loss = CLAIMS[self.claim]
+        p.exact, p.claim = True, self.claim
+        p.note = (f"the claim under test is {self.claim}: "
+                  + " and ".join(w for w, on in (("no effect applied twice", no_dup), ("none lost", no_loss)) if on)
+                  + f", whatever the {len(facts.crashes)} kill(s) did")
+        for on, what in ((no_dup, "duplicates"), (no_loss, "lost")):
+            if on:
+                p.expectations.append(Expectation(f"ledger.{what}", 0))
+                if exp.stores.output_if_written:
+                    p.expectations.append(Expectation(f"kafka.read_committed.{what}", 0, if_measured=True))
+
+
 # The list of a crash record that each kind of damage is read from.
-SOURCE_OF = {LOST: "acked_unapplied", DUPLICATED: "unacked", DEDUPED: "unacked", ABORTED: "produced"}
+SOURCE_OF = {LOST: "acked_unapplied", DUPLICATED: "unacked", DEDUPED: "unacked", ABORTED: "produced",
+             UNPUBLISHED: "row_only", ORPHANED: "event_only", REPUBLISHED: "republished"}
 
 
 def check_declared_damage(exp, crashes: list) -> list[str]:
@@ -184,16 +244,24 @@ def check_declared_damage(exp, crashes: list) -> list[str]:
     return out
 
 
-def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int = 0,
-            aborts: list | None = None, loosened: bool = False, params=None) -> Prediction:
+def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int = 0, events: list | None = None,
+            amounts: dict | None = None, accounts: dict | None = None, run_dir=None,
+            positions: dict | None = None, aborts: list | None = None, loosened: bool = False,
+            params=None) -> Prediction:
     """`inflight_max`: the most records one worker holds unacknowledged (its commit_every, or every
     payment when it commits on a timer). `interruptions`: workers stopped at an instant nobody
     described (a zombie's freeze, a death no fault caused): like undescribed crashes, they turn the
-    numbers a crash can change into bounds. `aborts`: the workers' abort events; `loosened`: a
-    broker fault struck. `params`: the run's options, for predictors that depend on them."""
+    numbers a crash can change into bounds. `events`, `amounts`, `accounts`, `run_dir` and `positions`
+    are for predictors that need more than the crash log (when a redelivery happened, what each
+    payment moved and where, evidence beside the crash log, each payment's input offset). `aborts`:
+    the workers' abort events; `loosened`: a broker fault struck. `params`: the run's options, for
+    predictors that depend on them."""
     # Only an experiment that writes Kafka output can have a transaction (or a produce) a broker fault
     # undoes behind its back; a consumer that commits offsets either succeeds or dies, and a death is counted.
-    facts = CrashFacts(crashes, inflight_max, interruptions, list(aborts or []), loosened and exp.stores.output, params)
+    facts = CrashFacts(crashes, inflight_max, interruptions, events=list(events or []),
+                       amounts=dict(amounts or {}), accounts=dict(accounts or {}), run_dir=run_dir,
+                       positions=dict(positions or {}), aborts=list(aborts or []),
+                       loosened=loosened and exp.stores.output, params=params)
     p = Prediction(exact=facts.exact)
     for pr in exp.predictors:
         pr.add(p, facts, exp)
@@ -206,5 +274,10 @@ def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int 
         if facts.loosened or facts.aborts:
             why.append(f"broker faults can abort transactions no crash caused ({len(facts.aborts)} abort(s) seen "
                        f"by the workers, each counted with the records it held)")
-        p.note = "; ".join(why) + ": the affected numbers are upper bounds; the audit itself is exact"
+        general = "; ".join(why) + ": the affected numbers are upper bounds; the audit itself is exact"
+        # A predictor's own note (what it could not call) stays; what the broker faults loosened is added to it.
+        if not p.note:
+            p.note = general
+        elif facts.loosened or facts.aborts:
+            p.note += "; " + general
     return p

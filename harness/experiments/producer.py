@@ -62,11 +62,13 @@ def producer_loop(ctx) -> None:
     then commit the input offsets once every report is in."""
     import json
     from confluent_kafka import Producer
+    from .. import kafka_client
     from ..checker import deliveries
 
     conf = json.loads(dict(o.split("=", 1) for o in ctx.args.option)["producer"])
     fd = os.open(ctx.args.delivery_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    producer = Producer({"bootstrap.servers": ctx.args.bootstrap, "log_level": 3, **conf})
+    # The cluster's client settings (e.g. credentials) under the settings the run tests, which win.
+    producer = Producer(kafka_client.config(ctx.args.bootstrap, {"log_level": 3, **conf}))
 
     def report(err, msg):
         deliveries.append(fd, msg.key().decode(), err, msg.partition(), msg.offset())

@@ -1,15 +1,16 @@
 """Faults: the protocol (base), each fault in its own module (planned crashes, random kills, the
-zombie pause), the crash plan and crash log they share, and the supervisor that runs the workers
+zombie pause, kills on a beat), the crash plan and crash log they share, and the supervisor that runs the workers
 and ticks the faults. `build` turns a run's options into its list of faults."""
 
 from ..errors import HarnessError
 from .base import Fault, parse_spec
 from .broker import BrokerKill, BrokerPause, LeaderKill
+from .kill_every import KillEvery
 from .planned import PlannedCrash
 from .random_kill import RandomKill
 from .zombie import ZombiePause
 
-FAULTS = {f.name: f for f in (PlannedCrash, RandomKill, ZombiePause, BrokerKill, BrokerPause, LeaderKill)}
+FAULTS = {f.name: f for f in (PlannedCrash, RandomKill, ZombiePause, KillEvery, BrokerKill, BrokerPause, LeaderKill)}
 
 
 def help_text() -> str:
@@ -19,11 +20,16 @@ def help_text() -> str:
 
 def build(params, exp) -> list[Fault]:
     """The run's faults: `--fault` specs when given, else the experiment's defaults, where
-    `--kill-mode random` turns the planned crashes into the supervisor's random kills."""
+    `--kill-mode random` turns the planned crashes into the supervisor's random kills, and
+    `--kill-every S` adds kills on a beat (alone, unless --kill-mode random or --kills asks for both)."""
     specs = list(params.faults or [])
     if not specs:
         specs = ["random-kill" if name == "planned-crash" and params.kill_mode == "random" else name
                  for name in exp.default_faults]
+        if params.kill_every is not None:
+            if params.kill_mode != "random" and params.kills is None:
+                specs = [s for s in specs if s != "random-kill"]
+            specs.append("kill-every")
     out = []
     for spec in specs:
         name, opts = parse_spec(spec)

@@ -47,13 +47,13 @@ class RandomKill(Fault):
                 s.proc.send_signal(signal.SIGKILL)
                 crashlog.append(sup.crash_log, {"point": RANDOM, "message_id": None, "partition": None,
                                                 "offset": None, "worker": s.name, "attempt": s.attempt,
-                                                "time": time.time(), "by": "supervisor"})
+                                                "pid": s.proc.pid, "time": time.time(), "by": "supervisor"})
 
     def story(self, events) -> dict:
         return {"requested": self.kills}
 
     def shortfall(self, crashes: list[dict], story: dict | None) -> str:
-        struck = sum(1 for c in crashes if c.get("by") == "supervisor")
+        struck = sum(1 for c in crashes if c.get("by") == "supervisor" and c.get("point") == RANDOM)
         if struck < self.kills:
             return (f" Only {struck:,} of {self.kills:,} random kills struck: the workers finished first "
                     f"(more payments give the kills time to land).")
@@ -61,4 +61,4 @@ class RandomKill(Fault):
 
     def entries(self, crashes, events) -> list[dict]:
         return [{"fault": self.name, "time": c.get("time"), "target": f"{c.get('worker')} attempt {c.get('attempt')}"}
-                for c in crashes if c.get("by") == "supervisor"]
+                for c in crashes if c.get("by") == "supervisor" and c.get("point") == RANDOM]

@@ -2,7 +2,8 @@
 
 It runs one process per worker slot, restarts a slot whose worker died
 (SIGKILL at a kill point, or a fenced producer) until every slot has finished
-its partitions, and enforces a global time limit so a stuck run ends as
+its partitions (at once, or `--restart-delay` seconds after the death: a slow
+redelivery), and enforces a global time limit so a stuck run ends as
 `incomplete` instead of hanging. It ticks the run's faults (faults/base.py)
 on every turn of its loop and keeps the run open while one is mid-story;
 what the faults do is theirs to say. On Ctrl-C, SIGTERM or
@@ -11,7 +12,7 @@ supervisor's process if it is itself SIGKILLed (PR_SET_PDEATHSIG).
 """
 
 import json
-
+import os
 import signal
 import subprocess
 import time
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..procs import PARENT_PID_ENV
 from . import crashlog
 
 # A worker that fails this many times without being killed on purpose is broken: stop restarting it.
@@ -36,6 +38,7 @@ class Slot:
     first_message_at: float | None = None
     finished: bool = False
     unplanned_failures: int = 0
+    restart_at: float | None = None      # a dead worker's successor starts at this time (--restart-delay)
 
 
 @dataclass
@@ -45,6 +48,7 @@ class SupervisorResult:
     unplanned_deaths: list = field(default_factory=list)   # {worker, attempt, exit_code, time}: not a fault's doing
     killed_at_end: int = 0           # busy workers SIGKILLed because the run stopped (interrupt, time limit)
     reason: str | None = None
+    gave_up_on: str | None = None    # the worker slot that failed MAX_UNPLANNED_FAILURES times
     wall_seconds: float = 0.0
     events: list = field(default_factory=list)    # every worker event, in order
 
@@ -55,9 +59,13 @@ class Supervisor:
                  faults: list | None = None,
                  progress: Callable[[dict], None] | None = None,
                  group_done: Callable[[], bool] | None = None,
-                 standby: bool = False):
+                 standby: bool = False, names: list | None = None,
+                 watch: Callable[["Supervisor"], None] | None = None,
+                 may_exit: Callable[[Slot], bool] | None = None,
+                 planned_exits: tuple = (-signal.SIGKILL, 137, 3),
+                 restart_delay: float = 0.0):
         self.run_dir = run_dir
-        self.slots = [Slot(i, f"w{i}") for i in range(slots)]
+        self.slots = [Slot(i, names[i] if names else f"w{i}") for i in range(slots)]
         self.command, self.env = command, env
         self.time_limit = time_limit
         self.crash_log, self.events_path = crash_log, events_path
@@ -70,6 +78,10 @@ class Supervisor:
         self.adopted: list[subprocess.Popen] = []    # processes no slot owns any more (a zombie), killed at the end
         self.standby = standby                        # workers understand --standby: keep a warm spare per slot
         self.spares: dict[int, subprocess.Popen] = {}
+        self.restart_delay = restart_delay            # seconds a dead worker's slot stays empty before its successor
+        self.watch = watch            # called on every turn of the loop: a launcher observing its workers
+        self.may_exit = may_exit      # may this slot's worker exit 0 now? (None: whenever it likes)
+        self.planned_exits = planned_exits    # exit statuses that are a crash to restart, not a failure
         self.result = SupervisorResult(status="running")
 
     # -- processes ------------------------------------------------------------------------
@@ -94,9 +106,20 @@ class Supervisor:
             self.spares[slot.index] = self._spawn(slot, self.command(slot) + ["--standby"], stdin=subprocess.PIPE)
         slot.started_at = time.time()
 
+    def restart(self, slot: Slot, now: float) -> None:
+        """Start the slot's successor now, or after --restart-delay (the loop starts it when due)."""
+        self.result.restarts += 1
+        if self.restart_delay > 0:
+            slot.restart_at = now + self.restart_delay
+        else:
+            self.start(slot)
+
     def _spawn(self, slot: Slot, cmd: list[str], stdin=subprocess.DEVNULL) -> subprocess.Popen:
+        # The worker checks, once it can, that we are still its parent (procs.die_with_parent).
+        env = self.env(slot) if callable(self.env) else self.env    # a dict, or per slot and attempt
+        env = {**env, PARENT_PID_ENV: str(os.getpid())}
         with open(self.logs / f"{slot.name}.log", "ab") as log:
-            return subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin)
+            return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin)
 
     def adopt(self, proc: subprocess.Popen) -> None:
         self.adopted.append(proc)
@@ -163,32 +186,37 @@ class Supervisor:
                     self.result.status, self.result.reason = "incomplete", f"time limit of {self.time_limit:.0f} s reached"
                     break
                 self._read_events()
+                if self.watch:
+                    self.watch(self)
                 for s in self.slots:
                     if s.finished:
+                        continue
+                    if s.restart_at is not None:
+                        if now >= s.restart_at:
+                            s.restart_at = None
+                            self.start(s)
                         continue
                     rc = s.proc.poll()
                     if rc is None:
                         continue
-                    if rc == 0:
+                    if rc == 0 and (self.may_exit is None or self.may_exit(s)):
                         s.finished = True
-                    elif rc in (-signal.SIGKILL, 137, 3):      # planned crash, Java halt(137), fenced
+                    elif rc in self.planned_exits:      # SIGKILL; with our workers also Java halt(137), fenced (3)
                         if rc != 3 and not self._crash_recorded(s):
                             # Killed, but by no fault of ours (the OOM killer, a user's kill -9): say so.
                             self.result.unplanned_deaths.append({"worker": s.name, "attempt": s.attempt,
                                                                  "exit_code": rc, "time": round(now, 3)})
-                        self.result.restarts += 1
-                        self.start(s)
+                        self.restart(s, now)
                     else:
                         s.unplanned_failures += 1
                         self.result.unplanned_deaths.append({"worker": s.name, "attempt": s.attempt,
                                                              "exit_code": rc, "time": round(now, 3)})
                         if s.unplanned_failures >= MAX_UNPLANNED_FAILURES:
-                            self.result.status = "incomplete"
+                            self.result.status, self.result.gave_up_on = "incomplete", s.name
                             self.result.reason = (f"worker {s.name} failed {s.unplanned_failures} times "
                                                   f"(exit {rc}); see {self.logs / (s.name + '.log')}")
                             break
-                        self.result.restarts += 1
-                        self.start(s)
+                        self.restart(s, now)
                 if self.result.status == "incomplete":
                     break
                 for f in self.faults:

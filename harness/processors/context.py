@@ -26,6 +26,7 @@ import signal
 import time
 from pathlib import Path
 
+from .. import kafka_client
 from ..faults import crashlog
 from ..faults.crashplan import CrashPlan
 from ..workload.sqlnames import table_identifier as table_ident
@@ -60,7 +61,9 @@ class KillSwitch:
     does: `unacked` (effects applied, not acknowledged: they will be applied again), `acked_unapplied`
     (acknowledged, never applied: lost) and `produced` (written in the open transaction: aborted).
     Each list may be records or a function returning ids: turned into ids only when crashing, so the
-    check costs nothing per record however long the batch grows.
+    check costs nothing per record however long the batch grows. `more` is further evidence an
+    experiment's predictor reads: other lists of ids (a service's `row_only`), or values (when each
+    unacknowledged key was written, the TTL), each possibly a function called only when crashing.
     """
 
     def __init__(self, plan: CrashPlan | None, log_path: Path, worker: str, attempt: int, experiment: str):
@@ -74,18 +77,21 @@ class KillSwitch:
     def planned(self, msg_id: str) -> bool:
         return msg_id in self.plan_ids and msg_id not in self.already
 
-    def at(self, point: str, msg, unacked=(), acked_unapplied=(), produced=()) -> None:
+    def at(self, point: str, msg, unacked=(), acked_unapplied=(), produced=(), **more) -> None:
+        """`more`: other facts an experiment's predictors read: lists of records or ids (e.g. `row_only`,
+        `event_only`), or a value, or a function called only when the crash happens (e.g. a key's age)."""
         msg_id = msg.key().decode()
         if self.planned(msg_id) and self.plan.point_of(msg_id) in (None, point):
             self.crash(point, msg, unacked=_ids(unacked), acked_unapplied=_ids(acked_unapplied),
-                       produced=_ids(produced))
+                       produced=_ids(produced), **{k: _fact(v) for k, v in more.items()})
 
     def crash(self, point: str, msg, **lists) -> None:
         if self.before_crash:
             self.before_crash()
         crashlog.append(self.log_path, {
             "point": point, "message_id": msg.key().decode(), "partition": msg.partition(),
-            "offset": msg.offset(), **{k: list(v) for k, v in lists.items()}, "worker": self.worker,
+            "offset": msg.offset(), **{k: list(v) if isinstance(v, (list, tuple)) else v for k, v in lists.items()},
+            "worker": self.worker,
             "attempt": self.attempt, "experiment": self.experiment, "delivered": self.delivered,
             "time": time.time()})
         os.kill(os.getpid(), signal.SIGKILL)
@@ -123,15 +129,27 @@ def _ids(x) -> list[str]:
     return list(x()) if callable(x) else ids(x)
 
 
+def _fact(x):
+    """One of KillSwitch.at's other facts, as the crash record holds it: a list of records or ids
+    becomes a list of ids; a function is called now; any other value (a dict, a number) stays."""
+    x = x() if callable(x) else x
+    if isinstance(x, (list, tuple)):
+        return [i if isinstance(i, str) else i.key().decode() for i in x]
+    return x
+
+
 class WorkerContext:
-    def __init__(self, args):
+    def __init__(self, args, consumer: dict | None = None):
+        """`consumer`: settings the experiment declares instead of ours (auto-commit's client defaults)."""
         from confluent_kafka import Consumer
 
         self.activate(args)
-        conf = {"bootstrap.servers": args.bootstrap, "group.id": args.group,
-                "enable.auto.commit": False, "enable.auto.offset.store": False,
-                "auto.offset.reset": "earliest", "fetch.wait.max.ms": 20,
-                "isolation.level": args.isolation, "log_level": 3}
+        conf = kafka_client.config(args.bootstrap, {
+            "group.id": args.group, "enable.auto.commit": False, "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest", "fetch.wait.max.ms": 20, "isolation.level": args.isolation,
+            "log_level": 3, **(consumer or {})})
+        if getattr(args, "auto_commit_interval_ms", None):
+            conf["auto.commit.interval.ms"] = args.auto_commit_interval_ms
         self.group_mode = getattr(args, "assignment", "assign") == "group"
         if self.group_mode:
             conf.update(GROUP_SETTINGS[args.group_protocol or "classic"])
@@ -183,7 +201,8 @@ class WorkerContext:
                 tp.offset = OFFSET_BEGINNING
         self.consumer.assign(committed)
         self.positions = dict(self.committed)     # next offset to process, per partition
-        self.events.emit("started", partitions=list(self.args.partitions))
+        self.events.emit("started", partitions=list(self.args.partitions),
+                         offsets={str(p): o for p, o in self.committed.items()})
 
     # -- group membership (--assignment group) -----------------------------------
     def _subscribe(self) -> None:
@@ -295,6 +314,32 @@ class WorkerContext:
             if tp.partition in self.committed:
                 self.committed[tp.partition] = max(self.committed[tp.partition], tp.offset)
 
+    def refresh_committed(self) -> None:
+        """Read this slot's committed offsets from the broker (for a consumer that does not commit itself)."""
+        from confluent_kafka import TopicPartition
+        got = self.consumer.committed([TopicPartition(self.input_topic, p) for p in self.args.partitions],
+                                      timeout=REQUEST_TIMEOUT_S)
+        for tp in got:
+            if tp.error is None and tp.offset >= 0:
+                self.committed[tp.partition] = tp.offset
+
+    def finished(self, workers: list[str]) -> bool:
+        """True when every named worker slot has said `done` (it finished its work and exits)."""
+        if not workers:
+            return True
+        done = set()
+        try:
+            with open(self.events.path, "rb") as f:
+                for line in f:
+                    if b'"done"' in line:
+                        try:
+                            done.add(json.loads(line).get("worker"))
+                        except ValueError:
+                            continue
+        except OSError:
+            return False
+        return set(workers) <= done
+
     def at_end(self) -> bool:
         """Every assigned record has been delivered to this worker."""
         return all(self.positions.get(p, 0) >= h for p, h in self.high.items())
@@ -348,7 +393,9 @@ class WorkerContext:
             return True
 
     def close(self) -> None:
-        self.events.emit("done", delivered=self.kill.delivered)
+        import resource
+        self.events.emit("done", delivered=self.kill.delivered,
+                         max_rss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
         try:
             self.consumer.close()
         finally:

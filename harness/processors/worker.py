@@ -12,6 +12,10 @@ as a JSON array) before it reads the crash log, fetches committed offsets and
 starts.
 The supervisor keeps one spare per slot, so a killed worker's successor skips
 interpreter start-up (about 0.2 s of the restart on our machines).
+
+With `--role NAME` it runs that role of the experiment (a service, a relay, a
+downstream consumer); `--after` names the worker slots whose `done` it waits
+for before it may finish.
 """
 
 import argparse
@@ -43,6 +47,15 @@ def parse(argv=None):
     ap.add_argument("--delivery-log", help="the producer under test: append each delivery report here")
     ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                     help="an option only this experiment takes (e.g. idempotence=off)")
+    ap.add_argument("--accounts")
+    ap.add_argument("--dedupe-ttl", type=float)
+    ap.add_argument("--auto-commit-interval-ms", type=int)
+    ap.add_argument("--variant", default="")
+    ap.add_argument("--role")
+    ap.add_argument("--after", type=lambda s: [x for x in s.split(",") if x], default=[])
+    ap.add_argument("--rows")
+    ap.add_argument("--outbox")
+    ap.add_argument("--events-topic")
     return ap.parse_args(argv)
 
 
@@ -54,7 +67,9 @@ def main(argv=None) -> int:
     args = parse([a for a in argv if a != "--standby"])
     from .context import WorkerContext
     from ..experiments import REGISTRY
-    ctx = WorkerContext(args)
+    exp = REGISTRY[args.experiment].with_variant(args.variant)
+    role = exp.role(args.role)
+    ctx = WorkerContext(args, exp.consumer)
     if standby:
         ctx.warm_up()
         line = sys.stdin.readline()
@@ -63,7 +78,7 @@ def main(argv=None) -> int:
         full = json.loads(line)                   # the whole command line of this attempt
         args = parse(full[full.index("harness.processors.worker") + 1:])
         ctx.activate(args)
-    REGISTRY[args.experiment].loop(ctx)
+    (role.loop if role else exp.loop)(ctx)
     ctx.close()
     return 0
 

@@ -19,24 +19,42 @@ def _psql(template: str, ledger: str | None = None, dedupe: str | None = None) -
     return "psql -c " + shlex.quote(recount.display(template, ledger, dedupe))
 
 
-def _kcat(topic: str, isolation: str | None = None) -> str:
+def _kcat(topic: str, isolation: str | None = None, settings: bool = False) -> str:
     iso = f" -X isolation.level={isolation}" if isolation else ""
-    return f"{KCAT}{iso} -t {shlex.quote(topic)} -e -q -f '%k\\n'"
+    cfg = ' -F "$HARNESS_KAFKA_CONFIG_FILE"' if settings else ""
+    return f"{KCAT}{cfg}{iso} -t {shlex.quote(topic)} -e -q -f '%k\\n'"
 
 
 def commands(d: dict) -> list[tuple[str, str]]:
     """[(what it shows, command)] for a run report's data (its `stack` section names the stores)."""
     st, run_id = d.get("stack") or {}, d.get("run_id", "RUN")
+    # A cluster that wants credentials: kcat reads them from the client settings file `harness env` names.
+    settings = st.get("kafka_auth") not in (None, "", "PLAINTEXT")
     out = [("settings for psql and kcat (after `harness up` if the stack was stopped)", 'eval "$(harness env)"')]
     if st.get("input_topic"):
-        out.append(("payments sent (distinct ids on the input topic)", _kcat(st["input_topic"]) + " | sort -u | wc -l"))
-    if st.get("ledger_table"):
+        out.append(("payments sent (distinct ids on the input topic)",
+                    _kcat(st["input_topic"], settings=settings) + " | sort -u | wc -l"))
+    query = (d.get("params") or {}).get("audit_sql")
+    if query:
+        out.append(("the effects, one row each, by the run's own --audit-sql", "psql -c " + shlex.quote(query)))
+    elif st.get("ledger_table"):
         out.append(("ledger: effects, distinct ids, total amount", _psql(recount.LEDGER_TOTALS, st["ledger_table"])))
         out.append(("ledger: ids applied more than once", _psql(recount.LEDGER_DUPLICATES, st["ledger_table"])))
     if st.get("dedupe_table"):
         out.append(("dedupe table: keys and hits", _psql(recount.DEDUPE_TOTALS, dedupe=st["dedupe_table"])))
+    if st.get("accounts_table"):
+        out.append(("accounts: each balance", "psql -c " + shlex.quote(recount.display(recount.ACCOUNT_BALANCES,
+                                                                                     a=st["accounts_table"]))))
+    svc = recount.service_stores(d)
+    if svc:
+        out.append(("service: its rows", "psql -c " + shlex.quote(recount.display(recount.ROWS_TOTALS,
+                                                                                  r=svc["rows_table"]))))
+        if svc.get("outbox_table"):
+            out.append(("service: its outbox, and rows the relay never marked sent",
+                        "psql -c " + shlex.quote(recount.display(recount.OUTBOX_TOTALS, o=svc["outbox_table"]))))
+        out.append(("service: its events topic", f"{_kcat(svc['events_topic'], 'read_committed', settings)} | {COUNT_KEYS}"))
     if st.get("output_topic"):
         for iso in ("read_committed", "read_uncommitted"):
-            out.append((f"output as a {iso} reader sees it", f"{_kcat(st['output_topic'], iso)} | {COUNT_KEYS}"))
+            out.append((f"output as a {iso} reader sees it", f"{_kcat(st['output_topic'], iso, settings)} | {COUNT_KEYS}"))
     out.append(("all of the above, compared with this report", f"harness audit {shlex.quote(run_id)}"))
     return out

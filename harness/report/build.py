@@ -42,6 +42,9 @@ class Predicted:
     note: str
     expectations: list
     kafka_output: dict | None = None
+    ranges: dict | None = None       # metric -> [low, high] when the prediction is a range
+    evidence: list | None = None     # per crash, what the prediction read beyond the crash log
+    service: dict | None = None      # a service's rows and events: unpublished, orphaned, event_duplicates
 
 
 @dataclass
@@ -95,16 +98,32 @@ def crash_entries(crashes: list[dict], restarts: list, stalls: list | None) -> l
     return out
 
 
-def timings(wall: float, sent: int, crashes: list[dict]) -> dict:
+def timings(wall: float, sent: int, crashes: list[dict], phases: dict | None = None) -> dict:
     rs = [c["restart_seconds"] for c in crashes if c.get("restart_seconds") is not None]
     st = [c["read_committed_stall_seconds"] for c in crashes if c.get("read_committed_stall_seconds") is not None]
-    return {"wall_seconds": round(wall, 3),
+    return {"wall_seconds": round(wall, 3), "phases": breakdown(phases or {}, rs),
             "restart_seconds": rs,
             "restart_median_seconds": round(statistics.median(rs), 3) if rs else None,
             "restart_max_seconds": max(rs) if rs else None,
             "read_committed_stall_median_seconds": round(statistics.median(st), 3) if st else None,
             "read_committed_stall_max_seconds": max(st) if st else None,
             "messages_per_second": round(sent / wall, 1) if wall > 0 else None}
+
+
+def breakdown(phases: dict, restart_seconds: list) -> dict:
+    """Where the run's time went, in seconds: the runner's phases as measured (set-up, produce,
+    preparing the workers, the workers' run, waiting for dead transactions, the audit), and within
+    the workers' run the measured restart waits (SIGKILL to the restarted worker's first record,
+    summed; crashes whose slot had nothing left are not waits) and the rest. Restart waits of
+    workers restarting at the same time overlap, so with several workers the sum can exceed the
+    workers' time: then `workers_other` is unknown."""
+    out = {k: v for k, v in phases.items()}
+    if "workers" in out:
+        waits = round(sum(restart_seconds), 3)
+        out["restart_waits"] = waits
+        other = out["workers"] - waits
+        out["workers_other"] = round(other, 3) if other >= 0 else None
+    return out
 
 
 def timeline(samples, crashes: list[dict], events: list[dict], t0: float, faults: list[dict]) -> dict:
@@ -133,6 +152,18 @@ def group_story(protocol: str, events: list[dict], t0: float) -> dict:
             "events": sorted(rows, key=lambda r: r["t"])[:200]}
 
 
+def balances(rows: list | None, pred) -> dict:
+    """Each account's expected (its payments), predicted (from the crash log) and actual balance."""
+    out = []
+    for row in rows or []:
+        e = pred.get(f"accounts.{row['account']}.balance")
+        out.append({**row, "predicted": e.value if e else None, "predicted_op": e.op if e else None})
+    known = [r for r in out if r["actual"] is not None]
+    return {"accounts": out,
+            "expected_total": sum(r["expected"] for r in out),
+            "actual_total": sum(r["actual"] for r in known) if len(known) == len(out) else None}
+
+
 def capped(ids) -> list:
     return list(ids or [])[:MAX_IDS]
 
@@ -149,8 +180,10 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     aborts = [e for e in result.events if e.get("event") in ("txn_aborted", "fenced", "commit_lost")]
     pred = predict(exp, crashes, inflight_max,
                    interruptions=sum(f.interruptions(fault_details[f.name]) for f in faults) + len(deaths)
-                   + result.killed_at_end, aborts=aborts,
-                   loosened=any(f.bounds_aborts(fault_details[f.name]) for f in faults), params=params)
+                   + result.killed_at_end, events=result.events, amounts=r.amounts,
+                   accounts=getattr(r, "accounts", None), run_dir=r.run_dir, positions=r.positions,
+                   aborts=aborts, loosened=any(f.bounds_aborts(fault_details[f.name]) for f in faults),
+                   params=params)
     observed = dict(audit.metrics)
     for f in faults:
         observed.update(f.observed(fault_details[f.name]))
@@ -168,13 +201,18 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
                   if reports_deliveries and described and result.status == "complete" else None)
     counts = Counts(sent=len(r.sent_ids), deliveries=deliveries, effects=head.effects,
                           duplicates=head.duplicates, lost=head.lost, unprocessed=head.unprocessed,
-                          dedupe_hits=audit.dedupe_hits if exp.stores.dedupe else None)
+                          dedupe_hits=audit.dedupe_hits if exp.stores.dedupe or exp.stores.accounts else None)
     predicted = Predicted(
         duplicates=pred.value(prefix + "duplicates"), lost=pred.value(prefix + "lost"),
         dedupe_hits=pred.value("ledger.dedupe_hits"), exact=pred.exact, note=pred.note,
         expectations=[e.text() for e in pred.expectations],
         kafka_output=({iso: {"duplicates": pred.value(f"kafka.{iso}.duplicates"), "lost": pred.value(f"kafka.{iso}.lost")}
-                       for iso in ("read_committed", "read_uncommitted")} if exp.stores.output else None))
+                       for iso in ("read_committed", "read_uncommitted")} if exp.stores.output else None),
+        ranges={k: rg for k in ("duplicates", "lost") if (rg := pred.range(prefix + k))} or None,
+        evidence=pred.evidence or None,
+        service=({"unpublished": pred.value("events.unpublished"), "orphaned": pred.value("events.orphaned"),
+                  "event_duplicates": pred.value("events.duplicates"), "outbox_unsent": pred.value("outbox.unsent")}
+                 if exp.stores.events else None))
     crash_rows = crash_entries(crashes, restart_seconds(crashes, result.events), stalls)
     fault_rows = sorted((e for f in faults for e in f.entries(crashes, result.events)), key=lambda e: e.get("time") or 0)
     if stall_of is not None:
@@ -199,16 +237,21 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "experiment": exp.name,
         "status": result.status,
         "proves": exp.proves,
+        "lesson": exp.lesson or None,
         "steps": exp.steps_text(),
         "kill_points": [p.describe() for p in exp.kill_points],
         "params": {**asdict(params)},
         "environment": describe(stack),
         "stack": {"kind": stack.kind, "bootstrap_servers": stack.bootstrap_servers,
+                  "kafka_auth": stack.kafka_auth,      # protocol, mechanism, user: never a secret
                   "postgres_dsn": redact(stack.postgres_dsn), "input_topic": names.input_topic,
-                  "output_topic": names.output_topic if exp.stores.output else None,
+                  "output_topic": names.output_topic if exp.stores.output_topic else None,
                   "consumer_group": names.group,
                   "ledger_table": names.ledger_table if exp.stores.ledger else None,
-                  "dedupe_table": names.dedupe_table if exp.stores.dedupe else None},
+                  "dedupe_table": names.dedupe_table if exp.stores.dedupe else None,
+                  "accounts_table": names.accounts_table if exp.stores.accounts else None,
+                  "tables": written_tables(exp, names), "topics": written_topics(exp, names),
+                  "consumer_groups": [names.group] + ([names.downstream_group] if exp.stores.events else [])},
         "faults_configured": [f.describe() for f in faults],
         "faults": fault_rows,
         "fault_details": {k: v for k, v in fault_details.items() if v},
@@ -216,8 +259,11 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "counts": asdict(counts),
         "predicted": asdict(predicted),
         "kafka_output": ko,
+        "service": audit.service.section() if audit.service is not None else None,
         "ledger": {"expected_total": sum(r.amounts.values()),
-                   "actual_total": audit.ledger_total if exp.stores.ledger else None},
+                   "actual_total": audit.ledger_total if exp.stores.ledger else None,
+                   "dedupe_keys": audit.dedupe_keys if exp.stores.dedupe else None},
+        "accounts": balances(audit.accounts, pred) if exp.stores.accounts else None,
         "anomalies": asdict(Anomalies(
             lost_ids=capped(head.lost_ids), lost_total=head.lost,
             duplicate_ids=capped(head.duplicate_ids), duplicates_total=head.duplicates,
@@ -228,7 +274,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
             failed=v.failed, differing_ids=v.differing_ids, differing_totals=v.differing_totals,
             reason=result.reason, audit_errors=list(audit.evidence.errors),
             unplanned_deaths=deaths)),
-        "timings": timings(result.wall_seconds, len(r.sent_ids), crash_rows),
+        "timings": timings(result.wall_seconds, len(r.sent_ids), crash_rows, getattr(r, "phases", None)),
         "restarts": result.restarts,
         "timeline": timeline(r.progress.samples, crashes, result.events, r.progress.t0, fault_rows),
     }
@@ -237,6 +283,20 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     data["summary"] = summarize(data, [f.sentence(fault_details[f.name]) + f.shortfall(crashes, fault_details[f.name])
                                        for f in faults])
     return RunReport(data)
+
+
+def written_tables(exp, names) -> list[str]:
+    """Every Postgres table the run created and wrote."""
+    st = exp.stores
+    return [t for t, on in ((names.ledger_table, st.ledger), (names.dedupe_table, st.dedupe),
+                            (names.accounts_table, st.accounts), (names.rows_table, st.rows),
+                            (names.outbox_table, st.outbox)) if on]
+
+
+def written_topics(exp, names) -> list[str]:
+    """Every Kafka topic the run created and wrote."""
+    return [names.input_topic] + [t for t, on in ((names.output_topic, exp.stores.output),
+                                                  (names.events_topic, exp.stores.events)) if on]
 
 
 def _n(v) -> str:
@@ -256,6 +316,16 @@ def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
     if led.get("actual_total") is not None or d["stack"].get("ledger_table"):
         parts.append(f"{_n(c['lost'])} lost and {_n(c['duplicates'])} duplicated effects of {c['sent']:,} payments "
                      f"(ledger {_n(led.get('actual_total'))} of {led['expected_total']:,})")
+    bal = d.get("accounts")
+    if bal:
+        off = [r for r in bal["accounts"] if r["actual"] is not None and r["actual"] != r["expected"]]
+        if bal["actual_total"] is None:
+            parts.append("balances unknown")
+        elif off:
+            parts.append(f"{len(off)} of {len(bal['accounts'])} account balances off by "
+                         f"{bal['actual_total'] - bal['expected_total']:+,} in total")
+        else:
+            parts.append(f"all {len(bal['accounts'])} account balances exact")
     ko = d.get("kafka_output")
     if ko:
         rc, ru = ko["read_committed"], ko["read_uncommitted"]
@@ -265,6 +335,11 @@ def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
     if prod:
         parts.append(f"the producer under test had {_n(prod['acked'])} records acknowledged "
                      f"({_n(prod['unacked'])} never acknowledged) and {_n(prod['reordered'])} reordered")
+    svc = d.get("service")
+    if svc:
+        parts.append(f"service rows {_n(svc['rows'])}, events {_n(svc['events'])}: {_n(svc['unpublished'])} rows "
+                     f"without an event, {_n(svc['orphaned'])} events without a row, {_n(svc['event_duplicates'])} "
+                     f"duplicate events in the topic")
     if c.get("unprocessed"):
         parts.append(f"{c['unprocessed']:,} payments not yet processed when the run stopped (not counted as lost)")
     faults = f"after {n:,} crashes" if n else "with no planned crash"

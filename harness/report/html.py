@@ -148,7 +148,11 @@ def render(r: RunReport) -> str:
             f"<p id=summary class=summary>{escape(r.summary())}</p>"]
     if d.get("proves"):
         body.append(f"<p><b>What it proves:</b> {escape(d['proves'])}<br><b>Order of steps:</b> {escape(d.get('steps', ''))}</p>")
+    if d.get("lesson"):
+        body.append(f'<p class="lesson"><b>Lesson:</b> {escape(d["lesson"])}</p>')
     body += ["<h2>Scoreboard</h2>", table(r.scoreboard(), ("metric", "observed", "predicted"), numeric=(1, 2))]
+    if r.balance_rows():
+        body += ["<h2>Balances</h2>", table(r.balance_rows(), r.BALANCE_COLUMNS, numeric=(1, 2, 3, 4, 5, 6))]
     vd = d.get("verdict_detail") or {}
     if vd.get("failed") or vd.get("audit_errors") or vd.get("unplanned_deaths"):
         totals = vd.get("differing_totals") or {}
@@ -169,6 +173,18 @@ def render(r: RunReport) -> str:
                                             *[fmt(f.get(k)) for k in keys]) for f in others],
                                           ("fault", "time", "target", *[k.replace("_", " ") for k in keys]),
                                           numeric=tuple(range(3, 3 + len(keys))))]
+    if d.get("consumer"):
+        from . import consumer
+        cs = d["consumer"]
+        body += ["<h2>Your consumer</h2>", table(consumer.facts(cs))]
+        body += [f"<p><b>Warning:</b> {escape(w)}.</p>" for w in cs.get("warnings") or []]
+        if cs.get("witnesses"):
+            body += ["<h3>Witnesses (times since the workers started)</h3>", table(
+                consumer.witness_rows(cs), ("id", "what", "slot / partition", "effects applied at", "kills"))]
+        if cs.get("kills"):
+            body += ["<h3>Kills</h3>", table(consumer.kill_rows(cs)[:200], ("#", "worker", "attempt", "pid", "at",
+                                                                         "duplicated ids it explains"),
+                                             numeric=(0, 2, 3, 4, 5))]
     for name, story in (d.get("fault_details") or {}).items():
         times = story.get("times_since_pause") or {}
         body += [f"<h2>Fault: {escape(name)}</h2>", table(
@@ -177,12 +193,20 @@ def render(r: RunReport) -> str:
             ("event (seconds after the fault)", "value"))]
     if d["predicted"].get("note"):
         body.append(f"<p class=muted>{escape(d['predicted']['note'])}</p>")
+    if d["predicted"].get("evidence"):
+        offs = lambda m: ", ".join(f"{p}: {o}" for p, o in m.items()) or "none"   # noqa: E731
+        body += ["<h2>What each kill cost (from the evidence)</h2>", table(
+            [(e["worker"], e["attempt"], offs(e["last_applied"]), offs(e["resumed_from"]), e["redelivered"],
+              e["skipped"]) for e in d["predicted"]["evidence"][:200]],
+            ("worker", "attempt", "last applied (partition: offset)", "successor resumed from", "redelivered",
+             "skipped"), numeric=(1, 4, 5))]
     body += ["<h2>Anomalies, observed and predicted</h2>", run_chart(d)]
     body += ["<h2>Timeline</h2>", timeline(d.get("timeline") or {}, c["sent"] or 0)]
     t = d["timings"]
     body += ["<h2>Timings</h2>", table([
         ("wall seconds", fmt(t["wall_seconds"])), ("messages per second", fmt(t.get("messages_per_second"))),
-        ("restart median (s)", fmt(t.get("restart_median_seconds"))), ("restart max (s)", fmt(t.get("restart_max_seconds")))],
+        ("restart median (s)", fmt(t.get("restart_median_seconds"))), ("restart max (s)", fmt(t.get("restart_max_seconds")))]
+        + [(f"{k.replace('_', ' ')} (s)", fmt(v)) for k, v in (t.get("phases") or {}).items()],
         numeric=(1,))]
     if d.get("kill_points"):
         body += ["<h2>Kill points of this experiment</h2>", table(

@@ -14,11 +14,23 @@ def render(r: RunReport) -> str:
     out = [f"# {d['experiment']}: {d['verdict']}", "", f"> {r.summary()}", ""]
     if d.get("proves"):
         out += [f"*What it proves:* {d['proves']}  ", f"*Order of steps:* {d.get('steps', '')}", ""]
+    if d.get("lesson"):
+        out += [f"**Lesson:** {d['lesson']}", ""]
     out += ["## Scoreboard", "", "| metric | observed | predicted |", "| --- | ---: | ---: |"]
     out += [f"| {m} | {o} | {p} |" for m, o, p in r.scoreboard()]
+    if r.balance_rows():
+        out += ["", "## Balances", "", "| " + " | ".join(r.BALANCE_COLUMNS) + " |",
+                "| --- |" + " ---: |" * (len(r.BALANCE_COLUMNS) - 1)]
+        out += ["| " + " | ".join(row) + " |" for row in r.balance_rows()]
     pred = d["predicted"]
     if pred.get("note"):
         out += ["", f"Note: {pred['note']}"]
+    if pred.get("evidence"):
+        out += ["", "## What each kill cost (from the evidence)", "",
+                "| worker | attempt | last applied (partition: offset) | successor resumed from | redelivered | skipped |",
+                "| --- | ---: | --- | --- | ---: | ---: |"]
+        out += [f"| {e['worker']} | {e['attempt']} | {_offsets(e['last_applied'])} | {_offsets(e['resumed_from'])} "
+                f"| {e['redelivered']} | {e['skipped']} |" for e in pred["evidence"][:50]]
     vd = d.get("verdict_detail") or {}
     if vd.get("failed") or vd.get("differing_ids"):
         out += ["", "## What differed", ""] + [f"- {f}" for f in vd.get("failed", [])]
@@ -31,10 +43,20 @@ def render(r: RunReport) -> str:
     if deaths:
         out += ["", f"**{len(deaths)} worker death(s) no fault caused:** " + ", ".join(
             f"{x['worker']} attempt {x['attempt']} (exit {x['exit_code']})" for x in deaths[:10])]
+    if d.get("consumer"):
+        from .consumer import markdown as consumer_section
+        out += consumer_section(d["consumer"])
     an = d["anomalies"]
     out += ["", "## Anomalies (first ids)", "",
             f"- lost ({fmt(an['lost_total'])}): {_ids(an['lost_ids'], an['lost_total'])}",
             f"- duplicated ({fmt(an['duplicates_total'])}): {_ids(an['duplicate_ids'], an['duplicates_total'])}"]
+    svc = d.get("service")
+    if svc:
+        for label, n, ids in (("rows without an event", svc["unpublished"], svc["unpublished_ids"]),
+                              ("events without a row", svc["orphaned"], svc["orphaned_ids"]),
+                              ("extra copies of events in the topic", svc["event_duplicates"],
+                               svc["duplicate_event_ids"])):
+            out.append(f"- {label} ({fmt(n)}): {_ids(ids, n)}")
     if an.get("unexpected_ids"):
         out.append(f"- effects for ids never sent: {', '.join(an['unexpected_ids'])}")
     if an.get("unprocessed_total"):
@@ -46,6 +68,9 @@ def render(r: RunReport) -> str:
             f"- wall: {t['wall_seconds']:.1f} s, {fmt(t.get('messages_per_second'))} messages/s",
             f"- restarts: {len(rs)} measured, median {fmt(t.get('restart_median_seconds'))} s, "
             f"max {fmt(t.get('restart_max_seconds'))} s (SIGKILL to the restarted worker's first record)"]
+    ph = t.get("phases") or {}
+    if ph:
+        out.append("- where the time went: " + ", ".join(f"{k.replace('_', ' ')} {fmt(v)} s" for k, v in ph.items()))
     if t.get("read_committed_stall_median_seconds") is not None:
         out.append(f"- read_committed stall: median {fmt(t['read_committed_stall_median_seconds'])} s, max "
                    f"{fmt(t.get('read_committed_stall_max_seconds'))} s (kill to the crashed worker's next visible "
@@ -83,13 +108,19 @@ def render(r: RunReport) -> str:
                        f"| {fmt(c.get('restart_seconds'))} | {_opt(c.get('read_committed_stall_seconds'))} |")
         if len(crashes) > 50:
             out.append(f"\n... and {len(crashes) - 50} more in report.json")
+    written = (d["stack"].get("tables") or []) + (d["stack"].get("topics") or [])
     out += ["", "## Audit it yourself", "",
-            f"The run's topics and tables stay until `harness clean {d['run_id']}`. With the stack up:", "",
+            (f"This run wrote {', '.join(f'`{n}`' for n in written)}; they stay" if written else
+             "The run's topics and tables stay") + f" until `harness clean {d['run_id']}`. With the stack up:", "",
             "```bash"]
     for what, cmd in commands(d):
         out += [f"# {what}", cmd]
     out += ["```", ""]
     return "\n".join(out)
+
+
+def _offsets(m: dict) -> str:
+    return ", ".join(f"{p}: {o}" for p, o in m.items()) or "none"
 
 
 def _opt(v) -> str:

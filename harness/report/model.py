@@ -13,7 +13,7 @@ from pathlib import Path
 SCHEMA_VERSION = 2   # docs/report.schema.json
 
 # Faults whose occurrences are the report's `crashes`; the others get their own rows and sections.
-CRASH_FAULTS = ("planned-crash", "random-kill")
+CRASH_FAULTS = ("planned-crash", "random-kill", "kill-every")
 VERDICTS = ("as-predicted", "unexpected", "audit-failed", "incomplete", "interrupted")
 
 
@@ -91,6 +91,17 @@ class RunReport:
         if g:
             rows.append(("group rebalances", f"{fmt(g['assignments'])} assigned, {fmt(g['revocations'])} revoked",
                          f"{fmt(g['commits_lost'])} commits lost"))
+        svc, ps = d.get("service"), p.get("service") or {}
+        if svc:
+            exact = p.get("exact")
+            rows += [("service rows", fmt(svc["rows"]), ""), ("events in the topic", fmt(svc["events"]), ""),
+                     ("rows without an event", fmt(svc["unpublished"]), _pred(ps, "unpublished", exact=exact)),
+                     ("events without a row", fmt(svc["orphaned"]), _pred(ps, "orphaned", exact=exact)),
+                     ("duplicate events in the topic", fmt(svc["event_duplicates"]),
+                      _pred(ps, "event_duplicates", exact=exact))]
+            if svc.get("outbox_rows") is not None:
+                rows.append(("outbox rows unsent", fmt(svc["outbox_unsent"]),
+                             _pred(ps, "outbox_unsent", exact=True)))
         rows.append(("crashes", fmt(len(d["crashes"])), ""))
         others = [f for f in d.get("faults") or [] if f.get("fault") not in CRASH_FAULTS]
         if others:
@@ -100,18 +111,40 @@ class RunReport:
             rows.append(("unplanned worker deaths", fmt(len(deaths)), ""))
         return rows
 
+    BALANCE_COLUMNS = ("account", "expected", "predicted", "actual", "actual - expected", "version",
+                       "0-row updates")
+
+    def balance_rows(self) -> list[tuple]:
+        """One row per account (experiments with balances), shared by Markdown and HTML; empty otherwise."""
+        bal = self.data.get("accounts") or {}
+        out = []
+        for a in bal.get("accounts") or []:
+            pred = "" if a.get("predicted") is None else \
+                ("<= " if a.get("predicted_op") == "<=" else "") + fmt(a["predicted"])
+            diff = None if a["actual"] is None else a["actual"] - a["expected"]
+            out.append((a["account"], fmt(a["expected"]), pred, fmt(a["actual"]),
+                        "unknown" if diff is None else f"{diff:+,}", fmt(a.get("version")), fmt(a.get("stale_updates"))))
+        return out
+
     def summary(self) -> str:
         return self.data.get("summary", "")
 
 
-def _pred(p: dict, key: str, prefix: str | None = None) -> str:
-    """The predicted value, with `<= ` when it is a bound: as its expectation says (`prefix` + key), else
-    as the prediction as a whole is exact or not."""
+def _pred(p: dict, key: str, prefix: str | None = None, exact: bool | None = None) -> str:
+    """The predicted value: a range `lo to hi` when both sides are bounded, else the value with `<= ` when
+    it is a bound: as `exact` says when given, else as its expectation says (`prefix` + key), else as the
+    prediction as a whole is exact or not."""
+    rg = (p.get("ranges") or {}).get(key)
+    if rg:
+        return fmt(rg[0]) if rg[0] == rg[1] else f"{fmt(rg[0])} to {fmt(rg[1])}"
     v = p.get(key)
     if v is None:
         return ""
-    ops = [t.split()[1] for t in p.get("expectations") or [] if prefix and t.split()[:1] == [prefix + key]]
-    bound = ops[0] == "<=" if ops else not p.get("exact", True)
+    if exact is not None:
+        bound = not exact
+    else:
+        ops = [t.split()[1] for t in p.get("expectations") or [] if prefix and t.split()[:1] == [prefix + key]]
+        bound = ops[0] == "<=" if ops else not p.get("exact", True)
     return f"{'<= ' if bound else ''}{fmt(v)}"
 
 

@@ -31,6 +31,24 @@ def rows(summary: dict) -> list[tuple]:
     return out
 
 
+PHASES = (("setup", "set-up"), ("produce", "produce"), ("prepare_workers", "prepare workers"),
+          ("workers", "workers"), ("restart_waits", "of which restart waits"), ("audit", "audit"))
+
+
+def time_rows(summary: dict) -> list[tuple]:
+    """Where each run's time went (seconds per phase, as each run measured it), longest run first."""
+    out = []
+    runs = sorted(summary["experiments"], key=lambda r: -(r.get("seconds") or 0))
+    for r in runs:
+        ph = ((r.get("timings") or {}).get("phases")) or {}
+        out.append((r["experiment"], fmt(r.get("seconds")), *(fmt(ph.get(k)) for k, _ in PHASES),
+                    fmt((r.get("timings") or {}).get("restart_median_seconds")), fmt(r.get("crashes"))))
+    return out
+
+
+TIME_COLUMNS = ("experiment", "total s", *(label for _, label in PHASES), "restart median s", "crashes")
+
+
 def render_md(summary: dict) -> str:
     out = [f"# Suite {summary['suite_id']}", "", f"> {summary['conclusion']}", "",
            "| " + " | ".join(COLUMNS) + " |", "| " + " | ".join("---" for _ in COLUMNS) + " |"]
@@ -42,6 +60,11 @@ def render_md(summary: dict) -> str:
             out.append(f"- **{r['experiment']}**: {r['summary']}")
         elif r.get("error"):
             out.append(f"- **{r['experiment']}**: {r['verdict']}: {r['error']}")
+    out += ["", "## Where the time went", "", "| " + " | ".join(TIME_COLUMNS) + " |",
+            "| " + " | ".join("---" for _ in TIME_COLUMNS) + " |"]
+    out += ["| " + " | ".join(str(x) for x in row) + " |" for row in time_rows(summary)]
+    out += ["", "Seconds as each run measured them (its total includes starting the `harness run` process). "
+            "A restart wait is a SIGKILL to the restarted worker's first record."]
     env = summary.get("environment") or {}
     out += ["", f"Wall time: {summary['timings']['wall_seconds']:.0f} s, {summary.get('parallel', 1)} experiments at a "
             f"time (timings inside each run include that contention). "
@@ -64,6 +87,9 @@ def render_html(summary: dict) -> str:
         text = r.get("summary") or f"{r.get('verdict')}: {r.get('error', '')}"
         body.append(f"<li><b>{escape(r['experiment'])}</b>: {escape(text)}</li>")
     body.append("</ul>")
+    body += ["<h2>Where the time went</h2>", h.table(time_rows(summary), TIME_COLUMNS, numeric=tuple(range(1, 10))),
+             "<p class=muted>Seconds as each run measured them; a restart wait is a SIGKILL to the restarted "
+             "worker's first record.</p>"]
     body += ["<h2>Parameters and environment</h2>",
              h.table([("arguments", " ".join(summary.get("command_args", []))),
                       ("wall seconds", fmt(summary["timings"]["wall_seconds"])),

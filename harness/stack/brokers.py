@@ -196,8 +196,8 @@ def leader_of(bootstrap: str, topic: str, partition: int | None = None, transact
     """The node id that leads `topic`'s `partition` (or, with `transactional_id`, that id's transaction
     coordinator), and what it is, in words. (None, why) when the metadata does not say."""
     from confluent_kafka.admin import AdminClient
-    from .. import kafka_logging
-    admin = AdminClient({"bootstrap.servers": bootstrap, **kafka_logging.client_config()})
+    from .. import kafka_client, kafka_logging
+    admin = AdminClient(kafka_client.config(bootstrap, kafka_logging.client_config()))
     try:
         if transactional_id is not None:
             md = admin.list_topics(TRANSACTION_STATE_TOPIC, timeout=timeout).topics.get(TRANSACTION_STATE_TOPIC)

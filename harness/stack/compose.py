@@ -79,10 +79,13 @@ def _recorded_variant(state: Path) -> str:
 
 
 def _stack(state: Path, variant: str = "single") -> Stack:
+    from .. import kafka_client
     ports = CLUSTER_KAFKA_PORTS if variant == "cluster" else (KAFKA_PORT,)
-    return Stack(kind="compose", bootstrap_servers=",".join(f"127.0.0.1:{p}" for p in ports),
+    bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
+    return Stack(kind="compose", bootstrap_servers=bootstrap,
                  postgres_dsn=f"postgresql://harness:{_password(state)}@127.0.0.1:{POSTGRES_PORT}/harness",
-                 owned=True, kafka_version=versions.KAFKA_VERSION, brokers=BROKERS[variant])
+                 owned=True, kafka_version=versions.KAFKA_VERSION, brokers=BROKERS[variant],
+                 kafka_config=kafka_client.resolve(bootstrap))
 
 
 def up(variant: str = "single", log=print) -> Stack:

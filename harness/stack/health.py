@@ -8,6 +8,7 @@ check is bounded in time and returns an error string instead of raising.
 import time
 import uuid
 
+from .. import kafka_client
 from .redaction import scrub
 
 # librdkafka retries connections forever; every call below passes a timeout.
@@ -15,11 +16,23 @@ METADATA_TIMEOUT_S = 5.0
 
 
 def kafka_probe(bootstrap: str, timeout: float, brokers: int = 1) -> str | None:
-    """None when Kafka serves metadata listing at least `brokers` brokers and can create a topic, else the reason."""
+    """None when Kafka serves metadata listing at least `brokers` brokers and can create a topic, else the reason.
+
+    Bad client settings are not a reason to wait: credentials the broker refuses (librdkafka
+    would retry them forever) raise HarnessError at the first refusal, without any secret.
+    """
     from confluent_kafka.admin import AdminClient, NewTopic
 
     deadline = time.monotonic() + timeout
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 3000, "log_level": 0})
+    refused: list[str] = []
+
+    def on_error(err):
+        msg = kafka_client.auth_error(err)
+        if msg:
+            refused.append(msg)
+
+    admin = AdminClient(kafka_client.config(bootstrap, {"socket.connection.setup.timeout.ms": 3000, "log_level": 0,
+                                                        "error_cb": on_error}))
     last = "no answer"
     while time.monotonic() < deadline:
         try:
@@ -35,8 +48,14 @@ def kafka_probe(bootstrap: str, timeout: float, brokers: int = 1) -> str | None:
             return None
         except Exception as e:  # noqa: BLE001 - a probe reports, never raises
             last = str(e).splitlines()[0][:200]
+            admin.poll(0)        # serve error_cb
+            if refused:
+                break
             time.sleep(0.3)
-    return last
+    admin.poll(0)
+    if refused:
+        raise kafka_client.refused(bootstrap, refused[0])
+    return kafka_client.scrub(last, kafka_client.settings_for(bootstrap))
 
 
 def postgres_probe(dsn: str, timeout: float) -> str | None:

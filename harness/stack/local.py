@@ -17,6 +17,11 @@ The cluster size (`harness up --brokers 3`) is remembered in `stack.json`
 (`brokers`), so `run`, `status` and `down` know it without being told; a
 state folder holds one size until `harness down --purge` (a one-node
 folder's topics have one replica, and three nodes need one cluster id).
+
+`stack.json` also remembers the Kafka auth the stack was formatted with
+(`harness up --auth scram`); later commands start and use it the same way,
+with the client settings of `client_properties_file()`. SCRAM is offered for
+the one-node stack only: `--auth scram` with `--brokers 3` is refused.
 """
 
 import json
@@ -30,9 +35,10 @@ import psycopg.conninfo
 from .. import versions
 from ..errors import HarnessError
 from ..paths import state_dir
-from . import health, leases, maven, ports
+from . import health, leases, local_kafka, maven, ports
 from .claim import Claim
-from .local_kafka import CLUSTER_SIZES, LocalKafka, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
+from .. import kafka_client
+from .local_kafka import AUTHS, CLUSTER_SIZES, LocalKafka, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
 from .local_kafka import every_node, nodes as kafka_nodes, voters as quorum_voters
 from .local_postgres import DATABASE, USER, LocalPostgres, find_bindir
 from .model import Stack
@@ -123,17 +129,39 @@ def bootstrap_of(port: dict, brokers: int) -> str:
     return ",".join(f"127.0.0.1:{port.get(f'kafka-{i}', '?')}" for i in range(1, brokers + 1))
 
 
-def _stack_from(port: dict, kafka: list, pg: LocalPostgres) -> Stack:
-    return Stack(kind="local", bootstrap_servers=bootstrap_of(port, len(kafka)),
+def _stack_from(port: dict, kafka: list, pg: LocalPostgres, auth: str = "none") -> Stack:
+    bootstrap = bootstrap_of(port, len(kafka))
+    own = kafka[0].client_settings() if auth == "scram" else {}
+    return Stack(kind="local", bootstrap_servers=bootstrap,
                  postgres_dsn=pg.dsn(port["postgres"]) if "postgres" in port else "",
                  owned=True, kafka_version=versions.KAFKA_VERSION, brokers=len(kafka),
-                 pids={**{k.key: k.pid() for k in kafka}, "postgres": pg.pid()})
+                 pids={**{k.key: k.pid() for k in kafka}, "postgres": pg.pid()},
+                 kafka_config=kafka_client.resolve(bootstrap, own))
 
 
 def services(state: Path, brokers: int | None = None) -> dict:
     """The stack's services by key (kafka or kafka-1..N, postgres), in start order reversed."""
     nodes = kafka_nodes(state, brokers or size(state))
     return {**{k.key: k for k in nodes}, "postgres": LocalPostgres(state)}
+
+
+def recorded_auth(state: Path | None = None) -> str:
+    """The Kafka auth of the local stack in `state` ("none" or "scram"): as stack.json remembers it, else
+    (a lost or damaged stack.json) as the broker's server.properties says."""
+    state = state or state_dir()
+    auth = (read_record(state) or {}).get("auth")
+    return auth if auth in AUTHS else LocalKafka(state).configured_auth()
+
+
+def client_properties_file(state: Path | None = None) -> Path | None:
+    """The Kafka client settings file (librdkafka names, 0600) of the local stack in `state`.
+
+    None when that stack needs no client settings (plaintext). `harness up --auth scram` writes it;
+    `kcat -F FILE` and `--kafka-config-file FILE` read it.
+    """
+    state = state or state_dir()
+    f = LocalKafka(state).client_file
+    return f if recorded_auth(state) == "scram" and f.exists() else None
 
 
 def stopped_with_data() -> bool:
@@ -176,7 +204,7 @@ def status(check: bool = True) -> Stack | None:
     if not any(running.values()) and not any(strays.values()):
         return None
     port = known_ports(state, kafka, pg)
-    stack = _stack_from(port, kafka, pg)
+    stack = _stack_from(port, kafka, pg, recorded_auth(state))
     damage = _damage(state, any(running.values()))
     if damage:
         stack.notes.append(f"{damage}; ports are taken from the running services' pid records")
@@ -217,12 +245,22 @@ def check_size(state: Path, brokers: int | None) -> int:
     return brokers or have
 
 
-def up(log=print, hold: bool = False, command: str = "", brokers: int | None = None) -> tuple[Stack, Claim | None]:
+def check_auth_size(auth: str | None, brokers: int | None) -> None:
+    """SCRAM is set up for the one-node stack only (one SASL listener, one formatted metadata log):
+    refuse it with a cluster rather than start three nodes that were never tested that way."""
+    if auth == "scram" and brokers is not None and brokers > 1:
+        raise HarnessError(f"--auth scram runs on the one-broker stack only; --brokers {brokers} is plaintext "
+                           f"(give one of them)")
+
+
+def up(log=print, hold: bool = False, command: str = "", brokers: int | None = None,
+       auth: str | None = None) -> tuple[Stack, Claim | None]:
     """Start what is not running and wait until all answer.
 
     With `hold` (harness up) the stack is kept until `harness down` and no lease is taken;
     otherwise the caller gets a Claim and must `release()` it. `brokers` (1 or 3) is the cluster
-    size; None keeps the size this state folder remembers (1 for a new one).
+    size; None keeps the size this state folder remembers (1 for a new one). `auth` ("none",
+    "scram") is how Kafka's clients authenticate; None keeps what the stack was formatted with.
     """
     state = state_dir()
     leases.prepare(state)
@@ -230,11 +268,12 @@ def up(log=print, hold: bool = False, command: str = "", brokers: int | None = N
     if rec.get("kind") not in (None, "local"):
         raise HarnessError(f"{state} holds a {rec.get('kind')} stack; run `harness down` first")
 
+    check_auth_size(auth, brokers)
     with leases.locked(state, log=log):
         n = check_size(state, brokers)
         claim = None if hold else Claim(state, leases.take(state, command))
         try:
-            stack, started = _start_missing(state, "user" if hold else "command", log, n)
+            stack, started = _start_missing(state, "user" if hold else "command", log, n, auth)
         except BaseException:
             if claim is not None:
                 leases.give_back(claim.lease)
@@ -257,7 +296,21 @@ def _tools(log) -> tuple[Path, Path]:
     return bindir, lib
 
 
-def _start_missing(state: Path, owner: str, log, brokers: int = 1) -> tuple[Stack, list[str]]:
+def _choose_auth(state: Path, kafka: list, running: bool, auth: str | None) -> str:
+    """The auth to start with: the recorded one, or `auth` when nothing of the old one is left to clash."""
+    had = recorded_auth(state)
+    if auth is None or auth == had:
+        return had
+    if auth not in AUTHS:
+        raise HarnessError(f"unknown --auth {auth!r}; choose one of: {', '.join(AUTHS)}")
+    if running or any(k.formatted() for k in kafka):
+        raise HarnessError(f"the local Kafka under {state} was set up with --auth {had}; to use --auth {auth}, "
+                           f"run `harness down --purge` first (it deletes its data)")
+    return auth
+
+
+def _start_missing(state: Path, owner: str, log, brokers: int = 1,
+                   auth: str | None = None) -> tuple[Stack, list[str]]:
     """Under the lock: start the services that do not run, wait until all answer."""
     kafka, pg = kafka_nodes(state, brokers), LocalPostgres(state)
     svcs = [*kafka, pg]
@@ -267,6 +320,8 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1) -> tuple[Stac
     had = size(state)
     rec["brokers"] = brokers
     running = {_key(s, pg): s.running() for s in svcs}
+    auth = _choose_auth(state, kafka, any(running[k.key] for k in kafka), auth)
+    check_auth_size(auth, brokers)
     if not all(running.values()):
         bindir, lib = _tools(log)       # fail early, before starting anything
     damage = _damage(state, any(running.values())) if had == brokers else None
@@ -289,7 +344,7 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1) -> tuple[Stac
             notes.append(f"{name}: {note}")
         taken.add(chosen)
         port[name] = chosen
-    _write_record(state, {**{k: v for k, v in rec.items() if k not in ("kind",)}, "kind": "local",
+    _write_record(state, {**{k: v for k, v in rec.items() if k not in ("kind",)}, "kind": "local", "auth": auth,
                           **{f"{n}_port": port[n] for n in names}})
     for n in notes:
         log(n)
@@ -301,9 +356,10 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1) -> tuple[Stac
             started.append("postgres")
             pg.start(bindir, port["postgres"], owner)
         if brokers == 1 and not running["kafka"]:
-            log(f"Starting Kafka {versions.KAFKA_VERSION} on 127.0.0.1:{port['kafka']} ...")
+            how = f" (SASL_PLAINTEXT {local_kafka.SCRAM_MECHANISM})" if auth == "scram" else ""
+            log(f"Starting Kafka {versions.KAFKA_VERSION} on 127.0.0.1:{port['kafka']}{how} ...")
             started.append("kafka")
-            kafka[0].start(lib, port["kafka"], port["controller"], owner)
+            kafka[0].start(lib, port["kafka"], port["controller"], owner, auth=auth)
         elif brokers > 1:
             quorum = quorum_voters([port[f"controller-{i}"] for i in range(1, brokers + 1)])
             cluster_id = next((c for k in kafka if (c := k.cluster_id())), None) or _new_cluster_id()
@@ -314,7 +370,7 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1) -> tuple[Stac
                     started.append(k.key)
                     k.start(lib, port[k.key], port[f"controller-{k.node_id}"], owner, voters=quorum,
                             cluster_id=cluster_id)
-        stack = _stack_from(port, kafka, pg)
+        stack = _stack_from(port, kafka, pg, auth)
         _wait_ready(stack, kafka, pg)
     except BaseException:
         _stop_all([s for s in svcs if _key(s, pg) in started])
@@ -379,7 +435,8 @@ def down(purge: bool = False, log=print) -> list[str]:
                     log(note)
         leases.unhold(state)
         if purge:
-            for p in (*(k.home for k in kafka), pg.home, pg.password_file, _record_path(state)):
+            for p in (*(k.home for k in kafka), pg.home, pg.password_file, kafka[0].client_file,
+                      _record_path(state)):
                 if p.is_dir():
                     shutil.rmtree(p, ignore_errors=True)
                 else:

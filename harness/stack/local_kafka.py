@@ -22,9 +22,20 @@ the quorum survives any single node, exactly as a majority of the replicas
 does. Replication factor 3 and min.insync.replicas=2 apply to the harness's
 topics (payments.create_topic) and to the internal ones (`CLUSTER_SETTINGS`),
 so acks=all survives one dead or paused node.
+
+With `auth="scram"` (harness up --auth scram) the only listener clients use is
+SASL_PLAINTEXT with SCRAM-SHA-512; the broker talks to itself through it too
+(transaction markers), as the user `harness`, created in the metadata at
+format time (`--add-scram`; KRaft has no ZooKeeper to hold it). The password
+is random and lives in `<state>/client.properties` (0600), the file clients
+read, and in server.properties (0600); the format command takes it from a
+0600 argument file (`java @file`), so it is never on a command line. SCRAM is
+offered for the single node only (`harness up` refuses `--auth scram` with
+`--brokers 3`).
 """
 
 import os
+import secrets
 import signal
 import subprocess
 import uuid
@@ -32,6 +43,11 @@ from pathlib import Path
 
 from ..errors import HarnessError
 from . import pidrecord
+
+AUTHS = ("none", "scram")
+SCRAM_MECHANISM = "SCRAM-SHA-512"
+SCRAM_USER = "harness"
+CLIENT_PROPERTIES = "client.properties"
 
 SERVER_SETTINGS = {
     # A single voter that is both broker and controller.
@@ -124,6 +140,7 @@ class LocalKafka(pidrecord.RecordedService):
         self.logs = self.home / "logs"
         self.props = self.home / "server.properties"
         self.pidfile = self.home / "kafka.pid"
+        self.client_file = state / CLIENT_PROPERTIES
 
     def marks(self) -> list[str]:
         return ["kafka.Kafka", str(self.props)]
@@ -135,7 +152,7 @@ class LocalKafka(pidrecord.RecordedService):
                 out += f.read_text(errors="replace").splitlines()[-lines:]
         return "\n".join(out[-lines:])
 
-    def write_config(self, port: int, controller_port: int, voters: str | None = None) -> None:
+    def write_config(self, port: int, controller_port: int, auth: str = "none", voters: str | None = None) -> None:
         """`voters`: the cluster's controller.quorum.voters (None: this node alone)."""
         settings = dict(SERVER_SETTINGS)
         if voters:
@@ -147,8 +164,33 @@ class LocalKafka(pidrecord.RecordedService):
             "controller.quorum.voters": voters or f"{self.node_id}@127.0.0.1:{controller_port}",
             "log.dirs": str(self.data),
         })
-        self.props.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+        if auth == "scram":
+            settings.update(scram_settings(port, controller_port, self.scram_password()))
+        _write_private(self.props, "".join(f"{k}={v}\n" for k, v in settings.items()))
         (self.home / "log4j2.properties").write_text(LOG4J2)
+
+    def configured_auth(self) -> str:
+        """"scram" when server.properties has the SASL listener, else "none" (also without a config)."""
+        try:
+            return "scram" if "SASL_PLAINTEXT://" in self.props.read_text() else "none"
+        except OSError:
+            return "none"
+
+    def scram_password(self) -> str:
+        """The SCRAM user's password from client.properties, written (0600) with a new one if missing."""
+        from ..kafka_client import load_file
+        if self.client_file.exists():
+            pw = load_file(self.client_file).get("sasl.password")
+            if pw:
+                return pw
+        pw = secrets.token_urlsafe(18)
+        _write_private(self.client_file, client_properties(pw))
+        return pw
+
+    def client_settings(self) -> dict:
+        """The settings in client.properties ({} when there is none: a plaintext stack)."""
+        from ..kafka_client import load_file
+        return load_file(self.client_file) if self.client_file.exists() else {}
 
     def _java(self, lib: Path, main: str, *args: str) -> list[str]:
         return ["java", *JVM_OPTS, f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
@@ -164,27 +206,40 @@ class LocalKafka(pidrecord.RecordedService):
             pass
         return None
 
-    def format(self, lib: Path, cluster_id: str | None = None) -> None:
-        if (self.data / "meta.properties").exists():
+    def formatted(self) -> bool:
+        return (self.data / "meta.properties").exists()
+
+    def format(self, lib: Path, auth: str = "none", cluster_id: str | None = None) -> None:
+        if self.formatted():
             return
         self.data.mkdir(parents=True, exist_ok=True)
         cluster_id = cluster_id or _cluster_id()
+        args = ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.props), "--ignore-formatted"]
+        if auth == "scram":
+            args += ["--add-scram", f"{SCRAM_MECHANISM}=[name={SCRAM_USER},password={self.scram_password()}]"]
+        # The arguments go in a 0600 file the java launcher expands (`@file`): the password is not in argv.
+        argfile = self.home / "format.args"
+        _write_private(argfile, "".join(_argfile_quote(a) + "\n" for a in args))
         cmd = ["java", "-Xmx256m", f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
-               f"-Dkafka.logs.dir={self.logs}", "-cp", f"{lib}/*", "kafka.tools.StorageTool",
-               "format", "-t", cluster_id, "-c", str(self.props), "--ignore-formatted"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+               f"-Dkafka.logs.dir={self.logs}", "-cp", f"{lib}/*", f"@{argfile}"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        finally:
+            argfile.unlink(missing_ok=True)
         if proc.returncode != 0:
-            raise HarnessError("Kafka storage format failed", (proc.stdout + proc.stderr)[-2000:])
+            from ..kafka_client import scrub
+            raise HarnessError("Kafka storage format failed",
+                               scrub((proc.stdout + proc.stderr)[-2000:], self.client_settings()))
 
-    def start(self, lib: Path, port: int, controller_port: int, owner: str, voters: str | None = None,
-              cluster_id: str | None = None) -> int:
+    def start(self, lib: Path, port: int, controller_port: int, owner: str, auth: str = "none",
+              voters: str | None = None, cluster_id: str | None = None) -> int:
         """Start the node (formatting its storage first if new) and write its pid record at once.
 
         A broker fault's restart comes through here too, so a restarted node is recorded like the first start."""
         self.home.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(parents=True, exist_ok=True)
-        self.write_config(port, controller_port, voters)
-        self.format(lib, cluster_id)
+        self.write_config(port, controller_port, auth, voters=voters)
+        self.format(lib, auth, cluster_id=cluster_id)
         with open(self.home / "stdout.log", "ab") as out:
             proc = subprocess.Popen(self._java(lib, "kafka.Kafka", str(self.props)), stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -232,6 +287,46 @@ def every_node(state: Path) -> list[LocalKafka]:
         if d.is_dir() and d.name[6:].isdigit():
             found.append(LocalKafka(state, int(d.name[6:])))
     return found
+
+
+def scram_settings(port: int, controller_port: int, password: str) -> dict:
+    """Broker settings for one SASL_PLAINTEXT SCRAM-SHA-512 listener (clients and inter-broker traffic)."""
+    jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{SCRAM_USER}" '
+            f'password="{password}";')
+    return {
+        "listeners": f"SASL_PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{port}",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "inter.broker.listener.name": "SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": SCRAM_MECHANISM,
+        "sasl.mechanism.inter.broker.protocol": SCRAM_MECHANISM,
+        f"listener.name.sasl_plaintext.{SCRAM_MECHANISM.lower()}.sasl.jaas.config": jaas,
+    }
+
+
+def client_properties(password: str) -> str:
+    """client.properties of a SCRAM stack, in librdkafka's names (kcat -F reads it too)."""
+    return ("# Kafka client settings of this harness stack (harness up --auth scram); librdkafka names.\n"
+            "security.protocol=SASL_PLAINTEXT\n"
+            f"sasl.mechanism={SCRAM_MECHANISM}\n"
+            f"sasl.username={SCRAM_USER}\n"
+            f"sasl.password={password}\n")
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` to `path`, readable by its owner only from the first byte on."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def _argfile_quote(arg: str) -> str:
+    """One argument of a java @file: double-quoted, backslashes and quotes escaped."""
+    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _cluster_id() -> str:

@@ -3,7 +3,9 @@
 Experiments never care whether Kafka is a local process, a container or a
 remote cluster; they get a `Stack` with a bootstrap address and a Postgres DSN.
 `redact` (see redaction.py) removes the password from a DSN before it goes
-into any report, log or error message.
+into any report, log or error message. `kafka_config` holds the Kafka client
+settings of the stack (credentials included: see harness.kafka_client), which
+`public()` shows with their secrets masked.
 """
 
 from dataclasses import dataclass, field, asdict
@@ -23,8 +25,18 @@ class Stack:
     pids: dict = field(default_factory=dict)
     healthy: bool | None = None
     notes: list = field(default_factory=list)
+    kafka_config: dict = field(default_factory=dict, repr=False)   # may hold secrets: see public()
+
+    @property
+    def kafka_auth(self) -> str:
+        """How clients authenticate, e.g. `SASL_PLAINTEXT SCRAM-SHA-512 as harness`, or `PLAINTEXT`."""
+        from ..kafka_client import describe
+        return describe(self.kafka_config)
 
     def public(self) -> dict:
+        from ..kafka_client import public
         d = asdict(self)
         d["postgres_dsn"] = redact(self.postgres_dsn)
+        d["kafka_config"] = public(self.kafka_config)
+        d["kafka_auth"] = self.kafka_auth
         return d

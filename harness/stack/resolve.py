@@ -7,6 +7,7 @@ running local stack's own (as `harness env` exports them) mean that stack: the
 command then holds its lease like any other, so nothing stops it meanwhile.
 """
 
+from .. import kafka_client
 from ..errors import HarnessError
 from . import broker_version, compose, health, local
 from .model import Stack, redact
@@ -23,19 +24,22 @@ def external(bootstrap: str | None, dsn: str | None) -> Stack:
     err = health.postgres_dsn_error(dsn)   # a typo in the DSN is reported before any network wait
     if err:
         raise HarnessError(f"--postgres-dsn {redact(dsn)} is not a valid connection string: {err}")
+    settings = kafka_client.resolve(bootstrap)
     err = health.kafka_probe(bootstrap, EXTERNAL_PROBE_S)
     if err:
-        raise HarnessError(f"Kafka at {bootstrap} is unreachable or unusable: {err}")
+        how = f" (client settings: {kafka_client.describe(settings)})" if settings else ""
+        raise HarnessError(f"Kafka at {bootstrap} is unreachable or unusable{how}: {err}")
     err = health.postgres_probe(dsn, 4.0)
     if err:
         raise HarnessError(f"PostgreSQL at {redact(dsn)} is unreachable: {redact(err)}")
     return Stack(kind="external", bootstrap_servers=bootstrap, postgres_dsn=dsn, owned=False, healthy=True,
-                 postgres_version=health.postgres_version(dsn), kafka_version=broker_version.describe(bootstrap))
+                 postgres_version=health.postgres_version(dsn), kafka_config=settings,
+                 kafka_version=broker_version.describe(bootstrap))
 
 
 def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None = None,
               log=print, hold: bool = False, command: str = "",
-              brokers: int | None = None) -> tuple[Stack, "local.Claim | None"]:
+              brokers: int | None = None, auth: str | None = None) -> tuple[Stack, "local.Claim | None"]:
     """Return (stack, claim). `claim` is the lease on a local stack that the caller must release.
 
     With `hold` (`harness up`) a local stack is kept until `harness down` and there is no claim.
@@ -55,7 +59,7 @@ def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None
         if st and st.healthy and (brokers is None or st.brokers == brokers):
             return st, None
         return compose.up(variant, log=log), None
-    return local.up(log=log, hold=hold, command=command, brokers=brokers)
+    return local.up(log=log, hold=hold, command=command, brokers=brokers, auth=auth)
 
 
 def current(kind: str = "local", bootstrap: str | None = None, dsn: str | None = None,

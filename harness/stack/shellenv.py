@@ -4,7 +4,9 @@ A run's topics and tables stay for audit, but the stack's password lives only
 in the state folder. Rather than print it, `harness env` exports libpq's own
 variables (PGHOST, PGPORT, PGUSER, PGDATABASE) and a PGPASSFILE that the
 harness keeps with mode 0600, so `psql` needs no argument and no password
-prompt. HARNESS_BOOTSTRAP_SERVERS is the address to give `kcat -b`; together
+prompt. HARNESS_BOOTSTRAP_SERVERS is the address to give `kcat -b` (and
+HARNESS_KAFKA_CONFIG_FILE, when the stack needs client settings, the file to
+give `kcat -F`); together
 with HARNESS_POSTGRES_DSN (without its password: libpq reads the password
 file) it is also what the harness's own commands read, and the harness
 recognises its own local stack behind them (see `resolve`).
@@ -22,8 +24,9 @@ from .model import Stack
 PGPASS_NAME = "pgpass"
 
 
-def settings(stack: Stack, state: Path) -> dict[str, str]:
-    """The variables to export, in order. The password goes into `<state>/pgpass`, never in here."""
+def settings(stack: Stack, state: Path, kafka_config_file: Path | None = None) -> dict[str, str]:
+    """The variables to export, in order. The password goes into `<state>/pgpass`, never in here;
+    Kafka credentials stay in their 0600 client settings file, which kcat reads with -F."""
     try:
         d = psycopg.conninfo.conninfo_to_dict(stack.postgres_dsn)
     except psycopg.ProgrammingError:
@@ -37,8 +40,13 @@ def settings(stack: Stack, state: Path) -> dict[str, str]:
         out["PGDATABASE"] = db
     password = d.pop("password", None)
     if password:
-        out["PGPASSFILE"] = str(pgpass.write(state / PGPASS_NAME, host, port, db or "*", user or "*", password))
+        try:
+            out["PGPASSFILE"] = str(pgpass.write(state / PGPASS_NAME, host, port, db or "*", user or "*", password))
+        except OSError as e:
+            raise HarnessError(f"cannot write the password file {state / PGPASS_NAME}: {e.strerror or e}") from None
     out["HARNESS_BOOTSTRAP_SERVERS"] = stack.bootstrap_servers
+    if kafka_config_file:
+        out["HARNESS_KAFKA_CONFIG_FILE"] = str(Path(kafka_config_file).absolute())
     out["HARNESS_POSTGRES_DSN"] = psycopg.conninfo.make_conninfo(**d)
     return out
 

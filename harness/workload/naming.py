@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 SCHEMA = "harness"
 TOPIC_PREFIX = "harness."
-TABLE_KINDS = ("ledger", "dedupe")
+# acct: the accounts and their balances (a short kind: `<kind>_` + slug must fit in SLUG_MAX below)
+TABLE_KINDS = ("ledger", "dedupe", "rows", "outbox", "acct")
 
-# Postgres truncates identifiers at 63 bytes (NAMEDATALEN - 1): `dedupe_` + slug must fit,
+# Postgres truncates identifiers at 63 bytes (NAMEDATALEN - 1): `dedupe_` (as long as the longest kind) + slug must fit,
 # or two long run ids could silently name the same table.
 PG_IDENTIFIER_MAX = 63
 SLUG_MAX = PG_IDENTIFIER_MAX - len("dedupe_")
@@ -49,7 +50,7 @@ def slug(run_id: str) -> str:
 
 
 def is_run_table(table: str) -> bool:
-    """True for a table name this harness creates (ledger_<slug> or dedupe_<slug>), nothing else."""
+    """True for a table name this harness creates (<kind>_<slug>, a kind of TABLE_KINDS), nothing else."""
     m = _TABLE.fullmatch(table)
     return bool(m) and len(m["slug"]) <= SLUG_MAX
 
@@ -72,8 +73,25 @@ class RunNames:
         return f"{TOPIC_PREFIX}{self.run_id}.output"
 
     @property
+    def events_topic(self) -> str:
+        return f"{TOPIC_PREFIX}{self.run_id}.events"
+
+    @property
     def group(self) -> str:
         return f"harness-{self.run_id}"
+
+    @property
+    def downstream_group(self) -> str:
+        """The consumer group of a downstream consumer of the events topic."""
+        return f"harness-{self.run_id}-downstream"
+
+    @property
+    def rows_table(self) -> str:
+        return f"{SCHEMA}.rows_{slug(self.run_id)}"
+
+    @property
+    def outbox_table(self) -> str:
+        return f"{SCHEMA}.outbox_{slug(self.run_id)}"
 
     @property
     def ledger_table(self) -> str:
@@ -82,6 +100,14 @@ class RunNames:
     @property
     def dedupe_table(self) -> str:
         return f"{SCHEMA}.dedupe_{slug(self.run_id)}"
+
+    @property
+    def accounts_table(self) -> str:
+        return f"{SCHEMA}.acct_{slug(self.run_id)}"
+
+    def topics(self) -> list[str]:
+        """Every topic a run may create."""
+        return [self.input_topic, self.output_topic, self.events_topic]
 
     def transactional_id(self, slot: int) -> str:
         return f"harness-{self.run_id}-worker-{slot}"

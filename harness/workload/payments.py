@@ -4,13 +4,20 @@ Each payment is keyed by its id (UTF-8) and carries a JSON value with `id`,
 `amount` and `seq`. The producer is idempotent with acks=all, so the input
 topic holds each payment exactly once: every duplicate or loss the checker
 finds later happened downstream, in the consumers under test.
+
+Experiments with accounts (balances) also give each payment an `account`,
+drawn from the seed, the account's `version` after it (1, 2, ... per account)
+and its `balance` after it. All payments of an account go to one partition
+(chosen from the account's name), so each account's payments keep their order.
 """
 
 import json
+import random
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from .. import kafka_logging
+from .. import kafka_client, kafka_logging
 from ..errors import HarnessError
 
 # A produce that cannot reach the broker fails within this, instead of retrying forever.
@@ -23,34 +30,57 @@ class Payment:
     amount: int
     seq: int
     pad: int = 0          # extra characters so the record is about `payload_bytes` long
+    account: str | None = None   # with accounts: the account it pays into
+    version: int | None = None   # the account's version after this payment (its n-th payment: n)
+    balance: int | None = None   # the account's balance after this payment
 
     def value(self) -> bytes:
         body = {"id": self.id, "amount": self.amount, "seq": self.seq}
+        if self.account is not None:
+            body.update(account=self.account, version=self.version, balance=self.balance)
         if self.pad:
             body["memo"] = "x" * self.pad
         return json.dumps(body).encode()
 
 
-def iter_payments(messages: int, amount: int, payload_bytes: int = 0) -> Iterator[Payment]:
+def iter_payments(messages: int, amount: int, payload_bytes: int = 0, accounts: int = 0,
+                  seed: int = 0) -> Iterator[Payment]:
     """The payments one at a time, so producing them never holds the whole workload in memory.
 
-    Payment ids are positional (pay-000001...), so every mode and seed sees the same ids.
+    Payment ids are positional (pay-000001...), so every mode and seed sees the same ids. With
+    `accounts`, each payment's account is a seeded draw among acct-1..acct-N.
     """
     base = len(Payment("pay-000000", amount, 0).value()) + len(', "memo": ""')
     pad = max(0, payload_bytes - base) if payload_bytes else 0
+    rng = random.Random(f"{seed}-accounts")
+    versions: dict = {}
+    balances: dict = {}
     for i in range(1, messages + 1):
-        yield Payment(id=f"pay-{i:06d}", amount=amount, seq=i, pad=pad)
+        if not accounts:
+            yield Payment(id=f"pay-{i:06d}", amount=amount, seq=i, pad=pad)
+            continue
+        acct = f"acct-{rng.randrange(accounts) + 1}"
+        versions[acct] = versions.get(acct, 0) + 1
+        balances[acct] = balances.get(acct, 0) + amount
+        yield Payment(id=f"pay-{i:06d}", amount=amount, seq=i, pad=pad, account=acct, version=versions[acct],
+                      balance=balances[acct])
 
 
-def make_payments(messages: int, amount: int, payload_bytes: int = 0) -> list[Payment]:
+def make_payments(messages: int, amount: int, payload_bytes: int = 0, accounts: int = 0,
+                  seed: int = 0) -> list[Payment]:
     """All payments as a list, for callers that need their ids or total (see `iter_payments`)."""
-    return list(iter_payments(messages, amount, payload_bytes))
+    return list(iter_payments(messages, amount, payload_bytes, accounts, seed))
+
+
+def account_partition(account: str, partitions: int) -> int:
+    """The partition of every payment of an account: one per account, so its payments keep their order."""
+    return zlib.crc32(account.encode()) % partitions
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, **kafka_logging.client_config()})
+    admin = AdminClient(kafka_client.config(bootstrap, kafka_logging.client_config()))
     fut = admin.create_topics([NewTopic(topic, partitions, 1 if _single_node(admin) else 3)],
                               operation_timeout=30, request_timeout=30)[topic]
     try:
@@ -67,12 +97,13 @@ def _single_node(admin) -> bool:
 
 
 def produce(bootstrap: str, topic: str, payments: Iterable[Payment], progress=None,
-            positions: dict | None = None) -> int:
+            positions: dict | None = None, partitions: int | None = None) -> int:
     """Produce all payments (murmur2 partitioner, as Java clients do); return how many were acked.
 
     `payments` may be any iterable, `iter_payments(...)` included: it is read once, lazily.
     `positions`, when given, receives id -> (partition, offset) of each acknowledged payment: the audit
     tells lost payments from ones a stopped run never reached by comparing these with committed offsets.
+    `partitions`, when given, sends a payment with an account to its account's partition.
     """
     from confluent_kafka import Producer
 
@@ -88,14 +119,17 @@ def produce(bootstrap: str, topic: str, payments: Iterable[Payment], progress=No
         else:
             errors.append(str(err))
 
-    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                  "partitioner": "murmur2_random", "linger.ms": 5,
-                  "message.timeout.ms": PRODUCE_TIMEOUT_S * 1000, **kafka_logging.client_config()})
+    p = Producer(kafka_client.config(bootstrap, {"enable.idempotence": True, "acks": "all",
+                                                 "partitioner": "murmur2_random", "linger.ms": 5,
+                                                 "message.timeout.ms": PRODUCE_TIMEOUT_S * 1000,
+                                                 **kafka_logging.client_config()}))
     for pay in payments:
         sent += 1
         while True:
             try:
-                p.produce(topic, key=pay.id.encode(), value=pay.value(), on_delivery=on_delivery)
+                extra = ({"partition": account_partition(pay.account, partitions)}
+                         if partitions and pay.account is not None else {})
+                p.produce(topic, key=pay.id.encode(), value=pay.value(), on_delivery=on_delivery, **extra)
                 break
             except BufferError:
                 p.poll(0.1)

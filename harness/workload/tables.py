@@ -1,10 +1,18 @@
-"""The run's Postgres tables: the ledger (one row per applied effect) and the dedupe table.
+"""The run's Postgres tables: the ledger (one row per applied effect), the dedupe table, and a service's rows and outbox.
 
 The ledger is what a payment system would have: a row per charge. The checker
 reads only this table (and the dedupe table) to count effects, so anyone can
 re-check a run with psql. The dedupe table's primary key is what makes
 redeliveries harmless in `dedupe` and `eos-dedupe`; `hits` counts how many
 redeliveries it absorbed.
+
+The accounts table (experiments with balances) holds one row per account:
+its balance, its version and `stale_updates`, the conditional updates that
+found a newer version and changed nothing (redeliveries absorbed).
+
+The harness's own workers fill `worker` and `attempt`; a consumer under test
+(`harness run custom`) writes only `message_id` and `amount`, so every other
+column has a default (null, or the time of the insert in `applied_at`).
 
 Every table name goes into SQL as a quoted identifier (`sqlnames`), and the
 listing used by `harness clean` returns only names this harness creates.
@@ -17,21 +25,52 @@ from .naming import SCHEMA, is_run_table
 from .sqlnames import table_identifier
 
 
-def create(dsn: str, ledger: str, dedupe: str | None) -> None:
+def create(dsn: str, ledger: str, dedupe: str | None, accounts_table: str | None = None,
+           accounts: list | tuple = ()) -> None:
     with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
         conn.execute(sql.SQL("create schema if not exists {}").format(sql.Identifier(SCHEMA)))
         conn.execute(sql.SQL("""create table {} (
             id          bigserial primary key,
             message_id  text not null,
             amount      bigint not null,
-            worker      text not null,
-            attempt     integer not null,
+            worker      text,
+            attempt     integer,
             applied_at  timestamptz not null default clock_timestamp())""").format(table_identifier(ledger)))
         if dedupe:
             conn.execute(sql.SQL("""create table {} (
                 message_id  text primary key,
                 first_at    timestamptz not null default clock_timestamp(),
                 hits        integer not null default 0)""").format(table_identifier(dedupe)))
+        if accounts_table:
+            conn.execute(sql.SQL("""create table {} (
+                account        text primary key,
+                balance        bigint not null default 0,
+                version        integer not null default 0,
+                stale_updates  integer not null default 0)""").format(table_identifier(accounts_table)))
+            for a in accounts:
+                conn.execute(sql.SQL("insert into {} (account) values (%s)").format(table_identifier(accounts_table)),
+                             (a,))
+
+
+def create_service_tables(dsn: str, rows: str, outbox: str | None) -> None:
+    """A service's business rows (one per payment request, keyed by its id) and, for the outbox
+    pattern, the outbox: the event to publish, written in the row's transaction, `sent_at` set by
+    the relay once published."""
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+        conn.execute(sql.SQL("create schema if not exists {}").format(sql.Identifier(SCHEMA)))
+        conn.execute(sql.SQL("""create table {} (
+            message_id  text primary key,
+            amount      bigint not null,
+            worker      text not null,
+            attempt     integer not null,
+            created_at  timestamptz not null default clock_timestamp())""").format(table_identifier(rows)))
+        if outbox:
+            conn.execute(sql.SQL("""create table {} (
+                id          bigserial primary key,
+                message_id  text not null unique,
+                payload     text not null,
+                created_at  timestamptz not null default clock_timestamp(),
+                sent_at     timestamptz)""").format(table_identifier(outbox)))
 
 
 def drop(dsn: str, tables: list[str]) -> None:

@@ -87,3 +87,49 @@ def test_an_external_cluster_is_asked_its_version_and_our_own_addresses_mean_our
         assert ext["kafka_version"].split()[-1].startswith(own["kafka_version"].rsplit(".", 1)[0])
     finally:
         shutil.rmtree(elsewhere, ignore_errors=True)
+
+
+def test_audit_recounts_a_services_rows_outbox_and_events(stack, tmp_path):
+    out = tmp_path / "outbox"
+    run = harness("run", "outbox", "--messages", "90", "--seed", "13", "--quiet", "--out", str(out),
+                  env=stack["env"], timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    ok = harness("audit", str(out), "--json", env=stack["env"])
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    rows = {(r["store"], r["metric"]): r for r in json.loads(ok.stdout)[out.name]}
+    assert rows[("service", "duplicated events")]["agrees"] and rows[("service", "outbox rows")]["recounted"] == 90
+    assert all(r["agrees"] is not False for r in rows.values())
+
+
+def test_audit_recounts_the_balances_and_the_keys_a_mistake_left(stack, tmp_path):
+    """increment: each account's balance recounted in SQL (a balance changed by hand is caught);
+    key-before-effect: its dedupe table keeps the keys of the payments it lost, and still agrees."""
+    runs = {}
+    for name, seed in (("increment", 17), ("key-before-effect", 19)):
+        out = tmp_path / name
+        run = harness("run", name, "--messages", "150", "--seed", str(seed), "--quiet", "--out", str(out),
+                      env=stack["env"], timeout=600)
+        assert run.returncode == 0, run.stderr[-2000:]
+        ok = harness("audit", str(out), "--json", env=stack["env"])
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+        runs[name] = (out, {(r["store"], r["metric"]): r for r in json.loads(ok.stdout)[out.name]})
+        assert all(r["agrees"] is not False for r in runs[name][1].values())
+    out, rows = runs["increment"]
+    balances = [r for (store, metric), r in rows.items() if store == "accounts" and metric.endswith(": balance")]
+    assert balances and all(r["agrees"] for r in balances)
+    d = json.loads((out / "report.json").read_text())
+    assert sum(r["recounted"] for r in balances) == d["accounts"]["actual_total"] > d["accounts"]["expected_total"]
+    kb_out, kb = runs["key-before-effect"]
+    kb_report = json.loads((kb_out / "report.json").read_text())
+    assert kb_report["counts"]["lost"] > 0 and kb[("dedupe table", "keys")]["agrees"]
+    assert kb[("dedupe table", "keys")]["recounted"] > kb_report["counts"]["effects"] - kb_report["counts"]["duplicates"]
+
+    import psycopg
+    from psycopg import sql
+    from harness.workload.sqlnames import table_identifier
+    account = d["accounts"]["accounts"][0]["account"]
+    with psycopg.connect(stack["dsn"], autocommit=True) as conn:
+        conn.execute(sql.SQL("update {} set balance = balance + 1 where account = %s")
+                     .format(table_identifier(d["stack"]["accounts_table"])), (account,))
+    bad = harness("audit", str(out), env=stack["env"])
+    assert bad.returncode == 1 and f"accounts {account}: balance" in bad.stdout, bad.stdout + bad.stderr

@@ -74,3 +74,22 @@ def test_bad_sizes_is_one_clear_error():
     result = CliRunner().invoke(bench, ["--sizes", "big", "--skip-restart"])
     assert isinstance(result.exception, HarnessError)
     assert "--sizes" in str(result.exception)
+
+
+def test_tiny_scale_bench_measures_every_cell(stack, tmp_path):
+    from tests.conftest import harness
+    out = tmp_path / "scale"
+    proc = harness("bench", "scale", "--messages", "100,300", "--shapes", "1x1,2x2", "--experiments", "offset-after",
+                   "--crash-rate", "0.02", "--quiet", "--out", str(out), env=stack["env"], timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == str(out)
+    d = json.loads((out / "scale.json").read_text())
+    assert d["status"] == "complete" and len(d["cells"]) == 4
+    for c in d["cells"]:
+        assert c["verdict"] == "as-predicted" and c["seconds"] > 0 and c["messages_per_second"] > 0
+        assert c["crashes"] >= 1 and c["worker_peak_rss_mb"] > 0
+        assert c["broker_memory_mb"]["VmRSS"] > 0
+    assert [g["shape"] for g in d["growth"]] == ["1x1", "2x2"]
+    assert all(g["marginal_seconds_per_1000"] is not None for g in d["growth"])
+    assert "## Growth" in (out / "scale.md").read_text() and 'id="chart-scale"' in (out / "scale.html").read_text()
+    assert not _bench_workers()

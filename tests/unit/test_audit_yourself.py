@@ -140,3 +140,109 @@ def test_broker_version_from_an_api_versions_answer():
     assert bv.finalized_features(struct.pack(">h", 0) + bv._uvarint(1) + struct.pack(">i", 0) + bv._uvarint(0)) == {}
     assert bv.request()[:4] == struct.pack(">i", len(bv.request()) - 4)
     assert bv.describe("127.0.0.1:1", timeout=0.5) is None
+
+
+def test_kcat_lines_read_the_client_settings_file_when_the_cluster_wants_credentials(tmp_path):
+    d = sample()
+    plain = [c for _, c in commands(d) if c.startswith("kcat")]
+    assert plain and not any("-F" in c for c in plain)
+    d["stack"]["kafka_auth"] = "SASL_PLAINTEXT SCRAM-SHA-512 as harness"
+    assert all('-F "$HARNESS_KAFKA_CONFIG_FILE"' in c for _, c in commands(d) if c.startswith("kcat"))
+    st = Stack("local", "127.0.0.1:19092", "postgresql://harness:pw@127.0.0.1:15432/harness", True)
+    values = shellenv.settings(st, tmp_path, tmp_path / "client.properties")
+    assert values["HARNESS_KAFKA_CONFIG_FILE"] == str(tmp_path / "client.properties")
+
+
+def test_a_services_rows_events_and_outbox_are_recounted_and_judged():
+    from harness.checker.crosscheck import service_rows
+    from harness.checker.recount import ServiceRecount
+    svc = {"rows": 10, "events": 9, "unpublished": 1, "orphaned": 0, "event_duplicates": 0,
+           "outbox_rows": 10, "outbox_unsent": 0, "unpublished_ids": ["pay-000004"], "orphaned_ids": [],
+           "duplicate_event_ids": []}
+    same = ServiceRecount(10, 9, ["pay-000004"], [], 0, [], 10, 0)
+    assert all(r.agrees for r in service_rows(svc, same, set()))
+    extra = ServiceRecount(10, 10, ["pay-000004"], ["evil"], 0, [], 10, 0)     # someone published an event
+    rows = {r.metric: r for r in service_rows(svc, extra, set())}
+    assert rows["events without a row"].agrees is False and rows["events without a row"].ids == ["evil"]
+    assert rows["events"].agrees is False and rows["outbox rows"].agrees is True
+
+
+def test_service_stores_come_from_the_reports_lists():
+    from harness.checker.recount import service_stores
+    from harness.workload.naming import RunNames
+    d = sample()
+    assert service_stores(d) is None
+    n = RunNames(d["run_id"])
+    d["stack"]["tables"] = [n.ledger_table, n.rows_table, n.outbox_table]
+    d["stack"]["topics"] = [n.input_topic, n.events_topic]
+    assert service_stores(d) == {"rows_table": n.rows_table, "events_topic": n.events_topic, "outbox_table": n.outbox_table}
+    cmds = [c for _, c in commands(d)]
+    assert any(f'from "harness"."{n.rows_table.split(".", 1)[1]}"' in c for c in cmds)
+    assert any("sent_at is null" in c for c in cmds) and any(n.events_topic in c for c in cmds)
+
+
+def test_audit_refuses_a_report_that_names_stores_its_run_cannot_have_written():
+    from harness.commands.audit import foreign_stores
+    from harness.workload.naming import RunNames
+    d = sample()
+    n = RunNames(d["run_id"])
+    d["stack"].update(input_topic=n.input_topic, ledger_table=n.ledger_table, output_topic=None, dedupe_table=None)
+    assert foreign_stores(d) is None
+    d["stack"]["ledger_table"] = "public.users"
+    assert foreign_stores(d) == "ledger_table 'public.users'"
+    d["stack"]["ledger_table"], d["stack"]["input_topic"] = n.ledger_table, "payments-prod"
+    assert "input_topic" in foreign_stores(d)
+
+
+def test_env_says_in_one_line_when_it_cannot_keep_the_password_file(tmp_path):
+    import pytest
+    from harness.errors import HarnessError
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    st = Stack("local", "127.0.0.1:19092", "postgresql://harness:pw@127.0.0.1:15432/harness", True)
+    with pytest.raises(HarnessError, match="cannot write the password file"):
+        shellenv.settings(st, blocked)
+
+
+def test_each_accounts_balance_is_recounted_and_judged():
+    from harness.checker.crosscheck import account_rows
+    from harness.checker.recount import AccountsRecount
+    section = {"expected_total": 1000, "actual_total": 1200, "accounts": [
+        {"account": "acct-a", "expected": 600, "predicted": 700, "predicted_op": "==", "actual": 700,
+         "version": 7, "stale_updates": 0},
+        {"account": "acct-b", "expected": 400, "predicted": 500, "predicted_op": "==", "actual": 500,
+         "version": 5, "stale_updates": 0}]}
+    same = AccountsRecount(balances={"acct-a": 700, "acct-b": 500}, expected={"acct-a": 600, "acct-b": 400})
+    rows = account_rows(section, same)
+    assert len(rows) == 4 and all(r.agrees for r in rows)
+    # Someone adds 100 to acct-b by hand; an account the report never named appears.
+    moved = AccountsRecount(balances={"acct-a": 700, "acct-b": 600, "acct-z": 5}, expected={"acct-a": 600, "acct-b": 400})
+    by = {r.metric: r for r in compare(sample(dups=3), SENT, _ledger(), accounts=moved)}
+    assert by["acct-a: balance"].agrees is None          # sample() has no accounts section: nothing stated
+    by = {r.metric: r for r in account_rows(section, moved)}
+    assert by["acct-b: balance"].agrees is False and by["acct-a: balance"].agrees is True
+    assert by["acct-z: balance"].agrees is None and by["acct-z: expected (its payments' sum)"].recounted == 0
+
+
+def test_the_accounts_table_gets_its_psql_line():
+    from harness.checker.recount import ACCOUNT_BALANCES
+    d = sample()
+    d["stack"]["accounts_table"] = "harness.acct_x"
+    cmds = dict(commands(d))
+    assert cmds["accounts: each balance"] == "psql -c 'select account, balance from \"harness\".\"acct_x\" order by account'"
+    assert "{a}" in ACCOUNT_BALANCES
+
+
+def test_the_dedupe_keys_the_report_counted_are_compared_as_stated():
+    """key-before-effect: a key recorded before a lost payment's effect stays, so the keys are not the
+    ids with an effect; the report states the keys its audit counted, and those are compared."""
+    rep = sample(dups=3)
+    ledger = _ledger(dedupe_keys=12, dedupe_hits=rep["counts"].get("dedupe_hits"))
+    rep["ledger"]["dedupe_keys"] = 12
+    by = {r.metric: r for r in compare(rep, SENT, ledger)}
+    assert by["keys"].agrees is True and "keys (= ids with an effect)" not in by
+    ledger.dedupe_keys = 13                               # a key added by hand
+    assert {r.metric: r for r in compare(rep, SENT, ledger)}["keys"].agrees is False
+    del rep["ledger"]["dedupe_keys"]                      # a report from before: keys are ids with an effect
+    by = {r.metric: r for r in compare(rep, SENT, _ledger(dedupe_keys=10, dedupe_hits=0))}
+    assert by["keys (= ids with an effect)"].agrees is True

@@ -196,7 +196,7 @@ def test_a_cluster_node_config_has_three_voters_and_durable_internal_topics(tmp_
     from harness.stack.local_kafka import LocalKafka, voters
     node = LocalKafka(tmp_path, 2)
     node.home.mkdir(parents=True)
-    node.write_config(19292, 19293, voters([19193, 19293, 19393]))
+    node.write_config(19292, 19293, voters=voters([19193, 19293, 19393]))
     props = dict(line.split("=", 1) for line in node.props.read_text().splitlines())
     assert props["node.id"] == "2" and props["process.roles"] == "broker,controller"
     assert props["controller.quorum.voters"] == "1@127.0.0.1:19193,2@127.0.0.1:19293,3@127.0.0.1:19393"

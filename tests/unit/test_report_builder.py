@@ -112,3 +112,39 @@ def test_a_fault_that_did_less_than_asked_says_so():
     assert "Only 0 of 10 random kills struck" in d["summary"]
     d = make("offset-after", rows, crash_rate=0.4)      # 2 planned, none struck in this hand-made run
     assert "0 of 2 planned crashes struck" in d["summary"]
+
+
+def test_time_breakdown_splits_the_workers_time_and_never_invents_a_negative():
+    from harness.report.build import breakdown
+    b = breakdown({"setup": 0.2, "produce": 0.5, "workers": 10.0, "audit": 1.0}, [0.5, 0.7, 1.0])
+    assert b["restart_waits"] == 2.2 and b["workers_other"] == 7.8 and b["setup"] == 0.2
+    overlapping = breakdown({"workers": 1.0}, [0.6, 0.6])       # two workers restarting at once
+    assert overlapping["restart_waits"] == 1.2 and overlapping["workers_other"] is None
+    assert breakdown({}, [0.5]) == {}                            # the workers never ran: nothing to split
+
+
+def test_suite_time_table_lists_the_longest_run_first():
+    from harness.report.suite import TIME_COLUMNS, render_md, time_rows
+    rows = [{"experiment": "a", "seconds": 10, "crashes": 3,
+             "timings": {"phases": {"setup": 1, "workers": 8, "restart_waits": 5, "audit": 0.5},
+                         "restart_median_seconds": 0.4}},
+            {"experiment": "b", "seconds": 30, "crashes": 1, "timings": None}]
+    t = time_rows({"experiments": rows})
+    assert [r[0] for r in t] == ["b", "a"] and len(t[0]) == len(TIME_COLUMNS)
+    assert t[1][TIME_COLUMNS.index("of which restart waits")] == "5" and t[0][2] == "unknown"
+    md = render_md({"suite_id": "s", "conclusion": "c", "experiments": rows, "timings": {"wall_seconds": 31}})
+    assert "## Where the time went" in md
+
+
+def test_scale_growth_fits_a_line_and_names_sizes_off_it():
+    from harness.bench.scale import growth, parse_shapes
+    cells = [{"experiment": "dedupe", "partitions": 1, "workers": 1, "messages": n, "seconds": t,
+              "verdict": "as-predicted"} for n, t in ((1000, 5.0), (10_000, 32.0), (100_000, 302.0))]
+    g = growth(cells)[0]
+    assert g["fixed_seconds"] == 2.0 and g["marginal_seconds_per_1000"] == 3.0 and g["note"] is None
+    assert g["seconds_per_1000"] == {1000: 5.0, 10_000: 3.2, 100_000: 3.02}
+    cells[1]["seconds"] = 80.0                                 # the middle size far above the line
+    assert "10,000 messages took" in growth(cells)[0]["note"]
+    cells[1]["verdict"] = "unexpected"                         # only as-predicted runs are measured
+    assert 10_000 not in growth(cells)[0]["seconds_per_1000"]
+    assert parse_shapes("1x1, 4X2") == [(1, 1), (4, 2)]

@@ -188,3 +188,16 @@ def test_an_unfinished_zombie_story_claims_nothing_about_fencing():
     f.state = "paused"
     text = f.sentence(f.story([]))
     assert "did not finish" in text and "NOT fenced" not in text and "resumed" not in text
+
+
+def test_a_restart_delay_keeps_the_slot_empty_that_long_after_each_death(tmp_path):
+    log, events = tmp_path / "crash-log.jsonl", tmp_path / "events.jsonl"
+
+    def command(slot):
+        return [sys.executable, "-c", WORKER, str(slot.attempt), "crash,crash,ok", str(log), str(events), "x"]
+    r = Supervisor(tmp_path, 1, command, {}, 60.0, log, events, restart_delay=1.5).run()
+    assert (r.status, r.restarts, r.unplanned_deaths) == ("complete", 2, [])
+    crashes = crashlog.read(log)
+    # Each successor's first record comes at least the delay after its predecessor's death (a lower bound only:
+    # the machine may be slow, never fast).
+    assert all(s >= 1.5 for s in restart_seconds(crashes, r.events))

@@ -135,3 +135,14 @@ def test_report_is_uploaded_and_stack_torn_down_always(workflow):
     down = step_running(workflow, "down -v")
     assert "docker compose" in down["run"] and down.get("if") == "always()"
     assert steps(workflow)[-1] is down, "tearing the stack down should be the last step"
+
+
+def test_an_optional_step_crash_tests_the_users_own_consumer(workflow):
+    step = step_running(workflow, "harness run custom")
+    assert "HARNESS_CONSUMER_CMD" in step.get("if", ""), "the step must be optional"
+    for text in ("--worker-cmd", "--expect exactly-once", "--stack compose"):
+        assert text in step["run"]
+    assert "${{" not in step["run"], "the command reaches the shell through env, not by expansion in the script"
+    names = [s.get("name") for s in steps(workflow)]
+    assert names.index(step["name"]) > names.index("Compare with the previous nightly"), \
+        "a violation must not skip the comparison of the suite"

@@ -126,7 +126,8 @@ public final class Main {
     }
 
     static Properties config(Options opts) {
-        Properties p = new Properties();
+        // The cluster's client settings (security, credentials) first: what follows is the experiment's own.
+        Properties p = Options.kafkaClientSettings();
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, opts.applicationId);
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, opts.bootstrap);
         p.put(StreamsConfig.CLIENT_ID_CONFIG, opts.applicationId + "-" + opts.worker);

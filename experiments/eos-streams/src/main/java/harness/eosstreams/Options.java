@@ -1,8 +1,12 @@
 package harness.eosstreams;
 
+import java.io.IOException;
+import java.io.StringReader;
+import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Properties;
 import java.util.Set;
 import java.util.regex.Pattern;
 
@@ -13,13 +17,16 @@ import java.util.regex.Pattern;
  */
 final class Options {
     static final String PASSWORD_ENV = "HARNESS_PG_PASSWORD";
+    /** Kafka client settings (security, credentials) in java.util.Properties text; they may hold secrets. */
+    static final String KAFKA_PROPERTIES_ENV = "HARNESS_KAFKA_JAVA_PROPERTIES";
 
     static final String USAGE = String.join("\n",
         "usage: java -jar eos-streams.jar --bootstrap HOST:PORT --input TOPIC --output TOPIC",
         "         --application-id ID --state-dir DIR --crash-plan FILE --crash-log FILE",
         "         --worker NAME --attempt N [--commit-interval-ms MS]",
         "         [--ledger-table SCHEMA.TABLE --jdbc-url URL [--jdbc-user USER]] [--standby]",
-        "  The JDBC password is taken from $" + PASSWORD_ENV + " only.",
+        "  The JDBC password is taken from $" + PASSWORD_ENV + " only; Kafka client settings (security,",
+        "  credentials) from $" + KAFKA_PROPERTIES_ENV + " (properties text), given to every Kafka client.",
         "  --standby (last argument): a warm spare; it warms up, then reads the real command line",
         "  (one JSON array of strings, java ... -jar JAR OPTIONS) from stdin; EOF or an empty line: exit 0.");
 
@@ -76,6 +83,20 @@ final class Options {
         if (input.equals(output)) {
             throw new UsageError("--input and --output must be different topics");
         }
+    }
+
+    /** The Kafka client settings of $HARNESS_KAFKA_JAVA_PROPERTIES (empty when unset). */
+    static Properties kafkaClientSettings() {
+        Properties p = new Properties();
+        String text = System.getenv(KAFKA_PROPERTIES_ENV);
+        if (text != null && !text.isEmpty()) {
+            try {
+                p.load(new StringReader(text));
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);   // not reached: a StringReader does not fail
+            }
+        }
+        return p;
     }
 
     static Options parse(String[] args) throws UsageError {

@@ -392,13 +392,13 @@ final class Standby {
     /** Metadata from the broker and a few input records, read without a consumer group. */
     private String warmBroker() throws Exception {
         String id = provisional.applicationId + "-" + provisional.worker + WARMUP_ID;
-        Properties a = new Properties();
+        Properties a = Options.kafkaClientSettings();
         a.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, provisional.bootstrap);
         a.put(AdminClientConfig.CLIENT_ID_CONFIG, id + "-admin");
         try (Admin admin = Admin.create(a)) {
             admin.describeCluster().nodes().get(NET_TIMEOUT_MS, TimeUnit.MILLISECONDS);
         }
-        Properties c = new Properties();
+        Properties c = Options.kafkaClientSettings();
         c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, provisional.bootstrap);
         c.put(ConsumerConfig.CLIENT_ID_CONFIG, id + "-reader");
         c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);

@@ -1,0 +1,266 @@
+"""dual-write and outbox: a service that writes a row in Postgres and publishes an event to Kafka.
+
+`dual-write`: for each payment request the service commits its business row
+in Postgres, then produces the event. Two systems, no shared transaction: a
+crash between the two leaves a row whose event never goes out (the
+downstream never hears of the payment). With `--kill-point
+after-produce-before-row` (or any other point of that order) the service
+produces first and writes the row second: a crash between leaves an event
+whose row does not exist (an orphan: the downstream acts on something the
+service has no record of). The service acknowledges each request as it takes
+it, as an HTTP service whose caller does not retry: nobody sends it again.
+
+`outbox`: the service writes the row and an outbox row in ONE Postgres
+transaction; a relay process publishes unsent outbox rows with an idempotent
+producer and marks each sent. A relay killed between publish and mark-sent
+publishes that row again when it comes back: the idempotent producer dedupes
+retries within one producer session, not across a restart. So the topic holds
+one duplicate per such crash, and the downstream consumer, which applies each
+event with the dedupe table in its transaction, stays exact.
+
+Each run has three kinds of process (roles): the service (consuming the
+payments topic, one per partition set), the relay (outbox only) and the
+downstream consumer (the events topic, its own consumer group). All are
+slots of one supervisor (experiments/launch.py RoleWorkers).
+"""
+
+import time
+
+from .launch import RoleWorkers
+from .model import DEDUPED, LOST, ORPHANED, REPUBLISHED, UNPUBLISHED, Experiment, KillPoint, Role, Stores
+from .offsets import at_least_once_loop
+from .predictors import EventsPredictor, LedgerPredictor
+
+POLL_BATCH = 500
+RELAY_BATCH = 200
+# A produce to a healthy local broker is acknowledged in milliseconds.
+PRODUCE_TIMEOUT_S = 30
+IDLE_S = 0.05
+
+
+class OutboxRecord:
+    """An outbox row as the kill switch sees a record: its payment id is the key."""
+
+    def __init__(self, message_id: str, payload: str):
+        self.message_id, self.payload = message_id, payload
+
+    def key(self) -> bytes:
+        return self.message_id.encode()
+
+    def value(self) -> bytes:
+        return self.payload.encode()
+
+    def partition(self):
+        return None
+
+    def offset(self):
+        return None
+
+
+def events_producer(ctx):
+    from confluent_kafka import Producer
+    from .. import kafka_client
+    return Producer(kafka_client.config(ctx.args.bootstrap, {"enable.idempotence": True, "acks": "all",
+                                                             "linger.ms": 0, "log_level": 3}))
+
+
+def publish(ctx, producer, key: bytes, value: bytes) -> None:
+    """Produce one event and wait for the broker's acknowledgement."""
+    from confluent_kafka import KafkaException
+    errors = []
+    producer.produce(ctx.args.events_topic, key=key, value=value,
+                     on_delivery=lambda err, _m: errors.append(err) if err else None)
+    if producer.flush(PRODUCE_TIMEOUT_S) or errors:
+        raise KafkaException(errors[0]) if errors else RuntimeError("event not acknowledged in time")
+
+
+def insert_row(ctx, msg) -> bool:
+    """The service's business row for this payment (its own commit unless a transaction is open).
+    False when the row already exists."""
+    from psycopg import sql
+    from ..processors.context import amount_of
+    from ..workload.sqlnames import table_identifier
+    row = ctx.pg.execute(sql.SQL("insert into {} (message_id, amount, worker, attempt) values (%s, %s, %s, %s) "
+                                 "on conflict (message_id) do nothing returning message_id")
+                         .format(table_identifier(ctx.args.rows)),
+                         (msg.key().decode(), amount_of(msg), ctx.worker, ctx.attempt)).fetchone()
+    return row is not None
+
+
+# -- dual-write ------------------------------------------------------------------------------------
+
+RF_ACCEPT = KillPoint("after-accept-before-row", "accept the request (commit its offset)", "row (PG commit)",
+                      frozenset({LOST}), "the request is dropped: no row, no event (its caller does not retry)")
+RF_ROW = KillPoint("after-row-before-produce", "row (PG commit)", "produce the event", frozenset({LOST, UNPUBLISHED}),
+                   "the row exists, its event is never published: the downstream never applies the payment "
+                   "(--kill-point after-produce-before-row runs the other order)")
+RF_PRODUCE = KillPoint("after-produce", "produce the event", None, frozenset(), "nothing: both writes are done")
+
+EF_ACCEPT = KillPoint("after-accept-before-produce", "accept the request (commit its offset)", "produce the event",
+                      frozenset({LOST}), "the request is dropped: no event, no row (its caller does not retry)")
+EF_PRODUCE = KillPoint("after-produce-before-row", "produce the event", "row (PG commit)", frozenset({ORPHANED}),
+                       "the event is out, its row never written: the downstream applies a payment the service "
+                       "has no record of (an orphan event)")
+EF_ROW = KillPoint("after-row", "row (PG commit)", None, frozenset(), "nothing: both writes are done")
+
+
+def dual_write_service(ctx, event_first: bool) -> None:
+    producer = events_producer(ctx)
+    ctx.assign()
+    while True:
+        for msg in ctx.poll(POLL_BATCH):
+            ctx.deliver(msg)
+            ctx.commit([msg])                     # the request is taken: its caller will not send it again
+            if event_first:
+                ctx.kill.at(EF_ACCEPT.name, msg, acked_unapplied=[msg])
+                publish(ctx, producer, msg.key(), msg.value())
+                ctx.kill.at(EF_PRODUCE.name, msg, event_only=lambda: [msg.key().decode()])
+                insert_row(ctx, msg)
+                ctx.kill.at(EF_ROW.name, msg)
+            else:
+                ctx.kill.at(RF_ACCEPT.name, msg, acked_unapplied=[msg])
+                insert_row(ctx, msg)
+                ctx.kill.at(RF_ROW.name, msg, acked_unapplied=[msg], row_only=lambda: [msg.key().decode()])
+                publish(ctx, producer, msg.key(), msg.value())
+                ctx.kill.at(RF_PRODUCE.name, msg)
+        if ctx.caught_up():
+            return
+
+
+def row_first_service(ctx) -> None:
+    dual_write_service(ctx, event_first=False)
+
+
+def event_first_service(ctx) -> None:
+    dual_write_service(ctx, event_first=True)
+
+
+def downstream_loop(ctx) -> None:
+    """The events' consumer: once its upstream is done (so the end of the events topic is known), poll,
+    apply each event with its key in the dedupe table (one PG transaction), commit."""
+    while not ctx.finished(ctx.args.after):
+        time.sleep(IDLE_S)
+    at_least_once_loop(ctx, ctx.apply_effect_deduped, ("downstream-after-poll", "downstream-inside-effect-txn",
+                                                       "downstream-after-effect", "downstream-after-commit"))
+
+
+DOWNSTREAM = "downstream"
+DUAL_WRITE_ROLES = (Role("service", row_first_service), Role(DOWNSTREAM, downstream_loop, consumes="events",
+                                                              after=("service",)))
+EVENT_FIRST = {
+    "steps": ("accept the request (commit its offset)", "produce the event", "row (own PG commit)"),
+    "kill_points": (EF_ACCEPT, EF_PRODUCE, EF_ROW),
+    "default_point": EF_PRODUCE.name,
+    "roles": (Role("service", event_first_service),) + DUAL_WRITE_ROLES[1:],
+    "expected": "events without rows (orphans) = crashes; every event applied once downstream",
+}
+
+DUAL_WRITE = Experiment(
+    name="dual-write",
+    steps=("accept the request (commit its offset)", "row (own PG commit)", "produce the event"),
+    kill_points=(RF_ACCEPT, RF_ROW, RF_PRODUCE),
+    default_point=RF_ROW.name,
+    stores=Stores(ledger=True, dedupe=True, rows=True, events=True),
+    proves="The dual write: a row in Postgres and an event in Kafka, no shared transaction; a crash between "
+           "them leaves one without the other.",
+    expected="rows without events = crashes, and the downstream misses those payments",
+    predictors=(LedgerPredictor(dedupe=True), EventsPredictor()),
+    roles=DUAL_WRITE_ROLES,
+    launcher=RoleWorkers(),
+    variants={f"kill_point={p.name}": EVENT_FIRST for p in (EF_ACCEPT, EF_PRODUCE, EF_ROW)},
+    lesson="Mistake: writing the database and then the queue (or the other way) as two commits, so a crash "
+           "between them loses events (or publishes orphans). Fix: the outbox, the event written in the row's "
+           "transaction and published by a relay.",
+    suite={"group": "mistakes", "weight": 3},
+)
+
+
+# -- outbox ----------------------------------------------------------------------------------------
+
+OS_POLL = KillPoint("after-poll-before-txn", "poll", "PG transaction {row, outbox row}", frozenset(),
+                    "nothing: the request is redelivered and handled once")
+OS_INSIDE = KillPoint("inside-txn", "row", "outbox row (same PG transaction)", frozenset(),
+                      "the open transaction rolls back row and outbox row together: redelivered, handled once")
+OS_TXN = KillPoint("after-txn-before-commit", "PG transaction {row, outbox row}", "commit offset", frozenset(),
+                   "nothing: the redelivered request finds its row and writes nothing")
+OS_COMMIT = KillPoint("after-commit", "commit offset", None, frozenset(), "nothing")
+R_READ = KillPoint("relay-after-read-before-publish", "relay: read unsent outbox rows", "publish", frozenset(),
+                   "nothing: the row is still unsent and is published once by the next relay")
+R_PUBLISH = KillPoint("relay-after-publish-before-mark", "relay: publish (idempotent producer)", "mark sent",
+                      frozenset({REPUBLISHED, DEDUPED}),
+                      "the row is still unsent: the next relay publishes it again (a new producer session, so the "
+                      "idempotent producer cannot drop it); the downstream's dedupe table absorbs the copy")
+R_MARK = KillPoint("relay-after-mark", "relay: mark sent", None, frozenset(), "nothing")
+
+
+def outbox_service(ctx) -> None:
+    """poll; per request one PG transaction {row (unique per payment), outbox row}; commit the offset."""
+    from psycopg import sql
+    from ..workload.sqlnames import table_identifier
+    ctx.assign()
+    while True:
+        for msg in ctx.poll(POLL_BATCH):
+            ctx.deliver(msg)
+            ctx.kill.at(OS_POLL.name, msg)
+            with ctx.pg.transaction():
+                if insert_row(ctx, msg):
+                    ctx.kill.at(OS_INSIDE.name, msg)
+                    ctx.pg.execute(sql.SQL("insert into {} (message_id, payload) values (%s, %s)")
+                                   .format(table_identifier(ctx.args.outbox)),
+                                   (msg.key().decode(), msg.value().decode()))
+            ctx.kill.at(OS_TXN.name, msg)
+            ctx.commit([msg])
+            ctx.kill.at(OS_COMMIT.name, msg)
+        if ctx.caught_up():
+            return
+
+
+def relay_loop(ctx) -> None:
+    """Publish unsent outbox rows in order, one at a time, each marked sent once the broker has it. Done when
+    the service is done and nothing is left unsent."""
+    from psycopg import sql
+    from ..workload.sqlnames import table_identifier
+    producer = events_producer(ctx)
+    outbox = table_identifier(ctx.args.outbox)
+    ctx.events.emit("started", partitions=[])
+    first = True
+    while True:
+        upstream_done = ctx.finished(ctx.args.after)       # before the read: rows written later are not missed
+        rows = ctx.pg.execute(sql.SQL("select id, message_id, payload from {} where sent_at is null order by id "
+                                      "limit %s").format(outbox), (RELAY_BATCH,)).fetchall()
+        for oid, message_id, payload in rows:
+            rec = OutboxRecord(message_id, payload)
+            if first:
+                first = False
+                ctx.events.emit("first_message", message_id=message_id)
+            ctx.deliver(rec)
+            ctx.kill.at(R_READ.name, rec)
+            publish(ctx, producer, rec.key(), rec.value())
+            ctx.kill.at(R_PUBLISH.name, rec, republished=lambda: [rec.message_id])
+            ctx.pg.execute(sql.SQL("update {} set sent_at = clock_timestamp() where id = %s").format(outbox), (oid,))
+            ctx.kill.at(R_MARK.name, rec)
+        if not rows:
+            if upstream_done:
+                return
+            time.sleep(IDLE_S)
+
+
+OUTBOX = Experiment(
+    name="outbox",
+    steps=("poll", "PG transaction {row, outbox row}", "commit offset",
+           "relay: publish the outbox row (idempotent producer)", "relay: mark it sent"),
+    kill_points=(OS_POLL, OS_INSIDE, OS_TXN, OS_COMMIT, R_READ, R_PUBLISH, R_MARK),
+    default_point=R_PUBLISH.name,
+    stores=Stores(ledger=True, dedupe=True, rows=True, outbox=True, events=True),
+    proves="The outbox: row and event commit in one Postgres transaction; the relay publishes at least once, "
+           "and a dedupe key downstream makes the effect exact.",
+    expected="topic duplicates = relay crashes between publish and mark-sent; downstream effects exact",
+    predictors=(LedgerPredictor(dedupe=True, unacked="republished"), EventsPredictor()),
+    roles=(Role("service", outbox_service), Role("relay", relay_loop, consumes=None, after=("service",)),
+           Role(DOWNSTREAM, downstream_loop, consumes="events", after=("relay",))),
+    launcher=RoleWorkers(),
+    lesson="Mistake: the dual write, row and event in two commits. Fix: the outbox, both in one transaction; its "
+           "relay publishes at least once (the idempotent producer dedupes retries, not a restarted relay), so the "
+           "downstream keeps its dedupe key.",
+    suite={"group": "mistakes", "weight": 3},
+)

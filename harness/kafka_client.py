@@ -1,0 +1,233 @@
+"""The config of every Kafka client the harness starts: the address plus the user's client settings.
+
+A real cluster is rarely plaintext: it wants `security.protocol`,
+`sasl.mechanism`, credentials, a CA file. The user gives them once, in
+librdkafka's property names (the names kcat reads with `-F`), by
+`--kafka-config KEY=VALUE`, `--kafka-config-file FILE` (Java
+client.properties style) or `HARNESS_KAFKA_CONFIG_FILE`; a local stack started
+with `harness up --auth scram` brings its own file. `use()` binds such settings
+to a bootstrap address, and
+
+    kafka_client.config(bootstrap, {"group.id": ...})
+
+returns the full confluent_kafka config for that address. Every client is
+built through it, so no call site writes `{"bootstrap.servers": ...}` itself
+and none forgets the credentials. Call-site entries win over the user's
+settings: an experiment's isolation level or transactional.id is part of what
+it tests.
+
+The settings reach the processes the harness starts (workers, runs of a
+suite, the Kafka Streams JVM) through the environment variable `ENV`, never
+their command lines, which `ps` shows to everyone. Secret values (keys with
+"password" or "secret", private keys, JAAS text) never appear in output:
+`public()` masks them and `scrub()` removes them from a message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from .errors import HarnessError
+
+ENV = "HARNESS_KAFKA_CLIENT_SETTINGS"        # JSON {bootstrap: {key: value}}, inherited by child processes
+MASK = "***"
+_SECRET_WORDS = ("password", "secret")
+_SECRET_KEYS = {"sasl.jaas.config", "ssl.key.pem", "ssl_key.pem", "ssl.keystore.key", "sasl.oauthbearer.config"}
+# Set by the harness from the stack, never by the user.
+_RESERVED = {"bootstrap.servers", "metadata.broker.list"}
+
+_bound: dict[str, dict] = {}
+
+
+def is_secret(key: str) -> bool:
+    k = key.lower()
+    return k in _SECRET_KEYS or any(w in k for w in _SECRET_WORDS)
+
+
+def public(settings: dict) -> dict:
+    """`settings` with every secret value replaced by `***`."""
+    return {k: (MASK if is_secret(k) else v) for k, v in settings.items()}
+
+
+def scrub(message: str, settings: dict | None) -> str:
+    """`message` without any secret value of `settings` (longest first, so no piece of one survives)."""
+    if not message or not settings:
+        return message
+    for v in sorted((str(v) for k, v in settings.items() if is_secret(k) and str(v)), key=len, reverse=True):
+        message = message.replace(v, MASK)
+    return message
+
+
+# ---- reading the user's settings -------------------------------------------------------------
+
+def parse_properties(text: str, source: str = "client settings") -> dict:
+    """Java client.properties style: `key=value` (or `key: value`) lines, `#` and `!` comments.
+
+    Values are taken as written after the separator, spaces around them trimmed; no line
+    continuations or escapes (a secret with a backslash stays as it is).
+    """
+    out = {}
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        m = re.match(r"([^=:\s]+)\s*[=:]\s*(.*)$", line)
+        if not m:
+            raise HarnessError(f"{source} line {n}: expected key=value, got {_shown_line(line)!r}")
+        out[m[1]] = m[2].strip()
+    return out
+
+
+def _shown_line(line: str) -> str:
+    """A bad line as it may be shown: cut short, and never a line that may hold a secret."""
+    return "(a line that mentions a secret)" if is_secret(line) or "=" in line else line[:60]
+
+
+def parse_pairs(pairs) -> dict:
+    """`--kafka-config KEY=VALUE` options, in order (a later one wins)."""
+    out = {}
+    for p in pairs:
+        key, sep, value = p.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            shown = "(hidden)" if is_secret(p) else p[:60]
+            raise HarnessError(f"--kafka-config takes KEY=VALUE, got {shown!r}")
+        out[key] = value
+    return out
+
+
+def load_file(path) -> dict:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise HarnessError(f"cannot read the Kafka client settings file {p}: {e.strerror or e}")
+    return parse_properties(text, str(p))
+
+
+def from_options(pairs=(), path=None) -> dict:
+    """The settings the user gave: the file first, then KEY=VALUE pairs over it."""
+    settings = load_file(path) if path else {}
+    settings.update(parse_pairs(pairs))
+    bad = sorted(k for k in settings if k in _RESERVED)
+    if bad:
+        raise HarnessError(f"client setting {bad[0]} is not taken from the client settings: give the address "
+                           f"with --bootstrap-servers")
+    return settings
+
+
+# ---- the settings in use ----------------------------------------------------------------------
+
+_requested: dict = {}
+
+
+def request(settings: dict) -> None:
+    """The user's settings for this command (from its options); `resolve` lays them over the stack's."""
+    global _requested
+    _requested = dict(settings)
+
+
+def inherited(bootstrap: str) -> dict:
+    """Settings a parent harness process bound to `bootstrap` (through the environment)."""
+    try:
+        d = json.loads(os.environ.get(ENV) or "{}")
+    except ValueError:
+        return {}
+    s = d.get(bootstrap) if isinstance(d, dict) else None
+    return dict(s) if isinstance(s, dict) else {}
+
+
+def resolve(bootstrap: str, stack_settings: dict | None = None) -> dict:
+    """The settings for a stack at `bootstrap`: the stack's own file (if any) or a parent's, then the user's.
+
+    Checks them (an unknown or invalid property is one clear error) and binds them with `use`.
+    """
+    settings = {**(stack_settings or inherited(bootstrap)), **_requested}
+    check(settings)
+    use(bootstrap, settings)
+    return settings
+
+
+def use(bootstrap: str, settings: dict) -> None:
+    """Bind `settings` to `bootstrap` in this process and in every process it starts from now on."""
+    _bound[bootstrap] = dict(settings)
+    try:
+        d = json.loads(os.environ.get(ENV) or "{}")
+        d = d if isinstance(d, dict) else {}
+    except ValueError:
+        d = {}
+    d[bootstrap] = dict(settings)
+    os.environ[ENV] = json.dumps(d)
+
+
+def settings_for(bootstrap: str) -> dict:
+    """The user's client settings bound to `bootstrap` (possibly by a parent process), or {}."""
+    if bootstrap in _bound:
+        return dict(_bound[bootstrap])
+    return inherited(bootstrap)
+
+
+def config(bootstrap: str, extra: dict | None = None) -> dict:
+    """THE config of a confluent_kafka client for the cluster at `bootstrap`.
+
+    `{"bootstrap.servers": bootstrap, **client settings, **extra}`: pass the client's own entries
+    (group.id, isolation.level, logger, ...) in `extra`; they win over the user's settings.
+    """
+    return {**settings_for(bootstrap), "bootstrap.servers": bootstrap, **(extra or {})}
+
+
+def check(settings: dict) -> None:
+    """Raise one clear HarnessError when librdkafka rejects a property name or value."""
+    if not settings:
+        return
+    from confluent_kafka import KafkaException, Producer
+    try:
+        # A producer accepts the common and the producer properties; without an address it connects nowhere.
+        Producer({**{k: v for k, v in settings.items() if k not in _RESERVED}, "log_level": 0})
+    except KafkaException as e:
+        raise HarnessError(f"Kafka client settings rejected: {scrub(_text(e), settings)}") from None
+    except (TypeError, ValueError) as e:
+        raise HarnessError(f"Kafka client settings rejected: {scrub(str(e), settings)}") from None
+
+
+def _text(e) -> str:
+    err = e.args[0] if e.args else None
+    return err.str() if hasattr(err, "str") else str(e)
+
+
+def describe(settings: dict) -> str:
+    """One phrase for status lines and reports, e.g. `SASL_PLAINTEXT SCRAM-SHA-512 as harness`."""
+    proto = settings.get("security.protocol", "PLAINTEXT")
+    mech = settings.get("sasl.mechanism") or settings.get("sasl.mechanisms")
+    user = settings.get("sasl.username")
+    return " ".join([proto] + ([mech] if mech and "sasl" in proto.lower() else [])
+                    + ([f"as {user}"] if user and "sasl" in proto.lower() else []))
+
+
+AUTH_FAILED = "authentication failed"
+
+
+def auth_error(err) -> str | None:
+    """The message of a librdkafka error that no retry will fix (bad credentials, SSL trust), else None."""
+    from confluent_kafka import KafkaError
+    try:
+        code = err.code()
+    except AttributeError:
+        return None
+    if code in (KafkaError._AUTHENTICATION, getattr(KafkaError, "SASL_AUTHENTICATION_FAILED", None)):
+        return err.str()
+    if code == KafkaError._SSL:
+        return err.str()
+    return None
+
+
+def refused(bootstrap: str, message: str) -> HarnessError:
+    """The one-line error for a broker that refuses the client settings (no secret in it)."""
+    settings = settings_for(bootstrap)
+    hint = (" (check sasl.username, sasl.password and sasl.mechanism)" if "SASL" in message.upper()
+            else " (check the ssl.* client settings)")
+    return HarnessError(f"Kafka at {bootstrap} refused the client settings ({describe(settings)}): "
+                        f"{scrub(message.splitlines()[0][:300], settings)}{hint}")

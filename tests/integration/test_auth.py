@@ -1,0 +1,104 @@
+"""A SASL/SCRAM stack (`harness up --auth scram`): a run with its client.properties, and a wrong password.
+
+One stack for the module, in its own state folder: the only listener clients
+can use is SASL_PLAINTEXT with SCRAM-SHA-512, so a run that finishes proves
+that every Kafka client of the run (admin, producer, workers, auditors) got
+the credentials. No password may reach any output, report or command line.
+"""
+
+import json
+import shutil
+import stat
+import threading
+
+import pytest
+
+from tests.conftest import harness, pids_where, processes_of, searchable_dir
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def scram_stack():
+    home = searchable_dir("harness-test-scram-")
+    env = {"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "",
+           "HARNESS_KAFKA_CONFIG_FILE": ""}
+    try:
+        up = harness("up", "--auth", "scram", env=env, check=True)
+        st = json.loads(harness("status", "--json", env=env, check=True).stdout)
+        from harness.stack.local_postgres import LocalPostgres
+        st["dsn"] = LocalPostgres(home).dsn(json.loads((home / "stack.json").read_text())["postgres_port"])
+        st.update(home=home, env=env, up=up)
+        st["props"] = home / "client.properties"
+        st["password"] = [line.split("=", 1)[1] for line in st["props"].read_text().splitlines()
+                          if line.startswith("sasl.password=")][0]
+        yield st
+    finally:
+        harness("down", "--purge", env=env)
+        left = processes_of(home)
+        shutil.rmtree(home, ignore_errors=True)
+        assert not left, f"processes of the SCRAM stack survived `harness down`: {left}"
+
+
+def test_up_writes_a_private_client_properties_and_status_names_the_auth(scram_stack):
+    props = scram_stack["props"]
+    assert stat.S_IMODE(props.stat().st_mode) == 0o600
+    assert scram_stack["kafka_auth"] == "SASL_PLAINTEXT SCRAM-SHA-512 as harness"
+    assert scram_stack["kafka_config"]["sasl.password"] == "***"
+    text = harness("status", env=scram_stack["env"]).stdout
+    assert "kafka auth:        SASL_PLAINTEXT SCRAM-SHA-512 as harness" in text
+    pw = scram_stack["password"]
+    assert pw not in text + scram_stack["up"].stdout + scram_stack["up"].stderr
+    assert pw not in json.dumps({k: v for k, v in scram_stack.items() if k in ("kafka_config", "notes")})
+
+
+def test_dedupe_runs_with_the_settings_file_and_no_secret_leaks(scram_stack, tmp_path):
+    pw, out = scram_stack["password"], tmp_path / "run"
+    seen_in_argv = []
+    stop = threading.Event()
+
+    def watch():   # every process's command line, sampled while the run goes
+        while not stop.is_set():
+            seen_in_argv.extend(pids_where(lambda cmd: pw in cmd))
+            stop.wait(0.2)
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    try:
+        proc = harness("run", "dedupe", "--messages", "40", "--quiet", "--out", str(out),
+                       "--bootstrap-servers", scram_stack["bootstrap_servers"], "--postgres-dsn", scram_stack["dsn"],
+                       "--kafka-config-file", str(scram_stack["props"]), env=scram_stack["env"], timeout=600)
+    finally:
+        stop.set()
+        t.join()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["verdict"] == "as-predicted"
+    assert report["stack"]["kafka_auth"] == "SASL_PLAINTEXT SCRAM-SHA-512 as harness"
+    assert not seen_in_argv, "the SCRAM password was on a command line"
+    assert pw not in proc.stdout + proc.stderr
+    for f in out.rglob("*"):
+        if f.is_file():
+            assert pw not in f.read_text(errors="replace"), f"the SCRAM password is in {f}"
+
+
+def test_wrong_password_is_one_line_exit_2_without_the_secret(scram_stack):
+    wrong = "Wrong-Pass-8c1f"
+    proc = harness("run", "dedupe", "--messages", "10", "--quiet",
+                   "--bootstrap-servers", scram_stack["bootstrap_servers"], "--postgres-dsn", scram_stack["dsn"],
+                   "--kafka-config-file", str(scram_stack["props"]), "--kafka-config", f"sasl.password={wrong}",
+                   env=scram_stack["env"], timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, lines
+    assert "refused the client settings" in lines[0] and "SASL authentication" in lines[0]
+    assert wrong not in proc.stderr + proc.stdout and scram_stack["password"] not in proc.stderr + proc.stdout
+
+
+def test_local_runs_on_the_scram_stack_use_its_file_by_themselves(scram_stack, tmp_path):
+    """No settings given: the harness finds the stack's client.properties (offset-after, few messages)."""
+    out = tmp_path / "run"
+    proc = harness("run", "offset-after", "--messages", "30", "--quiet", "--out", str(out),
+                   env=scram_stack["env"], timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads((out / "report.json").read_text())["stack"]["kind"] == "local"

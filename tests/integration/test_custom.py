@@ -1,0 +1,219 @@
+"""`harness run custom` on the real stack, with real SIGKILLs: consumers the harness did not write.
+
+The example consumers in examples/consumers/ are run as a user would run them:
+the correct ones hold exactly-once, the subtly wrong one is caught with its
+duplicated ids named and the kills that caused them. Bad commands end with one
+line and exit 2, never a hang, and leave no process behind.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+import uuid
+
+import psycopg
+import pytest
+
+from harness.runner import EXIT_CODES
+from tests.conftest import ROOT, harness, pids_where
+from tests.unit.sample_report import validate
+
+pytestmark = pytest.mark.integration
+
+EXAMPLES = ROOT / "examples" / "consumers"
+JAVA = EXAMPLES / "java"
+JAR = JAVA / "target" / "payments-consumer.jar"
+
+
+def run_custom(stack, tmp_path, cmd, *args, verdict="as-predicted", env=None) -> dict:
+    out = tmp_path / "report"
+    proc = harness("run", "custom", "--worker-cmd", cmd, *args, "--quiet", "--out", str(out),
+                   env={**stack["env"], **(env or {})}, timeout=600)
+    assert proc.returncode == EXIT_CODES[verdict], proc.stderr[-3000:]
+    d = json.loads((out / "report.json").read_text())
+    validate(d)
+    assert d["verdict"] == verdict, json.dumps(d["verdict_detail"], indent=1)
+    password = stack["dsn"].split("@")[0].split(":")[-1]
+    for name in ("report.json", "report.md", "report.html"):
+        assert password not in (out / name).read_text(), f"password in {name}"
+    assert not pids_where(lambda c: cmd in c), "a consumer process outlived the run"
+    return d
+
+
+def ledger_counts(stack, table: str) -> dict:
+    with psycopg.connect(stack["dsn"]) as conn:
+        return dict(conn.execute(f"select message_id, count(*) from {table} group by message_id").fetchall())
+
+
+def python_example(name: str) -> str:
+    return f"{sys.executable} {EXAMPLES / 'python' / name}"
+
+
+def test_the_correct_python_consumer_holds_exactly_once_under_random_kills(stack, tmp_path):
+    d = run_custom(stack, tmp_path, python_example("correct.py"), "--kills", "12", "--partitions", "2",
+                   "--workers", "2", "--messages", "3000")
+    c = d["consumer"]
+    assert c["claim"] == "exactly-once" and c["claim_held"] is True
+    assert c["kills_landed"] == len(d["crashes"]) > 0
+    assert all(k["by"] == "random" and k["pid"] for k in c["kills"])
+    assert {s["attempt"] for s in c["starts"]} >= {1, 2}
+    counts = ledger_counts(stack, d["stack"]["ledger_table"])          # psql's view agrees with the report
+    assert len(counts) == 3000 and set(counts.values()) == {1}
+    assert d["counts"]["duplicates"] == d["counts"]["lost"] == 0
+    assert d["kafka_output"] is None, "an output topic nobody wrote to is not audited"
+
+
+def test_the_wrong_python_consumer_is_caught_with_the_duplicates_and_their_kills(stack, tmp_path):
+    d = run_custom(stack, tmp_path, python_example("wrong.py"), "--kills", "12", "--partitions", "2",
+                   "--workers", "2", "--messages", "3000", verdict="unexpected")
+    c = d["consumer"]
+    assert c["claim_held"] is False
+    named = d["verdict_detail"]["differing_ids"]["duplicates"]
+    counts = ledger_counts(stack, d["stack"]["ledger_table"])
+    assert named and all(counts[i] > 1 for i in named)
+    assert d["counts"]["duplicates"] == sum(n - 1 for n in counts.values())
+    w = c["witnesses"][0]
+    assert w["kind"] == "duplicated" and len(w["effects"]) >= 2 and w["kills"]
+    first, last = w["effects"][0]["t"], w["effects"][-1]["t"]
+    assert all(first <= k["t"] <= last for k in w["kills"]), "a witness kill outside the id's effects"
+    assert sum(k["duplicates_explained"] or 0 for k in c["kills"]) >= len({x["id"] for x in c["witnesses"]})
+    assert "NOT as claimed" in d["summary"] and "Witness:" in d["summary"]
+
+
+@pytest.fixture(scope="module")
+def java_consumer():
+    if shutil.which("mvn") is None or shutil.which("java") is None:
+        pytest.skip("mvn and java are needed to build the Java example consumer")
+    for offline in (["-o"], []):
+        proc = subprocess.run(["mvn", "-B", "-q", *offline, "-f", str(JAVA / "pom.xml"), "package", "-DskipTests"],
+                              capture_output=True, text=True, timeout=900)
+        if proc.returncode == 0 and JAR.exists():
+            return f"java -jar {JAR}"
+    raise AssertionError("building the Java example failed:\n" + (proc.stdout + proc.stderr)[-3000:])
+
+
+def test_the_java_consumer_holds_exactly_once_under_random_kills(stack, tmp_path, java_consumer):
+    d = run_custom(stack, tmp_path, java_consumer, "--kills", "8", "--partitions", "2", "--workers", "2",
+                   "--messages", "2000")
+    assert d["consumer"]["claim_held"] is True and d["consumer"]["kills_landed"] > 0
+    counts = ledger_counts(stack, d["stack"]["ledger_table"])
+    assert len(counts) == 2000 and set(counts.values()) == {1}
+
+
+# A consumer of the test's own: effects in a table of its own (audited with --audit-sql), each payment
+# also produced to the output topic before its offset is committed (at-least-once there).
+OWN_TABLES = r'''
+import json, os, signal
+import psycopg
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+env = os.environ
+stop = []
+signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+topic, table = env["HARNESS_INPUT_TOPIC"], env["TEST_EFFECTS_TABLE"]
+c = Consumer({"bootstrap.servers": env["HARNESS_BOOTSTRAP_SERVERS"], "group.id": env["HARNESS_GROUP_ID"],
+              "enable.auto.commit": False})
+want = [TopicPartition(topic, int(p)) for p in env["HARNESS_PARTITIONS"].split(",")]
+c.assign([TopicPartition(topic, t.partition, t.offset if t.offset >= 0 else OFFSET_BEGINNING)
+          for t in c.committed(want, timeout=30)])
+out = Producer({"bootstrap.servers": env["HARNESS_BOOTSTRAP_SERVERS"]})
+with psycopg.connect(env["HARNESS_POSTGRES_DSN"], autocommit=True) as db:
+    while not stop:
+        m = c.poll(0.5)
+        if m is None or m.error():
+            continue
+        p = json.loads(m.value())
+        db.execute(f"insert into {table} (pid, cents) values (%s, %s) on conflict do nothing", (p["id"], p["amount"]))
+        out.produce(env["HARNESS_OUTPUT_TOPIC"], key=m.key(), value=m.value(), partition=m.partition())
+        out.flush()
+        c.commit(message=m, asynchronous=False)
+'''
+
+
+@pytest.fixture
+def own_table(stack):
+    schema = f"custom_test_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(stack["dsn"], autocommit=True) as conn:
+        conn.execute(f"create schema {schema}")
+        conn.execute(f"create table {schema}.effects (pid text primary key, cents bigint not null)")
+    yield f"{schema}.effects"
+    with psycopg.connect(stack["dsn"], autocommit=True) as conn:
+        conn.execute(f"drop schema {schema} cascade")
+
+
+def test_audit_sql_counts_the_consumers_own_table_and_the_output_topic_is_audited(stack, tmp_path, own_table):
+    script = tmp_path / "own_tables.py"
+    script.write_text(OWN_TABLES)
+    d = run_custom(stack, tmp_path, f"{sys.executable} {script}", "--expect", "at-least-once", "--kills", "4",
+                   "--messages", "1500", "--audit-sql", f"select pid, cents from {own_table}",
+                   env={"TEST_EFFECTS_TABLE": own_table})
+    assert d["consumer"]["audit"] == "audit-sql" and d["consumer"]["claim"] == "at-least-once"
+    assert (d["counts"]["effects"], d["counts"]["lost"]) == (1500, 0)
+    ko = d["kafka_output"]
+    assert ko is not None and ko["read_committed"]["lost"] == 0 and ko["read_committed"]["records"] >= 1500
+    # `harness audit` recounts the same effects by running the query again (read-only), not the ledger.
+    audit = harness("audit", str(tmp_path / "report"), "--json", env=stack["env"])
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    rows = {(r["store"], r["metric"]): r for r in json.loads(audit.stdout)["report"]}
+    assert rows[("ledger", "effects")]["recounted"] == d["counts"]["effects"]
+
+
+def test_audit_sql_that_is_not_two_columns_or_writes_is_one_audit_error(stack, tmp_path, own_table):
+    script = tmp_path / "own_tables.py"
+    script.write_text(OWN_TABLES)
+    for i, (query, needle) in enumerate(((f"select pid, cents, 1 from {own_table}", "must return two columns"),
+                                         (f"delete from {own_table} returning pid, cents", "read-only"))):
+        d = run_custom(stack, tmp_path / str(i), f"{sys.executable} {script}", "--kills", "0", "--messages", "50",
+                       "--audit-sql", query, env={"TEST_EFFECTS_TABLE": own_table}, verdict="audit-failed")
+        assert any(needle in e for e in d["verdict_detail"]["audit_errors"]), d["verdict_detail"]
+        assert d["counts"]["effects"] is None
+    with psycopg.connect(stack["dsn"]) as conn:
+        assert conn.execute(f"select count(*) from {own_table}").fetchone()[0] == 50, "the audit wrote"
+
+
+def test_kill_every_keeps_killing_on_a_beat_and_the_correct_consumer_still_holds(stack, tmp_path):
+    d = run_custom(stack, tmp_path, python_example("correct.py"), "--kill-every", "1.5", "--messages", "4000")
+    assert [f["fault"] for f in d["faults_configured"]] == ["kill-every"]
+    assert d["consumer"]["kills_landed"] >= 1 and {k["by"] for k in d["consumer"]["kills"]} == {"beat"}
+
+
+@pytest.mark.parametrize("cmd, code", [("true", "0"), ("false", "1"), (f"{sys.executable} -c 'raise SystemExit(3)'", "3")])
+def test_a_command_that_exits_at_once_ends_with_one_line_and_exit_2(stack, tmp_path, cmd, code):
+    proc = harness("run", "custom", "--worker-cmd", cmd, "--messages", "50", "--time-limit", "120",
+                   "--out", str(tmp_path / "r"), env=stack["env"], timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
+    assert len(lines) == 1 and f"(last exit {code}" in lines[0] and "never committed" in lines[0]
+    assert "Traceback" not in proc.stderr
+    assert (tmp_path / "r" / "report.json").exists(), "the evidence is kept"
+
+
+def test_a_command_that_does_not_exist_is_refused_before_anything_starts(stack, tmp_path):
+    proc = harness("run", "custom", "--worker-cmd", "/nonexistent/consumer", "--out", str(tmp_path / "r"),
+                   env=stack["env"], timeout=60)
+    assert proc.returncode == 2 and "is not an executable file" in proc.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_consumers_die_with_a_sigkilled_harness(stack, tmp_path):
+    import os
+    import signal
+    import time
+    script = tmp_path / "lingering_consumer.py"            # a consumer that would never stop by itself
+    script.write_text("import time\nwhile True:\n    time.sleep(1)\n")
+    cmd = [sys.executable, "-m", "harness.cli", "run", "custom", "--worker-cmd", f"{sys.executable} {script}",
+           "--workers", "2", "--partitions", "2", "--messages", "50", "--quiet", "--out", str(tmp_path / "r")]
+    harness_proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **stack["env"]},
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while len(pids_where(lambda c: str(script) in c and "harness.cli" not in c)) < 2 and time.time() < deadline:
+            time.sleep(0.2)
+        assert len(pids_where(lambda c: str(script) in c and "harness.cli" not in c)) == 2, "consumers never started"
+    finally:
+        harness_proc.send_signal(signal.SIGKILL)
+        harness_proc.wait()
+    deadline = time.time() + 30
+    while pids_where(lambda c: str(script) in c) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not pids_where(lambda c: str(script) in c), "a consumer outlived the SIGKILLed harness"

@@ -1,0 +1,184 @@
+"""Kafka client settings: parsing, the config every client gets, checks, secrets kept out of output."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness import kafka_client
+from harness.errors import HarnessError
+from harness.stack.model import Stack
+from tests.conftest import ROOT, harness
+
+SECRET = "hunter2-S3cret"
+
+
+@pytest.fixture(autouse=True)
+def clean_state(monkeypatch):
+    """Each test starts with no bound or requested settings, and leaves none behind."""
+    monkeypatch.delenv(kafka_client.ENV, raising=False)
+    monkeypatch.setattr(kafka_client, "_bound", {})
+    monkeypatch.setattr(kafka_client, "_requested", {})
+
+
+def test_properties_file_syntax():
+    text = ("# a comment\n! another\n\nsecurity.protocol=SASL_SSL\n  sasl.mechanism = SCRAM-SHA-512  \n"
+            f"sasl.username: alice\nsasl.password={SECRET}=x\nssl.ca.location=/etc/ca.pem\n")
+    assert kafka_client.parse_properties(text) == {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice",
+        "sasl.password": f"{SECRET}=x", "ssl.ca.location": "/etc/ca.pem"}
+
+
+def test_a_bad_line_is_named_without_its_text_when_it_may_hold_a_secret():
+    with pytest.raises(HarnessError, match="f.properties line 2: expected key=value") as e:
+        kafka_client.parse_properties("a=b\nnot a property line\n", "f.properties")
+    assert "not a property" in str(e.value)
+    with pytest.raises(HarnessError) as e:
+        kafka_client.parse_properties(f"=password {SECRET}\n", "f.properties")
+    assert SECRET not in str(e.value)
+
+
+def test_pairs_later_wins_and_bad_pairs_hide_secrets():
+    assert kafka_client.parse_pairs(["a=1", "b=x=y", "a=2"]) == {"a": "2", "b": "x=y"}
+    with pytest.raises(HarnessError, match="--kafka-config takes KEY=VALUE"):
+        kafka_client.parse_pairs(["novalue"])
+    with pytest.raises(HarnessError) as e:
+        kafka_client.parse_pairs([f"sasl.password{SECRET}"])
+    assert SECRET not in str(e.value)
+
+
+def test_options_file_then_pairs(tmp_path):
+    f = tmp_path / "client.properties"
+    f.write_text("security.protocol=SASL_PLAINTEXT\nsasl.password=fromfile\n")
+    got = kafka_client.from_options(["sasl.password=frompair"], str(f))
+    assert got == {"security.protocol": "SASL_PLAINTEXT", "sasl.password": "frompair"}
+    with pytest.raises(HarnessError, match="cannot read the Kafka client settings file"):
+        kafka_client.from_options([], str(tmp_path / "missing"))
+    with pytest.raises(HarnessError, match="--bootstrap-servers"):
+        kafka_client.from_options(["bootstrap.servers=elsewhere:9092"])
+
+
+@pytest.mark.parametrize("key", ["sasl.password", "ssl.key.password", "ssl.keystore.password",
+                                 "sasl.oauthbearer.client.secret", "sasl.jaas.config", "ssl.key.pem"])
+def test_secret_keys(key):
+    assert kafka_client.is_secret(key)
+    assert kafka_client.public({key: SECRET, "sasl.username": "alice"}) == {key: "***", "sasl.username": "alice"}
+
+
+def test_not_secret_keys():
+    for key in ("security.protocol", "sasl.username", "ssl.ca.location", "sasl.mechanism"):
+        assert not kafka_client.is_secret(key)
+
+
+def test_scrub_removes_every_secret_value():
+    settings = {"sasl.password": SECRET, "ssl.key.password": "kp-123456", "sasl.username": "alice"}
+    msg = f"failed for alice with {SECRET} and kp-123456"
+    assert kafka_client.scrub(msg, settings) == "failed for alice with *** and ***"
+
+
+def test_config_call_site_entries_win_and_the_address_is_the_stacks():
+    kafka_client.use("h:1", {"security.protocol": "SASL_SSL", "isolation.level": "read_uncommitted"})
+    conf = kafka_client.config("h:1", {"isolation.level": "read_committed", "group.id": "g"})
+    assert conf == {"bootstrap.servers": "h:1", "security.protocol": "SASL_SSL",
+                    "isolation.level": "read_committed", "group.id": "g"}
+    assert kafka_client.config("other:2") == {"bootstrap.servers": "other:2"}
+
+
+def test_bound_settings_reach_child_processes_through_the_environment_only():
+    kafka_client.use("h:1", {"security.protocol": "SASL_PLAINTEXT", "sasl.password": SECRET})
+    code = "import json; from harness import kafka_client; print(json.dumps(kafka_client.config('h:1')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
+    assert json.loads(out)["sasl.password"] == SECRET
+
+
+def test_resolve_lays_the_users_settings_over_the_stacks():
+    kafka_client.request({"sasl.password": "override"})
+    own = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "u",
+           "sasl.password": "own"}
+    got = kafka_client.resolve("h:1", own)
+    assert got == {**own, "sasl.password": "override"}
+    assert kafka_client.settings_for("h:1") == got
+
+
+def test_resolve_takes_a_parents_settings_when_the_stack_has_none():
+    kafka_client.use("h:1", {"security.protocol": "SSL"})
+    kafka_client._bound.clear()          # as in a child process: only the environment knows
+    assert kafka_client.resolve("h:1") == {"security.protocol": "SSL"}
+
+
+def test_unknown_property_is_one_clear_error():
+    with pytest.raises(HarnessError, match='Kafka client settings rejected: No such configuration property: "foo.bar"'):
+        kafka_client.check({"foo.bar": "1"})
+
+
+def test_invalid_value_error_has_no_secret():
+    with pytest.raises(HarnessError, match="security.protocol") as e:
+        kafka_client.check({"security.protocol": SECRET, "sasl.password": SECRET})
+    assert SECRET not in str(e.value)
+
+
+def test_valid_settings_pass():
+    kafka_client.check({"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+                        "sasl.username": "u", "sasl.password": SECRET})
+
+
+def test_describe():
+    assert kafka_client.describe({}) == "PLAINTEXT"
+    assert kafka_client.describe({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+                                  "sasl.username": "harness", "sasl.password": SECRET}) == \
+        "SASL_PLAINTEXT SCRAM-SHA-512 as harness"
+    assert kafka_client.describe({"security.protocol": "SSL"}) == "SSL"
+
+
+def test_stack_public_and_repr_hide_the_kafka_secrets():
+    st = Stack("external", "h:1", "postgresql://u:pgpw@h/db", owned=False,
+               kafka_config={"security.protocol": "SASL_SSL", "sasl.password": SECRET})
+    pub = st.public()
+    assert pub["kafka_config"] == {"security.protocol": "SASL_SSL", "sasl.password": "***"}
+    assert pub["kafka_auth"] == "SASL_SSL"
+    assert SECRET not in json.dumps(pub) and SECRET not in repr(st)
+
+
+@pytest.fixture
+def isolated(tmp_path):
+    return {"HARNESS_HOME": str(tmp_path / "state"), "HARNESS_CACHE": str(tmp_path / "cache"),
+            "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "", "HARNESS_KAFKA_CONFIG_FILE": ""}
+
+
+def _one_line(proc):
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_cli_unknown_property_exits_2_in_one_line(isolated):
+    line = _one_line(harness("run", "dedupe", "--bootstrap-servers", "127.0.0.1:1", "--postgres-dsn",
+                             "postgresql://u:p@127.0.0.1:1/db", "--kafka-config", "foo.bar=1",
+                             "--kafka-config", f"sasl.password={SECRET}", env=isolated, timeout=60))
+    assert 'No such configuration property: "foo.bar"' in line and SECRET not in line
+
+
+def test_cli_settings_file_from_the_environment(isolated, tmp_path):
+    f = tmp_path / "client.properties"
+    f.write_text(f"security.protocol={SECRET}\nsasl.password={SECRET}\n")
+    line = _one_line(harness("clean", "--all", "--bootstrap-servers", "127.0.0.1:1", "--postgres-dsn",
+                             "postgresql://u:p@127.0.0.1:1/db",
+                             env={**isolated, "HARNESS_KAFKA_CONFIG_FILE": str(f)}, timeout=60))
+    assert "security.protocol" in line and SECRET not in line
+
+
+def test_cli_auth_is_for_the_local_stack(isolated):
+    line = _one_line(harness("up", "--auth", "scram", "--bootstrap-servers", "127.0.0.1:1", env=isolated))
+    assert "--auth sets up the local stack" in line
+
+
+def test_the_bare_benchmark_worker_reads_the_same_environment():
+    from harness.bench import bare_worker
+    kafka_client.use("h:1", {"security.protocol": "SSL"})
+    assert bare_worker.client_settings("h:1") == {"security.protocol": "SSL"}
+    assert bare_worker.client_settings("other:2") == {}

@@ -1,0 +1,83 @@
+"""The SCRAM settings of the local broker and its client.properties (no broker started here)."""
+
+import stat
+
+from harness import kafka_client
+from harness.stack import local
+from harness.stack.local_kafka import LocalKafka, _argfile_quote
+
+
+def _mode(p):
+    return stat.S_IMODE(p.stat().st_mode)
+
+
+def test_scram_config_has_one_sasl_listener_and_private_files(tmp_path):
+    k = LocalKafka(tmp_path)
+    k.write_config(19092, 19093, "scram")
+    props = kafka_client.parse_properties(k.props.read_text())
+    assert props["listeners"] == "SASL_PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093"
+    assert props["advertised.listeners"] == "SASL_PLAINTEXT://127.0.0.1:19092"
+    assert props["inter.broker.listener.name"] == "SASL_PLAINTEXT"
+    assert props["sasl.enabled.mechanisms"] == props["sasl.mechanism.inter.broker.protocol"] == "SCRAM-SHA-512"
+    client = k.client_settings()
+    assert client["security.protocol"] == "SASL_PLAINTEXT" and client["sasl.mechanism"] == "SCRAM-SHA-512"
+    assert client["sasl.username"] == "harness" and len(client["sasl.password"]) >= 20
+    assert f'password="{client["sasl.password"]}"' in \
+        props["listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config"]
+    assert _mode(k.props) == 0o600 and _mode(k.client_file) == 0o600
+
+
+def test_the_password_is_kept_across_restarts(tmp_path):
+    k = LocalKafka(tmp_path)
+    k.write_config(1, 2, "scram")
+    first = k.client_settings()["sasl.password"]
+    k.write_config(3, 4, "scram")
+    assert k.client_settings()["sasl.password"] == first
+
+
+def test_plaintext_config_has_no_sasl_and_no_client_file(tmp_path):
+    k = LocalKafka(tmp_path)
+    k.write_config(1, 2)
+    assert "SASL" not in k.props.read_text() and not k.client_file.exists()
+    assert local.client_properties_file(tmp_path) is None
+
+
+def test_client_properties_file_follows_the_recorded_auth(tmp_path):
+    k = LocalKafka(tmp_path)
+    k.write_config(1, 2, "scram")
+    (tmp_path / "stack.json").write_text('{"kind": "local", "auth": "scram"}')
+    assert local.client_properties_file(tmp_path) == tmp_path / "client.properties"
+    (tmp_path / "stack.json").write_text('{"kind": "local", "auth": "none"}')
+    assert local.recorded_auth(tmp_path) == "none" and local.client_properties_file(tmp_path) is None
+
+
+def test_a_lost_stack_json_does_not_lose_the_auth(tmp_path):
+    LocalKafka(tmp_path).write_config(1, 2, "scram")
+    assert local.recorded_auth(tmp_path) == "scram"
+    LocalKafka(tmp_path).write_config(1, 2)
+    assert local.recorded_auth(tmp_path) == "none"
+
+
+def test_argfile_quoting():
+    assert _argfile_quote('SCRAM-SHA-512=[name=harness,password=a"b\\c]') == \
+        '"SCRAM-SHA-512=[name=harness,password=a\\"b\\\\c]"'
+
+
+def test_scram_with_three_brokers_is_refused_in_one_line_before_anything_starts(tmp_path):
+    # SCRAM is set up for the one-node stack only: three nodes were never started with it.
+    import os
+    import pytest
+    from harness.errors import HarnessError
+    from tests.conftest import harness
+    from tests.unit.test_cli_errors import one_clear_line
+    with pytest.raises(HarnessError, match="--auth scram runs on the one-broker stack only"):
+        local.check_auth_size("scram", 3)
+    local.check_auth_size("scram", 1)
+    local.check_auth_size("scram", None)
+    local.check_auth_size(None, 3)
+    env = {"HARNESS_HOME": str(tmp_path / "state"), "HARNESS_CACHE": str(tmp_path / "cache"),
+           "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": ""}
+    proc = harness("up", "--auth", "scram", "--brokers", "3", env=env)
+    assert proc.returncode == 2
+    one_clear_line(proc, "--auth scram runs on the one-broker stack only", "--brokers 3")
+    assert not os.path.exists(env["HARNESS_HOME"]), "a refused up started something"
