@@ -79,6 +79,16 @@ def test_without_idempotence_duplicates_and_reordering_are_possible_and_bounded(
     assert producer_prediction(idempotence="off", max_in_flight=1)["producer.reordered"] == ("==", 0)
 
 
+def test_a_predictors_own_note_stays_and_the_broker_fault_bound_is_added_to_it():
+    params = RunParams("producer", messages=100, idempotence="off")
+    p = predict(get("producer"), [], loosened=True, params=params)
+    assert "without idempotence each retry may write a record again" in p.note
+    assert "broker faults can abort transactions" in p.note
+    # without a broker fault the producer's note is the whole note (the prediction is exact)
+    q = predict(get("producer"), [], params=params)
+    assert q.exact and "without idempotence" in q.note and "broker faults" not in q.note
+
+
 def test_acks_1_loses_only_under_broker_faults():
     assert producer_prediction(acks="1")["kafka.read_committed.lost"] == ("==", 0)
     assert producer_prediction(loosened=True, acks="1")["kafka.read_committed.lost"] == ("<=", 100)
