@@ -71,28 +71,37 @@ def cli():
 
 
 @cli.command()
+@click.option("--brokers", type=int, default=None, metavar="N",
+              help="Kafka nodes: 1, or 3 for a KRaft cluster (replication factor 3, min.insync.replicas 2) "
+                   "that broker faults need. The state folder remembers it for run, status and down.  [default: 1]")
 @click.option("--auth", type=click.Choice(["none", "scram"]), default=None,
               help="Local stack: how Kafka clients authenticate. scram: the only client listener is "
                    "SASL_PLAINTEXT with SCRAM-SHA-512, the user and password are in $HARNESS_HOME/"
-                   "client.properties (0600), and the harness's own runs use that file. "
-                   "[default: what the stack was set up with, else none]")
+                   "client.properties (0600), and the harness's own runs use that file; one broker only "
+                   "(not with --brokers 3). [default: what the stack was set up with, else none]")
 @stack_options
-def up(auth, stack_kind, bootstrap_servers, postgres_dsn):
-    """Start Kafka and PostgreSQL (or reuse them), and wait until both answer.
+def up(brokers, auth, stack_kind, bootstrap_servers, postgres_dsn):
+    """Start Kafka and PostgreSQL (or reuse them), and wait until all answer.
 
     The local stack runs as processes under the state folder ($HARNESS_HOME,
     default .harness/): Kafka resolved from Maven Central with mvn on first
-    use, PostgreSQL from Debian's server binaries.
+    use, PostgreSQL from Debian's server binaries. With --brokers 3 Kafka is
+    three processes from the same jars, each a broker and a KRaft controller
+    with its own folder and ports on 127.0.0.1.
 
     \b
     Examples:
       harness up && harness status
+      harness up --brokers 3        # then: harness run eos --fault broker-kill
       harness up --auth scram       # SASL/SCRAM Kafka; settings in $HARNESS_HOME/client.properties
     """
+    from .stack.local import check_auth_size
     from .stack.resolve import get_stack
     if auth and (bootstrap_servers or postgres_dsn or stack_kind != "local"):
         raise HarnessError("--auth sets up the local stack; an existing cluster takes --kafka-config instead")
-    stack, _ = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=_say, hold=True, auth=auth)
+    check_auth_size(auth, brokers)
+    stack, _ = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=_say, hold=True, brokers=brokers,
+                         auth=auth)
     for note in stack.notes:
         _say(note)
     click.echo(f"{stack.kind} stack ready: kafka {stack.bootstrap_servers} ({stack.kafka_auth}), postgres "
@@ -143,6 +152,8 @@ def status(as_json, stack_kind, bootstrap_servers, postgres_dsn):
         click.echo(f"kafka auth:        {pub['kafka_auth']}")
         click.echo(f"postgres_dsn:      {pub['postgres_dsn']}")
         click.echo(f"kafka version:     {pub['kafka_version'] or 'unknown'}")
+        if pub.get("brokers", 1) > 1:
+            click.echo(f"kafka brokers:     {pub['brokers']} (KRaft, broker and controller on each node)")
         click.echo(f"postgres version:  {pub['postgres_version'] or 'unknown'}")
         running = {k: v for k, v in pub["pids"].items() if v is not None}
         if running:
@@ -185,7 +196,7 @@ def env_cmd(as_json, stack_kind, bootstrap_servers, postgres_dsn):
 @cli.command()
 @click.option("--purge", is_flag=True, help="Also delete Kafka's and PostgreSQL's data.")
 def down(purge):
-    """Stop the Kafka and PostgreSQL that this state folder started.
+    """Stop the Kafka (every node) and PostgreSQL that this state folder started.
 
     Only processes whose pid record matches (pid, start time, our own config or
     data path) are signalled. External clusters are never touched.
@@ -225,7 +236,9 @@ def _fault_help() -> str:
              "  harness run auto-commit --auto-commit-interval-ms 100 --kills 20\n"
              "  harness run dual-write --kill-point after-produce-before-row\n"
              "  harness run custom --worker-cmd \"python my_consumer.py\" --kills 12 --partitions 2 --workers 2\n"
-             "  harness run custom --worker-cmd \"java -jar consumer.jar\" --expect at-least-once --kill-every 3")
+             "  harness run custom --worker-cmd \"java -jar consumer.jar\" --expect at-least-once --kill-every 3\n"
+             "  harness run eos --fault planned-crash --fault broker-kill:count=2   # after harness up --brokers 3\n"
+             "  harness run producer --idempotence off --fault broker-pause")
 @click.argument("experiment")
 @click.option("--messages", type=int, default=1000, show_default=True, help="Payments to produce.")
 @click.option("--amount", type=int, default=100, show_default=True, help="Amount of each payment.")
@@ -244,7 +257,8 @@ def _fault_help() -> str:
                    "or `any` for a seeded point per crash. Default: the experiment's own.")
 @click.option("--fault", "fault_specs", multiple=True, metavar="NAME[:k=v,...]",
               help="A fault to inject (repeatable; replaces the experiment's default faults): "
-                   "planned-crash[:rate=R,point=P], random-kill[:kills=N], zombie[:pause=S], kill-every[:seconds=S].")
+                   "planned-crash[:rate=R,point=P], random-kill[:kills=N], zombie[:pause=S], kill-every[:seconds=S]; "
+                   "on the 3-broker cluster: broker-kill, broker-pause, leader-kill[:count=N,every=S,down=S].")
 @click.option("--commit-interval-ms", type=int, default=None,
               help="eos family: commit the transaction at least this often (instead of every N records).")
 @click.option("--effect", type=click.Choice(["none", "postgres"]), default="none", show_default=True,
@@ -277,6 +291,18 @@ def _fault_help() -> str:
 @click.option("--audit-sql", default=None, metavar="SELECT",
               help="custom only: count effects with this query (read-only transaction, statement timeout) "
                    "returning one (message_id, amount) row per effect, instead of the ledger table.")
+@click.option("--assignment", type=click.Choice(["assign", "group"]), default="assign", show_default=True,
+              help="Consumer experiments: assign (each worker a fixed set of partitions: fastest restarts) or "
+                   "group (subscribe as members of the run's group: partitions move when workers die and return).")
+@click.option("--group-protocol", type=click.Choice(["classic", "consumer"]), default=None,
+              help="With --assignment group: the classic protocol (1 s session) or KIP-848's consumer protocol.  "
+                   "[default: classic]")
+@click.option("--idempotence", type=click.Choice(["on", "off"]), default=None,
+              help="producer only: enable.idempotence of the producer under test.  [default: on; off with --acks 1]")
+@click.option("--acks", type=click.Choice(["1", "all"]), default=None,
+              help="producer only: acks of the producer under test.  [default: all]")
+@click.option("--max-in-flight", type=int, default=None,
+              help="producer only: max.in.flight.requests.per.connection of the producer under test.  [default: 5]")
 @click.option("--payload-bytes", type=int, default=0, help="Pad each payment's JSON value to about this many bytes.")
 @click.option("--time-limit", type=float, default=600, show_default=True,
               help="Seconds before a stuck run is stopped and reported as incomplete.")
@@ -288,6 +314,7 @@ def _fault_help() -> str:
 def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions, workers, kill_mode, kills,
         kill_point, fault_specs, commit_interval_ms, effect, fresh_transactional_id, transaction_timeout_ms,
         zombie_pause, dedupe_ttl, restart_delay, auto_commit_interval_ms, kill_every, worker_cmd, expect, audit_sql,
+        assignment, group_protocol, idempotence, acks, max_in_flight,
         payload_bytes, time_limit, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn):
     """Run one experiment: produce payments, crash workers, audit, judge, report.
 
@@ -304,7 +331,9 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
                        effect, fresh_transactional_id, transaction_timeout_ms, zombie_pause, list(fault_specs),
                        dedupe_ttl=dedupe_ttl, restart_delay=restart_delay,
                        auto_commit_interval_ms=auto_commit_interval_ms, kill_every=kill_every,
-                       worker_cmd=worker_cmd, expect=expect, audit_sql=audit_sql)
+                       worker_cmd=worker_cmd, expect=expect, audit_sql=audit_sql,
+                       idempotence=idempotence, acks=acks, max_in_flight=max_in_flight,
+                       assignment=assignment, group_protocol=group_protocol)
     params.validate()
     from pathlib import Path
     from .paths import reports_dir
@@ -432,6 +461,9 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, group, para
     from .report.suite import write_suite
     from .faults.supervisor import install_sigterm_as_interrupt
     names = suite_mod.parse_experiments(experiment_list, group)
+    if stack_kind == "local" and not (bootstrap_servers or postgres_dsn):
+        from .stack.local import size
+        suite_mod.check_brokers(group, size())      # the local stack's size, before starting anything
     if parallel < 1:
         raise HarnessError(f"--parallel must be at least 1, got {parallel}")
     from .params import RunParams
@@ -503,7 +535,7 @@ def experiments_cmd(as_json):
     for e in REGISTRY.values():
         click.echo(f"{e.name}: {e.proves}")
         click.echo(f"  steps: {e.steps_text()}")
-        click.echo(f"  stores: {', '.join(e.stores.names())}; faults: {', '.join(e.default_faults)}")
+        click.echo(f"  stores: {', '.join(e.stores.names())}; faults: {', '.join(e.default_faults) or 'none unless --fault names them'}")
         if e.roles:
             click.echo(f"  processes: {', '.join(r.name for r in e.roles)}")
         if e.lesson:

@@ -26,6 +26,7 @@ MAX_PARTITIONS = 1_000
 MAX_WORKERS = 64
 MAX_KILLS = 100_000
 MAX_ZOMBIE_PAUSE_S = 3600
+MAX_IN_FLIGHT = 1_000_000              # librdkafka's own limit for max.in.flight.requests.per.connection
 MAX_DEDUPE_TTL_S = 86_400
 MAX_RESTART_DELAY_S = 600
 # Options only some experiments take (their declaration's `options` names them); None: not given.
@@ -61,6 +62,11 @@ class RunParams:
     transaction_timeout_ms: int | None = None
     zombie_pause: float | None = None       # zombie: seconds frozen before the replacement starts (None: 3)
     faults: list = field(default_factory=list)   # --fault NAME[:key=value,...]; empty: the experiment's own
+    idempotence: str | None = None          # the producer experiment: on | off (None: on, off with --acks 1)
+    acks: str | None = None                 # the producer experiment: 1 | all (None: all)
+    max_in_flight: int | None = None        # the producer experiment: max.in.flight.requests.per.connection
+    assignment: str = "assign"              # consumer experiments: assign (fixed partitions) | group (subscribe)
+    group_protocol: str | None = None       # with --assignment group: classic | consumer (None: classic)
     dedupe_ttl: float | None = None         # key-expiry family: keys older than this many seconds are purged
     restart_delay: float | None = None      # seconds before a dead worker's successor starts (None: at once)
     auto_commit_interval_ms: int | None = None   # auto-commit: the consumer's auto.commit.interval.ms (None: 5000)
@@ -108,6 +114,36 @@ class RunParams:
                 takers = [e.name for e in experiments.REGISTRY.values() if name in e.options]
                 raise HarnessError(f"{flag} applies to {', '.join(takers) or 'no experiment'} only; "
                                    f"{exp.name} does not take it")
+        for name, allowed in (("idempotence", ("on", "off")), ("acks", ("1", "all")), ("max_in_flight", None)):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            flag = f"--{name.replace('_', '-')}"
+            if name not in exp.options:
+                takers = [e.name for e in experiments.REGISTRY.values() if name in e.options]
+                raise HarnessError(f"{flag} applies to {', '.join(takers) or 'no experiment'} only "
+                                   f"(the producer under test); {exp.name} does not take it")
+            if allowed and str(value) not in allowed:
+                raise HarnessError(f"{flag} must be one of {', '.join(allowed)}, got {value!r}")
+        if self.max_in_flight is not None and not 1 <= self.max_in_flight <= MAX_IN_FLIGHT:
+            raise HarnessError(f"--max-in-flight must be between 1 and {MAX_IN_FLIGHT:,}, got {self.max_in_flight}")
+        if self.idempotence == "on" and self.acks == "1":
+            raise HarnessError("--acks 1 needs --idempotence off: an idempotent producer always waits for acks=all")
+        if self.idempotence != "off" and self.acks != "1" and (self.max_in_flight or 0) > 5 \
+                and "idempotence" in exp.options:
+            raise HarnessError("--max-in-flight above 5 needs --idempotence off: an idempotent producer keeps order "
+                               "and drops retried duplicates with at most 5 requests in flight")
+        if self.assignment not in ("assign", "group"):
+            raise HarnessError(f"--assignment must be assign or group, got {self.assignment!r}")
+        if self.assignment == "group" and "assignment" not in exp.options:
+            takers = [e.name for e in experiments.REGISTRY.values() if "assignment" in e.options]
+            raise HarnessError(f"--assignment group applies to {', '.join(takers)} only; {exp.name} assigns "
+                               f"its partitions itself")
+        if self.group_protocol is not None:
+            if self.group_protocol not in ("classic", "consumer"):
+                raise HarnessError(f"--group-protocol must be classic or consumer, got {self.group_protocol!r}")
+            if self.assignment != "group":
+                raise HarnessError("--group-protocol applies to --assignment group")
         self._check_consumer_options(exp)
         if self.messages > MAX_MESSAGES:
             raise HarnessError(f"--messages must be at most {MAX_MESSAGES:,}, got {self.messages:,}")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from . import experiments, kafka_client, kafka_logging
 from .checker.audit import audit_run
+from .checker.deliveries import FILE_NAME as DELIVERIES, read as read_deliveries
 from .checker.output_watcher import OutputWatcher
 from .errors import HarnessError
 from .experiments.launch import PythonWorkers
@@ -179,6 +180,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     faults = params.check_faults(exp)
     if params.fresh_transactional_id and not params.transaction_timeout_ms:
         params.transaction_timeout_ms = FRESH_ID_TRANSACTION_TIMEOUT_MS
+    for f in faults:
+        f.check_stack(stack)          # e.g. a broker fault needs the 3-broker cluster: say so before creating anything
     launcher = exp.launcher or PythonWorkers()
     if hasattr(launcher, "check"):       # bad input a launcher can see (e.g. client settings): before anything
         launcher.check(stack)
@@ -259,9 +262,12 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         readers = {"ledger_reader": launch.ledger_reader} if launch and launch.ledger_reader else {}
         with phase(r, "audit"):
             audit = audit_run(exp, stack, names, r.amounts, positions, r.progress.committed,
-                              finished=result.status == "complete", accounts=r.accounts, **readers)
+                              finished=result.status == "complete", accounts=r.accounts,
+                              deliveries=read_deliveries(run_dir / DELIVERIES) if exp.stores.deliveries else None,
+                              **readers)
         report = assemble(r, faults, launch.reports_deliveries if launch else False, result, crashes, audit,
-                          stalls=watcher.stalls(crashes) if watcher else None)
+                          stalls=watcher.stalls(crashes) if watcher else None,
+                          stall_of=watcher.stalls if watcher else None)
         if launch and launch.annotate:
             launch.annotate(r, result, report)
         write_all(report, run_dir)

@@ -31,6 +31,8 @@ REPORT_GRACE_S = 150
 # Groups that run only when asked for by name (`--group cluster`): their experiments need more than the
 # default one-broker stack.
 OPT_IN_GROUPS = ("cluster",)
+# Groups whose experiments need a Kafka of this many brokers (`harness up --brokers N`): refused on a smaller stack.
+GROUP_BROKERS = {"cluster": 3}
 
 
 def groups() -> dict[str, list[str]]:
@@ -81,9 +83,22 @@ def new_suite_id(now: float | None = None) -> str:
     return time.strftime("%Y%m%dT%H%M%S", time.gmtime(now if now is not None else time.time())) + "-suite"
 
 
+def check_brokers(group: str | None, brokers: int) -> None:
+    """One clear line when a stack of `brokers` Kafka nodes is smaller than the group's experiments need."""
+    need = GROUP_BROKERS.get(group or "", 1)
+    if brokers < need:
+        raise HarnessError(f"--group {group} needs the {need}-broker cluster (harness up --brokers {need}); "
+                           f"this stack has {brokers} broker{'s' if brokers != 1 else ''}")
+
+
+def check_stack(stack: Stack, group: str | None) -> None:
+    check_brokers(group, stack.brokers)
+
+
 def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out: Path, parallel: int,
               log=print, on_done=None, group: str | None = None) -> dict:
     """Run each experiment in its own `harness run` process; return the suite summary (also written)."""
+    check_stack(stack, group)
     out.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "HARNESS_BOOTSTRAP_SERVERS": stack.bootstrap_servers,
            "HARNESS_POSTGRES_DSN": stack.postgres_dsn}

@@ -13,11 +13,12 @@ holds records.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from . import deliveries as delivery_log
 from .effects import EffectCounts, count_effects, integrity, split_missing
 from .accounts import audit_accounts, read_accounts
-from .kafka_output import audit_output
+from .kafka_output import audit_output, read_ids
 from .ledger import LedgerRows, read_ledger
 from .verdict import Evidence
 
@@ -75,7 +76,8 @@ def _unwritten(kout: dict) -> bool:
 
 def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committed: dict | None,
               finished: bool, ledger_reader=read_ledger, output_reader=audit_output, accounts: dict | None = None,
-              accounts_reader=read_accounts) -> Audit:
+              accounts_reader=read_accounts, deliveries: "delivery_log.DeliveryLog | None" = None,
+              order_reader=read_ids) -> Audit:
     a = Audit()
     sent = list(amounts)
     if exp.stores.ledger:
@@ -133,6 +135,8 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
                                    f"kafka.{iso}.lost": a.output[iso].lost_ids})
         if a.output["read_uncommitted"] is not UNKNOWN:
             a.evidence.uncommitted_per_id = a.output["read_uncommitted"].per_id
+    if exp.stores.deliveries and exp.stores.output:
+        _audit_deliveries(a, stack, names, deliveries, positions, sent, order_reader)
     if exp.stores.events:
         from .systems import audit_service
         a.service = svc = audit_service(exp, stack, names, amounts)
@@ -141,3 +145,33 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
         a.evidence.integrity += svc.integrity
         a.evidence.errors += svc.errors
     return a
+
+
+def _audit_deliveries(a: Audit, stack, names, log, positions: dict | None, sent: list, order_reader) -> None:
+    """The producer under test: `lost` is what the broker acknowledged and the topic lacks; what was never
+    acknowledged (a failed or missing delivery report) is set aside as `unprocessed`, not lost."""
+    a.metrics.update({"producer.acked": None, "producer.unacked": None, "producer.reordered": None})
+    if log is None or log.error:
+        a.evidence.errors.append(log.error if log else "no delivery log")
+        for iso in ISOLATIONS:
+            a.metrics[f"kafka.{iso}.lost"] = None
+        return
+    a.metrics["producer.acked"] = len(log.acked)
+    a.metrics["producer.unacked"] = sum(1 for i in sent if i not in log.acked)
+    for iso in ISOLATIONS:
+        c = a.output[iso]
+        if c is UNKNOWN or c.lost is None:
+            continue
+        missing = list(c.lost_ids) + list(c.unprocessed_ids)
+        lost = sorted(i for i in missing if i in log.acked)
+        unacked = sorted(i for i in missing if i not in log.acked)
+        a.output[iso] = replace(c, lost=len(lost), lost_ids=lost, unprocessed=len(unacked), unprocessed_ids=unacked)
+        a.metrics[f"kafka.{iso}.lost"] = len(lost)
+        a.evidence.ids[f"kafka.{iso}.lost"] = lost
+    records, err = order_reader(stack.bootstrap_servers, names.output_topic, "read_uncommitted")
+    if err or positions is None:
+        a.evidence.errors.append(f"output order: {err or 'input positions unknown'}")
+        return
+    moved = delivery_log.reordered([k for k, _v in records], positions)
+    a.metrics["producer.reordered"] = len(moved)
+    a.evidence.ids["producer.reordered"] = moved

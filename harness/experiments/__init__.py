@@ -1,7 +1,7 @@
 """The experiment registry: every experiment, declared once, in the order reports show them.
 
 Each family has its own module (offsets, dedupe, eos, kafka_streams, keys, balances,
-auto_commit, outbox, and custom for a consumer the user brings) that
+auto_commit, outbox, producer, and custom for a consumer the user brings) that
 declares its experiments with `model.Experiment`: steps, kill points and
 their damage, stores, predictors, worker loop. Everything else (the runner,
 the checker, the reports, the suite, `harness experiments`, `--help`) reads
@@ -19,11 +19,12 @@ from .keys import KEY_AFTER_EFFECT, KEY_BEFORE_EFFECT, KEY_EXPIRY, KEY_PER_ATTEM
 from .model import ANY, Experiment
 from .offsets import OFFSET_AFTER, OFFSET_BEFORE
 from .outbox import DUAL_WRITE, OUTBOX
+from .producer import PRODUCER
 
 REGISTRY: dict[str, Experiment] = {e.name: e for e in (
     OFFSET_BEFORE, OFFSET_AFTER, DEDUPE, EOS, EOS_BOUNDARY, EOS_DEDUPE, EOS_STREAMS, ZOMBIE,
     KEY_AFTER_EFFECT, KEY_BEFORE_EFFECT, KEY_PER_ATTEMPT, KEY_EXPIRY, INCREMENT, VERSIONED,
-    AUTO_COMMIT, DUAL_WRITE, OUTBOX, CUSTOM)}
+    AUTO_COMMIT, DUAL_WRITE, OUTBOX, PRODUCER, CUSTOM)}
 
 
 def names() -> list[str]:

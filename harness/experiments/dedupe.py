@@ -37,4 +37,5 @@ DEDUPE = Experiment(
     predictors=(LedgerPredictor(dedupe=True),),
     loop=dedupe_loop,
     suite={"group": "core", "weight": 2},
+    options=("assignment",),
 )

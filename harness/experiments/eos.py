@@ -133,7 +133,10 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
                 if err.fatal():
                     raise
                 if err.txn_requires_abort():
-                    ctx.events.emit("txn_aborted", reason=str(err))
+                    # What the abort undoes, for the prediction: these records may sit in the log as aborted
+                    # copies, and these ledger rows (and perhaps the record in hand's) are applied again.
+                    ctx.events.emit("txn_aborted", reason=str(err), produced=[m.key().decode() for m in in_txn],
+                                    unacked=list(ledger()) if effect else [])
                     producer.abort_transaction(TXN_CALL_TIMEOUT_S)
                     in_txn.clear()
                     ctx.rewind()
@@ -144,7 +147,8 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
     except KafkaException as e:
         err = e.args[0]
         if err.fatal() or "fenced" in str(err).lower():
-            ctx.events.emit("fenced", reason=str(err), delivered=ctx.kill.delivered)
+            ctx.events.emit("fenced", reason=str(err), delivered=ctx.kill.delivered,
+                            produced=[m.key().decode() for m in in_txn], unacked=list(ledger()) if effect else [])
             print(f"worker {ctx.worker}: fatal producer error, exiting for a restart: {err}", file=sys.stderr)
             sys.exit(FENCED_EXIT)
         raise
@@ -212,6 +216,7 @@ EOS = Experiment(
     predictors=(OutputPredictor(),),
     loop=eos_loop,
     suite={"group": "eos", "weight": 8},
+    leader="coordinator",
 )
 
 EOS_BOUNDARY = Experiment(
@@ -225,6 +230,7 @@ EOS_BOUNDARY = Experiment(
     predictors=(LedgerPredictor(), OutputPredictor()),
     loop=eos_boundary_loop,
     suite={"group": "eos", "weight": 7},
+    leader="coordinator",
 )
 
 EOS_DEDUPE = Experiment(
@@ -239,6 +245,7 @@ EOS_DEDUPE = Experiment(
     predictors=(LedgerPredictor(dedupe=True), OutputPredictor()),
     loop=eos_dedupe_loop,
     suite={"group": "eos", "weight": 6},
+    leader="coordinator",
 )
 
 ZOMBIE = Experiment(
@@ -253,4 +260,5 @@ ZOMBIE = Experiment(
     loop=eos_loop,
     default_faults=("zombie",),
     suite={"group": "eos", "weight": 5},
+    leader="coordinator",
 )

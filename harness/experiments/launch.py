@@ -33,6 +33,12 @@ class Launch:
     planned_exits: tuple = (-9, 137, 3)    # exit statuses restarted as crashes: SIGKILL, Java halt, fenced producer
 
 
+def transactional_id_of(run, slot_index: int, attempt: int) -> str:
+    """The transactional.id of a worker slot's attempt (a fresh one per attempt with --fresh-transactional-id)."""
+    tid = run.names.transactional_id(slot_index)
+    return tid + f"-attempt-{attempt}" if run.params.fresh_transactional_id else tid
+
+
 def assign_partitions(partitions: int, workers: int) -> list[list[int]]:
     """Partition p goes to worker slot p % workers; slots without a partition are not started."""
     slots = [[p for p in range(partitions) if p % workers == w] for w in range(workers)]
@@ -60,10 +66,8 @@ def python_worker_command(run, slot, partitions: list, group: str, topic: str) -
     if exp.stores.events:
         cmd += ["--events-topic", names.events_topic]
     if exp.stores.output:
-        tid = names.transactional_id(slot.index)
-        if p.fresh_transactional_id:
-            tid += f"-attempt-{slot.attempt}"
-        cmd += ["--output-topic", names.output_topic, "--transactional-id", tid]
+        cmd += ["--output-topic", names.output_topic,
+                "--transactional-id", transactional_id_of(run, slot.index, slot.attempt)]
     if p.transaction_timeout_ms:
         cmd += ["--transaction-timeout-ms", str(p.transaction_timeout_ms)]
     if p.commit_interval_ms:
@@ -74,6 +78,8 @@ def python_worker_command(run, slot, partitions: list, group: str, topic: str) -
         cmd += ["--accounts", names.accounts_table]
     if p.dedupe_ttl is not None:
         cmd += ["--dedupe-ttl", repr(float(p.dedupe_ttl))]
+    if p.assignment == "group":
+        cmd += ["--assignment", "group", "--group-protocol", p.group_protocol or "classic"]
     return cmd
 
 

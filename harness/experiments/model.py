@@ -53,16 +53,17 @@ class KillPoint:
 class Stores:
     ledger: bool = False             # harness.ledger_<run>: one row per applied effect
     dedupe: bool = False             # harness.dedupe_<run>: the idempotency keys
-    output: bool = False             # harness.<run>.output: the transactional output topic
+    output: bool = False             # harness.<run>.output: the output topic (transactional, unless a producer test)
     accounts: int = 0                # harness.acct_<run>: this many accounts and their balances (0: none)
     dedupe_expires: bool = False     # the worker purges old keys: the dedupe table's hit counts are not evidence
     rows: bool = False               # harness.rows_<run>: a service's business rows, one per payment request
     outbox: bool = False             # harness.outbox_<run>: the events a relay has to publish
     events: bool = False             # harness.<run>.events: the events a service (or relay) publishes
     output_if_written: bool = False  # the output topic is created, and audited only when records were written to it
+    deliveries: bool = False         # the producer under test's delivery log (<run>/deliveries.jsonl)
 
     def names(self) -> list[str]:
-        return [n for n in ("ledger", "dedupe", "output", "accounts", "rows", "outbox", "events")
+        return [n for n in ("ledger", "dedupe", "output", "accounts", "rows", "outbox", "events", "deliveries")
                 if getattr(self, n)] + (["output (audited when written to)"] if self.output_if_written else [])
 
     @property
@@ -106,6 +107,7 @@ class Experiment:
     roles: tuple = ()                # Role, when its run needs more than one kind of process
     variant: str = ""                # the key of `variants` that resolve() applied ("" for none)
     refuses: dict = field(default_factory=dict)    # run option -> why it does not apply here (refused if given)
+    leader: str = "input"            # whose leader `--fault leader-kill` kills: input, output or coordinator
 
     # -- derived -------------------------------------------------------------------------------
     def point(self, name: str) -> KillPoint | None:

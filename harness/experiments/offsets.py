@@ -55,7 +55,7 @@ def at_least_once_loop(ctx, effect, points: tuple) -> None:
     (and, with a dedupe effect, the gap inside its transaction)."""
     after_poll, inside, after_effect, after_commit = points
     ctx.assign()
-    pending: list = []
+    pending: list = ctx.pending            # the context commits it when a rebalance takes a partition away
     while True:
         for msg in ctx.poll(POLL_BATCH):
             ctx.deliver(msg)
@@ -68,11 +68,11 @@ def at_least_once_loop(ctx, effect, points: tuple) -> None:
             ctx.kill.at(after_effect, msg, unacked=pending)
             if len(pending) >= ctx.commit_every:
                 ctx.commit(pending)
-                pending = []
+                pending.clear()
             ctx.kill.at(after_commit, msg, unacked=pending)
         if pending and ctx.at_end():
             ctx.commit(pending)        # the tail of the input: fewer than commit_every records
-            pending = []
+            pending.clear()
         if not pending and ctx.caught_up():
             return
 
@@ -92,6 +92,7 @@ OFFSET_BEFORE = Experiment(
     predictors=(LedgerPredictor(),),
     loop=offset_before_loop,
     suite={"group": "core", "weight": 2},
+    options=("assignment",),
 )
 
 OFFSET_AFTER = Experiment(
@@ -105,4 +106,5 @@ OFFSET_AFTER = Experiment(
     predictors=(LedgerPredictor(),),
     loop=offset_after_loop,
     suite={"group": "core", "weight": 2},
+    options=("assignment",),
 )

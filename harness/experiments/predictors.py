@@ -14,6 +14,18 @@ upper bounds: at most `commit_every` records per undescribed crash, on top of
 what the described ones say (every payment, when transactions commit on a
 timer). What no kill point of the experiment can cause
 stays exact (offset-before never duplicates, whatever the instant).
+
+A broker fault can abort a transaction that no crash caused (a coordinator
+gone mid-commit, a leader that moved under an open transaction). The worker
+logs each abort it sees (`txn_aborted`, and `fenced` when the abort is fatal)
+with the records in that transaction and the ledger rows it will apply again:
+those may or may not have reached the log, so once a broker fault struck (or
+any abort was seen) the aborted copies and what aborts redo are upper bounds
+(described crashes + what each abort event lists, + the record in hand whose
+ledger row was written just before the produce failed). read_committed stays
+exact: that is the promise under test. Experiments without an output topic
+stay exact under broker faults: a failed offset commit or fetch kills the
+worker, and a death no crash record describes already makes a bound.
 """
 
 from __future__ import annotations
@@ -81,6 +93,9 @@ class CrashFacts:
     accounts: dict = field(default_factory=dict)   # payment id -> account, for workloads with accounts
     run_dir: object = None     # the run's folder: evidence some workers write beside the crash log
     positions: dict = field(default_factory=dict)  # payment id -> (partition, offset) in the input topic
+    aborts: list = field(default_factory=list)   # txn_aborted/fenced/commit_lost: work no crash record describes
+    loosened: bool = False     # a fault struck that can abort transactions unseen by crash records (a broker fault)
+    params: object = None      # the run's options (RunParams), for predictors that depend on them
 
     @property
     def described(self) -> list:
@@ -92,20 +107,26 @@ class CrashFacts:
 
     @property
     def exact(self) -> bool:
-        return self.undescribed == 0
+        return self.undescribed == 0 and not self.aborts and not self.loosened
 
     def ids(self, source: str) -> list[str]:
         return [i for c in self.described for i in (c.get(source) or []) if isinstance(i, str)]
 
-    def slack(self) -> int:
-        return self.undescribed * max(1, self.inflight_max)
+    def slack(self, source: str | None = None) -> int:
+        """How much more than the described crashes say a number may be: `inflight_max` per undescribed
+        crash, plus, per abort event, the ids it lists under `source` (and one more for `unacked`: the
+        record in hand, whose ledger row may be written when its produce failed)."""
+        extra = sum(len(a.get(source) or []) + (1 if source == "unacked" else 0) for a in self.aborts) \
+            if source else 0
+        return self.undescribed * max(1, self.inflight_max) + extra
 
 
-def _expect(p: Prediction, facts: CrashFacts, metric: str, known: int, can_happen: bool) -> None:
+def _expect(p: Prediction, facts: CrashFacts, metric: str, known: int, can_happen: bool,
+            source: str | None = None) -> None:
     if facts.exact or not can_happen:
         p.expectations.append(Expectation(metric, known))
     else:
-        p.expectations.append(Expectation(metric, known + facts.slack(), "<="))
+        p.expectations.append(Expectation(metric, known + facts.slack(source), "<="))
 
 
 @dataclass(frozen=True)
@@ -122,11 +143,12 @@ class LedgerPredictor:
         lost = set(facts.ids(self.acked_unapplied))
         if self.dedupe:
             p.expectations.append(Expectation("ledger.duplicates", 0))
-            _expect(p, facts, "ledger.dedupe_hits", len(again), DEDUPED in damage)
+            _expect(p, facts, "ledger.dedupe_hits", len(again), DEDUPED in damage or bool(facts.aborts), self.unacked)
             if facts.exact:
                 p.hit_counts = Counter(again)
         else:
-            _expect(p, facts, "ledger.duplicates", len(again), DUPLICATED in damage)
+            _expect(p, facts, "ledger.duplicates", len(again), DUPLICATED in damage or bool(facts.aborts),
+                    self.unacked)
             if facts.exact:
                 p.duplicate_counts = Counter(again)
         _expect(p, facts, "ledger.lost", len(lost), LOST in damage)
@@ -144,7 +166,8 @@ class OutputPredictor:
         p.expectations += [Expectation("kafka.read_committed.duplicates", 0),
                            Expectation("kafka.read_committed.lost", 0)]
         produced = facts.ids(self.produced)
-        _expect(p, facts, "kafka.read_uncommitted.duplicates", len(produced), ABORTED in exp.damage_anywhere())
+        _expect(p, facts, "kafka.read_uncommitted.duplicates", len(produced), ABORTED in exp.damage_anywhere(),
+                self.produced)
         if facts.exact:
             p.aborted_counts = Counter(produced)
         p.expectations.append(Expectation("kafka.read_uncommitted.lost", 0))
@@ -223,21 +246,38 @@ def check_declared_damage(exp, crashes: list) -> list[str]:
 
 def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int = 0, events: list | None = None,
             amounts: dict | None = None, accounts: dict | None = None, run_dir=None,
-            positions: dict | None = None) -> Prediction:
+            positions: dict | None = None, aborts: list | None = None, loosened: bool = False,
+            params=None) -> Prediction:
     """`inflight_max`: the most records one worker holds unacknowledged (its commit_every, or every
     payment when it commits on a timer). `interruptions`: workers stopped at an instant nobody
     described (a zombie's freeze, a death no fault caused): like undescribed crashes, they turn the
     numbers a crash can change into bounds. `events`, `amounts`, `accounts`, `run_dir` and `positions`
     are for predictors that need more than the crash log (when a redelivery happened, what each
-    payment moved and where, evidence beside the crash log, each payment's input offset)."""
+    payment moved and where, evidence beside the crash log, each payment's input offset). `aborts`:
+    the workers' abort events; `loosened`: a broker fault struck. `params`: the run's options, for
+    predictors that depend on them."""
+    # Only an experiment that writes Kafka output can have a transaction (or a produce) a broker fault
+    # undoes behind its back; a consumer that commits offsets either succeeds or dies, and a death is counted.
     facts = CrashFacts(crashes, inflight_max, interruptions, events=list(events or []),
                        amounts=dict(amounts or {}), accounts=dict(accounts or {}), run_dir=run_dir,
-                       positions=dict(positions or {}))
+                       positions=dict(positions or {}), aborts=list(aborts or []),
+                       loosened=loosened and exp.stores.output, params=params)
     p = Prediction(exact=facts.exact)
     for pr in exp.predictors:
         pr.add(p, facts, exp)
     p.inconsistent = check_declared_damage(exp, facts.described)
-    if not facts.exact and not p.note:
-        p.note = (f"{facts.undescribed} crash(es) or freeze(s) struck at instants the worker did not choose, so what was in "
-                  f"flight is unknown: the affected numbers are upper bounds; the audit itself is exact")
+    if not facts.exact:
+        why = []
+        if facts.undescribed:
+            why.append(f"{facts.undescribed} crash(es) or freeze(s) struck at instants the worker did not choose, "
+                       f"so what was in flight is unknown")
+        if facts.loosened or facts.aborts:
+            why.append(f"broker faults can abort transactions no crash caused ({len(facts.aborts)} abort(s) seen "
+                       f"by the workers, each counted with the records it held)")
+        general = "; ".join(why) + ": the affected numbers are upper bounds; the audit itself is exact"
+        # A predictor's own note (what it could not call) stays; what the broker faults loosened is added to it.
+        if not p.note:
+            p.note = general
+        elif facts.loosened or facts.aborts:
+            p.note += "; " + general
     return p

@@ -4,12 +4,13 @@ and ticks the faults. `build` turns a run's options into its list of faults."""
 
 from ..errors import HarnessError
 from .base import Fault, parse_spec
+from .broker import BrokerKill, BrokerPause, LeaderKill
 from .kill_every import KillEvery
 from .planned import PlannedCrash
 from .random_kill import RandomKill
 from .zombie import ZombiePause
 
-FAULTS = {f.name: f for f in (PlannedCrash, RandomKill, ZombiePause, KillEvery)}
+FAULTS = {f.name: f for f in (PlannedCrash, RandomKill, ZombiePause, KillEvery, BrokerKill, BrokerPause, LeaderKill)}
 
 
 def help_text() -> str:

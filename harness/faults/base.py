@@ -26,6 +26,9 @@ class Fault:
         """What this fault needs that the experiment lacks (None: it can run there)."""
         return None
 
+    def check_stack(self, stack) -> None:
+        """Before anything is created: raise one clear line when this stack cannot take the fault."""
+
     def setup(self, run) -> None:
         """Before any worker starts (e.g. write the crash plan)."""
 
@@ -35,6 +38,9 @@ class Fault:
     def busy(self) -> bool:
         """True while the fault is mid-story: the run is not over even if every worker finished."""
         return False
+
+    def finish(self, sup) -> None:
+        """The supervisor stops (done, timed out or interrupted): undo what must not outlive the run."""
 
     def entries(self, crashes: list[dict], events: list[dict]) -> list[dict]:
         """What happened, one dict per fault occurrence: {fault, time, target, ...}."""
@@ -54,6 +60,11 @@ class Fault:
     def shortfall(self, crashes: list[dict], story: dict | None) -> str:
         """A sentence when the fault did less than it was asked to (fewer kills than requested)."""
         return ""
+
+    def bounds_aborts(self, story: dict | None) -> bool:
+        """True when what this fault did can abort transactions no crash record describes (a broker
+        fault): the aborted copies (and what an abort redoes) become bounds, from the abort events."""
+        return False
 
     def interruptions(self, story: dict | None) -> int:
         """Workers this fault stopped at an instant of its choosing without a crash record (their in-flight

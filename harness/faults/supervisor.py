@@ -240,6 +240,8 @@ class Supervisor:
                 self.result.killed_at_end = sum(1 for s in self.slots if s.proc and not s.finished
                                                 and s.proc.poll() is None)
             self.kill_all()
+            for f in self.faults:
+                f.finish(self)
             self._read_events()
             self.result.wall_seconds = time.time() - t0
         return self.result

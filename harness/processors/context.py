@@ -8,6 +8,16 @@ slot's committed offsets and goes on. It also keeps the predictions exact:
 without rebalances, only our planned crashes cause redeliveries. Offsets are
 still committed to the run's consumer group, where the checker and the
 supervisor read them.
+
+With `--assignment group` (the consumer experiments only) workers instead
+subscribe as members of the run's group (`--group-protocol classic`, eager
+range assignment with a 1 s session, or `consumer`, KIP-848), so partitions
+move when workers die and return. Each assignment and revocation is an event;
+on revocation the worker first commits what it applied on the revoked
+partitions (at-least-once done right), and what it could not commit (a lost
+assignment, a commit refused mid-rebalance) is logged as `commit_lost` with
+those ids: they come again without a crash record, so the predictions they
+touch become bounds (see predictors.py).
 """
 
 import json
@@ -87,6 +97,34 @@ class KillSwitch:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _retrying(call, within_s: float = REQUEST_TIMEOUT_S):
+    """`call()`, again after a retriable error (a leader that just moved: NOT_LEADER_FOR_PARTITION while a
+    broker is down) until `within_s` has passed; then the error is raised."""
+    from confluent_kafka import KafkaError, KafkaException
+    passing = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._TIMED_OUT,
+               KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+               KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError._TRANSPORT, KafkaError._WAIT_COORD,
+               KafkaError._DESTROY_BROKER}
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            return call()
+        except KafkaException as e:
+            err = e.args[0]
+            if not (err.retriable() or err.code() in passing) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+# --assignment group: how a member joins. Classic: eager range assignment, a dead member noticed after 1 s
+# (the broker allows 500 ms). Consumer (KIP-848): the broker owns session and assignment.
+GROUP_SETTINGS = {
+    "classic": {"group.protocol": "classic", "session.timeout.ms": 1000, "heartbeat.interval.ms": 250,
+                "partition.assignment.strategy": "range"},
+    "consumer": {"group.protocol": "consumer"},
+}
+
+
 def _ids(x) -> list[str]:
     return list(x()) if callable(x) else ids(x)
 
@@ -112,10 +150,16 @@ class WorkerContext:
             "log_level": 3, **(consumer or {})})
         if getattr(args, "auto_commit_interval_ms", None):
             conf["auto.commit.interval.ms"] = args.auto_commit_interval_ms
+        self.group_mode = getattr(args, "assignment", "assign") == "group"
+        if self.group_mode:
+            conf.update(GROUP_SETTINGS[args.group_protocol or "classic"])
         self.consumer = Consumer(conf)
         self.high: dict = {}
         self.committed: dict = {}
         self.positions: dict = {}
+        self.pending: list = []           # group mode: records applied and not yet committed (the loop's own list)
+        self._topic_high: dict = {}       # group mode: every partition's end, to know when the group is done
+        self._group_done_checked = 0.0
         self._pg = None
         self._first = False
 
@@ -137,18 +181,20 @@ class WorkerContext:
             self.pg.execute("select 1")
 
     def assign(self) -> None:
-        """Fetch this slot's committed offsets and assign its partitions there.
+        """Fetch this slot's committed offsets and assign its partitions there (group mode: subscribe).
 
         Transactional workers must call this only after init_transactions(): the
         committed-offset fetch waits for pending transactional offsets (KIP-447),
         and a dead predecessor's open transaction is aborted only by that fencing.
         """
         from confluent_kafka import TopicPartition, OFFSET_BEGINNING
+        if self.group_mode:
+            return self._subscribe()
         tps = [TopicPartition(self.input_topic, p) for p in self.args.partitions]
-        committed = self.consumer.committed(tps, timeout=REQUEST_TIMEOUT_S)
+        committed = _retrying(lambda: self.consumer.committed(tps, timeout=REQUEST_TIMEOUT_S))
         for tp in committed:
-            low, high = self.consumer.get_watermark_offsets(TopicPartition(self.input_topic, tp.partition),
-                                                            timeout=REQUEST_TIMEOUT_S)
+            low, high = _retrying(lambda: self.consumer.get_watermark_offsets(
+                TopicPartition(self.input_topic, tp.partition), timeout=REQUEST_TIMEOUT_S))
             self.high[tp.partition] = high
             self.committed[tp.partition] = tp.offset if tp.offset >= 0 else low
             if tp.offset < 0:
@@ -157,6 +203,66 @@ class WorkerContext:
         self.positions = dict(self.committed)     # next offset to process, per partition
         self.events.emit("started", partitions=list(self.args.partitions),
                          offsets={str(p): o for p, o in self.committed.items()})
+
+    # -- group membership (--assignment group) -----------------------------------
+    def _subscribe(self) -> None:
+        from confluent_kafka import TopicPartition
+        md = self.consumer.list_topics(self.input_topic, timeout=REQUEST_TIMEOUT_S).topics[self.input_topic]
+        for p in md.partitions:
+            self._topic_high[p] = _retrying(lambda: self.consumer.get_watermark_offsets(
+                TopicPartition(self.input_topic, p), timeout=REQUEST_TIMEOUT_S))[1]
+        self.consumer.subscribe([self.input_topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
+                                on_lost=self._on_lost)
+        self.events.emit("started", partitions=[], assignment="group")
+
+    def _on_assign(self, consumer, partitions) -> None:
+        got = _retrying(lambda: consumer.committed(partitions, timeout=REQUEST_TIMEOUT_S)) if partitions else []
+        for tp in got:
+            self.high[tp.partition] = self._topic_high[tp.partition]
+            self.committed[tp.partition] = tp.offset if tp.offset >= 0 else 0
+            self.positions[tp.partition] = self.committed[tp.partition]
+        self.events.emit("assigned", partitions=sorted(tp.partition for tp in partitions))
+
+    def _on_revoke(self, consumer, partitions) -> None:
+        gone = {tp.partition for tp in partitions}
+        mine = [m for m in self.pending if m.partition() in gone]
+        if mine:
+            try:
+                consumer.commit(offsets=self.offsets_after(mine), asynchronous=False)
+            except Exception as e:  # noqa: BLE001 - the new owner redelivers them: say which
+                self.events.emit("commit_lost", unacked=ids(mine), reason=str(e)[:200])
+        self._forget(gone, mine)
+        self.events.emit("revoked", partitions=sorted(gone), committed_on_revoke=len(mine))
+
+    def _on_lost(self, consumer, partitions) -> None:
+        gone = {tp.partition for tp in partitions}
+        mine = [m for m in self.pending if m.partition() in gone]
+        if mine:
+            self.events.emit("commit_lost", unacked=ids(mine), reason="assignment lost")
+        self._forget(gone, mine)
+        self.events.emit("revoked", partitions=sorted(gone), lost=True)
+
+    def _forget(self, gone: set, mine: list) -> None:
+        for m in mine:
+            self.pending.remove(m)
+        for p in gone:
+            self.high.pop(p, None)
+            self.committed.pop(p, None)
+            self.positions.pop(p, None)
+
+    def _group_caught_up(self) -> bool:
+        """Group mode: the whole input is committed by the group (checked at most twice a second)."""
+        from confluent_kafka import TopicPartition
+        now = time.monotonic()
+        if now - self._group_done_checked < 0.5:
+            return False
+        self._group_done_checked = now
+        try:
+            got = self.consumer.committed([TopicPartition(self.input_topic, p) for p in self._topic_high],
+                                          timeout=REQUEST_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - asked again at the next check
+            return False
+        return all(tp.offset >= self._topic_high[tp.partition] for tp in got)
 
     # -- Kafka -----------------------------------------------------------------
     def poll(self, max_messages: int) -> list:
@@ -191,12 +297,22 @@ class WorkerContext:
         if not msgs:
             return
         offsets = self.offsets_after(msgs)
-        self.consumer.commit(offsets=offsets, asynchronous=False)
+        if self.group_mode:
+            from confluent_kafka import KafkaException
+            try:
+                self.consumer.commit(offsets=offsets, asynchronous=False)
+            except KafkaException as e:
+                # Refused mid-rebalance (the generation moved on): the partition's next owner redelivers them.
+                self.events.emit("commit_lost", unacked=ids(msgs), reason=str(e.args[0])[:200])
+                return
+        else:
+            self.consumer.commit(offsets=offsets, asynchronous=False)
         self.mark_committed(offsets)
 
     def mark_committed(self, offsets) -> None:
         for tp in offsets:
-            self.committed[tp.partition] = max(self.committed[tp.partition], tp.offset)
+            if tp.partition in self.committed:
+                self.committed[tp.partition] = max(self.committed[tp.partition], tp.offset)
 
     def refresh_committed(self) -> None:
         """Read this slot's committed offsets from the broker (for a consumer that does not commit itself)."""
@@ -226,10 +342,12 @@ class WorkerContext:
 
     def at_end(self) -> bool:
         """Every assigned record has been delivered to this worker."""
-        return all(self.positions[p] >= h for p, h in self.high.items())
+        return all(self.positions.get(p, 0) >= h for p, h in self.high.items())
 
     def caught_up(self) -> bool:
-        """Every assigned record is committed: the worker's job is done."""
+        """Every assigned record is committed: the worker's job is done (group mode: the group's whole input)."""
+        if self.group_mode:
+            return all(self.committed[p] >= h for p, h in self.high.items()) and self._group_caught_up()
         return all(self.committed[p] >= h for p, h in self.high.items())
 
     def rewind(self) -> None:

@@ -132,8 +132,24 @@ def timeline(samples, crashes: list[dict], events: list[dict], t0: float, faults
     return {"progress": [[t, v] for t, v in samples],
             "crashes": [round(c["time"] - t0, 3) for c in crashes if c.get("time")],
             "restarts": [round(s, 3) for s in starts],
-            "faults": [{"fault": f["fault"], "t": round(f["time"] - t0, 3)} for f in faults
+            "faults": [{"fault": f["fault"], "t": round(f["time"] - t0, 3),
+                        **({"until": round(f["back_at"] - t0, 3)} if f.get("back_at") else {})} for f in faults
                        if f.get("time") and f["fault"] not in CRASH_FAULTS]}
+
+
+def group_story(protocol: str, events: list[dict], t0: float) -> dict:
+    """--assignment group: assignments and revocations per worker, from their events (times since t0)."""
+    assigned = [e for e in events if e.get("event") == "assigned"]
+    revoked = [e for e in events if e.get("event") == "revoked" and e.get("partitions")]
+    lost = [e for e in events if e.get("event") == "commit_lost"]
+    rows = [{"t": round(e["t"] - t0, 3), "event": e["event"], "worker": e.get("worker"), "attempt": e.get("attempt"),
+             "partitions": e.get("partitions"), **({"lost": True} if e.get("lost") else {})}
+            for e in assigned + revoked]
+    return {"protocol": protocol, "assignments": len(assigned), "revocations": len(revoked),
+            "revoked_partitions": sum(len(e["partitions"]) for e in revoked),
+            "lost_assignments": sum(1 for e in revoked if e.get("lost")), "commits_lost": len(lost),
+            "redelivered_at_most": sum(len(e.get("unacked") or []) for e in lost),
+            "events": sorted(rows, key=lambda r: r["t"])[:200]}
 
 
 def balances(rows: list | None, pred) -> dict:
@@ -152,16 +168,22 @@ def capped(ids) -> list:
     return list(ids or [])[:MAX_IDS]
 
 
-def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, audit, stalls) -> RunReport:
+def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, audit, stalls,
+             stall_of=None) -> RunReport:
     """The report's data, from the run's declaration, its faults, the crash log and the audit."""
     params, exp, names, stack = r.params, r.exp, r.names, r.stack
     fault_details = {f.name: f.story(result.events) for f in faults}
     deaths = list(result.unplanned_deaths)
     inflight_max = params.messages if params.commit_interval_ms else params.commit_every
+    # Work undone behind the crash records' back: aborted transactions, and offsets a rebalance took away
+    # before they were committed (their records come again).
+    aborts = [e for e in result.events if e.get("event") in ("txn_aborted", "fenced", "commit_lost")]
     pred = predict(exp, crashes, inflight_max,
                    interruptions=sum(f.interruptions(fault_details[f.name]) for f in faults) + len(deaths)
                    + result.killed_at_end, events=result.events, amounts=r.amounts,
-                   accounts=getattr(r, "accounts", None), run_dir=r.run_dir, positions=r.positions)
+                   accounts=getattr(r, "accounts", None), run_dir=r.run_dir, positions=r.positions,
+                   aborts=aborts, loosened=any(f.bounds_aborts(fault_details[f.name]) for f in faults),
+                   params=params)
     observed = dict(audit.metrics)
     for f in faults:
         observed.update(f.observed(fault_details[f.name]))
@@ -193,12 +215,22 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
                  if exp.stores.events else None))
     crash_rows = crash_entries(crashes, restart_seconds(crashes, result.events), stalls)
     fault_rows = sorted((e for f in faults for e in f.entries(crashes, result.events)), key=lambda e: e.get("time") or 0)
+    if stall_of is not None:
+        # Per fault that is not a crash (those have their own): how long read_committed readers of the
+        # output saw nothing new after it (any partition: a broker fault is not one worker's).
+        others = [row for row in fault_rows if row["fault"] not in CRASH_FAULTS]
+        for row, stall in zip(others, stall_of([{"time": row.get("time")} for row in others])):
+            row["read_committed_stall_seconds"] = stall
     ko = None
     if audit.output:
         ko = {iso: {"records": audit.output[iso].effects, "duplicates": audit.output[iso].duplicates,
                     "lost": audit.output[iso].lost, "unprocessed": audit.output[iso].unprocessed}
               for iso in ("read_committed", "read_uncommitted")}
         ko["aborted_records"] = audit.output["aborted_records"]
+        if "producer.acked" in audit.metrics:      # a producer under test: what its delivery reports said
+            ko["delivery_log"] = {"acked": audit.metrics["producer.acked"], "unacked": audit.metrics["producer.unacked"],
+                              "reordered": audit.metrics["producer.reordered"],
+                              "reordered_ids": capped(audit.evidence.ids.get("producer.reordered"))}
     data = {
         "schema_version": SCHEMA_VERSION,
         "run_id": names.run_id,
@@ -246,6 +278,8 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "restarts": result.restarts,
         "timeline": timeline(r.progress.samples, crashes, result.events, r.progress.t0, fault_rows),
     }
+    if params.assignment == "group":
+        data["consumer_group"] = group_story(params.group_protocol or "classic", result.events, r.progress.t0)
     data["summary"] = summarize(data, [f.sentence(fault_details[f.name]) + f.shortfall(crashes, fault_details[f.name])
                                        for f in faults])
     return RunReport(data)
@@ -297,6 +331,10 @@ def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
         rc, ru = ko["read_committed"], ko["read_uncommitted"]
         parts.append(f"read_committed output {_n(rc['records'])} records with {_n(rc['duplicates'])} duplicates and "
                      f"{_n(rc['lost'])} lost; read_uncommitted {_n(ru['records'])} records")
+    prod = (ko or {}).get("delivery_log")
+    if prod:
+        parts.append(f"the producer under test had {_n(prod['acked'])} records acknowledged "
+                     f"({_n(prod['unacked'])} never acknowledged) and {_n(prod['reordered'])} reordered")
     svc = d.get("service")
     if svc:
         parts.append(f"service rows {_n(svc['rows'])}, events {_n(svc['events'])}: {_n(svc['unpublished'])} rows "
@@ -313,6 +351,12 @@ def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
     med = d["timings"].get("read_committed_stall_median_seconds")
     if med is not None:
         text += f" read_committed readers of the crashed worker's output stalled {med:.2f} s (median) after each crash."
+    g = d.get("consumer_group")
+    if g:
+        text += (f" As members of a consumer group ({g['protocol']} protocol) the workers received "
+                 f"{g['assignments']} assignments and "
+                 f"{g['revocations']} revocations ({g['revoked_partitions']} partitions revoked, "
+                 f"{g['commits_lost']} commits lost to a rebalance).")
     deaths = d["verdict_detail"].get("unplanned_deaths") or []
     if deaths:
         text += f" {len(deaths)} worker death(s) no fault caused (see verdict_detail.unplanned_deaths)."

@@ -8,7 +8,7 @@ environment. Every number comes from the same RunReport as report.json.
 from html import escape
 
 from .audit_commands import commands
-from .model import RunReport, fmt
+from .model import CRASH_FAULTS, RunReport, fmt
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1180px;color:#1d1d1f;padding:0 1rem}
@@ -25,6 +25,7 @@ pre.commands{background:#f6f8fa;padding:.7rem 1rem;overflow-x:auto;font-size:.85
 """
 
 LOST, DUP, OK, ABORTED, PRED = "#d1495b", "#edae49", "#00798c", "#8d6cab", "#c9ced6"
+FAULT = "#f18f01"          # broker faults and freezes on the timeline
 
 
 def bar_chart(groups: list[tuple[str, int, int]], width: int = 640) -> str:
@@ -89,10 +90,12 @@ def run_chart(d: dict) -> str:
 
 
 def timeline(tl: dict, total: int, width: int = 900) -> str:
-    """Progress (committed messages) over time, crashes as red ticks, restarts as teal ones."""
+    """Progress (committed messages) over time, crashes as red ticks, restarts as teal ones, other faults
+    (broker faults, a zombie's freeze) as amber bands from the fault until the node answered again."""
     prog = tl.get("progress") or []
     crashes, restarts = tl.get("crashes") or [], tl.get("restarts") or []
-    end = max([1.0] + [p[0] for p in prog] + crashes + restarts)
+    faults = tl.get("faults") or []
+    end = max([1.0] + [p[0] for p in prog] + crashes + restarts + [f.get("until", f["t"]) for f in faults])
     h, top, left = 160, 15, 50
     x = lambda t: left + (width - left - 10) * t / end  # noqa: E731
     y = lambda v: top + h - h * v / max(1, total)  # noqa: E731
@@ -102,6 +105,10 @@ def timeline(tl: dict, total: int, width: int = 900) -> str:
              f'<text x="{left - 6}" y="{top + 4}" text-anchor="end">{total}</text>',
              f'<text x="{left - 6}" y="{top + h}" text-anchor="end">0</text>',
              f'<text x="{width - 10}" y="{top + h + 24}" text-anchor="end">{end:.1f} s</text>']
+    for f in faults:
+        x0, x1 = x(f["t"]), x(f.get("until", f["t"]))
+        parts.append(f'<rect class="fault" x="{x0:.1f}" y="{top}" width="{max(2.0, x1 - x0):.1f}" height="{h}" '
+                     f'fill="{FAULT}" fill-opacity=".25"><title>{escape(f["fault"])} at {f["t"]:.1f} s</title></rect>')
     for t in crashes:
         parts.append(f'<line class="crash" x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{top}" y2="{top + h}" stroke="{LOST}" stroke-opacity=".45"/>')
     for t in restarts:
@@ -110,7 +117,8 @@ def timeline(tl: dict, total: int, width: int = 900) -> str:
         pts = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in prog)
         parts.append(f'<polyline id="progress" points="{pts}" fill="none" stroke="#1d1d1f" stroke-width="2"/>')
     parts.append(f'<text x="{left}" y="{top + h + 42}">committed messages over time; '
-                 f'<tspan fill="{LOST}">crashes</tspan>, <tspan fill="{OK}">restarts</tspan></text></svg>')
+                 f'<tspan fill="{LOST}">crashes</tspan>, <tspan fill="{OK}">restarts</tspan>'
+                 + (f', <tspan fill="{FAULT}">faults</tspan>' if faults else "") + '</text></svg>')
     return "".join(parts)
 
 
@@ -157,6 +165,14 @@ def render(r: RunReport) -> str:
                  + "".join(f"<li>unplanned death: {escape(x['worker'])} attempt {x['attempt']} (exit {x['exit_code']})</li>"
                            for x in (vd.get("unplanned_deaths") or [])[:10])
                  + "</ul>"]
+    others = [f for f in d.get("faults") or [] if f["fault"] not in CRASH_FAULTS]
+    if others:
+        keys = [k for k in ("out_seconds", "until_answering_seconds", "aborted_transactions",
+                            "aborted_records_at_most", "read_committed_stall_seconds") if any(k in f for f in others)]
+        body += ["<h2>Faults</h2>", table([(f["fault"], f"{f['time']:.3f}", f["target"],
+                                            *[fmt(f.get(k)) for k in keys]) for f in others],
+                                          ("fault", "time", "target", *[k.replace("_", " ") for k in keys]),
+                                          numeric=tuple(range(3, 3 + len(keys))))]
     if d.get("consumer"):
         from . import consumer
         cs = d["consumer"]

@@ -4,6 +4,11 @@ from .audit_commands import commands
 from .model import CRASH_FAULTS, RunReport, fmt
 
 
+def _fault_value(row: dict, key: str) -> str:
+    """A fault's measured value, "unknown" when measured and missing, "" when this fault has no such value."""
+    return fmt(row[key]) if key in row else ""
+
+
 def render(r: RunReport) -> str:
     d = r.data
     out = [f"# {d['experiment']}: {d['verdict']}", "", f"> {r.summary()}", ""]
@@ -77,8 +82,11 @@ def render(r: RunReport) -> str:
                 for k in d["kill_points"]]
     others = [f for f in d.get("faults") or [] if f["fault"] not in CRASH_FAULTS]
     if others:
-        out += ["", "## Faults", "", "| fault | time | target |", "| --- | --- | --- |"]
-        out += [f"| {f['fault']} | {f['time']:.3f} | {f['target']} |" for f in others]
+        out += ["", "## Faults", "", "| fault | time | target | out s | answering after s | aborted transactions "
+                "| read_committed stall s |", "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
+        out += [f"| {f['fault']} | {f['time']:.3f} | {f['target']} | {_fault_value(f, 'out_seconds')} | "
+                f"{_fault_value(f, 'until_answering_seconds')} | {_fault_value(f, 'aborted_transactions')} | "
+                f"{_fault_value(f, 'read_committed_stall_seconds')} |" for f in others]
     for name, story in (d.get("fault_details") or {}).items():
         times = story.get("times_since_pause") or {}
         if times:

@@ -43,11 +43,12 @@ class RunReport:
 
     def parameter_rows(self) -> list[tuple[str, str]]:
         """The run's parameters as a person reads them: only options that were in force (an unset
-        option, a switched-off flag, `--effect none`, no padding are left out), named as on the
-        command line, with no Python spellings (None, True, [...])."""
+        option, a switched-off flag, `--effect none`, `--assignment assign`, no padding are left out),
+        named as on the command line, with no Python spellings (None, True, [...])."""
         rows = []
         for k, v in (self.data.get("params") or {}).items():
             if v is None or v is False or v == [] or v == "" or (k == "effect" and v == "none") \
+                    or (k == "assignment" and v == "assign") \
                     or (k == "payload_bytes" and v == 0):
                 continue
             if v is True:
@@ -63,15 +64,16 @@ class RunReport:
         """(metric, observed, predicted) rows, formatted, shared by Markdown, HTML and terminal."""
         d = self.data
         c, p, led = d["counts"], d["predicted"], d["ledger"]
+        head = "ledger." if (d.get("stack") or {}).get("ledger_table") else "kafka.read_committed."
         rows = [("sent", fmt(c["sent"]), ""),
                 ("deliveries", fmt(c.get("deliveries")), ""),
                 ("effects", fmt(c["effects"]), ""),
-                ("duplicates", fmt(c["duplicates"]), _pred(p, "duplicates")),
-                ("lost", fmt(c["lost"]), _pred(p, "lost"))]
+                ("duplicates", fmt(c["duplicates"]), _pred(p, "duplicates", head)),
+                ("lost", fmt(c["lost"]), _pred(p, "lost", head))]
         if c.get("unprocessed"):
             rows.append(("not yet processed", fmt(c["unprocessed"]), ""))
         if c.get("dedupe_hits") is not None:
-            rows.append(("dedupe hits", fmt(c["dedupe_hits"]), _pred(p, "dedupe_hits")))
+            rows.append(("dedupe hits", fmt(c["dedupe_hits"]), _pred(p, "dedupe_hits", "ledger.")))
         if led.get("actual_total") is not None:
             rows.append(("ledger total", fmt(led["actual_total"]), f"expected {fmt(led['expected_total'])}"))
         ko = d.get("kafka_output")
@@ -80,15 +82,26 @@ class RunReport:
                 k = ko[iso]
                 rows.append((f"output {iso}", f"{fmt(k['records'])} records, {fmt(k['duplicates'])} dup, "
                              f"{fmt(k['lost'])} lost", _pred_kafka(p, iso)))
+            prod = ko.get("delivery_log")
+            if prod:
+                rows.append(("acknowledged", fmt(prod["acked"]), f"{fmt(prod['unacked'])} never acknowledged"))
+                rows.append(("reordered", fmt(prod["reordered"]), _pred(_values(p, "producer.reordered"),
+                                                                       "reordered", "producer.")))
+        g = d.get("consumer_group")
+        if g:
+            rows.append(("group rebalances", f"{fmt(g['assignments'])} assigned, {fmt(g['revocations'])} revoked",
+                         f"{fmt(g['commits_lost'])} commits lost"))
         svc, ps = d.get("service"), p.get("service") or {}
         if svc:
+            exact = p.get("exact")
             rows += [("service rows", fmt(svc["rows"]), ""), ("events in the topic", fmt(svc["events"]), ""),
-                     ("rows without an event", fmt(svc["unpublished"]), _pred(ps, "unpublished", p.get("exact"))),
-                     ("events without a row", fmt(svc["orphaned"]), _pred(ps, "orphaned", p.get("exact"))),
+                     ("rows without an event", fmt(svc["unpublished"]), _pred(ps, "unpublished", exact=exact)),
+                     ("events without a row", fmt(svc["orphaned"]), _pred(ps, "orphaned", exact=exact)),
                      ("duplicate events in the topic", fmt(svc["event_duplicates"]),
-                      _pred(ps, "event_duplicates", p.get("exact")))]
+                      _pred(ps, "event_duplicates", exact=exact))]
             if svc.get("outbox_rows") is not None:
-                rows.append(("outbox rows unsent", fmt(svc["outbox_unsent"]), _pred(ps, "outbox_unsent", True)))
+                rows.append(("outbox rows unsent", fmt(svc["outbox_unsent"]),
+                             _pred(ps, "outbox_unsent", exact=True)))
         rows.append(("crashes", fmt(len(d["crashes"])), ""))
         others = [f for f in d.get("faults") or [] if f.get("fault") not in CRASH_FAULTS]
         if others:
@@ -117,23 +130,43 @@ class RunReport:
         return self.data.get("summary", "")
 
 
-def _pred(p: dict, key: str, exact: bool | None = None) -> str:
+def _pred(p: dict, key: str, prefix: str | None = None, exact: bool | None = None) -> str:
+    """The predicted value: a range `lo to hi` when both sides are bounded, else the value with `<= ` when
+    it is a bound: as `exact` says when given, else as its expectation says (`prefix` + key), else as the
+    prediction as a whole is exact or not."""
     rg = (p.get("ranges") or {}).get(key)
     if rg:
         return fmt(rg[0]) if rg[0] == rg[1] else f"{fmt(rg[0])} to {fmt(rg[1])}"
     v = p.get(key)
     if v is None:
         return ""
-    exact = p.get("exact", True) if exact is None else exact
-    return f"{'' if exact else '<= '}{fmt(v)}"
+    if exact is not None:
+        bound = not exact
+    else:
+        ops = [t.split()[1] for t in p.get("expectations") or [] if prefix and t.split()[:1] == [prefix + key]]
+        bound = ops[0] == "<=" if ops else not p.get("exact", True)
+    return f"{'<= ' if bound else ''}{fmt(v)}"
+
+
+def _values(p: dict, metric: str) -> dict:
+    """The prediction of one metric as `_pred` reads it: {key: value, expectations, exact}."""
+    for t in p.get("expectations") or []:
+        parts = t.split()
+        if parts[:1] == [metric] and len(parts) == 3:
+            return {metric.rpartition(".")[2]: int(parts[2]), "expectations": [t], "exact": parts[1] == "=="}
+    return {}
 
 
 def _pred_kafka(p: dict, iso: str) -> str:
     k = (p.get("kafka_output") or {}).get(iso)
     if not k or k.get("duplicates") is None:
         return ""
-    op = "" if p.get("exact", True) or iso == "read_committed" else "<= "
-    return f"{op}{fmt(k['duplicates'])} dup, {fmt(k['lost'])} lost"
+
+    def op(metric: str) -> str:
+        ops = [t.split()[1] for t in p.get("expectations") or [] if t.split()[:1] == [f"kafka.{iso}.{metric}"]]
+        bound = ops[0] == "<=" if ops else not (p.get("exact", True) or iso == "read_committed")
+        return "<= " if bound else ""
+    return f"{op('duplicates')}{fmt(k['duplicates'])} dup, {op('lost')}{fmt(k['lost'])} lost"
 
 
 def fmt(v) -> str:

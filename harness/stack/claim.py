@@ -14,10 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import leases
-from .local_kafka import LocalKafka
-from .local_postgres import LocalPostgres
 
 DISPLAY = {"kafka": "Kafka", "postgres": "PostgreSQL"}
+
+
+def display(key: str) -> str:
+    """kafka -> Kafka, kafka-2 -> Kafka node 2, postgres -> PostgreSQL."""
+    return DISPLAY.get(key) or f"Kafka node {key.rpartition('-')[2]}"
 
 
 @dataclass
@@ -33,10 +36,10 @@ class Claim:
         Returns the services stopped. `say` gets one line when the stack is left running.
         """
         say = say or (lambda m: print(m, file=sys.stderr))
-        kafka, pg = LocalKafka(self.state), LocalPostgres(self.state)
+        from .local import _stop_all, services as stack_services
         with leases.locked(self.state, log=say):
             leases.give_back(self.lease)
-            services = {"kafka": kafka, "postgres": pg}
+            services = stack_services(self.state)
             if keep:
                 for name in self.started:
                     services[name].set_owner("user")
@@ -46,8 +49,7 @@ class Claim:
             if line:
                 say(line)
             stopped = []
-            for name in to_stop:
-                ok, note = services[name].stop()
+            for name, (ok, note) in zip(to_stop, _stop_all([services[n] for n in to_stop])):
                 if ok:
                     stopped.append(name)
                 elif note:
@@ -63,7 +65,7 @@ def release_plan(started: list[str], keep: bool, held: bool, others: list[int],
     Only services started by commands are ever stopped, and only by the last command out
     of a stack that `harness up` does not hold.
     """
-    ours = [n for n in ("kafka", "postgres") if owners.get(n) == "command"]
+    ours = [n for n in owners if owners.get(n) == "command"]
     if keep:
         return [], ("leaving the stack this command started running (--keep-stack); "
                     "stop it with `harness down`") if started else None
@@ -76,5 +78,5 @@ def release_plan(started: list[str], keep: bool, held: bool, others: list[int],
     if not ours:
         return [], None
     who = "this command" if set(ours) <= set(started) else "harness commands"
-    return ours, (f"stopping the {' and '.join(DISPLAY[n] for n in ours)} {who} started "
+    return ours, (f"stopping the {' and '.join(display(n) for n in ours)} {who} started "
                   f"(keep it with --keep-stack, or start it with `harness up`)")

@@ -22,6 +22,9 @@ from .model import Stack
 COMPOSE_DIR = Path(__file__).resolve().parents[2] / "compose"
 FILES = {"single": COMPOSE_DIR / "docker-compose.yml", "cluster": COMPOSE_DIR / "docker-compose.cluster.yml"}
 KAFKA_PORT = 29092
+# The cluster variant's three nodes publish 29092, 29093 and 29094 (compose/docker-compose.cluster.yml).
+CLUSTER_KAFKA_PORTS = (29092, 29093, 29094)
+BROKERS = {"single": 1, "cluster": 3}
 POSTGRES_PORT = 25432
 PROJECT = "harness"
 # Pulling images on a first run can take minutes; healthchecks then settle in ~30 s.
@@ -57,12 +60,32 @@ def _env(state: Path) -> dict:
     return {**os.environ, "HARNESS_PG_PASSWORD": _password(state), "KAFKA_VERSION": versions.KAFKA_VERSION}
 
 
-def _stack(state: Path) -> Stack:
+def variant_for(brokers: int | None) -> str:
+    """The compose file for a cluster size: single (1 broker) or cluster (3)."""
+    if brokers is None:
+        return _recorded_variant(state_dir())
+    for variant, n in BROKERS.items():
+        if n == brokers:
+            return variant
+    raise HarnessError(f"--brokers must be one of {', '.join(map(str, BROKERS.values()))}, got {brokers}")
+
+
+def _recorded_variant(state: Path) -> str:
+    try:
+        v = json.loads((state / "stack.json").read_text()).get("variant")
+    except (OSError, ValueError, AttributeError):
+        return "single"
+    return v if v in FILES else "single"
+
+
+def _stack(state: Path, variant: str = "single") -> Stack:
     from .. import kafka_client
-    bootstrap = f"127.0.0.1:{KAFKA_PORT}"
+    ports = CLUSTER_KAFKA_PORTS if variant == "cluster" else (KAFKA_PORT,)
+    bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
     return Stack(kind="compose", bootstrap_servers=bootstrap,
                  postgres_dsn=f"postgresql://harness:{_password(state)}@127.0.0.1:{POSTGRES_PORT}/harness",
-                 owned=True, kafka_version=versions.KAFKA_VERSION, kafka_config=kafka_client.resolve(bootstrap))
+                 owned=True, kafka_version=versions.KAFKA_VERSION, brokers=BROKERS[variant],
+                 kafka_config=kafka_client.resolve(bootstrap))
 
 
 def up(variant: str = "single", log=print) -> Stack:
@@ -77,23 +100,25 @@ def up(variant: str = "single", log=print) -> Stack:
     if proc.returncode != 0:
         raise HarnessError("docker compose up failed", (proc.stdout + proc.stderr)[-2000:])
     (state / "stack.json").write_text(json.dumps({"kind": "compose", "variant": variant}) + "\n")
-    stack = _stack(state)
+    stack = _stack(state, variant)
     stack.healthy = True
     stack.postgres_version = health.postgres_version(stack.postgres_dsn)
     return stack
 
 
 def status() -> Stack:
-    stack = _stack(state_dir())
-    stack.healthy = health.kafka_probe(stack.bootstrap_servers, 5) is None and \
+    state = state_dir()
+    stack = _stack(state, _recorded_variant(state))
+    stack.healthy = health.kafka_probe(stack.bootstrap_servers, 5, brokers=stack.brokers) is None and \
         health.postgres_probe(stack.postgres_dsn, 5) is None
     return stack
 
 
-def down(purge: bool = False, variant: str = "single", log=print) -> bool:
+def down(purge: bool = False, variant: str | None = None, log=print) -> bool:
     """Stop the compose stack; False when no Docker engine answers (then nothing was stopped)."""
     if engine_available():
         return False
+    variant = variant or _recorded_variant(state_dir())
     cmd = ["docker", "compose", "-p", PROJECT, "-f", str(FILES[variant]), "down"] + (["-v"] if purge else [])
     log("Stopping the compose stack ...")
     subprocess.run(cmd, env=_env(state_dir()), capture_output=True, text=True, timeout=300)

@@ -15,8 +15,8 @@ from .redaction import scrub
 METADATA_TIMEOUT_S = 5.0
 
 
-def kafka_probe(bootstrap: str, timeout: float) -> str | None:
-    """None when Kafka serves metadata and can create a topic, else the reason.
+def kafka_probe(bootstrap: str, timeout: float, brokers: int = 1) -> str | None:
+    """None when Kafka serves metadata listing at least `brokers` brokers and can create a topic, else the reason.
 
     Bad client settings are not a reason to wait: credentials the broker refuses (librdkafka
     would retry them forever) raise HarnessError at the first refusal, without any secret.
@@ -37,8 +37,8 @@ def kafka_probe(bootstrap: str, timeout: float) -> str | None:
     while time.monotonic() < deadline:
         try:
             md = admin.list_topics(timeout=min(METADATA_TIMEOUT_S, max(0.5, deadline - time.monotonic())))
-            if not md.brokers:
-                last = "metadata has no brokers yet"
+            if len(md.brokers) < brokers:
+                last = f"metadata lists {len(md.brokers)} of {brokers} brokers"
                 time.sleep(0.3)
                 continue
             name = f"harness-ready-{uuid.uuid4().hex[:8]}"

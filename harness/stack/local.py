@@ -1,4 +1,4 @@
-"""`harness up/down/status` for the default stack: local Kafka + local Postgres.
+"""`harness up/down/status` for the default stack: local Kafka (one node or three) + local Postgres.
 
 The state folder remembers the ports (`stack.json`), so a second `up` finds a
 running stack, checks that it still answers, and reuses it. Ports that are
@@ -13,9 +13,15 @@ no other command holds a lease and `harness up` does not hold the stack.
 Which processes run is decided by the verified pid records alone, so a
 damaged `stack.json` costs nothing but a note.
 
+The cluster size (`harness up --brokers 3`) is remembered in `stack.json`
+(`brokers`), so `run`, `status` and `down` know it without being told; a
+state folder holds one size until `harness down --purge` (a one-node
+folder's topics have one replica, and three nodes need one cluster id).
+
 `stack.json` also remembers the Kafka auth the stack was formatted with
 (`harness up --auth scram`); later commands start and use it the same way,
-with the client settings of `client_properties_file()`.
+with the client settings of `client_properties_file()`. SCRAM is offered for
+the one-node stack only: `--auth scram` with `--brokers 3` is refused.
 """
 
 import json
@@ -32,12 +38,41 @@ from ..paths import state_dir
 from . import health, leases, local_kafka, maven, ports
 from .claim import Claim
 from .. import kafka_client
-from .local_kafka import AUTHS, LocalKafka, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
+from .local_kafka import AUTHS, CLUSTER_SIZES, LocalKafka, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
+from .local_kafka import every_node, nodes as kafka_nodes, voters as quorum_voters
 from .local_postgres import DATABASE, USER, LocalPostgres, find_bindir
 from .model import Stack
 
 PREFERRED = {"kafka": 19092, "controller": 19093, "postgres": 15432}
 PORT_NAMES = tuple(PREFERRED)
+
+
+def port_names(brokers: int = 1) -> tuple:
+    """The ports a stack of this size needs: per node its client and controller port, then Postgres."""
+    if brokers == 1:
+        return PORT_NAMES
+    return tuple(n for i in range(1, brokers + 1) for n in (f"kafka-{i}", f"controller-{i}")) + ("postgres",)
+
+
+def preferred(name: str) -> int:
+    """Fixed, memorable ports: node N of a cluster uses 19092 + 100 N and the port after it."""
+    if name in PREFERRED:
+        return PREFERRED[name]
+    kind, _, n = name.rpartition("-")
+    return 19092 + 100 * int(n) + (1 if kind == "controller" else 0)
+
+
+def size(state: Path | None = None) -> int:
+    """The number of Kafka nodes this state folder's stack has (1 unless `harness up --brokers N` said so)."""
+    n = (read_record(state) or {}).get("brokers", 1)
+    return n if n in CLUSTER_SIZES else 1
+
+
+def _service_of(port_name: str) -> str:
+    """The service that binds this port: postgres, kafka, or kafka-N for a cluster node's two ports."""
+    if port_name == "postgres":
+        return "postgres"
+    return "kafka" + port_name[len("controller"):] if port_name.startswith("controller") else port_name
 
 
 def _record_path(state: Path) -> Path:
@@ -61,7 +96,7 @@ def _damage(state: Path, services_run: bool) -> str | None:
     rec = read_record(state)
     if rec is None:
         return f"{path} is unreadable or not a JSON object"
-    bad = [n for n in PORT_NAMES if not _is_port(rec.get(f"{n}_port"))]
+    bad = [n for n in port_names(size(state)) if not _is_port(rec.get(f"{n}_port"))]
     return f"{path} lacks {', '.join(f'{n}_port' for n in bad)}" if bad else None
 
 
@@ -75,25 +110,39 @@ def _write_record(state: Path, rec: dict) -> None:
     os.replace(tmp, _record_path(state))
 
 
-def known_ports(state: Path, kafka: LocalKafka, pg: LocalPostgres) -> dict:
-    """Ports of the running services from their pid records, else from stack.json (missing keys absent)."""
+def known_ports(state: Path, kafka, pg: LocalPostgres) -> dict:
+    """Ports of the running services from their pid records, else from stack.json (missing keys absent).
+    `kafka` is the node, or the list of nodes, of the stack."""
+    names = port_names(size(state))
     rec = read_record(state) or {}
-    out = {n: rec[f"{n}_port"] for n in PORT_NAMES if _is_port(rec.get(f"{n}_port"))}
-    for svc in (kafka, pg):
+    out = {n: rec[f"{n}_port"] for n in names if _is_port(rec.get(f"{n}_port"))}
+    for svc in [*(kafka if isinstance(kafka, list) else [kafka]), pg]:
         running = svc.running()
         if running:
-            out.update({k: v for k, v in running.ports.items() if k in PORT_NAMES and _is_port(v)})
+            out.update({k: v for k, v in running.ports.items() if k in names and _is_port(v)})
     return out
 
 
-def _stack_from(port: dict, kafka: LocalKafka, pg: LocalPostgres, auth: str = "none") -> Stack:
-    bootstrap = f"127.0.0.1:{port.get('kafka', '?')}"
-    own = kafka.client_settings() if auth == "scram" else {}
+def bootstrap_of(port: dict, brokers: int) -> str:
+    if brokers == 1:
+        return f"127.0.0.1:{port.get('kafka', '?')}"
+    return ",".join(f"127.0.0.1:{port.get(f'kafka-{i}', '?')}" for i in range(1, brokers + 1))
+
+
+def _stack_from(port: dict, kafka: list, pg: LocalPostgres, auth: str = "none") -> Stack:
+    bootstrap = bootstrap_of(port, len(kafka))
+    own = kafka[0].client_settings() if auth == "scram" else {}
     return Stack(kind="local", bootstrap_servers=bootstrap,
                  postgres_dsn=pg.dsn(port["postgres"]) if "postgres" in port else "",
-                 owned=True, kafka_version=versions.KAFKA_VERSION,
-                 pids={"kafka": kafka.pid(), "postgres": pg.pid()},
+                 owned=True, kafka_version=versions.KAFKA_VERSION, brokers=len(kafka),
+                 pids={**{k.key: k.pid() for k in kafka}, "postgres": pg.pid()},
                  kafka_config=kafka_client.resolve(bootstrap, own))
+
+
+def services(state: Path, brokers: int | None = None) -> dict:
+    """The stack's services by key (kafka or kafka-1..N, postgres), in start order reversed."""
+    nodes = kafka_nodes(state, brokers or size(state))
+    return {**{k.key: k for k in nodes}, "postgres": LocalPostgres(state)}
 
 
 def recorded_auth(state: Path | None = None) -> str:
@@ -118,8 +167,9 @@ def client_properties_file(state: Path | None = None) -> Path | None:
 def stopped_with_data() -> bool:
     """Whether this state folder holds a local stack's data with none of its services running."""
     state = state_dir()
-    kafka, pg = LocalKafka(state), LocalPostgres(state)
-    return (kafka.data.is_dir() or pg.data.is_dir()) and not kafka.running() and not pg.running()
+    kafka, pg = every_node(state), LocalPostgres(state)
+    return (any(k.data.is_dir() for k in kafka) or pg.data.is_dir()) \
+        and not any(k.running() for k in kafka) and not pg.running()
 
 
 def serves(bootstrap: str | None, dsn: str | None) -> bool:
@@ -131,11 +181,11 @@ def serves(bootstrap: str | None, dsn: str | None) -> bool:
     except psycopg.ProgrammingError:
         return False
     state = state_dir()
-    kafka, pg = LocalKafka(state), LocalPostgres(state)
-    if (read_record(state) or {}).get("kind") not in (None, "local") or not (kafka.running() and pg.running()):
+    kafka, pg = kafka_nodes(state, size(state)), LocalPostgres(state)
+    if (read_record(state) or {}).get("kind") not in (None, "local") or not (kafka[0].running() and pg.running()):
         return False
     port = known_ports(state, kafka, pg)
-    return (bootstrap.strip() == f"127.0.0.1:{port.get('kafka')}"
+    return (bootstrap.strip() == bootstrap_of(port, len(kafka))
             and d.get("host") in ("127.0.0.1", "localhost") and str(d.get("port")) == str(port.get("postgres"))
             and d.get("user", USER) == USER and d.get("dbname", DATABASE) == DATABASE)
 
@@ -147,10 +197,10 @@ def status(check: bool = True) -> Stack | None:
     rec = read_record(state)
     if rec is not None and rec.get("kind") not in (None, "local"):
         return None
-    kafka, pg = LocalKafka(state), LocalPostgres(state)
-    running = {"kafka": kafka.running(), "postgres": pg.running()}
-    strays = {svc.name: svc.strangers(mark) for svc, mark, r in
-              ((kafka, str(kafka.props), running["kafka"]), (pg, str(pg.data), running["postgres"])) if r is None}
+    kafka, pg = kafka_nodes(state, size(state)), LocalPostgres(state)
+    svcs = [*kafka, pg]
+    running = {s.key if s is not pg else "postgres": s.running() for s in svcs}
+    strays = {svc.name: svc.strangers(_mark(svc, pg)) for svc in svcs if running[_key(svc, pg)] is None}
     if not any(running.values()) and not any(strays.values()):
         return None
     port = known_ports(state, kafka, pg)
@@ -163,8 +213,8 @@ def status(check: bool = True) -> Stack | None:
                            f"a {name} from this folder runs as pid {', '.join(map(str, pids))} but no valid pid "
                            f"record names it: the harness will not touch it")
     if check:
-        stack.healthy = all(running.values()) and {"kafka", "postgres"} <= set(port) \
-            and health.kafka_probe(stack.bootstrap_servers, 10) is None \
+        stack.healthy = all(running.values()) and set(port_names(len(kafka))) <= set(port) \
+            and health.kafka_probe(stack.bootstrap_servers, 10, brokers=len(kafka)) is None \
             and health.postgres_probe(stack.postgres_dsn, 5) is None
         stack.postgres_version = health.postgres_version(stack.postgres_dsn) if stack.healthy else None
     if leases.held(state):
@@ -175,12 +225,42 @@ def status(check: bool = True) -> Stack | None:
     return stack
 
 
-def up(log=print, hold: bool = False, command: str = "", auth: str | None = None) -> tuple[Stack, Claim | None]:
-    """Start what is not running and wait until both answer.
+def _mark(svc, pg) -> str:
+    return str(pg.data) if svc is pg else str(svc.props)
+
+
+def _key(svc, pg) -> str:
+    return "postgres" if svc is pg else svc.key
+
+
+def check_size(state: Path, brokers: int | None) -> int:
+    """The cluster size to use: the one asked for, which must match the one this folder already holds."""
+    if brokers is not None and brokers not in CLUSTER_SIZES:
+        raise HarnessError(f"--brokers must be one of {', '.join(map(str, CLUSTER_SIZES))}, got {brokers}")
+    have = size(state)
+    held = any(k.data.is_dir() for k in kafka_nodes(state, have)) or any(k.running() for k in every_node(state))
+    if brokers is not None and brokers != have and held:
+        raise HarnessError(f"{state} holds a {have}-broker stack; to start {brokers} broker(s) there, "
+                           f"first run `harness down --purge` (it deletes that stack's data)")
+    return brokers or have
+
+
+def check_auth_size(auth: str | None, brokers: int | None) -> None:
+    """SCRAM is set up for the one-node stack only (one SASL listener, one formatted metadata log):
+    refuse it with a cluster rather than start three nodes that were never tested that way."""
+    if auth == "scram" and brokers is not None and brokers > 1:
+        raise HarnessError(f"--auth scram runs on the one-broker stack only; --brokers {brokers} is plaintext "
+                           f"(give one of them)")
+
+
+def up(log=print, hold: bool = False, command: str = "", brokers: int | None = None,
+       auth: str | None = None) -> tuple[Stack, Claim | None]:
+    """Start what is not running and wait until all answer.
 
     With `hold` (harness up) the stack is kept until `harness down` and no lease is taken;
-    otherwise the caller gets a Claim and must `release()` it. `auth` ("none", "scram") is how
-    Kafka's clients authenticate; None keeps what the stack was formatted with.
+    otherwise the caller gets a Claim and must `release()` it. `brokers` (1 or 3) is the cluster
+    size; None keeps the size this state folder remembers (1 for a new one). `auth` ("none",
+    "scram") is how Kafka's clients authenticate; None keeps what the stack was formatted with.
     """
     state = state_dir()
     leases.prepare(state)
@@ -188,17 +268,19 @@ def up(log=print, hold: bool = False, command: str = "", auth: str | None = None
     if rec.get("kind") not in (None, "local"):
         raise HarnessError(f"{state} holds a {rec.get('kind')} stack; run `harness down` first")
 
+    check_auth_size(auth, brokers)
     with leases.locked(state, log=log):
+        n = check_size(state, brokers)
         claim = None if hold else Claim(state, leases.take(state, command))
         try:
-            stack, started = _start_missing(state, "user" if hold else "command", log, auth)
+            stack, started = _start_missing(state, "user" if hold else "command", log, n, auth)
         except BaseException:
             if claim is not None:
                 leases.give_back(claim.lease)
             raise
         if hold:
             leases.hold(state)
-            for svc in (LocalKafka(state), LocalPostgres(state)):
+            for svc in services(state, n).values():
                 svc.set_owner("user")
         else:
             claim.started = started
@@ -214,49 +296,56 @@ def _tools(log) -> tuple[Path, Path]:
     return bindir, lib
 
 
-def _choose_auth(state: Path, kafka: LocalKafka, running, auth: str | None) -> str:
+def _choose_auth(state: Path, kafka: list, running: bool, auth: str | None) -> str:
     """The auth to start with: the recorded one, or `auth` when nothing of the old one is left to clash."""
     had = recorded_auth(state)
     if auth is None or auth == had:
         return had
     if auth not in AUTHS:
         raise HarnessError(f"unknown --auth {auth!r}; choose one of: {', '.join(AUTHS)}")
-    if running or kafka.formatted():
+    if running or any(k.formatted() for k in kafka):
         raise HarnessError(f"the local Kafka under {state} was set up with --auth {had}; to use --auth {auth}, "
                            f"run `harness down --purge` first (it deletes its data)")
     return auth
 
 
-def _start_missing(state: Path, owner: str, log, auth: str | None = None) -> tuple[Stack, list[str]]:
+def _start_missing(state: Path, owner: str, log, brokers: int = 1,
+                   auth: str | None = None) -> tuple[Stack, list[str]]:
     """Under the lock: start the services that do not run, wait until all answer."""
-    kafka, pg = LocalKafka(state), LocalPostgres(state)
+    kafka, pg = kafka_nodes(state, brokers), LocalPostgres(state)
+    svcs = [*kafka, pg]
+    names = port_names(brokers)
     notes = []
     rec = read_record(state) or {}
-    running = {"kafka": kafka.running(), "postgres": pg.running()}
-    auth = _choose_auth(state, kafka, running["kafka"], auth)
+    had = size(state)
+    rec["brokers"] = brokers
+    running = {_key(s, pg): s.running() for s in svcs}
+    auth = _choose_auth(state, kafka, any(running[k.key] for k in kafka), auth)
+    check_auth_size(auth, brokers)
     if not all(running.values()):
         bindir, lib = _tools(log)       # fail early, before starting anything
-    damage = _damage(state, any(running.values()))
+    damage = _damage(state, any(running.values())) if had == brokers else None
     if damage:
         what = "rebuilt it from the running services" if any(running.values()) else "starting fresh"
         notes.append(f"{damage}; {what}")
-    for svc, mark in ((kafka, str(kafka.props)), (pg, str(pg.data))):
-        if not svc.running() and (strays := svc.strangers(mark)):
+    for svc in svcs:
+        if not svc.running() and (strays := svc.strangers(_mark(svc, pg))):
             raise HarnessError(f"a {svc.name} from {state} runs as pid {', '.join(map(str, strays))} but its pid "
                                f"record is missing or wrong, so the harness will not touch it; stop it yourself")
 
-    port = known_ports(state, kafka, pg)
-    taken = set(port[n] for n in PORT_NAMES if n in port and _holder(n, running))
-    for name in PORT_NAMES:
-        if _holder(name, running):
+    port = known_ports(state, kafka, pg) if had == brokers else \
+        {n: rec[f"{n}_port"] for n in names if _is_port(rec.get(f"{n}_port"))}
+    taken = set(port[n] for n in names if n in port and running[_service_of(n)])
+    for name in names:
+        if running[_service_of(name)]:
             continue                 # our own service still holds its recorded port
-        chosen, note = ports.choose(port.get(name) or PREFERRED[name], taken)
+        chosen, note = ports.choose(port.get(name) or preferred(name), taken)
         if note:
             notes.append(f"{name}: {note}")
         taken.add(chosen)
         port[name] = chosen
     _write_record(state, {**{k: v for k, v in rec.items() if k not in ("kind",)}, "kind": "local", "auth": auth,
-                          **{f"{n}_port": port[n] for n in PORT_NAMES}})
+                          **{f"{n}_port": port[n] for n in names}})
     for n in notes:
         log(n)
 
@@ -266,43 +355,60 @@ def _start_missing(state: Path, owner: str, log, auth: str | None = None) -> tup
             log(f"Starting PostgreSQL on 127.0.0.1:{port['postgres']} ...")
             started.append("postgres")
             pg.start(bindir, port["postgres"], owner)
-        if not running["kafka"]:
+        if brokers == 1 and not running["kafka"]:
             how = f" (SASL_PLAINTEXT {local_kafka.SCRAM_MECHANISM})" if auth == "scram" else ""
             log(f"Starting Kafka {versions.KAFKA_VERSION} on 127.0.0.1:{port['kafka']}{how} ...")
             started.append("kafka")
-            kafka.start(lib, port["kafka"], port["controller"], owner, auth)
+            kafka[0].start(lib, port["kafka"], port["controller"], owner, auth=auth)
+        elif brokers > 1:
+            quorum = quorum_voters([port[f"controller-{i}"] for i in range(1, brokers + 1)])
+            cluster_id = next((c for k in kafka if (c := k.cluster_id())), None) or _new_cluster_id()
+            for k in kafka:
+                if not running[k.key]:
+                    log(f"Starting Kafka {versions.KAFKA_VERSION} node {k.node_id} of {brokers} on "
+                        f"127.0.0.1:{port[k.key]} ...")
+                    started.append(k.key)
+                    k.start(lib, port[k.key], port[f"controller-{k.node_id}"], owner, voters=quorum,
+                            cluster_id=cluster_id)
         stack = _stack_from(port, kafka, pg, auth)
         _wait_ready(stack, kafka, pg)
     except BaseException:
-        if "kafka" in started:
-            kafka.stop()
-        if "postgres" in started:
-            pg.stop()
+        _stop_all([s for s in svcs if _key(s, pg) in started])
         raise
-    stack.pids = {"kafka": kafka.pid(), "postgres": pg.pid()}
+    stack.pids = {**{k.key: k.pid() for k in kafka}, "postgres": pg.pid()}
     stack.healthy = True
     stack.postgres_version = health.postgres_version(stack.postgres_dsn)
     stack.notes = notes + ([] if started else ["reused the running stack"])
     return stack, started
 
 
-def _holder(port_name: str, running: dict) -> bool:
-    service = "postgres" if port_name == "postgres" else "kafka"
-    return running[service] is not None
+def _new_cluster_id() -> str:
+    from .local_kafka import _cluster_id
+    return _cluster_id()
 
 
-def _wait_ready(stack: Stack, kafka: LocalKafka, pg: LocalPostgres) -> None:
+def _stop_all(svcs: list) -> list:
+    """Stop services at once (each Kafka node may take its TERM grace): the results, in order."""
+    from concurrent.futures import ThreadPoolExecutor
+    if not svcs:
+        return []
+    with ThreadPoolExecutor(max_workers=len(svcs)) as ex:
+        return list(ex.map(lambda s: s.stop(), svcs))
+
+
+def _wait_ready(stack: Stack, kafka: list, pg: LocalPostgres) -> None:
     err = health.postgres_probe(stack.postgres_dsn, 30)
     if err:
         raise HarnessError(f"PostgreSQL did not accept a connection: {err}", pg.log_tail())
     deadline = time.monotonic() + KAFKA_START_TIMEOUT_S
     while time.monotonic() < deadline:
-        if not kafka.pid():
-            raise HarnessError("Kafka exited during start-up", kafka.log_tail())
-        err = health.kafka_probe(stack.bootstrap_servers, min(10, deadline - time.monotonic()))
+        dead = [k for k in kafka if not k.pid()]
+        if dead:
+            raise HarnessError(f"{dead[0].name} exited during start-up", dead[0].log_tail())
+        err = health.kafka_probe(stack.bootstrap_servers, min(10, deadline - time.monotonic()), brokers=len(kafka))
         if err is None:
             return
-    raise HarnessError(f"Kafka did not become ready within {KAFKA_START_TIMEOUT_S} s: {err}", kafka.log_tail())
+    raise HarnessError(f"Kafka did not become ready within {KAFKA_START_TIMEOUT_S} s: {err}", kafka[0].log_tail())
 
 
 def down(purge: bool = False, log=print) -> list[str]:
@@ -311,24 +417,26 @@ def down(purge: bool = False, log=print) -> list[str]:
     leases.check_readable(state)
     if not state.is_dir():
         return []
-    kafka, pg = LocalKafka(state), LocalPostgres(state)
+    kafka, pg = every_node(state), LocalPostgres(state)
     stopped = []
     with leases.locked(state, log=log):
         users = leases.live(state)
         if users:
             log(f"warning: stopping a stack that {len(users)} running command(s) still use "
                 f"(pid {', '.join(str(u.pid) for u in users)}); they will fail")
-        for svc in (kafka, pg):
-            if svc.running():
-                log(f"Stopping {svc.name} ...")
-            ok, note = svc.stop()
-            if ok:
-                stopped.append(note)
-            elif note:
-                log(note)
+        for group in (kafka, [pg]):       # the Kafka nodes together (each may take its grace), then Postgres
+            for svc in group:
+                if svc.running():
+                    log(f"Stopping {svc.name} ...")
+            for ok, note in _stop_all(group):
+                if ok:
+                    stopped.append(note)
+                elif note:
+                    log(note)
         leases.unhold(state)
         if purge:
-            for p in (kafka.home, pg.home, pg.password_file, kafka.client_file, _record_path(state)):
+            for p in (*(k.home for k in kafka), pg.home, pg.password_file, kafka[0].client_file,
+                      _record_path(state)):
                 if p.is_dir():
                     shutil.rmtree(p, ignore_errors=True)
                 else:

@@ -1,4 +1,4 @@
-"""A single-node KRaft Kafka (combined broker + controller) as a local process.
+"""Local KRaft Kafka nodes (combined broker + controller) as processes: one node, or a cluster of three.
 
 Started with `java -cp <jars> kafka.Kafka server.properties` after
 `kafka.tools.StorageTool format`, from the jars that `maven.resolve_kafka`
@@ -11,17 +11,32 @@ holds its pid record (see `pidrecord`): the JVM is only ever signalled when its
 pid, start time and our own `server.properties` path on its command line all
 match, and then as a whole process group, because we created that group.
 
+`harness up --brokers 3` starts three nodes, `<state>/kafka-1` .. `kafka-3`,
+each with its own data, logs, pid record and two ports on 127.0.0.1. Each node
+is broker AND controller (one quorum of three voters), as in
+compose/docker-compose.cluster.yml. Why combined rather than separate
+controllers: on two cores and 24 GiB, three JVMs (1 GiB heap at most each)
+cost far less CPU at start-up and at rest than six, and killing one node then
+tests what a production-sized failure does to both roles at once: a majority of
+the quorum survives any single node, exactly as a majority of the replicas
+does. Replication factor 3 and min.insync.replicas=2 apply to the harness's
+topics (payments.create_topic) and to the internal ones (`CLUSTER_SETTINGS`),
+so acks=all survives one dead or paused node.
+
 With `auth="scram"` (harness up --auth scram) the only listener clients use is
 SASL_PLAINTEXT with SCRAM-SHA-512; the broker talks to itself through it too
 (transaction markers), as the user `harness`, created in the metadata at
 format time (`--add-scram`; KRaft has no ZooKeeper to hold it). The password
 is random and lives in `<state>/client.properties` (0600), the file clients
 read, and in server.properties (0600); the format command takes it from a
-0600 argument file (`java @file`), so it is never on a command line.
+0600 argument file (`java @file`), so it is never on a command line. SCRAM is
+offered for the single node only (`harness up` refuses `--auth scram` with
+`--brokers 3`).
 """
 
 import os
 import secrets
+import signal
 import subprocess
 import uuid
 from pathlib import Path
@@ -70,6 +85,26 @@ SERVER_SETTINGS = {
     "log.retention.hours": "168",
 }
 
+# A cluster of three: every internal topic on all three nodes, two of them in sync for acks=all.
+CLUSTER_SETTINGS = {
+    "offsets.topic.replication.factor": "3",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    "share.coordinator.state.topic.replication.factor": "3",
+    "share.coordinator.state.topic.min.isr": "2",
+    "default.replication.factor": "3",
+    "min.insync.replicas": "2",
+    "unclean.leader.election.enable": "false",
+    # A killed node is noticed by the controller after this (default 9 s), and its partitions move.
+    "broker.session.timeout.ms": "4000",
+    "broker.heartbeat.interval.ms": "500",
+    # Three JVMs share two cores: fewer threads each.
+    "num.io.threads": "2",
+    "num.replica.fetchers": "1",
+    "background.threads": "4",
+}
+CLUSTER_SIZES = (1, 3)
+
 LOG4J2 = """\
 status = warn
 name = harness-kafka
@@ -93,10 +128,14 @@ START_TIMEOUT_S = 90
 
 
 class LocalKafka(pidrecord.RecordedService):
-    name = "Kafka"
+    """One Kafka node: the single broker (`node` None, folder `kafka`) or node N of a cluster (`kafka-N`)."""
 
-    def __init__(self, state: Path):
-        self.home = state / "kafka"
+    def __init__(self, state: Path, node: int | None = None):
+        self.node = node
+        self.node_id = node or 1
+        self.key = "kafka" if node is None else f"kafka-{node}"     # its name in status, pids and reports
+        self.name = "Kafka" if node is None else f"Kafka node {node}"
+        self.home = state / self.key
         self.data = self.home / "data"
         self.logs = self.home / "logs"
         self.props = self.home / "server.properties"
@@ -113,12 +152,16 @@ class LocalKafka(pidrecord.RecordedService):
                 out += f.read_text(errors="replace").splitlines()[-lines:]
         return "\n".join(out[-lines:])
 
-    def write_config(self, port: int, controller_port: int, auth: str = "none") -> None:
+    def write_config(self, port: int, controller_port: int, auth: str = "none", voters: str | None = None) -> None:
+        """`voters`: the cluster's controller.quorum.voters (None: this node alone)."""
         settings = dict(SERVER_SETTINGS)
+        if voters:
+            settings.update(CLUSTER_SETTINGS)
         settings.update({
+            "node.id": str(self.node_id),
             "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
-            "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+            "controller.quorum.voters": voters or f"{self.node_id}@127.0.0.1:{controller_port}",
             "log.dirs": str(self.data),
         })
         if auth == "scram":
@@ -153,14 +196,24 @@ class LocalKafka(pidrecord.RecordedService):
         return ["java", *JVM_OPTS, f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
                 f"-Dkafka.logs.dir={self.logs}", "-cp", f"{lib}/*", main, *args]
 
+    def cluster_id(self) -> str | None:
+        """The cluster id this node's storage was formatted with (None: not formatted)."""
+        try:
+            for line in (self.data / "meta.properties").read_text().splitlines():
+                if line.startswith("cluster.id="):
+                    return line.partition("=")[2].strip()
+        except OSError:
+            pass
+        return None
+
     def formatted(self) -> bool:
         return (self.data / "meta.properties").exists()
 
-    def format(self, lib: Path, auth: str = "none") -> None:
+    def format(self, lib: Path, auth: str = "none", cluster_id: str | None = None) -> None:
         if self.formatted():
             return
         self.data.mkdir(parents=True, exist_ok=True)
-        cluster_id = _cluster_id()
+        cluster_id = cluster_id or _cluster_id()
         args = ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.props), "--ignore-formatted"]
         if auth == "scram":
             args += ["--add-scram", f"{SCRAM_MECHANISM}=[name={SCRAM_USER},password={self.scram_password()}]"]
@@ -178,11 +231,15 @@ class LocalKafka(pidrecord.RecordedService):
             raise HarnessError("Kafka storage format failed",
                                scrub((proc.stdout + proc.stderr)[-2000:], self.client_settings()))
 
-    def start(self, lib: Path, port: int, controller_port: int, owner: str, auth: str = "none") -> int:
+    def start(self, lib: Path, port: int, controller_port: int, owner: str, auth: str = "none",
+              voters: str | None = None, cluster_id: str | None = None) -> int:
+        """Start the node (formatting its storage first if new) and write its pid record at once.
+
+        A broker fault's restart comes through here too, so a restarted node is recorded like the first start."""
         self.home.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(parents=True, exist_ok=True)
-        self.write_config(port, controller_port, auth)
-        self.format(lib, auth)
+        self.write_config(port, controller_port, auth, voters=voters)
+        self.format(lib, auth, cluster_id=cluster_id)
         with open(self.home / "stdout.log", "ab") as out:
             proc = subprocess.Popen(self._java(lib, "kafka.Kafka", str(self.props)), stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -191,13 +248,45 @@ class LocalKafka(pidrecord.RecordedService):
             rec = pidrecord.capture(proc.pid, self.marks(), group=True, owner=owner,
                                     ports={"kafka": port, "controller": controller_port})
         except ProcessLookupError:
-            raise HarnessError("Kafka exited at once", self.log_tail())
+            raise HarnessError(f"{self.name} exited at once", self.log_tail())
         pidrecord.write(self.pidfile, rec)
         return proc.pid
 
     def stop(self) -> tuple[bool, str | None]:
+        # A node a broker-pause left stopped (the harness died mid-fault) must run again to act on TERM.
+        self.signal(signal.SIGCONT)
         # Kafka shuts down cleanly on TERM in a few seconds; KILL after that is safe for a test broker.
         return self.stop_ours(grace=20.0)
+
+    def signal(self, sig: signal.Signals) -> int | None:
+        """Send `sig` to this node's process group if its pid record is verified; the pid, or None."""
+        rec = self.running()
+        if rec is None:
+            return None
+        try:
+            os.killpg(rec.pid, sig) if rec.group else os.kill(rec.pid, sig)
+        except ProcessLookupError:
+            return None
+        return rec.pid
+
+
+def voters(controller_ports: list[int]) -> str:
+    """controller.quorum.voters for nodes 1..N on these controller ports."""
+    return ",".join(f"{i}@127.0.0.1:{p}" for i, p in enumerate(controller_ports, 1))
+
+
+def nodes(state: Path, brokers: int) -> list[LocalKafka]:
+    """The Kafka nodes of a stack of this size."""
+    return [LocalKafka(state)] if brokers == 1 else [LocalKafka(state, n) for n in range(1, brokers + 1)]
+
+
+def every_node(state: Path) -> list[LocalKafka]:
+    """Every Kafka node folder this state folder holds, whatever size it was started with (for `down`)."""
+    found = [LocalKafka(state)]
+    for d in sorted(state.glob("kafka-*")):
+        if d.is_dir() and d.name[6:].isdigit():
+            found.append(LocalKafka(state, int(d.name[6:])))
+    return found
 
 
 def scram_settings(port: int, controller_port: int, password: str) -> dict:

@@ -20,6 +20,7 @@ class Stack:
     postgres_dsn: str              # with password: never print it, use `redact`
     owned: bool                    # True when the harness started these services
     kafka_version: str | None = None
+    brokers: int = 1               # Kafka nodes the harness started (local or compose); 1 for an external cluster
     postgres_version: str | None = None
     pids: dict = field(default_factory=dict)
     healthy: bool | None = None

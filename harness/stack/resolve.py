@@ -39,22 +39,27 @@ def external(bootstrap: str | None, dsn: str | None) -> Stack:
 
 def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None = None,
               log=print, hold: bool = False, command: str = "",
-              auth: str | None = None) -> tuple[Stack, "local.Claim | None"]:
+              brokers: int | None = None, auth: str | None = None) -> tuple[Stack, "local.Claim | None"]:
     """Return (stack, claim). `claim` is the lease on a local stack that the caller must release.
 
     With `hold` (`harness up`) a local stack is kept until `harness down` and there is no claim.
+    `brokers` (1 or 3; None: what the state folder remembers, else 1) sizes a local or compose stack.
     External and compose stacks are never stopped by a command, so they come without a claim.
     """
     if (bootstrap or dsn) and not local.serves(bootstrap, dsn):
+        if brokers is not None:
+            raise HarnessError("--brokers sizes a stack the harness starts; an existing cluster "
+                               "(--bootstrap-servers) has the brokers it has")
         return external(bootstrap, dsn), None
     if kind not in STACKS:
         raise HarnessError(f"unknown --stack {kind!r}; choose one of: {', '.join(STACKS)}")
     if kind == "compose":
+        variant = compose.variant_for(brokers)
         st = compose.status() if compose.engine_available() is None else None
-        if st and st.healthy:
+        if st and st.healthy and (brokers is None or st.brokers == brokers):
             return st, None
-        return compose.up(log=log), None
-    return local.up(log=log, hold=hold, command=command, auth=auth)
+        return compose.up(variant, log=log), None
+    return local.up(log=log, hold=hold, command=command, brokers=brokers, auth=auth)
 
 
 def current(kind: str = "local", bootstrap: str | None = None, dsn: str | None = None,

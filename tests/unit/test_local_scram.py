@@ -61,3 +61,23 @@ def test_a_lost_stack_json_does_not_lose_the_auth(tmp_path):
 def test_argfile_quoting():
     assert _argfile_quote('SCRAM-SHA-512=[name=harness,password=a"b\\c]') == \
         '"SCRAM-SHA-512=[name=harness,password=a\\"b\\\\c]"'
+
+
+def test_scram_with_three_brokers_is_refused_in_one_line_before_anything_starts(tmp_path):
+    # SCRAM is set up for the one-node stack only: three nodes were never started with it.
+    import os
+    import pytest
+    from harness.errors import HarnessError
+    from tests.conftest import harness
+    from tests.unit.test_cli_errors import one_clear_line
+    with pytest.raises(HarnessError, match="--auth scram runs on the one-broker stack only"):
+        local.check_auth_size("scram", 3)
+    local.check_auth_size("scram", 1)
+    local.check_auth_size("scram", None)
+    local.check_auth_size(None, 3)
+    env = {"HARNESS_HOME": str(tmp_path / "state"), "HARNESS_CACHE": str(tmp_path / "cache"),
+           "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": ""}
+    proc = harness("up", "--auth", "scram", "--brokers", "3", env=env)
+    assert proc.returncode == 2
+    one_clear_line(proc, "--auth scram runs on the one-broker stack only", "--brokers 3")
+    assert not os.path.exists(env["HARNESS_HOME"]), "a refused up started something"

@@ -88,7 +88,10 @@ def test_every_declaration_is_whole(name):
     assert e.proves and e.steps and e.expected and e.predictors
     assert len(set(e.point_names())) == len(e.point_names())
     assert e.default_point is None if not e.kill_points else e.default_point in e.point_names()
-    assert (e.loop is None) == (e.launcher is not None)
+    # A Python loop (run by PythonWorkers, or by a launcher built on it that adds arguments), or its own launcher.
+    from harness.experiments.launch import PythonWorkers
+    assert e.loop is not None or e.launcher is not None
+    assert e.loop is None or e.launcher is None or isinstance(e.launcher, PythonWorkers)
     if e.loop is not None and e.kill_points:      # Streams owns its commit: its one point is inside the topology
         assert e.kill_points[-1].before is None, "the gap after the last step is a kill point"
     assert all(p.says for p in e.kill_points)

@@ -9,12 +9,14 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.experiments import REGISTRY
-from harness.suite import OPT_IN_GROUPS, accepted_args, groups, parse_experiments, suite_experiments
+from harness.stack.model import Stack
+from harness.suite import (OPT_IN_GROUPS, accepted_args, check_stack, groups, parse_experiments, run_suite,
+                           suite_experiments)
 from tests.conftest import harness
 from tests.unit.test_cli_errors import isolated, one_clear_line  # noqa: F401 - the fixture
 
 
-def test_every_experiment_is_in_one_group_and_the_default_is_all():
+def test_every_experiment_is_in_one_group_and_the_default_is_all_but_cluster():
     g = groups()
     # custom needs the user's --worker-cmd: it declares itself out of the suite, and has no group.
     outside = [n for n, e in REGISTRY.items() if not e.suite.get("include", True)]
@@ -23,16 +25,33 @@ def test_every_experiment_is_in_one_group_and_the_default_is_all():
     assert g["core"] == ["offset-before", "offset-after", "dedupe"]
     assert g["mistakes"] == ["key-after-effect", "key-before-effect", "key-per-attempt", "key-expiry", "increment",
                              "versioned", "auto-commit", "dual-write", "outbox"]
-    assert suite_experiments() == [n for n in REGISTRY if n not in outside] == parse_experiments(None)
+    assert g["cluster"] == ["producer"]
+    default = [n for n in REGISTRY if n not in outside and n not in g["cluster"]]
+    assert suite_experiments() == default == parse_experiments(None)
     assert parse_experiments(None, "mistakes") == g["mistakes"]
 
 
-def test_an_opt_in_group_runs_only_when_named(monkeypatch):
-    three_brokers = dataclasses.replace(REGISTRY["dedupe"], name="needs-three", suite={"group": "cluster"})
-    monkeypatch.setitem(REGISTRY, "needs-three", three_brokers)
-    assert "cluster" in OPT_IN_GROUPS and groups()["cluster"] == ["needs-three"]
-    assert "needs-three" not in suite_experiments()
-    assert suite_experiments("cluster") == ["needs-three"]
+def test_the_cluster_group_runs_only_when_named():
+    assert "cluster" in OPT_IN_GROUPS
+    assert "producer" not in suite_experiments()
+    assert suite_experiments("cluster") == parse_experiments(None, "cluster") == ["producer"]
+
+
+def test_the_cluster_group_is_refused_on_a_one_broker_stack_before_anything_is_created(tmp_path):
+    one = Stack(kind="local", bootstrap_servers="127.0.0.1:1", postgres_dsn="", owned=True, brokers=1)
+    out = tmp_path / "suite"
+    with pytest.raises(HarnessError, match=r"--group cluster needs the 3-broker cluster .*this stack has 1 broker$"):
+        run_suite(one, ["producer"], [], out, 1, log=lambda _m: None, group="cluster")
+    assert not out.exists()
+    check_stack(dataclasses.replace(one, brokers=3), "cluster")     # the cluster takes it
+    check_stack(one, "core")                                        # the other groups need one broker
+
+
+def test_the_cli_refuses_the_cluster_group_on_a_one_broker_stack_in_one_line(isolated):  # noqa: F811
+    proc = harness("suite", "--group", "cluster", env=isolated)
+    assert proc.returncode == 2
+    one_clear_line(proc, "--group cluster needs the 3-broker cluster", "harness up --brokers 3")
+    assert not os.path.exists(isolated["HARNESS_HOME"]), "a refused suite started something"
 
 
 def test_a_suite_option_an_experiment_refuses_is_not_passed_to_its_run():
@@ -58,7 +77,7 @@ def test_the_cli_accepts_a_suite_commit_every_that_auto_commit_refuses(isolated,
 
 
 def test_an_unknown_group_names_the_valid_ones():
-    with pytest.raises(HarnessError, match=r"unknown --group 'nope'; choose one of: core, eos, mistakes"):
+    with pytest.raises(HarnessError, match=r"unknown --group 'nope'; choose one of: cluster, core, eos, mistakes"):
         suite_experiments("nope")
     with pytest.raises(HarnessError, match="give one of them"):
         parse_experiments("dedupe", "core")

@@ -1,0 +1,218 @@
+"""Kill, pause, resume and restart one Kafka node of a cluster the harness started: the broker faults' hands.
+
+Broker faults (harness/faults/broker.py) decide when and whom; this module
+only acts, on one of two kinds of cluster:
+
+- `LocalBrokers`: the nodes of `harness up --brokers 3`. Every signal goes
+  through the node's verified pid record (pid, start time, our own
+  server.properties on its command line), as `harness down` does, so nothing
+  else is ever signalled. A killed node is started again by
+  `LocalKafka.start`, exactly like the first start: same folder, ports, owner,
+  quorum and cluster id, and a new pid record written the moment it exists,
+  so `harness down` stops it and no process is ever left behind.
+- `ComposeBrokers`: the broker containers of compose/docker-compose.cluster.yml,
+  through the Docker SDK (`docker` package, imported only when used): kill,
+  pause/unpause, start. Containers are found by their compose labels
+  (project `harness`, services `kafka-1`..`kafka-3`), never by a guessed name.
+
+`for_stack` refuses, in one line, a stack with fewer than three brokers or one
+the harness did not start (an external cluster is never touched).
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+from ..errors import HarnessError
+from . import ports as portcheck
+
+CLUSTER = 3
+
+
+class LocalBrokers:
+    """The local cluster's nodes, by node id (1..3)."""
+
+    kind = "local"
+
+    def __init__(self, state: Path):
+        from .local import read_record
+        from .local_kafka import nodes
+        self.state = state
+        self.by_id = {k.node_id: k for k in nodes(state, CLUSTER)}
+        self.record = read_record(state) or {}
+        self._saved: dict = {}           # node id -> its pid record when we killed it (owner, ports)
+
+    def node_ids(self) -> list[int]:
+        return sorted(self.by_id)
+
+    def target(self, node: int) -> str:
+        return self.by_id[node].key
+
+    def _port(self, node: int, kind: str = "kafka") -> int | None:
+        rec = self.by_id[node].running() or self._saved.get(node)
+        key = f"{kind}-{node}"
+        if rec is not None and key in rec.ports:
+            return rec.ports[key]
+        v = self.record.get(f"{key}_port")
+        return v if isinstance(v, int) else None
+
+    def kill(self, node: int) -> str | None:
+        """SIGKILL the node's process group; its pid as a string, or None when it was not running (ours)."""
+        rec = self.by_id[node].running()
+        if rec is None:
+            return None
+        self._saved[node] = rec
+        pid = self.by_id[node].signal(signal.SIGKILL)
+        return None if pid is None else f"pid {pid}"
+
+    def start(self, node: int) -> str:
+        """Start a killed node again, recorded like its first start; its new pid."""
+        from .local_kafka import voters
+        from .maven import resolve_kafka
+        k = self.by_id[node]
+        if k.running():
+            return f"pid {k.pid()}"
+        saved = self._saved.get(node)
+        owner = saved.owner if saved else "command"
+        ctrl = [self._port(n, "controller") for n in self.node_ids()]
+        port = self._port(node)
+        if port is None or None in ctrl:
+            raise HarnessError(f"cannot restart {k.name}: its ports are not recorded in {self.state}")
+        pid = k.start(resolve_kafka(lambda _m: None), port, ctrl[node - 1], owner, voters=voters(ctrl),
+                      cluster_id=k.cluster_id())
+        return f"pid {pid}"
+
+    def pause(self, node: int) -> str | None:
+        pid = self.by_id[node].signal(signal.SIGSTOP)
+        return None if pid is None else f"pid {pid}"
+
+    def resume(self, node: int) -> None:
+        self.by_id[node].signal(signal.SIGCONT)
+
+    def running(self, node: int) -> bool:
+        return self.by_id[node].running() is not None
+
+    def answers(self, node: int) -> bool:
+        """The node runs and accepts connections on its client port (it may still be catching up)."""
+        port = self._port(node)
+        return self.running(node) and port is not None and portcheck.answers(port, timeout=0.2)
+
+
+class ComposeBrokers:
+    """The broker containers of the compose cluster, through the Docker SDK (or a stand-in with its API)."""
+
+    kind = "compose"
+    PROJECT_LABEL = "com.docker.compose.project"
+    SERVICE_LABEL = "com.docker.compose.service"
+
+    def __init__(self, client=None, project: str = "harness"):
+        if client is None:
+            try:
+                import docker
+            except ImportError:
+                raise HarnessError("broker faults on the compose stack need the Docker SDK (the `docker` "
+                                   "package, one of the harness's dependencies): install it")
+            client = docker.from_env(timeout=30)
+        self.client, self.project = client, project
+
+    def node_ids(self) -> list[int]:
+        return list(range(1, CLUSTER + 1))
+
+    def target(self, node: int) -> str:
+        return f"kafka-{node}"
+
+    def container(self, node: int):
+        found = self.client.containers.list(all=True, filters={"label": [
+            f"{self.PROJECT_LABEL}={self.project}", f"{self.SERVICE_LABEL}={self.target(node)}"]})
+        if len(found) != 1:
+            raise HarnessError(f"expected one container of service {self.target(node)} in compose project "
+                               f"{self.project}, found {len(found)}")
+        return found[0]
+
+    def kill(self, node: int) -> str | None:
+        c = self.container(node)
+        c.kill()
+        return f"container {c.name}"
+
+    def start(self, node: int) -> str:
+        c = self.container(node)
+        c.start()
+        return f"container {c.name}"
+
+    def pause(self, node: int) -> str | None:
+        c = self.container(node)
+        c.pause()
+        return f"container {c.name}"
+
+    def resume(self, node: int) -> None:
+        self.container(node).unpause()
+
+    def running(self, node: int) -> bool:
+        c = self.container(node)
+        c.reload()
+        return c.status == "running"
+
+    def answers(self, node: int) -> bool:
+        from .compose import CLUSTER_KAFKA_PORTS
+        return self.running(node) and portcheck.answers(CLUSTER_KAFKA_PORTS[node - 1], timeout=0.2)
+
+
+def for_stack(stack, fault: str, docker_client=None):
+    """The hands for broker faults on this stack, or one line saying why there are none."""
+    if stack.kind == "external":
+        raise HarnessError(f"--fault {fault} kills or pauses brokers the harness started; it never touches an "
+                           f"external cluster (--bootstrap-servers)")
+    if stack.brokers < CLUSTER:
+        how = "--stack compose --brokers 3" if stack.kind == "compose" else "harness up --brokers 3"
+        raise HarnessError(f"--fault {fault} needs the {CLUSTER}-broker cluster, but this stack has "
+                           f"{stack.brokers} broker(s): start it with `{how}` (after `harness down --purge`)")
+    if stack.kind == "compose":
+        return ComposeBrokers(docker_client)
+    from ..paths import state_dir
+    return LocalBrokers(state_dir())
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode (UTF-16 code units, 32-bit signed), as Kafka's coordinators hash ids."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def coordinator_partition(transactional_id: str, partitions: int) -> int:
+    """The __transaction_state partition whose leader coordinates this transactional.id
+    (Kafka: Utils.abs(id.hashCode) % transaction.state.log.num.partitions, Utils.abs = n & 0x7fffffff)."""
+    return (java_string_hash(transactional_id) & 0x7FFFFFFF) % partitions
+
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+
+
+def leader_of(bootstrap: str, topic: str, partition: int | None = None, transactional_id: str | None = None,
+              timeout: float = 5.0) -> tuple[int | None, str]:
+    """The node id that leads `topic`'s `partition` (or, with `transactional_id`, that id's transaction
+    coordinator), and what it is, in words. (None, why) when the metadata does not say."""
+    from confluent_kafka.admin import AdminClient
+    from .. import kafka_client, kafka_logging
+    admin = AdminClient(kafka_client.config(bootstrap, kafka_logging.client_config()))
+    try:
+        if transactional_id is not None:
+            md = admin.list_topics(TRANSACTION_STATE_TOPIC, timeout=timeout).topics.get(TRANSACTION_STATE_TOPIC)
+            if md is None or md.error is not None or not md.partitions:
+                return None, f"{TRANSACTION_STATE_TOPIC} has no metadata yet"
+            partition = coordinator_partition(transactional_id, len(md.partitions))
+            what = f"transaction coordinator of {transactional_id} ({TRANSACTION_STATE_TOPIC} partition {partition})"
+        else:
+            md = admin.list_topics(topic, timeout=timeout).topics.get(topic)
+            what = f"leader of {topic} partition {partition}"
+            if md is None or md.error is not None:
+                return None, f"{topic} has no metadata"
+        p = md.partitions.get(partition)
+        if p is None or p.leader < 0:
+            return None, f"no leader known for {what}"
+        return p.leader, what
+    except Exception as e:  # noqa: BLE001 - a fault that cannot find its target says so, never breaks the run
+        return None, str(e).splitlines()[0][:200] if str(e) else type(e).__name__

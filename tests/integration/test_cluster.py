@@ -1,0 +1,205 @@
+"""The 3-broker cluster for real: three Kafka JVMs, real SIGKILL and SIGSTOP of brokers, audited runs.
+
+One cluster for the whole module (`harness up --brokers 3` in its own state folder), stopped with
+`harness down --purge` at the end, which must leave no process of that folder behind. Runs are small
+(200 payments with two broker kills; 600 paced payments for the producer) to fit CI's time.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+
+from harness import procs
+from harness.runner import EXIT_CODES
+from tests.conftest import ROOT, harness, processes_of, searchable_dir
+from tests.unit.sample_report import validate
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    import shutil
+    home = searchable_dir("harness-cluster-test-")
+    env = {"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "",
+           "HARNESS_STACK": "local"}
+    try:
+        harness("up", "--brokers", "3", env=env, check=True, timeout=300)
+        st = json.loads(harness("status", "--json", env=env, check=True).stdout)
+        yield {"home": home, "env": env, "status": st}
+    finally:
+        harness("down", "--purge", env=env, timeout=300)
+        left = processes_of(home)
+        shutil.rmtree(home, ignore_errors=True)
+        assert not left, f"processes of the cluster's state folder survived `harness down`: {left}"
+
+
+def run_exp(cluster, tmp_path, *args, verdict="as-predicted") -> dict:
+    out = tmp_path / "report"
+    proc = harness("run", *args, "--quiet", "--out", str(out), env=cluster["env"], timeout=600)
+    assert proc.returncode == EXIT_CODES[verdict], proc.stderr[-3000:]
+    d = json.loads((out / "report.json").read_text())
+    validate(d)
+    assert d["verdict"] == verdict, json.dumps(d["verdict_detail"], indent=1)
+    return d
+
+
+def read_keys(bootstrap: str, topic: str, isolation: str) -> Counter:
+    """An independent reader: every record of `topic` as `isolation` sees it, counted per key."""
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"test-{time.time()}", "isolation.level": isolation,
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    parts = list(c.list_topics(topic, timeout=10).topics[topic].partitions)
+    ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
+    c.assign([TopicPartition(topic, p, 0) for p in parts])
+    keys, deadline = Counter(), time.time() + 60
+    while time.time() < deadline:
+        for m in c.consume(500, timeout=0.5):
+            if not m.error():
+                keys[m.key().decode()] += 1
+        pos = {tp.partition: tp.offset for tp in c.position([TopicPartition(topic, p) for p in parts])}
+        if all(pos[p] >= ends[p] for p in parts):
+            break
+    c.close()
+    return keys
+
+
+def test_three_brokers_each_with_its_own_folder_and_ports(cluster):
+    st, home = cluster["status"], cluster["home"]
+    assert st["brokers"] == 3 and st["healthy"]
+    assert set(st["pids"]) == {"kafka-1", "kafka-2", "kafka-3", "postgres"}
+    assert all(procs.alive(p) for p in st["pids"].values())
+    from confluent_kafka.admin import AdminClient
+    md = AdminClient({"bootstrap.servers": st["bootstrap_servers"]}).list_topics(timeout=10)
+    assert sorted(b.id for b in md.brokers.values()) == [1, 2, 3]
+    assert all(b.host == "127.0.0.1" for b in md.brokers.values())
+    assert len({b.port for b in md.brokers.values()}) == 3
+    for n in (1, 2, 3):
+        assert (home / f"kafka-{n}" / "data" / "meta.properties").exists()
+    text = harness("status", env=cluster["env"]).stdout
+    assert "kafka brokers:     3" in text and "kafka-3=" in text
+
+
+def test_eos_with_broker_kills_and_crashes_stays_exact_under_read_committed(cluster, tmp_path):
+    d = run_exp(cluster, tmp_path, "eos", "--messages", "200", "--fault", "planned-crash",
+                "--fault", "broker-kill:count=2,every=1,down=2")
+    kills = [f for f in d["faults"] if f["fault"] == "broker-kill"]
+    assert len(kills) == 2 and all(f["back_at"] and f["target"].startswith("kafka-") for f in kills)
+    assert all("aborted_transactions" in f and "read_committed_stall_seconds" in f for f in kills)
+    assert [t["fault"] for t in d["timeline"]["faults"]] == ["broker-kill", "broker-kill"]
+    ko = d["kafka_output"]
+    assert (ko["read_committed"]["records"], ko["read_committed"]["duplicates"], ko["read_committed"]["lost"]) == \
+        (200, 0, 0)
+    # the aborted copies are a bound once brokers died, and the bound held
+    assert "kafka.read_uncommitted.duplicates <= " in " ".join(d["predicted"]["expectations"])
+    assert ko["read_uncommitted"]["duplicates"] >= len(d["crashes"])     # every planned crash left its copy
+    # an independent read_committed reader agrees: each payment exactly once
+    rc = read_keys(d["stack"]["bootstrap_servers"], d["stack"]["output_topic"], "read_committed")
+    assert len(rc) == 200 and set(rc.values()) == {1}
+    from confluent_kafka.admin import AdminClient
+    md = AdminClient({"bootstrap.servers": d["stack"]["bootstrap_servers"]}).list_topics(timeout=10)
+    for topic in (d["stack"]["input_topic"], d["stack"]["output_topic"], "__transaction_state"):
+        assert all(len(p.replicas) == 3 for p in md.topics[topic].partitions.values()), topic
+
+
+def test_eos_dedupe_with_broker_kills_is_exact_in_kafka_and_postgres(cluster, tmp_path):
+    d = run_exp(cluster, tmp_path, "eos-dedupe", "--messages", "200", "--fault", "planned-crash",
+                "--fault", "broker-kill:count=2,every=1,down=2")
+    assert (d["counts"]["duplicates"], d["counts"]["lost"]) == (0, 0)
+    assert d["ledger"]["actual_total"] == d["ledger"]["expected_total"]
+    assert d["kafka_output"]["read_committed"]["duplicates"] == 0
+    assert len([f for f in d["faults"] if f["fault"] == "broker-kill"]) == 2
+
+
+def test_producer_with_and_without_idempotence_under_paused_brokers(cluster, tmp_path):
+    on = run_exp(cluster, tmp_path / "on", "producer", "--messages", "600", "--idempotence", "on",
+                 "--fault", "broker-pause")
+    off = run_exp(cluster, tmp_path / "off", "producer", "--messages", "600", "--idempotence", "off",
+                  "--fault", "broker-pause")
+    for d in (on, off):
+        assert len([f for f in d["faults"] if f["fault"] == "broker-pause"]) >= 1
+        assert d["kafka_output"]["delivery_log"]["acked"] + d["kafka_output"]["delivery_log"]["unacked"] == 600
+        assert d["counts"]["lost"] == 0                     # acks=all, min.insync.replicas=2: nothing acknowledged lost
+    assert on["counts"]["duplicates"] == 0 and on["kafka_output"]["delivery_log"]["reordered"] == 0
+    assert "kafka.read_committed.duplicates == 0" in on["predicted"]["expectations"]
+    assert any(e.startswith("kafka.read_committed.duplicates <= ") for e in off["predicted"]["expectations"])
+    # the report's count is the topic's: an independent reader finds the same duplicates
+    rc = read_keys(off["stack"]["bootstrap_servers"], off["stack"]["output_topic"], "read_committed")
+    assert sum(n - 1 for n in rc.values()) == off["counts"]["duplicates"]
+
+
+def test_bad_cluster_input_is_one_line(cluster):
+    proc = harness("run", "offset-after", "--fault", "leader-kill:of=output", env=cluster["env"])
+    assert proc.returncode == 2 and proc.stderr.strip().startswith("error: --fault leader-kill needs an output topic")
+    proc = harness("up", "--brokers", "1", env=cluster["env"])
+    assert proc.returncode == 2 and "holds a 3-broker stack" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_killing_the_harness_mid_fault_leaves_nothing_but_the_recorded_brokers(cluster, tmp_path):
+    home, env = cluster["home"], cluster["env"]
+    before = {n: json.loads((home / f"kafka-{n}" / "kafka.pid").read_text())["pid"] for n in (1, 2, 3)}
+    run = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "eos", "--messages", "3000", "--quiet",
+                            "--out", str(tmp_path / "r"), "--fault", "broker-kill:count=5,every=0.5,down=1"],
+                           cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 240
+        restarted = None
+        while time.time() < deadline and restarted is None:
+            for n in (1, 2, 3):
+                try:
+                    pid = json.loads((home / f"kafka-{n}" / "kafka.pid").read_text())["pid"]
+                except (OSError, ValueError):
+                    continue
+                if pid != before[n] and procs.alive(pid):
+                    restarted = n
+            time.sleep(0.2)
+        assert restarted, "no broker was restarted by the fault"
+    finally:
+        run.send_signal(signal.SIGKILL)        # no cleanup at all: the harness dies mid-run
+        run.wait()
+    time.sleep(1.0)
+    recorded = set()
+    for n in (1, 2, 3):
+        rec = json.loads((home / f"kafka-{n}" / "kafka.pid").read_text())
+        if procs.alive(rec["pid"]):
+            recorded.add(rec["pid"])
+    pg = json.loads((home / "postgres" / "postgres.pid").read_text())["pid"] if \
+        (home / "postgres" / "postgres.pid").exists() else None
+    ours = {p for p in processes_of(home) if p not in recorded}
+    # Postgres's own children carry the data folder too; every other process of the folder is a recorded node
+    strays = [p for p in ours if pg is None or not _descends_from(p, pg)]
+    assert not strays, f"processes of the state folder that no pid record names: {strays}"
+    # `harness up` brings back whatever the dead run left down, and the module's `down` stops it all
+    assert harness("up", env=env, timeout=300).returncode == 0
+    st = json.loads(harness("status", "--json", env=env).stdout)
+    assert st["healthy"] and all(st["pids"].values())
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        try:
+            pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+    return False
+
+
+def test_consumers_in_a_real_group_stay_exact_through_rebalances(cluster, tmp_path):
+    """--assignment group: workers subscribe; each crash moves partitions, each return takes some back."""
+    d = run_exp(cluster, tmp_path, "offset-after", "--assignment", "group", "--partitions", "4", "--workers", "2",
+                "--messages", "200", "--commit-every", "5")
+    g = d["consumer_group"]
+    assert g["protocol"] == "classic" and g["assignments"] > len(d["crashes"]) > 0 and g["revocations"] > 0
+    assert d["predicted"]["exact"] and d["counts"]["lost"] == 0
+    assert d["counts"]["duplicates"] == d["predicted"]["duplicates"] > 0
+    # the ledger, recounted with plain SQL, agrees with the report
+    proc = harness("audit", str(tmp_path / "report"), env=cluster["env"], timeout=300)
+    assert proc.returncode == 0 and "agree" in proc.stdout + proc.stderr, proc.stderr[-2000:]

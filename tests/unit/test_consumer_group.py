@@ -1,0 +1,97 @@
+"""--assignment group on hand-made data: options, the revocation commit, lost commits as bounds, the story."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.experiments import get
+from harness.experiments.predictors import predict
+from harness.params import RunParams
+from harness.processors import context
+from harness.report.build import group_story
+
+
+@pytest.mark.parametrize("opts, says", [
+    ({"experiment": "eos", "assignment": "group"}, "--assignment group applies to offset-before, offset-after, dedupe"),
+    ({"experiment": "offset-after", "group_protocol": "consumer"}, "--group-protocol applies to --assignment group"),
+    ({"experiment": "offset-after", "assignment": "group", "group_protocol": "x"}, "classic or consumer"),
+])
+def test_group_options_are_checked_in_one_line(opts, says):
+    with pytest.raises(HarnessError, match=says):
+        RunParams(**opts).validate()
+
+
+def test_group_settings_per_protocol():
+    assert context.GROUP_SETTINGS["classic"]["group.protocol"] == "classic"
+    # KIP-848: the broker owns sessions and assignment; the client may not set them
+    assert context.GROUP_SETTINGS["consumer"] == {"group.protocol": "consumer"}
+
+
+class Msg:
+    def __init__(self, key, partition, offset):
+        self._k, self._p, self._o = key, partition, offset
+
+    def key(self):
+        return self._k.encode()
+
+    def partition(self):
+        return self._p
+
+    def offset(self):
+        return self._o
+
+
+def group_ctx(tmp_path, commit=None):
+    ctx = context.WorkerContext.__new__(context.WorkerContext)
+    ctx.input_topic, ctx.group_mode = "in", True
+    ctx.events = context.Events(tmp_path / "events.jsonl", "w0", 1)
+    ctx.pending = [Msg("a", 0, 5), Msg("b", 1, 7), Msg("c", 0, 6)]
+    ctx.high, ctx.committed, ctx.positions = {0: 10, 1: 10}, {0: 5, 1: 7}, {0: 7, 1: 8}
+    ctx.consumer = SimpleNamespace(commit=commit or (lambda **kw: None))
+    return ctx
+
+
+def events(tmp_path):
+    return [json.loads(l) for l in (tmp_path / "events.jsonl").read_text().splitlines()]
+
+
+def test_a_revocation_commits_what_was_applied_on_the_revoked_partitions(tmp_path):
+    done = []
+    ctx = group_ctx(tmp_path, commit=lambda offsets, asynchronous: done.append(offsets))
+    ctx._on_revoke(ctx.consumer, [SimpleNamespace(partition=0)])
+    assert [(tp.partition, tp.offset) for tp in done[0]] == [(0, 7)]
+    assert [m.key() for m in ctx.pending] == [b"b"] and 0 not in ctx.high
+    ev = events(tmp_path)
+    assert ev[-1]["event"] == "revoked" and ev[-1]["partitions"] == [0] and ev[-1]["committed_on_revoke"] == 2
+
+
+def test_a_commit_refused_mid_rebalance_is_logged_with_the_ids_that_come_again(tmp_path):
+    def refuse(**kw):
+        raise RuntimeError("Broker: Specified group generation id is not valid")
+    ctx = group_ctx(tmp_path, commit=refuse)
+    ctx._on_revoke(ctx.consumer, [SimpleNamespace(partition=0)])
+    lost = [e for e in events(tmp_path) if e["event"] == "commit_lost"]
+    assert lost and lost[0]["unacked"] == ["a", "c"]
+    ctx._on_lost(ctx.consumer, [SimpleNamespace(partition=1)])
+    assert [e["unacked"] for e in events(tmp_path) if e["event"] == "commit_lost"][-1] == ["b"]
+
+
+def test_lost_commits_turn_the_numbers_they_touch_into_bounds():
+    aborts = [{"event": "commit_lost", "unacked": ["a", "c"]}]
+    p = predict(get("offset-before"), [], aborts=aborts)
+    e = {x.metric: (x.op, x.value) for x in p.expectations}
+    assert not p.exact and e["ledger.duplicates"] == ("<=", 3)      # even where no kill point duplicates
+    assert e["ledger.lost"] in (("==", 0), ("<=", 0))        # a lost commit loses nothing
+
+
+def test_the_group_story_counts_assignments_and_revocations():
+    ev = [{"event": "assigned", "t": 1.0, "worker": "w0", "attempt": 1, "partitions": [0, 1]},
+          {"event": "revoked", "t": 2.0, "worker": "w0", "attempt": 1, "partitions": [0, 1]},
+          {"event": "revoked", "t": 2.5, "worker": "w1", "attempt": 1, "partitions": []},
+          {"event": "revoked", "t": 3.0, "worker": "w1", "attempt": 2, "partitions": [2], "lost": True},
+          {"event": "commit_lost", "t": 3.0, "unacked": ["x", "y"]}]
+    g = group_story("classic", ev, 0.5)
+    assert (g["assignments"], g["revocations"], g["revoked_partitions"], g["lost_assignments"]) == (1, 2, 3, 1)
+    assert g["commits_lost"] == 1 and g["redelivered_at_most"] == 2 and g["events"][0]["t"] == 0.5
