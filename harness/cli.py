@@ -335,6 +335,8 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
                        idempotence=idempotence, acks=acks, max_in_flight=max_in_flight,
                        assignment=assignment, group_protocol=group_protocol)
     params.validate()
+    if stack_kind == "local" and not (bootstrap_servers or postgres_dsn):
+        _check_local_size_for_faults(params)      # before anything starts
     from pathlib import Path
     from .paths import reports_dir
     from .rundir import check_creatable, check_run_dir
@@ -348,6 +350,19 @@ def run(experiment, messages, amount, crash_rate, seed, commit_every, partitions
     _last_lines(folder, "report.html", stopped)
     click.echo(folder)
     sys.exit(EXIT_CODES.get(report.verdict, 1))
+
+
+def _check_local_size_for_faults(params) -> None:
+    """A broker fault needs the 3-broker cluster: on a local folder of one broker, say so in one line
+    before a stack is started (the fault checks the stack itself again once there is one)."""
+    from .experiments import get
+    from .faults.broker import BrokerFault
+    from .stack.local import size
+    faults = params.check_faults(get(params.experiment).resolve(params))
+    if any(isinstance(f, BrokerFault) for f in faults) and size() < 3:
+        name = next(f.name for f in faults if isinstance(f, BrokerFault))
+        raise HarnessError(f"--fault {name} needs the 3-broker cluster, but this stack has {size()} broker(s): "
+                           f"start it with `harness up --brokers 3` (after `harness down --purge`)")
 
 
 def _run_one(params, stack, out, quiet):

@@ -237,3 +237,10 @@ def test_usage_and_inapplicable_options_are_one_line(isolated, args, needle):
     line = one_clear_line(proc, needle)
     assert len([x for x in proc.stderr.splitlines() if x.strip()]) == 1, proc.stderr
     assert line.startswith("error: ")
+
+
+def test_a_broker_fault_on_a_one_broker_folder_is_refused_before_a_stack_starts(isolated):
+    proc = harness("run", "eos", "--fault", "broker-kill", env=isolated)
+    one_clear_line(proc, "--fault broker-kill needs the 3-broker cluster", "harness up --brokers 3")
+    home = __import__("pathlib").Path(isolated["HARNESS_HOME"])
+    assert not (home / "kafka").exists() and not (home / "postgres").exists(), "a stack was started first"
