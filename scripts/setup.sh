@@ -39,7 +39,7 @@ done
 step "installing the harness into $(python3 -c 'import sys; print(sys.prefix)') with pip (editable, with its test extra)"
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'
 took
-step "installing actionlint into \$(go env GOPATH)/bin with go install (for the workflow test; best effort)"
+step "installing actionlint into $(go env GOPATH 2>/dev/null || echo "Go's GOPATH")/bin with go install (for the workflow test; best effort)"
 bash .ci/install-actionlint.sh >/dev/null 2>&1 || echo "setup: actionlint not installed; the workflow test will skip" >&2
 took
 echo "setup: done in $((SECONDS - START)) s" >&2
