@@ -73,7 +73,8 @@ def foreign_stores(report: dict) -> str | None:
     try:
         names = RunNames(str(report.get("run_id")))
         own = {"input_topic": names.input_topic, "output_topic": names.output_topic,
-               "ledger_table": names.ledger_table, "dedupe_table": names.dedupe_table}
+               "ledger_table": names.ledger_table, "dedupe_table": names.dedupe_table,
+               "accounts_table": names.accounts_table}
     except Exception:  # noqa: BLE001 - an id this harness could not have made
         return f"run id {report.get('run_id')!r}"
     for key, mine in own.items():

@@ -246,3 +246,17 @@ def test_the_dedupe_keys_the_report_counted_are_compared_as_stated():
     del rep["ledger"]["dedupe_keys"]                      # a report from before: keys are ids with an effect
     by = {r.metric: r for r in compare(rep, SENT, _ledger(dedupe_keys=10, dedupe_hits=0))}
     assert by["keys (= ids with an effect)"].agrees is True
+
+
+def test_audit_refuses_an_accounts_table_its_run_cannot_have_written():
+    """The accounts table is read like the ledger: one named outside the run (a catalog, someone's
+    table with an `account` and a `balance`) is refused before anything is read."""
+    from harness.commands.audit import foreign_stores
+    from harness.workload.naming import RunNames
+    d = sample()
+    n = RunNames(d["run_id"])
+    d["stack"].update(input_topic=n.input_topic, ledger_table=n.ledger_table, output_topic=None, dedupe_table=None,
+                      accounts_table=n.accounts_table)
+    assert foreign_stores(d) is None
+    d["stack"]["accounts_table"] = "public.customer_balances"
+    assert foreign_stores(d) == "accounts_table 'public.customer_balances'"
