@@ -289,3 +289,12 @@ def test_an_edited_report_of_the_wrong_shape_is_one_reason_not_a_traceback():
     d["counts"]["sent"] = 10 ** 400             # a huge number is a number: it differs, it is not malformed
     rows, why = judge(d, SENT, _ledger())
     assert why is None and not verdict(rows)
+
+
+def test_down_purge_deletes_the_password_file_env_wrote(tmp_path, monkeypatch):
+    """`harness down --purge` deletes the stack's password; the copy `harness env` keeps goes with it."""
+    from harness.stack import local
+    monkeypatch.setenv("HARNESS_HOME", str(tmp_path))
+    pgpass.write(tmp_path / shellenv.PGPASS_NAME, "127.0.0.1", 5432, "harness", "harness", "s3cret")
+    local.down(purge=True, log=lambda *_: None)
+    assert not (tmp_path / shellenv.PGPASS_NAME).exists()
