@@ -105,6 +105,8 @@ def load_file(path) -> dict:
         text = p.read_text()
     except OSError as e:
         raise HarnessError(f"cannot read the Kafka client settings file {p}: {e.strerror or e}")
+    except UnicodeDecodeError:
+        raise HarnessError(f"the Kafka client settings file {p} is not a text file (key=value lines)") from None
     return parse_properties(text, str(p))
 
 

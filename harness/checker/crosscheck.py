@@ -103,6 +103,38 @@ def compare(report: dict, sent: dict, ledger=None, outputs: dict | None = None, 
     return rows
 
 
+# The sections of a report.json that `compare` reads, each an object when present.
+SECTIONS = ("stack", "counts", "anomalies", "verdict_detail", "ledger", "kafka_output", "service", "accounts", "params")
+
+
+def shape_error(report: dict) -> str | None:
+    """Why `report` (a report.json, which anyone can edit) is not shaped like a run's report, or None."""
+    for key in SECTIONS:
+        if report.get(key) is not None and not isinstance(report[key], dict):
+            return f"its {key!r} is a JSON {type(report[key]).__name__}, not an object"
+    crashes = report.get("crashes")
+    if crashes is not None and not (isinstance(crashes, list) and all(isinstance(c, dict) for c in crashes)):
+        return "its 'crashes' is not a list of crash records"
+    return None
+
+
+def judge(report: dict, sent: dict, ledger=None, outputs: dict | None = None, service=None,
+          accounts=None) -> tuple[list[Row], str | None]:
+    """(rows, None) from `compare`, or ([], why the report cannot be set beside the recount): a section
+    of the wrong shape, a value of the wrong type inside one, a stated number that is not a whole number."""
+    why = shape_error(report)
+    if why:
+        return [], why
+    try:
+        rows = compare(report, sent, ledger, outputs, service, accounts)
+    except (AttributeError, TypeError, KeyError, ValueError):
+        return [], "a section holds a value of the wrong type (a list where ids belong, an object where a number does)"
+    for r in rows:
+        if r.reported is not None and type(r.reported) is not int:
+            return [], f"it states {r.store} {r.metric} as {str(r.reported)[:40]!r}, not a whole number"
+    return rows, None
+
+
 def verdict(rows: list[Row]) -> bool:
     """True when every row that both sides state agrees."""
     return all(r.agrees is not False for r in rows)

@@ -161,12 +161,16 @@ EFFECTS_SQL_TIMEOUT_MS = 60_000
 
 
 def effects_from_sql(dsn: str, query: str) -> list[tuple]:
-    """The (message_id, amount) rows of a user's effects query, in a read-only transaction."""
+    """The (message_id, amount) rows of a user's effects query, in a read-only transaction.
+
+    The query comes from a report.json, which anyone can edit: it is sent as ONE prepared statement
+    (the extended protocol refuses a second one, such as `commit; drop table ...` after it), so the
+    read-only transaction it runs in cannot be ended from inside it."""
     try:
         with psycopg.connect(dsn, connect_timeout=10) as conn:
             conn.execute("set transaction read only")
             conn.execute(sql.SQL("set local statement_timeout = {}").format(sql.Literal(EFFECTS_SQL_TIMEOUT_MS)))
-            rows = conn.execute(query).fetchall()
+            rows = conn.execute(query, prepare=True).fetchall()
             conn.rollback()
     except psycopg.Error as e:
         raise Unreadable(f"the run's --audit-sql: {redact(str(e).splitlines()[0] if str(e) else repr(e))}") from None

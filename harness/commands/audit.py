@@ -29,6 +29,9 @@ def audit_folder(folder: Path, stack) -> tuple[list, str | None]:
     from ..checker import crosscheck, recount
     from ..report.compare import read_json
     report = read_json(folder / "report.json")
+    why = crosscheck.shape_error(report)
+    if why:
+        return [], f"{folder / 'report.json'} is not a run's report: {why}"
     st = report.get("stack") or {}
     foreign = foreign_stores(report)
     if foreign:
@@ -59,7 +62,8 @@ def audit_folder(folder: Path, stack) -> tuple[list, str | None]:
         return [], f"cannot read the run's data: {e}"
     except (KeyError, TypeError):
         return [], f"{folder / 'report.json'} does not name the run's topics and tables"
-    return crosscheck.compare(report, sent, ledger, outputs, service, accounts), None
+    rows, why = crosscheck.judge(report, sent, ledger, outputs, service, accounts)
+    return rows, (f"{folder / 'report.json'} is not a run's report: {why}" if why else None)
 
 
 
@@ -73,7 +77,8 @@ def foreign_stores(report: dict) -> str | None:
     try:
         names = RunNames(str(report.get("run_id")))
         own = {"input_topic": names.input_topic, "output_topic": names.output_topic,
-               "ledger_table": names.ledger_table, "dedupe_table": names.dedupe_table}
+               "ledger_table": names.ledger_table, "dedupe_table": names.dedupe_table,
+               "accounts_table": names.accounts_table}
     except Exception:  # noqa: BLE001 - an id this harness could not have made
         return f"run id {report.get('run_id')!r}"
     for key, mine in own.items():

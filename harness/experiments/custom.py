@@ -166,7 +166,7 @@ class CustomWorkers:
         return Launch(lambda slot: list(argv), env, slots, group_done=group_done, reports_deliveries=False,
                       standby=False, watch=watch, may_exit=may_exit,
                       ledger_reader=reader, annotate=annotate, bad_input=bad_input,
-                      planned_exits=(-signal.SIGKILL,))
+                      planned_exits=(-signal.SIGKILL,), own_process_group=True)
 
     def _committed(self, run) -> dict | None:
         """The group's committed offsets right now (the supervisor's thread only)."""

@@ -31,6 +31,7 @@ class Launch:
     annotate: Callable | None = None       # annotate(run, result, report): add what only the launcher knows
     bad_input: Callable | None = None      # bad_input(result) -> one line when the workers never could run
     planned_exits: tuple = (-9, 137, 3)    # exit statuses restarted as crashes: SIGKILL, Java halt, fenced producer
+    own_process_group: bool = False        # each worker in its own process group, killed whole when it dies
 
 
 def transactional_id_of(run, slot_index: int, attempt: int) -> str:

@@ -63,7 +63,7 @@ class Supervisor:
                  watch: Callable[["Supervisor"], None] | None = None,
                  may_exit: Callable[[Slot], bool] | None = None,
                  planned_exits: tuple = (-signal.SIGKILL, 137, 3),
-                 restart_delay: float = 0.0):
+                 restart_delay: float = 0.0, own_process_group: bool = False):
         self.run_dir = run_dir
         self.slots = [Slot(i, names[i] if names else f"w{i}") for i in range(slots)]
         self.command, self.env = command, env
@@ -82,6 +82,9 @@ class Supervisor:
         self.watch = watch            # called on every turn of the loop: a launcher observing its workers
         self.may_exit = may_exit      # may this slot's worker exit 0 now? (None: whenever it likes)
         self.planned_exits = planned_exits    # exit statuses that are a crash to restart, not a failure
+        # Each worker leads its own process group, SIGKILLed as a whole once the worker is gone, so that
+        # the children a worker forks (a user's consumer may run a shell, a helper) do not outlive it.
+        self.own_process_group = own_process_group
         self.result = SupervisorResult(status="running")
 
     # -- processes ------------------------------------------------------------------------
@@ -119,7 +122,17 @@ class Supervisor:
         env = self.env(slot) if callable(self.env) else self.env    # a dict, or per slot and attempt
         env = {**env, PARENT_PID_ENV: str(os.getpid())}
         with open(self.logs / f"{slot.name}.log", "ab") as log:
-            return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin)
+            return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin,
+                                    process_group=0 if self.own_process_group else None)
+
+    def _sweep(self, proc: subprocess.Popen) -> None:
+        """SIGKILL what is left of a dead worker's process group (its children), when it has its own."""
+        if self.own_process_group and proc.returncode is not None and not getattr(proc, "swept", False):
+            proc.swept = True          # once only: an empty group's id may later be another's
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     def adopt(self, proc: subprocess.Popen) -> None:
         self.adopted.append(proc)
@@ -134,6 +147,7 @@ class Supervisor:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
+            self._sweep(p)
 
     def terminate_all(self, grace: float = 15.0) -> None:
         for s in self.slots:
@@ -199,6 +213,7 @@ class Supervisor:
                     rc = s.proc.poll()
                     if rc is None:
                         continue
+                    self._sweep(s.proc)
                     if rc == 0 and (self.may_exit is None or self.may_exit(s)):
                         s.finished = True
                     elif rc in self.planned_exits:      # SIGKILL; with our workers also Java halt(137), fenced (3)

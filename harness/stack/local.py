@@ -435,8 +435,9 @@ def down(purge: bool = False, log=print) -> list[str]:
                     log(note)
         leases.unhold(state)
         if purge:
+            from .shellenv import PGPASS_NAME       # the copy of the password `harness env` keeps
             for p in (*(k.home for k in kafka), pg.home, pg.password_file, kafka[0].client_file,
-                      _record_path(state)):
+                      state / PGPASS_NAME, _record_path(state)):
                 if p.is_dir():
                     shutil.rmtree(p, ignore_errors=True)
                 else:

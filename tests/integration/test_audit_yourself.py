@@ -133,3 +133,18 @@ def test_audit_recounts_the_balances_and_the_keys_a_mistake_left(stack, tmp_path
                      .format(table_identifier(d["stack"]["accounts_table"])), (account,))
     bad = harness("audit", str(out), env=stack["env"])
     assert bad.returncode == 1 and f"accounts {account}: balance" in bad.stdout, bad.stdout + bad.stderr
+
+
+def test_the_audit_sql_a_report_names_cannot_write(stack):
+    """`harness audit` runs a custom run's --audit-sql again from its report.json, which anyone can edit:
+    a second statement (after a `commit` that ends the read-only transaction) must not run."""
+    import psycopg
+    from harness.checker import recount
+    table = "harness.audit_sql_must_not_create_this"
+    for query in (f"select 'pay-1', 1; commit; create table {table} (x int); select 'pay-1', 1",
+                  f"create table {table} (x int)"):
+        with pytest.raises(recount.Unreadable):
+            recount.effects_from_sql(stack["dsn"], query)
+    with psycopg.connect(stack["dsn"]) as conn:
+        assert conn.execute("select to_regclass(%s)", (table,)).fetchone()[0] is None
+    assert recount.effects_from_sql(stack["dsn"], "select 'pay-1', 2") == [("pay-1", 2)]

@@ -217,3 +217,17 @@ def test_consumers_die_with_a_sigkilled_harness(stack, tmp_path):
     while pids_where(lambda c: str(script) in c) and time.time() < deadline:
         time.sleep(0.2)
     assert not pids_where(lambda c: str(script) in c), "a consumer outlived the SIGKILLed harness"
+
+
+def test_children_a_consumer_forks_do_not_outlive_it(stack, tmp_path):
+    """A consumer that starts a helper ignoring SIGTERM (a shell wrapper, a sidecar): every attempt's helper
+    is gone after the run, whether its consumer was SIGKILLed by a fault or stopped at the end."""
+    marker = f"helper-{uuid.uuid4().hex[:8]}"
+    wrapper = tmp_path / "wrapper.sh"
+    helper = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+    wrapper.write_text(f"#!/bin/sh\n{sys.executable} -c '{helper}' {marker} &\n"
+                       f"exec {sys.executable} {EXAMPLES / 'python' / 'correct.py'}\n")
+    wrapper.chmod(0o755)
+    d = run_custom(stack, tmp_path, str(wrapper), "--kill-every", "1.5", "--messages", "3000")
+    assert d["consumer"]["kills_landed"] >= 1
+    assert not pids_where(lambda c: marker in c), "a child of a consumer outlived the run"

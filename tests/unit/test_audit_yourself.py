@@ -246,3 +246,55 @@ def test_the_dedupe_keys_the_report_counted_are_compared_as_stated():
     del rep["ledger"]["dedupe_keys"]                      # a report from before: keys are ids with an effect
     by = {r.metric: r for r in compare(rep, SENT, _ledger(dedupe_keys=10, dedupe_hits=0))}
     assert by["keys (= ids with an effect)"].agrees is True
+
+
+def test_audit_refuses_an_accounts_table_its_run_cannot_have_written():
+    """The accounts table is read like the ledger: one named outside the run (a catalog, someone's
+    table with an `account` and a `balance`) is refused before anything is read."""
+    from harness.commands.audit import foreign_stores
+    from harness.workload.naming import RunNames
+    d = sample()
+    n = RunNames(d["run_id"])
+    d["stack"].update(input_topic=n.input_topic, ledger_table=n.ledger_table, output_topic=None, dedupe_table=None,
+                      accounts_table=n.accounts_table)
+    assert foreign_stores(d) is None
+    d["stack"]["accounts_table"] = "public.customer_balances"
+    assert foreign_stores(d) == "accounts_table 'public.customer_balances'"
+
+
+def test_an_edited_report_of_the_wrong_shape_is_one_reason_not_a_traceback():
+    """report.json is a file anyone can edit: wrong types anywhere `harness audit` reads become one line."""
+    from harness.checker.crosscheck import judge
+    rows, why = judge(sample(dups=3), SENT, _ledger())
+    assert why is None and verdict(rows)
+    edits = {
+        "stack is a list": lambda d: d.update(stack=[1, 2]),
+        "counts is a list": lambda d: d.update(counts=[1]),
+        "ledger is text": lambda d: d.update(ledger="abc"),
+        "crashes are text": lambda d: d.update(crashes=["a", "b"]),
+        "unacked is a number": lambda d: d["crashes"][0].update(unacked=5),
+        "lost ids are text": lambda d: d.update(anomalies={"lost_ids": "abc", "unprocessed_ids": [1]}),
+        "differing totals are text": lambda d: d.update(verdict_detail={"differing_totals": "x"}, verdict="x"),
+        "a count is text": lambda d: d["counts"].update(sent="10"),
+        "the dedupe keys are text": lambda d: d["ledger"].update(dedupe_keys="10"),
+        "a count is a float": lambda d: d["counts"].update(effects=1e308),
+    }
+    for name, edit in edits.items():
+        d = sample(dups=3)
+        d.setdefault("ledger", {})
+        edit(d)
+        rows, why = judge(d, SENT, _ledger(dedupe_keys=10, dedupe_hits=3))
+        assert rows == [] and why and "\n" not in why, name
+    d = sample(dups=3)
+    d["counts"]["sent"] = 10 ** 400             # a huge number is a number: it differs, it is not malformed
+    rows, why = judge(d, SENT, _ledger())
+    assert why is None and not verdict(rows)
+
+
+def test_down_purge_deletes_the_password_file_env_wrote(tmp_path, monkeypatch):
+    """`harness down --purge` deletes the stack's password; the copy `harness env` keeps goes with it."""
+    from harness.stack import local
+    monkeypatch.setenv("HARNESS_HOME", str(tmp_path))
+    pgpass.write(tmp_path / shellenv.PGPASS_NAME, "127.0.0.1", 5432, "harness", "harness", "s3cret")
+    local.down(purge=True, log=lambda *_: None)
+    assert not (tmp_path / shellenv.PGPASS_NAME).exists()

@@ -182,3 +182,12 @@ def test_the_bare_benchmark_worker_reads_the_same_environment():
     kafka_client.use("h:1", {"security.protocol": "SSL"})
     assert bare_worker.client_settings("h:1") == {"security.protocol": "SSL"}
     assert bare_worker.client_settings("other:2") == {}
+
+
+def test_a_settings_file_that_is_not_text_is_one_clear_error(tmp_path):
+    """A binary (or non-UTF-8) file is refused in one line that shows none of its bytes."""
+    f = tmp_path / "client.properties"
+    f.write_bytes(b"\xff\xfesasl.password=" + SECRET.encode() + b"\n")
+    with pytest.raises(HarnessError, match="is not a text file") as e:
+        kafka_client.load_file(str(f))
+    assert SECRET not in str(e.value)
