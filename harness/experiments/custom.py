@@ -93,7 +93,7 @@ def audit_sql_reader(query: str, timeout_ms: int = AUDIT_SQL_TIMEOUT_MS):
                 conn.read_only = True
                 with conn.transaction():
                     conn.execute(sql.SQL("set local statement_timeout = {}").format(sql.Literal(timeout_ms)))
-                    cur = conn.execute(query)
+                    cur = conn.execute(query, prepare=True)   # one statement: no "; commit; ..." past read-only
                     if cur.description is None or len(cur.description) != 2:
                         n = 0 if cur.description is None else len(cur.description)
                         return LedgerRows(None, None, error=f"--audit-sql must return two columns (message_id, "

@@ -161,8 +161,10 @@ def test_audit_sql_counts_the_consumers_own_table_and_the_output_topic_is_audite
 def test_audit_sql_that_is_not_two_columns_or_writes_is_one_audit_error(stack, tmp_path, own_table):
     script = tmp_path / "own_tables.py"
     script.write_text(OWN_TABLES)
+    smuggled = f"select pid, cents from {own_table}; commit; delete from {own_table}; select pid, cents from {own_table}"
     for i, (query, needle) in enumerate(((f"select pid, cents, 1 from {own_table}", "must return two columns"),
-                                         (f"delete from {own_table} returning pid, cents", "read-only"))):
+                                         (f"delete from {own_table} returning pid, cents", "read-only"),
+                                         (smuggled, "multiple commands"))):
         d = run_custom(stack, tmp_path / str(i), f"{sys.executable} {script}", "--kills", "0", "--messages", "50",
                        "--audit-sql", query, env={"TEST_EFFECTS_TABLE": own_table}, verdict="audit-failed")
         assert any(needle in e for e in d["verdict_detail"]["audit_errors"]), d["verdict_detail"]
