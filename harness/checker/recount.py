@@ -14,7 +14,7 @@ A store that cannot be read is `None` (unknown) with its error, never 0.
 import json
 import time
 import uuid
-from collections import Counter
+from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -66,9 +66,9 @@ def quoted(qualified: str) -> str:
 
 
 def display(template: str, ledger: str | None = None, dedupe: str | None = None, **tables) -> str:
+    """The query as text for the reports; a placeholder with no table given reads as nothing."""
     names = {"t": ledger, "d": dedupe, **tables}
-    return template.format(**{k: quoted(v) if v else "" for k, v in names.items()}, **{
-        k: "" for k in ("t", "d", "r", "o", "a") if k not in names})
+    return template.format_map(defaultdict(str, {k: quoted(v) for k, v in names.items() if v}))
 
 
 def _composed(template: str, ledger: str | None = None, dedupe: str | None = None, **tables) -> sql.Composed:
@@ -142,6 +142,20 @@ def _recounting(dsn: str):
         raise Unreadable(f"PostgreSQL: {redact(str(e).splitlines()[0] if str(e) else repr(e))}") from None
 
 
+def _temporary(conn, name: str, columns: tuple, rows) -> None:
+    """A temporary table `name` (a constant of this module; `columns` as SQL) holding `rows`, gone with
+    the transaction."""
+    conn.execute(f"create temporary table {name} ({', '.join(columns)}) on commit drop")
+    with conn.cursor().copy(f"copy {name} ({', '.join(c.split()[0] for c in columns)}) from stdin") as cp:
+        for row in rows:
+            cp.write_row(row)
+
+
+def _whole(amount):
+    """An amount read from a payment's value, or None when it is not a whole number."""
+    return amount if isinstance(amount, int) else None
+
+
 @dataclass
 class LedgerRecount:
     effects: int
@@ -185,15 +199,10 @@ def recount_ledger(dsn: str, ledger: str, dedupe: str | None, sent: dict,
     table. Nothing is written: the transaction is rolled back, the temporary table with it. `effect_rows`,
     when given (rows of a custom run's --audit-sql), stand in for the ledger, as a temporary table."""
     with _recounting(dsn) as conn:
-        conn.execute("create temporary table sent (message_id text primary key, amount bigint) on commit drop")
-        with conn.cursor().copy("copy sent (message_id, amount) from stdin") as cp:
-            for i, amount in sent.items():
-                cp.write_row((i, amount if isinstance(amount, int) else None))
+        _temporary(conn, "sent", ("message_id text primary key", "amount bigint"),
+                   ((i, _whole(amount)) for i, amount in sent.items()))
         if effect_rows is not None:
-            conn.execute("create temporary table effects (message_id text, amount numeric) on commit drop")
-            with conn.cursor().copy("copy effects (message_id, amount) from stdin") as cp:
-                for row in effect_rows:
-                    cp.write_row(row)
+            _temporary(conn, "effects", ("message_id text", "amount numeric"), effect_rows)
             ledger = "pg_temp.effects"
 
         def rows(template):
@@ -255,10 +264,7 @@ def recount_service(dsn: str, rows_table: str, outbox_table: str | None, events:
     """A service's rows (and outbox) in plain SQL, against the keys of its events topic read afresh."""
     keys = [k for k in events.ids if k is not None]
     with _recounting(dsn) as conn:
-        conn.execute("create temporary table events (message_id text primary key) on commit drop")
-        with conn.cursor().copy("copy events (message_id) from stdin") as cp:
-            for k in keys:
-                cp.write_row((k,))
+        _temporary(conn, "events", ("message_id text primary key",), ((k,) for k in keys))
         rows, _ids = conn.execute(_composed(ROWS_TOTALS, r=rows_table)).fetchone()
         unpublished = [r[0] for r in conn.execute(_composed(UNPUBLISHED, r=rows_table)).fetchall()]
         row_ids = {r[0] for r in conn.execute(_composed("select message_id from {r}", r=rows_table)).fetchall()}
@@ -281,11 +287,8 @@ def recount_accounts(dsn: str, accounts_table: str, sent: dict, sent_accounts: d
     """Each account's balance (plain SQL over the accounts table) and what it should be: the payments read
     from the input topic (id -> amount, id -> account) become a temporary table, summed per account."""
     with _recounting(dsn) as conn:
-        conn.execute("create temporary table sent (message_id text primary key, amount bigint, account text) "
-                     "on commit drop")
-        with conn.cursor().copy("copy sent (message_id, amount, account) from stdin") as cp:
-            for i, amount in sent.items():
-                cp.write_row((i, amount if isinstance(amount, int) else None, sent_accounts.get(i)))
+        _temporary(conn, "sent", ("message_id text primary key", "amount bigint", "account text"),
+                   ((i, _whole(amount), sent_accounts.get(i)) for i, amount in sent.items()))
         balances = {r[0]: int(r[1]) for r in conn.execute(_composed(ACCOUNT_BALANCES, a=accounts_table)).fetchall()}
         expected = {r[0]: int(r[1]) for r in conn.execute(ACCOUNT_EXPECTED).fetchall()}
         return AccountsRecount(balances, expected)

@@ -66,7 +66,6 @@ def audit_folder(folder: Path, stack) -> tuple[list, str | None]:
     return rows, (f"{folder / 'report.json'} is not a run's report: {why}" if why else None)
 
 
-
 def foreign_stores(report: dict) -> str | None:
     """The first topic or table the report names that is not its run's own (None when all are).
 
@@ -138,6 +137,7 @@ def audit(run, reports_dir, as_json, stack_kind, bootstrap_servers, postgres_dsn
     else:
         raise HarnessError(f"{folder} has no report.json (nor suite.json): not a run or suite folder")
     stack = _stack(stack_kind, bootstrap_servers, postgres_dsn, run)
+    from ..checker.crosscheck import verdict
     results, gone, differ = {}, [], False
     for f in runs:
         rows, why = audit_folder(f, stack)
@@ -145,7 +145,6 @@ def audit(run, reports_dir, as_json, stack_kind, bootstrap_servers, postgres_dsn
             gone.append(f"{f.name}: {why}")
             continue
         results[f.name] = rows
-        from ..checker.crosscheck import verdict
         differ = differ or not verdict(rows)
     if as_json:
         click.echo(json.dumps({name: [{**r.__dict__, "agrees": r.agrees, "ids": r.ids if r.agrees is False else []}
@@ -164,9 +163,7 @@ def audit(run, reports_dir, as_json, stack_kind, bootstrap_servers, postgres_dsn
     click.echo(f"the report and the recount agree ({len(results)} run{'s' if len(results) != 1 else ''})", err=True)
 
 
-def _with_stack_options(cmd: click.Command) -> None:
-    from .bench import _reuse_stack_options
-    _reuse_stack_options(cmd)
+# Imported once `audit` exists: bench loads harness.cli, which registers this command while it loads.
+from .bench import _reuse_stack_options  # noqa: E402
 
-
-_with_stack_options(audit)
+_reuse_stack_options(audit)
