@@ -95,14 +95,21 @@ def check_stack(stack: Stack, group: str | None) -> None:
     check_brokers(group, stack.brokers)
 
 
+def run_env(stack: Stack) -> dict:
+    """The environment of a child `harness run` on `stack`: its addresses (the child recognises a local
+    stack behind them and takes a lease), and no --stack choice of ours to re-resolve."""
+    env = {**os.environ, "HARNESS_BOOTSTRAP_SERVERS": stack.bootstrap_servers,
+           "HARNESS_POSTGRES_DSN": stack.postgres_dsn}
+    env.pop("HARNESS_STACK", None)
+    return env
+
+
 def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out: Path, parallel: int,
               log=print, on_done=None, group: str | None = None) -> dict:
     """Run each experiment in its own `harness run` process; return the suite summary (also written)."""
     check_stack(stack, group)
     out.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "HARNESS_BOOTSTRAP_SERVERS": stack.bootstrap_servers,
-           "HARNESS_POSTGRES_DSN": stack.postgres_dsn}
-    env.pop("HARNESS_STACK", None)
+    env = run_env(stack)
     t0 = time.time()
     pending = launch_order(experiments)
     running: dict[str, tuple[subprocess.Popen, float]] = {}

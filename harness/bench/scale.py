@@ -115,7 +115,8 @@ def run_cell(stack: Stack, exp: str, messages: int, shape: tuple[int, int], opts
            str(partitions), "--workers", str(workers), "--crash-rate", str(opts.crash_rate), "--seed",
            str(opts.seed), "--quiet", "--out", str(out), "--time-limit", str(CELL_TIME_LIMIT_S),
            *EXPERIMENT_ARGS[exp]]
-    env = {**os.environ, "HARNESS_BOOTSTRAP_SERVERS": stack.bootstrap_servers, "HARNESS_POSTGRES_DSN": stack.postgres_dsn}
+    from ..suite import run_env
+    env = run_env(stack)
     t0 = time.time()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
