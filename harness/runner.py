@@ -229,7 +229,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                          r.events, faults=faults, progress=r.progress, group_done=launch.group_done,
                          standby=launch.standby, names=launch.names, watch=launch.watch,
                          may_exit=launch.may_exit, planned_exits=launch.planned_exits,
-                         restart_delay=params.restart_delay or 0.0, own_process_group=launch.own_process_group)
+                         restart_delay=params.restart_delay or 0.0, own_process_group=launch.own_process_group,
+                         forked=launch.forked)
         with phase(r, "workers"):
             result = sup.run()
         with phase(r, "wait_for_dead_transactions"):

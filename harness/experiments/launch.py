@@ -32,6 +32,7 @@ class Launch:
     bad_input: Callable | None = None      # bad_input(result) -> one line when the workers never could run
     planned_exits: tuple = (-9, 137, 3)    # exit statuses restarted as crashes: SIGKILL, Java halt, fenced producer
     own_process_group: bool = False        # each worker in its own process group, killed whole when it dies
+    forked: bool = False                   # `harness.processors.worker` command lines, forked from a server
 
 
 def transactional_id_of(run, slot_index: int, attempt: int) -> str:
@@ -99,7 +100,7 @@ class PythonWorkers:
             return python_worker_command(run, slot, slots[slot.index], run.names.group,
                                          run.names.input_topic) + self.extra_args
 
-        return Launch(command, {**os.environ, "HARNESS_WORKER_DSN": run.stack.postgres_dsn}, slots)
+        return Launch(command, {**os.environ, "HARNESS_WORKER_DSN": run.stack.postgres_dsn}, slots, forked=True)
 
     def finish(self, run, result) -> None:
         pass
@@ -138,7 +139,7 @@ class RoleWorkers:
             return cmd + (["--after", ",".join(after)] if after else [])
 
         return Launch(command, {**os.environ, "HARNESS_WORKER_DSN": run.stack.postgres_dsn}, slots,
-                      reports_deliveries=False, standby=False, names=slot_names)
+                      reports_deliveries=False, standby=False, names=slot_names, forked=True)
 
     def finish(self, run, result) -> None:
         pass

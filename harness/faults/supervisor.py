@@ -63,7 +63,7 @@ class Supervisor:
                  watch: Callable[["Supervisor"], None] | None = None,
                  may_exit: Callable[[Slot], bool] | None = None,
                  planned_exits: tuple = (-signal.SIGKILL, 137, 3),
-                 restart_delay: float = 0.0, own_process_group: bool = False):
+                 restart_delay: float = 0.0, own_process_group: bool = False, forked: bool = False):
         self.run_dir = run_dir
         self.slots = [Slot(i, names[i] if names else f"w{i}") for i in range(slots)]
         self.command, self.env = command, env
@@ -85,6 +85,10 @@ class Supervisor:
         # Each worker leads its own process group, SIGKILLed as a whole once the worker is gone, so that
         # the children a worker forks (a user's consumer may run a shell, a helper) do not outlive it.
         self.own_process_group = own_process_group
+        # Our own Python workers are forked from a server that imported their libraries once
+        # (processors/worker_forkserver.py): a restart costs a fork, not an interpreter's start-up.
+        self.forked = forked
+        self.forkserver = None
         self.result = SupervisorResult(status="running")
 
     # -- processes ------------------------------------------------------------------------
@@ -121,6 +125,11 @@ class Supervisor:
         # The worker checks, once it can, that we are still its parent (procs.die_with_parent).
         env = self.env(slot) if callable(self.env) else self.env    # a dict, or per slot and attempt
         env = {**env, PARENT_PID_ENV: str(os.getpid())}
+        if self.forked:
+            if self.forkserver is None:
+                from ..processors.worker_forkserver import ForkServer
+                self.forkserver = ForkServer(self.run_dir, self.logs / "forkserver.log")
+            return self.forkserver.spawn(cmd, env, self.logs / f"{slot.name}.log", stdin_pipe=stdin == subprocess.PIPE)
         with open(self.logs / f"{slot.name}.log", "ab") as log:
             return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin,
                                     process_group=0 if self.own_process_group else None)
@@ -148,6 +157,8 @@ class Supervisor:
             except subprocess.TimeoutExpired:
                 pass
             self._sweep(p)
+        if self.forkserver is not None:
+            self.forkserver.close()
 
     def terminate_all(self, grace: float = 15.0) -> None:
         for s in self.slots:

@@ -1,0 +1,135 @@
+"""The worker fork server, with real forked processes and real signals (no Kafka, no Postgres)."""
+
+import json
+import os
+import signal
+import sys
+import time
+
+import pytest
+
+from harness.faults.supervisor import Supervisor
+from harness.processors.worker_forkserver import ForkServer
+from tests.conftest import ROOT, pids_where
+
+STANDIN = "tests.unit.forked_standin"
+
+
+@pytest.fixture
+def server(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)                 # the stand-in module is imported from the repository
+    s = ForkServer(tmp_path, tmp_path / "forkserver.log")
+    yield s
+    s.close()
+
+
+def spawn(server, tmp_path, *args, env=None, stdin_pipe=False):
+    return server.spawn([sys.executable, "-m", STANDIN, *args], env or {}, tmp_path / "w.log", stdin_pipe)
+
+
+def test_exit_statuses_are_reported_as_popen_reports_them(server, tmp_path):
+    assert spawn(server, tmp_path, "exit-0").wait(timeout=30) == 0
+    assert spawn(server, tmp_path, "exit-3").wait(timeout=30) == 3
+    assert spawn(server, tmp_path, "crash").wait(timeout=30) == -signal.SIGKILL
+    failed = spawn(server, tmp_path, "raise")
+    assert failed.wait(timeout=30) == 1
+    assert "a stand-in's own error" in (tmp_path / "w.log").read_text()
+
+
+def test_kill_reaches_the_process_and_never_a_recycled_pid(server, tmp_path):
+    p = spawn(server, tmp_path, "sleep")
+    assert p.poll() is None
+    p.kill()
+    assert p.wait(timeout=30) == -signal.SIGKILL
+    p.kill()                      # gone and reaped: a no-op, whatever process has that pid now
+    assert p.returncode == -signal.SIGKILL
+
+
+def test_a_spare_reads_its_line_from_the_stdin_pipe(server, tmp_path):
+    out = tmp_path / "line"
+    p = spawn(server, tmp_path, "standby", str(out), stdin_pipe=True)
+    p.stdin.write(b'["the", "real", "command"]\n')
+    p.stdin.close()
+    assert p.wait(timeout=30) == 0
+    assert json.loads(out.read_text()) == ["the", "real", "command"]
+
+
+def test_the_child_gets_exactly_the_environment_and_argv_it_was_given(server, tmp_path):
+    out = tmp_path / "env"
+    assert spawn(server, tmp_path, "env", str(out), env={"HARNESS_STANDIN": "given"}).wait(timeout=30) == 0
+    assert out.read_text() == "given|False"
+    out = tmp_path / "argv"
+    assert spawn(server, tmp_path, "argv", str(out)).wait(timeout=30) == 0
+    assert json.loads(out.read_text())[1:] == ["argv", str(out)]
+
+
+def test_ps_shows_each_workers_own_command_line(server, tmp_path):
+    marker = f"harness-forked-{os.getpid()}-{time.time()}"
+    p = spawn(server, tmp_path, "sleep", marker)
+    try:
+        deadline = time.time() + 30
+        while p.pid not in pids_where(lambda cmd: marker in cmd) and time.time() < deadline:
+            time.sleep(0.02)
+        cmd = open(f"/proc/{p.pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+        assert f"-m {STANDIN} sleep {marker}" in cmd
+    finally:
+        p.kill()
+        p.wait(timeout=30)
+
+
+@pytest.mark.parametrize("how", ["close", "sigkill"])
+def test_workers_die_with_their_server(tmp_path, monkeypatch, how):
+    monkeypatch.chdir(ROOT)
+    s = ForkServer(tmp_path, tmp_path / "forkserver.log")
+    marker = f"harness-orphan-{how}-{os.getpid()}-{time.time()}"
+    procs = [spawn(s, tmp_path, "sleep", marker) for _ in range(3)]
+    deadline = time.time() + 30
+    while len(pids_where(lambda cmd: marker in cmd)) < 3 and time.time() < deadline:
+        time.sleep(0.02)
+    assert len(pids_where(lambda cmd: marker in cmd)) == 3
+    if how == "close":
+        s.close()
+    else:
+        s.proc.kill()             # the server SIGKILLed: its children still die (PR_SET_PDEATHSIG)
+        s.proc.wait()
+    deadline = time.time() + 30
+    while pids_where(lambda cmd: marker in cmd) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not pids_where(lambda cmd: marker in cmd)
+    assert [p.wait(timeout=30) for p in procs] == [-signal.SIGKILL] * 3
+    s.close()
+
+
+def test_a_server_that_died_is_one_clear_error_on_the_next_spawn(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    s = ForkServer(tmp_path, tmp_path / "forkserver.log")
+    s.proc.kill()
+    s.proc.wait()
+    with pytest.raises(RuntimeError, match="fork server stopped answering"):
+        spawn(s, tmp_path, "exit-0")
+    s.close()
+
+
+def test_the_supervisor_restarts_forked_workers_after_planned_crashes(tmp_path, monkeypatch):
+    """The supervisor's restart logic is the same for forked workers: two crashes, then success."""
+    monkeypatch.chdir(ROOT)
+    log, events = tmp_path / "crash-log.jsonl", tmp_path / "events.jsonl"
+
+    def command(slot):
+        act = "crash" if slot.attempt < 3 else "exit-0"
+        if act == "crash":     # the crash record a kill point writes before its SIGKILL
+            with open(log, "a") as f:
+                f.write(json.dumps({"point": "p", "message_id": "m", "worker": "w0", "attempt": slot.attempt,
+                                    "time": time.time()}) + "\n")
+        return [sys.executable, "-m", STANDIN, act]
+    r = Supervisor(tmp_path, 1, command, {}, 60, log, events, forked=True).run()
+    assert (r.status, r.restarts, r.unplanned_deaths) == ("complete", 2, [])
+    assert (tmp_path / "workers" / "forkserver.log").exists()
+    assert not pids_where(lambda cmd: "worker_forkserver" in cmd and str(tmp_path) in cmd)
+
+
+def test_not_a_python_module_command_line_is_refused_in_the_log(server, tmp_path):
+    p = server.spawn(["/bin/true"], {}, tmp_path / "w.log", False)
+    assert p.wait(timeout=30) == 1
+    assert "not a `python -m MODULE` command line" in (tmp_path / "w.log").read_text()
+
