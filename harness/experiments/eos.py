@@ -38,6 +38,8 @@ POLL_BATCH = 500
 TRANSACTION_TIMEOUT_MS = 60_000
 # init/commit/abort on a healthy local broker take milliseconds; beyond this something is wrong.
 TXN_CALL_TIMEOUT_S = 30
+# init_transactions() is called again this often while the coordinator aborts the predecessor's transaction.
+INIT_STEP_S = 0.01
 
 POLL, INSIDE, EFFECT = "after-poll-before-effect", "inside-effect-txn", "after-effect-before-produce"
 PRODUCE, SEND_OFFSETS, TXN_COMMIT = ("after-produce-before-txn-commit", "after-send-offsets-before-txn-commit",
@@ -45,19 +47,60 @@ PRODUCE, SEND_OFFSETS, TXN_COMMIT = ("after-produce-before-txn-commit", "after-s
 ABORTS = "records already in the open transaction are aborted (read_uncommitted keeps a copy) and produced again"
 
 
-def make_producer(ctx):
+def _new_producer(args):
+    """A transactional producer for this slot, connected to the cluster (not yet initialised: that
+    would fence whoever holds the transactional.id now)."""
     from confluent_kafka import Producer
-    p = Producer(kafka_client.config(ctx.args.bootstrap, {
-                  "transactional.id": ctx.args.transactional_id,
+    p = Producer(kafka_client.config(args.bootstrap, {
+                  "transactional.id": args.transactional_id,
                   "enable.idempotence": True, "acks": "all", "linger.ms": 5, "log_level": 3,
                   # Right after a commit the coordinator is still writing the previous transaction's markers
                   # and answers CONCURRENT_TRANSACTIONS; librdkafka's default 100 ms backoff made every
                   # send_offsets_to_transaction cost ~100 ms here. Retry sooner (measured: ~105 ms -> ~8 ms).
                   "retry.backoff.ms": 5, "retry.backoff.max.ms": 50,
-                  "transaction.timeout.ms": ctx.args.transaction_timeout_ms or TRANSACTION_TIMEOUT_MS}))
+                  "transaction.timeout.ms": args.transaction_timeout_ms or TRANSACTION_TIMEOUT_MS}))
+    # With no broker connection up yet, init_transactions() cannot look up its coordinator and tries
+    # again only 500 ms later (about half of our cold starts did): connect first.
+    p.list_topics(timeout=TXN_CALL_TIMEOUT_S)
+    return p
+
+
+def warm_producer(ctx) -> None:
+    """A warm spare's preparation: its producer, created and connected before it is needed."""
+    ctx.prepared["producer"] = (ctx.args.transactional_id, _new_producer(ctx.args))
+
+
+def init_transactions(producer, within_s: float = TXN_CALL_TIMEOUT_S) -> int:
+    """init_transactions(), called again every INIT_STEP_S while the coordinator refuses it; returns the
+    number of calls.
+
+    A successor's first InitProducerId is refused with CONCURRENT_TRANSACTIONS: it has just made the
+    coordinator abort the dead predecessor's open transaction, which takes a few milliseconds. On its
+    own librdkafka asks again only after a fixed 500 ms (its PID timer, rdkafka_idempotence.c, not a
+    setting), and that wait was most of an EOS restart. Each new call of init_transactions() after a
+    timeout resumes the request at once (rd_kafka_idemp_start(immediate)), as its documentation allows:
+    measured here, 0.50-1.0 s became about 12 ms."""
+    from confluent_kafka import KafkaException
+    deadline = time.monotonic() + within_s
+    calls = 0
+    while True:
+        calls += 1
+        try:
+            producer.init_transactions(INIT_STEP_S)
+            return calls
+        except KafkaException as e:
+            err = e.args[0]
+            if err.fatal() or not err.retriable() or time.monotonic() > deadline:
+                raise
+
+
+def make_producer(ctx):
+    tid, p = ctx.prepared.pop("producer", (None, None))
+    if p is None or tid != ctx.args.transactional_id:      # none prepared, or for another id (fresh ids)
+        p = _new_producer(ctx.args)
     t0 = time.time()
-    p.init_transactions(TXN_CALL_TIMEOUT_S)     # fences the previous holder of this id, aborts its transaction
-    ctx.events.emit("txn_initialized", seconds=round(time.time() - t0, 3))
+    calls = init_transactions(p)     # fences the previous holder of this id, aborts its transaction
+    ctx.events.emit("txn_initialized", seconds=round(time.time() - t0, 3), calls=calls)
     return p
 
 
@@ -215,6 +258,7 @@ EOS = Experiment(
     expected="read_committed output: 0 lost, 0 duplicates; read_uncommitted shows the aborted copies",
     predictors=(OutputPredictor(),),
     loop=eos_loop,
+    warm_up=warm_producer,
     suite={"group": "eos", "weight": 8},
     leader="coordinator",
 )
@@ -229,6 +273,7 @@ EOS_BOUNDARY = Experiment(
     expected="Kafka output exact; Postgres ledger duplicates = aborted records",
     predictors=(LedgerPredictor(), OutputPredictor()),
     loop=eos_boundary_loop,
+    warm_up=warm_producer,
     suite={"group": "eos", "weight": 7},
     leader="coordinator",
 )
@@ -244,6 +289,7 @@ EOS_DEDUPE = Experiment(
     expected="Kafka output exact and Postgres exact",
     predictors=(LedgerPredictor(dedupe=True), OutputPredictor()),
     loop=eos_dedupe_loop,
+    warm_up=warm_producer,
     suite={"group": "eos", "weight": 6},
     leader="coordinator",
 )
@@ -258,6 +304,7 @@ ZOMBIE = Experiment(
     expected="the zombie gets a fatal fenced error; read_committed output exact",
     predictors=(OutputPredictor(), FencedPredictor()),
     loop=eos_loop,
+    warm_up=warm_producer,
     default_faults=("zombie",),
     suite={"group": "eos", "weight": 5},
     leader="coordinator",

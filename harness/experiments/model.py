@@ -97,6 +97,7 @@ class Experiment:
     expected: str                    # what the scoreboard should show
     predictors: tuple                # objects with expectations(crashes, ctx) (experiments/predictors.py)
     loop: Callable | None = None     # the Python worker loop: loop(ctx); None for non-Python workers
+    warm_up: Callable | None = None  # what a warm spare prepares besides its consumer and Postgres: warm_up(ctx)
     launcher: object = None          # builds worker command lines (experiments/launch.py); None: Python
     default_faults: tuple = ("planned-crash",)
     options: tuple | dict = ()       # experiment-only run options it accepts, e.g. ("effect",), or {option: default}

@@ -162,6 +162,7 @@ class WorkerContext:
         self._group_done_checked = 0.0
         self._pg = None
         self._first = False
+        self.prepared: dict = {}          # what a warm spare's experiment prepared (Experiment.warm_up)
 
     def activate(self, args) -> None:
         """Take this attempt's arguments; read the crash log as it is now (a standby reads it late)."""
@@ -267,7 +268,15 @@ class WorkerContext:
     # -- Kafka -----------------------------------------------------------------
     def poll(self, max_messages: int) -> list:
         from confluent_kafka import KafkaException
-        msgs = self.consumer.consume(num_messages=max(1, max_messages), timeout=POLL_TIMEOUT_S)
+        # consume() with a timeout waits until the batch is full: near the end of a partition every call
+        # would wait out the timeout with records in hand. So: what is there now; else the first record
+        # as soon as it comes (poll), with whatever arrived with it.
+        n = max(1, max_messages)
+        msgs = self.consumer.consume(num_messages=n, timeout=0)
+        if not msgs:
+            first = self.consumer.poll(POLL_TIMEOUT_S)
+            msgs = [] if first is None else [first] + (self.consumer.consume(num_messages=n - 1, timeout=0)
+                                                       if n > 1 else [])
         out = []
         for m in msgs:
             if m.error():

@@ -9,9 +9,9 @@ record of its partitions is processed and committed.
 With `--standby` it is a warm spare: it imports its libraries and connects to
 Kafka and Postgres, then waits for one line on stdin (its real command line,
 as a JSON array) before it reads the crash log, fetches committed offsets and
-starts.
-The supervisor keeps one spare per slot, so a killed worker's successor skips
-interpreter start-up (about 0.2 s of the restart on our machines).
+starts (an experiment may prepare more: the eos family connects its producer).
+The supervisor keeps one spare per slot, so a killed worker's successor finds
+its connections open.
 
 With `--role NAME` it runs that role of the experiment (a service, a relay, a
 downstream consumer); `--after` names the worker slots whose `done` it waits
@@ -72,6 +72,8 @@ def main(argv=None) -> int:
     ctx = WorkerContext(args, exp.consumer)
     if standby:
         ctx.warm_up()
+        if exp.warm_up:
+            exp.warm_up(ctx)
         line = sys.stdin.readline()
         if not line.strip():
             return 0                     # the supervisor closed our stdin: not needed after all
