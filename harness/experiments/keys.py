@@ -39,8 +39,10 @@ from .offsets import POLL_BATCH, at_least_once_loop
 from .key_predictors import KeyExpiryPredictor, NoHitsPredictor, SplitKeyPredictor
 from .predictors import LedgerPredictor
 
-DEFAULT_DEDUPE_TTL_S = 0.5
-DEFAULT_RESTART_DELAY_S = 1.0
+# Time scaled down from hours and days: what matters is only that every redelivery comes later than
+# the TTL. It always does: a redelivery comes at least --restart-delay after its key was written.
+DEFAULT_DEDUPE_TTL_S = 0.2
+DEFAULT_RESTART_DELAY_S = 0.4
 
 
 def _sql(text: str, *tables):

@@ -124,7 +124,7 @@ def test_ttl_and_restart_delay_belong_to_key_expiry_only():
         RunParams("key-expiry", dedupe_ttl=-1).validate()
     p = RunParams("key-expiry", dedupe_ttl=60)
     p.take_experiment_defaults(get("key-expiry"))
-    assert p.dedupe_ttl == 60 and p.restart_delay == 1.0
+    assert p.dedupe_ttl == 60 and p.restart_delay == 0.4
 
 
 def test_the_cli_refuses_a_ttl_for_another_experiment_before_anything_starts(isolated):  # noqa: F811
