@@ -320,6 +320,11 @@ def test_a_local_node_is_signalled_as_its_own_process_group(tmp_path):
     p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "kafka.Kafka", str(node.props)],
                          start_new_session=True)
     try:
+        # The record is checked against the process's command line: wait until it is the stand-in's
+        # (right after the fork it is still ours, and a busy machine makes that window long).
+        deadline = time.time() + 30
+        while "kafka.Kafka" not in procs.cmdline(p.pid) and time.time() < deadline:
+            time.sleep(0.01)
         pidrecord.write(node.pidfile, pidrecord.PidRecord(pid=p.pid, start_time=procs.start_time(p.pid),
                                                           marks=node.marks(), group=True,
                                                           ports={"kafka-3": 1, "controller-3": 2}))
