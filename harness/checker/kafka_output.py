@@ -14,6 +14,7 @@ import json
 import time
 import uuid
 
+from .. import consume
 from .effects import count_effects
 
 # An idle local topic is read in well under this; it bounds the audit of a huge or stuck topic.
@@ -42,7 +43,7 @@ def read_ids(bootstrap: str, topic: str, isolation: str) -> tuple[list, str | No
         done = {p for p in parts if ends[p] == 0}
         deadline = time.time() + READ_TIMEOUT_S
         while len(done) < len(parts) and time.time() < deadline:
-            for m in c.consume(num_messages=1000, timeout=0.5):
+            for m in consume.ready(c, 1000, 0.5):
                 if m.error():
                     continue
                 ids.append((m.key().decode(errors="replace") if m.key() is not None else None, m.value()))

@@ -20,6 +20,8 @@ import threading
 import time
 import uuid
 
+from .. import consume
+
 
 class OutputWatcher:
     def __init__(self, bootstrap: str, topic: str):
@@ -39,7 +41,7 @@ class OutputWatcher:
                 **kafka_logging.client_config()}))
             c.subscribe([self.topic])
             while not self._stop.is_set():
-                for m in c.consume(num_messages=1000, timeout=0.1):
+                for m in consume.ready(c, 1000, 0.1):
                     if not m.error():
                         self.seen.append((time.time(), m.timestamp()[1] / 1000.0, _worker(m.value()), m.partition()))
             c.close()

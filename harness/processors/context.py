@@ -26,7 +26,7 @@ import signal
 import time
 from pathlib import Path
 
-from .. import kafka_client
+from .. import consume, kafka_client
 from ..faults import crashlog
 from ..faults.crashplan import CrashPlan
 from ..workload.sqlnames import table_identifier as table_ident
@@ -268,15 +268,7 @@ class WorkerContext:
     # -- Kafka -----------------------------------------------------------------
     def poll(self, max_messages: int) -> list:
         from confluent_kafka import KafkaException
-        # consume() with a timeout waits until the batch is full: near the end of a partition every call
-        # would wait out the timeout with records in hand. So: what is there now; else the first record
-        # as soon as it comes (poll), with whatever arrived with it.
-        n = max(1, max_messages)
-        msgs = self.consumer.consume(num_messages=n, timeout=0)
-        if not msgs:
-            first = self.consumer.poll(POLL_TIMEOUT_S)
-            msgs = [] if first is None else [first] + (self.consumer.consume(num_messages=n - 1, timeout=0)
-                                                       if n > 1 else [])
+        msgs = consume.ready(self.consumer, max_messages, POLL_TIMEOUT_S)
         out = []
         for m in msgs:
             if m.error():
