@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes src/main/resources/harness/eosstreams/standby-classes.txt.
+"""Writes src/main/resources/harness/eosstreams/worker-classes.txt.
 
 A warm spare (--standby) loads, without initialising them, the classes of that
 list while it waits, so that the real start finds them loaded. The list is
@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-OUT = HERE / "src" / "main" / "resources" / "harness" / "eosstreams" / "standby-classes.txt"
+OUT = HERE / "src" / "main" / "resources" / "harness" / "eosstreams" / "worker-classes.txt"
 LINE = re.compile(r"^\[[^\]]*\]\s+(\S+) source: (.*)$")
 
 

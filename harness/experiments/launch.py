@@ -162,6 +162,7 @@ class StreamsWorkers:
         from .. import kafka_java
         p, names = run.params, run.names
         jar = streams.build(run.log)
+        archive = streams.class_archive(jar, run.log)
         # The user's Kafka client settings in Java's names; they may hold secrets, so the environment.
         java = self._java_settings(run.stack)
         env = {**os.environ, "HARNESS_PG_PASSWORD": streams.jdbc(run.stack.postgres_dsn)[2],
@@ -174,7 +175,7 @@ class StreamsWorkers:
                                    state_dir=run.run_dir / "streams-state", crash_plan=run.crash_plan,
                                    crash_log=run.crash_log, commit_interval_ms=p.commit_interval_ms,
                                    ledger_table=names.ledger_table if run.exp.stores.ledger else None,
-                                   dsn=run.stack.postgres_dsn)
+                                   dsn=run.stack.postgres_dsn, archive=archive)
         # Streams runs until told to stop: the run is over when the group's commits reach the end.
         return Launch(command, env, slots, group_done=lambda: run.progress.done >= p.messages,
                       reports_deliveries=False)

@@ -64,7 +64,7 @@ import java.util.stream.Stream;
  * directory alone), asks the broker for cluster metadata and reads a few input
  * records without a consumer group, loads RocksDB's native library, opens the
  * ledger connection, and loads (without initialising) the classes a worker
- * needs later (the list in {@link #CLASS_LIST}).
+ * needs later (the list in {@link Training#CLASS_LIST}).
  *
  * <p>Meanwhile the main thread waits for one line on stdin: a JSON array of
  * strings, the full command line of the real attempt ({@code java ... -jar JAR
@@ -82,8 +82,6 @@ import java.util.stream.Stream;
  */
 final class Standby {
     static final String FLAG = "--standby";
-    /** Class names, one a line: what a worker loads from its start to its first records. See README. */
-    static final String CLASS_LIST = "standby-classes.txt";
     private static final String WARMUP_ID = "-standby-warmup";
     private static final long NET_TIMEOUT_MS = 2_000;
     /** How long the real start waits for the warm-up thread to finish its current step. */
@@ -440,32 +438,8 @@ final class Standby {
 
     /** Loads, without initialising, the classes of the list: the ones only a started client needs. */
     private String warmClasses() throws IOException {
-        InputStream in = Standby.class.getResourceAsStream(CLASS_LIST);
-        if (in == null) {
-            return "no list";
-        }
-        ClassLoader loader = Standby.class.getClassLoader();
-        int loaded = 0;
-        int missing = 0;
-        try (BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
-            String name;
-            while ((name = r.readLine()) != null) {
-                if (((loaded + missing) & 63) == 0 && stop.get()) {
-                    break;
-                }
-                name = name.strip();
-                if (name.isEmpty() || name.startsWith("#")) {
-                    continue;
-                }
-                try {
-                    Class.forName(name, false, loader);
-                    loaded++;
-                } catch (ClassNotFoundException | LinkageError e) {
-                    missing++;   // a list from another version: harmless
-                }
-            }
-        }
-        return loaded + (missing > 0 ? "+" + missing + " missing" : "");
+        int[] n = Training.loadListedClasses(stop::get);
+        return n[0] + (n[1] > 0 ? "+" + n[1] + " missing" : "");
     }
 
     /** This JVM's options and jar, to compare with the real command line (loads java.management, as Kafka's JMX use does). */
