@@ -31,8 +31,9 @@ from ..stack import pgpass
 MODULE = Path(__file__).resolve().parents[2] / "experiments" / "eos-streams"
 JAR = MODULE / "target" / "eos-streams.jar"
 ARCHIVE = JAR.with_suffix(".jsa")
-# JVM options of every worker: short-lived processes (C1 only, the serial collector).
-JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx512m"]
+# JVM options of every worker: short-lived processes (C1 only, the serial collector, no
+# hsperfdata file: jps and jcmd do not list the workers).
+JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx512m", "-XX:-UsePerfData"]
 TRAINING_MAIN = "harness.eosstreams.Training"
 TRAINING_TIMEOUT_S = 120
 PROBE_TIMEOUT_S = 30
