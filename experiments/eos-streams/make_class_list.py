@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes src/main/resources/harness/eosstreams/standby-classes.txt.
+"""Writes src/main/resources/harness/eosstreams/worker-classes.txt.
 
 A warm spare (--standby) loads, without initialising them, the classes of that
 list while it waits, so that the real start finds them loaded. The list is
@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-OUT = HERE / "src" / "main" / "resources" / "harness" / "eosstreams" / "standby-classes.txt"
+OUT = HERE / "src" / "main" / "resources" / "harness" / "eosstreams" / "worker-classes.txt"
 LINE = re.compile(r"^\[[^\]]*\]\s+(\S+) source: (.*)$")
 
 
@@ -40,7 +40,7 @@ def main() -> int:
     args = ap.parse_args()
 
     logs = Path(tempfile.mkdtemp(prefix="eos-streams-classes-"))
-    jvm = (f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx512m -Dharness.worker=true "
+    jvm = (f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx512m -XX:-UsePerfData -Dharness.worker=true "
            f"-Xlog:class+load=info:file={logs}/load-%p.log:uptime")
     rc = subprocess.run([sys.executable, str(HERE / "standby_smoke.py"), "--mode", "cold", "--jar", args.jar,
                          "--count", "40", "--crashes", "2", "--dwell", "0.5", "--jvm", jvm]).returncode

@@ -4,11 +4,23 @@ The jar is built with `mvn package` the first time (online, to fill ~/.m2) and
 rebuilt offline (`mvn -o`) only when a source file is newer than the jar, so
 later runs start at once. The worker gets the Postgres password through
 HARNESS_PG_PASSWORD, never on its command line.
+
+Every planned crash is a new JVM, so a JVM start is most of the experiment's
+cost. Next to the jar lives a class-data archive (CDS, `eos-streams.jsa`): the
+classes a worker loads, already parsed and verified, which each worker maps
+instead of loading them from the jar (about half of a start's CPU time). It is
+trained without a broker (the jar's `Training` class) when missing or older
+than the jar, and checked with `-Xshare:on` (which refuses an archive of
+another jar or JDK) before a run uses it. Without a usable archive the workers
+start without one: slower, never different. The check matters: a damaged
+archive crashes a JVM at start even under the default `-Xshare:auto`.
 """
 
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import psycopg.conninfo
@@ -18,6 +30,13 @@ from ..stack import pgpass
 
 MODULE = Path(__file__).resolve().parents[2] / "experiments" / "eos-streams"
 JAR = MODULE / "target" / "eos-streams.jar"
+ARCHIVE = JAR.with_suffix(".jsa")
+# JVM options of every worker: short-lived processes (C1 only, the serial collector, no
+# hsperfdata file: jps and jcmd do not list the workers).
+JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx512m", "-XX:-UsePerfData"]
+TRAINING_MAIN = "harness.eosstreams.Training"
+TRAINING_TIMEOUT_S = 120
+PROBE_TIMEOUT_S = 30
 # The first build downloads Kafka Streams and its dependencies (~120 MB); later builds are offline.
 BUILD_TIMEOUT_S = 900
 FIRST_RECORD = re.compile(r"eos-streams FIRST-RECORD worker=(\S+) attempt=(\d+) .*time=([0-9.]+)")
@@ -51,6 +70,67 @@ def build(log=print) -> Path:
     raise HarnessError("building the Kafka Streams module failed", (proc.stdout + proc.stderr)[-3000:])
 
 
+def archive_stale(archive: Path, jar: Path) -> bool:
+    """A class-data archive must be retrained when it is missing or older than its jar."""
+    try:
+        return archive.stat().st_mtime < jar.stat().st_mtime
+    except FileNotFoundError:
+        return True
+
+
+def _probe(archive: Path, jar: Path) -> bool:
+    """Can a JVM map this archive for this jar? `-Xshare:on` turns a refusal (another jar, another
+    JDK, a damaged file) into an error instead of a silent fallback (or a crash, for a truncated file)."""
+    with tempfile.TemporaryDirectory(prefix="eos-streams-cds-") as cwd:   # where a crashing probe writes hs_err
+        try:
+            proc = subprocess.run(["java", *JVM_OPTIONS, "-Xshare:on", f"-XX:SharedArchiveFile={archive}",
+                                   "-XX:-CreateCoredumpOnCrash", "-cp", str(jar), "-version"],
+                                  cwd=cwd, capture_output=True, timeout=PROBE_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+    return proc.returncode == 0
+
+
+def _train(jar: Path, archive: Path, log) -> bool:
+    """Writes the archive: the training run dumps into a new file beside it, which replaces the old
+    one only once it has passed the probe (so concurrent runs only ever see a checked archive)."""
+    log("Training the Kafka Streams worker's class-data archive (once per jar) ...")
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=archive.name + ".", suffix=".part", dir=archive.parent)
+    except OSError as e:
+        log(f"cannot write a class-data archive beside the jar ({e}); workers start without one")
+        return False
+    os.close(fd)
+    tmp = Path(tmp_name)
+    tmp.unlink()           # the JVM creates it at its exit
+    try:
+        with tempfile.TemporaryDirectory(prefix="eos-streams-cds-") as cwd:
+            proc = subprocess.run(["java", *JVM_OPTIONS, f"-XX:ArchiveClassesAtExit={tmp}", "-cp", str(jar),
+                                   TRAINING_MAIN], cwd=cwd, capture_output=True, text=True,
+                                  timeout=TRAINING_TIMEOUT_S)
+        if proc.returncode == 0 and tmp.exists() and _probe(tmp, jar):
+            os.replace(tmp, archive)
+            return True
+        why = f"exit {proc.returncode}" + ("" if tmp.exists() else ", no archive written")
+        last = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or [""]
+        log(f"the class-data archive could not be made ({why}: {last[0][:200]}); workers start without one")
+        return False
+    except (OSError, subprocess.TimeoutExpired) as e:
+        log(f"the class-data archive could not be made ({e}); workers start without one")
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def class_archive(jar: Path = JAR, log=print) -> Path | None:
+    """The jar's class-data archive, (re)trained if it is stale or does not pass the probe; None if
+    there is none that works (the workers then start without one)."""
+    archive = jar.with_suffix(".jsa")
+    if not archive_stale(archive, jar) and _probe(archive, jar):
+        return archive
+    return archive if _train(jar, archive, log) else None
+
+
 def jdbc(dsn: str) -> tuple[str, str, str]:
     """(jdbc url, user, password) from a libpq DSN or URL; without a password in it, from the
     libpq password file (PGPASSFILE, as `harness env` sets it), which the JDBC driver does not read."""
@@ -62,9 +142,9 @@ def jdbc(dsn: str) -> tuple[str, str, str]:
 
 def command(jar: Path, slot, *, bootstrap: str, input_topic: str, output_topic: str, application_id: str,
             state_dir: Path, crash_plan: Path, crash_log: Path, commit_interval_ms: int | None,
-            ledger_table: str | None, dsn: str) -> list[str]:
-    cmd = ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx512m", "-Dharness.worker=true",
-           "-jar", str(jar), "--bootstrap", bootstrap, "--input", input_topic, "--output", output_topic,
+            ledger_table: str | None, dsn: str, archive: Path | None = None) -> list[str]:
+    cds = [f"-XX:SharedArchiveFile={archive}"] if archive else []
+    cmd = ["java", *JVM_OPTIONS, *cds, "-Dharness.worker=true", "-jar", str(jar), "--bootstrap", bootstrap, "--input", input_topic, "--output", output_topic,
            "--application-id", application_id, "--state-dir", str(state_dir / slot.name),
            "--crash-plan", str(crash_plan), "--crash-log", str(crash_log),
            "--worker", slot.name, "--attempt", str(slot.attempt)]

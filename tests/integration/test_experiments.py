@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -107,6 +108,50 @@ def test_eos_boundary_duplicates_in_postgres_only(stack, tmp_path):
     assert d["kafka_output"]["read_committed"]["duplicates"] == 0
     assert d["counts"]["duplicates"] == len(d["crashes"]) == 10
     assert "not the database" in d["summary"]
+    # Every attempt ran under one Streams process id, so one transactional.id that fenced the halted one.
+    log = (tmp_path / "report" / "workers" / "w0.log").read_text()
+    ids = re.findall(r"eos-streams RUNNING worker=w0 attempt=\d+ process-id=(\S+)", log)
+    assert len(ids) == 4 and len(set(ids)) == 1 and ids[0] != "unknown"
+
+
+def test_streams_class_archive_damaged_or_stale_is_retrained(tmp_path):
+    """A truncated archive crashes a JVM even under -Xshare:auto: the probe must catch it and retrain."""
+    from harness.experiments import streams_jvm
+    jar = tmp_path / "eos-streams.jar"
+    jar.write_bytes(streams_jvm.build(lambda *_: None).read_bytes())
+    archive = jar.with_suffix(".jsa")
+    assert streams_jvm.class_archive(jar, lambda *_: None) == archive      # missing: trained
+    good = archive.read_bytes()
+    archive.write_bytes(good[: len(good) // 3])                           # damaged, and newer than the jar
+    assert not streams_jvm._probe(archive, jar)
+    assert streams_jvm.class_archive(jar, lambda *_: None) == archive and streams_jvm._probe(archive, jar)
+    os.utime(archive, (jar.stat().st_mtime - 10,) * 2)                    # older than the jar: stale
+    assert streams_jvm.class_archive(jar, lambda *_: None) == archive and not streams_jvm.archive_stale(archive, jar)
+    assert not list(tmp_path.glob("*.part")) and not list(tmp_path.glob("hs_err*"))
+
+
+def test_streams_class_archive_cannot_be_written_then_workers_start_without(tmp_path):
+    from harness.experiments import streams_jvm
+    jar = tmp_path / "eos-streams.jar"
+    jar.write_bytes(streams_jvm.build(lambda *_: None).read_bytes())
+    jar.with_suffix(".jsa").mkdir()        # a directory where the archive belongs: it cannot be replaced
+    said = []
+    assert streams_jvm.class_archive(jar, said.append) is None
+    assert "workers start without one" in said[-1]
+    assert not list(tmp_path.glob("*.part"))
+
+
+def test_streams_run_with_a_damaged_class_archive_is_exact(stack, tmp_path):
+    """The archive beside the real jar, damaged: the run retrains it (or goes without) and stays exact."""
+    from harness.experiments import streams_jvm
+    jar = streams_jvm.build(lambda *_: None)
+    archive = streams_jvm.class_archive(jar, lambda *_: None)
+    assert archive is not None
+    archive.write_bytes(archive.read_bytes()[:1_000_000])
+    d = run_exp(stack, tmp_path, "eos-streams", "--messages", "40", "--crash-rate", "0.05")
+    rc = d["kafka_output"]["read_committed"]
+    assert (rc["records"], rc["duplicates"], rc["lost"]) == (40, 0, 0) and len(d["crashes"]) == 2
+    assert streams_jvm._probe(archive, jar)
 
 
 def test_eos_dedupe_exact_on_both_sides(stack, tmp_path):

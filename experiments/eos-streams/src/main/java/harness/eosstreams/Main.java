@@ -9,8 +9,7 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
-import org.apache.kafka.streams.state.KeyValueBytesStoreSupplier;
-import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.StoreBuilder;
 
 import java.time.Duration;
 import java.util.Arrays;
@@ -33,18 +32,8 @@ public final class Main {
     static final int EXIT_FATAL = 3;
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
 
-    /**
-     * A persistent (on-disk) store, unused by the processor and without a
-     * changelog. It is here for one reason: only a topology with a persistent
-     * store makes Streams keep its process id in the state directory. The
-     * process id is part of the EOS transactional.id (application.id-processId-thread),
-     * so with it a restart on the same --state-dir gets the same transactional.id,
-     * and its first InitProducerId fences the halted instance and aborts its
-     * open transaction at once. Without it each start has a random process id
-     * and the dead transaction stays open (blocking read_committed readers of
-     * the output) until its transaction.timeout.ms runs out.
-     */
-    static final String ANCHOR_STORE = "process-id-anchor";
+    /** The topology's state store: only there to keep the process id stable, see {@link ProcessIdAnchor}. */
+    static final String ANCHOR_STORE = ProcessIdAnchor.NAME;
 
     private Main() {
     }
@@ -77,8 +66,7 @@ public final class Main {
     }
 
     /**
-     * The normal start: crash plan and crash log, ledger connection, RocksDB,
-     * Kafka Streams. {@code ledger} is a connection a warm spare opened already
+     * The normal start: crash plan and crash log, ledger connection, Kafka Streams. {@code ledger} is a connection a warm spare opened already
      * (for these very --jdbc-url, --jdbc-user and --ledger-table), else null.
      */
     static void start(Options opts, Ledger ledger, ObjectMapper json) {
@@ -103,24 +91,22 @@ public final class Main {
             }
         }
 
-        RocksDbNative.load(opts.stateDir);
         CapturingClientSupplier clients = new CapturingClientSupplier();
         PaymentProcessor.State state = new PaymentProcessor.State(opts, json, crash, ledger, clients);
         KafkaStreams streams = new KafkaStreams(topology(opts, state), config(opts), clients);
-        run(streams, opts, ledger);
+        run(streams, opts, ledger, json);
     }
 
     static Topology topology(Options opts, PaymentProcessor.State state) {
-        return topology(opts, state, Stores.persistentKeyValueStore(ANCHOR_STORE));
+        return topology(opts, state, new ProcessIdAnchor.Builder());
     }
 
     /** The topology with the given anchor store (a warm spare's throw-away copy uses an in-memory one). */
-    static Topology topology(Options opts, PaymentProcessor.State state, KeyValueBytesStoreSupplier anchor) {
+    static Topology topology(Options opts, PaymentProcessor.State state, StoreBuilder<?> anchor) {
         Topology t = new Topology();
         t.addSource("payments", Serdes.String().deserializer(), Serdes.String().deserializer(), opts.input);
         t.addProcessor("process", () -> new PaymentProcessor(state), "payments");
-        t.addStateStore(Stores.keyValueStoreBuilder(anchor, Serdes.String(), Serdes.String()).withLoggingDisabled(),
-                        "process");
+        t.addStateStore(anchor, "process");
         t.addSink("out", opts.output, Serdes.String().serializer(), Serdes.String().serializer(), "process");
         return t;
     }
@@ -153,17 +139,22 @@ public final class Main {
         // The stream thread blocks in poll() up to poll.ms, also while its new task waits to be
         // initialised (partitions paused): 100 ms by default, i.e. ~50 ms more per restart.
         p.put(StreamsConfig.POLL_MS_CONFIG, 10);
+        // Start-up CPU: no JMX reporter registering an MBean per metric group of every client
+        // (nothing reads them; every planned crash is a new JVM). Metrics are still recorded.
+        p.put(StreamsConfig.METRIC_REPORTER_CLASSES_CONFIG, "");
         return p;
     }
 
-    private static void run(KafkaStreams streams, Options opts, Ledger ledger) {
+    private static void run(KafkaStreams streams, Options opts, Ledger ledger, ObjectMapper json) {
         String who = "worker=" + opts.worker + " attempt=" + opts.attempt;
         AtomicBoolean closing = new AtomicBoolean(false);
         AtomicBoolean announced = new AtomicBoolean(false);
 
         streams.setStateListener((now, before) -> {
             if (now == KafkaStreams.State.RUNNING && announced.compareAndSet(false, true)) {
-                System.err.println("eos-streams RUNNING " + who);
+                // The process id: the same on every attempt of a worker (see ProcessIdAnchor).
+                System.err.println("eos-streams RUNNING " + who + " process-id="
+                                   + ProcessIdAnchor.processId(opts.stateDir, opts.applicationId, json));
             } else if (now == KafkaStreams.State.ERROR && !closing.get()) {
                 fatal(who, "Kafka Streams went to ERROR (from " + before + ")");
             }

@@ -4,51 +4,18 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.ConsumerRecords;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.common.PartitionInfo;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.streams.KafkaStreams;
-import org.apache.kafka.streams.StreamsConfig;
-import org.apache.kafka.streams.state.Stores;
-import org.rocksdb.BlockBasedTableConfig;
-import org.rocksdb.BloomFilter;
-import org.rocksdb.ColumnFamilyDescriptor;
-import org.rocksdb.ColumnFamilyHandle;
-import org.rocksdb.ColumnFamilyOptions;
-import org.rocksdb.CompactionStyle;
-import org.rocksdb.CompressionType;
-import org.rocksdb.DBOptions;
-import org.rocksdb.FlushOptions;
-import org.rocksdb.InfoLogLevel;
-import org.rocksdb.LRUCache;
-import org.rocksdb.RocksDB;
-import org.rocksdb.WriteOptions;
-
 import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
-import java.util.Properties;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.stream.Stream;
 
 /**
  * {@code --standby}: a warm spare for the next attempt of a worker slot.
@@ -57,14 +24,13 @@ import java.util.stream.Stream;
  * {@code --standby} (its {@code --attempt} is provisional) while the current
  * worker runs. The spare warms up on a background thread, doing only start-up
  * work that depends neither on the attempt nor on anything the running worker
- * owns: it loads and initialises classes by building a throw-away Kafka Streams
- * client (same topology and configuration, but an in-memory anchor store, a
- * different application and client id, no group.instance.id; never started, so
- * it joins no group, initialises no transactional id and leaves the state
- * directory alone), asks the broker for cluster metadata and reads a few input
- * records without a consumer group, loads RocksDB's native library, opens the
- * ledger connection, and loads (without initialising) the classes a worker
- * needs later (the list in {@link #CLASS_LIST}).
+ * owns, and only what the real start does not repeat: it warms Jackson, opens
+ * the ledger connection, and loads (without initialising) the classes a worker
+ * needs (the list in {@link Training#CLASS_LIST}; mapped from the class-data
+ * archive when the harness gives one). It does not build a throw-away Kafka
+ * Streams client or read from the broker (earlier versions did): with the
+ * archive that cost more CPU than it saved time, and it kept the spare busy when
+ * the next crash came ~0.5 s later.
  *
  * <p>Meanwhile the main thread waits for one line on stdin: a JSON array of
  * strings, the full command line of the real attempt ({@code java ... -jar JAR
@@ -82,10 +48,6 @@ import java.util.stream.Stream;
  */
 final class Standby {
     static final String FLAG = "--standby";
-    /** Class names, one a line: what a worker loads from its start to its first records. See README. */
-    static final String CLASS_LIST = "standby-classes.txt";
-    private static final String WARMUP_ID = "-standby-warmup";
-    private static final long NET_TIMEOUT_MS = 2_000;
     /** How long the real start waits for the warm-up thread to finish its current step. */
     private static final long JOIN_MS = 1_000;
 
@@ -261,9 +223,7 @@ final class Standby {
         step("self", this::readSelf);
         step("json", this::warmJson);
         step("ledger", this::warmLedger);
-        step("rocksdb", this::warmRocksDb);
-        step("streams", this::warmStreams);
-        step("broker", this::warmBroker);
+
         step("classes", this::warmClasses);
         if (!stop.get()) {
             complete = true;
@@ -322,150 +282,10 @@ final class Standby {
         return "late";
     }
 
-    /**
-     * Loads RocksDB's library as the real start does, then opens, writes, flushes and
-     * closes a throw-away database in a new temporary directory (then removed), with
-     * the kind of options Streams' RocksDBStore uses: the JNI classes are then ready.
-     */
-    private String warmRocksDb() throws Exception {
-        RocksDbNative.load(provisional.stateDir);
-        Path dir = Files.createTempDirectory("eos-streams" + WARMUP_ID + "-rocksdb-");
-        try {
-            List<ColumnFamilyHandle> handles = new ArrayList<>();
-            try (DBOptions db = new DBOptions();
-                 ColumnFamilyOptions cf = new ColumnFamilyOptions();
-                 LRUCache cache = new LRUCache(1024 * 1024);
-                 BloomFilter filter = new BloomFilter();
-                 WriteOptions write = new WriteOptions();
-                 FlushOptions flush = new FlushOptions()) {
-                BlockBasedTableConfig table = new BlockBasedTableConfig();
-                table.setBlockCache(cache);
-                table.setFilterPolicy(filter);
-                cf.setTableFormatConfig(table);
-                cf.optimizeFiltersForHits();
-                cf.setCompactionStyle(CompactionStyle.UNIVERSAL);
-                cf.setCompressionType(CompressionType.NO_COMPRESSION);
-                db.setCreateIfMissing(true);
-                db.setInfoLogLevel(InfoLogLevel.ERROR_LEVEL);
-                write.setDisableWAL(true);
-                flush.setWaitForFlush(true);
-                try (RocksDB rocks = RocksDB.open(db, dir.toString(),
-                                                  List.of(new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, cf)),
-                                                  handles)) {
-                    byte[] key = "warm-up".getBytes(StandardCharsets.UTF_8);
-                    rocks.put(write, key, key);
-                    rocks.get(key);
-                    rocks.flush(flush);
-                } finally {
-                    handles.forEach(ColumnFamilyHandle::close);
-                }
-            }
-        } finally {
-            try (Stream<Path> files = Files.walk(dir)) {
-                for (Path f : (Iterable<Path>) files.sorted(Comparator.reverseOrder())::iterator) {
-                    Files.deleteIfExists(f);
-                }
-            }
-        }
-        return null;
-    }
-
-    /**
-     * A throw-away Kafka Streams client, created and closed without being started:
-     * the constructor builds the topology, the configuration, the metrics and all
-     * clients (admin, consumers, producer) of a real one.
-     */
-    private String warmStreams() {
-        Properties p = Main.config(provisional);
-        p.put(StreamsConfig.APPLICATION_ID_CONFIG, provisional.applicationId + WARMUP_ID);
-        p.put(StreamsConfig.CLIENT_ID_CONFIG, provisional.applicationId + "-" + provisional.worker + WARMUP_ID);
-        p.remove(StreamsConfig.mainConsumerPrefix(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG));
-        CapturingClientSupplier clients = new CapturingClientSupplier();
-        PaymentProcessor.State unused = new PaymentProcessor.State(provisional, json, null, null, clients);
-        // In-memory anchor: no persistent store, so the state directory is neither created nor locked.
-        KafkaStreams streams = new KafkaStreams(
-            Main.topology(provisional, unused, Stores.inMemoryKeyValueStore(Main.ANCHOR_STORE)), p, clients);
-        streams.close(Duration.ofSeconds(5));
-        return null;
-    }
-
-    /** Metadata from the broker and a few input records, read without a consumer group. */
-    private String warmBroker() throws Exception {
-        String id = provisional.applicationId + "-" + provisional.worker + WARMUP_ID;
-        Properties a = Options.kafkaClientSettings();
-        a.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, provisional.bootstrap);
-        a.put(AdminClientConfig.CLIENT_ID_CONFIG, id + "-admin");
-        try (Admin admin = Admin.create(a)) {
-            admin.describeCluster().nodes().get(NET_TIMEOUT_MS, TimeUnit.MILLISECONDS);
-        }
-        Properties c = Options.kafkaClientSettings();
-        c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, provisional.bootstrap);
-        c.put(ConsumerConfig.CLIENT_ID_CONFIG, id + "-reader");
-        c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
-        c.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, false);   // read only, never create
-        c.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-        c.put(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, 65536);
-        c.put(ConsumerConfig.FETCH_MAX_BYTES_CONFIG, 65536);
-        c.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 50);
-        c.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 50);
-        int read = 0;
-        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(c, new ByteArrayDeserializer(),
-                                                                           new ByteArrayDeserializer())) {
-            List<TopicPartition> parts = new ArrayList<>();
-            for (PartitionInfo pi : consumer.partitionsFor(provisional.input, Duration.ofMillis(NET_TIMEOUT_MS))) {
-                parts.add(new TopicPartition(pi.topic(), pi.partition()));
-            }
-            if (parts.isEmpty()) {
-                return "no input partitions";
-            }
-            consumer.assign(parts);
-            consumer.seekToBeginning(parts);
-            long deadline = System.currentTimeMillis() + 1_000;
-            while (read == 0 && !stop.get() && System.currentTimeMillis() < deadline) {
-                ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(100));
-                for (ConsumerRecord<byte[], byte[]> r : records) {
-                    read++;
-                    if (r.value() != null) {
-                        try {
-                            json.readTree(new String(r.value(), StandardCharsets.UTF_8));
-                        } catch (IOException notJson) {
-                            // the real processor reports such values; here they just don't warm anything
-                        }
-                    }
-                }
-            }
-        }
-        return read + " records";
-    }
-
     /** Loads, without initialising, the classes of the list: the ones only a started client needs. */
     private String warmClasses() throws IOException {
-        InputStream in = Standby.class.getResourceAsStream(CLASS_LIST);
-        if (in == null) {
-            return "no list";
-        }
-        ClassLoader loader = Standby.class.getClassLoader();
-        int loaded = 0;
-        int missing = 0;
-        try (BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
-            String name;
-            while ((name = r.readLine()) != null) {
-                if (((loaded + missing) & 63) == 0 && stop.get()) {
-                    break;
-                }
-                name = name.strip();
-                if (name.isEmpty() || name.startsWith("#")) {
-                    continue;
-                }
-                try {
-                    Class.forName(name, false, loader);
-                    loaded++;
-                } catch (ClassNotFoundException | LinkageError e) {
-                    missing++;   // a list from another version: harmless
-                }
-            }
-        }
-        return loaded + (missing > 0 ? "+" + missing + " missing" : "");
+        int[] n = Training.loadListedClasses(stop::get);
+        return n[0] + (n[1] > 0 ? "+" + n[1] + " missing" : "");
     }
 
     /** This JVM's options and jar, to compare with the real command line (loads java.management, as Kafka's JMX use does). */

@@ -1,0 +1,47 @@
+"""The Kafka Streams worker's launch: when its class-data archive must be retrained, and its command line."""
+
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+from harness.experiments import streams_jvm
+
+
+def _touch(path: Path, mtime: float) -> Path:
+    path.write_bytes(b"x")
+    os.utime(path, (mtime, mtime))
+    return path
+
+
+def test_archive_missing_is_stale(tmp_path):
+    jar = _touch(tmp_path / "w.jar", 1000)
+    assert streams_jvm.archive_stale(tmp_path / "w.jsa", jar)
+
+
+def test_archive_older_than_jar_is_stale(tmp_path):
+    jar = _touch(tmp_path / "w.jar", 2000)
+    assert streams_jvm.archive_stale(_touch(tmp_path / "w.jsa", 1999), jar)
+
+
+def test_archive_as_new_as_jar_or_newer_is_fresh(tmp_path):
+    jar = _touch(tmp_path / "w.jar", 2000)
+    assert not streams_jvm.archive_stale(_touch(tmp_path / "w.jsa", 2000), jar)
+    assert not streams_jvm.archive_stale(_touch(tmp_path / "w.jsa", 3000), jar)
+
+
+def _command(archive):
+    return streams_jvm.command(Path("/x/eos-streams.jar"), SimpleNamespace(name="w0", attempt=3),
+                               bootstrap="127.0.0.1:9092", input_topic="in", output_topic="out",
+                               application_id="app", state_dir=Path("/s"), crash_plan=Path("/p"),
+                               crash_log=Path("/c"), commit_interval_ms=None, ledger_table=None,
+                               dsn="postgresql://u@127.0.0.1:5432/db", archive=archive)
+
+
+def test_command_maps_the_archive_before_the_jar_only_when_there_is_one():
+    with_archive = _command(Path("/x/eos-streams.jsa"))
+    jar = with_archive.index("-jar")
+    assert "-XX:SharedArchiveFile=/x/eos-streams.jsa" in with_archive[:jar]
+    assert with_archive[jar + 1] == "/x/eos-streams.jar"
+    without = _command(None)
+    assert not any("SharedArchiveFile" in a for a in without)
+    assert [a for a in with_archive if "SharedArchiveFile" not in a] == without
