@@ -253,7 +253,12 @@ class ForkServer:
             ready, _, _ = select.select([self.sock], [], [], timeout)
             if not ready:
                 return None, []
-        data, fds = _recv_fds(self.sock, 0 if block else socket.MSG_DONTWAIT)
+        try:
+            data, fds = _recv_fds(self.sock, 0 if block else socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            raise
+        except OSError:                  # reset: the server died with our request unread
+            data, fds = b"", []
         if not data:
             self.gone = True
             return None, []
@@ -262,9 +267,10 @@ class ForkServer:
             self.exits[msg["exit"]] = msg["rc"]
         return msg, fds
 
-    def _dead(self, cause) -> RuntimeError:
+    def _dead(self, cause) -> Exception:
+        from ..errors import HarnessError
         self.gone = True
-        return RuntimeError(f"the worker fork server stopped answering ({cause or 'no reply'}); "
+        return HarnessError(f"the worker fork server stopped answering ({cause or 'no reply'}); "
                             f"see {self.log_path}")
 
     def close(self) -> None:

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from harness.errors import HarnessError
 from harness.faults.supervisor import Supervisor
 from harness.processors.worker_forkserver import ForkServer
 from tests.conftest import ROOT, pids_where
@@ -105,7 +106,7 @@ def test_a_server_that_died_is_one_clear_error_on_the_next_spawn(tmp_path, monke
     s = ForkServer(tmp_path, tmp_path / "forkserver.log")
     s.proc.kill()
     s.proc.wait()
-    with pytest.raises(RuntimeError, match="fork server stopped answering"):
+    with pytest.raises(HarnessError, match="fork server stopped answering"):
         spawn(s, tmp_path, "exit-0")
     s.close()
 
@@ -133,3 +134,20 @@ def test_not_a_python_module_command_line_is_refused_in_the_log(server, tmp_path
     assert p.wait(timeout=30) == 1
     assert "not a `python -m MODULE` command line" in (tmp_path / "w.log").read_text()
 
+
+
+def test_a_server_that_cannot_start_is_one_clear_error_naming_its_log(tmp_path, monkeypatch):
+    """Its imports fail (here a broken module on its path): the spawn says so in one HarnessError,
+    never a ConnectionResetError traceback."""
+    monkeypatch.chdir(ROOT)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "setproctitle.py").write_text('raise RuntimeError("a broken module")\n')
+    monkeypatch.setenv("PYTHONPATH", f"{broken}:{ROOT}")
+    s = ForkServer(tmp_path, tmp_path / "forkserver.log")
+    try:
+        with pytest.raises(HarnessError, match="forkserver.log"):
+            spawn(s, tmp_path, "exit-0")
+        assert "a broken module" in (tmp_path / "forkserver.log").read_text()
+    finally:
+        s.close()
