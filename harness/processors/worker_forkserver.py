@@ -95,7 +95,6 @@ def _child(sock: socket.socket, wake: tuple, request: dict, stdin_fd: int, log_f
         os.environ.update(env)
         from ..procs import die_with_parent
         die_with_parent()                              # dies with this server, as the server with its supervisor
-        gc.unfreeze()
         # As `python -m MODULE ARGS...` would run it (the worker module, already imported here).
         argv = request["argv"]
         if len(argv) < 3 or argv[1] != "-m":
@@ -127,7 +126,7 @@ def serve(sock: socket.socket) -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     _preload()
-    gc.freeze()                  # keep the preloaded objects' pages shared with every child
+    gc.freeze()    # the preloaded objects stay out of every collection: their pages stay shared with each child
     children: set = set()
     while True:
         ready, _, _ = select.select([sock, wake_r], [], [])
