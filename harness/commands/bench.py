@@ -145,7 +145,7 @@ def scale(messages_text, shapes_text, experiments_text, crash_rate, seed, keep_d
     scale.html: wall time, messages per second, restart median, peak RSS of
     the workers and of the broker per run, and a growth table (seconds per
     1,000 messages at each size) that says where growth is not linear. At
-    the defaults it takes about half an hour on two cores.
+    the defaults it takes about 7 minutes on two cores.
 
     \b
     Examples:
