@@ -528,10 +528,22 @@ def _last_lines(folder, page: str, stopped: list) -> None:
     from pathlib import Path
     folder = Path(folder)
     _say(f"report: {folder / page} (also {page.replace('.html', '.md')} and {page.replace('.html', '.json')})")
+    target = audit_target(folder)
     if stopped:
-        _say(f"the stack is stopped; the data is kept: `harness up`, then `harness audit {folder.name}`")
+        _say(f"the stack is stopped; the data is kept: `harness up`, then `harness audit {target}`")
     else:
-        _say(f"recount it from the stack: `harness audit {folder.name}`")
+        _say(f"recount it from the stack: `harness audit {target}`")
+
+
+def audit_target(folder) -> str:
+    """How `harness audit` finds this folder again: its id under the reports folder, else its path."""
+    import shlex
+    from pathlib import Path
+    from .paths import reports_dir
+    folder = Path(folder)
+    if folder.absolute().parent == reports_dir():
+        return folder.name
+    return shlex.quote(str(folder))
 
 
 @cli.command("experiments")

@@ -33,7 +33,7 @@ def test_audit_agrees_then_names_an_added_row_then_says_the_data_is_gone(stack, 
     run = harness("run", "eos-dedupe", "--messages", "120", "--seed", "11", "--quiet", "--out", str(out),
                   env=stack["env"], timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
-    assert f"report: {out / 'report.html'}" in run.stderr and f"harness audit {out.name}" in run.stderr
+    assert f"report: {out / 'report.html'}" in run.stderr and f"harness audit {out}" in run.stderr
     ok = harness("audit", str(out), "--json", env=stack["env"])
     assert ok.returncode == 0, ok.stdout + ok.stderr
     rows = json.loads(ok.stdout)[out.name]

@@ -244,3 +244,12 @@ def test_a_broker_fault_on_a_one_broker_folder_is_refused_before_a_stack_starts(
     one_clear_line(proc, "--fault broker-kill needs the 3-broker cluster", "harness up --brokers 3")
     home = __import__("pathlib").Path(isolated["HARNESS_HOME"])
     assert not (home / "kafka").exists() and not (home / "postgres").exists(), "a stack was started first"
+
+
+def test_the_audit_hint_names_a_folder_outside_the_reports_folder_by_its_path(tmp_path, monkeypatch):
+    """`harness audit NAME` finds only ids under the reports folder: an --out elsewhere needs its path."""
+    from harness.cli import audit_target
+    monkeypatch.setenv("HARNESS_REPORTS", str(tmp_path / "reports"))
+    assert audit_target(tmp_path / "reports" / "20261130T120000-suite") == "20261130T120000-suite"
+    assert audit_target(tmp_path / "elsewhere" / "suite") == str(tmp_path / "elsewhere" / "suite")
+    assert audit_target(tmp_path / "it's here") == "'" + str(tmp_path) + "/it'\"'\"'s here'"
