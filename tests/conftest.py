@@ -59,7 +59,15 @@ def stack_home():
 
 @pytest.fixture(scope="session")
 def stack(stack_home):
-    """A real Kafka + PostgreSQL, started with `harness up`, stopped (and checked gone) at the end."""
+    """A real Kafka + PostgreSQL, started with `harness up`, stopped (and checked gone) at the end.
+    A SIGTERM or SIGHUP to pytest (a CI job cancelled, a terminal closed) stops it as Ctrl-C would:
+    pytest then still tears this down, instead of leaving the stack running."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupt)
     env = {"HARNESS_HOME": str(stack_home)}
     harness("up", env=env, check=True)
     st = json.loads(harness("status", "--json", env=env, check=True).stdout)
