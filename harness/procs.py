@@ -124,11 +124,19 @@ def die_with_parent() -> None:
     The request only covers a parent that dies after it is made: a parent killed while this process
     was still starting (interpreter and imports, a few hundred ms) would leave it running. So when
     the parent said who it is ($HARNESS_PARENT_PID) and is no longer our parent, die now."""
+    expected = os.environ.get(PARENT_PID_ENV)
+    die_with(int(expected) if expected and expected.isdigit() else None)
+
+
+def die_with(parent: int | None) -> None:
+    """die_with_parent() for a parent known by pid (None: whoever the parent is now). A forked child
+    must name its parent from a value taken before the fork: asking os.getppid() afterwards answers
+    init's pid (or a subreaper's) once the parent has died, and the check would pass."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except OSError:
         pass
-    expected = os.environ.get(PARENT_PID_ENV)
-    if expected and expected.isdigit() and os.getppid() != int(expected):
+    if parent is not None and os.getppid() != parent:
         os.kill(os.getpid(), signal.SIGKILL)
+
