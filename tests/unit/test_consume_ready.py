@@ -30,9 +30,10 @@ def test_a_part_batch_already_fetched_comes_back_without_waiting():
     assert consume.ready(c, 500, 0.1) == ["a", "b", "c"] and c.waited == 0
 
 
-def test_with_nothing_fetched_the_first_arrival_is_returned_with_what_came_with_it():
+def test_with_nothing_fetched_the_first_arrival_is_returned_and_what_came_with_it_at_the_next_call():
     c = FakeConsumer(arriving=["a", "b"])
-    assert consume.ready(c, 500, 0.1) == ["a", "b"] and c.waited == 0
+    assert consume.ready(c, 500, 0.1) == ["a"] and c.waited == 0
+    assert consume.ready(c, 500, 0.1) == ["b"] and c.waited == 0
 
 
 def test_nothing_at_all_waits_the_timeout_once_and_returns_nothing():
