@@ -150,6 +150,32 @@ def test_streams_run_with_a_damaged_class_archive_is_exact(stack, tmp_path):
     assert streams_jvm._probe(archive, jar)
 
 
+def test_streams_jvms_die_with_a_sigkilled_harness(stack, tmp_path):
+    """`harness run eos-streams` SIGKILLed mid-run (no clean-up at all): its Kafka Streams JVMs, which
+    run until told to stop, must die with it as Python workers do."""
+    out = tmp_path / "report"
+    marker = str(out / "streams-state")          # on every worker JVM's command line (--state-dir)
+    cmd = [sys.executable, "-m", "harness.cli", "run", "eos-streams", "--messages", "5000", "--workers", "2",
+           "--partitions", "2", "--crash-rate", "0", "--quiet", "--out", str(out)]
+    run = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **stack["env"]},
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 300
+        while len(pids_where(lambda c: marker in c and "java" in c)) < 2 and time.time() < deadline:
+            time.sleep(0.2)
+        assert len(pids_where(lambda c: marker in c and "java" in c)) == 2, "the JVMs never started"
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+    deadline = time.time() + 30
+    while pids_where(lambda c: marker in c) and time.time() < deadline:
+        time.sleep(0.2)
+    left = pids_where(lambda c: marker in c)
+    for pid in left:                             # do not leave them to the next test
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "a Kafka Streams JVM outlived the SIGKILLed harness"
+
+
 def test_eos_dedupe_exact_on_both_sides(stack, tmp_path):
     d = run_exp(stack, tmp_path, "eos-dedupe", "--messages", "100", "--kill-point", "after-send-offsets-before-txn-commit",
                 "--commit-every", "4")
