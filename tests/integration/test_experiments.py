@@ -126,6 +126,22 @@ def test_streams_class_archive_damaged_or_stale_is_retrained(tmp_path):
     assert not list(tmp_path.glob("*.part")) and not list(tmp_path.glob("hs_err*"))
 
 
+def test_streams_class_archive_damaged_inside_fails_the_probe_and_is_retrained(tmp_path):
+    """Bytes flipped inside an archive of the right size: a JVM mapping it passes `-version` but
+    crashes once it loads the worker's classes. The probe must refuse it, and the run retrain it."""
+    from harness.experiments import streams_jvm
+    jar = tmp_path / "eos-streams.jar"
+    jar.write_bytes(streams_jvm.build(lambda *_: None).read_bytes())
+    archive = streams_jvm.class_archive(jar, lambda *_: None)
+    data = bytearray(archive.read_bytes())
+    for start in (len(data) // 2, len(data) * 3 // 4):
+        data[start:start + 4096] = bytes(b ^ 0xFF for b in data[start:start + 4096])
+    archive.chmod(0o644)
+    archive.write_bytes(bytes(data))                                      # same size, newer than the jar
+    assert not streams_jvm._probe(archive, jar), "a damaged archive passed the probe"
+    assert streams_jvm.class_archive(jar, lambda *_: None) == archive and archive.read_bytes() != bytes(data)
+
+
 def test_streams_class_archive_cannot_be_written_then_workers_start_without(tmp_path):
     from harness.experiments import streams_jvm
     jar = tmp_path / "eos-streams.jar"
