@@ -142,6 +142,33 @@ def test_streams_class_archive_damaged_inside_fails_the_probe_and_is_retrained(t
     assert streams_jvm.class_archive(jar, lambda *_: None) == archive and archive.read_bytes() != bytes(data)
 
 
+def test_a_training_jvm_dies_with_a_sigkilled_harness(tmp_path):
+    """The harness SIGKILLed while it trains the class-data archive: the training JVM must die with it,
+    not train on and leave its archive (tens of MB, `*.part`) beside the jar."""
+    from harness.experiments import streams_jvm
+    jar = tmp_path / "eos-streams.jar"
+    jar.write_bytes(streams_jvm.build(lambda *_: None).read_bytes())
+    code = f"from pathlib import Path; from harness.experiments import streams_jvm as s; s.class_archive(Path({str(jar)!r}))"
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    marker = f"-XX:ArchiveClassesAtExit={tmp_path}"
+
+    def training():
+        return pids_where(lambda c: marker in c and "java" in c)
+    try:
+        deadline = time.time() + 120
+        while not training() and time.time() < deadline:
+            time.sleep(0.05)
+        assert training(), "the training JVM never started"
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.time() + 120
+    while training() and time.time() < deadline:
+        time.sleep(0.2)
+    assert not training()
+    assert not list(tmp_path.glob("*.part")), "a training JVM outlived the SIGKILLed harness and left its archive"
+
+
 def test_streams_class_archive_cannot_be_written_then_workers_start_without(tmp_path):
     from harness.experiments import streams_jvm
     jar = tmp_path / "eos-streams.jar"
