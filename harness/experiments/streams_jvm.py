@@ -26,6 +26,7 @@ from pathlib import Path
 import psycopg.conninfo
 
 from ..errors import HarnessError
+from ..procs import dying_with_this_process
 from ..stack import pgpass
 
 MODULE = Path(__file__).resolve().parents[2] / "experiments" / "eos-streams"
@@ -86,10 +87,10 @@ def _probe(archive: Path, jar: Path) -> bool:
     worker JVM once it loads them."""
     with tempfile.TemporaryDirectory(prefix="eos-streams-cds-") as cwd:   # where a crashing probe writes hs_err
         try:
-            proc = subprocess.run(["java", *JVM_OPTIONS, "-Xshare:on", "-XX:+VerifySharedSpaces",
-                                   f"-XX:SharedArchiveFile={archive}",
-                                   "-XX:-CreateCoredumpOnCrash", "-cp", str(jar), "-version"],
-                                  cwd=cwd, capture_output=True, timeout=PROBE_TIMEOUT_S)
+            proc = subprocess.run(dying_with_this_process(
+                ["java", *JVM_OPTIONS, "-Xshare:on", "-XX:+VerifySharedSpaces", f"-XX:SharedArchiveFile={archive}",
+                 "-XX:-CreateCoredumpOnCrash", "-cp", str(jar), "-version"]),
+                cwd=cwd, capture_output=True, timeout=PROBE_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired):
             return False
     return proc.returncode == 0
@@ -109,9 +110,10 @@ def _train(jar: Path, archive: Path, log) -> bool:
     tmp.unlink()           # the JVM creates it at its exit
     try:
         with tempfile.TemporaryDirectory(prefix="eos-streams-cds-") as cwd:
-            proc = subprocess.run(["java", *JVM_OPTIONS, f"-XX:ArchiveClassesAtExit={tmp}", "-cp", str(jar),
-                                   TRAINING_MAIN], cwd=cwd, capture_output=True, text=True,
-                                  timeout=TRAINING_TIMEOUT_S)
+            # Dies with the harness: a SIGKILLed one would leave it training, then its archive behind.
+            proc = subprocess.run(dying_with_this_process(
+                ["java", *JVM_OPTIONS, f"-XX:ArchiveClassesAtExit={tmp}", "-cp", str(jar), TRAINING_MAIN]),
+                cwd=cwd, capture_output=True, text=True, timeout=TRAINING_TIMEOUT_S)
         if proc.returncode == 0 and tmp.exists() and _probe(tmp, jar):
             os.replace(tmp, archive)
             return True
