@@ -4,18 +4,22 @@
 that cannot fill (the end of a partition, a trickle) waits out the whole timeout with records in hand:
 a worker near the end of its partition lost 100 ms per poll (after every crash there), an audit half
 a second per topic, and the output watcher saw each record up to 100 ms late, which its stall times
-would have counted. `ready` returns what is there now, else the first record as soon as it comes
-(with whatever arrived with it), else nothing after the timeout.
+would have counted. `ready` returns what is there now, else the first record as soon as it comes,
+else nothing after the timeout.
+
+Every record it returns comes from one librdkafka call. A call may run the rebalance callback
+(on_revoke: the worker commits what it applied and forgets the partition), and librdkafka drops a
+revoked partition's records only from the call that revoked it: a record taken by an earlier call
+and handed out after that callback would be applied by a worker that no longer owns its partition,
+and processed again by the new owner. So what arrived with the first record waits for the next
+call, which returns it at once.
 """
 
 
 def ready(consumer, n: int, timeout: float) -> list:
     """Up to `n` records: those already fetched, else the first to arrive within `timeout` seconds."""
-    n = max(1, n)
-    msgs = consumer.consume(num_messages=n, timeout=0)
+    msgs = consumer.consume(num_messages=max(1, n), timeout=0)
     if msgs:
         return msgs
     first = consumer.poll(timeout)
-    if first is None:
-        return []
-    return [first] + (consumer.consume(num_messages=n - 1, timeout=0) if n > 1 else [])
+    return [] if first is None else [first]

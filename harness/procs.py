@@ -13,6 +13,7 @@ with it.
 import ctypes
 import os
 import signal
+import sys
 import time
 
 PR_SET_PDEATHSIG = 1
@@ -124,11 +125,44 @@ def die_with_parent() -> None:
     The request only covers a parent that dies after it is made: a parent killed while this process
     was still starting (interpreter and imports, a few hundred ms) would leave it running. So when
     the parent said who it is ($HARNESS_PARENT_PID) and is no longer our parent, die now."""
+    expected = os.environ.get(PARENT_PID_ENV)
+    die_with(int(expected) if expected and expected.isdigit() else None)
+
+
+def die_with(parent: int | None) -> None:
+    """die_with_parent() for a parent known by pid (None: whoever the parent is now). A forked child
+    must name its parent from a value taken before the fork: asking os.getppid() afterwards answers
+    init's pid (or a subreaper's) once the parent has died, and the check would pass."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except OSError:
         pass
-    expected = os.environ.get(PARENT_PID_ENV)
-    if expected and expected.isdigit() and os.getppid() != int(expected):
+    if parent is not None and os.getppid() != parent:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+# Starts a command so that it dies with the harness, even a SIGKILLed one: ask Linux for SIGKILL on
+# the parent's death (PR_SET_PDEATHSIG), then exec the command in the same process, so that the
+# supervisor's signals reach the command itself. Done here rather than in a preexec_fn, which is
+# unsafe in a parent with threads (ours has the progress sampler and the Kafka client's).
+EXEC_DYING_WITH_PARENT = (
+    "import ctypes, os, signal, sys\n"
+    "parent = int(sys.argv[1])\n"
+    "try:\n"
+    "    ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)\n"
+    "except OSError:\n"
+    "    pass\n"
+    "if os.getppid() != parent:\n"
+    "    sys.exit(0)\n"
+    "try:\n"
+    "    os.execvp(sys.argv[2], sys.argv[2:])\n"
+    "except OSError as e:\n"
+    "    print(f'cannot start {sys.argv[2]}: {e.strerror}', file=sys.stderr)\n"
+    "    sys.exit(127)\n")
+
+
+def dying_with_this_process(argv: list[str]) -> list[str]:
+    """`argv`, started through EXEC_DYING_WITH_PARENT so that it dies with the calling process (which
+    must be the one that starts it). No site packages: the wrapper needs only the standard library."""
+    return [sys.executable, "-S", "-c", EXEC_DYING_WITH_PARENT, str(os.getpid()), *argv]

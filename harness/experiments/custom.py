@@ -23,10 +23,10 @@ import os
 import shlex
 import signal
 import statistics
-import sys
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
+from ..procs import dying_with_this_process
 from .launch import Launch, assign_partitions
 from .model import Experiment, Stores
 from .predictors import CLAIMS, ClaimPredictor
@@ -35,25 +35,6 @@ DEFAULT_CLAIM = "exactly-once"
 AUDIT_SQL_TIMEOUT_MS = 60_000
 FEW_KILLS = 5                 # fewer kills than this say little about a consumer
 MAX_WITNESSES = 20
-# Starts the user's command so that it dies with the harness, even a SIGKILLed one: ask Linux for
-# SIGKILL on the parent's death (PR_SET_PDEATHSIG), then exec the command in the same process, so the
-# supervisor's SIGKILL reaches the consumer itself. Done here rather than in a preexec_fn, which is
-# unsafe in a parent with threads (ours has the progress sampler and the Kafka client's).
-EXEC_DYING_WITH_PARENT = (
-    "import ctypes, os, signal, sys\n"
-    "parent = int(sys.argv[1])\n"
-    "try:\n"
-    "    ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)\n"
-    "except OSError:\n"
-    "    pass\n"
-    "if os.getppid() != parent:\n"
-    "    sys.exit(0)\n"
-    "try:\n"
-    "    os.execvp(sys.argv[2], sys.argv[2:])\n"
-    "except OSError as e:\n"
-    "    print(f'cannot start {sys.argv[2]}: {e.strerror}', file=sys.stderr)\n"
-    "    sys.exit(127)\n")
-
 # The environment contract: name -> what it holds. Other tools script against these names.
 ENV = {
     "HARNESS_BOOTSTRAP_SERVERS": "Kafka bootstrap servers",
@@ -123,7 +104,8 @@ class CustomWorkers:
 
     def prepare(self, run) -> Launch:
         p, names = run.params, run.names
-        argv = [sys.executable, "-c", EXEC_DYING_WITH_PARENT, str(os.getpid()), *shlex.split(p.worker_cmd)]
+        # It dies with the harness, even a SIGKILLed one (procs.EXEC_DYING_WITH_PARENT).
+        argv = dying_with_this_process(shlex.split(p.worker_cmd))
         slots = assign_partitions(p.partitions, p.workers)
         ends = _ends(run.positions)
         base = {**os.environ,

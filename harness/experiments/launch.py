@@ -161,6 +161,7 @@ class StreamsWorkers:
     def prepare(self, run) -> Launch:
         from . import streams_jvm as streams
         from .. import kafka_java
+        from ..procs import dying_with_this_process
         p, names = run.params, run.names
         jar = streams.build(run.log)
         archive = streams.class_archive(jar, run.log)
@@ -171,12 +172,14 @@ class StreamsWorkers:
         slots = [list(range(p.partitions))] * min(p.workers, p.partitions)
 
         def command(slot):
-            return streams.command(jar, slot, bootstrap=run.stack.bootstrap_servers, input_topic=names.input_topic,
-                                   output_topic=names.output_topic, application_id=names.group,
-                                   state_dir=run.run_dir / "streams-state", crash_plan=run.crash_plan,
-                                   crash_log=run.crash_log, commit_interval_ms=p.commit_interval_ms,
-                                   ledger_table=names.ledger_table if run.exp.stores.ledger else None,
-                                   dsn=run.stack.postgres_dsn, archive=archive)
+            cmd = streams.command(jar, slot, bootstrap=run.stack.bootstrap_servers, input_topic=names.input_topic,
+                                  output_topic=names.output_topic, application_id=names.group,
+                                  state_dir=run.run_dir / "streams-state", crash_plan=run.crash_plan,
+                                  crash_log=run.crash_log, commit_interval_ms=p.commit_interval_ms,
+                                  ledger_table=names.ledger_table if run.exp.stores.ledger else None,
+                                  dsn=run.stack.postgres_dsn, archive=archive)
+            # A JVM runs until told to stop, and nothing would tell it once a SIGKILLed harness is gone.
+            return dying_with_this_process(cmd)
         # Streams runs until told to stop: the run is over when the group's commits reach the end.
         # No warm spare: with the class-data archive a cold start is ~0.45 s, and a spare (a second
         # JVM per restart) cost 10-15% more CPU for no faster restarts when other runs share the

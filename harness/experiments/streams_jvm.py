@@ -11,7 +11,7 @@ classes a worker loads, already parsed and verified, which each worker maps
 instead of loading them from the jar (about half of a start's CPU time). It is
 trained without a broker (the jar's `Training` class) when missing or older
 than the jar, and checked with `-Xshare:on` (which refuses an archive of
-another jar or JDK) before a run uses it. Without a usable archive the workers
+another jar or JDK) and its checksums before a run uses it. Without a usable archive the workers
 start without one: slower, never different. The check matters: a damaged
 archive crashes a JVM at start even under the default `-Xshare:auto`.
 """
@@ -26,6 +26,7 @@ from pathlib import Path
 import psycopg.conninfo
 
 from ..errors import HarnessError
+from ..procs import dying_with_this_process
 from ..stack import pgpass
 
 MODULE = Path(__file__).resolve().parents[2] / "experiments" / "eos-streams"
@@ -80,12 +81,16 @@ def archive_stale(archive: Path, jar: Path) -> bool:
 
 def _probe(archive: Path, jar: Path) -> bool:
     """Can a JVM map this archive for this jar? `-Xshare:on` turns a refusal (another jar, another
-    JDK, a damaged file) into an error instead of a silent fallback (or a crash, for a truncated file)."""
+    JDK, a damaged file) into an error instead of a silent fallback (or a crash, for a truncated file).
+    `-XX:+VerifySharedSpaces` checks every region's checksum: `-version` loads none of the worker's
+    classes, so bytes damaged inside an archive of the right size would pass unseen, and crash each
+    worker JVM once it loads them."""
     with tempfile.TemporaryDirectory(prefix="eos-streams-cds-") as cwd:   # where a crashing probe writes hs_err
         try:
-            proc = subprocess.run(["java", *JVM_OPTIONS, "-Xshare:on", f"-XX:SharedArchiveFile={archive}",
-                                   "-XX:-CreateCoredumpOnCrash", "-cp", str(jar), "-version"],
-                                  cwd=cwd, capture_output=True, timeout=PROBE_TIMEOUT_S)
+            proc = subprocess.run(dying_with_this_process(
+                ["java", *JVM_OPTIONS, "-Xshare:on", "-XX:+VerifySharedSpaces", f"-XX:SharedArchiveFile={archive}",
+                 "-XX:-CreateCoredumpOnCrash", "-cp", str(jar), "-version"]),
+                cwd=cwd, capture_output=True, timeout=PROBE_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired):
             return False
     return proc.returncode == 0
@@ -105,9 +110,10 @@ def _train(jar: Path, archive: Path, log) -> bool:
     tmp.unlink()           # the JVM creates it at its exit
     try:
         with tempfile.TemporaryDirectory(prefix="eos-streams-cds-") as cwd:
-            proc = subprocess.run(["java", *JVM_OPTIONS, f"-XX:ArchiveClassesAtExit={tmp}", "-cp", str(jar),
-                                   TRAINING_MAIN], cwd=cwd, capture_output=True, text=True,
-                                  timeout=TRAINING_TIMEOUT_S)
+            # Dies with the harness: a SIGKILLed one would leave it training, then its archive behind.
+            proc = subprocess.run(dying_with_this_process(
+                ["java", *JVM_OPTIONS, f"-XX:ArchiveClassesAtExit={tmp}", "-cp", str(jar), TRAINING_MAIN]),
+                cwd=cwd, capture_output=True, text=True, timeout=TRAINING_TIMEOUT_S)
         if proc.returncode == 0 and tmp.exists() and _probe(tmp, jar):
             os.replace(tmp, archive)
             return True

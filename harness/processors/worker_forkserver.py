@@ -68,10 +68,13 @@ def _title(text: str) -> None:
         pass
 
 
-def _child(sock: socket.socket, wake: tuple, request: dict, stdin_fd: int, log_fd: int) -> None:
-    """In the forked child: become the worker. Never returns."""
+def _child(sock: socket.socket, wake: tuple, request: dict, stdin_fd: int, log_fd: int, server: int) -> None:
+    """In the forked child: become the worker. Never returns. `server` is the server's pid, taken
+    before the fork."""
     rc = 1
     try:
+        from ..procs import die_with
+        die_with(server)                 # first: a server that died since the fork takes this child with it
         sock.close()
         for fd in wake:
             os.close(fd)
@@ -90,11 +93,9 @@ def _child(sock: socket.socket, wake: tuple, request: dict, stdin_fd: int, log_f
         _title(request.get("title") or " ".join(request["argv"]))
         env = dict(request["env"])
         from ..procs import PARENT_PID_ENV
-        env[PARENT_PID_ENV] = str(os.getppid())       # this server is the worker's parent now
+        env[PARENT_PID_ENV] = str(server)              # this server is the worker's parent now
         os.environ.clear()
         os.environ.update(env)
-        from ..procs import die_with_parent
-        die_with_parent()                              # dies with this server, as the server with its supervisor
         # As `python -m MODULE ARGS...` would run it (the worker module, already imported here).
         argv = request["argv"]
         if len(argv) < 3 or argv[1] != "-m":
@@ -128,6 +129,7 @@ def serve(sock: socket.socket) -> None:
     _preload()
     gc.freeze()    # the preloaded objects stay out of every collection: their pages stay shared with each child
     children: set = set()
+    me = os.getpid()
     while True:
         ready, _, _ = select.select([sock, wake_r], [], [])
         if wake_r in ready:
@@ -148,7 +150,7 @@ def serve(sock: socket.socket) -> None:
         request = json.loads(data)
         pid = os.fork()
         if pid == 0:
-            _child(sock, (wake_r, wake_w), request, fds[0], fds[1])
+            _child(sock, (wake_r, wake_w), request, fds[0], fds[1], me)
         for fd in fds:
             os.close(fd)
         children.add(pid)

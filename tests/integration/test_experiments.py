@@ -126,6 +126,49 @@ def test_streams_class_archive_damaged_or_stale_is_retrained(tmp_path):
     assert not list(tmp_path.glob("*.part")) and not list(tmp_path.glob("hs_err*"))
 
 
+def test_streams_class_archive_damaged_inside_fails_the_probe_and_is_retrained(tmp_path):
+    """Bytes flipped inside an archive of the right size: a JVM mapping it passes `-version` but
+    crashes once it loads the worker's classes. The probe must refuse it, and the run retrain it."""
+    from harness.experiments import streams_jvm
+    jar = tmp_path / "eos-streams.jar"
+    jar.write_bytes(streams_jvm.build(lambda *_: None).read_bytes())
+    archive = streams_jvm.class_archive(jar, lambda *_: None)
+    data = bytearray(archive.read_bytes())
+    for start in (len(data) // 2, len(data) * 3 // 4):
+        data[start:start + 4096] = bytes(b ^ 0xFF for b in data[start:start + 4096])
+    archive.chmod(0o644)
+    archive.write_bytes(bytes(data))                                      # same size, newer than the jar
+    assert not streams_jvm._probe(archive, jar), "a damaged archive passed the probe"
+    assert streams_jvm.class_archive(jar, lambda *_: None) == archive and archive.read_bytes() != bytes(data)
+
+
+def test_a_training_jvm_dies_with_a_sigkilled_harness(tmp_path):
+    """The harness SIGKILLed while it trains the class-data archive: the training JVM must die with it,
+    not train on and leave its archive (tens of MB, `*.part`) beside the jar."""
+    from harness.experiments import streams_jvm
+    jar = tmp_path / "eos-streams.jar"
+    jar.write_bytes(streams_jvm.build(lambda *_: None).read_bytes())
+    code = f"from pathlib import Path; from harness.experiments import streams_jvm as s; s.class_archive(Path({str(jar)!r}))"
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    marker = f"-XX:ArchiveClassesAtExit={tmp_path}"
+
+    def training():
+        return pids_where(lambda c: marker in c and "java" in c)
+    try:
+        deadline = time.time() + 120
+        while not training() and time.time() < deadline:
+            time.sleep(0.05)
+        assert training(), "the training JVM never started"
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.time() + 120
+    while training() and time.time() < deadline:
+        time.sleep(0.2)
+    assert not training()
+    assert not list(tmp_path.glob("*.part")), "a training JVM outlived the SIGKILLed harness and left its archive"
+
+
 def test_streams_class_archive_cannot_be_written_then_workers_start_without(tmp_path):
     from harness.experiments import streams_jvm
     jar = tmp_path / "eos-streams.jar"
@@ -148,6 +191,32 @@ def test_streams_run_with_a_damaged_class_archive_is_exact(stack, tmp_path):
     rc = d["kafka_output"]["read_committed"]
     assert (rc["records"], rc["duplicates"], rc["lost"]) == (40, 0, 0) and len(d["crashes"]) == 2
     assert streams_jvm._probe(archive, jar)
+
+
+def test_streams_jvms_die_with_a_sigkilled_harness(stack, tmp_path):
+    """`harness run eos-streams` SIGKILLed mid-run (no clean-up at all): its Kafka Streams JVMs, which
+    run until told to stop, must die with it as Python workers do."""
+    out = tmp_path / "report"
+    marker = str(out / "streams-state")          # on every worker JVM's command line (--state-dir)
+    cmd = [sys.executable, "-m", "harness.cli", "run", "eos-streams", "--messages", "5000", "--workers", "2",
+           "--partitions", "2", "--crash-rate", "0", "--quiet", "--out", str(out)]
+    run = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **stack["env"]},
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 300
+        while len(pids_where(lambda c: marker in c and "java" in c)) < 2 and time.time() < deadline:
+            time.sleep(0.2)
+        assert len(pids_where(lambda c: marker in c and "java" in c)) == 2, "the JVMs never started"
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+    deadline = time.time() + 30
+    while pids_where(lambda c: marker in c) and time.time() < deadline:
+        time.sleep(0.2)
+    left = pids_where(lambda c: marker in c)
+    for pid in left:                             # do not leave them to the next test
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "a Kafka Streams JVM outlived the SIGKILLed harness"
 
 
 def test_eos_dedupe_exact_on_both_sides(stack, tmp_path):

@@ -2,6 +2,7 @@
 
 import json
 import os
+import select
 import signal
 import sys
 import time
@@ -149,5 +150,27 @@ def test_a_server_that_cannot_start_is_one_clear_error_naming_its_log(tmp_path, 
         with pytest.raises(HarnessError, match="forkserver.log"):
             spawn(s, tmp_path, "exit-0")
         assert "a broken module" in (tmp_path / "forkserver.log").read_text()
+    finally:
+        s.close()
+
+
+def test_a_worker_forked_just_before_its_server_died_dies_too(tmp_path, monkeypatch):
+    """The server SIGKILLed (with its run) after a fork but before the child asked for PR_SET_PDEATHSIG
+    (here the child is held up in setproctitle): the child must see that its server is gone and die,
+    not run on as an orphan nobody supervises."""
+    monkeypatch.chdir(ROOT)
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / "setproctitle.py").write_text("import time\n\n\ndef setproctitle(title):\n    time.sleep(3)\n")
+    monkeypatch.setenv("PYTHONPATH", f"{slow}:{ROOT}")
+    s = ForkServer(tmp_path, tmp_path / "forkserver.log")
+    try:
+        p = spawn(s, tmp_path, "sleep")          # the stand-in would sleep a minute
+        s.proc.kill()
+        s.proc.wait()
+        gone = bool(select.select([p.pidfd], [], [], 30)[0])      # readable once the process has exited
+        if not gone:
+            signal.pidfd_send_signal(p.pidfd, signal.SIGKILL)
+        assert gone, "a worker forked just before its server died outlived it"
     finally:
         s.close()
