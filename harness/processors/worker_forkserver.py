@@ -233,6 +233,9 @@ class ForkServer:
                     os.close(w)
                 raise self._dead(None)
             if "pid" in reply:
+                # An exit recorded for this pid is an earlier process's whose report nobody took (a
+                # spare never used): the kernel gave the pid again only after the server reaped it.
+                self.exits.pop(reply["pid"], None)
                 stdin = open(w, "wb") if w is not None else None
                 return ForkedProcess(self, reply["pid"], fds[0], argv, stdin)
 

@@ -174,3 +174,23 @@ def test_a_worker_forked_just_before_its_server_died_dies_too(tmp_path, monkeypa
         assert gone, "a worker forked just before its server died outlived it"
     finally:
         s.close()
+
+
+def test_a_stale_exit_of_a_recycled_pid_is_not_taken_by_the_new_process(server, tmp_path, monkeypatch):
+    """The server reaps a child (its exit report arrives) before the kernel may give its pid again:
+    an exit recorded for a pid the server has just forked is an earlier process's, unread."""
+    real = server._receive
+
+    def receive(*a, **kw):
+        msg, fds = real(*a, **kw)
+        if msg and "pid" in msg:
+            server.exits[msg["pid"]] = 0          # as if an earlier holder of this pid had exited unread
+        return msg, fds
+    monkeypatch.setattr(server, "_receive", receive)
+    p = spawn(server, tmp_path, "sleep")
+    try:
+        assert p.poll() is None
+    finally:
+        p.kill()
+    monkeypatch.setattr(server, "_receive", real)
+    assert p.wait(timeout=30) == -signal.SIGKILL
