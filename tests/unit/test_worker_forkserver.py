@@ -25,6 +25,16 @@ def server(tmp_path, monkeypatch):
     s.close()
 
 
+def server_with_setproctitle(tmp_path, monkeypatch, source: str) -> ForkServer:
+    """A server whose `setproctitle` is a stand-in module with this source (it fails, or is slow)."""
+    monkeypatch.chdir(ROOT)
+    standin = tmp_path / "standin-modules"
+    standin.mkdir()
+    (standin / "setproctitle.py").write_text(source)
+    monkeypatch.setenv("PYTHONPATH", f"{standin}:{ROOT}")
+    return ForkServer(tmp_path, tmp_path / "forkserver.log")
+
+
 def spawn(server, tmp_path, *args, env=None, stdin_pipe=False):
     return server.spawn([sys.executable, "-m", STANDIN, *args], env or {}, tmp_path / "w.log", stdin_pipe)
 
@@ -136,16 +146,10 @@ def test_not_a_python_module_command_line_is_refused_in_the_log(server, tmp_path
     assert "not a `python -m MODULE` command line" in (tmp_path / "w.log").read_text()
 
 
-
 def test_a_server_that_cannot_start_is_one_clear_error_naming_its_log(tmp_path, monkeypatch):
     """Its imports fail (here a broken module on its path): the spawn says so in one HarnessError,
     never a ConnectionResetError traceback."""
-    monkeypatch.chdir(ROOT)
-    broken = tmp_path / "broken"
-    broken.mkdir()
-    (broken / "setproctitle.py").write_text('raise RuntimeError("a broken module")\n')
-    monkeypatch.setenv("PYTHONPATH", f"{broken}:{ROOT}")
-    s = ForkServer(tmp_path, tmp_path / "forkserver.log")
+    s = server_with_setproctitle(tmp_path, monkeypatch, 'raise RuntimeError("a broken module")\n')
     try:
         with pytest.raises(HarnessError, match="forkserver.log"):
             spawn(s, tmp_path, "exit-0")
@@ -158,12 +162,7 @@ def test_a_worker_forked_just_before_its_server_died_dies_too(tmp_path, monkeypa
     """The server SIGKILLed (with its run) after a fork but before the child asked for PR_SET_PDEATHSIG
     (here the child is held up in setproctitle): the child must see that its server is gone and die,
     not run on as an orphan nobody supervises."""
-    monkeypatch.chdir(ROOT)
-    slow = tmp_path / "slow"
-    slow.mkdir()
-    (slow / "setproctitle.py").write_text("import time\n\n\ndef setproctitle(title):\n    time.sleep(3)\n")
-    monkeypatch.setenv("PYTHONPATH", f"{slow}:{ROOT}")
-    s = ForkServer(tmp_path, tmp_path / "forkserver.log")
+    s = server_with_setproctitle(tmp_path, monkeypatch, "import time\n\n\ndef setproctitle(title):\n    time.sleep(3)\n")
     try:
         p = spawn(s, tmp_path, "sleep")          # the stand-in would sleep a minute
         s.proc.kill()
