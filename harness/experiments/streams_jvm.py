@@ -31,7 +31,6 @@ from ..stack import pgpass
 
 MODULE = Path(__file__).resolve().parents[2] / "experiments" / "eos-streams"
 JAR = MODULE / "target" / "eos-streams.jar"
-ARCHIVE = JAR.with_suffix(".jsa")
 # JVM options of every worker: short-lived processes (C1 only, the serial collector, no
 # hsperfdata file: jps and jcmd do not list the workers).
 JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx512m", "-XX:-UsePerfData"]
@@ -150,7 +149,8 @@ def command(jar: Path, slot, *, bootstrap: str, input_topic: str, output_topic: 
             state_dir: Path, crash_plan: Path, crash_log: Path, commit_interval_ms: int | None,
             ledger_table: str | None, dsn: str, archive: Path | None = None) -> list[str]:
     cds = [f"-XX:SharedArchiveFile={archive}"] if archive else []
-    cmd = ["java", *JVM_OPTIONS, *cds, "-Dharness.worker=true", "-jar", str(jar), "--bootstrap", bootstrap, "--input", input_topic, "--output", output_topic,
+    cmd = ["java", *JVM_OPTIONS, *cds, "-Dharness.worker=true", "-jar", str(jar),
+           "--bootstrap", bootstrap, "--input", input_topic, "--output", output_topic,
            "--application-id", application_id, "--state-dir", str(state_dir / slot.name),
            "--crash-plan", str(crash_plan), "--crash-log", str(crash_log),
            "--worker", slot.name, "--attempt", str(slot.attempt)]

@@ -13,7 +13,7 @@ Kafka or Postgres exists in this process (librdkafka's threads would not survive
 never runs a worker's loop itself.
 
 The protocol, on a SOCK_SEQPACKET socket pair (one message per datagram):
-  supervisor -> server: {"argv": [...], "env": {...}, "title": "..."} with two file descriptors,
+  supervisor -> server: {"argv": [...], "env": {...}} with two file descriptors,
                         the worker's stdin and its log (stdout and stderr);
   server -> supervisor: {"pid": N} with a pidfd of the new process (a signal to it can never reach
                         a recycled pid), and later {"exit": N, "rc": R}, R as subprocess's returncode
@@ -90,7 +90,7 @@ def _child(sock: socket.socket, wake: tuple, request: dict, stdin_fd: int, log_f
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
         # The title first: setproctitle needs the environment as the process started with it.
-        _title(request.get("title") or " ".join(request["argv"]))
+        _title(" ".join(request["argv"]))
         env = dict(request["env"])
         from ..procs import PARENT_PID_ENV
         env[PARENT_PID_ENV] = str(server)              # this server is the worker's parent now
