@@ -46,11 +46,17 @@ class SupervisorResult:
     status: str                      # "complete", "incomplete" (time limit or broken worker), "interrupted"
     restarts: int = 0
     unplanned_deaths: list = field(default_factory=list)   # {worker, attempt, exit_code, time}: not a fault's doing
-    killed_at_end: int = 0           # busy workers SIGKILLed because the run stopped (interrupt, time limit)
+    killed_at_stop: list = field(default_factory=list)   # {worker, attempt, pid, time}: busy workers SIGKILLed
+                                                          # where they stood because the run stopped (interrupt, time limit)
     reason: str | None = None
     gave_up_on: str | None = None    # the worker slot that failed MAX_UNPLANNED_FAILURES times
     wall_seconds: float = 0.0
     events: list = field(default_factory=list)    # every worker event, in order
+
+    @property
+    def killed_at_end(self) -> int:
+        """How many workers the stop SIGKILLed mid-work: undescribed crashes for the prediction."""
+        return len(self.killed_at_stop)
 
 
 class Supervisor:
@@ -263,8 +269,10 @@ class Supervisor:
             self.result.status, self.result.reason = "interrupted", "interrupted by the user"
         finally:
             if self.result.status != "complete":
-                self.result.killed_at_end = sum(1 for s in self.slots if s.proc and not s.finished
-                                                and s.proc.poll() is None)
+                now = round(time.time(), 3)
+                self.result.killed_at_stop = [{"worker": s.name, "attempt": s.attempt, "pid": s.proc.pid, "time": now}
+                                              for s in self.slots if s.proc and not s.finished
+                                              and s.proc.poll() is None]
             self.kill_all()
             for f in self.faults:
                 f.finish(self)

@@ -83,6 +83,7 @@ class VerdictDetail:
     reason: str | None
     audit_errors: list
     unplanned_deaths: list
+    killed_at_stop: list
 
 
 def crash_entries(crashes: list[dict], restarts: list, stalls: list | None) -> list[dict]:
@@ -273,7 +274,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "verdict_detail": asdict(VerdictDetail(
             failed=v.failed, differing_ids=v.differing_ids, differing_totals=v.differing_totals,
             reason=result.reason, audit_errors=list(audit.evidence.errors),
-            unplanned_deaths=deaths)),
+            unplanned_deaths=deaths, killed_at_stop=list(result.killed_at_stop))),
         "timings": timings(result.wall_seconds, len(r.sent_ids), crash_rows, getattr(r, "phases", None)),
         "restarts": result.restarts,
         "timeline": timeline(r.progress.samples, crashes, result.events, r.progress.t0, fault_rows),
@@ -360,6 +361,12 @@ def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
     deaths = d["verdict_detail"].get("unplanned_deaths") or []
     if deaths:
         text += f" {len(deaths)} worker death(s) no fault caused (see verdict_detail.unplanned_deaths)."
+    stopped = d["verdict_detail"].get("killed_at_stop") or []
+    if stopped:
+        text += (f" The stop SIGKILLed {len(stopped)} busy worker(s) where they stood ("
+                 + ", ".join(f"{x['worker']} attempt {x['attempt']}" for x in stopped[:10])
+                 + "): what they had done since their last commit is undescribed, so the numbers it can "
+                   "change are bounds.")
     errs = d["verdict_detail"].get("audit_errors") or []
     if errs:
         text += f" Audit error: {errs[0]}."

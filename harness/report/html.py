@@ -154,7 +154,7 @@ def render(r: RunReport) -> str:
     if r.balance_rows():
         body += ["<h2>Balances</h2>", table(r.balance_rows(), r.BALANCE_COLUMNS, numeric=(1, 2, 3, 4, 5, 6))]
     vd = d.get("verdict_detail") or {}
-    if vd.get("failed") or vd.get("audit_errors") or vd.get("unplanned_deaths"):
+    if vd.get("failed") or vd.get("audit_errors") or vd.get("unplanned_deaths") or vd.get("killed_at_stop"):
         totals = vd.get("differing_totals") or {}
         body += ["<h2>What differed</h2>", "<ul id=differed>"
                  + "".join(f"<li>{escape(str(f))}</li>" for f in vd.get("failed") or [])
@@ -164,6 +164,8 @@ def render(r: RunReport) -> str:
                            for e in vd.get("audit_errors") or [])
                  + "".join(f"<li>unplanned death: {escape(x['worker'])} attempt {x['attempt']} (exit {x['exit_code']})</li>"
                            for x in (vd.get("unplanned_deaths") or [])[:10])
+                 + "".join(f"<li>SIGKILLed by the stop: {escape(str(x['worker']))} attempt {escape(str(x['attempt']))} "
+                           f"(pid {escape(str(x['pid']))})</li>" for x in (vd.get("killed_at_stop") or [])[:10])
                  + "</ul>"]
     others = [f for f in d.get("faults") or [] if f["fault"] not in CRASH_FAULTS]
     if others:

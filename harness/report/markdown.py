@@ -43,6 +43,10 @@ def render(r: RunReport) -> str:
     if deaths:
         out += ["", f"**{len(deaths)} worker death(s) no fault caused:** " + ", ".join(
             f"{x['worker']} attempt {x['attempt']} (exit {x['exit_code']})" for x in deaths[:10])]
+    stopped = vd.get("killed_at_stop") or []
+    if stopped:
+        out += ["", f"**{len(stopped)} busy worker(s) SIGKILLed by the stop:** " + ", ".join(
+            f"{x['worker']} attempt {x['attempt']} (pid {x['pid']})" for x in stopped[:10])]
     if d.get("consumer"):
         from .consumer import markdown as consumer_section
         out += consumer_section(d["consumer"])

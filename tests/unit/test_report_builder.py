@@ -22,7 +22,7 @@ STACK = Stack("external", "127.0.0.1:1", "postgresql://harness:S3cret@127.0.0.1:
 
 
 def make(name, rows=None, output=None, crashes=(), status="complete", error=None, committed=None, deaths=(),
-         **params):
+         stopped=(), **params):
     p = RunParams(name, messages=5, **params)
     exp = get(name).resolve(p)
     import atexit
@@ -45,7 +45,7 @@ def make(name, rows=None, output=None, crashes=(), status="complete", error=None
     events = [{"event": "first_message", "worker": "w0", "attempt": 2, "t": 1.5},
               {"event": "done", "worker": "w0", "attempt": 2, "t": 2.0, "delivered": 5}]
     result = SupervisorResult(status=status, restarts=len(crashes), wall_seconds=2.0, events=events,
-                              unplanned_deaths=list(deaths))
+                              unplanned_deaths=list(deaths), killed_at_stop=list(stopped))
     return assemble(r, faults, True, result, list(crashes), audit, stalls=None).data
 
 
@@ -82,6 +82,24 @@ def test_an_eos_report_with_output_and_an_interrupted_one():
     assert d["verdict"] == "interrupted"
     assert (d["counts"]["lost"], d["counts"]["unprocessed"]) == (1, 3)
     assert "3 payments not yet processed" in d["summary"]
+
+
+def test_an_interrupted_run_names_the_busy_workers_its_stop_killed():
+    """A worker SIGKILLed by the stop did work nobody described: the numbers it can change are bounds,
+    and the report says which worker it was; with no worker busy at the stop, the prediction stays exact."""
+    from harness.report import html, markdown
+    from harness.report.model import RunReport
+    stopped = [{"worker": "w0", "attempt": 2, "pid": 4242, "time": 1.9}]
+    d = make("offset-before", [("pay-000001", 100)], status="interrupted", committed={0: 2}, stopped=stopped)
+    validate(d)
+    assert d["predicted"]["exact"] is False and d["verdict_detail"]["killed_at_stop"] == stopped
+    assert "SIGKILLed 1 busy worker(s) where they stood (w0 attempt 2)" in d["summary"]
+    assert "SIGKILLed by the stop:** w0 attempt 2 (pid 4242)" in markdown.render(RunReport(d))
+    assert "SIGKILLed by the stop: w0 attempt 2 (pid 4242)" in html.render(RunReport(d))
+    d = make("offset-before", [("pay-000001", 100)], status="interrupted", committed={0: 2})
+    validate(d)
+    assert d["predicted"]["exact"] is True and d["verdict_detail"]["killed_at_stop"] == []
+    assert "busy worker" not in d["summary"]
 
 
 def test_zombie_report_carries_the_fault_story():
