@@ -38,14 +38,15 @@ REQUEST_TIMEOUT_S = 15
 
 
 class Events:
-    """Append-only JSON lines the supervisor reads: started, first_message, done."""
+    """Append-only JSON lines the supervisor reads: started, first_message, done. Each names the
+    worker's pid, so a report (and a test) can tell which process did what."""
 
     def __init__(self, path: Path, worker: str, attempt: int):
         self.path, self.worker, self.attempt = path, worker, attempt
 
     def emit(self, event: str, **fields) -> None:
         line = json.dumps({"event": event, "worker": self.worker, "attempt": self.attempt,
-                           "t": time.time(), **fields}) + "\n"
+                           "pid": os.getpid(), "t": time.time(), **fields}) + "\n"
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, line.encode())
