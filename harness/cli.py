@@ -274,8 +274,8 @@ def _fault_help() -> str:
               help="key-expiry only: the worker purges dedupe keys older than this before each lookup, as a TTL "
                    "cache would.  [default: 0.2]")
 @click.option("--restart-delay", type=float, default=None, metavar="SECONDS",
-              help="key-expiry only: a dead worker's successor starts this long after the death (a slow "
-                   "redelivery).  [default: 0.4]")
+              help="A dead worker's successor starts this long after the death (a slow restart, a slow "
+                   "redelivery).  [default: at once; key-expiry 0.4]")
 @click.option("--auto-commit-interval-ms", type=int, default=None,
               help="auto-commit only: the consumer's auto.commit.interval.ms.  [default: the client's, 5000]")
 @click.option("--kill-every", type=float, default=None, metavar="SECONDS",

@@ -29,8 +29,11 @@ MAX_ZOMBIE_PAUSE_S = 3600
 MAX_IN_FLIGHT = 1_000_000              # librdkafka's own limit for max.in.flight.requests.per.connection
 MAX_DEDUPE_TTL_S = 86_400
 MAX_RESTART_DELAY_S = 600
-# Options only some experiments take (their declaration's `options` names them); None: not given.
+# Options in seconds, with their bounds; None: not given. The TTL belongs to the experiments whose
+# declaration's `options` names it; the restart delay is the supervisor's, for every experiment
+# (key-expiry declares a default of its own).
 SECONDS_OPTIONS = {"dedupe_ttl": MAX_DEDUPE_TTL_S, "restart_delay": MAX_RESTART_DELAY_S}
+SUPERVISOR_SECONDS_OPTIONS = ("restart_delay",)
 MAX_AUTO_COMMIT_INTERVAL_MS = 600_000
 MAX_KILL_EVERY_S = 3600
 MIN_KILL_EVERY_S = 0.1
@@ -110,7 +113,7 @@ class RunParams:
             flag = f"--{name.replace('_', '-')}"
             if not math.isfinite(value) or value < 0 or value > most:
                 raise HarnessError(f"{flag} must be a number of seconds between 0 and {most:,}, got {value}")
-            if name not in exp.options:
+            if name not in exp.options and name not in SUPERVISOR_SECONDS_OPTIONS:
                 takers = [e.name for e in experiments.REGISTRY.values() if name in e.options]
                 raise HarnessError(f"{flag} applies to {', '.join(takers) or 'no experiment'} only; "
                                    f"{exp.name} does not take it")

@@ -114,12 +114,13 @@ def test_expiry_without_recorded_key_times_is_not_guessed():
     assert expired_at_redelivery(c, [redelivered("a", 20.0)]) == {"a": None}
 
 
-def test_ttl_and_restart_delay_belong_to_key_expiry_only():
+def test_the_ttl_belongs_to_key_expiry_only_and_the_restart_delay_to_every_experiment():
     RunParams("key-expiry", dedupe_ttl=1, restart_delay=4).validate()
     with pytest.raises(HarnessError, match="--dedupe-ttl applies to key-expiry only"):
         RunParams("dedupe", dedupe_ttl=1).validate()
-    with pytest.raises(HarnessError, match="--restart-delay applies to key-expiry only"):
-        RunParams("offset-after", restart_delay=1).validate()
+    RunParams("offset-after", restart_delay=1).validate()      # the supervisor's: any experiment
+    with pytest.raises(HarnessError, match="--restart-delay must be a number of seconds"):
+        RunParams("offset-after", restart_delay=-1).validate()
     with pytest.raises(HarnessError, match="--dedupe-ttl must be a number of seconds"):
         RunParams("key-expiry", dedupe_ttl=-1).validate()
     p = RunParams("key-expiry", dedupe_ttl=60)
