@@ -262,7 +262,7 @@ def test_killed_harness_takes_its_workers_along(stack, tmp_path):
     _wait_for_workers(out, str(out))
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
-    deadline = time.time() + 10
+    deadline = time.time() + 30         # they die with it (PR_SET_PDEATHSIG); a loaded machine is slow to say so
     while worker_pids(str(out)) and time.time() < deadline:
         time.sleep(0.1)
     assert worker_pids(str(out)) == []
@@ -372,21 +372,33 @@ def test_offsets_committed_outside_the_transaction_are_caught_by_any_point(stack
     run_exp(stack, tmp_path / "default", "eos", "--messages", "200", env=env)
 
 
+def _ledger_of(out: Path) -> str:
+    """This run's own ledger table, quoted, from a worker's command line (its --ledger)."""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        for pid in _wait_for_workers(out, str(out)):
+            try:
+                # A forked worker's title is its command line as one string (setproctitle).
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().replace("\0", " ").split()
+            except OSError:
+                continue        # a worker that crashed meanwhile
+            if "--ledger" in argv:
+                return ".".join(f'"{part}"' for part in argv[argv.index("--ledger") + 1].split("."))
+        time.sleep(0.1)
+    raise AssertionError("no worker named its ledger")
+
+
 def test_a_stray_row_and_a_changed_amount_during_the_run_are_unexpected_and_named(stack, tmp_path):
     import psycopg
     out = tmp_path / "tampered"
     proc = _start_run(stack, out, "dedupe", "--messages", "3000", "--crash-rate", "0.02")
-    _wait_for_workers(out, str(out))
-    ledger = None
+    table = _ledger_of(out)
     deadline = time.time() + 60
     with psycopg.connect(stack["dsn"], autocommit=True) as conn:
-        while time.time() < deadline:
-            ledger = conn.execute("select table_name from information_schema.tables where table_schema = 'harness' "
-                                  "and table_name like 'ledger_%' order by table_name desc limit 1").fetchone()
-            if ledger and conn.execute(f'select count(*) from harness."{ledger[0]}"').fetchone()[0] > 10:
-                break
+        # The row to change must be there already: a later insert would carry the right amount.
+        while conn.execute(f"select count(*) from {table} where message_id = %s", ("pay-000002",)).fetchone()[0] == 0:
+            assert time.time() < deadline, "pay-000002 never reached the ledger"
             time.sleep(0.1)
-        table = f'harness."{ledger[0]}"'
         conn.execute(f"insert into {table} (message_id, amount, worker, attempt) values ('pay-999999', 100, 'x', 1)")
         conn.execute(f"update {table} set amount = 250 where message_id = 'pay-000002'")
     _stdout, stderr = proc.communicate(timeout=300)
@@ -408,22 +420,99 @@ def test_with_two_workers_each_stall_is_measured_on_its_own_worker(stack, tmp_pa
         assert c["read_committed_stall_seconds"] >= c["restart_seconds"], c
 
 
-def test_an_interrupted_run_counts_what_it_never_reached_as_unprocessed(stack, tmp_path):
-    out = tmp_path / "stopped"
+def _jsonl(path: Path) -> list[dict]:
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    return [json.loads(x) for x in lines if x.endswith("}")]
+
+
+def _process_state(pid: int) -> str | None:
+    """The kernel's one-letter state of a process (R, S, T, Z...), None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError, ProcessLookupError):
+        return None
+
+
+def _hold_a_busy_worker(out: Path, timeout=60) -> dict:
+    """Freeze (SIGSTOP) a worker that is busy and has not crashed, and return its event: from then on
+    the run's stop is certain to find it running, whatever the timing of crashes and restarts."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        crashed = {(c["worker"], c["attempt"]) for c in _jsonl(out / "crash-log.jsonl")}
+        busy = [e for e in _jsonl(out / "events.jsonl") if e["event"] == "first_message"
+                and (e["worker"], e["attempt"]) not in crashed and "pid" in e]
+        if busy:
+            ev = busy[-1]
+            try:
+                os.kill(ev["pid"], signal.SIGSTOP)
+            except ProcessLookupError:
+                continue
+            # Stopped, still this run's worker, and it had not logged its crash before the stop landed.
+            for _ in range(50):
+                if _process_state(ev["pid"]) in ("T", "t", None, "Z"):
+                    break
+                time.sleep(0.01)
+            alive = _process_state(ev["pid"]) in ("T", "t") and \
+                str(out) in Path(f"/proc/{ev['pid']}/cmdline").read_bytes().decode(errors="replace")
+            if alive and (ev["worker"], ev["attempt"]) not in \
+                    {(c["worker"], c["attempt"]) for c in _jsonl(out / "crash-log.jsonl")}:
+                return ev
+            if alive:
+                os.kill(ev["pid"], signal.SIGCONT)      # it had logged its crash: let it die as planned
+        time.sleep(0.05)
+    raise AssertionError("no busy worker to hold")
+
+
+def test_an_interrupt_that_kills_a_busy_worker_makes_its_numbers_bounds_and_names_it(stack, tmp_path):
+    out = tmp_path / "stopped-busy"
     proc = _start_run(stack, out, "offset-before", "--messages", "5000", "--crash-rate", "0.01")
-    _wait_for_workers(out, str(out))
-    time.sleep(1.0)
+    held = _hold_a_busy_worker(out)
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=120)
     d = json.loads((out / "report.json").read_text())
     validate(d)
     assert d["verdict"] == "interrupted" and proc.returncode == 130
-    c = d["counts"]
-    # The workers still running were SIGKILLed where they stood: that last kill is not described, so the
-    # loss it may add is bounded (commit-every records), not predicted exactly.
+    # The held worker was SIGKILLed where it stood: what it did since its last commit is undescribed,
+    # so the loss it may add is bounded (commit-every records), not predicted exactly.
+    stopped = d["verdict_detail"]["killed_at_stop"]
+    assert [(x["worker"], x["attempt"], x["pid"]) for x in stopped] == [(held["worker"], held["attempt"], held["pid"])]
+    assert f"{held['worker']} attempt {held['attempt']}" in d["summary"]
     assert d["predicted"]["exact"] is False
+    c = d["counts"]
     assert c["unprocessed"] > 0 and c["lost"] <= d["predicted"]["lost"] < 100
     assert c["effects"] + c["lost"] + c["unprocessed"] == 5000
+    assert _process_state(held["pid"]) is None
+
+
+def test_an_interrupt_while_no_worker_runs_keeps_the_prediction_exact(stack, tmp_path):
+    """The stop lands between a crash and its successor (held back a minute by --restart-delay): no
+    worker was running, so every crash is described and the prediction stays exact."""
+    out = tmp_path / "stopped-idle"
+    proc = _start_run(stack, out, "offset-before", "--messages", "2000", "--crash-rate", "0.01",
+                      "--restart-delay", "120")
+    deadline = time.time() + 60
+    while not _jsonl(out / "crash-log.jsonl"):
+        assert time.time() < deadline and proc.poll() is None, "no crash was logged"
+        time.sleep(0.05)
+    crash = _jsonl(out / "crash-log.jsonl")[0]
+    pids = [e["pid"] for e in _jsonl(out / "events.jsonl")
+            if (e["worker"], e["attempt"]) == (crash["worker"], crash["attempt"]) and "pid" in e]
+    while pids and _process_state(pids[0]) not in (None, "Z"):
+        assert time.time() < deadline, "the crashed worker did not die"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=120)
+    d = json.loads((out / "report.json").read_text())
+    validate(d)
+    assert d["verdict"] == "interrupted" and proc.returncode == 130
+    assert d["verdict_detail"]["killed_at_stop"] == []
+    assert len(d["crashes"]) == 1 and d["predicted"]["exact"] is True
+    c = d["counts"]
+    assert c["lost"] == d["predicted"]["lost"] == 1 and d["anomalies"]["lost_ids"] == [crash["message_id"]]
+    assert c["unprocessed"] > 0 and c["effects"] + c["lost"] + c["unprocessed"] == 2000
 
 
 def test_ctrl_c_on_a_suite_leaves_every_started_run_its_report(stack, tmp_path):
