@@ -491,6 +491,8 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, group, para
     if (folder / "suite.json").exists():
         raise HarnessError(f"{folder} already holds a suite; choose another --out")
     from .rundir import check_creatable
+    from .safefile import check_folder
+    check_folder(folder, "the suite folder", "choose an --out that only you can write")     # before any stack starts
     check_creatable(folder)
     install_sigterm_as_interrupt()
 
@@ -596,7 +598,7 @@ def main():  # noqa: C901
         click.echo(f"error: {e}", err=True)
         if e.detail:
             click.echo("--- last lines of the log ---\n" + e.detail.rstrip(), err=True)
-        sys.exit(2)
+        sys.exit(e.exit_status)
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)
         sys.exit(130)

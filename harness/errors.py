@@ -2,7 +2,7 @@
 
 Library code raises HarnessError for every mistake a user can make or fix
 (bad input, unreachable broker, missing Java); the CLI turns it into one line
-on stderr and exit status 2.
+on stderr and exit status 2 (a subclass may carry another `exit_status`).
 """
 
 
@@ -12,3 +12,12 @@ class HarnessError(Exception):
     def __init__(self, message: str, detail: str | None = None):
         super().__init__(message)
         self.detail = detail  # e.g. the tail of a service log, printed after the line
+
+    exit_status = 2
+
+
+class ReportNotWritten(HarnessError):
+    """A report that could not be written (a full disk, a folder gone read-only): exit 3, as for a run whose
+    numbers are unknown (1 would read as `unexpected`). The message says what was kept, and where."""
+
+    exit_status = 3

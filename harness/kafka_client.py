@@ -99,12 +99,16 @@ def parse_pairs(pairs) -> dict:
     return out
 
 
+MAX_SETTINGS_FILE_BYTES = 1024 * 1024
+
+
 def load_file(path) -> dict:
+    """The settings of a client.properties file: a regular file of at most 1 MiB (a device such as /dev/zero,
+    or a FIFO that would block forever, is refused in one line)."""
+    from .safefile import read_limited
     p = Path(path)
     try:
-        text = p.read_text()
-    except OSError as e:
-        raise HarnessError(f"cannot read the Kafka client settings file {p}: {e.strerror or e}")
+        text = read_limited(p, MAX_SETTINGS_FILE_BYTES, "the Kafka client settings file").decode()
     except UnicodeDecodeError:
         raise HarnessError(f"the Kafka client settings file {p} is not a text file (key=value lines)") from None
     return parse_properties(text, str(p))

@@ -18,6 +18,7 @@ own threads.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 import threading
@@ -110,6 +111,11 @@ class _FileHandler(logging.FileHandler):
         super().__init__(path, delay=True, encoding="utf-8")
         self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         self._broken = False
+
+    def _open(self):
+        """The log file, opened without following a link planted under its name."""
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        return open(fd, self.mode, encoding=self.encoding)
 
     def emit(self, record: logging.LogRecord) -> None:
         if self._broken:

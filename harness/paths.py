@@ -12,7 +12,9 @@ from pathlib import Path
 
 
 def state_dir() -> Path:
-    return Path(os.environ.get("HARNESS_HOME", ".harness")).absolute()
+    """The state folder's real path (links resolved): the marks a service's process must show are
+    built from it, so one folder has one name however it was reached."""
+    return Path(os.environ.get("HARNESS_HOME", ".harness")).resolve()
 
 
 def cache_dir() -> Path:

@@ -33,7 +33,7 @@ from .faults.supervisor import Supervisor, SupervisorResult
 from .params import RunParams, TXN_ABORT_MARGIN_S, FRESH_ID_TRANSACTION_TIMEOUT_MS
 from .paths import reports_dir
 from .report.build import assemble
-from .report.model import RunReport, write_all
+from .report.model import RunReport, write_or_keep
 from .rundir import claim_run_dir
 from .stack.model import Stack
 from .workload import tables
@@ -271,7 +271,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                           stall_of=watcher.stalls if watcher else None)
         if launch and launch.annotate:
             launch.annotate(r, result, report)
-        write_all(report, run_dir)
+        write_or_keep(report, run_dir)
     problem = launch.bad_input(result) if launch and launch.bad_input else None
     if problem:
         raise HarnessError(problem)

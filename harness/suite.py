@@ -108,7 +108,8 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
               log=print, on_done=None, group: str | None = None) -> dict:
     """Run each experiment in its own `harness run` process; return the suite summary (also written)."""
     check_stack(stack, group)
-    out.mkdir(parents=True, exist_ok=True)
+    from .rundir import mark_suite_dir
+    mark_suite_dir(out)
     env = run_env(stack)
     t0 = time.time()
     pending = launch_order(experiments)
@@ -122,7 +123,8 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
                 cmd = [sys.executable, "-m", "harness.cli", "run", name, *accepted_args(name, common_args), "--quiet",
                        "--out", str(folder), "--time-limit", str(PER_EXPERIMENT_TIME_LIMIT_S), *suite_args(name)]
                 log(f"suite: starting {name}")
-                with open(out / f"{name}.log", "wb") as f:
+                log_fd = os.open(out / f"{name}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+                with open(log_fd, "wb") as f:
                     running[name] = (subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT,
                                                       stdin=subprocess.DEVNULL, preexec_fn=die_with_parent),
                                      time.time())
@@ -156,7 +158,8 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
         summary["parallel"] = parallel
         summary["group"] = group
         summary["exit_code"] = exit_code(summary["experiments"])
-        (out / "suite.json").write_text(json.dumps(summary, indent=2) + "\n")
+        from .safefile import write_text
+        write_text(out / "suite.json", json.dumps(summary, indent=2) + "\n")
     return summary
 
 

@@ -29,12 +29,11 @@ PUBLISHED_CONTEXT = (
 
 
 def write_all(data: dict, folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
+    from ..safefile import make_folder, write_text
+    make_folder(folder)
     for name, text in (("bench.json", json.dumps(data, indent=2) + "\n"), ("bench.md", render_md(data)),
                        ("bench.html", render_html(data))):
-        tmp = folder / f".{name}.tmp"
-        tmp.write_text(text)
-        tmp.replace(folder / name)
+        write_text(folder / name, text)
 
 
 # -- shared views -----------------------------------------------------------------------------

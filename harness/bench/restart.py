@@ -34,6 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import safefile
 from ..errors import HarnessError
 from ..stack.model import Stack
 
@@ -127,7 +128,7 @@ class _Run:
                "--events", str(self.events_path), "--process", str(self.per), "--config", json.dumps(self.config)]
         if self.s.manual_assign:
             cmd.append("--manual-assign")
-        with open(self.folder / f"{self.s.name}-{n}.log", "ab") as log:
+        with safefile.open_log(self.folder / f"{self.s.name}-{n}.log") as log:
             p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         rec = _Proc(p, time.time())
         self.procs.append(rec)

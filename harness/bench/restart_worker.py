@@ -24,7 +24,7 @@ REQUEST_TIMEOUT_S = 15
 
 def emit(path: str, event: str, **fields) -> None:
     line = json.dumps({"event": event, "pid": os.getpid(), "t": time.time(), **fields}) + "\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         os.write(fd, line.encode())
     finally:

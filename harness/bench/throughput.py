@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import safefile
 from ..errors import HarnessError
 from ..stack.model import Stack
 from .common import clean_run, spread
@@ -146,7 +147,7 @@ def run_bare_case(case: Case, stack: Stack, run_id: str, out: Path, messages: in
         cmd += ["--output-topic", names.output_topic, "--commit-interval-ms", str(case.commit_interval_ms)]
     produce(stack.bootstrap_servers, names.input_topic, make_payments(messages, 100, size))
     t0 = time.time()
-    with open(out / "worker.log", "wb") as logf:
+    with safefile.open_log(out / "worker.log", truncate=True) as logf:
         proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env={**os.environ, "HARNESS_WORKER_DSN": stack.postgres_dsn})
         try:

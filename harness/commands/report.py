@@ -16,7 +16,9 @@ def rerender(folder: Path) -> Path:
     """
     from ..report import compare as comparison
     from ..report.model import RunReport, write_all
+    from ..safefile import check_folder
     folder = folder.parent if folder.is_file() else folder
+    check_folder(folder, "the report folder", "copy it into a folder that only you can write")
     if (folder / "suite.json").is_file():
         comparison.read_json(folder / "suite.json")   # one clear line for a broken suite.json
         _write_suite()(folder)

@@ -50,7 +50,7 @@ def auto_commit_loop(ctx) -> None:
     Once everything is applied, wait for that timer to commit the end, then exit."""
     ctx.assign()
     fd = os.open(os.path.join(os.path.dirname(ctx.events.path), APPLIED_LOG),
-                 os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                 os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         while True:
             for msg in ctx.poll(POLL_BATCH):

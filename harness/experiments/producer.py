@@ -66,7 +66,7 @@ def producer_loop(ctx) -> None:
     from ..checker import deliveries
 
     conf = json.loads(dict(o.split("=", 1) for o in ctx.args.option)["producer"])
-    fd = os.open(ctx.args.delivery_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(ctx.args.delivery_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     # The cluster's client settings (e.g. credentials) under the settings the run tests, which win.
     producer = Producer(kafka_client.config(ctx.args.bootstrap, {"log_level": 3, **conf}))
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 def append(path: Path, entry: dict) -> None:
     line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         os.write(fd, line)
         os.fsync(fd)

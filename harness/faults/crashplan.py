@@ -45,7 +45,8 @@ class CrashPlan:
                 "points": dict(self.points)}
 
     def save(self, path: Path) -> None:
-        path.write_text(json.dumps(self.to_json()) + "\n")
+        from ..safefile import write_text
+        write_text(path, json.dumps(self.to_json()) + "\n")
 
     @classmethod
     def load(cls, path: Path) -> "CrashPlan":

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .. import safefile
 from ..procs import PARENT_PID_ENV
 from . import crashlog
 
@@ -136,7 +137,7 @@ class Supervisor:
                 from ..processors.worker_forkserver import ForkServer
                 self.forkserver = ForkServer(self.run_dir, self.logs / "forkserver.log")
             return self.forkserver.spawn(cmd, env, self.logs / f"{slot.name}.log", stdin_pipe=stdin == subprocess.PIPE)
-        with open(self.logs / f"{slot.name}.log", "ab") as log:
+        with safefile.open_log(self.logs / f"{slot.name}.log") as log:
             return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin,
                                     process_group=0 if self.own_process_group else None)
 

@@ -199,7 +199,8 @@ class ForkServer:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         from ..procs import PARENT_PID_ENV
         env = {**os.environ, FD_ENV: str(theirs.fileno()), PARENT_PID_ENV: str(os.getpid())}
-        with open(log_path, "ab") as log:
+        from ..safefile import open_log
+        with open_log(log_path) as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "harness.processors.worker_forkserver", "--run-dir", str(run_dir)],
                 env=env, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
@@ -215,7 +216,7 @@ class ForkServer:
             r, w = os.pipe()
         else:
             r, w = os.open(os.devnull, os.O_RDONLY), None
-        log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         try:
             socket.send_fds(self.sock, [json.dumps({"argv": argv, "env": env}).encode()], [r, log])
         except OSError as e:

@@ -125,14 +125,19 @@ def _latest(root: Path) -> Path:
     """The newest report folder: run and suite ids start with a timestamp, so the largest name wins.
 
     Folders not named by a timestamp (committed reference runs) count only when there is no other.
+    A folder named by a timestamp counts only when the harness made it (`rundir.made_by_harness`):
+    anyone who can create a folder there could otherwise name the newest one.
     """
+    from ..rundir import made_by_harness
     if not root.is_dir():
         raise HarnessError(f"no target 'latest': the reports folder {root} does not exist")
     found = [d for d in root.iterdir()
              if d.is_dir() and ((d / "report.json").is_file() or (d / "suite.json").is_file())]
+    found = [d for d in found if not TIMESTAMPED.match(d.name) or made_by_harness(d)]
     if not found:
-        raise HarnessError(f"no target 'latest': {root} has no folder with a report.json or suite.json")
-    stamped = [d for d in found if TIMESTAMPED.match(d.name)]
+        raise HarnessError(f"no target 'latest': {root} has no folder with a report.json or suite.json "
+                           f"that the harness made")
+    stamped = [d for d in found if TIMESTAMPED.match(d.name) and made_by_harness(d)]
     return max(stamped or found, key=lambda d: d.name)
 
 

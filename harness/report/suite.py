@@ -118,8 +118,7 @@ def write_suite(folder: Path) -> Path:
     folder = Path(folder)
     summary = json.loads((folder / "suite.json").read_text())
     md, page = render_md(summary), render_html(summary)      # render both before writing either
+    from ..safefile import write_text
     for name, text in (("suite.md", md), ("suite.html", page)):
-        tmp = folder / f".{name}.tmp"
-        tmp.write_text(text)
-        tmp.replace(folder / name)
+        write_text(folder / name, text)
     return folder

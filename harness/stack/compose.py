@@ -99,7 +99,8 @@ def up(variant: str = "single", log=print) -> Stack:
     proc = subprocess.run(cmd, env=_env(state), capture_output=True, text=True, timeout=UP_TIMEOUT_S)
     if proc.returncode != 0:
         raise HarnessError("docker compose up failed", (proc.stdout + proc.stderr)[-2000:])
-    (state / "stack.json").write_text(json.dumps({"kind": "compose", "variant": variant}) + "\n")
+    from ..safefile import write_text
+    write_text(state / "stack.json", json.dumps({"kind": "compose", "variant": variant}) + "\n")
     stack = _stack(state, variant)
     stack.healthy = True
     stack.postgres_version = health.postgres_version(stack.postgres_dsn)

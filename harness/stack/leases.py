@@ -17,12 +17,13 @@ import fcntl
 import json
 import os
 import stat
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import procs
+from .. import procs, safefile
 from ..errors import HarnessError
 
 LOCK_TIMEOUT_S = 600.0   # a start (maven, Kafka) or a stop takes at most a few minutes
@@ -32,17 +33,19 @@ def prepare(state: Path) -> None:
     """Make the state folder, or raise one clear line saying why it cannot be used."""
     check_readable(state)
     try:
-        state.mkdir(parents=True, exist_ok=True)
-        probe = state / f".write-test-{os.getpid()}"
-        probe.write_text("")
-        probe.unlink()
+        safefile.make_folder(state)
+        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=state)     # O_EXCL, a random name
+        os.close(fd)
+        os.unlink(probe)
     except OSError as e:
         raise HarnessError(f"cannot use state folder {state}: {e.strerror or e} "
                            f"(set HARNESS_HOME to a writable folder)")
 
 
 def check_readable(state: Path) -> None:
-    """Raise when the configured state folder can never exist (a file is in the way)."""
+    """Raise when the configured state folder can never exist (a file is in the way), or when it
+    exists but others could plant files in it (writable by others, or not ours: `safefile.check_folder`)."""
+    safefile.check_folder(state, "the state folder", "set HARNESS_HOME to a folder of your own that only you can write")
     for parent in [state, *state.parents]:
         try:
             st = parent.stat()
@@ -62,7 +65,7 @@ def locked(state: Path, log=print):
     """Hold the state folder's lock (creating the folder); waits for another command's start or stop."""
     prepare(state)
     try:
-        fd = os.open(state / "stack.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(state / "stack.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
     except OSError as e:
         raise HarnessError(f"cannot open the lock file in {state} ({e.strerror or e})")
     try:
@@ -104,8 +107,11 @@ def take(state: Path, command: str = "") -> Lease:
     pid = os.getpid()
     start = procs.start_time(pid)
     path = _dir(state) / f"{pid}-{start}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"pid": pid, "start_time": start, "command": command}) + "\n")
+    try:
+        safefile.make_folder(path.parent)
+    except OSError as e:
+        raise HarnessError(f"cannot create {path.parent}: {e.strerror or e}") from None
+    safefile.write_state(path, json.dumps({"pid": pid, "start_time": start, "command": command}) + "\n")
     return Lease(pid, start, path, command)
 
 
@@ -143,8 +149,8 @@ def _hold_path(state: Path) -> Path:
 
 def hold(state: Path) -> None:
     """`harness up`: keep the stack until `harness down`."""
-    _hold_path(state).write_text(json.dumps({"since": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                             "pid": os.getpid()}) + "\n")
+    safefile.write_state(_hold_path(state), json.dumps({"since": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                                      "pid": os.getpid()}) + "\n")
 
 
 def held(state: Path) -> bool:

@@ -32,10 +32,10 @@ from pathlib import Path
 
 import psycopg.conninfo
 
-from .. import versions
+from .. import safefile, versions
 from ..errors import HarnessError
 from ..paths import state_dir
-from . import health, leases, local_kafka, maven, ports
+from . import health, leases, local_kafka, marker, maven, ports
 from .claim import Claim
 from .. import kafka_client
 from .local_kafka import AUTHS, CLUSTER_SIZES, LocalKafka, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
@@ -105,9 +105,7 @@ def _is_port(v) -> bool:
 
 
 def _write_record(state: Path, rec: dict) -> None:
-    tmp = state / f"stack.json.tmp{os.getpid()}"
-    tmp.write_text(json.dumps(rec, indent=2) + "\n")
-    os.replace(tmp, _record_path(state))
+    safefile.write_state(_record_path(state), json.dumps(rec, indent=2) + "\n")
 
 
 def known_ports(state: Path, kafka, pg: LocalPostgres) -> dict:
@@ -264,6 +262,7 @@ def up(log=print, hold: bool = False, command: str = "", brokers: int | None = N
     """
     state = state_dir()
     leases.prepare(state)
+    marker.mark(state)          # what `down --purge` looks for before it deletes anything
     rec = read_record(state) or {}
     if rec.get("kind") not in (None, "local"):
         raise HarnessError(f"{state} holds a {rec.get('kind')} stack; run `harness down` first")
@@ -417,6 +416,8 @@ def down(purge: bool = False, log=print) -> list[str]:
     leases.check_readable(state)
     if not state.is_dir():
         return []
+    if purge and (why := marker.why_not_marked(state)):
+        raise HarnessError(f"refusing to purge {state}: {why}; nothing was stopped or deleted")
     kafka, pg = every_node(state), LocalPostgres(state)
     stopped = []
     with leases.locked(state, log=log):

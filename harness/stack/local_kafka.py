@@ -41,6 +41,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
+from .. import safefile
 from ..errors import HarnessError
 from . import pidrecord
 
@@ -130,6 +131,8 @@ START_TIMEOUT_S = 90
 class LocalKafka(pidrecord.RecordedService):
     """One Kafka node: the single broker (`node` None, folder `kafka`) or node N of a cluster (`kafka-N`)."""
 
+    group = True        # started as the leader of a new session: stopped as a whole group
+
     def __init__(self, state: Path, node: int | None = None):
         self.node = node
         self.node_id = node or 1
@@ -167,7 +170,7 @@ class LocalKafka(pidrecord.RecordedService):
         if auth == "scram":
             settings.update(scram_settings(port, controller_port, self.scram_password()))
         _write_private(self.props, "".join(f"{k}={v}\n" for k, v in settings.items()))
-        (self.home / "log4j2.properties").write_text(LOG4J2)
+        safefile.write_text(self.home / "log4j2.properties", LOG4J2)
 
     def configured_auth(self) -> str:
         """"scram" when server.properties has the SASL listener, else "none" (also without a config)."""
@@ -212,7 +215,7 @@ class LocalKafka(pidrecord.RecordedService):
     def format(self, lib: Path, auth: str = "none", cluster_id: str | None = None) -> None:
         if self.formatted():
             return
-        self.data.mkdir(parents=True, exist_ok=True)
+        safefile.make_folder(self.data)
         cluster_id = cluster_id or _cluster_id()
         args = ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.props), "--ignore-formatted"]
         if auth == "scram":
@@ -236,16 +239,16 @@ class LocalKafka(pidrecord.RecordedService):
         """Start the node (formatting its storage first if new) and write its pid record at once.
 
         A broker fault's restart comes through here too, so a restarted node is recorded like the first start."""
-        self.home.mkdir(parents=True, exist_ok=True)
-        self.logs.mkdir(parents=True, exist_ok=True)
+        safefile.make_folder(self.logs)
         self.write_config(port, controller_port, auth, voters=voters)
         self.format(lib, auth, cluster_id=cluster_id)
-        with open(self.home / "stdout.log", "ab") as out:
+        out_fd = os.open(self.home / "stdout.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        with open(out_fd, "ab") as out:
             proc = subprocess.Popen(self._java(lib, "kafka.Kafka", str(self.props)), stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True, cwd=self.home)
         try:
-            rec = pidrecord.capture(proc.pid, self.marks(), group=True, owner=owner,
+            rec = pidrecord.capture(proc.pid, self.marks(), group=self.group, owner=owner,
                                     ports={"kafka": port, "controller": controller_port})
         except ProcessLookupError:
             raise HarnessError(f"{self.name} exited at once", self.log_tail())
@@ -315,13 +318,8 @@ def client_properties(password: str) -> str:
 
 def _write_private(path: Path, text: str) -> None:
     """Write `text` to `path`, readable by its owner only from the first byte on."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    safefile.make_folder(path.parent)
+    safefile.write_text(path, text, safefile.PRIVATE)
 
 
 def _argfile_quote(arg: str) -> str:

@@ -24,6 +24,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+from .. import safefile
 from ..errors import HarnessError
 from . import pidrecord
 
@@ -94,6 +95,9 @@ class LocalPostgres(pidrecord.RecordedService):
         return f"postgresql://{USER}:{self.password()}@127.0.0.1:{port}/{DATABASE}"
 
     # -- lifecycle -----------------------------------------------------------
+    def marks(self) -> list[str]:
+        return [str(self.data)]       # pg_ctl made its session: never signalled as a group (group False)
+
     def postmaster(self) -> tuple[int, str, int | None] | None:
         """Postgres's own postmaster.pid: (pid, data folder, port), or None when unreadable."""
         try:
@@ -130,7 +134,7 @@ class LocalPostgres(pidrecord.RecordedService):
             return
         self.home.mkdir(parents=True, exist_ok=True)
         pwfile = self.home / "initdb.pw"
-        pwfile.write_text(self.password() + "\n")
+        safefile.write_text(pwfile, self.password() + "\n", safefile.PRIVATE)
         self._chown(self.home)
         if os.geteuid() == 0:
             _check_traversable(self.home)
@@ -139,14 +143,15 @@ class LocalPostgres(pidrecord.RecordedService):
                        "--auth", "scram-sha-256", "-E", "UTF8", "--locale", "C", "--no-sync"], "initdb", 120)
         finally:
             pwfile.unlink(missing_ok=True)
-        with open(self.data / "postgresql.conf", "a") as f:
-            f.write("\n# written by harness\n")
-            f.write("".join(f"{k} = '{v}'\n" for k, v in SERVER_SETTINGS.items()))
-            f.write(f"unix_socket_directories = '{self.home}'\n")
+        # Appended by replacing the file (never through a link the server's user could plant meanwhile).
+        conf = self.data / "postgresql.conf"
+        safefile.write_bytes(conf, safefile.read_limited(conf, 16 * 1024 * 1024, "the server config").rstrip(b"\n")
+                             + ("\n\n# written by harness\n" + "".join(f"{k} = '{v}'\n" for k, v in SERVER_SETTINGS.items())
+                                + f"unix_socket_directories = '{self.home}'\n").encode())
 
     def start(self, bindir: Path, port: int, owner: str) -> None:
         self.init(bindir)
-        self.log.touch()
+        os.close(os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644))
         self._chown(self.home)
         self._run([str(bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w",
                    "-t", str(START_TIMEOUT_S), "-o", f"-p {port}", "start"], "start", START_TIMEOUT_S + 10)
@@ -154,7 +159,7 @@ class LocalPostgres(pidrecord.RecordedService):
         try:
             if pm is None or pm[1] != str(self.data):
                 raise ProcessLookupError
-            rec = pidrecord.capture(pm[0], [str(self.data)], group=False, ports={"postgres": port}, owner=owner)
+            rec = pidrecord.capture(pm[0], self.marks(), group=self.group, ports={"postgres": port}, owner=owner)
         except ProcessLookupError:
             raise HarnessError("PostgreSQL started but left no usable postmaster.pid", self.log_tail())
         pidrecord.write(self.pidfile, rec)

@@ -11,7 +11,7 @@ import subprocess
 from importlib import resources
 from pathlib import Path
 
-from .. import versions
+from .. import safefile, versions
 from ..errors import HarnessError
 from ..paths import cache_dir
 
@@ -55,7 +55,7 @@ def resolve_kafka(log=print) -> Path:
     if shutil.which("mvn") is None:
         raise HarnessError("mvn not found on PATH: the harness resolves Kafka's jars with Maven (Debian: apt-get install maven)")
     home.mkdir(parents=True, exist_ok=True)
-    (home / "pom.xml").write_text(pom_text())
+    safefile.write_text(home / "pom.xml", pom_text())
     log(f"Resolving Kafka {versions.KAFKA_VERSION} and its runtime dependencies with mvn (first time only)...")
     if lib.exists():
         shutil.rmtree(lib)
@@ -69,5 +69,5 @@ def resolve_kafka(log=print) -> Path:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
         raise HarnessError(f"mvn failed to resolve org.apache.kafka:kafka_{versions.SCALA_VERSION}:{versions.KAFKA_VERSION}", tail)
     check_classpath(lib)
-    marker.write_text(versions.KAFKA_VERSION + "\n")
+    safefile.write_text(marker, versions.KAFKA_VERSION + "\n")
     return lib

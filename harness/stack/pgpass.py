@@ -36,13 +36,10 @@ def _fields(line: str) -> list[str]:
 
 def write(path: Path, host: str, port: str | int, database: str, user: str, password: str) -> Path:
     """Write a one-line password file, readable by its owner only (libpq ignores looser ones)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(":".join(_escape(str(v)) for v in (host, port, database, user, password)) + "\n")
-    os.replace(tmp, path)
-    return path
+    from ..safefile import PRIVATE, make_folder, write_text
+    make_folder(path.parent, 0o700)
+    return write_text(path, ":".join(_escape(str(v)) for v in (host, port, database, user, password)) + "\n",
+                      PRIVATE)
 
 
 def default_path() -> Path:

@@ -8,6 +8,15 @@ path), whether it leads a process group we created, its ports and who
 started it. Before any signal, `why_not_ours` checks all of them; a process
 that fails any check is left alone, whatever its name.
 
+A record is evidence only of what the harness wrote, so two things are never
+taken from it: the marks a process must show and whether it leads a group.
+Both come from the service's own code (`RecordedService.marks()` and
+`.group`, built from the state folder's real path): a forged record with
+`"marks": ["3002"]` cannot make root's `sleep 3002` ours. And the file itself
+is trusted only when it is a regular file (not a link), owned by the user the
+harness runs as, writable by nobody else and with no second name (a hard
+link); anything else is read as no record at all.
+
 Owners: "user" (started by `harness up`, or kept with --keep-stack: stays
 until `harness down`) and "command" (started by a command for its own use:
 the last command using the stack stops it).
@@ -16,10 +25,11 @@ the last command using the stack stops it).
 import json
 import os
 import signal
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .. import procs
+from .. import procs, safefile
 
 OWNERS = ("user", "command")
 
@@ -44,25 +54,74 @@ def capture(pid: int, marks: list[str], *, group: bool, ports: dict, owner: str)
 
 def write(path: Path, rec: PidRecord) -> None:
     """Write atomically: a reader sees the old record or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(asdict(rec), indent=2) + "\n")
-    os.replace(tmp, path)
+    safefile.make_folder(path.parent)
+    safefile.write_text(path, json.dumps(asdict(rec), indent=2) + "\n")
 
 
-def read(path: Path) -> PidRecord | None:
-    """The record in `path`, or None when it is missing, unreadable, not JSON or incomplete.
+MAX_BYTES = 64 * 1024      # a record is a few hundred bytes
 
-    A bare pid (the old format) is not a record: nothing proves which process it meant.
-    """
+
+def why_untrusted(path: Path) -> str | None:
+    """Why the file at `path` cannot be a record the harness wrote (None: it may be; missing: None too)."""
     try:
-        d = json.loads(path.read_text())
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return e.strerror or str(e)
+    if stat.S_ISLNK(st.st_mode):
+        return "it is a symbolic link"
+    if not stat.S_ISREG(st.st_mode):
+        return "it is not a regular file"
+    if st.st_uid != os.geteuid():
+        return f"it belongs to another user (uid {st.st_uid})"
+    if st.st_mode & 0o022:
+        return f"others may write it (mode {stat.S_IMODE(st.st_mode):o})"
+    if st.st_nlink != 1:
+        return "it has another name (a hard link)"
+    return None
+
+
+def _read_trusted(path: Path) -> bytes | None:
+    """The bytes of `path` if it is a file the harness could have written (see `why_untrusted`), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022
+                or st.st_nlink != 1 or st.st_size > MAX_BYTES):
+            return None
+        return os.read(fd, MAX_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read(path: Path, marks: list[str] | None = None, group: bool | None = None) -> PidRecord | None:
+    """The record in `path`, or None when it is missing, untrusted, unreadable, not JSON or incomplete.
+
+    A bare pid (the old format) is not a record: nothing proves which process it meant. `marks` and
+    `group`, when given (a service always gives them), replace what the file says: they are the caller's
+    knowledge of its own process, which a record cannot change.
+    """
+    raw = _read_trusted(path)
+    if raw is None:
+        return None
+    try:
+        d = json.loads(raw)
         rec = PidRecord(pid=int(d["pid"]), start_time=int(d["start_time"]),
                         marks=[str(m) for m in d["marks"]], group=bool(d.get("group", False)),
                         ports={str(k): int(v) for k, v in (d.get("ports") or {}).items()},
                         owner=d.get("owner") if d.get("owner") in OWNERS else "command")
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
+    if marks is not None:
+        rec.marks = list(marks)
+    if group is not None:
+        rec.group = group
     if rec.pid <= 1 or not rec.marks:
         return None
     return rec
@@ -99,13 +158,20 @@ def stop(rec: PidRecord, grace: float, first: signal.Signals = signal.SIGTERM, e
 
 
 class RecordedService:
-    """A service started by us and known by its pid record at `self.pidfile`."""
+    """A service started by us and known by its pid record at `self.pidfile`.
+
+    A subclass says what its process must show: `marks()` (whole arguments of its command line, from
+    the state folder's real path) and `group` (whether we start it as the leader of its own session)."""
 
     name = "service"
     pidfile: Path
+    group = False
+
+    def marks(self) -> list[str]:
+        raise NotImplementedError
 
     def record(self) -> PidRecord | None:
-        return read(self.pidfile)
+        return read(self.pidfile, self.marks(), self.group)
 
     def extra_check(self, rec: PidRecord) -> str | None:
         """A service's own extra proof that `rec` is its process; None when it holds."""
@@ -135,7 +201,10 @@ class RecordedService:
             return False, None
         rec = self.record()
         if rec is None:
+            untrusted = why_untrusted(self.pidfile)
             self.pidfile.unlink(missing_ok=True)
+            if untrusted:
+                return False, f"ignored {self.pidfile}: {untrusted}, so the harness did not write it; nothing signalled"
             return False, f"ignored {self.pidfile}: it is not a pid record (a bare pid proves nothing); nothing signalled"
         why = self.why_not_ours(rec)
         if why is not None:

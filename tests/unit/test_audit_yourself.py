@@ -294,7 +294,9 @@ def test_an_edited_report_of_the_wrong_shape_is_one_reason_not_a_traceback():
 def test_down_purge_deletes_the_password_file_env_wrote(tmp_path, monkeypatch):
     """`harness down --purge` deletes the stack's password; the copy `harness env` keeps goes with it."""
     from harness.stack import local
+    from harness.stack import marker
     monkeypatch.setenv("HARNESS_HOME", str(tmp_path))
+    marker.mark(tmp_path)                     # `harness up` made this folder
     pgpass.write(tmp_path / shellenv.PGPASS_NAME, "127.0.0.1", 5432, "harness", "harness", "s3cret")
     local.down(purge=True, log=lambda *_: None)
     assert not (tmp_path / shellenv.PGPASS_NAME).exists()

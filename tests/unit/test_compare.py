@@ -40,6 +40,13 @@ def write_run(folder, data):
     return folder
 
 
+def claimed(folder, suite=False):
+    """`folder` as a run (or suite) of the harness leaves it: with its owner file (`latest` needs one)."""
+    from harness.rundir import OWNER_FILE, SUITE_OWNER_FILE
+    (folder / (SUITE_OWNER_FILE if suite else OWNER_FILE)).write_text("{}\n")
+    return folder
+
+
 def write_suite(folder, reports, env=None, extra_entries=()):
     folder.mkdir(parents=True, exist_ok=True)
     entries = []
@@ -388,8 +395,8 @@ def test_report_json_path_is_a_target(tmp_path):
 
 def test_latest_is_the_newest_timestamped_report_folder(tmp_path, monkeypatch):
     root = tmp_path / "reports"
-    write_run(root / "20261129T183000-offset-after", report(dups=1))
-    write_suite(root / "20261129T190000-suite", [report("dedupe", dups=0)])
+    claimed(write_run(root / "20261129T183000-offset-after", report(dups=1)))
+    claimed(write_suite(root / "20261129T190000-suite", [report("dedupe", dups=0)]), suite=True)
     write_run(root / "reference-offset-after", report(dups=9))          # committed reference: not "latest"
     (root / "20261129T200000-offset-before").mkdir()                    # a run still going: no report yet
     (root / "README.md").write_text("reports")
@@ -478,7 +485,7 @@ def test_report_renders_markdown_and_html_again(tmp_path):
 
 
 def test_report_finds_latest_under_the_reports_folder(tmp_path):
-    write_run(tmp_path / "20261129T183000-offset-after", report())
+    claimed(write_run(tmp_path / "20261129T183000-offset-after", report()))
     res = run_report("latest", "--reports-dir", tmp_path)
     assert res.exit_code == 0 and (tmp_path / "20261129T183000-offset-after" / "report.md").exists()
 
