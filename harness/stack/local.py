@@ -272,7 +272,7 @@ def up(log=print, hold: bool = False, command: str = "", brokers: int | None = N
         n = check_size(state, brokers)
         claim = None if hold else Claim(state, leases.take(state, command))
         try:
-            stack, started = _start_missing(state, "user" if hold else "command", log, n, auth)
+            stack, started = _start_with_free_ports(state, "user" if hold else "command", log, n, auth)
         except BaseException:
             if claim is not None:
                 leases.give_back(claim.lease)
@@ -284,6 +284,37 @@ def up(log=print, hold: bool = False, command: str = "", brokers: int | None = N
         else:
             claim.started = started
     return stack, claim
+
+
+# A port is chosen free, then bound by the service a second later: another stack starting at the same
+# instant (a suite beside a test run, two CI jobs) can take it in between, and the service dies at
+# start-up. After a failed start has stopped what it started, a port of ours that is still bound is
+# someone else's: choose again. Three tries: each loser of a race picks a port the kernel has just said
+# is free, so a second clash is already unlikely.
+PORT_RACE_TRIES = 3
+
+
+def _start_with_free_ports(state: Path, owner: str, log, brokers: int, auth: str | None) -> tuple[Stack, list[str]]:
+    """`_start_missing`, again with newly chosen ports when a service lost its port to another process
+    between the choice and the bind."""
+    for attempt in range(1, PORT_RACE_TRIES + 1):
+        try:
+            return _start_missing(state, owner, log, brokers, auth)
+        except HarnessError as e:
+            rec = read_record(state) or {}
+            lost = sorted(v for k, v in rec.items() if k.endswith("_port") and _is_port(v) and not ports.is_free(v)
+                          and not _runs(state, brokers, k[:-len("_port")]))
+            if attempt == PORT_RACE_TRIES or not lost:
+                raise
+            log(f"port {', '.join(map(str, lost))} was taken by another process while the stack started "
+                f"({e}); choosing ports again")
+    raise AssertionError("unreachable")
+
+
+def _runs(state: Path, brokers: int, name: str) -> bool:
+    """Whether our own service that binds port `name` (postgres, kafka, controller, kafka-N...) runs."""
+    svc = services(state, brokers).get(_service_of(name))
+    return bool(svc and svc.running())
 
 
 def _tools(log) -> tuple[Path, Path]:
