@@ -46,8 +46,7 @@ class Events:
 
     def emit(self, event: str, **fields) -> None:
         line = json.dumps({"event": event, "worker": self.worker, "attempt": self.attempt,
-                           "pid": os.getpid(), "t": time.time(), **fields}) + "
-"
+                           "pid": os.getpid(), "t": time.time(), **fields}) + "\n"
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         try:
             os.write(fd, line.encode())
