@@ -592,10 +592,11 @@ _register_commands()
 def main():  # noqa: C901
     try:
         cli.main(standalone_mode=False)
-    except HarnessError as e:
-        click.echo(f"error: {e}", err=True)
+    except HarnessError as e:   # its message may quote names and log lines: shown without escape codes
+        from .report.escape import term_lines
+        click.echo(f"error: {term_lines(e)}", err=True)
         if e.detail:
-            click.echo("--- last lines of the log ---\n" + e.detail.rstrip(), err=True)
+            click.echo("--- last lines of the log ---\n" + term_lines(e.detail.rstrip()), err=True)
         sys.exit(2)
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)
