@@ -309,3 +309,11 @@ def test_every_escape_function_leaves_no_control_character():
         assert_terminal_safe(f(HOSTILE).replace("\n", "!"))
         assert "\n" not in f(HOSTILE) and "\r" not in f(HOSTILE)
     assert copy.copy(escape.term_lines("a\x1b[31m\nb")) == "a\\x1b[31m\nb"
+
+
+def test_the_scoreboard_a_run_prints_shows_hostile_values_as_text(capsys):
+    from harness.cli import _print_scoreboard
+    _print_scoreboard(RunReport(replace_strings(full_report(), HOSTILE)))
+    err = capsys.readouterr().err
+    assert "INJECTED" in err and "[bold red]rich" in err
+    assert_terminal_safe(err)
