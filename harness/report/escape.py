@@ -25,10 +25,11 @@ import re
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
-# ASCII punctuation that can start Markdown structure inline: HTML and autolinks, links and images,
-# code spans, emphasis, table cells, entities, and the backslash itself (CommonMark lets any ASCII
-# punctuation be escaped). `_` is left alone: GitHub ignores it inside words, where ids have it.
-_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|&~])")
+# What can start Markdown structure inside a line: a backslash, a code span, emphasis, a link or image
+# (`[`, `]`), a table cell (`|`); `<` before what could open an HTML tag or an autolink; `&` before what
+# could spell an entity. CommonMark lets any ASCII punctuation be backslash-escaped. Left alone, so
+# report.md stays readable: `_` (GitHub ignores it inside words, where ids have it), `<=`, `->`.
+_MD_SPECIAL = re.compile(r"([\\`*\[\]|]|<(?=[A-Za-z/!?])|&(?=[A-Za-z#]))")
 
 
 def shown(value) -> str:
@@ -91,7 +92,7 @@ def within(folder: Path, relative: str) -> bool:
 def md(value) -> str:
     """Inline Markdown text: one line, with every character that could start HTML, a link, a code
     span, emphasis or a table cell backslash-escaped."""
-    return _MD_SPECIAL.sub(r"\\\1", shown(value))
+    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), shown(value))
 
 
 def md_code(value) -> str:
