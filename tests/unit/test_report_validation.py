@@ -198,3 +198,19 @@ def test_within(tmp_path):
     assert within(tmp_path / "in", "a/report.json") and within(tmp_path / "in", "./a")
     for rel in ("../x", "/etc/passwd", "out/x", "a/../../x", "", "a\x00b"):
         assert not within(tmp_path / "in", rel), rel
+
+
+def test_a_suite_counts_a_run_report_that_is_not_valid_as_no_report(tmp_path):
+    """The suite reads its runs' reports to build suite.json: one that is not valid (edited, damaged)
+    becomes a failed row with the reason, and the suite summary is still written."""
+    from harness.suite import build_summary
+    for name, text in (("dedupe", json.dumps(sample("dedupe"))), ("eos", with_lost('"100"'))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "report.json").write_text(text)
+    finished = {n: {"experiment": n, "report": f"{n}/report.json", "exit_code": 0, "verdict": "as-predicted",
+                    "seconds": 1.0} for n in ("dedupe", "eos")}
+    summary = build_summary(tmp_path, None, ["dedupe", "eos"], finished, 2.0, [])
+    rows = {r["experiment"]: r for r in summary["experiments"]}
+    assert rows["dedupe"]["counts"]["duplicates"] == 3
+    assert rows["eos"]["verdict"] == "failed" and rows["eos"]["report"] is None
+    assert "/counts/lost" in rows["eos"]["error"]
