@@ -378,16 +378,19 @@ def _run_one(params, stack, out, quiet):
 
 
 def _print_scoreboard(report):
+    """The scoreboard on the terminal, each value as plain text (no rich markup, no escape codes)."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+    from .report.escape import term
     con = Console(stderr=True)
-    t = Table(title=f"{report.experiment}: {report.verdict}", title_justify="left")
+    t = Table(title=Text(term(f"{report.experiment}: {report.verdict}")), title_justify="left")
     for col in ("metric", "observed", "predicted"):
         t.add_column(col, justify="left" if col == "metric" else "right")
     for row in report.scoreboard():
-        t.add_row(*row)
+        t.add_row(*[Text(term(c)) for c in row])
     con.print(t)
-    con.print(report.summary(), soft_wrap=True)
+    con.print(Text(term(report.summary())), soft_wrap=True)
 
 
 def _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body, stopped=None):
@@ -505,17 +508,19 @@ def suite(messages, crash_rate, seed, commit_every, experiment_list, group, para
                 write_suite(folder)
         if not quiet:
             from .report.suite import rows
+            from .report.escape import term
             from rich.console import Console
             from rich.table import Table
-            t = Table(title=f"suite {folder.name}", title_justify="left")
+            from rich.text import Text
+            t = Table(title=Text(term(f"suite {folder.name}")), title_justify="left")
             keep = {"experiment": 0, "dup": 4, "lost": 5, "ledger": 6, "read_committed": 7, "verdict": 10, "s": 11}
             for col in keep:
                 t.add_column(col, no_wrap=True)
             for row in rows(summary):
-                t.add_row(*[str(row[i]) for i in keep.values()])
+                t.add_row(*[Text(term(row[i])) for i in keep.values()])
             con = Console(stderr=True)
             con.print(t)
-            con.print(summary["conclusion"], soft_wrap=True)
+            con.print(Text(term(summary["conclusion"])), soft_wrap=True)
             con.print(f"suite wall time: {time.time() - t0:.0f} s")
         return summary
     stopped = []
@@ -594,10 +599,11 @@ _register_commands()
 def main():  # noqa: C901
     try:
         cli.main(standalone_mode=False)
-    except HarnessError as e:
-        click.echo(f"error: {e}", err=True)
+    except HarnessError as e:   # its message may quote names and log lines: shown without escape codes
+        from .report.escape import term_lines
+        click.echo(f"error: {term_lines(e)}", err=True)
         if e.detail:
-            click.echo("--- last lines of the log ---\n" + e.detail.rstrip(), err=True)
+            click.echo("--- last lines of the log ---\n" + term_lines(e.detail.rstrip()), err=True)
         sys.exit(e.exit_status)
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)

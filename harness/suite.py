@@ -187,7 +187,11 @@ def build_summary(out: Path, stack: Stack, experiments: list[str], finished: dic
         e = finished.get(name) or {"experiment": name, "report": None, "verdict": "not run"}
         row = dict(e)
         if e.get("report"):
-            d = RunReport.load(out / e["report"]).data
+            try:
+                d = RunReport.load(out / e["report"]).data
+            except HarnessError as err:   # a report that is not valid counts as none, with the reason
+                rows.append({**row, "report": None, "verdict": "failed", "error": str(err)[:300]})
+                continue
             ko = d.get("kafka_output") or {}
             row.update(counts=d["counts"], ledger=d["ledger"], crashes=len(d["crashes"]),
                        kafka_output={k: ko.get(k) for k in ("read_committed", "read_uncommitted")} if ko else None,

@@ -1,7 +1,10 @@
 """Terminal output: a progress bar on a terminal, sparse plain lines elsewhere, nothing when quiet.
 
 Everything goes to stderr, except the report folder, which is the last line
-on stdout so scripts can capture it.
+on stdout so scripts can capture it. A log line may carry names and output the
+harness did not write (a worker's last words, a topic name), so every line is
+shown with its control characters escaped (report/escape.py): no escape
+sequence reaches the terminal.
 """
 
 import sys
@@ -9,10 +12,12 @@ import time
 
 import click
 
+from .report.escape import term, term_lines
+
 
 class ProgressUI:
     def __init__(self, label: str, quiet: bool = False):
-        self.label, self.quiet = label, quiet
+        self.label, self.quiet = term(label), quiet
         self.tty = sys.stderr.isatty()
         self._bar = None
         self._task = None
@@ -22,7 +27,7 @@ class ProgressUI:
         if not self.quiet and self.tty:
             from rich.progress import Progress, BarColumn, TextColumn, TimeElapsedColumn, MofNCompleteColumn
             from rich.console import Console
-            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            self._bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                                  TextColumn("crashes {task.fields[crashes]}  restarts {task.fields[restarts]}"),
                                  TimeElapsedColumn(), console=Console(stderr=True), transient=True)
             self._bar.__enter__()
@@ -36,12 +41,14 @@ class ProgressUI:
             self._bar.update(self._task, completed=done, total=total, crashes=crashes, restarts=restarts)
         elif time.time() - self._last_line > 5:
             self._last_line = time.time()
-            click.echo(f"  {self.label}: {done}/{total} committed, {crashes} crashes, {restarts} restarts", err=True)
+            click.echo(term_lines(f"  {self.label}: {done}/{total} committed, {crashes} crashes, {restarts} restarts"),
+                       err=True)
 
     def log(self, message: str) -> None:
         """A line of the run's log: above the live bar on a terminal (never glued onto it)."""
         if self.quiet:
             return
+        message = term_lines(message)
         if self._bar is not None:
             self._bar.console.print(message, markup=False, highlight=False, soft_wrap=True)
         else:
@@ -54,4 +61,4 @@ class ProgressUI:
 
 
 def log_fn(quiet: bool):
-    return (lambda _m: None) if quiet else (lambda m: click.echo(m, err=True))
+    return (lambda _m: None) if quiet else (lambda m: click.echo(term_lines(m), err=True))

@@ -3,7 +3,9 @@
 Exit 0 when every number both sides state agrees, 1 when one differs (the
 ids named), 2 when the data cannot be read: the stack is down (start it with
 `harness up`; a run keeps its topics and tables until `harness clean`), or
-the run's topics or tables are gone. A suite folder audits each of its runs.
+the run's topics or tables are gone, or a report.json is not a valid report
+(checked before anything is read: report/validate.py). A suite folder audits
+each of its runs. Names and ids are printed escaped (report/escape.py).
 """
 
 import json
@@ -27,8 +29,11 @@ def _stack(stack_kind, bootstrap_servers, postgres_dsn, run_id):
 def audit_folder(folder: Path, stack) -> tuple[list, str | None]:
     """(rows, None), or ([], why the data cannot be read)."""
     from ..checker import crosscheck, recount
-    from ..report.compare import read_json
-    report = read_json(folder / "report.json")
+    from ..report.validate import read_report
+    try:
+        report, _notes = read_report(folder / "report.json")   # strict JSON, its schema: one line if not
+    except HarnessError as e:
+        return [], str(e)
     why = crosscheck.shape_error(report)
     if why:
         return [], f"{folder / 'report.json'} is not a run's report: {why}"
@@ -87,20 +92,33 @@ def foreign_stores(report: dict) -> str | None:
 
 
 def print_rows(name: str, rows: list) -> None:
+    """The rows as a table. Names and ids come from the report and the stores, so each is shown as plain
+    text (escape.term: no terminal escape, no line break) and never read as rich markup."""
     from rich.console import Console
     from rich.table import Table
-    t = Table(title=f"audit of {name}", title_justify="left")
+    from rich.text import Text
+
+    from ..report.escape import term
+
+    def cell(v) -> Text:
+        return Text(term(v))
+    t = Table(title=Text(f"audit of {term(name)}"), title_justify="left")
     for col, just in (("store", "left"), ("metric", "left"), ("report", "right"), ("recount", "right"), ("", "left")):
         t.add_column(col, justify=just)
     for r in rows:
         mark = {True: "agrees", False: "DIFFERS", None: "not stated"}[r.agrees]
-        t.add_row(r.store, r.metric, "unknown" if r.reported is None else f"{r.reported:,}",
-                  "unknown" if r.recounted is None else f"{r.recounted:,}", mark)
+        t.add_row(cell(r.store), cell(r.metric), cell("unknown" if r.reported is None else _number(r.reported)),
+                  cell("unknown" if r.recounted is None else _number(r.recounted)), cell(mark))
     Console(soft_wrap=True).print(t)
     for r in rows:
         if r.agrees is False:
-            click.echo(f"{r.store} {r.metric}: " + (f"ids the report accounts for nowhere: {', '.join(r.ids)}" if r.ids
-                       else "every id involved is named by the report or its crash records; the counts differ"))
+            click.echo(term(f"{r.store} {r.metric}: ") + (
+                f"ids the report accounts for nowhere: {', '.join(term(i) for i in r.ids)}" if r.ids
+                else "every id involved is named by the report or its crash records; the counts differ"))
+
+
+def _number(v) -> str:
+    return f"{v:,}" if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
 @click.command("audit")
@@ -128,14 +146,19 @@ def audit(run, reports_dir, as_json, stack_kind, bootstrap_servers, postgres_dsn
       harness up && harness audit 20261130T091907.230-dedupe-771018
     """
     from ..report.compare import find_folder
+    from ..report.escape import term, within
     folder = find_folder(run, reports_dir)
     folder = folder.parent if folder.is_file() else folder
     if (folder / "suite.json").is_file():
-        runs = sorted(p.parent for p in folder.glob("*/report.json"))
+        # Only the suite's own run folders: a link out of the suite folder is not followed.
+        runs = sorted(p.parent for p in folder.glob("*/report.json") if within(folder, f"{p.parent.name}/report.json"))
     elif (folder / "report.json").is_file():
         runs = [folder]
     else:
-        raise HarnessError(f"{folder} has no report.json (nor suite.json): not a run or suite folder")
+        raise HarnessError(f"{term(str(folder))} has no report.json (nor suite.json): not a run or suite folder")
+    from ..report.validate import read_report
+    for f in runs:   # every report is valid (strict JSON, its schema) before the stack is even asked
+        read_report(f / "report.json")
     stack = _stack(stack_kind, bootstrap_servers, postgres_dsn, run)
     from ..checker.crosscheck import verdict
     results, gone, differ = {}, [], False
@@ -154,7 +177,7 @@ def audit(run, reports_dir, as_json, stack_kind, bootstrap_servers, postgres_dsn
         for name, rows in results.items():
             print_rows(name, rows)
     for line in gone:
-        click.echo(f"error: {line}", err=True)
+        click.echo(f"error: {term(line)}", err=True)
     if gone:
         sys.exit(2)
     if differ:

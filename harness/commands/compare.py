@@ -7,6 +7,7 @@ import click
 
 from ..errors import HarnessError
 from ..report import compare as comparison
+from ..report.escape import term
 
 FORMATS = {"text": comparison.to_text, "markdown": comparison.to_markdown}
 
@@ -56,12 +57,12 @@ def compare(targets, fail_on, allow_incomplete, out_format, reports_dir):
     failures = comparison.evaluate(result, rules)
     if out_format != "markdown":   # Markdown carries its warnings inside, for pasting
         for w in result.warnings:
-            click.echo(f"warning: {w}", err=True)
+            click.echo(f"warning: {term(w)}", err=True)
     if out_format == "json":
         click.echo(comparison.to_json(result, failures), nl=False)
     else:
         click.echo(FORMATS[out_format](result), nl=False)
     for reason in failures:
-        click.echo(f"fail: {reason}", err=True)
+        click.echo(f"fail: {term(reason)}", err=True)
     if failures:
         sys.exit(1)

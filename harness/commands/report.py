@@ -11,23 +11,29 @@ from ..errors import HarnessError
 def rerender(folder: Path) -> Path:
     """Rewrite a run folder's report.md and report.html (or a suite's pages); returns the folder.
 
-    Everything is rendered in memory first, so a report.json the renderers cannot read ends in one
+    The file is validated first (report/validate.py: strict JSON, bounded, its schema) and everything
+    is rendered in memory, so a report.json or suite.json the renderers cannot read ends in one
     HarnessError with the existing files untouched; write_all then replaces each file atomically.
     """
-    from ..report import compare as comparison
+    from ..report import validate
+    from ..report.escape import term
     from ..report.model import RunReport, write_all
     from ..safefile import check_folder
     folder = folder.parent if folder.is_file() else folder
     check_folder(folder, "the report folder", "copy it into a folder that only you can write")
     if (folder / "suite.json").is_file():
-        comparison.read_json(folder / "suite.json")   # one clear line for a broken suite.json
-        _write_suite()(folder)
+        validate.read_suite(folder / "suite.json")   # one clear line for a broken suite.json
+        try:
+            _write_suite()(folder)
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            what = f"field {e.args[0]!r} is missing" if isinstance(e, KeyError) else f"{type(e).__name__}: {e}"
+            raise HarnessError(f"cannot render {term(str(folder / 'suite.json'))}: {term(what)[:200]}; "
+                               f"nothing was rewritten") from None
         return folder
     path = folder / "report.json"
     if not path.is_file():
-        raise HarnessError(f"{folder} has no report.json (nor suite.json): not a run or suite folder")
-    data = comparison.read_json(path)
-    comparison.check_report(path, data)
+        raise HarnessError(f"{term(str(folder))} has no report.json (nor suite.json): not a run or suite folder")
+    data, _notes = validate.read_report(path)
     report = RunReport(data)
     try:
         from ..report import html, markdown
@@ -35,8 +41,8 @@ def rerender(folder: Path) -> Path:
         html.render(report)
     except (KeyError, TypeError, AttributeError, ValueError) as e:
         what = f"field {e.args[0]!r} is missing" if isinstance(e, KeyError) else f"{type(e).__name__}: {e}"
-        raise HarnessError(f"cannot render {path}: {what} (not a schema {data.get('schema_version', 1)} "
-                           f"run report?); nothing was rewritten") from None
+        raise HarnessError(f"cannot render {term(str(path))}: {term(what)[:200]} (not a schema "
+                           f"{term(data.get('schema_version', 1))} run report?); nothing was rewritten") from None
     write_all(report, folder)
     return folder
 

@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import HarnessError
-from .model import SCHEMA_VERSION, VERDICTS, fmt
+from . import validate
+from .escape import md, term, within
+from .model import VERDICTS, fmt
 
 # -- metrics ---------------------------------------------------------------------------------
 
@@ -161,28 +163,17 @@ def load_target(arg: str, reports_root: Path | None = None) -> dict[str, dict]:
 
 
 def read_json(path: Path) -> dict:
-    """A JSON object from a file, or one clear HarnessError (missing, unreadable, invalid, not an object)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as e:
-        raise HarnessError(f"{path} is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
-    except UnicodeDecodeError:
-        raise HarnessError(f"{path} is not a text file, so not a report") from None
-    except OSError as e:
-        raise HarnessError(f"cannot read {path}: {e.strerror or e}") from None
-    if not isinstance(data, dict):
-        raise HarnessError(f"{path} holds a JSON {type(data).__name__}, not a report object")
-    return data
+    """A JSON object from a file, or one clear HarnessError (missing, unreadable, too large, invalid or
+    not strict JSON, not an object): see report/validate.py."""
+    return validate.read_json(path)
 
 
 def check_report(path: Path, data: dict) -> list[str]:
-    """Raise unless `data` looks like a run report; return notes (a newer schema) for the warnings."""
+    """Raise unless `data` is a run report that follows docs/report.schema.json; return notes (a newer
+    schema) for the warnings."""
     if not isinstance(data.get("experiment"), str):
-        raise HarnessError(f"{path} is not a run report (it has no 'experiment' field)")
-    v = data.get("schema_version")
-    if isinstance(v, int) and v > SCHEMA_VERSION:
-        return [f"{path} has schema_version {v}, newer than this harness reads ({SCHEMA_VERSION})"]
-    return []
+        raise HarnessError(f"{validate.term(str(path))} is not a run report (it has no 'experiment' field)")
+    return validate.check(data, "report", path)
 
 
 def _label_of(path: Path) -> str:
@@ -198,16 +189,20 @@ def _load_run(path: Path, data: dict) -> Target:
 def _load_suite(path: Path, data: dict) -> Target:
     base, label = path.parent, _label_of(path)
     if not isinstance(data.get("experiments"), list):
-        raise HarnessError(f"{path} is not a suite (it has no 'experiments' list)")
+        raise HarnessError(f"{validate.term(str(path))} is not a suite (it has no 'experiments' list)")
+    notes = validate.check(data, "suite", path)
     entries = [e for e in data["experiments"] if isinstance(e, dict)]
     names = [e.get("experiment") for e in entries]
-    reports, notes, missing = {}, [], []
+    reports, missing = {}, []
     for entry in entries:
         exp = entry.get("experiment")
         rel = entry.get("report") or (f"{exp}/report.json" if exp else None)
         if not rel:
             notes.append(f"{label}: an entry of suite.json names no experiment and no report; skipped")
             continue
+        if not within(base, str(rel)):   # `../../etc/passwd`, `/etc/shadow`, a link out of the folder
+            raise HarnessError(f"{validate.term(str(path))}: the report of experiment {validate.term(str(exp))[:80]!r} "
+                               f"is not inside the suite folder; nothing was read")
         rpath = base / rel
         if not rpath.is_file():
             why = entry.get("error") or entry.get("reason") or f"{rpath} is missing"
@@ -555,8 +550,10 @@ def _cells(c: Comparison) -> tuple[list[str], list[list[str]]]:
 
 
 def to_text(c: Comparison) -> str:
-    """An aligned plain table: names left, numbers right. Warnings are not included (print them apart)."""
+    """An aligned plain table: names left, numbers right. Warnings are not included (print them apart).
+    Every cell is shown for a terminal (escape.term): a name holding ESC or a newline prints as text."""
     head, body = _cells(c)
+    head, body = [term(x) for x in head], [[term(x) for x in row] for row in body]
     widths = [max(len(row[i]) for row in [head] + body) for i in range(len(head))]
 
     def line(cells):
@@ -564,20 +561,21 @@ def to_text(c: Comparison) -> str:
         return "  ".join(padded).rstrip()
     out = [line(head), "  ".join("-" * w for w in widths)] + [line(row) for row in body]
     if len(c.labels) > 1:
-        out.append(f"(delta: {c.labels[-1]} minus {c.labels[0]})")
+        out.append(f"(delta: {term(c.labels[-1])} minus {term(c.labels[0])})")
     return "\n".join(out) + "\n"
 
 
 def to_markdown(c: Comparison) -> str:
+    """A Markdown table (warnings first, for pasting); every cell, label and warning escaped (escape.md)."""
     head, body = _cells(c)
     out = []
     if c.warnings:
-        out += [f"> warning: {w}  " for w in c.warnings] + [""]
-    out.append("| " + " | ".join(head) + " |")
+        out += [f"> warning: {md(w)}  " for w in c.warnings] + [""]
+    out.append("| " + " | ".join(md(x) for x in head) + " |")
     out.append("| " + " | ".join("---" if i < 2 else "---:" for i in range(len(head))) + " |")
-    out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in body]
+    out += ["| " + " | ".join(md(cell) for cell in row) + " |" for row in body]
     if len(c.labels) > 1:
-        out += ["", f"Delta: {c.labels[-1]} minus {c.labels[0]}."]
+        out += ["", f"Delta: {md(c.labels[-1])} minus {md(c.labels[0])}."]
     return "\n".join(out) + "\n"
 
 

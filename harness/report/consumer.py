@@ -7,6 +7,7 @@ the attempt running then, and the kills around it), so a reader sees which kill
 caused which duplicate.
 """
 
+from .escape import md
 from .model import fmt
 
 
@@ -50,16 +51,21 @@ def _at(v) -> str:
 
 def markdown(c: dict) -> list[str]:
     out = ["", "## Your consumer", "", "| | |", "| --- | --- |"]
-    out += [f"| {k} | {v} |" for k, v in facts(c)]
-    out += [f"\n**Warning:** {w}." for w in c.get("warnings") or []]
+    out += [_row(row) for row in facts(c)]
+    out += [f"\n**Warning:** {md(w)}." for w in c.get("warnings") or []]
     rows = witness_rows(c)
     if rows:
         out += ["", "### Witnesses (times since the workers started)", "",
                 "| id | what | slot / partition | effects applied at | kills |", "| --- | --- | --- | --- | --- |"]
-        out += ["| " + " | ".join(r) + " |" for r in rows]
+        out += [_row(r) for r in rows]
     kills = kill_rows(c)
     if kills:
         out += ["", "### Kills", "", "| # | worker | attempt | pid | at | duplicated ids it explains |",
                 "| ---: | --- | ---: | ---: | ---: | ---: |"]
-        out += ["| " + " | ".join(r) + " |" for r in kills[:100]]
+        out += [_row(r) for r in kills[:100]]
     return out
+
+
+def _row(cells) -> str:
+    """One Markdown table row, each cell escaped (report.json is not trusted)."""
+    return "| " + " | ".join(md(c) for c in cells) + " |"

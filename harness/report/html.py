@@ -3,9 +3,11 @@
 A bar chart of lost and duplicated effects, a timeline of crashes and
 restarts against progress, the scoreboard, the parameters and the
 environment. Every number comes from the same RunReport as report.json.
+Every value read from report.json is escaped (escape.html) wherever it lands,
+numbers too: a report.json edited by someone else shows as text, never runs.
 """
 
-from html import escape
+from .escape import html as escape
 
 from .audit_commands import commands
 from .model import CRASH_FAULTS, RunReport, fmt
@@ -55,14 +57,16 @@ def grouped_bars(groups: list[tuple[str, list[tuple[str, int, str]]]], legend: l
         for j, (name, val, color) in enumerate(bars):
             bh = h * val / peak
             bx = x + j * (bar + 2)
-            parts.append(f'<rect class="bar-{name}" data-value="{val}" data-group="{escape(label)}" x="{bx}" y="{top + h - bh:.1f}" '
-                         f'width="{bar}" height="{bh:.1f}" fill="{color}"><title>{escape(label)} {name}: {val}</title></rect>'
-                         f'<text x="{bx + bar / 2}" y="{top + h - bh - 4:.1f}" text-anchor="middle">{val}</text>')
+            parts.append(f'<rect class="bar-{escape(name)}" data-value="{escape(val)}" data-group="{escape(label)}" '
+                         f'x="{bx}" y="{top + h - bh:.1f}" width="{bar}" height="{bh:.1f}" fill="{escape(color)}">'
+                         f'<title>{escape(label)} {escape(name)}: {escape(val)}</title></rect>'
+                         f'<text x="{bx + bar / 2}" y="{top + h - bh - 4:.1f}" text-anchor="middle">{escape(val)}</text>')
         parts.append(f'<text class="group-label" x="{x + (bar + 2) * len(bars) / 2}" y="{top + h + 16}" '
                      f'text-anchor="middle">{escape(label)}</text>')
     lx = left
     for name, color in legend:
-        parts.append(f'<rect class="legend" data-label="{escape(name)}" x="{lx}" y="{h + 45}" width="12" height="12" fill="{color}"/>'
+        parts.append(f'<rect class="legend" data-label="{escape(name)}" x="{lx}" y="{h + 45}" width="12" height="12" '
+                     f'fill="{escape(color)}"/>'
                      f'<text x="{lx + 16}" y="{h + 55}">{escape(name)}</text>')
         lx += 30 + 8 * len(name)
     parts.append("</svg>")
@@ -102,7 +106,7 @@ def timeline(tl: dict, total: int, width: int = 900) -> str:
     parts = [f'<svg id="chart-timeline" role="img" aria-label="timeline" width="{width}" height="{h + 60}" '
              f'viewBox="0 0 {width} {h + 60}">',
              f'<line x1="{left}" y1="{top + h}" x2="{width - 10}" y2="{top + h}" stroke="#999"/>',
-             f'<text x="{left - 6}" y="{top + 4}" text-anchor="end">{total}</text>',
+             f'<text x="{left - 6}" y="{top + 4}" text-anchor="end">{escape(total)}</text>',
              f'<text x="{left - 6}" y="{top + h}" text-anchor="end">0</text>',
              f'<text x="{width - 10}" y="{top + h + 24}" text-anchor="end">{end:.1f} s</text>']
     for f in faults:
@@ -158,11 +162,12 @@ def render(r: RunReport) -> str:
         totals = vd.get("differing_totals") or {}
         body += ["<h2>What differed</h2>", "<ul id=differed>"
                  + "".join(f"<li>{escape(str(f))}</li>" for f in vd.get("failed") or [])
-                 + "".join(f"<li>{escape(k)} ids ({totals.get(k, len(v))}): {escape(', '.join(map(str, v)))}</li>"
+                 + "".join(f"<li>{escape(k)} ids ({escape(totals.get(k, len(v)))}): {escape(', '.join(map(str, v)))}</li>"
                            for k, v in (vd.get("differing_ids") or {}).items())
                  + "".join(f"<li>audit error: {escape(e)} (the affected numbers are unknown)</li>"
                            for e in vd.get("audit_errors") or [])
-                 + "".join(f"<li>unplanned death: {escape(x['worker'])} attempt {x['attempt']} (exit {x['exit_code']})</li>"
+                 + "".join(f"<li>unplanned death: {escape(x['worker'])} attempt {escape(x['attempt'])} "
+                           f"(exit {escape(x['exit_code'])})</li>"
                            for x in (vd.get("unplanned_deaths") or [])[:10])
                  + "".join(f"<li>SIGKILLed by the stop: {escape(str(x['worker']))} attempt {escape(str(x['attempt']))} "
                            f"(pid {escape(str(x['pid']))})</li>" for x in (vd.get("killed_at_stop") or [])[:10])

@@ -1,104 +1,109 @@
-"""report.md: the scoreboard a person reads first, then parameters and crashes."""
+"""report.md: the scoreboard a person reads first, then parameters and crashes.
+
+Every value taken from report.json goes through escape.md (or md_code, fence), so an id or a name
+holding newlines, pipes, HTML or link syntax shows as text and cannot add a line, a cell or a link.
+"""
 
 from .audit_commands import commands
+from .escape import fence, md, md_code
 from .model import CRASH_FAULTS, RunReport, fmt
 
 
 def _fault_value(row: dict, key: str) -> str:
     """A fault's measured value, "unknown" when measured and missing, "" when this fault has no such value."""
-    return fmt(row[key]) if key in row else ""
+    return md(fmt(row[key])) if key in row else ""
 
 
 def render(r: RunReport) -> str:
     d = r.data
-    out = [f"# {d['experiment']}: {d['verdict']}", "", f"> {r.summary()}", ""]
+    out = [f"# {md(d['experiment'])}: {md(d['verdict'])}", "", f"> {md(r.summary())}", ""]
     if d.get("proves"):
-        out += [f"*What it proves:* {d['proves']}  ", f"*Order of steps:* {d.get('steps', '')}", ""]
+        out += [f"*What it proves:* {md(d['proves'])}  ", f"*Order of steps:* {md(d.get('steps', ''))}", ""]
     if d.get("lesson"):
-        out += [f"**Lesson:** {d['lesson']}", ""]
+        out += [f"**Lesson:** {md(d['lesson'])}", ""]
     out += ["## Scoreboard", "", "| metric | observed | predicted |", "| --- | ---: | ---: |"]
-    out += [f"| {m} | {o} | {p} |" for m, o, p in r.scoreboard()]
+    out += [_row(row) for row in r.scoreboard()]
     if r.balance_rows():
         out += ["", "## Balances", "", "| " + " | ".join(r.BALANCE_COLUMNS) + " |",
                 "| --- |" + " ---: |" * (len(r.BALANCE_COLUMNS) - 1)]
-        out += ["| " + " | ".join(row) + " |" for row in r.balance_rows()]
+        out += [_row(row) for row in r.balance_rows()]
     pred = d["predicted"]
     if pred.get("note"):
-        out += ["", f"Note: {pred['note']}"]
+        out += ["", f"Note: {md(pred['note'])}"]
     if pred.get("evidence"):
         out += ["", "## What each kill cost (from the evidence)", "",
                 "| worker | attempt | last applied (partition: offset) | successor resumed from | redelivered | skipped |",
                 "| --- | ---: | --- | --- | ---: | ---: |"]
-        out += [f"| {e['worker']} | {e['attempt']} | {_offsets(e['last_applied'])} | {_offsets(e['resumed_from'])} "
-                f"| {e['redelivered']} | {e['skipped']} |" for e in pred["evidence"][:50]]
+        out += [_row((e['worker'], e['attempt'], _offsets(e['last_applied']), _offsets(e['resumed_from']),
+                      e['redelivered'], e['skipped'])) for e in pred["evidence"][:50]]
     vd = d.get("verdict_detail") or {}
     if vd.get("failed") or vd.get("differing_ids"):
-        out += ["", "## What differed", ""] + [f"- {f}" for f in vd.get("failed", [])]
+        out += ["", "## What differed", ""] + [f"- {md(f)}" for f in vd.get("failed", [])]
         totals = vd.get("differing_totals") or {}
-        out += [f"- {k} ids ({fmt(totals.get(k, len(v)))}): {', '.join(map(str, v))}"
+        out += [f"- {md(k)} ids ({md(fmt(totals.get(k, len(v))))}): {md(', '.join(map(str, v)))}"
                 for k, v in (vd.get("differing_ids") or {}).items()]
     for e in vd.get("audit_errors") or []:
-        out += ["", f"**Audit error:** {e} (the affected numbers are unknown)"]
+        out += ["", f"**Audit error:** {md(e)} (the affected numbers are unknown)"]
     deaths = vd.get("unplanned_deaths") or []
     if deaths:
         out += ["", f"**{len(deaths)} worker death(s) no fault caused:** " + ", ".join(
-            f"{x['worker']} attempt {x['attempt']} (exit {x['exit_code']})" for x in deaths[:10])]
+            f"{md(x['worker'])} attempt {md(x['attempt'])} (exit {md(x['exit_code'])})" for x in deaths[:10])]
     stopped = vd.get("killed_at_stop") or []
     if stopped:
         out += ["", f"**{len(stopped)} busy worker(s) SIGKILLed by the stop:** " + ", ".join(
-            f"{x['worker']} attempt {x['attempt']} (pid {x['pid']})" for x in stopped[:10])]
+            f"{md(x['worker'])} attempt {md(x['attempt'])} (pid {md(x['pid'])})" for x in stopped[:10])]
     if d.get("consumer"):
         from .consumer import markdown as consumer_section
         out += consumer_section(d["consumer"])
     an = d["anomalies"]
     out += ["", "## Anomalies (first ids)", "",
-            f"- lost ({fmt(an['lost_total'])}): {_ids(an['lost_ids'], an['lost_total'])}",
-            f"- duplicated ({fmt(an['duplicates_total'])}): {_ids(an['duplicate_ids'], an['duplicates_total'])}"]
+            f"- lost ({md(fmt(an['lost_total']))}): {_ids(an['lost_ids'], an['lost_total'])}",
+            f"- duplicated ({md(fmt(an['duplicates_total']))}): {_ids(an['duplicate_ids'], an['duplicates_total'])}"]
     svc = d.get("service")
     if svc:
         for label, n, ids in (("rows without an event", svc["unpublished"], svc["unpublished_ids"]),
                               ("events without a row", svc["orphaned"], svc["orphaned_ids"]),
                               ("extra copies of events in the topic", svc["event_duplicates"],
                                svc["duplicate_event_ids"])):
-            out.append(f"- {label} ({fmt(n)}): {_ids(ids, n)}")
+            out.append(f"- {label} ({md(fmt(n))}): {_ids(ids, n)}")
     if an.get("unexpected_ids"):
-        out.append(f"- effects for ids never sent: {', '.join(an['unexpected_ids'])}")
+        out.append(f"- effects for ids never sent: {md(', '.join(map(str, an['unexpected_ids'])))}")
     if an.get("unprocessed_total"):
-        out.append(f"- not yet processed when the run stopped ({fmt(an['unprocessed_total'])}): "
-                   f"{', '.join(an['unprocessed_ids'])}")
+        out.append(f"- not yet processed when the run stopped ({md(fmt(an['unprocessed_total']))}): "
+                   f"{md(', '.join(map(str, an['unprocessed_ids'])))}")
     t = d["timings"]
     rs = t.get("restart_seconds") or []
     out += ["", "## Timings", "",
-            f"- wall: {t['wall_seconds']:.1f} s, {fmt(t.get('messages_per_second'))} messages/s",
-            f"- restarts: {len(rs)} measured, median {fmt(t.get('restart_median_seconds'))} s, "
-            f"max {fmt(t.get('restart_max_seconds'))} s (SIGKILL to the restarted worker's first record)"]
+            f"- wall: {t['wall_seconds']:.1f} s, {md(fmt(t.get('messages_per_second')))} messages/s",
+            f"- restarts: {len(rs)} measured, median {md(fmt(t.get('restart_median_seconds')))} s, "
+            f"max {md(fmt(t.get('restart_max_seconds')))} s (SIGKILL to the restarted worker's first record)"]
     ph = t.get("phases") or {}
     if ph:
-        out.append("- where the time went: " + ", ".join(f"{k.replace('_', ' ')} {fmt(v)} s" for k, v in ph.items()))
+        out.append("- where the time went: " + ", ".join(f"{md(k.replace('_', ' '))} {md(fmt(v))} s"
+                                                        for k, v in ph.items()))
     if t.get("read_committed_stall_median_seconds") is not None:
-        out.append(f"- read_committed stall: median {fmt(t['read_committed_stall_median_seconds'])} s, max "
-                   f"{fmt(t.get('read_committed_stall_max_seconds'))} s (kill to the crashed worker's next visible "
+        out.append(f"- read_committed stall: median {md(fmt(t['read_committed_stall_median_seconds']))} s, max "
+                   f"{md(fmt(t.get('read_committed_stall_max_seconds')))} s (kill to the crashed worker's next visible "
                    f"output record)")
     if d.get("kill_points"):
         out += ["", "## Kill points of this experiment", "", "| point | after | before | a crash here |",
                 "| --- | --- | --- | --- |"]
-        out += [f"| {k['name']} | {k['after']} | {k['before'] or '(last step)'} | {k['says']} |"
-                for k in d["kill_points"]]
+        out += [_row((k['name'], k['after'], k['before'] or '(last step)', k['says'])) for k in d["kill_points"]]
     others = [f for f in d.get("faults") or [] if f["fault"] not in CRASH_FAULTS]
     if others:
         out += ["", "## Faults", "", "| fault | time | target | out s | answering after s | aborted transactions "
                 "| read_committed stall s |", "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
-        out += [f"| {f['fault']} | {f['time']:.3f} | {f['target']} | {_fault_value(f, 'out_seconds')} | "
+        out += [f"| {md(f['fault'])} | {f['time']:.3f} | {md(f['target'])} | {_fault_value(f, 'out_seconds')} | "
                 f"{_fault_value(f, 'until_answering_seconds')} | {_fault_value(f, 'aborted_transactions')} | "
                 f"{_fault_value(f, 'read_committed_stall_seconds')} |" for f in others]
     for name, story in (d.get("fault_details") or {}).items():
         times = story.get("times_since_pause") or {}
         if times:
-            out += ["", f"### {name}", ""] + [f"- {k.replace('_', ' ')}: {v:.3f} s" for k, v in times.items()]
+            out += ["", f"### {md(name)}", ""] + [f"- {md(k.replace('_', ' '))}: {v:.3f} s" for k, v in times.items()]
     out += ["", "## Parameters", "", "| parameter | value |", "| --- | --- |"]
-    out += [f"| {k} | {v} |" for k, v in r.parameter_rows()]
+    out += [_row(row) for row in r.parameter_rows()]
     out += ["", "## Stack and environment", "", "| | |", "| --- | --- |"]
-    out += [f"| {k} | {v} |" for k, v in {**d["stack"], **d["environment"]}.items()]
+    out += [_row(row) for row in {**d["stack"], **d["environment"]}.items()]
     crashes = d["crashes"]
     if crashes:
         out += ["", f"## Crashes ({len(crashes)})", "",
@@ -106,21 +111,25 @@ def render(r: RunReport) -> str:
                 "| restart s | stall s |",
                 "| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for i, c in enumerate(crashes[:50], 1):
-            out.append(f"| {i} | {c['point']} | {c.get('message_id') or ''} | {c.get('worker') or ''} "
-                       f"| {fmt(c.get('partition'))} | {fmt(c.get('offset'))} | {len(c.get('unacked') or [])} "
-                       f"| {len(c.get('acked_unapplied') or [])} | {len(c.get('produced') or [])} "
-                       f"| {fmt(c.get('restart_seconds'))} | {_opt(c.get('read_committed_stall_seconds'))} |")
+            out.append(_row((i, c['point'], c.get('message_id') or '', c.get('worker') or '', fmt(c.get('partition')),
+                             fmt(c.get('offset')), len(c.get('unacked') or []), len(c.get('acked_unapplied') or []),
+                             len(c.get('produced') or []), fmt(c.get('restart_seconds')),
+                             _opt(c.get('read_committed_stall_seconds')))))
         if len(crashes) > 50:
             out.append(f"\n... and {len(crashes) - 50} more in report.json")
     written = (d["stack"].get("tables") or []) + (d["stack"].get("topics") or [])
     out += ["", "## Audit it yourself", "",
-            (f"This run wrote {', '.join(f'`{n}`' for n in written)}; they stay" if written else
-             "The run's topics and tables stay") + f" until `harness clean {d['run_id']}`. With the stack up:", "",
-            "```bash"]
-    for what, cmd in commands(d):
-        out += [f"# {what}", cmd]
-    out += ["```", ""]
+            (f"This run wrote {', '.join(md_code(n) for n in written)}; they stay" if written else
+             "The run's topics and tables stay") + f" until {md_code('harness clean ' + str(d['run_id']))}. "
+            "With the stack up:", ""]
+    out += fence([line for what, cmd in commands(d) for line in (f"# {what}", cmd)], "bash")
+    out += [""]
     return "\n".join(out)
+
+
+def _row(cells) -> str:
+    """One Markdown table row, each cell escaped."""
+    return "| " + " | ".join(md(c) for c in cells) + " |"
 
 
 def _offsets(m: dict) -> str:
@@ -134,4 +143,4 @@ def _opt(v) -> str:
 def _ids(ids: list, total) -> str:
     if total is None:
         return "unknown"
-    return ", ".join(ids) or "none"
+    return md(", ".join(map(str, ids))) or "none"

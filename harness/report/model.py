@@ -24,10 +24,13 @@ class RunReport:
     # -- persistence ------------------------------------------------------------------------
     @classmethod
     def load(cls, path: Path) -> "RunReport":
+        """A report.json (or a run folder's), validated first (report/validate.py): a file that is not
+        a schema-valid report ends in one HarnessError, never in a renderer."""
+        from .validate import read_report
         p = Path(path)
         if p.is_dir():
             p = p / "report.json"
-        return cls(json.loads(p.read_text()))
+        return cls(read_report(p)[0])
 
     def to_json(self) -> str:
         return json.dumps(self.data, indent=2, sort_keys=False) + "\n"

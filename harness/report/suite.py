@@ -2,14 +2,16 @@
 
 Built from suite.json alone (which copies each run's numbers), so a suite
 folder can be re-rendered with `harness report DIR`, and the Markdown, HTML
-and JSON never disagree.
+and JSON never disagree. A suite.json may come from someone else: every value is
+escaped (harness/report/escape.py), and a run's link is rendered only when it
+is a relative path that stays inside the suite folder.
 """
 
-import json
-from html import escape
 from pathlib import Path
 
 from . import html as h
+from .escape import href, md, md_code
+from .escape import html as escape
 from .model import fmt
 
 COLUMNS = ("experiment", "sent", "deliveries", "effects", "duplicates", "lost", "ledger total",
@@ -50,36 +52,40 @@ TIME_COLUMNS = ("experiment", "total s", *(label for _, label in PHASES), "resta
 
 
 def render_md(summary: dict) -> str:
-    out = [f"# Suite {summary['suite_id']}", "", f"> {summary['conclusion']}", "",
+    out = [f"# Suite {md(summary['suite_id'])}", "", f"> {md(summary['conclusion'])}", "",
            "| " + " | ".join(COLUMNS) + " |", "| " + " | ".join("---" for _ in COLUMNS) + " |"]
-    out += ["| " + " | ".join(str(x) for x in row) + " |" for row in rows(summary)]
+    out += [_row(row) for row in rows(summary)]
     out += ["", "Duplicates and lost count effects in the Postgres ledger when the experiment has one, "
             "otherwise records of the output topic as read_committed readers see them.", ""]
     for r in summary["experiments"]:
         if r.get("summary"):
-            out.append(f"- **{r['experiment']}**: {r['summary']}")
+            out.append(f"- **{md(r['experiment'])}**: {md(r['summary'])}")
         elif r.get("error"):
-            out.append(f"- **{r['experiment']}**: {r['verdict']}: {r['error']}")
+            out.append(f"- **{md(r['experiment'])}**: {md(r['verdict'])}: {md(r['error'])}")
     out += ["", "## Where the time went", "", "| " + " | ".join(TIME_COLUMNS) + " |",
             "| " + " | ".join("---" for _ in TIME_COLUMNS) + " |"]
-    out += ["| " + " | ".join(str(x) for x in row) + " |" for row in time_rows(summary)]
+    out += [_row(row) for row in time_rows(summary)]
     out += ["", "Seconds as each run measured them (its total includes starting the `harness run` process). "
             "A restart wait is a SIGKILL to the restarted worker's first record."]
     env = summary.get("environment") or {}
-    out += ["", f"Wall time: {summary['timings']['wall_seconds']:.0f} s, {summary.get('parallel', 1)} experiments at a "
-            f"time (timings inside each run include that contention). "
-            f"Arguments: `{' '.join(summary.get('command_args', []))}`",
-            "", "| environment | |", "| --- | --- |"] + [f"| {k} | {v} |" for k, v in env.items()] + [""]
+    out += ["", f"Wall time: {summary['timings']['wall_seconds']:.0f} s, {md(summary.get('parallel', 1))} experiments "
+            f"at a time (timings inside each run include that contention). "
+            f"Arguments: {md_code(' '.join(map(str, summary.get('command_args', []))))}",
+            "", "| environment | |", "| --- | --- |"] + [_row(row) for row in env.items()] + [""]
     return "\n".join(out)
 
 
-def render_html(summary: dict) -> str:
+def _row(cells) -> str:
+    return "| " + " | ".join(md(c) for c in cells) + " |"
+
+
+def render_html(summary: dict, folder: Path | None = None) -> str:
     groups = [(r["experiment"], (r.get("counts") or {}).get("lost") or 0, (r.get("counts") or {}).get("duplicates") or 0)
               for r in summary["experiments"]]
     body = [f"<h1>Suite {escape(summary['suite_id'])}</h1>",
             f"<p id=conclusion class=summary>{escape(summary['conclusion'])}</p>",
             "<h2>Lost and duplicated effects per experiment</h2>", h.bar_chart(groups, width=900),
-            "<h2>Scoreboard</h2>", "<div class=wide>", _table_with_links(summary), "</div>",
+            "<h2>Scoreboard</h2>", "<div class=wide>", _table_with_links(summary, folder), "</div>",
             "<p class=muted>Duplicates and lost count effects in the Postgres ledger when the experiment has one, "
             "otherwise records of the output topic as read_committed readers see them.</p>",
             "<h2>What each run says</h2><ul>"]
@@ -91,20 +97,20 @@ def render_html(summary: dict) -> str:
              "<p class=muted>Seconds as each run measured them; a restart wait is a SIGKILL to the restarted "
              "worker's first record.</p>"]
     body += ["<h2>Parameters and environment</h2>",
-             h.table([("arguments", " ".join(summary.get("command_args", []))),
+             h.table([("arguments", " ".join(map(str, summary.get("command_args", [])))),
                       ("wall seconds", fmt(summary["timings"]["wall_seconds"])),
                       ("experiments at a time", summary.get("parallel", 1))] +
                      list((summary.get("environment") or {}).items()))]
     return h.page(f"suite {summary['suite_id']}", "".join(body))
 
 
-def _table_with_links(summary: dict) -> str:
+def _table_with_links(summary: dict, folder: Path | None = None) -> str:
     out = ["<table id=scoreboard><tr>" + "".join(f"<th>{escape(c)}</th>" for c in COLUMNS) + "</tr>"]
     for r, row in zip(summary["experiments"], rows(summary)):
         cells = []
         for i, val in enumerate(row):
-            if i == 0 and r.get("report"):
-                link = r["report"].replace("report.json", "report.html")
+            link = run_page(r.get("report"), folder) if i == 0 else None
+            if link:
                 cells.append(f'<td><a href="{escape(link)}">{escape(str(val))}</a></td>')
             elif i == 10:
                 cells.append(f"<td><span class='verdict {escape(str(val))}'>{escape(str(val))}</span></td>")
@@ -114,11 +120,21 @@ def _table_with_links(summary: dict) -> str:
     return "".join(out) + "</table>"
 
 
+def run_page(report, folder: Path | None = None) -> str | None:
+    """The link to a run's report.html from a suite entry's `report` (its report.json, relative to the
+    suite folder), or None when that is not a relative path inside the suite folder (`folder`, when
+    known): a suite.json edited to link `javascript:...` or `../../elsewhere` gets no link."""
+    if not isinstance(report, str) or not report.endswith("report.json"):
+        return None
+    return href(report[:-len("report.json")] + "report.html", folder)
+
+
 def write_suite(folder: Path) -> Path:
+    from .validate import read_suite
     folder = Path(folder)
-    summary = json.loads((folder / "suite.json").read_text())
-    md, page = render_md(summary), render_html(summary)      # render both before writing either
+    summary = read_suite(folder / "suite.json")
+    text, page = render_md(summary), render_html(summary, folder)      # render both before writing either
     from ..safefile import write_text
-    for name, text in (("suite.md", md), ("suite.html", page)):
-        write_text(folder / name, text)
+    for name, content in (("suite.md", text), ("suite.html", page)):
+        write_text(folder / name, content)
     return folder

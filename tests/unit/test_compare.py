@@ -30,8 +30,9 @@ def report(experiment="offset-after", lost=0, dups=3, verdict="as-predicted", wa
 
 
 def eos_output(rc_dups=0, ru_dups=2):
-    return {"read_committed": {"records": 10 + rc_dups, "duplicates": rc_dups, "lost": 0},
-            "read_uncommitted": {"records": 10 + ru_dups, "duplicates": ru_dups, "lost": 0}}
+    return {"read_committed": {"records": 10 + rc_dups, "duplicates": rc_dups, "lost": 0, "unprocessed": 0},
+            "read_uncommitted": {"records": 10 + ru_dups, "duplicates": ru_dups, "lost": 0, "unprocessed": 0},
+            "aborted_records": ru_dups - rc_dups}
 
 
 def write_run(folder, data):
@@ -251,8 +252,14 @@ def test_rules_read_the_last_target_only(suites):
 
 @pytest.mark.parametrize("verdict", ["incomplete", "interrupted", "unexpected", "something-new"])
 def test_unexpected_fails_every_verdict_but_as_predicted(tmp_path, verdict):
-    """A run that did not finish proved nothing: `--fail-on unexpected` must not let it through."""
-    run = write_run(tmp_path / "run", report("dedupe", verdict=verdict))
+    """A run that did not finish proved nothing: `--fail-on unexpected` must not let it through. A verdict
+    this harness does not know comes from a newer schema (in a schema 2 report it is refused: exit 2)."""
+    data = report("dedupe", verdict=verdict)
+    if verdict == "something-new":
+        refused = run_compare(write_run(tmp_path / "v2", data), "--fail-on", "unexpected")
+        assert isinstance(refused.exception, HarnessError) and "is not one of" in str(refused.exception)
+        data["schema_version"] = 3
+    run = write_run(tmp_path / "run", data)
     res = run_compare(run, "--fail-on", "unexpected")
     assert res.exit_code == 1, res.output
     assert f"fail: dedupe: verdict = {verdict} (rule unexpected)" in res.stderr
@@ -269,9 +276,14 @@ def test_allow_incomplete_lets_only_unfinished_runs_pass(tmp_path, verdict, code
 
 
 def test_a_report_without_a_verdict_fails_unexpected(tmp_path):
+    """A schema 1 report need not have every field; one without a verdict fails the rule. A schema 2
+    report without one is not a valid report: refused (exit 2)."""
     data = report("dedupe")
     del data["verdict"]
     other = write_run(tmp_path / "other", report("eos"))
+    res = run_compare(other, write_run(tmp_path / "v2", data), "--fail-on", "unexpected")
+    assert isinstance(res.exception, HarnessError) and "'verdict' is a required property" in str(res.exception)
+    data["schema_version"] = 1
     res = run_compare(other, write_run(tmp_path / "run", data), "--fail-on", "unexpected")
     assert res.exit_code == 1 and "dedupe: verdict = unknown (rule unexpected)" in res.stderr
 
