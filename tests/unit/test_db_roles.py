@@ -99,3 +99,13 @@ def test_chown_refuses_a_postgres_folder_that_is_itself_a_link(tmp_path):
     with pytest.raises(HarnessError, match="not a folder"):
         pg._chown(pg.home)
     assert victim.stat().st_uid == 0
+
+
+def test_an_empty_audit_sql_is_one_line_and_exit_2(tmp_path):
+    import json
+    from tests.conftest import harness
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "report.json").write_text(json.dumps(sample("custom")))
+    proc = harness("audit", str(run), "--audit-sql", "  ", env={"HARNESS_HOME": str(tmp_path / "state")})
+    assert proc.returncode == 2 and proc.stderr.strip() == "error: --audit-sql is empty", proc.stderr
