@@ -109,3 +109,12 @@ def test_an_empty_audit_sql_is_one_line_and_exit_2(tmp_path):
     (run / "report.json").write_text(json.dumps(sample("custom")))
     proc = harness("audit", str(run), "--audit-sql", "  ", env={"HARNESS_HOME": str(tmp_path / "state")})
     assert proc.returncode == 2 and proc.stderr.strip() == "error: --audit-sql is empty", proc.stderr
+
+
+def test_the_server_log_is_never_created_or_touched_through_a_planted_link(tmp_path):
+    pg = LocalPostgres(tmp_path / "state")
+    pg.home.mkdir(parents=True)
+    target = tmp_path / "would-be-created"
+    pg.log.symlink_to(target)
+    pg._own_log()
+    assert not target.exists() and not pg.log.is_symlink() and pg.log.is_file()
