@@ -75,6 +75,7 @@ def stack(stack_home):
     from harness.stack.local_postgres import LocalPostgres
     port = json.loads((stack_home / "stack.json").read_text())["postgres_port"]
     st["dsn"] = LocalPostgres(stack_home).dsn(port)
+    st["admin_dsn"] = LocalPostgres(stack_home).admin_dsn(port)   # the superuser: tests build foreign objects
     st["env"] = {"HARNESS_HOME": str(stack_home), "HARNESS_BOOTSTRAP_SERVERS": st["bootstrap_servers"],
                  "HARNESS_POSTGRES_DSN": st["dsn"]}
     yield st

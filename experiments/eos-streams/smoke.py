@@ -172,7 +172,9 @@ class Workspace:
         if self.table:
             import psycopg
             self.pg = psycopg.connect(args.pg_dsn, password=self.password, autocommit=True, connect_timeout=10)
-            self.pg.execute("create schema if not exists harness")
+            # The local stack's run role owns the harness schema but may not create one: create it only if missing.
+            if self.pg.execute("select 1 from pg_namespace where nspname = 'harness'").fetchone() is None:
+                self.pg.execute("create schema harness")
             self.pg.execute(f"""create table {self.table} (id bigserial primary key, message_id text not null,
                            amount bigint not null, worker text not null, attempt integer not null,
                            applied_at timestamptz not null default clock_timestamp())""")

@@ -170,26 +170,17 @@ class LedgerRecount:
     dedupe_hits: int | None = None
 
 
-# A user's --audit-sql (custom runs) is run again as it was: read-only, with this statement timeout.
-EFFECTS_SQL_TIMEOUT_MS = 60_000
-
-
 def effects_from_sql(dsn: str, query: str) -> list[tuple]:
-    """The (message_id, amount) rows of a user's effects query, in a read-only transaction.
-
-    The query comes from a report.json, which anyone can edit: it is sent as ONE prepared statement
-    (the extended protocol refuses a second one, such as `commit; drop table ...` after it), so the
-    read-only transaction it runs in cannot be ended from inside it."""
+    """The (message_id, amount) rows of a user's effects query (`harness audit --audit-sql`), run as
+    `user_sql` runs SQL the harness did not write: read-only, one statement, a timeout; `dsn` is the
+    stack's read-only role when it has one. A report's own copy of the query never comes here."""
+    from . import user_sql
     try:
-        with psycopg.connect(dsn, connect_timeout=10) as conn:
-            conn.execute("set transaction read only")
-            conn.execute(sql.SQL("set local statement_timeout = {}").format(sql.Literal(EFFECTS_SQL_TIMEOUT_MS)))
-            rows = conn.execute(query, prepare=True).fetchall()
-            conn.rollback()
+        columns, rows = user_sql.select(dsn, query)
     except psycopg.Error as e:
-        raise Unreadable(f"the run's --audit-sql: {redact(str(e).splitlines()[0] if str(e) else repr(e))}") from None
-    if any(len(r) != 2 for r in rows):
-        raise Unreadable("the run's --audit-sql does not return (message_id, amount) rows")
+        raise Unreadable(f"--audit-sql: {redact(str(e).splitlines()[0] if str(e) else repr(e))}") from None
+    if columns != 2:
+        raise Unreadable("--audit-sql does not return (message_id, amount) rows")
     return [(None if r[0] is None else str(r[0]), r[1]) for r in rows]
 
 

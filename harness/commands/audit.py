@@ -6,6 +6,12 @@ ids named), 2 when the data cannot be read: the stack is down (start it with
 the run's topics or tables are gone, or a report.json is not a valid report
 (checked before anything is read: report/validate.py). A suite folder audits
 each of its runs. Names and ids are printed escaped (report/escape.py).
+
+No SQL is ever taken from a report (anyone can edit one): a custom run that
+counted its effects with `--audit-sql` is recounted by that query only when it
+is given again here, and then it runs as `checker/user_sql` runs SQL the
+harness did not write (the stack's read-only role, a read-only transaction).
+Without it the ledger is not recounted, and the audit says so and exits 2.
 """
 
 import json
@@ -26,9 +32,11 @@ def _stack(stack_kind, bootstrap_servers, postgres_dsn, run_id):
     return stack
 
 
-def audit_folder(folder: Path, stack) -> tuple[list, str | None]:
-    """(rows, None), or ([], why the data cannot be read)."""
-    from ..checker import crosscheck, recount
+def audit_folder(folder: Path, stack, audit_sql: str | None = None,
+                 notes: list | None = None) -> tuple[list, str | None]:
+    """(rows, None), or ([], why the data cannot be read). `audit_sql` is the user's --audit-sql (never the
+    report's); ("error" or "note", text) lines on what was not recounted, and why, are appended to `notes`."""
+    from ..checker import crosscheck, recount, user_sql
     from ..report.validate import read_report
     try:
         report, _notes = read_report(folder / "report.json")   # strict JSON, its schema: one line if not
@@ -48,10 +56,10 @@ def audit_folder(folder: Path, stack) -> tuple[list, str | None]:
     try:
         inp = recount.read_topic(stack.bootstrap_servers, st["input_topic"], "read_uncommitted")
         sent = {k: v for k, v in inp.values.items() if k is not None}
-        query = (report.get("params") or {}).get("audit_sql")     # a custom run counted by the user's query
-        effects = recount.effects_from_sql(stack.postgres_dsn, query) if query else None
+        query, skipped = _effects_query(folder, report, audit_sql, notes if notes is not None else [])
+        effects = recount.effects_from_sql(user_sql.dsn_for(stack), query) if query else None
         ledger = recount.recount_ledger(stack.postgres_dsn, st["ledger_table"], st.get("dedupe_table"), sent,
-                                        effects) if st.get("ledger_table") or query else None
+                                        effects) if (st.get("ledger_table") or query) and not skipped else None
         outputs = {iso: recount.recount_output(recount.read_topic(stack.bootstrap_servers, st["output_topic"], iso), sent)
                    for iso in ("read_committed", "read_uncommitted")} if st.get("output_topic") else {}
         accounts = recount.recount_accounts(stack.postgres_dsn, st["accounts_table"], sent, inp.accounts) \
@@ -68,7 +76,28 @@ def audit_folder(folder: Path, stack) -> tuple[list, str | None]:
     except (KeyError, TypeError):
         return [], f"{folder / 'report.json'} does not name the run's topics and tables"
     rows, why = crosscheck.judge(report, sent, ledger, outputs, service, accounts)
+    if skipped and not why:
+        c = report.get("counts") or {}
+        rows.insert(1, crosscheck.Row("ledger", "effects (not recounted)",
+                                      c.get("effects") if type(c.get("effects")) is int else None, None))
     return rows, (f"{folder / 'report.json'} is not a run's report: {why}" if why else None)
+
+
+def _effects_query(folder: Path, report: dict, given: str | None, notes: list) -> tuple[str | None, bool]:
+    """(the query that counts the effects, whether the ledger recount is skipped). Only `given` (the
+    command line's --audit-sql) is ever run; a report that names its own query without it is skipped."""
+    named = (report.get("params") or {}).get("audit_sql")
+    if given is not None:
+        if named is not None and named != given:
+            notes.append(("note", f"{folder.name}: --audit-sql is not the query its report names; the effects "
+                                  f"are counted by the one given here"))
+        return given, False
+    if named is not None:
+        notes.append(("error", f"{folder.name}: the ledger is not recounted: the run counted its effects with "
+                               f"its own --audit-sql, and a report's SQL is never run; give the query again: "
+                               f"harness audit RUN --audit-sql QUERY"))
+        return None, True
+    return None, False
 
 
 def foreign_stores(report: dict) -> str | None:
@@ -126,7 +155,11 @@ def _number(v) -> str:
 @click.option("--reports-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where run ids (and `latest`) are looked up [default: $HARNESS_REPORTS or reports/].")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON (for scripts).")
-def audit(run, reports_dir, as_json, stack_kind, bootstrap_servers, postgres_dsn):
+@click.option("--audit-sql", "audit_sql", default=None, metavar="QUERY",
+              help="Count the effects with this query, returning (message_id, amount) rows, instead of the "
+                   "ledger: a custom run's own --audit-sql, given again (a report's copy is never run). It runs "
+                   "read-only, as the stack's read-only role when it has one.")
+def audit(run, reports_dir, as_json, audit_sql, stack_kind, bootstrap_servers, postgres_dsn):
     """Recount a finished run from Kafka and Postgres and compare with its report.
 
     RUN is a run folder, a run id under the reports folder, `latest`, or a
@@ -138,7 +171,8 @@ def audit(run, reports_dir, as_json, stack_kind, bootstrap_servers, postgres_dsn
 
     \b
     Exit status: 0 the report and the recount agree, 1 they differ (the ids
-    are named), 2 the data is gone or the stack is down.
+    are named), 2 the data is gone, the stack is down, or a custom run's
+    ledger was not recounted (its --audit-sql not given again).
 
     \b
     Examples:
@@ -156,14 +190,16 @@ def audit(run, reports_dir, as_json, stack_kind, bootstrap_servers, postgres_dsn
         runs = [folder]
     else:
         raise HarnessError(f"{term(str(folder))} has no report.json (nor suite.json): not a run or suite folder")
+    if audit_sql is not None and not audit_sql.strip():
+        raise HarnessError("--audit-sql is empty")
     from ..report.validate import read_report
     for f in runs:   # every report is valid (strict JSON, its schema) before the stack is even asked
         read_report(f / "report.json")
     stack = _stack(stack_kind, bootstrap_servers, postgres_dsn, run)
     from ..checker.crosscheck import verdict
-    results, gone, differ = {}, [], False
+    results, gone, differ, skipped = {}, [], False, []
     for f in runs:
-        rows, why = audit_folder(f, stack)
+        rows, why = audit_folder(f, stack, audit_sql, skipped)
         if why:
             gone.append(f"{f.name}: {why}")
             continue
@@ -176,9 +212,11 @@ def audit(run, reports_dir, as_json, stack_kind, bootstrap_servers, postgres_dsn
     else:
         for name, rows in results.items():
             print_rows(name, rows)
+    for kind, line in skipped:
+        click.echo(f"{kind}: {term(line)}", err=True)
     for line in gone:
         click.echo(f"error: {term(line)}", err=True)
-    if gone:
+    if gone or any(kind == "error" for kind, _ in skipped):
         sys.exit(2)
     if differ:
         click.echo("the report and the recount DIFFER (see the rows marked DIFFERS)", err=True)

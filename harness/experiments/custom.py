@@ -26,13 +26,14 @@ import statistics
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
+from ..checker import user_sql
 from ..procs import dying_with_this_process
 from .launch import Launch, assign_partitions
 from .model import Experiment, Stores
 from .predictors import CLAIMS, ClaimPredictor
 
 DEFAULT_CLAIM = "exactly-once"
-AUDIT_SQL_TIMEOUT_MS = 60_000
+AUDIT_SQL_TIMEOUT_MS = user_sql.TIMEOUT_MS
 FEW_KILLS = 5                 # fewer kills than this say little about a consumer
 MAX_WITNESSES = 20
 # The environment contract: name -> what it holds. Other tools script against these names.
@@ -61,27 +62,20 @@ def libpq_uri(dsn: str) -> str:
 
 
 # -- the audit by the user's own query -----------------------------------------------------------------
-def audit_sql_reader(query: str, timeout_ms: int = AUDIT_SQL_TIMEOUT_MS):
-    """A ledger reader (checker/ledger.py) that runs the user's --audit-sql in a read-only transaction
-    with a statement timeout. It must return (message_id, amount) rows; anything else is one error."""
+def audit_sql_reader(query: str, dsn: str, timeout_ms: int = AUDIT_SQL_TIMEOUT_MS):
+    """A ledger reader (checker/ledger.py) that runs the user's --audit-sql at `dsn` (the stack's read-only
+    role when it has one: see checker/user_sql.py), read-only, with a statement timeout. It must return
+    (message_id, amount) rows; anything else is one error."""
     from ..checker.ledger import LedgerRows, _first_line
 
-    def read(dsn: str, ledger: str, dedupe: str | None) -> LedgerRows:
-        import psycopg
-        from psycopg import sql
+    def read(_dsn: str, ledger: str, dedupe: str | None) -> LedgerRows:
         try:
-            with psycopg.connect(dsn, connect_timeout=10) as conn:
-                conn.read_only = True
-                with conn.transaction():
-                    conn.execute(sql.SQL("set local statement_timeout = {}").format(sql.Literal(timeout_ms)))
-                    cur = conn.execute(query, prepare=True)   # one statement: no "; commit; ..." past read-only
-                    if cur.description is None or len(cur.description) != 2:
-                        n = 0 if cur.description is None else len(cur.description)
-                        return LedgerRows(None, None, error=f"--audit-sql must return two columns (message_id, "
-                                                             f"amount), it returned {n}")
-                    rows = cur.fetchall()
+            columns, rows = user_sql.select(dsn, query, timeout_ms)
         except Exception as e:  # noqa: BLE001 - an audit error, never a traceback
             return LedgerRows(None, None, error=f"--audit-sql failed: {_first_line(e)}")
+        if columns != 2:
+            return LedgerRows(None, None, error=f"--audit-sql must return two columns (message_id, "
+                                                f"amount), it returned {columns}")
         out = []
         for mid, amount in rows:
             try:
@@ -144,7 +138,7 @@ class CustomWorkers:
             return (f"--worker-cmd failed {len(deaths)} times (last exit {last}{early}) and never committed "
                     f"an offset of its input; see {run.run_dir / 'workers' / (result.gave_up_on + '.log')}")
 
-        reader = audit_sql_reader(p.audit_sql) if p.audit_sql else None
+        reader = audit_sql_reader(p.audit_sql, user_sql.dsn_for(run.stack)) if p.audit_sql else None
         return Launch(lambda slot: list(argv), env, slots, group_done=group_done, reports_deliveries=False,
                       standby=False, watch=watch, may_exit=may_exit,
                       ledger_reader=reader, annotate=annotate, bad_input=bad_input,

@@ -56,5 +56,7 @@ def commands(d: dict) -> list[tuple[str, str]]:
     if st.get("output_topic"):
         for iso in ("read_committed", "read_uncommitted"):
             out.append((f"output as a {iso} reader sees it", f"{_kcat(st['output_topic'], iso, settings)} | {COUNT_KEYS}"))
-    out.append(("all of the above, compared with this report", f"harness audit {shlex.quote(run_id)}"))
+    # `harness audit` runs no SQL a report names: a custom run's query must be given to it again.
+    again = f" --audit-sql {shlex.quote(query)}" if query else ""
+    out.append(("all of the above, compared with this report", f"harness audit {shlex.quote(run_id)}{again}"))
     return out

@@ -132,6 +132,7 @@ def _stack_from(port: dict, kafka: list, pg: LocalPostgres, auth: str = "none") 
     own = kafka[0].client_settings() if auth == "scram" else {}
     return Stack(kind="local", bootstrap_servers=bootstrap,
                  postgres_dsn=pg.dsn(port["postgres"]) if "postgres" in port else "",
+                 audit_dsn=pg.audit_dsn(port["postgres"]) if "postgres" in port else "",
                  owned=True, kafka_version=versions.KAFKA_VERSION, brokers=len(kafka),
                  pids={**{k.key: k.pid() for k in kafka}, "postgres": pg.pid()},
                  kafka_config=kafka_client.resolve(bootstrap, own))
@@ -385,6 +386,9 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
             log(f"Starting PostgreSQL on 127.0.0.1:{port['postgres']} ...")
             started.append("postgres")
             pg.start(bindir, port["postgres"], owner)
+        for n in pg.ensure_roles(port["postgres"]):     # set up, or put right in a folder of an older harness
+            log(n)
+            notes.append(n)
         if brokers == 1 and not running["kafka"]:
             how = f" (SASL_PLAINTEXT {local_kafka.SCRAM_MECHANISM})" if auth == "scram" else ""
             log(f"Starting Kafka {versions.KAFKA_VERSION} on 127.0.0.1:{port['kafka']}{how} ...")
@@ -468,7 +472,8 @@ def down(purge: bool = False, log=print) -> list[str]:
         leases.unhold(state)
         if purge:
             from .shellenv import PGPASS_NAME       # the copy of the password `harness env` keeps
-            for p in (*(k.home for k in kafka), pg.home, pg.password_file, kafka[0].client_file,
+            for p in (*(k.home for k in kafka), pg.home, pg.password_file, pg.admin_password_file,
+                      pg.audit_password_file, kafka[0].client_file,
                       state / PGPASS_NAME, _record_path(state)):
                 if p.is_dir():
                     shutil.rmtree(p, ignore_errors=True)

@@ -4,8 +4,17 @@
 command runs as the `postgres` system user (created by Debian's package), and
 the data folder belongs to it. The server listens on 127.0.0.1 only, requires
 a password (scram-sha-256) and keeps its socket inside its own folder, so it
-never collides with a system cluster. The password is generated once and
-kept in `<state>/postgres.password` (mode 0600); it is never printed.
+never collides with a system cluster. Each role's password is generated once
+and kept in the state folder, mode 0600 (`postgres.password` for the run role
+`harness`, `postgres.admin.password` for the superuser `harness_admin`,
+`postgres.audit.password` for the read-only `harness_audit`: see `pg_roles`);
+none is ever printed or put on a command line. The superuser is used only to
+set up: every run and audit connects as `harness`, and SQL read from a command
+line or a file as `harness_audit`.
+
+Root gives the data folder to the `postgres` user; that chown never follows a
+symbolic link (a link planted in the folder would otherwise hand its target,
+say a root-owned file, to `postgres`).
 
 `pg_ctl start` makes the server; we then record its pid record in
 `postgres/postgres.pid` (see `pidrecord`). The server is only ever signalled,
@@ -26,9 +35,13 @@ from pathlib import Path
 
 from .. import safefile
 from ..errors import HarnessError
-from . import pidrecord
+from ..workload.naming import SCHEMA
+from . import pg_roles, pidrecord
+from .redaction import redact
 
-USER = "harness"
+USER = "harness"            # every run and audit: owns the `harness` schema, nothing more
+ADMIN = "harness_admin"     # the bootstrap superuser: set-up only
+AUDITOR = "harness_audit"   # SQL read from a command line or a file: SELECT on the `harness` schema, read-only
 DATABASE = "harness"
 SERVER_SETTINGS = {
     "listen_addresses": "127.0.0.1",
@@ -64,6 +77,8 @@ class LocalPostgres(pidrecord.RecordedService):
         self.log = self.home / "server.log"
         self.password_file = state / "postgres.password"
         self.pidfile = self.home / "postgres.pid"
+        self.admin_password_file = state / "postgres.admin.password"
+        self.audit_password_file = state / "postgres.audit.password"
 
     # -- who runs the server -------------------------------------------------
     def _as_server_user(self) -> list[str]:
@@ -77,22 +92,53 @@ class LocalPostgres(pidrecord.RecordedService):
         return ["runuser", "-u", "postgres", "--"]
 
     def _chown(self, path: Path) -> None:
-        if os.geteuid() == 0:
-            pw = pwd.getpwnam("postgres")
-            for root, dirs, files in os.walk(path):
-                for name in [root, *[os.path.join(root, d) for d in dirs], *[os.path.join(root, f) for f in files]]:
-                    os.chown(name, pw.pw_uid, pw.pw_gid)
+        """Give `path` and everything under it to the postgres user, never following a symbolic link:
+        a link is itself re-owned (lchown), never its target, and the walk does not enter linked folders."""
+        if os.geteuid() != 0:
+            return
+        pw = pwd.getpwnam("postgres")
+        if path.is_symlink() or not path.is_dir():
+            raise HarnessError(f"{path} is not a folder (a symbolic link?): the harness will not give it to postgres")
+        for root, dirs, files in os.walk(path, followlinks=False):
+            for name in [root, *[os.path.join(root, d) for d in dirs], *[os.path.join(root, f) for f in files]]:
+                os.chown(name, pw.pw_uid, pw.pw_gid, follow_symlinks=False)
 
-    def password(self) -> str:
-        if not self.password_file.exists():
-            self.password_file.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    def _secret(self, path: Path) -> str:
+        """A generated password kept in `path` (0600), made on first use; never written or read through a link."""
+        if path.is_symlink():
+            raise HarnessError(f"{path} is a symbolic link: the harness keeps its passwords only in files it made")
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "w") as f:
                 f.write(secrets.token_urlsafe(18) + "\n")
-        return self.password_file.read_text().strip()
+        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW)) as f:
+            return f.read().strip()
+
+    def password(self) -> str:
+        return self._secret(self.password_file)
+
+    def admin_password(self) -> str:
+        return self._secret(self.admin_password_file)
+
+    def audit_password(self) -> str:
+        return self._secret(self.audit_password_file)
+
+    def _uri(self, role: str, password: str, port: int, dbname: str = DATABASE) -> str:
+        from urllib.parse import quote
+        return f"postgresql://{role}:{quote(password, safe='')}@127.0.0.1:{port}/{dbname}"
+
+    def admin_dsn(self, port: int, dbname: str = DATABASE) -> str:
+        """The superuser's DSN: set-up (and tests that build foreign objects) only."""
+        return self._uri(ADMIN, self.admin_password(), port, dbname)
+
+    def audit_dsn(self, port: int) -> str:
+        """The read-only role's DSN, for SQL read from a command line or a file."""
+        return self._uri(AUDITOR, self.audit_password(), port)
 
     def dsn(self, port: int) -> str:
-        return f"postgresql://{USER}:{self.password()}@127.0.0.1:{port}/{DATABASE}"
+        """The run role's DSN (with its password: never print it, use `redact`)."""
+        return self._uri(USER, self.password(), port)
 
     # -- lifecycle -----------------------------------------------------------
     def marks(self) -> list[str]:
@@ -134,12 +180,12 @@ class LocalPostgres(pidrecord.RecordedService):
             return
         self.home.mkdir(parents=True, exist_ok=True)
         pwfile = self.home / "initdb.pw"
-        safefile.write_text(pwfile, self.password() + "\n", safefile.PRIVATE)
+        safefile.write_text(pwfile, self.admin_password() + "\n", safefile.PRIVATE)   # a link there is replaced
         self._chown(self.home)
         if os.geteuid() == 0:
             _check_traversable(self.home)
         try:
-            self._run([str(bindir / "initdb"), "-D", str(self.data), "-U", USER, "--pwfile", str(pwfile),
+            self._run([str(bindir / "initdb"), "-D", str(self.data), "-U", ADMIN, "--pwfile", str(pwfile),
                        "--auth", "scram-sha-256", "-E", "UTF8", "--locale", "C", "--no-sync"], "initdb", 120)
         finally:
             pwfile.unlink(missing_ok=True)
@@ -149,9 +195,15 @@ class LocalPostgres(pidrecord.RecordedService):
                              + ("\n\n# written by harness\n" + "".join(f"{k} = '{v}'\n" for k, v in SERVER_SETTINGS.items())
                                 + f"unix_socket_directories = '{self.home}'\n").encode())
 
+    def _own_log(self) -> None:
+        """server.log as a file of its own: a link planted there is removed, never touched through."""
+        if self.log.is_symlink():
+            self.log.unlink()
+        os.close(os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644))
+
     def start(self, bindir: Path, port: int, owner: str) -> None:
         self.init(bindir)
-        os.close(os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644))
+        self._own_log()
         self._chown(self.home)
         self._run([str(bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w",
                    "-t", str(START_TIMEOUT_S), "-o", f"-p {port}", "start"], "start", START_TIMEOUT_S + 10)
@@ -163,12 +215,62 @@ class LocalPostgres(pidrecord.RecordedService):
         except ProcessLookupError:
             raise HarnessError("PostgreSQL started but left no usable postmaster.pid", self.log_tail())
         pidrecord.write(self.pidfile, rec)
-        # The database named in the DSN (initdb made only `postgres`).
+
+    # -- roles -----------------------------------------------------------------
+    def _connect(self, role: str, password: str, port: int, dbname: str):
         import psycopg
-        admin_dsn = self.dsn(port).rsplit("/", 1)[0] + "/postgres"
-        with psycopg.connect(admin_dsn, autocommit=True, connect_timeout=10) as conn:
-            if not conn.execute("select 1 from pg_database where datname = %s", (DATABASE,)).fetchone():
-                conn.execute(f"create database {DATABASE}")
+        return psycopg.connect(host="127.0.0.1", port=port, user=role, password=password, dbname=dbname,
+                               autocommit=True, connect_timeout=10)
+
+    def _can_login(self, role: str, password: str, port: int) -> bool:
+        import psycopg
+        try:
+            with self._connect(role, password, port, DATABASE):
+                return True
+        except psycopg.OperationalError:
+            return False
+
+    def _admin(self, port: int, dbname: str):
+        """A superuser connection. A folder from an older harness has no harness_admin yet: its `harness`
+        (then the bootstrap superuser) makes it, with a password of its own."""
+        import psycopg
+        try:
+            return self._connect(ADMIN, self.admin_password(), port, dbname)
+        except psycopg.OperationalError as first:
+            try:
+                with self._connect(USER, self.password(), port, "postgres") as old:
+                    if not old.execute("select rolsuper from pg_roles where rolname = current_user").fetchone()[0]:
+                        raise first
+                    attrs = "superuser login password {}"
+                    exists = old.execute("select 1 from pg_roles where rolname = %s", (ADMIN,)).fetchone()
+                    from psycopg import sql
+                    old.execute(sql.SQL(("alter" if exists else "create") + " role {} " + attrs).format(
+                        sql.Identifier(ADMIN), sql.Literal(pg_roles.verifier(old, ADMIN, self.admin_password()))))
+            except psycopg.Error:
+                raise HarnessError(f"cannot connect to PostgreSQL as its superuser {ADMIN!r} to set up its roles: "
+                                   f"{redact(str(first).splitlines()[0] if str(first) else repr(first))}",
+                                   "if the password files under the state folder were lost, "
+                                   "`harness down --purge` starts afresh (it deletes the stack's data)") from None
+            return self._connect(ADMIN, self.admin_password(), port, dbname)
+
+    def ensure_roles(self, port: int) -> list[str]:
+        """The roles, database and schema as `pg_roles` describes them (set up, or put right); returns notes.
+        When all is as it should be this only reads the catalogs."""
+        import psycopg
+        passwords = {USER: self.password(), AUDITOR: self.audit_password()}
+        force = not all(self._can_login(role, pw, port) for role, pw in passwords.items())   # a password file lost
+        notes: list[str] = []
+        try:
+            with self._admin(port, "postgres") as conn:
+                if force or not pg_roles.cluster_settled(conn, USER, AUDITOR, ADMIN, DATABASE):
+                    notes += pg_roles.settle_cluster(conn, ADMIN, USER, AUDITOR, DATABASE, passwords, force)
+            with self._admin(port, DATABASE) as conn:
+                if not pg_roles.database_settled(conn, USER, AUDITOR, SCHEMA):
+                    pg_roles.settle_database(conn, USER, AUDITOR, SCHEMA)
+        except psycopg.Error as e:
+            raise HarnessError(f"setting up PostgreSQL's roles failed: {redact(str(e).splitlines()[0] if str(e) else repr(e))}",
+                               self.log_tail()) from None
+        return notes
 
     def stop(self) -> tuple[bool, str | None]:
         # SIGINT is Postgres's fast shutdown (SIGTERM would wait for every client to leave).

@@ -5,7 +5,9 @@ remote cluster; they get a `Stack` with a bootstrap address and a Postgres DSN.
 `redact` (see redaction.py) removes the password from a DSN before it goes
 into any report, log or error message. `kafka_config` holds the Kafka client
 settings of the stack (credentials included: see harness.kafka_client), which
-`public()` shows with their secrets masked.
+`public()` shows with their secrets masked. `audit_dsn`, when the harness
+made the database, is its read-only role's: SQL the harness did not write
+(`--audit-sql`) runs there (see harness.checker.user_sql); `public()` leaves it out.
 """
 
 from dataclasses import dataclass, field, asdict
@@ -26,6 +28,7 @@ class Stack:
     healthy: bool | None = None
     notes: list = field(default_factory=list)
     kafka_config: dict = field(default_factory=dict, repr=False)   # may hold secrets: see public()
+    audit_dsn: str = field(default="", repr=False)   # the read-only role's DSN, with password; "" when none
 
     @property
     def kafka_auth(self) -> str:
@@ -37,6 +40,7 @@ class Stack:
         from ..kafka_client import public
         d = asdict(self)
         d["postgres_dsn"] = redact(self.postgres_dsn)
+        d.pop("audit_dsn", None)
         d["kafka_config"] = public(self.kafka_config)
         d["kafka_auth"] = self.kafka_auth
         return d

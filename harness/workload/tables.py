@@ -25,10 +25,17 @@ from .naming import SCHEMA, is_run_table
 from .sqlnames import table_identifier
 
 
+def _schema(conn) -> None:
+    """The `harness` schema, created only when missing: the local stack's run role owns it but may not
+    create schemas (CREATE on the database), and `create schema if not exists` asks for that first."""
+    if conn.execute("select 1 from pg_namespace where nspname = %s", (SCHEMA,)).fetchone() is None:
+        conn.execute(sql.SQL("create schema {}").format(sql.Identifier(SCHEMA)))
+
+
 def create(dsn: str, ledger: str, dedupe: str | None, accounts_table: str | None = None,
            accounts: list | tuple = ()) -> None:
     with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
-        conn.execute(sql.SQL("create schema if not exists {}").format(sql.Identifier(SCHEMA)))
+        _schema(conn)
         conn.execute(sql.SQL("""create table {} (
             id          bigserial primary key,
             message_id  text not null,
@@ -57,7 +64,7 @@ def create_service_tables(dsn: str, rows: str, outbox: str | None) -> None:
     pattern, the outbox: the event to publish, written in the row's transaction, `sent_at` set by
     the relay once published."""
     with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
-        conn.execute(sql.SQL("create schema if not exists {}").format(sql.Identifier(SCHEMA)))
+        _schema(conn)
         conn.execute(sql.SQL("""create table {} (
             message_id  text primary key,
             amount      bigint not null,

@@ -23,10 +23,12 @@ def test_clean_all_never_runs_a_table_name_as_sql(stack):
     schema = f"victims_{uuid.uuid4().hex[:8]}"
     crafted = f"ledger_q; drop table {schema}.victim2; --"
     run = RunNames(new_run_id("dedupe"))
-    with psycopg.connect(stack["dsn"], autocommit=True) as conn:
+    with psycopg.connect(stack["admin_dsn"], autocommit=True) as conn:     # the run role creates no schema
         conn.execute(sql.SQL("create schema {}").format(sql.Identifier(schema)))
         conn.execute(sql.SQL("create table {} (a int)").format(sql.Identifier(schema, "victim2")))
-        conn.execute("create schema if not exists harness")
+        conn.execute(sql.SQL("grant all on schema {} to harness").format(sql.Identifier(schema)))
+        conn.execute(sql.SQL("grant all on {} to harness").format(sql.Identifier(schema, "victim2")))
+    with psycopg.connect(stack["dsn"], autocommit=True) as conn:
         conn.execute(sql.SQL("create table {} (a int)").format(sql.Identifier("harness", crafted)))
     tables.create(stack["dsn"], run.ledger_table, run.dedupe_table)   # a genuine run's tables, quoted too
     try:
@@ -38,6 +40,6 @@ def test_clean_all_never_runs_a_table_name_as_sql(stack):
             for t in (run.ledger_table, run.dedupe_table):
                 assert not exists(conn, *t.split(".", 1)), f"{t} should have been cleaned"
     finally:
-        with psycopg.connect(stack["dsn"], autocommit=True) as conn:
+        with psycopg.connect(stack["admin_dsn"], autocommit=True) as conn:
             conn.execute(sql.SQL("drop table if exists {}").format(sql.Identifier("harness", crafted)))
             conn.execute(sql.SQL("drop schema if exists {} cascade").format(sql.Identifier(schema)))

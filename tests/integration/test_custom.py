@@ -132,13 +132,13 @@ with psycopg.connect(env["HARNESS_POSTGRES_DSN"], autocommit=True) as db:
 
 @pytest.fixture
 def own_table(stack):
-    schema = f"custom_test_{uuid.uuid4().hex[:8]}"
+    # The run role may create tables only in the `harness` schema (and the read-only role reads only there).
+    table = f"harness.custom_test_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(stack["dsn"], autocommit=True) as conn:
-        conn.execute(f"create schema {schema}")
-        conn.execute(f"create table {schema}.effects (pid text primary key, cents bigint not null)")
-    yield f"{schema}.effects"
+        conn.execute(f"create table {table} (pid text primary key, cents bigint not null)")
+    yield table
     with psycopg.connect(stack["dsn"], autocommit=True) as conn:
-        conn.execute(f"drop schema {schema} cascade")
+        conn.execute(f"drop table {table}")
 
 
 def test_audit_sql_counts_the_consumers_own_table_and_the_output_topic_is_audited(stack, tmp_path, own_table):
@@ -151,8 +151,14 @@ def test_audit_sql_counts_the_consumers_own_table_and_the_output_topic_is_audite
     assert (d["counts"]["effects"], d["counts"]["lost"]) == (1500, 0)
     ko = d["kafka_output"]
     assert ko is not None and ko["read_committed"]["lost"] == 0 and ko["read_committed"]["records"] >= 1500
-    # `harness audit` recounts the same effects by running the query again (read-only), not the ledger.
-    audit = harness("audit", str(tmp_path / "report"), "--json", env=stack["env"])
+    # `harness audit` runs no SQL from the report: without the query given again the ledger is not recounted.
+    skipped = harness("audit", str(tmp_path / "report"), "--json", env=stack["env"])
+    assert skipped.returncode == 2 and "the ledger is not recounted" in skipped.stderr, skipped.stderr
+    rows = {(r["store"], r["metric"]): r for r in json.loads(skipped.stdout)["report"]}
+    assert rows[("ledger", "effects (not recounted)")]["recounted"] is None
+    # Given again, it recounts the same effects with that query (read-only, as the read-only role).
+    audit = harness("audit", str(tmp_path / "report"), "--json", "--audit-sql", f"select pid, cents from {own_table}",
+                    env=stack["env"])
     assert audit.returncode == 0, audit.stdout + audit.stderr
     rows = {(r["store"], r["metric"]): r for r in json.loads(audit.stdout)["report"]}
     assert rows[("ledger", "effects")]["recounted"] == d["counts"]["effects"]
