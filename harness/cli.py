@@ -398,11 +398,12 @@ def _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, 
     (see harness.stack.local). Decisions about the stack go to stderr even with --quiet.
     `stopped`, when given, receives the services stopped on the way out.
     """
+    from .secret_args import masked
     from .stack.resolve import get_stack
     from .ui import log_fn
     log = log_fn(quiet)
     stack, claim = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=log,
-                             command=" ".join(sys.argv[1:3]))
+                             command=" ".join(masked(sys.argv[1:3])))
     try:
         return body(stack, log)
     finally:
@@ -590,6 +591,8 @@ _register_commands()
 
 
 def main():  # noqa: C901
+    from .secret_args import hide_own
+    hide_own()          # before anything else: `ps` must not show a password given on the command line
     try:
         cli.main(standalone_mode=False)
     except HarnessError as e:
