@@ -10,7 +10,12 @@ import json
 import sys
 import time
 
-import click
+from .secret_args import hide_own
+
+if __name__ == "__main__":
+    hide_own()          # before the heavier imports below: `ps` shows the password only until here
+
+import click  # noqa: E402 - after hide_own on purpose
 
 from . import __version__
 from .errors import HarnessError
@@ -430,9 +435,12 @@ def clean(run_ids, all_runs, stack_kind, bootstrap_servers, postgres_dsn):
     from .clean import clean_runs
     if not run_ids and not all_runs:
         raise HarnessError("name the run ids to clean, or pass --all")
-    n_topics, n_tables = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, False, False,
-                                     lambda stack, _log: clean_runs(stack, list(run_ids), all_runs))
-    click.echo(f"removed {n_topics} topics and {n_tables} tables")
+    done = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, False, False,
+                       lambda stack, _log: clean_runs(stack, list(run_ids), all_runs))
+    for name, why in done.kept:
+        _say(f"kept {name}: {why}")
+    click.echo(f"removed {len(done.topics)} topics and {len(done.tables)} tables"
+               + (f"; kept {len(done.kept)} (see above)" if done.kept else ""))
 
 
 def _group_help() -> str:
@@ -591,7 +599,6 @@ _register_commands()
 
 
 def main():  # noqa: C901
-    from .secret_args import hide_own
     hide_own()          # before anything else: `ps` must not show a password given on the command line
     try:
         cli.main(standalone_mode=False)
