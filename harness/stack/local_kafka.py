@@ -130,6 +130,8 @@ START_TIMEOUT_S = 90
 class LocalKafka(pidrecord.RecordedService):
     """One Kafka node: the single broker (`node` None, folder `kafka`) or node N of a cluster (`kafka-N`)."""
 
+    program = "java"
+
     def __init__(self, state: Path, node: int | None = None):
         self.node = node
         self.node_id = node or 1
