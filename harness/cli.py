@@ -182,14 +182,18 @@ def env_cmd(as_json, stack_kind, bootstrap_servers, postgres_dsn):
     printed), HARNESS_BOOTSTRAP_SERVERS for `kcat -b`, HARNESS_KAFKA_CONFIG_FILE
     for `kcat -F` when the stack needs client settings (`harness up --auth
     scram`), and HARNESS_POSTGRES_DSN (without the password). Later `harness`
-    commands in that shell use the same stack. Exits 2 when no stack is up.
+    commands in that shell use the same stack. Exits 2 when no stack is up, or
+    when one of its services is stopped or does not answer.
     """
     from .paths import state_dir
     from .stack.resolve import current
-    from .stack.shellenv import settings, shell_lines
+    from .stack.shellenv import settings, shell_lines, unusable
     stack = current(stack_kind, bootstrap_servers, postgres_dsn, check=False)
     if stack is None or not stack.postgres_dsn or not stack.bootstrap_servers:
         raise HarnessError("no stack is up: start one with `harness up`, then run `eval \"$(harness env)\"`")
+    why = unusable(stack)
+    if why:
+        raise HarnessError(why)
     import os
     from .stack import local
     config_file = (local.client_properties_file() if stack.kind == "local" else None) \
