@@ -1,36 +1,128 @@
 """`harness clean`: remove runs' topics and tables, and nothing else.
 
-Only names with the harness prefix (topics `harness.<run-id>.*`, tables in
-the `harness` schema named <kind>_<slug> for the kinds in naming.TABLE_KINDS, exactly as
-`naming.slug` makes them) are ever deleted, so pointing the harness at a
-shared cluster cannot remove anyone else's data. Table names read back from
-Postgres are never trusted as SQL: they are filtered by that pattern and
-quoted as identifiers when dropped.
+A name's shape proves nothing: anyone may create a topic `harness.customer-config`
+or a table `harness.ledger_reports`. So a name is deleted only when it is
+exactly one of the names (naming.RunNames, naming.run_tables) of a run id
+the harness knows: one it registered in the database (workload.registry),
+one of its reports under the reports folder names, or one the user named on
+the command line. Never a run still in progress (its registry entry names a
+live process), whoever asks. Every other `harness.*` topic and every other
+table of the `harness` schema is kept, and the command says which and why.
+Table names read back from Postgres are never trusted as SQL: they are
+compared with the names the harness makes and quoted as identifiers when
+dropped.
 """
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from . import kafka_client, kafka_logging
 from .stack.model import Stack
-from .workload import tables
-from .workload.naming import RunNames, TOPIC_PREFIX, run_tables
+from .workload import registry, tables
+from .workload.naming import SCHEMA, TOPIC_PREFIX, RunNames, run_tables
+
+REPORT_MAX_BYTES = 64 * 1024 * 1024
 
 
-def clean_runs(stack: Stack, run_ids: list[str], all_runs: bool) -> tuple[int, int]:
+@dataclass
+class Plan:
+    topics: list[str] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)                   # run ids whose data goes
+    kept: list[tuple[str, str]] = field(default_factory=list)       # (name as it may be printed, why)
+
+
+def shown(name: str) -> str:
+    """A name read from Kafka or Postgres as it may reach a terminal: control characters escaped."""
+    return name if name.isprintable() else ascii(name)
+
+
+def plan(topics: list[str], schema_tables: list[str], known: set[str], live: dict[str, str],
+         named: list[str] | None = None) -> Plan:
+    """What to drop of `topics` and `schema_tables` (unqualified names in the harness schema).
+
+    `known`: run ids the harness knows; `live`: run id -> why it is still in progress; `named`:
+    the run ids the user asked for (None: --all, every known run). Pure: no I/O.
+    """
+    wanted = set(named) if named is not None else set(known)
+    owner_of_topic = {t: r for r in wanted | set(live) for t in RunNames(r).topics()}
+    owner_of_table = {t: r for r in wanted | set(live) for t in run_tables(r)}
+    p = Plan()
+    for t in sorted(topics):
+        if not t.startswith(TOPIC_PREFIX):
+            continue                                    # not a name the harness could have made: not ours to mention
+        r = owner_of_topic.get(t)
+        if r in live:
+            p.kept.append((shown(t), live[r]))
+        elif r in wanted:
+            p.topics.append(t)
+        elif named is None:
+            p.kept.append((shown(t), "no run the harness knows (its registry or reports) has this topic"))
+    for t in sorted(schema_tables):
+        name = f"{SCHEMA}.{t}"
+        if t == registry.TABLE:
+            continue                                    # the registry itself
+        r = owner_of_table.get(t)
+        if r in live:
+            p.kept.append((shown(name), live[r]))
+        elif r in wanted:
+            p.tables.append(name)
+        elif named is None:
+            p.kept.append((shown(name), "no run the harness knows (its registry or reports) has this table"))
+    p.runs = sorted(wanted - set(live))         # all their names went: their registry entries go too
+    return p
+
+
+def reported_run_ids(folder: Path) -> set[str]:
+    """Run ids of the reports under `folder` (a run's folder, or a suite's): valid run ids only."""
+    out = set()
+    for pattern in ("*/report.json", "*/*/report.json"):
+        try:
+            paths = list(folder.glob(pattern))
+        except OSError:
+            continue
+        for f in paths:
+            try:
+                if not f.is_file() or f.is_symlink() or f.stat().st_size > REPORT_MAX_BYTES:
+                    continue
+                d = json.loads(f.read_text())
+            except (OSError, ValueError, RecursionError):
+                continue
+            run_id = d.get("run_id") if isinstance(d, dict) else None
+            if registry.valid_run_id(run_id):
+                out.add(run_id)
+    return out
+
+
+def schema_tables(dsn: str) -> list[str]:
+    """Every table name of the harness schema (unqualified), ours or not."""
+    import psycopg
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+        rows = conn.execute("select table_name from information_schema.tables where table_schema = %s",
+                            (SCHEMA,)).fetchall()
+    return [r[0] for r in rows]
+
+
+def clean_runs(stack: Stack, run_ids: list[str], all_runs: bool) -> Plan:
+    """Drop what `plan` says; return the plan (what went, what was kept and why)."""
     from confluent_kafka.admin import AdminClient
+    from .paths import reports_dir
+    entries = registry.entries(stack.postgres_dsn)
+    known = {r for r in entries} | reported_run_ids(reports_dir())
+    live = {r: e.why_live() for r, e in entries.items() if e.live()}
     admin = AdminClient(kafka_client.config(stack.bootstrap_servers, kafka_logging.client_config()))
-    topics = [t for t in admin.list_topics(timeout=15).topics if t.startswith(TOPIC_PREFIX)]
-    if not all_runs:
-        wanted = {t for r in run_ids for t in RunNames(r).topics()}
-        topics = [t for t in topics if t in wanted]
-    if topics:
-        for fut in admin.delete_topics(topics, operation_timeout=30).values():
+    topics = list(admin.list_topics(timeout=15).topics)
+    p = plan(topics, schema_tables(stack.postgres_dsn), known, live, None if all_runs else list(run_ids))
+    if p.topics:
+        for fut in admin.delete_topics(p.topics, operation_timeout=30).values():
             try:
                 fut.result(timeout=60)
             except Exception:  # noqa: BLE001 - already gone is fine
                 pass
     admin.poll(0)   # hand the client's log lines to the logger
-    existing = tables.list_run_tables(stack.postgres_dsn)
-    if not all_runs:
-        wanted_tables = set().union(*(run_tables(r) for r in run_ids))
-        existing = [t for t in existing if t.split(".", 1)[1] in wanted_tables]
-    tables.drop(stack.postgres_dsn, existing)
-    return len(topics), len(existing)
+    tables.drop(stack.postgres_dsn, p.tables)
+    registry.forget(stack.postgres_dsn, p.runs)
+    return p

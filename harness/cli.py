@@ -10,7 +10,12 @@ import json
 import sys
 import time
 
-import click
+from .secret_args import hide_own
+
+if __name__ == "__main__":
+    hide_own()          # before the heavier imports below: `ps` shows the password only until here
+
+import click  # noqa: E402 - after hide_own on purpose
 
 from . import __version__
 from .errors import HarnessError
@@ -177,14 +182,18 @@ def env_cmd(as_json, stack_kind, bootstrap_servers, postgres_dsn):
     printed), HARNESS_BOOTSTRAP_SERVERS for `kcat -b`, HARNESS_KAFKA_CONFIG_FILE
     for `kcat -F` when the stack needs client settings (`harness up --auth
     scram`), and HARNESS_POSTGRES_DSN (without the password). Later `harness`
-    commands in that shell use the same stack. Exits 2 when no stack is up.
+    commands in that shell use the same stack. Exits 2 when no stack is up, or
+    when one of its services is stopped or does not answer.
     """
     from .paths import state_dir
     from .stack.resolve import current
-    from .stack.shellenv import settings, shell_lines
+    from .stack.shellenv import settings, shell_lines, unusable
     stack = current(stack_kind, bootstrap_servers, postgres_dsn, check=False)
     if stack is None or not stack.postgres_dsn or not stack.bootstrap_servers:
         raise HarnessError("no stack is up: start one with `harness up`, then run `eval \"$(harness env)\"`")
+    why = unusable(stack)
+    if why:
+        raise HarnessError(why)
     import os
     from .stack import local
     config_file = (local.client_properties_file() if stack.kind == "local" else None) \
@@ -401,11 +410,12 @@ def _with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, 
     (see harness.stack.local). Decisions about the stack go to stderr even with --quiet.
     `stopped`, when given, receives the services stopped on the way out.
     """
+    from .secret_args import masked
     from .stack.resolve import get_stack
     from .ui import log_fn
     log = log_fn(quiet)
     stack, claim = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=log,
-                             command=" ".join(sys.argv[1:3]))
+                             command=" ".join(masked(sys.argv[1:3])))
     try:
         return body(stack, log)
     finally:
@@ -432,9 +442,12 @@ def clean(run_ids, all_runs, stack_kind, bootstrap_servers, postgres_dsn):
     from .clean import clean_runs
     if not run_ids and not all_runs:
         raise HarnessError("name the run ids to clean, or pass --all")
-    n_topics, n_tables = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, False, False,
-                                     lambda stack, _log: clean_runs(stack, list(run_ids), all_runs))
-    click.echo(f"removed {n_topics} topics and {n_tables} tables")
+    done = _with_stack(stack_kind, bootstrap_servers, postgres_dsn, False, False,
+                       lambda stack, _log: clean_runs(stack, list(run_ids), all_runs))
+    for name, why in done.kept:
+        _say(f"kept {name}: {why}")
+    click.echo(f"removed {len(done.topics)} topics and {len(done.tables)} tables"
+               + (f"; kept {len(done.kept)} (see above)" if done.kept else ""))
 
 
 def _group_help() -> str:
@@ -597,6 +610,7 @@ _register_commands()
 
 
 def main():  # noqa: C901
+    hide_own()          # before anything else: `ps` must not show a password given on the command line
     try:
         cli.main(standalone_mode=False)
     except HarnessError as e:   # its message may quote names and log lines: shown without escape codes

@@ -1,8 +1,9 @@
 """Facts about where a run happened, recorded in every report.
 
 Comparisons warn when two reports come from different Kafka, librdkafka or
-Postgres versions, so these are recorded exactly. Command lines are redacted:
-a DSN given on the command line loses its password.
+Postgres versions, so these are recorded exactly. Command lines are masked
+(see secret_args): a DSN given on the command line loses its password, a
+secret Kafka client setting its value.
 """
 
 import os
@@ -12,7 +13,8 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .stack.model import Stack, redact
+from .secret_args import command_line
+from .stack.model import Stack
 
 
 def git_sha() -> str | None:
@@ -42,6 +44,5 @@ def describe(stack: Stack) -> dict:
         "python_version": platform.python_version(),
         "platform": f"{platform.system()} {platform.machine()}",
         "cpus": os.cpu_count(),
-        "command_line": " ".join(redact(a) if "://" in a or "password" in a.lower() else a
-                                 for a in ["harness", *sys.argv[1:]]),
+        "command_line": command_line(sys.argv[1:]),
     }

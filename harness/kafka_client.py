@@ -18,9 +18,12 @@ it tests.
 
 The settings reach the processes the harness starts (workers, runs of a
 suite, the Kafka Streams JVM) through the environment variable `ENV`, never
-their command lines, which `ps` shows to everyone. Secret values (keys with
-"password" or "secret", private keys, JAAS text) never appear in output:
-`public()` masks them and `scrub()` removes them from a message.
+their command lines, which `ps` shows to everyone. Secret values never appear
+in output: `public()` masks them and `scrub()` removes them from a message. A
+key is secret when it names one (password, secret, token, key, credential,
+JAAS text) or is any `sasl.*` property but the mechanism and the user name,
+erring on the side of hiding too much: a masked path costs nothing, a shown
+credential everything.
 """
 
 from __future__ import annotations
@@ -34,8 +37,10 @@ from .errors import HarnessError
 
 ENV = "HARNESS_KAFKA_CLIENT_SETTINGS"        # JSON {bootstrap: {key: value}}, inherited by child processes
 MASK = "***"
-_SECRET_WORDS = ("password", "secret")
-_SECRET_KEYS = {"sasl.jaas.config", "ssl.key.pem", "ssl_key.pem", "ssl.keystore.key", "sasl.oauthbearer.config"}
+_SECRET_WORDS = ("password", "secret", "token", "key", "credential", "jaas")
+_SECRET_KEYS = {"sasl.oauthbearer.config"}
+# The sasl.* properties that name no secret: shown in status lines and reports (see `describe`).
+_PUBLIC_SASL = {"sasl.mechanism", "sasl.mechanisms", "sasl.username", "sasl.oauthbearer.method"}
 # Set by the harness from the stack, never by the user.
 _RESERVED = {"bootstrap.servers", "metadata.broker.list"}
 
@@ -43,7 +48,9 @@ _bound: dict[str, dict] = {}
 
 
 def is_secret(key: str) -> bool:
-    k = key.lower()
+    k = key.strip().lower()
+    if k.startswith("sasl."):
+        return k not in _PUBLIC_SASL
     return k in _SECRET_KEYS or any(w in k for w in _SECRET_WORDS)
 
 

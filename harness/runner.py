@@ -37,6 +37,7 @@ from .report.model import RunReport, write_or_keep
 from .rundir import claim_run_dir
 from .stack.model import Stack
 from .workload import tables
+from .workload import registry
 from .workload.naming import RunNames, new_run_id
 from .workload.payments import make_payments, create_topic, produce
 
@@ -199,6 +200,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         r.accounts = {p.id: p.account for p in payments if p.account is not None}
         CrashPlan.make(r.sent_ids, 0.0, params.seed).save(r.crash_plan)    # faults that plan crashes replace it
         with phase(r, "setup"):
+            registry.register(stack.postgres_dsn, run_id)     # before its first name: `clean` knows it is ours
             for f in faults:
                 f.setup(r)
             log(f"[{run_id}] creating topic {names.input_topic} ({params.partitions} partitions) and tables")
@@ -272,6 +274,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         if launch and launch.annotate:
             launch.annotate(r, result, report)
         write_or_keep(report, run_dir)
+        registry.finish(stack.postgres_dsn, run_id)
     problem = launch.bad_input(result) if launch and launch.bad_input else None
     if problem:
         raise HarnessError(problem)

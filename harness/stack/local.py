@@ -35,7 +35,7 @@ import psycopg.conninfo
 from .. import safefile, versions
 from ..errors import HarnessError
 from ..paths import state_dir
-from . import health, leases, local_kafka, marker, maven, ports
+from . import health, interrupts, leases, local_kafka, marker, maven, ports
 from .claim import Claim
 from .. import kafka_client
 from .local_kafka import AUTHS, CLUSTER_SIZES, LocalKafka, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
@@ -269,20 +269,25 @@ def up(log=print, hold: bool = False, command: str = "", brokers: int | None = N
         raise HarnessError(f"{state} holds a {rec.get('kind')} stack; run `harness down` first")
 
     check_auth_size(auth, brokers)
-    with leases.locked(state, log=log):
+    # Ctrl-C, SIGTERM or SIGHUP: what was started is stopped, unless the hold is written (see interrupts).
+    with leases.locked(state, log=log), interrupts.handled():
         n = check_size(state, brokers)
         claim = None if hold else Claim(state, leases.take(state, command))
+        started = []
         try:
             stack, started = _start_with_free_ports(state, "user" if hold else "command", log, n, auth)
+            if hold:
+                with interrupts.step(final=True):
+                    leases.hold(state)
+                    for svc in services(state, n).values():
+                        svc.set_owner("user")
         except BaseException:
             if claim is not None:
                 leases.give_back(claim.lease)
+            if hold and started and not leases.held(state):     # interrupted between the start and the hold
+                _stop_all([svc for key, svc in services(state, n).items() if key in started])
             raise
-        if hold:
-            leases.hold(state)
-            for svc in services(state, n).values():
-                svc.set_owner("user")
-        else:
+        if not hold:
             claim.started = started
     return stack, claim
 
@@ -385,7 +390,8 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
         if not running["postgres"]:
             log(f"Starting PostgreSQL on 127.0.0.1:{port['postgres']} ...")
             started.append("postgres")
-            pg.start(bindir, port["postgres"], owner)
+            with interrupts.step():          # a signal waits for the pid record: without it nothing could stop it
+                pg.start(bindir, port["postgres"], owner)
         for n in pg.ensure_roles(port["postgres"]):     # set up, or put right in a folder of an older harness
             log(n)
             notes.append(n)
@@ -393,7 +399,8 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
             how = f" (SASL_PLAINTEXT {local_kafka.SCRAM_MECHANISM})" if auth == "scram" else ""
             log(f"Starting Kafka {versions.KAFKA_VERSION} on 127.0.0.1:{port['kafka']}{how} ...")
             started.append("kafka")
-            kafka[0].start(lib, port["kafka"], port["controller"], owner, auth=auth)
+            with interrupts.step():
+                kafka[0].start(lib, port["kafka"], port["controller"], owner, auth=auth)
         elif brokers > 1:
             quorum = quorum_voters([port[f"controller-{i}"] for i in range(1, brokers + 1)])
             cluster_id = next((c for k in kafka if (c := k.cluster_id())), None) or _new_cluster_id()
@@ -402,8 +409,9 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
                     log(f"Starting Kafka {versions.KAFKA_VERSION} node {k.node_id} of {brokers} on "
                         f"127.0.0.1:{port[k.key]} ...")
                     started.append(k.key)
-                    k.start(lib, port[k.key], port[f"controller-{k.node_id}"], owner, voters=quorum,
-                            cluster_id=cluster_id)
+                    with interrupts.step():
+                        k.start(lib, port[k.key], port[f"controller-{k.node_id}"], owner, voters=quorum,
+                                cluster_id=cluster_id)
         stack = _stack_from(port, kafka, pg, auth)
         _wait_ready(stack, kafka, pg)
     except BaseException:

@@ -132,6 +132,7 @@ class LocalKafka(pidrecord.RecordedService):
     """One Kafka node: the single broker (`node` None, folder `kafka`) or node N of a cluster (`kafka-N`)."""
 
     group = True        # started as the leader of a new session: stopped as a whole group
+    program = "java"
 
     def __init__(self, state: Path, node: int | None = None):
         self.node = node

@@ -70,6 +70,7 @@ def find_bindir() -> Path:
 
 class LocalPostgres(pidrecord.RecordedService):
     name = "PostgreSQL"
+    program = "postgres"
 
     def __init__(self, state: Path):
         self.home = state / "postgres"
@@ -90,6 +91,16 @@ class LocalPostgres(pidrecord.RecordedService):
             raise HarnessError("running as root but there is no `postgres` user to run PostgreSQL as: "
                                "install Debian's package `postgresql`, or run the harness as a normal user")
         return ["runuser", "-u", "postgres", "--"]
+
+    def server_uids(self) -> set[int]:
+        """Ours, and the `postgres` user's when we run as root (the server runs as it then)."""
+        uids = {os.geteuid()}
+        if os.geteuid() == 0:
+            try:
+                uids.add(pwd.getpwnam("postgres").pw_uid)
+            except KeyError:
+                pass
+        return uids
 
     def _chown(self, path: Path) -> None:
         """Give `path` and everything under it to the postgres user, never following a symbolic link:

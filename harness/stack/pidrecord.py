@@ -217,12 +217,31 @@ class RecordedService:
         self.pidfile.unlink(missing_ok=True)
         return True, f"{self.name} (pid {rec.pid})"
 
+    program = ""                # the executable's name (argv[0]'s last part) a process of this service shows
+
+    def server_uids(self) -> set[int]:
+        """The users a process of this service may run as (ours; LocalPostgres adds its server user)."""
+        return {os.geteuid()}
+
+    def could_be_ours(self, pid: int) -> bool:
+        """Whether `pid` may be an unrecorded process of this service: it runs as one of `server_uids`
+        and runs the service's program. Anyone can put our data path in a command line; only
+        such a process would hold our data or ports, so only it may block a start."""
+        try:
+            uid = os.stat(f"/proc/{pid}").st_uid
+        except OSError:
+            return False
+        args = procs.argv(pid)
+        return uid in self.server_uids() and bool(args) and (
+            not self.program or os.path.basename(args[0]) == self.program)
+
     def strangers(self, mark: str) -> list[int]:
-        """Live processes with `mark` (our config or data path) as an argument that no record of ours names."""
+        """Live processes with `mark` (our config or data path) as an argument that no record of ours names,
+        and that could be ours (`could_be_ours`); anyone else's process is no concern of the harness."""
         rec = self.running()
         out = []
         for d in Path("/proc").iterdir():
             if d.name.isdigit() and int(d.name) != os.getpid() and (rec is None or int(d.name) != rec.pid):
-                if mark in procs.argv(int(d.name)):
+                if mark in procs.argv(int(d.name)) and self.could_be_ours(int(d.name)):
                     out.append(int(d.name))
         return out

@@ -10,6 +10,10 @@ give `kcat -F`); together
 with HARNESS_POSTGRES_DSN (without its password: libpq reads the password
 file) it is also what the harness's own commands read, and the harness
 recognises its own local stack behind them (see `resolve`).
+
+Settings for a stack that does not answer would send every later command of
+that shell to a dead address, so `unusable()` checks first that each
+service runs and answers, and `harness env` refuses in one line otherwise.
 """
 
 import shlex
@@ -18,10 +22,11 @@ from pathlib import Path
 import psycopg
 
 from ..errors import HarnessError
-from . import pgpass
-from .model import Stack
+from . import health, pgpass
+from .model import Stack, redact
 
 PGPASS_NAME = "pgpass"
+PROBE_S = 8.0        # a stack that answers does so in well under this
 
 
 def settings(stack: Stack, state: Path, kafka_config_file: Path | None = None) -> dict[str, str]:
@@ -49,6 +54,21 @@ def settings(stack: Stack, state: Path, kafka_config_file: Path | None = None) -
         out["HARNESS_KAFKA_CONFIG_FILE"] = str(Path(kafka_config_file).absolute())
     out["HARNESS_POSTGRES_DSN"] = psycopg.conninfo.make_conninfo(**d)
     return out
+
+
+def unusable(stack: Stack) -> str | None:
+    """Why the settings of `stack` would not reach it (a service stopped or not answering), else None."""
+    down = sorted(k for k, pid in (stack.pids or {}).items() if not pid) if stack.kind == "local" else []
+    if down:
+        return (f"{', '.join(down)} of the local stack {'is' if len(down) == 1 else 'are'} not running: "
+                f"start {'it' if len(down) == 1 else 'them'} with `harness up`")
+    err = health.kafka_probe(stack.bootstrap_servers, PROBE_S, brokers=stack.brokers if stack.owned else 1)
+    if err:
+        return f"Kafka at {stack.bootstrap_servers} does not answer: {err}"
+    err = health.postgres_probe(stack.postgres_dsn, PROBE_S)
+    if err:
+        return f"PostgreSQL at {redact(stack.postgres_dsn)} does not answer: {redact(err)}"
+    return None
 
 
 def shell_lines(values: dict[str, str]) -> str:

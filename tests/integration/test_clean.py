@@ -1,14 +1,18 @@
-"""`harness clean --all` on a real Postgres: a crafted table name is never run as SQL."""
+"""`harness clean --all` on a real stack: a crafted table name is never run as SQL, and only the
+names of runs the harness knows go, never those of a run in progress."""
 
+import subprocess
+import sys
 import uuid
 
 import psycopg
 import pytest
 from psycopg import sql
 
-from harness.workload import tables
+from harness.workload import registry, tables
 from harness.workload.naming import RunNames, new_run_id
-from tests.conftest import harness
+from harness.workload.payments import create_topic
+from tests.conftest import ROOT, harness
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +34,9 @@ def test_clean_all_never_runs_a_table_name_as_sql(stack):
         conn.execute(sql.SQL("grant all on {} to harness").format(sql.Identifier(schema, "victim2")))
     with psycopg.connect(stack["dsn"], autocommit=True) as conn:
         conn.execute(sql.SQL("create table {} (a int)").format(sql.Identifier("harness", crafted)))
-    tables.create(stack["dsn"], run.ledger_table, run.dedupe_table)   # a genuine run's tables, quoted too
+    registry.register(stack["dsn"], run.run_id)                       # a genuine run, finished
+    registry.finish(stack["dsn"], run.run_id)
+    tables.create(stack["dsn"], run.ledger_table, run.dedupe_table)   # its tables, quoted too
     try:
         proc = harness("clean", "--all", env=stack["env"], timeout=180)
         assert proc.returncode == 0, proc.stderr[-2000:]
@@ -43,3 +49,70 @@ def test_clean_all_never_runs_a_table_name_as_sql(stack):
         with psycopg.connect(stack["admin_dsn"], autocommit=True) as conn:
             conn.execute(sql.SQL("drop table if exists {}").format(sql.Identifier("harness", crafted)))
             conn.execute(sql.SQL("drop schema if exists {} cascade").format(sql.Identifier(schema)))
+
+
+def topics_of(bootstrap: str) -> set:
+    from confluent_kafka.admin import AdminClient
+    return set(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=15).topics)
+
+
+def test_clean_all_keeps_foreign_names_and_a_live_runs_data_and_says_so(stack, tmp_path):
+    """Before: `clean --all` dropped every `harness.*` topic, every table starting like ours, and the
+    tables of a run in progress (which then ended incomplete)."""
+    boot, dsn = stack["bootstrap_servers"], stack["dsn"]
+    done, live = RunNames(new_run_id("dedupe")), RunNames(new_run_id("dedupe"))
+    foreign_topic, foreign_tables = "harness.customer-config", ["ledger_reports", "acct_receivable"]
+    create_topic(boot, foreign_topic, 1)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("create schema if not exists harness")
+        for t in foreign_tables:
+            conn.execute(sql.SQL("create table if not exists {} (a int)").format(sql.Identifier("harness", t)))
+    registry.register(dsn, done.run_id)
+    registry.finish(dsn, done.run_id)
+    for names in (done, live):
+        create_topic(boot, names.input_topic, 1)
+        tables.create(dsn, names.ledger_table, names.dedupe_table)
+    # The live run: a process that registered it and still runs, as `harness run` does.
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\n"
+                               "from harness.workload import registry\n"
+                               "registry.register(sys.argv[1], sys.argv[2])\n"
+                               "print('registered', flush=True)\n"
+                               "time.sleep(300)\n", dsn, live.run_id],
+                              cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "registered"
+        proc = harness("clean", "--all", env=stack["env"], timeout=180)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        left = topics_of(boot)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            assert foreign_topic in left
+            for t in foreign_tables:
+                assert exists(conn, "harness", t), f"harness.{t} is not the harness's, yet it was dropped"
+            assert live.input_topic in left
+            for t in (live.ledger_table, live.dedupe_table):
+                assert exists(conn, *t.split(".", 1)), f"{t} of the run in progress was dropped"
+            assert done.input_topic not in left
+            for t in (done.ledger_table, done.dedupe_table):
+                assert not exists(conn, *t.split(".", 1)), f"{t} of a finished run should have gone"
+        err = proc.stderr
+        assert f"kept {foreign_topic}: no run the harness knows" in err
+        for t in foreign_tables:
+            assert f"kept harness.{t}: no run the harness knows" in err
+        assert f"kept {live.ledger_table}: run {live.run_id} is in progress (pid {holder.pid})" in err
+        assert "kept" in proc.stdout
+        assert done.run_id not in registry.entries(dsn)
+    finally:
+        holder.kill()
+        holder.wait()
+        from confluent_kafka.admin import AdminClient
+        admin = AdminClient({"bootstrap.servers": boot})
+        for fut in admin.delete_topics([foreign_topic, live.input_topic], operation_timeout=30).values():
+            try:
+                fut.result(timeout=60)
+            except Exception:  # noqa: BLE001 - gone already
+                pass
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for t in foreign_tables:
+                conn.execute(sql.SQL("drop table if exists {}").format(sql.Identifier("harness", t)))
+        tables.drop(dsn, [live.ledger_table, live.dedupe_table])
+        registry.forget(dsn, [live.run_id])

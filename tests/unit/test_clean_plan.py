@@ -1,0 +1,72 @@
+"""What `harness clean` drops: only the exact names of runs the harness knows, never a live run's."""
+
+import json
+
+from harness import clean
+from harness.workload import registry
+from harness.workload.naming import RunNames, new_run_id, run_tables
+
+OLD = new_run_id("dedupe", now=1.8e9)
+LIVE = new_run_id("offset-after", now=1.8e9 + 5)
+FOREIGN_TOPICS = ["harness.customer-config", "harness.orders", "payments.input"]
+FOREIGN_TABLES = ["ledger_reports", "acct_receivable", "rows_customers", "outbox_q; drop table x; --"]
+
+
+def _names(*runs):
+    return [t for r in runs for t in RunNames(r).topics()], sorted(t for r in runs for t in run_tables(r))
+
+
+def test_clean_all_drops_known_runs_only_and_keeps_live_and_foreign_names():
+    topics, tables = _names(OLD, LIVE)
+    p = clean.plan(topics + FOREIGN_TOPICS, tables + FOREIGN_TABLES + [registry.TABLE], {OLD, LIVE},
+                   {LIVE: f"run {LIVE} is in progress (pid 42)"})
+    assert sorted(p.topics) == sorted(RunNames(OLD).topics())
+    assert sorted(p.tables) == sorted(f"harness.{t}" for t in run_tables(OLD))
+    assert p.runs == [OLD]
+    kept = dict(p.kept)
+    for t in ("harness.customer-config", "harness.orders"):
+        assert "no run the harness knows" in kept[t]
+    assert "payments.input" not in kept                      # not a harness name at all: not ours to mention
+    for t in FOREIGN_TABLES[:3]:
+        assert "no run the harness knows" in kept[f"harness.{t}"]
+    for t in RunNames(LIVE).topics() + [f"harness.{t}" for t in run_tables(LIVE)]:
+        assert "in progress" in kept[t]
+    assert f"harness.{registry.TABLE}" not in kept and f"harness.{registry.TABLE}" not in p.tables
+
+
+def test_names_shaped_like_a_run_of_an_unknown_run_id_are_kept():
+    stranger = new_run_id("dedupe", now=1.7e9)
+    topics, tables = _names(stranger)
+    p = clean.plan(topics, tables, {OLD}, {})
+    assert p.topics == [] and p.tables == [] and len(p.kept) == len(topics) + len(tables)
+
+
+def test_named_runs_are_dropped_but_never_a_live_one():
+    topics, tables = _names(OLD, LIVE)
+    p = clean.plan(topics + FOREIGN_TOPICS, tables, set(), {LIVE: "in progress"}, named=[OLD, LIVE])
+    assert sorted(p.topics) == sorted(RunNames(OLD).topics()) and len(p.tables) == len(run_tables(OLD))
+    assert {n for n, _ in p.kept} == set(RunNames(LIVE).topics()) | {f"harness.{t}" for t in run_tables(LIVE)}
+    assert p.runs == [OLD]
+
+
+def test_a_control_character_in_a_kept_name_is_shown_escaped():
+    p = clean.plan([], ["ledger_x\x1b[2J\nforged"], set(), {})
+    assert p.kept and "\x1b" not in p.kept[0][0] and "\n" not in p.kept[0][0]
+
+
+def test_run_ids_come_from_reports_that_name_a_valid_one(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "report.json").write_text(json.dumps({"run_id": OLD}))
+    (tmp_path / "s" / "b").mkdir(parents=True)
+    (tmp_path / "s" / "b" / "report.json").write_text(json.dumps({"run_id": LIVE}))
+    for name, text in {"c": json.dumps({"run_id": "customer-config"}), "d": "[" * 100000, "e": "not json",
+                       "f": json.dumps({"run_id": f"{OLD}.input\nx"}), "g": json.dumps([OLD])}.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "report.json").write_text(text)
+    assert clean.reported_run_ids(tmp_path) == {OLD, LIVE}
+
+
+def test_valid_run_ids():
+    assert registry.valid_run_id(OLD) and registry.valid_run_id(f"{OLD}-dedupe-100b-r1")
+    for bad in ("customer-config", "", None, 5, f"{OLD}\n", f"{OLD}/..", "20261129T183000.123-", OLD.upper()):
+        assert not registry.valid_run_id(bad)
