@@ -28,13 +28,30 @@ def alive(pid: int | None) -> bool:
         return False
     except PermissionError:
         return True
-    # A zombie is not alive for our purposes.
+    # A zombie is not alive for our purposes; but a leader thread in the zombie state with other
+    # threads still running is a live process whose main thread has ended (a JVM running its shutdown
+    # hooks shows that): alive until every thread is gone.
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-        return state != "Z"
+        state = _state(f"/proc/{pid}/stat")
+        if state is None:
+            return False          # gone between the signal 0 and the read
+        if state != "Z":
+            return True
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            if _state(f"/proc/{pid}/task/{tid}/stat") not in ("Z", None):
+                return True
+        return False
     except OSError:
         return False
+
+
+def _state(stat_path: str) -> str | None:
+    """The one-letter state in a /proc stat file (after the command name, which may hold spaces and ')')."""
+    try:
+        with open(stat_path) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
 
 
 def start_time(pid: int | None) -> int | None:

@@ -229,3 +229,26 @@ def test_harness_down_spares_processes_named_in_forged_pid_files(tmp_path, spawn
                                              start_time=procs.start_time(sleeper.pid) - 3))
     assert harness("down", env={"HARNESS_HOME": str(home)}).stdout.strip() == "no stack was running"
     assert sleeper.poll() is None
+
+
+# The main thread ends (as a JVM's may while its other threads run its shutdown hooks); the others go on
+# ignoring SIGTERM, as a broker busy in its controlled shutdown does.
+LEADER_GONE = ("import ctypes, signal, threading, time\n"
+               "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+               "threading.Thread(target=time.sleep, args=(300,)).start()\n"
+               "time.sleep(0.1)\n"
+               "ctypes.CDLL(None).pthread_exit(None)\n")
+
+
+def test_a_process_whose_main_thread_ended_is_alive_while_its_other_threads_run(spawn):
+    """Before: `alive` read the leader's zombie state as the process's, so `stop` took a Kafka JVM
+    whose main thread had ended for gone after its SIGTERM: no SIGKILL, its record deleted, the
+    JVM left running for good (a flaky `harness up` interrupt test found it)."""
+    p = spawn(sys.executable, "-c", LEADER_GONE, "leader-gone-mark")
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline, "the main thread never ended"
+        time.sleep(0.01)
+    assert procs.alive(p.pid)
+    assert procs.stop(p.pid, grace=0.5) is True        # TERM is ignored: only the KILL ends it
+    assert p.wait(5) == -signal.SIGKILL
