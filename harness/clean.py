@@ -51,27 +51,20 @@ def plan(topics: list[str], schema_tables: list[str], known: set[str], live: dic
     owner_of_topic = {t: r for r in wanted | set(live) for t in RunNames(r).topics()}
     owner_of_table = {t: r for r in wanted | set(live) for t in run_tables(r)}
     p = Plan()
+
+    def sort(name: str, owner: str | None, drop: list, kind: str) -> None:
+        if owner in live:
+            p.kept.append((shown(name), live[owner]))
+        elif owner in wanted:
+            drop.append(name)
+        elif named is None:
+            p.kept.append((shown(name), f"no run the harness knows (its registry or reports) has this {kind}"))
     for t in sorted(topics):
-        if not t.startswith(TOPIC_PREFIX):
-            continue                                    # not a name the harness could have made: not ours to mention
-        r = owner_of_topic.get(t)
-        if r in live:
-            p.kept.append((shown(t), live[r]))
-        elif r in wanted:
-            p.topics.append(t)
-        elif named is None:
-            p.kept.append((shown(t), "no run the harness knows (its registry or reports) has this topic"))
+        if t.startswith(TOPIC_PREFIX):                  # else not a name the harness could have made: not ours to mention
+            sort(t, owner_of_topic.get(t), p.topics, "topic")
     for t in sorted(schema_tables):
-        name = f"{SCHEMA}.{t}"
-        if t == registry.TABLE:
-            continue                                    # the registry itself
-        r = owner_of_table.get(t)
-        if r in live:
-            p.kept.append((shown(name), live[r]))
-        elif r in wanted:
-            p.tables.append(name)
-        elif named is None:
-            p.kept.append((shown(name), "no run the harness knows (its registry or reports) has this table"))
+        if t != registry.TABLE:                         # the registry itself
+            sort(f"{SCHEMA}.{t}", owner_of_table.get(t), p.tables, "table")
     p.runs = sorted(wanted - set(live))         # all their names went: their registry entries go too
     return p
 
