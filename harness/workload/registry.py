@@ -64,7 +64,8 @@ def _table() -> sql.Composed:
 
 
 def _ensure(conn) -> None:
-    conn.execute(sql.SQL("create schema if not exists {}").format(sql.Identifier(SCHEMA)))
+    from .tables import ensure_schema
+    ensure_schema(conn)           # created only when missing: the local stack's run role may not create schemas
     conn.execute(sql.SQL("""create table if not exists {} (
         run_id       text primary key,
         host         text not null,

@@ -25,7 +25,7 @@ from .naming import SCHEMA, is_run_table
 from .sqlnames import table_identifier
 
 
-def _schema(conn) -> None:
+def ensure_schema(conn) -> None:
     """The `harness` schema, created only when missing: the local stack's run role owns it but may not
     create schemas (CREATE on the database), and `create schema if not exists` asks for that first."""
     if conn.execute("select 1 from pg_namespace where nspname = %s", (SCHEMA,)).fetchone() is None:
@@ -35,7 +35,7 @@ def _schema(conn) -> None:
 def create(dsn: str, ledger: str, dedupe: str | None, accounts_table: str | None = None,
            accounts: list | tuple = ()) -> None:
     with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
-        _schema(conn)
+        ensure_schema(conn)
         conn.execute(sql.SQL("""create table {} (
             id          bigserial primary key,
             message_id  text not null,
@@ -64,7 +64,7 @@ def create_service_tables(dsn: str, rows: str, outbox: str | None) -> None:
     pattern, the outbox: the event to publish, written in the row's transaction, `sent_at` set by
     the relay once published."""
     with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
-        _schema(conn)
+        ensure_schema(conn)
         conn.execute(sql.SQL("""create table {} (
             message_id  text primary key,
             amount      bigint not null,
