@@ -63,8 +63,8 @@ def test_clean_all_keeps_foreign_names_and_a_live_runs_data_and_says_so(stack, t
     done, live = RunNames(new_run_id("dedupe")), RunNames(new_run_id("dedupe"))
     foreign_topic, foreign_tables = "harness.customer-config", ["ledger_reports", "acct_receivable"]
     create_topic(boot, foreign_topic, 1)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("create schema if not exists harness")
+    with psycopg.connect(dsn, autocommit=True) as conn:      # made by the run role itself: it could drop them
+        tables.ensure_schema(conn)
         for t in foreign_tables:
             conn.execute(sql.SQL("create table if not exists {} (a int)").format(sql.Identifier("harness", t)))
     registry.register(dsn, done.run_id)
