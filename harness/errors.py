@@ -21,3 +21,10 @@ class ReportNotWritten(HarnessError):
     numbers are unknown (1 would read as `unexpected`). The message says what was kept, and where."""
 
     exit_status = 3
+
+
+def first_line(e: BaseException, limit: int = 200) -> str:
+    """The first line of an exception's message, for a one-line note; its type's name when it has none
+    (a `TimeoutError` from a future's `result(timeout)` says nothing: indexing its lines failed)."""
+    text = str(e).strip()
+    return text.splitlines()[0][:limit] if text else type(e).__name__

@@ -26,6 +26,7 @@ from __future__ import annotations
 import random
 import time
 
+from ..errors import first_line
 from .base import Fault, number
 
 # A restarted JVM on two busy cores answers within seconds; past this the fault stops waiting and says so.
@@ -108,7 +109,7 @@ class BrokerFault(Fault):
             try:
                 cur["recovered"] = self.recover(cur["node"])
             except Exception as e:  # noqa: BLE001 - the run goes on and reports it; `harness up` restarts the node
-                cur["note"] = f"could not be {self._recovered_word()}: {str(e).splitlines()[0][:200]}"
+                cur["note"] = f"could not be {self._recovered_word()}: {first_line(e)}"
                 cur["back_at"] = None
                 self.state = "done"
                 return
@@ -135,7 +136,7 @@ class BrokerFault(Fault):
         try:
             handle = self.strike(node)
         except Exception as e:  # noqa: BLE001 - e.g. a container that cannot be found: said in the report
-            handle, why = None, f"node {node}: {str(e).splitlines()[0][:200]}"
+            handle, why = None, f"node {node}: {first_line(e)}"
         if handle is None:
             self.skipped.append(why)
             self._next(now)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from ..errors import HarnessError
+from ..errors import HarnessError, first_line
 from . import ports as portcheck
 
 CLUSTER = 3
@@ -215,4 +215,4 @@ def leader_of(bootstrap: str, topic: str, partition: int | None = None, transact
             return None, f"no leader known for {what}"
         return p.leader, what
     except Exception as e:  # noqa: BLE001 - a fault that cannot find its target says so, never breaks the run
-        return None, str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        return None, first_line(e)

@@ -9,6 +9,7 @@ import time
 import uuid
 
 from .. import kafka_client
+from ..errors import first_line
 from .redaction import scrub
 
 # librdkafka retries connections forever; every call below passes a timeout.
@@ -47,7 +48,7 @@ def kafka_probe(bootstrap: str, timeout: float, brokers: int = 1) -> str | None:
             admin.delete_topics([name], operation_timeout=10)[name].result(timeout=10)
             return None
         except Exception as e:  # noqa: BLE001 - a probe reports, never raises
-            last = str(e).splitlines()[0][:200]
+            last = first_line(e)
             admin.poll(0)        # serve error_cb
             if refused:
                 break

@@ -191,3 +191,31 @@ def test_a_settings_file_that_is_not_text_is_one_clear_error(tmp_path):
     with pytest.raises(HarnessError, match="is not a text file") as e:
         kafka_client.load_file(str(f))
     assert SECRET not in str(e.value)
+
+
+def test_a_probe_error_without_a_message_is_named_by_its_type():
+    """A future's result(timeout) raises a TimeoutError with no message: the probe's note indexed its
+    lines and `harness up` died with an IndexError traceback (seen in CI on a loaded machine)."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+    from harness.errors import first_line
+    assert first_line(FutureTimeout()) == "TimeoutError"
+    assert first_line(ValueError("bad\nsecond line")) == "bad"
+    assert first_line(ValueError("  ")) == "ValueError"
+
+
+def test_the_kafka_probe_reports_a_silent_timeout_instead_of_dying(monkeypatch):
+    from concurrent.futures import TimeoutError as FutureTimeout
+    import confluent_kafka.admin as admin_mod
+    from harness.stack import health
+
+    class Admin:
+        def __init__(self, conf):
+            pass
+
+        def list_topics(self, timeout):
+            raise FutureTimeout()
+
+        def poll(self, t):
+            return 0
+    monkeypatch.setattr(admin_mod, "AdminClient", Admin)
+    assert health.kafka_probe("127.0.0.1:1", 0.5) == "TimeoutError"
