@@ -639,6 +639,17 @@ def main():  # noqa: C901
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except OSError as e:
+        # A folder that filled up or turned read-only where no step could say it better (the report's
+        # own writing keeps the report elsewhere and says where): one line, exit 3 as for any run whose
+        # numbers cannot be had, never a traceback.
+        import errno
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+            raise
+        from .report.escape import term
+        where = f": {term(str(e.filename))}" if e.filename else ""
+        click.echo(f"error: {e.strerror}{where} (the command stopped there; what it wrote before is kept)", err=True)
+        sys.exit(3)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """A run on the real stack whose report folder fills up while it runs: one line, the report kept in the
 state folder, no temporary file left, exit 3 (1 would read as `unexpected`).
 
-The report folder is a small tmpfs (we run as root), filled to the last byte as soon as the run has
-claimed it: everything after that (logs, crash log, the report) meets a full disk.
+The report folder is a small tmpfs (we run as root), filled to the last byte once the workers are done
+(their `done` event), so what meets the full disk is certain: the report. Filled earlier, at any
+instant (the crash plan, the workers' logs), the run must still end in one line, exit 3.
 """
 
 import json
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -20,28 +22,48 @@ from tests.unit.test_hostile_files import fill, small_tmpfs, temps_in
 pytestmark = pytest.mark.integration
 
 
-def test_a_run_whose_folder_fills_up_keeps_its_report_in_the_state_folder_and_exits_3(stack, tmp_path):
-    state = tmp_path / "state"
-    with small_tmpfs("8m") as fs:
-        out = fs / "run"
+def _run_filling(stack, tmp_path, fs, ready) -> tuple[subprocess.CompletedProcess, Path]:
+    """`harness run` into `fs`, which is filled once `ready(out)` holds."""
+    state, out = tmp_path / "state", fs / "run"
 
-        def fill_once_claimed():
-            deadline = time.monotonic() + 300
-            while not (out / ".run-owner").exists() and time.monotonic() < deadline:
-                time.sleep(0.01)
-            fill(fs)
-        filler = threading.Thread(target=fill_once_claimed, daemon=True)
-        filler.start()
-        env = {**os.environ, **stack["env"], "HARNESS_HOME": str(state)}
-        proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "offset-after", "--messages", "50",
-                               "--quiet", "--out", str(out)], capture_output=True, text=True, env=env, cwd=ROOT,
-                              timeout=600)
-        filler.join(10)
-        assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-        assert proc.returncode == 3, (proc.returncode, proc.stderr[-3000:])
+    def fill_when_ready():
+        deadline = time.monotonic() + 300
+        while not ready(out) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        fill(fs)
+    filler = threading.Thread(target=fill_when_ready, daemon=True)
+    filler.start()
+    env = {**os.environ, **stack["env"], "HARNESS_HOME": str(state)}
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "offset-after", "--messages", "50",
+                           "--quiet", "--out", str(out)], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=600)
+    filler.join(10)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 3, (proc.returncode, proc.stderr[-3000:])
+    assert temps_in(out) == []
+    return proc, state
+
+
+def _workers_done(out) -> bool:
+    try:
+        return '"event": "done"' in (out / "events.jsonl").read_text()
+    except OSError:
+        return False
+
+
+def test_a_run_whose_folder_fills_up_keeps_its_report_in_the_state_folder_and_exits_3(stack, tmp_path):
+    with small_tmpfs("8m") as fs:
+        proc, state = _run_filling(stack, tmp_path, fs, _workers_done)
         errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
         assert len(errors) == 1 and "cannot write the report" in errors[0], proc.stderr[-3000:]
-        assert temps_in(out) == []
     kept = list((state / "unwritten-reports").glob("*.report.json"))
     assert len(kept) == 1 and str(kept[0]) in errors[0]
     assert json.loads(kept[0].read_text())["experiment"] == "offset-after"
+
+
+def test_a_run_whose_folder_fills_up_as_soon_as_it_is_claimed_ends_in_one_line(stack, tmp_path):
+    """Filled before the crash plan is written (before: an OSError traceback, exit 1)."""
+    with small_tmpfs("8m") as fs:
+        proc, _state = _run_filling(stack, tmp_path, fs, lambda out: (out / ".run-owner").exists())
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+        assert len(errors) == 1 and "No space left on device" in errors[0], proc.stderr[-3000:]
