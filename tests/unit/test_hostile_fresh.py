@@ -1,0 +1,140 @@
+"""A second hostile review (fresh cases after issue 29): each test here failed on the code it was written against.
+
+Pure logic or the local filesystem only: no stack needed.
+"""
+
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.unit.sample_report import sample
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _compare(*args):
+    p = subprocess.run([sys.executable, "-m", "harness.cli", "compare", *map(str, args)],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    return p.returncode, p.stdout + p.stderr
+
+
+def _suite(folder: Path, reports, extra=()):
+    folder.mkdir(parents=True)
+    entries = []
+    for d in reports:
+        (folder / d["experiment"]).mkdir()
+        (folder / d["experiment"] / "report.json").write_text(json.dumps(d))
+        entries.append({"experiment": d["experiment"], "report": f"{d['experiment']}/report.json",
+                        "verdict": d["verdict"]})
+    entries += list(extra)
+    (folder / "suite.json").write_text(json.dumps({"schema_version": 1, "suite_id": folder.name,
+                                                   "experiments": entries,
+                                                   "environment": reports[0]["environment"]}))
+    return folder
+
+
+# -- (2) the chown walk re-resolves every path: a folder swapped for a link mid-walk redirects it ----------
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root gives the folder to the postgres user")
+def test_chown_walk_is_not_redirected_by_a_folder_swapped_for_a_link_mid_walk(tmp_path, monkeypatch):
+    """The postgres user owns $HARNESS_HOME/postgres, so it may rename a sub-folder and put a link in its
+    place between os.walk listing a name and root's os.chown of `root/sub/name` (which follows links in
+    every component but the last). Staged here deterministically at the first chown of that file."""
+    from harness.stack.local_postgres import LocalPostgres
+    try:
+        pw = pwd.getpwnam("postgres")
+    except KeyError:
+        pytest.skip("no postgres user")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "shadow"
+    victim.write_text("root's\n")
+    pg = LocalPostgres(tmp_path / "state")
+    (pg.home / "data" / "x").mkdir(parents=True)
+    (pg.home / "data" / "x" / "shadow").write_text("planted\n")
+    real_chown = os.chown
+    swapped = []
+
+    def racing_chown(path, *a, **kw):
+        if not swapped and str(path).endswith(os.path.join("x", "shadow")):
+            x = pg.home / "data" / "x"
+            os.rename(x, pg.home / "data" / "x.old")
+            os.symlink(outside, x)
+            swapped.append(True)
+        return real_chown(path, *a, **kw)
+    monkeypatch.setattr(os, "chown", racing_chown)
+    pg._chown(pg.home)
+    assert victim.stat().st_uid == 0, "root gave a file outside the postgres folder to postgres"
+
+
+# -- (6) the CI gate passes damage it cannot see ----------------------------------------------------------
+
+def test_gate_fails_a_suite_whose_damaging_report_is_missing_though_suite_json_says_as_predicted(tmp_path):
+    """suite.json's own verdict for an experiment without a report is trusted: delete the bad run's
+    report.json and write "as-predicted" beside it, and `--fail-on unexpected` passes."""
+    f = _suite(tmp_path / "s", [sample("offset-after", lost=0)],
+               extra=[{"experiment": "offset-before", "report": "offset-before/report.json",
+                       "verdict": "as-predicted"}])
+    rc, out = _compare(f, "--fail-on", "unexpected")
+    assert rc != 0, out
+
+
+def test_gate_lost_gt_0_does_not_pass_an_unknown_lost(tmp_path):
+    """`"lost": null` (unknown) beside verdict as-predicted: `--fail-on lost>0` skips the experiment, exit 0."""
+    bad = sample("offset-before", lost=0)
+    bad["counts"]["lost"] = None
+    f = _suite(tmp_path / "s", [sample("offset-after", lost=0), bad])
+    rc, out = _compare(f, "--fail-on", "lost>0")
+    assert rc != 0, out
+
+
+def test_gate_lost_gt_0_does_not_pass_a_newer_schema_report_without_counts(tmp_path):
+    """A report that says schema_version 3 is checked leniently (nothing required): drop `counts` and
+    `--fail-on lost>0` skips that experiment with only a warning, exit 0."""
+    bad = sample("offset-before", lost=5)
+    bad["schema_version"] = 3
+    del bad["counts"]
+    f = _suite(tmp_path / "s", [sample("offset-after", lost=0), bad])
+    rc, out = _compare(f, "--fail-on", "lost>0")
+    assert rc != 0, out
+
+
+# -- (1) SQL from a report handed to the reader as a command to run ------------------------------------------
+
+def test_audit_it_yourself_never_prints_sql_taken_from_the_report():
+    """`params.audit_sql` edited into any report (here offset-after's) becomes, under "Audit it yourself",
+    `psql -c 'drop schema harness cascade'` -- to be pasted after `eval "$(harness env)"`, i.e. as the
+    run role that owns the harness schema -- and `harness audit RUN --audit-sql '...'`."""
+    from harness.report import html, markdown
+    from harness.report.audit_commands import commands
+    from harness.report.model import RunReport
+    d = sample("offset-after")
+    d["params"]["audit_sql"] = "drop schema harness cascade"
+    assert not any("drop schema" in cmd for _, cmd in commands(d))
+    r = RunReport(d)
+    section = markdown.render(r).split("## Audit it yourself")[1]
+    assert "drop schema" not in section
+    assert "drop schema" not in html.render(r).split("Audit it yourself")[-1]
+
+
+# -- (5) renderings -------------------------------------------------------------------------------------------
+
+def test_suite_html_link_cannot_leave_the_suite_folder_by_percent_encoded_dot_segments(tmp_path):
+    """Browsers resolve `%2e%2e` as `..` (WHATWG URL), so this link leads out of the suite folder."""
+    from harness.report.suite import run_page
+    for report in ("%2e%2e/%2e%2e/%2e%2e/etc/report.json", ".%2E/.%2E/report.json"):
+        link = run_page(report, tmp_path)
+        assert link is None or "%2e" not in link.lower(), link
+
+
+def test_markdown_makes_no_link_of_a_bare_url_from_a_report():
+    """GitHub (GFM) turns a bare `https://...` or `www.` into a link; escape.md promises no link."""
+    from harness.report.escape import md
+    for text in ("https://evil.example/login", "www.evil.example"):
+        assert md(text) != text, "a bare URL passes through md() unchanged and renders as a link"
