@@ -138,3 +138,35 @@ def test_markdown_makes_no_link_of_a_bare_url_from_a_report():
     from harness.report.escape import md
     for text in ("https://evil.example/login", "www.evil.example"):
         assert md(text) != text, "a bare URL passes through md() unchanged and renders as a link"
+
+
+# -- (2) a report folder whose parent another user owns: swapped for a link between reading and writing -------
+
+def test_report_writes_nowhere_but_the_folder_it_read_when_the_folder_is_swapped_for_a_link(tmp_path, monkeypatch):
+    """`harness report DIR` checks DIR (ours, not world-writable) but not its parent: a user who owns the
+    parent renames DIR and puts a link to a root-owned folder in its place while the report renders
+    (staged here inside markdown.render), and root writes report.json/md/html into that folder."""
+    from harness.commands.report import rerender
+    from harness.report import markdown
+    parent, victim = tmp_path / "theirs", tmp_path / "victim"
+    parent.mkdir()
+    victim.mkdir()
+    run = parent / "run"
+    run.mkdir()
+    (run / "report.json").write_text(json.dumps(sample("offset-after")))
+    real_render = markdown.render
+    swapped = []
+
+    def render_and_swap(r):
+        out = real_render(r)
+        if not swapped:
+            os.rename(run, parent / "run.old")      # what the parent's owner may do at any moment
+            os.symlink(victim, run)
+            swapped.append(True)
+        return out
+    monkeypatch.setattr(markdown, "render", render_and_swap)
+    try:
+        rerender(run)
+    except Exception:  # noqa: BLE001 - refusing is fine; writing elsewhere is not
+        pass
+    assert sorted(os.listdir(victim)) == [], f"root wrote {sorted(os.listdir(victim))} into a folder it never read"
