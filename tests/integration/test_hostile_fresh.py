@@ -25,3 +25,28 @@ def test_purge_keeps_files_the_harness_did_not_make_in_a_folder_up_merely_marked
     harness("down", "--purge", env=env, timeout=120)
     assert (state / "postgres" / "notes.sql").exists(), "down --purge deleted a file the harness never made"
     assert (state / "kafka" / "topics.txt").exists(), "down --purge deleted a file the harness never made"
+
+
+def test_up_does_not_follow_a_state_folder_link_planted_by_another_user(tmp_path):
+    """A CI job's HARNESS_HOME at a predictable name (/tmp/ci-home, say) that another user created first
+    as a link to a root-owned folder: `harness up` follows it and writes its marker and lock (and, when it
+    gets further, kafka/, postgres/ given to postgres, passwords) into the link's target; with the marker
+    there, `down --purge` later deletes in that folder too."""
+    import pwd
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user nobody")
+    if os.geteuid() != 0:
+        pytest.skip("only root can make a link of another user")
+    theirs, victim = tmp_path / "theirs", tmp_path / "victim"
+    theirs.mkdir()
+    victim.mkdir()
+    os.chmod(victim, 0o755)
+    os.chown(theirs, nobody.pw_uid, nobody.pw_gid)
+    link = theirs / "ci-home"
+    link.symlink_to(victim)
+    os.lchown(link, nobody.pw_uid, nobody.pw_gid)
+    env = {"HARNESS_HOME": str(link), "HARNESS_PG_BIN": str(tmp_path / "no-such-bin")}
+    harness("up", env=env, timeout=120)
+    assert sorted(os.listdir(victim)) == [], f"harness up wrote {sorted(os.listdir(victim))} through another user's link"
