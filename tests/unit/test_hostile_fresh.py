@@ -170,3 +170,27 @@ def test_report_writes_nowhere_but_the_folder_it_read_when_the_folder_is_swapped
     except Exception:  # noqa: BLE001 - refusing is fine; writing elsewhere is not
         pass
     assert sorted(os.listdir(victim)) == [], f"root wrote {sorted(os.listdir(victim))} into a folder it never read"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can make a link of another user")
+def test_run_folder_is_not_claimed_through_a_link_another_user_planted(tmp_path):
+    """`--out /tmp/ci-out` that another user created first as a link to a root-owned empty folder: the
+    run claims the link's target (its owner file, then crash plan, logs and report all land there)."""
+    from harness.errors import HarnessError
+    from harness.rundir import claim_run_dir
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user nobody")
+    theirs, victim = tmp_path / "theirs", tmp_path / "victim"
+    theirs.mkdir()
+    victim.mkdir()
+    os.chown(theirs, nobody.pw_uid, nobody.pw_gid)
+    link = theirs / "ci-out"
+    link.symlink_to(victim)
+    os.lchown(link, nobody.pw_uid, nobody.pw_gid)
+    try:
+        claim_run_dir(link)
+    except HarnessError:
+        pass
+    assert os.listdir(victim) == [], "the run claimed a folder through another user's link"
