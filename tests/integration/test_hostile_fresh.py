@@ -50,3 +50,31 @@ def test_up_does_not_follow_a_state_folder_link_planted_by_another_user(tmp_path
     env = {"HARNESS_HOME": str(link), "HARNESS_PG_BIN": str(tmp_path / "no-such-bin")}
     harness("up", env=env, timeout=120)
     assert sorted(os.listdir(victim)) == [], f"harness up wrote {sorted(os.listdir(victim))} through another user's link"
+
+
+def _run_whose_folder_moves(env, parent):
+    """A run whose --out folder is renamed away (by the owner of its parent) once its workers write there."""
+    import subprocess
+    import sys
+    import time
+    from tests.conftest import ROOT
+    out = parent / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "offset-before", "--messages", "200",
+                             "--out", str(out)], cwd=ROOT, env={**os.environ, **env},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (out / "workers").is_dir() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    os.rename(out, parent / "run.moved")
+    stdout, stderr = proc.communicate(timeout=300)
+    return proc.returncode, stdout + stderr
+
+
+def test_a_run_whose_folder_is_moved_away_ends_in_one_line_not_a_traceback(stack, tmp_path):
+    """`--out` under a folder someone else may rename in: the run died with a FileNotFoundError traceback
+    (exit 1) from opening workers/w0.log in the folder's old place."""
+    parent = tmp_path / "theirs"
+    parent.mkdir()
+    rc, out = _run_whose_folder_moves(stack["env"], parent)
+    assert "Traceback" not in out, out[-2000:]
+    assert rc in (2, 3), out[-2000:]
