@@ -194,3 +194,23 @@ def test_run_folder_is_not_claimed_through_a_link_another_user_planted(tmp_path)
     except HarnessError:
         pass
     assert os.listdir(victim) == [], "the run claimed a folder through another user's link"
+
+
+# -- (6) valid reports, invalid output ----------------------------------------------------------------------
+
+def test_compare_json_output_is_strict_json_for_tiny_but_valid_timings(tmp_path):
+    """`timings.wall_seconds` 5e-324 (valid: a number >= 0) beside 1.0: the percent change overflows to
+    inf and `compare --format json` prints `Infinity`, which no strict JSON parser (JSON.parse, jq --strict
+    consumers, json.loads with parse_constant) accepts."""
+    a, b = sample("offset-before"), sample("offset-before")
+    a["timings"]["wall_seconds"] = 5e-324
+    b["timings"]["wall_seconds"] = 1.0
+    for name, d in (("a", a), ("b", b)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "report.json").write_text(json.dumps(d))
+    p = subprocess.run([sys.executable, "-m", "harness.cli", "compare", str(tmp_path / "a"), str(tmp_path / "b"),
+                        "--format", "json"], capture_output=True, text=True, cwd=REPO, timeout=120)
+
+    def refuse(name):
+        raise ValueError(f"not JSON: {name}")
+    json.loads(p.stdout, parse_constant=refuse)
