@@ -214,3 +214,29 @@ def test_compare_json_output_is_strict_json_for_tiny_but_valid_timings(tmp_path)
     def refuse(name):
         raise ValueError(f"not JSON: {name}")
     json.loads(p.stdout, parse_constant=refuse)
+
+
+# -- (8) a FIFO the postgres user plants in the folder it owns --------------------------------------------------
+
+def test_a_fifo_planted_at_server_log_does_not_hang_up(tmp_path):
+    """$HARNESS_HOME/postgres belongs to the postgres user, who may put a FIFO at server.log: root's
+    `harness up` opens it for writing (`_own_log`, O_WRONLY without O_NONBLOCK) and waits for a reader
+    forever. Run in a child process so the test itself cannot hang."""
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from harness.stack.local_postgres import LocalPostgres\n"
+        "from harness.errors import HarnessError\n"
+        "pg = LocalPostgres(Path(sys.argv[1]))\n"
+        "try:\n"
+        "    pg._own_log()\n"
+        "except (HarnessError, OSError):\n"
+        "    pass\n"
+        "pg.log_tail()\n")
+    state = tmp_path / "state"
+    (state / "postgres").mkdir(parents=True)
+    os.mkfifo(state / "postgres" / "server.log")
+    try:
+        subprocess.run([sys.executable, "-c", code, str(state)], cwd=REPO, timeout=20, capture_output=True)
+    except subprocess.TimeoutExpired:
+        pytest.fail("_own_log / log_tail hung on a FIFO at postgres/server.log")
