@@ -240,3 +240,39 @@ def test_a_fifo_planted_at_server_log_does_not_hang_up(tmp_path):
         subprocess.run([sys.executable, "-c", code, str(state)], cwd=REPO, timeout=20, capture_output=True)
     except subprocess.TimeoutExpired:
         pytest.fail("_own_log / log_tail hung on a FIFO at postgres/server.log")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the postgres user is another user only when the harness is root")
+def test_init_does_not_copy_a_file_the_postgres_user_links_at_postgresql_conf(tmp_path, monkeypatch):
+    """initdb runs as postgres and leaves data/postgresql.conf, which root then reads (following links) and
+    rewrites with its settings appended: a link put there by the postgres user (staged here as initdb's
+    last act) makes root copy a file only root may read into data/, where the postgres user reads it."""
+    import tempfile
+    from harness.stack import local_postgres
+    from harness.stack.local_postgres import LocalPostgres
+    try:
+        pwd.getpwnam("postgres")
+    except KeyError:
+        pytest.skip("no postgres user")
+    base = Path(tempfile.mkdtemp(prefix="hostile-conf-"))
+    try:
+        os.chmod(base, 0o755)
+        secret = tmp_path / "root-only"
+        secret.write_text("root:$6$HASH:19000::::::\n")
+        os.chmod(secret, 0o600)
+        pg = LocalPostgres(base / "state")
+
+        def fake_initdb(argv, what, timeout):
+            pg.data.mkdir(parents=True)
+            (pg.data / "PG_VERSION").write_text("15\n")
+            (pg.data / "postgresql.conf").symlink_to(secret)
+        monkeypatch.setattr(pg, "_run", fake_initdb)
+        try:
+            pg.init(Path("/nonexistent-bindir"))
+        except Exception:  # noqa: BLE001 - refusing is fine; copying is not
+            pass
+        conf = pg.data / "postgresql.conf"
+        assert not (conf.exists() and "$6$HASH" in conf.read_text() and not conf.is_symlink()), \
+            "root copied a root-only file into the postgres data folder"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
