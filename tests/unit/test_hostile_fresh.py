@@ -276,3 +276,17 @@ def test_init_does_not_copy_a_file_the_postgres_user_links_at_postgresql_conf(tm
             "root copied a root-only file into the postgres data folder"
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_gate_does_not_read_one_experiments_report_for_another(tmp_path):
+    """suite.json's entry for offset-before names offset-after's report.json (the same report twice): the
+    gate reads the good run for both and passes, though offset-before/report.json lost 9 (verdict
+    unexpected). Nothing checks that the report is of the experiment its entry names."""
+    good, bad = sample("offset-after", lost=0), sample("offset-before", lost=9, verdict="unexpected")
+    f = _suite(tmp_path / "s", [good, bad])
+    suite = json.loads((f / "suite.json").read_text())
+    suite["experiments"][1]["report"] = "offset-after/report.json"
+    suite["experiments"][1]["verdict"] = "as-predicted"
+    (f / "suite.json").write_text(json.dumps(suite))
+    rc, out = _compare(f, "--fail-on", "lost>0")
+    assert rc != 0, out
