@@ -21,11 +21,15 @@ FORMATS = {"text": comparison.to_text, "markdown": comparison.to_markdown}
 @click.option("--allow-incomplete", is_flag=True,
               help="With --fail-on unexpected: let runs that did not finish (verdict incomplete or interrupted, "
                    "a suite's 'not run') pass. Without it they fail the rule: they proved nothing.")
+@click.option("--allow-unknown", is_flag=True,
+              help="Let a metric rule pass an experiment it cannot check: a metric that is null, missing or not a "
+                   "number in its report, or an experiment a suite lists without a report. Without it they fail "
+                   "the rule: an unknown value proves nothing.")
 @click.option("--format", "out_format", type=click.Choice(["text", "markdown", "json"]), default="text",
               show_default=True, help="How to print the table.")
 @click.option("--reports-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where run and suite ids (and `latest`) are looked up [default: $HARNESS_REPORTS or reports/].")
-def compare(targets, fail_on, allow_incomplete, out_format, reports_dir):
+def compare(targets, fail_on, allow_incomplete, allow_unknown, out_format, reports_dir):
     """Compare runs or suites: one row per experiment and metric, delta last minus first.
 
     A TARGET is a run folder, a suite folder, a report.json, a run or suite
@@ -41,7 +45,13 @@ def compare(targets, fail_on, allow_incomplete, out_format, reports_dir):
     incomplete or interrupted, a report without a verdict, and an experiment
     that a suite lists without a report all fail it. --allow-incomplete lets
     the runs that did not finish (incomplete, interrupted, not run) pass;
-    a run that failed without a report still fails.
+    a run that failed without a report still fails, and so does one that
+    suite.json calls as-predicted but has no report.
+
+    Any other rule fails, saying why, where it cannot be checked: a metric
+    that is null, missing or not a number in a report, or an experiment a
+    suite lists without a report (--allow-unknown lets those pass). A suite
+    entry whose report is of another experiment or run is refused.
 
     \b
     Example:
@@ -54,7 +64,7 @@ def compare(targets, fail_on, allow_incomplete, out_format, reports_dir):
         raise HarnessError("--allow-incomplete only relaxes --fail-on unexpected, and no such rule was given")
     loaded = [comparison.load_target(arg, reports_dir) for arg in targets]
     result = comparison.compare(loaded)
-    failures = comparison.evaluate(result, rules)
+    failures = comparison.evaluate(result, rules, allow_unknown)
     if out_format != "markdown":   # Markdown carries its warnings inside, for pasting
         for w in result.warnings:
             click.echo(f"warning: {term(w)}", err=True)

@@ -3,7 +3,10 @@
 Every report ends with them, so a reader who does not trust the harness can
 check its numbers with psql and kcat alone. The SQL is the same text
 `harness audit` runs (checker/recount.py); `harness env` supplies the
-connection settings, so no command carries an address or a password.
+connection settings, so no command carries an address or a password. A
+custom run's own `--audit-sql` is never printed: a report can be edited, and
+these commands are pasted as the role that owns the harness schema; the
+reader gives the query again (`harness audit RUN --audit-sql '<your query>'`).
 """
 
 import shlex
@@ -34,9 +37,12 @@ def commands(d: dict) -> list[tuple[str, str]]:
     if st.get("input_topic"):
         out.append(("payments sent (distinct ids on the input topic)",
                     _kcat(st["input_topic"], settings=settings) + " | sort -u | wc -l"))
-    query = (d.get("params") or {}).get("audit_sql")
-    if query:
-        out.append(("the effects, one row each, by the run's own --audit-sql", "psql -c " + shlex.quote(query)))
+    # A custom run's --audit-sql is never printed: the report file may have been edited, and a reader pastes
+    # these commands as the role that owns the harness schema. The reader gives their own query again.
+    custom = bool((d.get("params") or {}).get("audit_sql"))
+    if custom:
+        out.append(("the effects, one row each: this run used its own --audit-sql; "
+                    "give that query again (not copied from this report)", "psql -c '<your query>'"))
     elif st.get("ledger_table"):
         out.append(("ledger: effects, distinct ids, total amount", _psql(recount.LEDGER_TOTALS, st["ledger_table"])))
         out.append(("ledger: ids applied more than once", _psql(recount.LEDGER_DUPLICATES, st["ledger_table"])))
@@ -57,6 +63,6 @@ def commands(d: dict) -> list[tuple[str, str]]:
         for iso in ("read_committed", "read_uncommitted"):
             out.append((f"output as a {iso} reader sees it", f"{_kcat(st['output_topic'], iso, settings)} | {COUNT_KEYS}"))
     # `harness audit` runs no SQL a report names: a custom run's query must be given to it again.
-    again = f" --audit-sql {shlex.quote(query)}" if query else ""
+    again = " --audit-sql '<your query>'" if custom else ""
     out.append(("all of the above, compared with this report", f"harness audit {shlex.quote(run_id)}{again}"))
     return out

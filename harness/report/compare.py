@@ -66,6 +66,15 @@ PARAM_KEYS = ("messages", "amount", "seed", "crash_rate", "commit_every", "commi
               "workers", "kill_mode", "kills", "kill_point", "payload_bytes")
 
 
+# Metrics every report of a known schema must have (docs/report.schema.json requires them; a count may be
+# null, "unknown"): a rule on one of these that finds it null, missing or not a number cannot pass, since
+# a newer-schema report (checked leniently) or an edited one could hide damage that way. Left out, as
+# null there means "not measured here": dedupe_hits (no dedupe table), ledger_total, restart_median_s
+# (nothing restarted), and the Kafka output counts, which only some experiments have.
+MUST_KNOW = frozenset({"verdict", "sent", "deliveries", "effects", "duplicates", "lost", "crashes",
+                       "wall_seconds", "msgs_per_s"})
+
+
 def metric_value(report: dict, name: str):
     """The metric `name` of one report, or None when the report does not have it."""
     path = dict(METRICS)[name]
@@ -193,7 +202,7 @@ def _load_suite(path: Path, data: dict) -> Target:
     notes = validate.check(data, "suite", path)
     entries = [e for e in data["experiments"] if isinstance(e, dict)]
     names = [e.get("experiment") for e in entries]
-    reports, missing = {}, []
+    reports, missing, seen = {}, [], {}
     for entry in entries:
         exp = entry.get("experiment")
         rel = entry.get("report") or (f"{exp}/report.json" if exp else None)
@@ -209,8 +218,20 @@ def _load_suite(path: Path, data: dict) -> Target:
             notes.append(f"{label}: {exp or rel} has no report ({why})")
             missing.append((exp or rel, str(entry.get("verdict") or "failed"), why))
             continue
+        real = rpath.resolve()
+        if real in seen:
+            raise HarnessError(f"{validate.term(str(path))}: experiments {validate.term(str(seen[real]))[:80]!r} and "
+                               f"{validate.term(str(exp))[:80]!r} name the same report; nothing was compared")
+        seen[real] = exp
         rep = read_json(rpath)
         notes += check_report(rpath, rep)
+        # The entry's report must be of that entry: one run's report read for another experiment gates nothing.
+        for field_name in ("experiment", "run_id"):
+            said = entry.get(field_name)
+            if isinstance(said, str) and rep.get(field_name) != said:
+                raise HarnessError(f"{validate.term(str(path))}: the entry for {validate.term(str(exp))[:80]!r} names "
+                                   f"{validate.term(str(rpath))}, whose {field_name} is "
+                                   f"{validate.term(str(rep.get(field_name)))[:80]!r}; nothing was compared")
         # The same experiment twice in a suite (say eos at several commit intervals): key by run folder.
         key = exp or rep["experiment"]
         if names.count(key) > 1 or key in reports:
@@ -274,8 +295,9 @@ def compare(targets: list[dict], labels: list[str] | None = None) -> Comparison:
             first, last = values[0], values[-1]
             if len(values) > 1 and _is_number(first) and _is_number(last):
                 d = last - first
-                row.delta = round(d, 6) if isinstance(d, float) else d
-                row.delta_pct = (0.0 if d == 0 else None) if first == 0 else round(100.0 * d / first, 1)
+                # A delta that is not a finite number (1e308 - -1e308; 1.0 over 5e-324) is None: JSON has no inf.
+                row.delta = _finite(round(d, 6) if isinstance(d, float) else d)
+                row.delta_pct = (0.0 if d == 0 else None) if first == 0 else _finite(_percent(d, first))
             rows.append(row)
     experiments = {k: [r.get("experiment") if r is not None else None for r in reps] for k, reps in groups.items()}
     warnings = [n for t in targets for n in getattr(t, "notes", [])]
@@ -283,6 +305,18 @@ def compare(targets: list[dict], labels: list[str] | None = None) -> Comparison:
     warnings += _env_warnings(targets, labels)
     warnings += _param_warnings(groups, labels)
     return Comparison(labels, rows, warnings, experiments, list(getattr(targets[-1], "missing", [])))
+
+
+def _finite(v):
+    """`v`, or None when it is a float that is not finite."""
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def _percent(d, first):
+    try:
+        return round(100.0 * d / first, 1)
+    except OverflowError:   # an int delta too large for a float
+        return None
 
 
 def _unique(labels: list[str]) -> list[str]:
@@ -447,11 +481,14 @@ def parse_fail_on(expr: str, allow_incomplete: bool = False) -> Rule:
     return Rule(text, metric, op, value, mode, m["exp"])
 
 
-def evaluate(comparison: Comparison, rules: list[Rule]) -> list[str]:
+def evaluate(comparison: Comparison, rules: list[Rule], allow_unknown: bool = False) -> list[str]:
     """Messages for the rules that fire, e.g. "dedupe: duplicates = 3 (rule duplicates>0)".
 
     A rule that cannot apply (an experiment not in the last target, a metric no report has, a
     relative rule with one target) is a mistake, so it raises HarnessError instead of staying silent.
+    A rule that cannot be checked fails: an experiment the last suite lists without a report (whatever
+    verdict suite.json gives it), or a metric of `MUST_KNOW` that is null, missing or not a number.
+    With `allow_unknown` those pass, except for `unexpected` (whose relaxation is --allow-incomplete).
     """
     fired = []
     n = len(comparison.labels)
@@ -465,8 +502,18 @@ def evaluate(comparison: Comparison, rules: list[Rule]) -> list[str]:
             missing = [m for m in comparison.missing if rule.experiment in (None, m[0])]
             for exp, verdict, why in missing:
                 matched += 1
-                if rule.holds(verdict):
+                if verdict in PASSING_VERDICTS:   # suite.json's word alone proves nothing
+                    fired.append(f"{exp}: no report, though suite.json says {verdict} ({why}) (rule {rule.text})")
+                elif rule.holds(verdict):
                     fired.append(f"{exp}: no report, verdict {verdict} ({why}) (rule {rule.text})")
+            if missing and rule.experiment is not None:
+                continue
+        else:     # any other rule cannot be checked on an experiment without a report
+            missing = [m for m in comparison.missing if rule.experiment in (None, m[0])]
+            for exp, verdict, why in missing:
+                matched += 1
+                if not allow_unknown:
+                    fired.append(f"{exp}: no report ({why}), so {rule.metric} cannot be checked (rule {rule.text})")
             if missing and rule.experiment is not None:
                 continue
         keys = _rule_experiments(comparison, rule)
@@ -474,8 +521,15 @@ def evaluate(comparison: Comparison, rules: list[Rule]) -> list[str]:
             row = next((r for r in comparison.rows if r.experiment == key and r.metric == rule.metric), None)
             last = row.values[-1] if row else None
             first = row.values[0] if row else None
+            names = comparison.experiments[key]
             if rule.mode == "absolute":
-                if last is None and not (rule.op == "not in" and comparison.experiments[key][-1] is not None):
+                if rule.op != "not in" and names[-1] is not None and _unknown(rule, last):
+                    matched += 1
+                    if not allow_unknown:
+                        fired.append(f"{names[-1]}: {rule.metric} is {_what(last)} in its report, so the rule "
+                                     f"cannot be checked (rule {rule.text})")
+                    continue
+                if last is None and not (rule.op == "not in" and names[-1] is not None):
                     continue    # ...but a report without a verdict is not as-predicted
                 matched += 1
                 if (rule.op == "not in" or isinstance(last, str) == isinstance(rule.value, str)) and rule.holds(last):
@@ -483,6 +537,13 @@ def evaluate(comparison: Comparison, rules: list[Rule]) -> list[str]:
                     fired.append(f"{name}: {rule.metric} = {fmt(last)} (rule {rule.text})")
                 continue
             if not (_is_number(first) and _is_number(last)):
+                if names[0] is not None and names[-1] is not None and (_unknown(rule, first) or _unknown(rule, last)):
+                    matched += 1
+                    if not allow_unknown:
+                        bad = last if _unknown(rule, last) else first
+                        fired.append(f"{key}: {rule.metric} is {_what(bad)} in "
+                                     f"{last_label if bad is last else first_label}, so the rule cannot be "
+                                     f"checked (rule {rule.text})")
                 continue
             matched += 1
             change = last - first
@@ -504,6 +565,20 @@ def evaluate(comparison: Comparison, rules: list[Rule]) -> list[str]:
                      else f"no experiment has {rule.metric}")
             raise HarnessError(f"--fail-on {rule.text!r} cannot apply: {where} in {which}")
     return fired
+
+
+def _unknown(rule: Rule, value) -> bool:
+    """Whether `value` leaves `rule` unchecked: not a number for a numeric rule (or not a word for a verdict
+    rule), where the metric is one every report has, or is there but of the wrong kind."""
+    if isinstance(rule.value, str) or rule.op == "not in":
+        return value is not None and not isinstance(value, str) or (value is None and rule.metric in MUST_KNOW)
+    if _is_number(value):
+        return False
+    return value is not None or rule.metric in MUST_KNOW
+
+
+def _what(value) -> str:
+    return "unknown (null or missing)" if value is None else f"not a number ({term(repr(value))[:40]})"
 
 
 def _rule_experiments(comparison: Comparison, rule: Rule) -> list[str]:
@@ -587,4 +662,4 @@ def to_json(c: Comparison, failures: list[str] | None = None) -> str:
                      for r in c.rows]}
     if failures is not None:
         data["failures"] = failures
-    return json.dumps(data, indent=2) + "\n"
+    return json.dumps(data, indent=2, allow_nan=False) + "\n"   # strict JSON: never Infinity or NaN

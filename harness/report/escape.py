@@ -3,10 +3,10 @@
 A report.json, a suite.json, a folder name or a ledger id may come from
 someone else (a copied artifact, an edited file). Whatever they hold, the
 renderings must show it as text and never let it act: no HTML element or
-attribute, no `javascript:` link, no Markdown heading, table cell or link, no
-terminal escape sequence. Every renderer (report, suite, compare, audit, the
-progress log) goes through these few functions, so there is one place to get
-it right:
+attribute, no `javascript:` link, no Markdown heading, table cell or link (a
+bare URL included), no terminal escape sequence. Every renderer (report,
+suite, compare, audit, the progress log) goes through these few functions, so
+there is one place to get it right:
 
 - `html(v)`: text or a quoted attribute value in HTML.
 - `href(link, inside)`: a link target, or None: only http(s) URLs and
@@ -30,6 +30,9 @@ from urllib.parse import urlsplit
 # could spell an entity. CommonMark lets any ASCII punctuation be backslash-escaped. Left alone, so
 # report.md stays readable: `_` (GitHub ignores it inside words, where ids have it), `<=`, `->`.
 _MD_SPECIAL = re.compile(r"([\\`*\[\]|]|<(?=[A-Za-z/!?])|&(?=[A-Za-z#]))")
+# GitHub also links bare URLs with no syntax at all (its "autolink" extension): `scheme://...`, `www.`,
+# `mailto:` and `xmpp:`. Escaping the `:` or the `.` that makes them a URL breaks the link, not the text.
+_MD_AUTOLINK = re.compile(r"(?i):(?=//)|(?<=\bmailto):|(?<=\bxmpp):|(?<=\bwww)\.")
 
 
 def shown(value) -> str:
@@ -59,7 +62,7 @@ def html(value) -> str:
 def href(link, inside: Path | None = None) -> str | None:
     """`link` if it is safe to put in an href, else None.
 
-    Safe: an `http`/`https` URL with a host, or a relative path with no `..`, no backslash and no
+    Safe: an `http`/`https` URL with a host, or a relative path with no `..`, no `%`, no backslash and no
     control character that, when `inside` is given, resolves (symlinks followed) to a place within
     the folder `inside`. Anything else (`javascript:`, `data:`, `//host`, `/etc/passwd`) is refused.
     """
@@ -68,7 +71,8 @@ def href(link, inside: Path | None = None) -> str | None:
     parts = urlsplit(link)
     if parts.scheme or parts.netloc:
         return link if parts.scheme in ("http", "https") and parts.netloc else None
-    if link.startswith("/") or "\\" in link or ".." in PurePosixPath(parts.path).parts:
+    # `%` too: a browser decodes `%2e%2e` to `..` (WHATWG URL), and the harness's own links never need it.
+    if link.startswith("/") or "\\" in link or "%" in link or ".." in PurePosixPath(parts.path).parts:
         return None
     if inside is not None and not within(inside, parts.path):
         return None
@@ -91,8 +95,9 @@ def within(folder: Path, relative: str) -> bool:
 
 def md(value) -> str:
     """Inline Markdown text: one line, with every character that could start HTML, a link, a code
-    span, emphasis or a table cell backslash-escaped."""
-    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), shown(value))
+    span, emphasis or a table cell backslash-escaped, and bare URLs (`https://`, `www.`) broken."""
+    text = _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), shown(value))
+    return _MD_AUTOLINK.sub(lambda m: "\\" + m.group(0), text)
 
 
 def md_code(value) -> str:
