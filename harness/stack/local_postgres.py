@@ -110,9 +110,12 @@ class LocalPostgres(pidrecord.RecordedService):
         pw = pwd.getpwnam("postgres")
         if path.is_symlink() or not path.is_dir():
             raise HarnessError(f"{path} is not a folder (a symbolic link?): the harness will not give it to postgres")
-        for root, dirs, files in os.walk(path, followlinks=False):
-            for name in [root, *[os.path.join(root, d) for d in dirs], *[os.path.join(root, f) for f in files]]:
-                os.chown(name, pw.pw_uid, pw.pw_gid, follow_symlinks=False)
+        # Walked by file descriptor (os.fwalk): each name is re-owned relative to its folder's open fd, so a
+        # folder the postgres user swaps for a link mid-walk cannot redirect a chown outside `path`.
+        os.chown(path, pw.pw_uid, pw.pw_gid, follow_symlinks=False)
+        for _root, dirs, files, rootfd in os.fwalk(path, follow_symlinks=False):
+            for name in (*dirs, *files):
+                os.chown(name, pw.pw_uid, pw.pw_gid, dir_fd=rootfd, follow_symlinks=False)
 
     def _secret(self, path: Path) -> str:
         """A generated password kept in `path` (0600), made on first use; never written or read through a link."""
