@@ -165,13 +165,15 @@ def make_folder(folder, mode: int = 0o755) -> Path:
 
 # ---- reading small files ---------------------------------------------------------------------
 
-def read_limited(path, limit: int, what: str) -> bytes:
+def read_limited(path, limit: int, what: str, follow_links: bool = True) -> bytes:
     """The bytes of a regular file of at most `limit` bytes, or one HarnessError.
 
     Opened without blocking (a FIFO would otherwise wait for a writer forever), then refused unless it
-    is a regular file (/dev/zero would be read until memory runs out)."""
+    is a regular file (/dev/zero would be read until memory runs out). With `follow_links=False` a link at
+    `path` itself is refused (a file another user may replace with a link to one only we may read)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | (0 if follow_links else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        fd = os.open(path, flags)
     except OSError as e:
         raise HarnessError(f"cannot read {what} {path}: {e.strerror or e}") from None
     try:
@@ -202,3 +204,21 @@ def open_log(path, truncate: bool = False):
     """A log file to append to (or truncate), opened in binary without following a link at its name."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_TRUNC if truncate else os.O_APPEND)
     return open(os.open(path, flags, PUBLIC), "wb" if truncate else "ab")
+
+
+def read_tail(path, limit: int = 64 * 1024) -> str:
+    """The last `limit` bytes of a regular file as text, or "" (never blocks on a FIFO, never follows a link)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return ""
+        os.lseek(fd, max(0, st.st_size - limit), os.SEEK_SET)
+        return os.read(fd, limit).decode(errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)

@@ -1,6 +1,7 @@
 """`harness report`: render report.md and report.html again from a folder's report.json (or suite.json)."""
 
 import importlib
+import os
 from pathlib import Path
 
 import click
@@ -15,24 +16,44 @@ def rerender(folder: Path) -> Path:
     is rendered in memory, so a report.json or suite.json the renderers cannot read ends in one
     HarnessError with the existing files untouched; write_all then replaces each file atomically.
     """
-    from ..report import validate
-    from ..report.escape import term
-    from ..report.model import RunReport, write_all
     from ..safefile import check_folder
     folder = folder.parent if folder.is_file() else folder
     check_folder(folder, "the report folder", "copy it into a folder that only you can write")
+    # The folder is opened once (never through a link) and everything is read and written through that
+    # descriptor (/proc/self/fd/N names the opened folder itself): whoever owns its parent may swap it for a
+    # link at any moment, and then root would write into the link's target.
+    try:
+        dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        raise HarnessError(f"cannot open the report folder {folder}: {e.strerror or e} (a symbolic link?)") from None
+    try:
+        at = Path(f"/proc/self/fd/{dfd}")
+        try:
+            _rerender_at(at, folder)
+        except HarnessError as e:
+            e.args = tuple(a.replace(str(at), str(folder)) if isinstance(a, str) else a for a in e.args)
+            raise
+    finally:
+        os.close(dfd)
+    return folder
+
+
+def _rerender_at(folder: Path, shown: Path) -> None:
+    from ..report import validate
+    from ..report.escape import term
+    from ..report.model import RunReport, write_all
     if (folder / "suite.json").is_file():
         validate.read_suite(folder / "suite.json")   # one clear line for a broken suite.json
         try:
-            _write_suite()(folder)
+            _write_suite()(shown)      # harness.report.suite writes by name (each page atomically, never via a link)
         except (KeyError, TypeError, AttributeError, ValueError) as e:
             what = f"field {e.args[0]!r} is missing" if isinstance(e, KeyError) else f"{type(e).__name__}: {e}"
-            raise HarnessError(f"cannot render {term(str(folder / 'suite.json'))}: {term(what)[:200]}; "
+            raise HarnessError(f"cannot render {term(str(shown / 'suite.json'))}: {term(what)[:200]}; "
                                f"nothing was rewritten") from None
-        return folder
+        return
     path = folder / "report.json"
     if not path.is_file():
-        raise HarnessError(f"{term(str(folder))} has no report.json (nor suite.json): not a run or suite folder")
+        raise HarnessError(f"{term(str(shown))} has no report.json (nor suite.json): not a run or suite folder")
     data, _notes = validate.read_report(path)
     report = RunReport(data)
     try:
@@ -41,10 +62,9 @@ def rerender(folder: Path) -> Path:
         html.render(report)
     except (KeyError, TypeError, AttributeError, ValueError) as e:
         what = f"field {e.args[0]!r} is missing" if isinstance(e, KeyError) else f"{type(e).__name__}: {e}"
-        raise HarnessError(f"cannot render {term(str(path))}: {term(what)[:200]} (not a schema "
+        raise HarnessError(f"cannot render {term(str(shown / 'report.json'))}: {term(what)[:200]} (not a schema "
                            f"{term(data.get('schema_version', 1))} run report?); nothing was rewritten") from None
     write_all(report, folder)
-    return folder
 
 
 def _write_suite():

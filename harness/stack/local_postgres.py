@@ -28,6 +28,7 @@ import glob
 import os
 import pwd
 import secrets
+import stat
 import shutil
 import signal
 import subprocess
@@ -110,9 +111,12 @@ class LocalPostgres(pidrecord.RecordedService):
         pw = pwd.getpwnam("postgres")
         if path.is_symlink() or not path.is_dir():
             raise HarnessError(f"{path} is not a folder (a symbolic link?): the harness will not give it to postgres")
-        for root, dirs, files in os.walk(path, followlinks=False):
-            for name in [root, *[os.path.join(root, d) for d in dirs], *[os.path.join(root, f) for f in files]]:
-                os.chown(name, pw.pw_uid, pw.pw_gid, follow_symlinks=False)
+        # Walked by file descriptor (os.fwalk): each name is re-owned relative to its folder's open fd, so a
+        # folder the postgres user swaps for a link mid-walk cannot redirect a chown outside `path`.
+        os.chown(path, pw.pw_uid, pw.pw_gid, follow_symlinks=False)
+        for _root, dirs, files, rootfd in os.fwalk(path, follow_symlinks=False):
+            for name in (*dirs, *files):
+                os.chown(name, pw.pw_uid, pw.pw_gid, dir_fd=rootfd, follow_symlinks=False)
 
     def _secret(self, path: Path) -> str:
         """A generated password kept in `path` (0600), made on first use; never written or read through a link."""
@@ -172,10 +176,7 @@ class LocalPostgres(pidrecord.RecordedService):
         return None
 
     def log_tail(self, lines: int = 20) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
+        return "\n".join(safefile.read_tail(self.log).splitlines()[-lines:])
 
     def _run(self, cmd: list[str], what: str, timeout: float) -> None:
         try:
@@ -202,7 +203,8 @@ class LocalPostgres(pidrecord.RecordedService):
             pwfile.unlink(missing_ok=True)
         # Appended by replacing the file (never through a link the server's user could plant meanwhile).
         conf = self.data / "postgresql.conf"
-        safefile.write_bytes(conf, safefile.read_limited(conf, 16 * 1024 * 1024, "the server config").rstrip(b"\n")
+        safefile.write_bytes(conf, safefile.read_limited(conf, 16 * 1024 * 1024, "the server config",
+                                                                follow_links=False).rstrip(b"\n")
                              + ("\n\n# written by harness\n" + "".join(f"{k} = '{v}'\n" for k, v in SERVER_SETTINGS.items())
                                 + f"unix_socket_directories = '{self.home}'\n").encode())
 
@@ -210,7 +212,17 @@ class LocalPostgres(pidrecord.RecordedService):
         """server.log as a file of its own: a link planted there is removed, never touched through."""
         if self.log.is_symlink():
             self.log.unlink()
-        os.close(os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644))
+        # O_NONBLOCK: a FIFO planted there would otherwise block the open until a reader comes, for ever.
+        try:
+            fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                         0o644)
+        except OSError as e:      # ENXIO: a FIFO with no reader
+            raise HarnessError(f"cannot use {self.log} as the server log: {e.strerror or e} (not a regular file?)") from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise HarnessError(f"{self.log} is not a regular file (planted by another user?): remove it")
+        finally:
+            os.close(fd)
 
     def start(self, bindir: Path, port: int, owner: str) -> None:
         self.init(bindir)
