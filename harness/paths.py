@@ -13,8 +13,17 @@ from pathlib import Path
 
 def state_dir() -> Path:
     """The state folder's real path (links resolved): the marks a service's process must show are
-    built from it, so one folder has one name however it was reached."""
-    return Path(os.environ.get("HARNESS_HOME", ".harness")).resolve()
+    built from it, so one folder has one name however it was reached.
+
+    A link on the way that another user made (or may re-point) is refused, in one line: the harness
+    would otherwise write its marker, lock, passwords and data wherever that user points it."""
+    from . import safefile
+    from .errors import HarnessError
+    raw = os.environ.get("HARNESS_HOME", ".harness")
+    why = safefile.foreign_link(raw)
+    if why:
+        raise HarnessError(f"refusing the state folder {raw}: {why}; set HARNESS_HOME to a folder of your own")
+    return Path(raw).resolve()
 
 
 def cache_dir() -> Path:

@@ -64,19 +64,12 @@ def claim_run_dir(path: Path) -> Path:
 
 
 def refuse_foreign_link(path: Path) -> None:
-    """Raise when `path` is a symbolic link another user made, or one in a folder another user owns: either
-    could point it at a folder of ours (or re-point it mid-run), and the run would claim that folder."""
-    if not os.path.islink(path):
-        return
-    try:
-        link, parent = os.lstat(path), os.stat(Path(path).absolute().parent)
-    except OSError as e:
-        raise HarnessError(f"cannot use {path} as the run folder: {_why(e, path)}") from None
-    me = os.geteuid()
-    if link.st_uid != me or parent.st_uid not in (me, 0):
-        raise HarnessError(f"refusing the run folder {path}: it is a symbolic link another user "
-                           f"(uid {link.st_uid if link.st_uid != me else parent.st_uid}) can point anywhere; "
-                           f"choose an --out that only you can write")
+    """Raise when a link on the way to `path` is another user's, or sits in a folder another user owns:
+    that user could point it at a folder of ours (or re-point it mid-run), and the run would claim that
+    folder (`safefile.foreign_link`)."""
+    why = safefile.foreign_link(path)
+    if why:
+        raise HarnessError(f"refusing the run folder {path}: {why}; choose an --out that only you can write")
 
 
 def refuse_used(path: Path) -> None:

@@ -135,6 +135,34 @@ def why_unsafe_folder(folder) -> str | None:
     return None
 
 
+def foreign_link(path) -> str | None:
+    """Why `path` may not be trusted because a link on the way to it is another user's, or None.
+
+    Each component of the absolute path (links not yet resolved) that is a symbolic link must be owned
+    by us or by root, and sit in a folder owned by us or by root: another user's link (or any link in
+    another user's folder) can be pointed at a folder of ours, at any time, and we would write there."""
+    me = os.geteuid()
+    p = Path(os.path.abspath(path))
+    for part in [*reversed(p.parents), p]:
+        try:
+            st = os.lstat(part)
+        except (FileNotFoundError, NotADirectoryError):
+            return None           # what does not exist yet is made by us, not followed (or said elsewhere)
+        except OSError as e:
+            return f"cannot read {part}: {e.strerror or e}"
+        if not stat.S_ISLNK(st.st_mode):
+            continue
+        try:
+            parent = os.stat(part.parent)
+        except OSError as e:
+            return f"cannot read {part.parent}: {e.strerror or e}"
+        if st.st_uid not in (me, 0):
+            return f"{part} is a symbolic link another user (uid {st.st_uid}) made and can point anywhere"
+        if parent.st_uid not in (me, 0):
+            return f"{part} is a symbolic link in a folder of another user (uid {parent.st_uid}), who can re-point it"
+    return None
+
+
 def check_folder(folder, what: str, hint: str = "") -> None:
     """Raise one line when `folder` exists and is unsafe to write into (see `why_unsafe_folder`)."""
     if not os.path.isdir(folder):

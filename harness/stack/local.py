@@ -263,7 +263,9 @@ def up(log=print, hold: bool = False, command: str = "", brokers: int | None = N
     """
     state = state_dir()
     leases.prepare(state)
-    marker.mark(state)          # what `down --purge` looks for before it deletes anything
+    # what `down --purge` looks for before it deletes anything; refused in a folder that already holds
+    # names purge would delete (a project's own kafka/ or postgres/), so purge deletes only ours
+    marker.mark(state, in_the_way=[p for p in purged_paths(state) if os.path.lexists(p)])
     rec = read_record(state) or {}
     if rec.get("kind") not in (None, "local"):
         raise HarnessError(f"{state} holds a {rec.get('kind')} stack; run `harness down` first")
@@ -453,6 +455,15 @@ def _wait_ready(stack: Stack, kafka: list, pg: LocalPostgres) -> None:
     raise HarnessError(f"Kafka did not become ready within {KAFKA_START_TIMEOUT_S} s: {err}", kafka[0].log_tail())
 
 
+def purged_paths(state: Path) -> list[Path]:
+    """What `down --purge` deletes in a state folder (and what `up` must find absent in a folder it
+    marks for the first time, so that purge never deletes what the harness did not make)."""
+    from .shellenv import PGPASS_NAME       # the copy of the password `harness env` keeps
+    kafka, pg = every_node(state), LocalPostgres(state)
+    return [*(k.home for k in kafka), pg.home, pg.password_file, pg.admin_password_file,
+            pg.audit_password_file, kafka[0].client_file, state / PGPASS_NAME, _record_path(state)]
+
+
 def down(purge: bool = False, log=print) -> list[str]:
     """`harness down`: stop every service this state folder owns; return what was stopped."""
     state = state_dir()
@@ -479,10 +490,7 @@ def down(purge: bool = False, log=print) -> list[str]:
                     log(note)
         leases.unhold(state)
         if purge:
-            from .shellenv import PGPASS_NAME       # the copy of the password `harness env` keeps
-            for p in (*(k.home for k in kafka), pg.home, pg.password_file, pg.admin_password_file,
-                      pg.audit_password_file, kafka[0].client_file,
-                      state / PGPASS_NAME, _record_path(state)):
+            for p in purged_paths(state):
                 if p.is_dir():
                     shutil.rmtree(p, ignore_errors=True)
                 else:

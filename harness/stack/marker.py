@@ -20,8 +20,16 @@ from ..errors import HarnessError
 MARKER = ".harness-state"
 
 
-def mark(state: Path) -> None:
-    """Mark `state` as a harness state folder (kept when it already is one)."""
+def mark(state: Path, in_the_way: list[Path] = ()) -> None:
+    """Mark `state` as a harness state folder (kept when it already is one).
+
+    `in_the_way`: what the folder already holds of the names `down --purge` deletes. A folder marked
+    before holds them because the harness made them; in a folder not yet marked they are someone
+    else's (a project's own `kafka/`), and marking it would let purge delete them: refused."""
+    if in_the_way and why_not_marked(state):
+        names = ", ".join(sorted(p.name for p in in_the_way))
+        raise HarnessError(f"refusing the state folder {state}: it already holds {names}, which the harness "
+                           f"did not make (it has no {MARKER}); set HARNESS_HOME to a new or empty folder")
     try:
         safefile.create_new(state / MARKER, json.dumps({"made_by": "harness up", "at": time.time()}) + "\n")
     except OSError as e:
