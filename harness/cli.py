@@ -7,6 +7,7 @@ means a bug in the harness. Each command's help ends with an example.
 
 import functools
 import json
+import os
 import sys
 import time
 
@@ -643,12 +644,17 @@ def main():  # noqa: C901
         # A folder that filled up or turned read-only where no step could say it better (the report's
         # own writing keeps the report elsewhere and says where): one line, exit 3 as for any run whose
         # numbers cannot be had, never a traceback.
+        # A folder the command writes in that was moved or deleted under it (by whoever owns its parent)
+        # is the same kind of end: the file's own folder is gone.
         import errno
-        if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
-            raise
         from .report.escape import term
+        gone = e.errno in (errno.ENOENT, errno.ENOTDIR) and isinstance(e.filename, str) \
+            and not os.path.isdir(os.path.dirname(e.filename))
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS) and not gone:
+            raise
         where = f": {term(str(e.filename))}" if e.filename else ""
-        click.echo(f"error: {e.strerror}{where} (the command stopped there; what it wrote before is kept)", err=True)
+        why = " (its folder was moved or deleted while the command ran" if gone else " (the command stopped there"
+        click.echo(f"error: {e.strerror}{where}{why}; what it wrote before is kept)", err=True)
         sys.exit(3)
 
 
