@@ -39,6 +39,11 @@ class Fault:
         """True while the fault is mid-story: the run is not over even if every worker finished."""
         return False
 
+    def stops_run(self) -> str | None:
+        """Why the run cannot go on because of what this fault did (a node that never came back), in one
+        line; None while it can. The supervisor then ends the run as incomplete, at once."""
+        return None
+
     def finish(self, sup) -> None:
         """The supervisor stops (done, timed out or interrupted): undo what must not outlive the run."""
 

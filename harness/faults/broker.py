@@ -31,6 +31,8 @@ from .base import Fault, number
 
 # A restarted JVM on two busy cores answers within seconds; past this the fault stops waiting and says so.
 RECOVERY_TIMEOUT_S = 120
+# A restarted node whose process (or container) is gone this long has ended: no need to wait out the bound.
+GONE_GRACE_S = 3.0
 CHECK_EVERY_S = 0.25
 MAX_COUNT = 100
 
@@ -56,6 +58,7 @@ class BrokerFault(Fault):
         self.next_at = self.up_at = self.checked = 0.0
         self.struck: list[dict] = []
         self.skipped: list[str] = []
+        self.broken: str | None = None      # why the run cannot go on: a node that did not come back
 
     @classmethod
     def from_options(cls, spec: str, opts: dict, params) -> "BrokerFault":
@@ -108,9 +111,10 @@ class BrokerFault(Fault):
             cur = self.struck[-1]
             try:
                 cur["recovered"] = self.recover(cur["node"])
-            except Exception as e:  # noqa: BLE001 - the run goes on and reports it; `harness up` restarts the node
+            except Exception as e:  # noqa: BLE001 - the run stops and reports it; `harness up` restarts the node
                 cur["note"] = f"could not be {self._recovered_word()}: {first_line(e)}"
                 cur["back_at"] = None
+                self.broken = f"{self.name}: {self.hands.target(cur['node'])} (node {cur['node']}) {cur['note']}"
                 self.state = "done"
                 return
             cur["recovered_at"] = round(time.time(), 3)
@@ -121,10 +125,30 @@ class BrokerFault(Fault):
             if self.hands.answers(cur["node"]):
                 cur["back_at"] = round(now, 3)
                 self._next(now)
-            elif now - cur["recovered_at"] > RECOVERY_TIMEOUT_S:
-                cur["back_at"] = None
-                cur["note"] = f"not answering {RECOVERY_TIMEOUT_S} s after it was {self._recovered_word()}"
-                self.state = "done"
+                return
+            if self.hands.running(cur["node"]):
+                cur.pop("gone_since", None)
+            else:
+                cur.setdefault("gone_since", now)
+            if now - cur.get("gone_since", now) > GONE_GRACE_S or now - cur["recovered_at"] > RECOVERY_TIMEOUT_S:
+                self._give_up(cur, now)
+
+    def _give_up(self, cur: dict, now: float) -> None:
+        """The node did not come back (its process or container ended, or it never answered): say what it is
+        doing and what its log says, and stop the run (`stops_run`) instead of letting it wait out its time
+        limit on a cluster short of a node."""
+        node = f"{self.hands.target(cur['node'])} (node {cur['node']})"
+        waited = now - cur["recovered_at"]
+        tail = " | ".join(l.strip() for l in self.hands.log_tail(cur["node"], 3).splitlines() if l.strip())
+        cur["back_at"] = None
+        cur["note"] = (f"did not come back {waited:.0f} s after it was {self._recovered_word()}: "
+                       f"{self.hands.condition(cur['node'])}" + (f"; its log ends: {tail}" if tail else ""))
+        cur.pop("gone_since", None)
+        self.broken = f"{self.name}: {node} {cur['note']}"
+        self.state = "done"
+
+    def stops_run(self) -> str | None:
+        return self.broken
 
     def _strike(self, sup, now: float) -> None:
         node, what = self.choose(sup)

@@ -254,6 +254,10 @@ class Supervisor:
                     break
                 for f in self.faults:
                     f.tick(self)
+                stop = next((why for f in self.faults if (why := f.stops_run())), None)
+                if stop:
+                    self.result.status, self.result.reason = "incomplete", stop
+                    break
                 if (self.progress or self.group_done) and now - last_progress > 0.5:
                     last_progress = now
                     if self.group_done and self.group_done():

@@ -25,6 +25,7 @@ import signal
 from pathlib import Path
 
 from ..errors import HarnessError, first_line
+from . import health
 from . import ports as portcheck
 
 CLUSTER = 3
@@ -42,6 +43,7 @@ class LocalBrokers:
         self.by_id = {k.node_id: k for k in nodes(state, CLUSTER)}
         self.record = read_record(state) or {}
         self._saved: dict = {}           # node id -> its pid record when we killed it (owner, ports)
+        self._started: dict = {}         # node id -> the Popen of the process we started again
 
     def node_ids(self) -> list[int]:
         return sorted(self.by_id)
@@ -81,6 +83,7 @@ class LocalBrokers:
             raise HarnessError(f"cannot restart {k.name}: its ports are not recorded in {self.state}")
         pid = k.start(resolve_kafka(lambda _m: None), port, ctrl[node - 1], owner, voters=voters(ctrl),
                       cluster_id=k.cluster_id())
+        self._started[node] = k.proc        # ours to reap, and to read its exit status from
         return f"pid {pid}"
 
     def pause(self, node: int) -> str | None:
@@ -94,9 +97,26 @@ class LocalBrokers:
         return self.by_id[node].running() is not None
 
     def answers(self, node: int) -> bool:
-        """The node runs and accepts connections on its client port (it may still be catching up)."""
+        """The node itself serves requests on its client port and the cluster lists it as a live broker
+        (it may still be catching up on its partitions)."""
         port = self._port(node)
-        return self.running(node) and port is not None and portcheck.answers(port, timeout=0.2)
+        if not self.running(node) or port is None or not portcheck.answers(port, timeout=0.2):
+            return False
+        others = [p for n in self.node_ids() if (p := self._port(n)) is not None]
+        return health.node_answers("127.0.0.1", port, node, ",".join(f"127.0.0.1:{p}" for p in others))
+
+    def condition(self, node: int) -> str:
+        """What the node is doing, in words, for a fault that gave up waiting for it."""
+        k = self.by_id[node]
+        proc = self._started.get(node)
+        if k.running() is not None:
+            return f"{k.key} runs (pid {k.pid()}) but does not answer"
+        if proc is not None and proc.poll() is not None:
+            return f"{k.key} exited with status {proc.returncode}"
+        return f"{k.key} is not running"
+
+    def log_tail(self, node: int, lines: int = 5) -> str:
+        return self.by_id[node].log_tail(lines)
 
 
 class ComposeBrokers:
@@ -154,8 +174,29 @@ class ComposeBrokers:
         return c.status == "running"
 
     def answers(self, node: int) -> bool:
+        """The broker in the container itself serves requests and the cluster lists it (never merely
+        that its container started: a container whose broker exits at once is "running" for a moment)."""
         from .compose import CLUSTER_KAFKA_PORTS
-        return self.running(node) and portcheck.answers(CLUSTER_KAFKA_PORTS[node - 1], timeout=0.2)
+        port = CLUSTER_KAFKA_PORTS[node - 1]
+        if not self.running(node) or not portcheck.answers(port, timeout=0.2):
+            return False
+        return health.node_answers("127.0.0.1", port, node, ",".join(f"127.0.0.1:{p}" for p in CLUSTER_KAFKA_PORTS))
+
+    def condition(self, node: int) -> str:
+        try:
+            c = self.container(node)
+            c.reload()
+        except Exception as e:  # noqa: BLE001 - said, never raised: this is already a failure's story
+            return f"{self.target(node)}: {first_line(e)}"
+        st = c.attrs.get("State") or {}
+        code = f", exit code {st.get('ExitCode')}" if c.status == "exited" else ""
+        return f"container {c.name} is {c.status}{code}"
+
+    def log_tail(self, node: int, lines: int = 5) -> str:
+        try:
+            return self.container(node).logs(tail=lines).decode(errors="replace")
+        except Exception as e:  # noqa: BLE001
+            return first_line(e)
 
 
 def for_stack(stack, fault: str, docker_client=None):

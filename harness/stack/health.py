@@ -9,7 +9,7 @@ import time
 import uuid
 
 from .. import kafka_client
-from ..errors import first_line
+from ..errors import HarnessError, first_line
 from .redaction import scrub
 
 # librdkafka retries connections forever; every call below passes a timeout.
@@ -59,7 +59,77 @@ def kafka_probe(bootstrap: str, timeout: float, brokers: int = 1) -> str | None:
     return kafka_client.scrub(last, kafka_client.settings_for(bootstrap))
 
 
+def api_versions_answer(host: str, port: int, timeout: float = 1.0) -> bool:
+    """Whether the Kafka broker listening on host:port itself answers an ApiVersions request (v0) with no
+    error: it processes requests, it does not merely accept connections (a restarted JVM binds its port
+    before it serves). A raw request, because librdkafka sends each request to a broker of its choosing
+    (a metadata request through node 2's address may be answered by node 1). A SASL listener answers
+    ApiVersions before authentication, so this needs no credentials."""
+    import socket
+    import struct
+    client = b"harness-probe"
+    body = struct.pack(">hhih", 18, 0, 0x5A17, len(client)) + client      # api key 18 = ApiVersions, v0
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            sock.sendall(struct.pack(">i", len(body)) + body)
+            head = b""
+            while len(head) < 10:              # size, correlation id, error code
+                chunk = sock.recv(10 - len(head))
+                if not chunk:
+                    return False
+                head += chunk
+    except OSError:
+        return False
+    _size, correlation, error = struct.unpack(">iih", head)
+    return correlation == 0x5A17 and error == 0
+
+
+def node_answers(host: str, port: int, node_id: int, bootstrap: str, timeout: float = 1.0) -> bool:
+    """Whether Kafka node `node_id` is back: it answers requests on its own port (`api_versions_answer`)
+    and the cluster's metadata lists it as a live broker (the controller has unfenced it)."""
+    if not api_versions_answer(host, port, timeout):
+        return False
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient(kafka_client.config(bootstrap, {
+        "log_level": 0, "socket.connection.setup.timeout.ms": max(1000, int(timeout * 1000))}))
+    try:
+        return node_id in admin.list_topics(timeout=timeout).brokers
+    except Exception:  # noqa: BLE001 - a probe reports, never raises
+        return False
+
+
+class PostgresRefused(HarnessError):
+    """The server answered and refused for good (no such database, a password it does not take): waiting
+    changes nothing, so the probe says it at once, in one line (exit 2)."""
+
+
+def postgres_refusal(message: str, dsn: str) -> str | None:
+    """One line for a refusal that no retry can mend, from libpq's message; None for anything else.
+    Names quoted by the server are shown escaped (they come from the DSN, which the user may not have
+    written)."""
+    import re
+    from psycopg.conninfo import conninfo_to_dict
+    from ..report.escape import term
+    try:
+        info = conninfo_to_dict(dsn)
+    except Exception:  # noqa: BLE001
+        info = {}
+    where = f"{term(str(info.get('host') or 'localhost'))}:{term(str(info.get('port') or 5432))}"
+    m = re.search(r'database "([^"]*)" does not exist', message)
+    if m:
+        db = term(m.group(1))
+        return (f'PostgreSQL at {where} has no database "{db}": create it first (as a role allowed to: '
+                f'CREATE DATABASE "{db}" OWNER <user>; or createdb -h HOST -p PORT -U USER {db})')
+    m = re.search(r'password authentication failed for user "([^"]*)"', message)
+    if m:
+        return f'PostgreSQL at {where} refused the password of user "{term(m.group(1))}"'
+    return None
+
+
 def postgres_probe(dsn: str, timeout: float) -> str | None:
+    """None when PostgreSQL accepts a connection and a query within `timeout`, else why not. A refusal that
+    no wait can mend (`postgres_refusal`) raises PostgresRefused at once."""
     import psycopg
 
     deadline = time.monotonic() + timeout
@@ -71,6 +141,9 @@ def postgres_probe(dsn: str, timeout: float) -> str | None:
             return None
         except Exception as e:  # noqa: BLE001
             # libpq's message may quote pieces of the DSN, password included: scrub before cutting.
+            refused = postgres_refusal(str(e), dsn)
+            if refused:
+                raise PostgresRefused(refused) from None
             last = scrub(str(e).strip(), dsn).splitlines()[0][:200] if str(e).strip() else type(e).__name__
             time.sleep(0.2)
     return last

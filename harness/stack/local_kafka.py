@@ -145,6 +145,7 @@ class LocalKafka(pidrecord.RecordedService):
         self.props = self.home / "server.properties"
         self.pidfile = self.home / "kafka.pid"
         self.client_file = state / CLIENT_PROPERTIES
+        self.proc: subprocess.Popen | None = None       # the process this object started, if any
 
     def marks(self) -> list[str]:
         return ["kafka.Kafka", str(self.props)]
@@ -248,6 +249,7 @@ class LocalKafka(pidrecord.RecordedService):
             proc = subprocess.Popen(self._java(lib, "kafka.Kafka", str(self.props)), stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True, cwd=self.home)
+        self.proc = proc        # a broker fault that restarts the node reads its exit status from it
         try:
             rec = pidrecord.capture(proc.pid, self.marks(), group=self.group, owner=owner,
                                     ports={"kafka": port, "controller": controller_port})

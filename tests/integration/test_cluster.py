@@ -40,10 +40,24 @@ def cluster():
         assert not left, f"processes of the cluster's state folder survived `harness down`: {left}"
 
 
+def nodes_story(cluster) -> str:
+    """What each node's pid record and logs say: printed with a failure, so a CI log shows why."""
+    from harness.stack.local_kafka import LocalKafka
+    out = []
+    for n in (1, 2, 3):
+        k = LocalKafka(cluster["home"], n)
+        rec = k.running()
+        out.append(f"--- kafka-{n}: {'running as pid ' + str(rec.pid) if rec else 'NOT running'}\n{k.log_tail(25)}")
+    return "\n".join(out)
+
+
 def run_exp(cluster, tmp_path, *args, verdict="as-predicted") -> dict:
     out = tmp_path / "report"
-    proc = harness("run", *args, "--quiet", "--out", str(out), env=cluster["env"], timeout=600)
-    assert proc.returncode == EXIT_CODES[verdict], proc.stderr[-3000:]
+    try:
+        proc = harness("run", *args, "--quiet", "--out", str(out), env=cluster["env"], timeout=900)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"harness run did not end in 900 s\n{(e.stderr or b'')[-3000:]!r}\n{nodes_story(cluster)}")
+    assert proc.returncode == EXIT_CODES[verdict], proc.stderr[-3000:] + "\n" + nodes_story(cluster)
     d = json.loads((out / "report.json").read_text())
     validate(d)
     assert d["verdict"] == verdict, json.dumps(d["verdict_detail"], indent=1)
@@ -186,9 +200,17 @@ def test_killing_the_harness_mid_fault_leaves_nothing_but_the_recorded_brokers(c
         time.sleep(0.2)
     assert not strays, f"processes of the state folder that no pid record names: {strays}"
     # `harness up` brings back whatever the dead run left down, and the module's `down` stops it all
-    assert harness("up", env=env, timeout=300).returncode == 0
-    st = json.loads(harness("status", "--json", env=env).stdout)
-    assert st["healthy"] and all(st["pids"].values())
+    up = harness("up", env=env, timeout=300)
+    assert up.returncode == 0, up.stdout + up.stderr + nodes_story(cluster)
+    # status probes the cluster anew (metadata, a topic made and deleted): a node that `up` has just seen
+    # answer may still be settling its leaderships, so wait for the state rather than ask once
+    deadline = time.time() + 60
+    while True:
+        st = json.loads(harness("status", "--json", env=env).stdout)
+        if (st["healthy"] and all(st["pids"].values())) or time.time() > deadline:
+            break
+        time.sleep(1)
+    assert st["healthy"] and all(st["pids"].values()), f"{st}\n{nodes_story(cluster)}"
 
 
 def _descends_from(pid: int, ancestor: int) -> bool:

@@ -52,6 +52,15 @@ class FakeHands:
     def answers(self, node):
         return node not in self.down and node not in self.frozen
 
+    def running(self, node):
+        return node not in self.down
+
+    def condition(self, node):
+        return f"kafka-{node} exited with status 1" if node in self.down else f"kafka-{node} runs"
+
+    def log_tail(self, node, lines=5):
+        return "ERROR Exiting Kafka due to fatal exception\nlast line"
+
 
 def fake_sup(finished=False):
     slot = SimpleNamespace(first_message_at=time.time() - 100, finished=finished, attempt=1)
@@ -143,6 +152,52 @@ def test_a_restart_that_fails_is_reported_not_raised():
     f.hands = Broken()
     drive(f, fake_sup())
     assert f.state == "done" and "exited at once" in f.entries([], [])[0]["note"]
+    assert f.stops_run().startswith("broker-kill: kafka-")
+    assert f.stops_run().endswith("could not be restarted: Kafka node 2 exited at once")
+
+
+def test_a_node_whose_restarted_process_ends_stops_the_run_at_once_naming_it_and_its_log():
+    """A restarted node that exits is given up within GONE_GRACE_S, not waited for RECOVERY_TIMEOUT_S, and
+    the run is told to stop (before, the run waited out its time limit and nothing said which node)."""
+    from harness.faults.broker import GONE_GRACE_S, RECOVERY_TIMEOUT_S
+
+    class DiesAfterStart(FakeHands):
+        def start(self, node):
+            self.calls.append(("start", node))      # started, but its process ends at once: still down
+            return f"pid {2000 + node}"
+    f = BrokerKill(count=2, every=0.1, down=0.3, seed=2)
+    f.hands = DiesAfterStart()
+    assert f.stops_run() is None
+    drive(f, fake_sup(), seconds=RECOVERY_TIMEOUT_S)
+    entry = f.entries([], [])[0]
+    assert f.state == "done" and len(f.struck) == 1 and entry["back_at"] is None
+    node = f.struck[0]["node"]
+    waited = float(entry["note"].split("did not come back ")[1].split(" s ")[0])
+    assert waited <= GONE_GRACE_S + 1
+    assert f"kafka-{node} exited with status 1" in entry["note"] and "Exiting Kafka due to fatal" in entry["note"]
+    assert f.stops_run().startswith(f"broker-kill: kafka-{node} (node {node}) did not come back")
+    assert "answering" not in f.sentence(None)
+
+
+def test_a_node_that_runs_but_never_answers_is_given_up_at_the_bound():
+    from harness.faults.broker import RECOVERY_TIMEOUT_S
+
+    class Silent(FakeHands):
+        def running(self, node):
+            return True
+
+        def answers(self, node):
+            return node not in self.calls_started and super().answers(node)
+
+        def start(self, node):
+            self.calls_started = {node}
+            return super().start(node)
+    h = Silent()
+    h.calls_started = set()
+    f = BrokerKill(count=1, every=0.1, down=0.3, seed=2)
+    f.hands = h
+    drive(f, fake_sup(), seconds=RECOVERY_TIMEOUT_S + 30)
+    assert f.state == "done" and f.stops_run() and f"not come back {RECOVERY_TIMEOUT_S}" in f.stops_run()
 
 
 # -- options, declarations, refusals -------------------------------------------------------
@@ -260,9 +315,41 @@ def test_compose_broker_kill_end_to_end_with_the_fake_engine(monkeypatch):
     f = BrokerKill(count=2, every=0.1, down=0.5, seed=4)
     f.check_stack(Stack(kind="compose", bootstrap_servers="x", postgres_dsn="", owned=True, brokers=3), docker)
     monkeypatch.setattr(brokers.portcheck, "answers", lambda port, timeout=0.2: True)
+    monkeypatch.setattr(brokers.health, "node_answers", lambda *a, **k: True)
     drive(f, fake_sup())
     assert [a for a, _ in docker.log] == ["kill", "start", "kill", "start"]
     assert all(r["target"].startswith("kafka-") for r in f.entries([], []))
+
+
+def test_a_started_container_whose_broker_does_not_answer_is_not_back(monkeypatch):
+    """Issue: a container merely started was reported "answering". Now the broker itself must answer."""
+    docker = FakeDocker()
+    hands = ComposeBrokers(docker)
+    monkeypatch.setattr(brokers.portcheck, "answers", lambda port, timeout=0.2: True)
+    asked = []
+    monkeypatch.setattr(brokers.health, "node_answers", lambda host, port, node, bootstrap, timeout=1.0:
+                        asked.append((port, node)) or False)
+    hands.kill(2)
+    hands.start(2)
+    assert hands.running(2) and not hands.answers(2)
+    from harness.stack.compose import CLUSTER_KAFKA_PORTS
+    assert asked == [(CLUSTER_KAFKA_PORTS[1], 2)]
+
+
+def test_a_container_that_exits_after_its_restart_ends_the_fault_with_its_state_and_log(monkeypatch):
+    docker = FakeDocker()
+    for c in docker.by_service.values():
+        c.attrs = {"State": {"ExitCode": 1}}
+        c.logs = lambda tail=5: b"Exception in thread main\nkafka.docker.KafkaDockerWrapper: bad config\n"
+        c.start = (lambda c: lambda: (docker.log.append(("start", c.name)), setattr(c, "status", "exited")))(c)
+    f = BrokerKill(count=2, every=0.1, down=0.5, seed=4)
+    f.check_stack(Stack(kind="compose", bootstrap_servers="x", postgres_dsn="", owned=True, brokers=3), docker)
+    monkeypatch.setattr(brokers.portcheck, "answers", lambda port, timeout=0.2: False)
+    drive(f, fake_sup(), seconds=60)
+    assert [a for a, _ in docker.log] == ["kill", "start"]       # the second fault never struck
+    note = f.entries([], [])[0]["note"]
+    assert "is exited, exit code 1" in note and "KafkaDockerWrapper: bad config" in note
+    assert "did not come back" in f.stops_run()
 
 
 def test_a_missing_container_is_one_line():

@@ -97,6 +97,30 @@ def test_a_busy_fault_holds_the_run_open_and_is_ticked(tmp_path):
     assert r.status == "complete" and f.ticks >= 20
 
 
+class Broken(Fault):
+    """A fault whose node never came back: it says so on its third tick."""
+    name = "broken"
+
+    def __init__(self):
+        self.ticks = 0
+
+    def tick(self, sup):
+        self.ticks += 1
+
+    def stops_run(self):
+        return "kafka-2 (node 2) did not come back" if self.ticks >= 3 else None
+
+
+def test_a_fault_that_says_the_run_cannot_go_on_ends_it_at_once_and_kills_the_worker(tmp_path):
+    """Before, a node that never came back left the workers waiting out the whole time limit."""
+    t0 = time.time()
+    r = supervisor(tmp_path, "sleep", time_limit=60.0, faults=[Broken()], marker="harness-sup-broken").run()
+    assert r.status == "incomplete" and r.reason == "kafka-2 (node 2) did not come back"
+    assert time.time() - t0 < 30          # far less than the time limit: ended by the fault, not by the clock
+    assert r.killed_at_end == 1
+    assert not pids_where(lambda cmd: "harness-sup-broken" in cmd)
+
+
 def test_restart_seconds_join_each_crash_to_its_own_slot():
     crashes = [{"worker": "w0", "time": 10.0}, {"worker": "w1", "time": 10.0}, {"worker": "w0", "time": 30.0}]
     events = [{"event": "first_message", "worker": "w1", "t": 10.1}, {"event": "first_message", "worker": "w0", "t": 10.7},
