@@ -161,6 +161,7 @@ class WorkerContext:
         self.pending: list = []           # group mode: records applied and not yet committed (the loop's own list)
         self._topic_high: dict = {}       # group mode: every partition's end, to know when the group is done
         self._group_done_checked = 0.0
+        self._closing = False             # close() has begun: a rebalance it delivers is not ours to serve
         self._pg = None
         self._first = False
         self.prepared: dict = {}          # what a warm spare's experiment prepared (Experiment.warm_up)
@@ -218,6 +219,11 @@ class WorkerContext:
         self.events.emit("started", partitions=[], assignment="group")
 
     def _on_assign(self, consumer, partitions) -> None:
+        if getattr(self, "_closing", False):
+            # An assignment that close() delivers while it leaves the group: nothing will be read from it,
+            # and the handle being destroyed refuses every request (a worker that had finished died here
+            # with _DESTROY, an exit 1 counted as an unplanned death).
+            return
         got = _retrying(lambda: consumer.committed(partitions, timeout=REQUEST_TIMEOUT_S)) if partitions else []
         for tp in got:
             self.high[tp.partition] = self._topic_high[tp.partition]
@@ -398,6 +404,7 @@ class WorkerContext:
         import resource
         self.events.emit("done", delivered=self.kill.delivered,
                          max_rss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        self._closing = True
         try:
             self.consumer.close()
         finally:

@@ -67,6 +67,28 @@ def test_a_revocation_commits_what_was_applied_on_the_revoked_partitions(tmp_pat
     assert ev[-1]["event"] == "revoked" and ev[-1]["partitions"] == [0] and ev[-1]["committed_on_revoke"] == 2
 
 
+def test_an_assignment_delivered_while_the_worker_closes_is_not_served(tmp_path):
+    """A finished worker leaving the group got one last assignment inside consumer.close(); fetching its
+    committed offsets raised _DESTROY and the worker exited 1 (an unplanned death that made the run's
+    prediction a bound)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    def destroyed(partitions, timeout):
+        raise KafkaException(KafkaError(KafkaError._DESTROY, "Broker handle destroyed for termination"))
+    ctx = group_ctx(tmp_path)
+    ctx.consumer = SimpleNamespace(committed=destroyed, close=lambda: ctx._on_assign(ctx.consumer, [
+        SimpleNamespace(partition=1)]))
+    ctx._pg = None
+    ctx.kill = SimpleNamespace(delivered=0)
+    ctx.close()
+    assert [e["event"] for e in events(tmp_path)] == ["done"]
+    # while it runs, the same error is still an error: nothing is silently dropped
+    ctx._closing = False
+    import pytest
+    with pytest.raises(KafkaException):
+        ctx._on_assign(ctx.consumer, [SimpleNamespace(partition=1)])
+
+
 def test_a_commit_refused_mid_rebalance_is_logged_with_the_ids_that_come_again(tmp_path):
     def refuse(**kw):
         raise RuntimeError("Broker: Specified group generation id is not valid")
