@@ -612,6 +612,10 @@ _register_commands()
 
 def main():  # noqa: C901
     hide_own()          # before anything else: `ps` must not show a password given on the command line
+    # Text from PostgreSQL as text, whatever the server's encoding: a SQL_ASCII database hands psycopg
+    # bytes unless the client says which encoding it reads (libpq's own variable; the workers inherit it,
+    # and a DSN's client_encoding still wins).
+    os.environ.setdefault("PGCLIENTENCODING", "UTF8")
     try:
         cli.main(standalone_mode=False)
     except HarnessError as e:   # its message may quote names and log lines: shown without escape codes

@@ -102,16 +102,38 @@ def up(variant: str = "single", log=print) -> Stack:
     from ..safefile import write_text
     write_text(state / "stack.json", json.dumps({"kind": "compose", "variant": variant}) + "\n")
     stack = _stack(state, variant)
+    err = _postgres_probe(stack, 30)
+    if err:
+        raise HarnessError(f"the compose PostgreSQL does not accept connections: {err}")
     stack.healthy = True
     stack.postgres_version = health.postgres_version(stack.postgres_dsn)
     return stack
+
+
+POSTGRES_VOLUME = f"{PROJECT}_postgres-data"
+
+
+def _postgres_probe(stack: Stack, timeout: float) -> str | None:
+    """The probe, with what a refused password means here: the container's data volume was initialised
+    with another password (POSTGRES_PASSWORD counts only on an empty volume), by another state folder or
+    by hand, and keeps it."""
+    try:
+        return health.postgres_probe(stack.postgres_dsn, timeout)
+    except health.PostgresRefused as e:
+        if "refused the password" not in str(e):
+            raise
+        raise health.PostgresRefused(
+            f"{e}: the Docker volume {POSTGRES_VOLUME} was initialised with another password (its first "
+            f"start's; this state folder's is in {state_dir() / 'compose.password'}); if its data is not needed, "
+            f"remove it (docker compose -p {PROJECT} down -v, or docker volume rm {POSTGRES_VOLUME}), "
+            f"else set HARNESS_PG_PASSWORD to its password") from None
 
 
 def status() -> Stack:
     state = state_dir()
     stack = _stack(state, _recorded_variant(state))
     stack.healthy = health.kafka_probe(stack.bootstrap_servers, 5, brokers=stack.brokers) is None and \
-        health.postgres_probe(stack.postgres_dsn, 5) is None
+        _postgres_probe(stack, 5) is None
     return stack
 
 
@@ -120,8 +142,19 @@ def down(purge: bool = False, variant: str | None = None, log=print) -> bool:
     if engine_available():
         return False
     variant = variant or _recorded_variant(state_dir())
-    cmd = ["docker", "compose", "-p", PROJECT, "-f", str(FILES[variant]), "down"] + (["-v"] if purge else [])
     log("Stopping the compose stack ...")
-    subprocess.run(cmd, env=_env(state_dir()), capture_output=True, text=True, timeout=300)
+    subprocess.run(_down_command(variant, purge), env=_env(state_dir()), capture_output=True, text=True,
+                   timeout=300)
+    if purge:
+        # The other variant's volumes too (a single-node stack's kafka-data after a cluster, say): both
+        # files belong to this project, and `down -v` removes only the volumes its own file declares.
+        for other in FILES:
+            if other != variant:
+                subprocess.run(_down_command(other, True), env=_env(state_dir()), capture_output=True,
+                               text=True, timeout=300)
     (state_dir() / "stack.json").unlink(missing_ok=True)
     return True
+
+
+def _down_command(variant: str, purge: bool) -> list[str]:
+    return ["docker", "compose", "-p", PROJECT, "-f", str(FILES[variant]), "down"] + (["-v"] if purge else [])

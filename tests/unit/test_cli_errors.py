@@ -253,3 +253,18 @@ def test_the_audit_hint_names_a_folder_outside_the_reports_folder_by_its_path(tm
     assert audit_target(tmp_path / "reports" / "20261130T120000-suite") == "20261130T120000-suite"
     assert audit_target(tmp_path / "elsewhere" / "suite") == str(tmp_path / "elsewhere" / "suite")
     assert audit_target(tmp_path / "it's here") == "'" + str(tmp_path) + "/it'\"'\"'s here'"
+
+
+def test_postgres_refusals_that_no_wait_mends_are_named_in_one_line():
+    from harness.stack.health import postgres_refusal
+    dsn = "postgresql://u:secret@db.example:6543/pay"
+    missing = postgres_refusal('connection failed: connection to server at "10.0.0.1", port 6543 failed: '
+                               'FATAL:  database "pay" does not exist', dsn)
+    assert missing.startswith('PostgreSQL at db.example:6543 has no database "pay": create it first')
+    assert 'CREATE DATABASE "pay"' in missing and "secret" not in missing
+    refused = postgres_refusal('FATAL:  password authentication failed for user "u"', dsn)
+    assert refused == 'PostgreSQL at db.example:6543 refused the password of user "u"'
+    assert postgres_refusal("connection refused", dsn) is None      # a server not up yet: worth waiting for
+    # a name the server quotes back is shown escaped: no terminal escape reaches the user's terminal
+    odd = postgres_refusal('FATAL:  database "x\x1b[31m" does not exist', dsn)
+    assert "\x1b" not in odd
