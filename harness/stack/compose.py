@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 from .. import versions
-from ..errors import HarnessError
+from ..errors import HarnessError, first_line
 from ..paths import state_dir
 from . import health
 from .model import Stack
@@ -57,7 +57,20 @@ def _password(state: Path) -> str:
 
 
 def _env(state: Path) -> dict:
-    return {**os.environ, "HARNESS_PG_PASSWORD": _password(state), "KAFKA_VERSION": versions.KAFKA_VERSION}
+    """The environment of every `docker compose` call: the password, and the images this state folder's
+    stack was started with (so a later call neither pulls nor builds again) unless the user names others."""
+    recorded = _recorded(state).get("images")
+    images = {k: v for k, v in recorded.items() if k in {var for var, _ in IMAGE_VARS.values()}
+              and isinstance(v, str)} if isinstance(recorded, dict) else {}
+    return {**images, **os.environ, "HARNESS_PG_PASSWORD": _password(state), "KAFKA_VERSION": versions.KAFKA_VERSION}
+
+
+def _recorded(state: Path) -> dict:
+    try:
+        d = json.loads((state / "stack.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return d if isinstance(d, dict) else {}
 
 
 def variant_for(brokers: int | None) -> str:
@@ -71,10 +84,7 @@ def variant_for(brokers: int | None) -> str:
 
 
 def _recorded_variant(state: Path) -> str:
-    try:
-        v = json.loads((state / "stack.json").read_text()).get("variant")
-    except (OSError, ValueError, AttributeError):
-        return "single"
+    v = _recorded(state).get("variant")
     return v if v in FILES else "single"
 
 
@@ -88,19 +98,105 @@ def _stack(state: Path, variant: str = "single") -> Stack:
                  kafka_config=kafka_client.resolve(bootstrap))
 
 
-def up(variant: str = "single", log=print) -> Stack:
+# The compose files read their images from these variables; unset, they are the official images.
+IMAGE_VARS = {"kafka": ("HARNESS_KAFKA_IMAGE", f"apache/kafka:{versions.KAFKA_VERSION}"),
+              "postgres": ("HARNESS_POSTGRES_IMAGE", "postgres:15")}
+BUILD_SCRIPT = COMPOSE_DIR.parent / "scripts" / "build-images.sh"
+BUILD_TIMEOUT_S = 1800
+
+
+def chosen_images(env: dict) -> dict:
+    """{service: image} the compose files will use with this environment."""
+    return {svc: env.get(var) or default for svc, (var, default) in IMAGE_VARS.items()}
+
+
+def _missing_image(client, image: str) -> str | None:
+    """None when the engine has `image` or can pull it; else why not (one line)."""
+    try:
+        client.images.get(image)
+        return None
+    except Exception:  # noqa: BLE001 - not here: try to pull it
+        pass
+    try:
+        client.images.pull(image)
+        return None
+    except Exception as e:  # noqa: BLE001
+        return first_line(e)
+
+
+def ensure_images(env: dict, build: bool = False, log=print, client=None) -> dict:
+    """The images for `docker compose up`, as environment variables to add.
+
+    The official images unless the user named others; built locally from Debian's packages (the project's
+    scripts/build-images.sh) when asked (`build`), or when an official image is neither on the engine nor
+    pullable (no registry here), saying so. An image the user named that cannot be had is one line: it is
+    never silently replaced."""
+    if client is None:
+        import docker
+        client = docker.from_env(timeout=120)
+    images = chosen_images(env)
+    if not build:
+        missing = {img: why for img in images.values() if (why := _missing_image(client, img))}
+        named = [img for svc, img in images.items() if env.get(IMAGE_VARS[svc][0]) and img in missing]
+        if named:
+            raise HarnessError(f"the image {named[0]} (set in {IMAGE_VARS[_svc_of(images, named[0])][0]}) is not on "
+                               f"the Docker engine and cannot be pulled: {missing[named[0]]}")
+        if not missing:
+            log(f"images: kafka {images['kafka']}, postgres {images['postgres']}")
+            return {}
+        first, why = next(iter(missing.items()))
+        log(f"cannot pull {first} ({why}); building local images from Debian's packages instead "
+            f"({BUILD_SCRIPT.name}, a few minutes the first time)")
+    else:
+        log(f"building local images from Debian's packages ({BUILD_SCRIPT.name}) ...")
+    built = build_images(env)
+    log(f"images: kafka {built['HARNESS_KAFKA_IMAGE']}, postgres {built['HARNESS_POSTGRES_IMAGE']} (built here)")
+    return built
+
+
+def _svc_of(images: dict, image: str) -> str:
+    return next(svc for svc, img in images.items() if img == image)
+
+
+def build_images(env: dict) -> dict:
+    """Run the project's image build; the variables it prints for the compose files."""
+    import shlex
+    if not BUILD_SCRIPT.is_file():
+        raise HarnessError(f"cannot build the compose images: {BUILD_SCRIPT} is missing (a source checkout has it)")
+    try:
+        proc = subprocess.run(["bash", str(BUILD_SCRIPT)], env=env, capture_output=True, text=True,
+                              timeout=BUILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise HarnessError(f"building the compose images took longer than {BUILD_TIMEOUT_S} s") from None
+    if proc.returncode != 0:
+        raise HarnessError("building the compose images failed", (proc.stdout + proc.stderr)[-2000:])
+    found = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("export "):
+            found.update(w.split("=", 1) for w in shlex.split(line)[1:] if "=" in w)
+    wanted = {var for var, _ in IMAGE_VARS.values()}
+    if not wanted <= set(found):
+        raise HarnessError(f"{BUILD_SCRIPT.name} did not name the images it built", proc.stdout[-1000:])
+    return {k: v for k, v in found.items() if k in wanted}
+
+
+def up(variant: str = "single", log=print, build_images: bool = False) -> Stack:
     why = engine_available()
     if why:
-        raise HarnessError(f"--stack compose needs a Docker engine, but {why}; "
-                           f"use the default local stack (no Docker needed) or --bootstrap-servers/--postgres-dsn")
+        raise HarnessError(f"--stack compose needs a Docker engine, but {why}; start one with "
+                           f"`bash scripts/docker-engine.sh start`, or use the default local stack (no Docker "
+                           f"needed) or --bootstrap-servers/--postgres-dsn")
     state = state_dir()
+    env = _env(state)
+    env.update(ensure_images(env, build=build_images, log=log))
     cmd = ["docker", "compose", "-p", PROJECT, "-f", str(FILES[variant]), "up", "-d", "--wait"]
     log("Starting the compose stack: " + " ".join(cmd[2:]))
-    proc = subprocess.run(cmd, env=_env(state), capture_output=True, text=True, timeout=UP_TIMEOUT_S)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=UP_TIMEOUT_S)
     if proc.returncode != 0:
         raise HarnessError("docker compose up failed", (proc.stdout + proc.stderr)[-2000:])
     from ..safefile import write_text
-    write_text(state / "stack.json", json.dumps({"kind": "compose", "variant": variant}) + "\n")
+    images = {var: env[var] for var, _ in IMAGE_VARS.values() if env.get(var)}
+    write_text(state / "stack.json", json.dumps({"kind": "compose", "variant": variant, "images": images}) + "\n")
     stack = _stack(state, variant)
     err = _postgres_probe(stack, 30)
     if err:

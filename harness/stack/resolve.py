@@ -39,7 +39,8 @@ def external(bootstrap: str | None, dsn: str | None) -> Stack:
 
 def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None = None,
               log=print, hold: bool = False, command: str = "",
-              brokers: int | None = None, auth: str | None = None) -> tuple[Stack, "local.Claim | None"]:
+              brokers: int | None = None, auth: str | None = None,
+              build_images: bool = False) -> tuple[Stack, "local.Claim | None"]:
     """Return (stack, claim). `claim` is the lease on a local stack that the caller must release.
 
     With `hold` (`harness up`) a local stack is kept until `harness down` and there is no claim.
@@ -56,9 +57,9 @@ def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None
     if kind == "compose":
         variant = compose.variant_for(brokers)
         st = compose.status() if compose.engine_available() is None else None
-        if st and st.healthy and (brokers is None or st.brokers == brokers):
+        if st and st.healthy and (brokers is None or st.brokers == brokers) and not build_images:
             return st, None
-        return compose.up(variant, log=log), None
+        return compose.up(variant, log=log, build_images=build_images), None
     return local.up(log=log, hold=hold, command=command, brokers=brokers, auth=auth)
 
 

@@ -1,0 +1,81 @@
+"""Which images `harness up --stack compose` uses, with a stand-in Docker SDK client: the official ones
+when the engine has or can pull them, local builds when asked or when they cannot be had, and never a
+silent substitute for an image the user named."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.stack import compose
+
+OFFICIAL = compose.chosen_images({})
+
+
+class FakeImages:
+    def __init__(self, have=(), pullable=()):
+        self.have, self.pullable, self.pulled = set(have), set(pullable), []
+
+    def get(self, name):
+        if name not in self.have:
+            raise LookupError(f"No such image: {name}")
+
+    def pull(self, name):
+        self.pulled.append(name)
+        if name not in self.pullable:
+            raise OSError(f"Get \"https://registry/v2/\": dial tcp: lookup registry: no such host ({name})")
+        self.have.add(name)
+
+
+def client(**kw):
+    return SimpleNamespace(images=FakeImages(**kw))
+
+
+@pytest.fixture
+def builds(monkeypatch):
+    calls = []
+    monkeypatch.setattr(compose, "build_images", lambda env: calls.append(env) or {
+        "HARNESS_KAFKA_IMAGE": "harness-kafka:x", "HARNESS_POSTGRES_IMAGE": "harness-postgres:15"})
+    return calls
+
+
+def test_the_official_images_when_the_engine_has_them(builds):
+    said = []
+    assert compose.ensure_images({}, log=said.append, client=client(have=OFFICIAL.values())) == {}
+    assert not builds and said == [f"images: kafka {OFFICIAL['kafka']}, postgres {OFFICIAL['postgres']}"]
+
+
+def test_images_that_cannot_be_pulled_are_built_here_saying_so(builds):
+    said = []
+    got = compose.ensure_images({}, log=said.append, client=client(have=[OFFICIAL["postgres"]]))
+    assert got == {"HARNESS_KAFKA_IMAGE": "harness-kafka:x", "HARNESS_POSTGRES_IMAGE": "harness-postgres:15"}
+    assert len(builds) == 1
+    assert said[0].startswith(f"cannot pull {OFFICIAL['kafka']} (") and "building local images" in said[0]
+    assert said[-1] == "images: kafka harness-kafka:x, postgres harness-postgres:15 (built here)"
+
+
+def test_an_image_the_user_named_is_never_replaced(builds):
+    env = {"HARNESS_KAFKA_IMAGE": "mine/kafka:1"}
+    with pytest.raises(HarnessError, match=r"the image mine/kafka:1 \(set in HARNESS_KAFKA_IMAGE\) is not on the "
+                                           r"Docker engine and cannot be pulled"):
+        compose.ensure_images(env, log=lambda m: None, client=client(have=[OFFICIAL["postgres"]]))
+    assert not builds
+
+
+def test_build_images_builds_without_asking_a_registry(builds):
+    c = client()
+    compose.ensure_images({}, build=True, log=lambda m: None, client=c)
+    assert len(builds) == 1 and c.images.pulled == []
+
+
+def test_a_later_compose_call_reuses_the_images_the_stack_was_started_with(tmp_path, monkeypatch):
+    import json
+    (tmp_path / "stack.json").write_text(json.dumps({"kind": "compose", "variant": "single", "images": {
+        "HARNESS_KAFKA_IMAGE": "harness-kafka:x", "HARNESS_POSTGRES_IMAGE": "harness-postgres:15", "PATH": "/evil"}}))
+    (tmp_path / "compose.password").write_text("pw\n")
+    monkeypatch.delenv("HARNESS_KAFKA_IMAGE", raising=False)
+    monkeypatch.delenv("HARNESS_PG_PASSWORD", raising=False)
+    env = compose._env(tmp_path)
+    assert env["HARNESS_KAFKA_IMAGE"] == "harness-kafka:x" and env["PATH"] != "/evil"
+    monkeypatch.setenv("HARNESS_KAFKA_IMAGE", "mine/kafka:1")       # the user's own choice wins
+    assert compose._env(tmp_path)["HARNESS_KAFKA_IMAGE"] == "mine/kafka:1"
