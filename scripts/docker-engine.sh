@@ -12,7 +12,8 @@
 # built with `go install` into ~/.docker/cli-plugins -- and starts a private
 # dockerd whose data, state, pid file and socket all live in one folder:
 # $HARNESS_DOCKER_DIR, default /tmp/harness-docker. That engine uses no
-# default bridge (docker0); compose makes its own networks.
+# default bridge (docker0): compose makes its own networks, and `docker run`
+# needs `--network host` or a network made with `docker network create`.
 #
 # `stop` stops only the dockerd this script started (its pid file, command line
 # and start time must all agree), its containerd child, and deletes the folder.

@@ -21,7 +21,7 @@ if ! out="$(java -Dlog4j2.configurationFile=/etc/kafka/docker/tools-log4j2.yaml 
     exit 1
   fi
 else
-  echo "$out" | grep -v '^\s' | tail -n 5
+  echo "$out" | grep -v '^\s' | tail -n 5 || true
 fi
 
 exec java ${KAFKA_HEAP_OPTS:--Xmx1G -Xms1G} \
