@@ -11,7 +11,10 @@
 # (system-wide; no system service is started) and the compose v2 CLI plugin,
 # built with `go install` into ~/.docker/cli-plugins -- and starts a private
 # dockerd whose data, state, pid file and socket all live in one folder:
-# $HARNESS_DOCKER_DIR, default /tmp/harness-docker. That engine uses no
+# $HARNESS_DOCKER_DIR, default /tmp/harness-docker. That engine leaves the
+# machine's firewall and forwarding settings alone (--iptables=false
+# --ip-forward=false: published ports go through docker-proxy, and containers
+# reach each other on their own network but not the outside) and makes no
 # default bridge (docker0): compose makes its own networks, and `docker run`
 # needs `--network host` or a network made with `docker network create`.
 #
@@ -146,6 +149,8 @@ cmd_start() {
     "--pidfile=$PIDFILE" \
     "--host=unix://$SOCK" \
     --bridge=none \
+    --iptables=false \
+    --ip-forward=false \
     >"$LOGFILE" 2>&1 </dev/null &
   pid=$!
   start_time_of "$pid" > "$STARTFILE" || die "dockerd exited at once: $(tail -n 5 "$LOGFILE" | tr '\n' ' ')"
