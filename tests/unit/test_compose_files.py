@@ -27,6 +27,9 @@ FILES = {"single": SINGLE, "cluster": CLUSTER}
 CLUSTER_KAFKA_PORTS = [29092, 29093, 29094]
 # ${HARNESS_PG_PASSWORD} or ${HARNESS_PG_PASSWORD:?message}; never a default value.
 PASSWORD_REF = re.compile(r"^\$\{HARNESS_PG_PASSWORD(:?\?[^}]*)?\}$")
+# image: ${HARNESS_KAFKA_IMAGE:-apache/kafka:4.1.1}: a variable with the official image as its default.
+IMAGE_REF = re.compile(r"^\$\{(?P<var>[A-Z_]+):-(?P<default>[^}]+)\}$")
+IMAGE_VARS = {"kafka": "HARNESS_KAFKA_IMAGE", "postgres": "HARNESS_POSTGRES_IMAGE"}
 
 
 def load(path: Path) -> dict:
@@ -35,13 +38,20 @@ def load(path: Path) -> dict:
     return doc
 
 
+def image_ref(svc: dict) -> tuple[str | None, str]:
+    """(variable, default image) for `${VAR:-image}`; (None, image) for a literal image."""
+    image = str(svc.get("image", ""))
+    m = IMAGE_REF.match(image)
+    return (m["var"], m["default"]) if m else (None, image)
+
+
 def kafka_services(doc: dict) -> dict:
     return {name: svc for name, svc in doc["services"].items()
-            if str(svc.get("image", "")).startswith("apache/kafka")}
+            if image_ref(svc)[1].startswith("apache/kafka")}
 
 
 def postgres_service(doc: dict) -> dict:
-    found = [svc for svc in doc["services"].values() if str(svc.get("image", "")).startswith("postgres")]
+    found = [svc for svc in doc["services"].values() if image_ref(svc)[1].startswith("postgres")]
     assert len(found) == 1, "expected exactly one PostgreSQL service"
     return found[0]
 
@@ -114,12 +124,16 @@ def test_images_match_the_pinned_versions(compose_doc):
     kafkas = kafka_services(doc)
     assert kafkas, f"{name}: no apache/kafka service"
     for svc_name, svc in kafkas.items():
-        repo, _, tag = svc["image"].partition(":")
+        var, image = image_ref(svc)
+        assert var == IMAGE_VARS["kafka"], f"{name}: {svc_name}'s image is not taken from ${IMAGE_VARS['kafka']}"
+        repo, _, tag = image.partition(":")
         assert repo == "apache/kafka"
         assert tag == versions.KAFKA_VERSION, \
             f"{name}: {svc_name} runs Kafka {tag!r}, harness/versions.py pins {versions.KAFKA_VERSION!r}"
-        assert svc["image"] == versions.KAFKA_IMAGE
-    assert postgres_service(doc)["image"] == versions.POSTGRES_IMAGE
+        assert image == versions.KAFKA_IMAGE
+    var, image = image_ref(postgres_service(doc))
+    assert var == IMAGE_VARS["postgres"], f"{name}: the PostgreSQL image is not taken from ${IMAGE_VARS['postgres']}"
+    assert image == versions.POSTGRES_IMAGE
 
 
 def test_postgres_password_comes_from_the_environment(compose_doc):

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Builds the compose stack's Kafka and PostgreSQL images from Debian packages
+# and Maven Central, for machines that cannot pull apache/kafka and postgres
+# from a registry. Needs a Docker engine (scripts/docker-engine.sh start).
+#
+#   bash scripts/build-images.sh            # builds what is missing
+#   bash scripts/build-images.sh --rebuild  # builds all three again
+#
+# Then point the compose files at the images:
+#   export HARNESS_KAFKA_IMAGE=harness-kafka:<KAFKA_VERSION> HARNESS_POSTGRES_IMAGE=harness-postgres:15
+#   harness up --stack compose
+#
+# Steps (each says how long it took):
+#   1. harness-base:bookworm  Debian bookworm (minbase) made with debootstrap
+#      from the mirror apt already uses, imported with `docker import`.
+#   2. harness-kafka:<KAFKA_VERSION>  Debian's openjdk-17-jre-headless plus
+#      Kafka's jars (server and command-line tools), resolved with mvn on this
+#      machine as the local stack does (cached under the harness cache folder).
+#   3. harness-postgres:15  Debian's postgresql-15.
+# Installs debootstrap with apt-get (system-wide) if it is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+START=$SECONDS
+step() { STEP_T=$SECONDS; echo "build-images: $*" >&2; }
+took() { echo "build-images:   done in $((SECONDS - STEP_T)) s" >&2; }
+die() { echo "build-images: error: $*" >&2; exit 1; }
+
+REBUILD=
+case "${1:-}" in
+  "") ;;
+  --rebuild) REBUILD=1 ;;
+  *) die "usage: $0 [--rebuild]" ;;
+esac
+
+need_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+command -v docker >/dev/null || die "no docker client on PATH"
+docker info >/dev/null 2>&1 || die "no Docker engine answers at ${DOCKER_HOST:-the default socket}; run 'bash scripts/docker-engine.sh start' and the export line it prints"
+
+KAFKA_VERSION="$(python3 -c 'from harness import versions; print(versions.KAFKA_VERSION)')"
+BASE_IMAGE=harness-base:bookworm
+KAFKA_IMAGE="harness-kafka:${KAFKA_VERSION}"
+POSTGRES_IMAGE=harness-postgres:15
+
+# build TAG CONTEXT [docker build options]: the build's output goes to a log, shown when it fails.
+build() {
+  local tag="$1" context="$2"; shift 2
+  docker build --network host --build-arg "BASE=$BASE_IMAGE" "$@" -t "$tag" "$context" > "$TMP/build.log" 2>&1 \
+    || { tail -n 20 "$TMP/build.log" >&2; die "docker build of $tag failed (see the lines above)"; }
+}
+
+have_image() { [ -z "$REBUILD" ] && docker image inspect "$1" >/dev/null 2>&1; }
+
+# The Debian mirror apt uses here: the first bookworm (not -security/-updates) source.
+debian_mirror() {
+  local f
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    awk 'BEGIN { RS = ""; FS = "\n" }
+      {
+        uris = ""; suites = ""
+        for (i = 1; i <= NF; i++) {
+          if ($i ~ /^URIs:/) { uris = $i; sub(/^URIs:[ \t]*/, "", uris) }
+          if ($i ~ /^Suites:/) { suites = " " $i " "; sub(/^ Suites:/, "", suites) }
+        }
+        if (suites ~ /[ \t]bookworm[ \t]/) { split(uris, u, /[ \t]+/); print u[1]; exit }
+      }' "$f"
+  done
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    awk '$1 == "deb" { i = 2; if ($2 ~ /^\[/) { while ($i !~ /\]$/) i++; i++ } if ($(i + 1) == "bookworm") { print $i; exit } }' "$f"
+  done
+}
+
+TMP="$(mktemp -d /tmp/harness-images.XXXXXX)"
+trap 'rm -rf --one-file-system "$TMP"' EXIT
+
+# --- 1. Base image -----------------------------------------------------------
+if have_image "$BASE_IMAGE"; then
+  echo "build-images: $BASE_IMAGE exists (--rebuild makes it again)" >&2
+else
+  MIRROR="$(debian_mirror | head -n 1)"
+  [ -n "$MIRROR" ] || die "found no bookworm source in /etc/apt/sources.list{,.d/*}; cannot tell debootstrap which mirror to use"
+  if ! command -v debootstrap >/dev/null; then
+    step "installing Debian's debootstrap system-wide with apt-get"
+    need_root apt-get update -qq
+    need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+    took
+  fi
+  step "making $BASE_IMAGE with debootstrap --variant=minbase bookworm from $MIRROR"
+  need_root debootstrap --variant=minbase bookworm "$TMP/rootfs" "$MIRROR" > "$TMP/debootstrap.log" 2>&1 \
+    || { tail -n 15 "$TMP/debootstrap.log" >&2; die "debootstrap failed (see the lines above)"; }
+  # Leave no package lists or caches in the image; apt-get update fetches fresh ones.
+  need_root rm -rf "$TMP/rootfs/var/lib/apt/lists/"* "$TMP/rootfs/var/cache/apt/"*.bin "$TMP/rootfs/var/cache/apt/archives/"*.deb
+  need_root tar -C "$TMP/rootfs" --numeric-owner -c . | docker import - "$BASE_IMAGE" >/dev/null \
+    || die "docker import of the bookworm root file system failed"
+  need_root rm -rf --one-file-system "$TMP/rootfs"
+  took
+fi
+
+# --- 2. Kafka ----------------------------------------------------------------
+if have_image "$KAFKA_IMAGE"; then
+  echo "build-images: $KAFKA_IMAGE exists (--rebuild makes it again)" >&2
+else
+  step "resolving Kafka ${KAFKA_VERSION}'s jars and command-line tools with mvn (cached after the first time)"
+  LIB="$(python3 - <<'EOF'
+# The local stack's class path (harness/stack/kafka-pom.xml) plus kafka-tools,
+# whose classes the image's scripts (kafka-topics.sh, ...) run.
+import subprocess, sys
+from harness import safefile, versions
+from harness.paths import cache_dir
+from harness.stack import maven
+home = cache_dir() / f"kafka-image-{versions.KAFKA_VERSION}"
+lib, marker = home / "lib", home / "resolved.ok"
+if not marker.exists():
+    tools = ("    <dependency>\n      <groupId>org.apache.kafka</groupId>\n"
+             "      <artifactId>kafka-tools</artifactId>\n"
+             f"      <version>{versions.KAFKA_VERSION}</version>\n    </dependency>\n  </dependencies>")
+    home.mkdir(parents=True, exist_ok=True)
+    safefile.write_text(home / "pom.xml", maven.pom_text().replace("  </dependencies>", tools, 1))
+    proc = subprocess.run(["mvn", "-B", "-q", "-f", str(home / "pom.xml"), "dependency:copy-dependencies",
+                           f"-DoutputDirectory={lib}", "-DincludeScope=runtime"],
+                          capture_output=True, text=True, timeout=maven.MVN_TIMEOUT_S)
+    if proc.returncode != 0:
+        sys.exit("mvn failed:\n" + "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:]))
+    maven.check_classpath(lib)
+    if not any(p.name.startswith("kafka-tools-") for p in lib.glob("*.jar")):
+        sys.exit(f"no kafka-tools jar in {lib}")
+    safefile.write_text(marker, versions.KAFKA_VERSION + "\n")
+print(lib)
+EOF
+)" || die "could not resolve Kafka's jars"
+  took
+  step "building $KAFKA_IMAGE (Debian's openjdk-17-jre-headless with apt-get inside the build)"
+  mkdir -p "$TMP/kafka"
+  cp -r compose/images/kafka/. "$TMP/kafka/"
+  mkdir -p "$TMP/kafka/libs"
+  cp "$LIB"/*.jar "$TMP/kafka/libs/"
+  build "$KAFKA_IMAGE" "$TMP/kafka" --build-arg "KAFKA_VERSION=$KAFKA_VERSION"
+  took
+fi
+
+# --- 3. PostgreSQL -----------------------------------------------------------
+if have_image "$POSTGRES_IMAGE"; then
+  echo "build-images: $POSTGRES_IMAGE exists (--rebuild makes it again)" >&2
+else
+  step "building $POSTGRES_IMAGE (Debian's postgresql-15 with apt-get inside the build)"
+  build "$POSTGRES_IMAGE" compose/images/postgres
+  took
+fi
+
+echo "build-images: done in $((SECONDS - START)) s" >&2
+echo "export HARNESS_KAFKA_IMAGE=$KAFKA_IMAGE HARNESS_POSTGRES_IMAGE=$POSTGRES_IMAGE"
