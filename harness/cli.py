@@ -23,11 +23,19 @@ from .errors import HarnessError
 from .experiments import REGISTRY
 
 
+def _recorded_stack() -> str:
+    """--stack's default: the kind of stack this state folder holds (a compose stack that `harness up
+    --stack compose` started is what a later `run` means), else local."""
+    from .stack.local import read_record
+    return "compose" if (read_record() or {}).get("kind") == "compose" else "local"
+
+
 def stack_options(f):
     """--stack / --bootstrap-servers / --postgres-dsn / --kafka-config[-file], shared by every command that
     needs a stack. The Kafka client settings do not reach `f`: they are handed to harness.kafka_client,
     which every Kafka client the command starts takes its config from."""
-    @click.option("--stack", "stack_kind", default="local", show_default=True, envvar="HARNESS_STACK",
+    @click.option("--stack", "stack_kind", default=_recorded_stack, envvar="HARNESS_STACK",
+                  show_default="the kind of stack the state folder holds, else local",
                   help="Which stack to start or use: local (processes, no Docker) or compose (Docker).")
     @click.option("--bootstrap-servers", envvar="HARNESS_BOOTSTRAP_SERVERS",
                   help="Use an existing Kafka at this address (with --postgres-dsn); the harness starts nothing.")

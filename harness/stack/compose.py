@@ -230,6 +230,7 @@ def status() -> Stack:
     stack = _stack(state, _recorded_variant(state))
     stack.healthy = health.kafka_probe(stack.bootstrap_servers, 5, brokers=stack.brokers) is None and \
         _postgres_probe(stack, 5) is None
+    stack.postgres_version = health.postgres_version(stack.postgres_dsn) if stack.healthy else None
     return stack
 
 

@@ -79,3 +79,16 @@ def test_a_later_compose_call_reuses_the_images_the_stack_was_started_with(tmp_p
     assert env["HARNESS_KAFKA_IMAGE"] == "harness-kafka:x" and env["PATH"] != "/evil"
     monkeypatch.setenv("HARNESS_KAFKA_IMAGE", "mine/kafka:1")       # the user's own choice wins
     assert compose._env(tmp_path)["HARNESS_KAFKA_IMAGE"] == "mine/kafka:1"
+
+
+def test_commands_follow_the_kind_of_stack_the_state_folder_holds(tmp_path, monkeypatch):
+    """`harness up --stack compose --brokers 3`, then `harness run ... --fault broker-kill` without --stack:
+    the run took the local default and said the stack had 1 broker."""
+    import json
+    from harness.cli import _recorded_stack
+    monkeypatch.setenv("HARNESS_HOME", str(tmp_path))
+    assert _recorded_stack() == "local"
+    (tmp_path / "stack.json").write_text(json.dumps({"kind": "compose", "variant": "cluster"}))
+    assert _recorded_stack() == "compose"
+    (tmp_path / "stack.json").write_text(json.dumps({"kind": "local", "brokers": 3}))
+    assert _recorded_stack() == "local"
