@@ -96,6 +96,9 @@ class Supervisor:
         # (processors/worker_forkserver.py): a restart costs a fork, not an interpreter's start-up.
         self.forked = forked
         self.forkserver = None
+        # Our own Python workers dump their stacks on SIGUSR1 (processors/worker.py); a user's process may
+        # die of it, so only forked (our own) workers are asked.
+        self.dump_signal = signal.SIGUSR1 if forked else None
         self.result = SupervisorResult(status="running")
 
     # -- processes ------------------------------------------------------------------------
@@ -140,6 +143,20 @@ class Supervisor:
         with safefile.open_log(self.logs / f"{slot.name}.log") as log:
             return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin,
                                     process_group=0 if self.own_process_group else None)
+
+    def _ask_for_stacks(self) -> None:
+        """Our own workers write their threads' stacks to their logs on `dump_signal` (faulthandler): a run
+        stopped with a worker still busy then shows where it stood. A short wait, then the kill goes on."""
+        asked = False
+        for s in self.slots:
+            if s.proc and not s.finished and s.proc.poll() is None:
+                try:
+                    s.proc.send_signal(self.dump_signal)
+                    asked = True
+                except OSError:
+                    pass
+        if asked:
+            time.sleep(0.5)
 
     def _sweep(self, proc: subprocess.Popen) -> None:
         """SIGKILL what is left of a dead worker's process group (its children), when it has its own."""
@@ -278,6 +295,8 @@ class Supervisor:
                 self.result.killed_at_stop = [{"worker": s.name, "attempt": s.attempt, "pid": s.proc.pid, "time": now}
                                               for s in self.slots if s.proc and not s.finished
                                               and s.proc.poll() is None]
+                if self.result.status == "incomplete" and self.dump_signal:
+                    self._ask_for_stacks()
             self.kill_all()
             for f in self.faults:
                 f.finish(self)

@@ -23,6 +23,7 @@ touch become bounds (see predictors.py).
 import json
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -33,6 +34,13 @@ from ..workload.sqlnames import table_identifier as table_ident
 
 # Each poll waits at most this long for records; short, so the end of input is noticed quickly.
 POLL_TIMEOUT_S = 0.1
+# A partition with records left that yields none for this long is stalled in the client (seen once in CI:
+# after its leader was SIGKILLed, a worker's input partition yielded nothing for 10 minutes while the
+# cluster served everyone else). The worker then seeks it to its own next offset, which restarts
+# librdkafka's fetch state for it without skipping or repeating a record; after STALL_RESEEKS such
+# seeks it gives up and exits (an unplanned death, said as one, never a silent hang).
+FETCH_STALL_S = 15.0
+STALL_RESEEKS = 3
 # Metadata and committed-offset requests to a healthy local broker take milliseconds.
 REQUEST_TIMEOUT_S = 15
 
@@ -164,6 +172,8 @@ class WorkerContext:
         self._closing = False             # close() has begun: a rebalance it delivers is not ours to serve
         self._pg = None
         self._first = False
+        self._last_record_at = time.monotonic()
+        self._reseeks = 0
         self.prepared: dict = {}          # what a warm spare's experiment prepared (Experiment.warm_up)
 
     def activate(self, args) -> None:
@@ -174,6 +184,7 @@ class WorkerContext:
         self.commit_every = args.commit_every
         self.input_topic = args.input_topic
         self.events = Events(Path(args.events), args.worker, args.attempt)
+        self._last_record_at = time.monotonic()      # a standby's wait for its turn is no stall
         plan = CrashPlan.load(Path(args.crash_plan)) if args.crash_plan else None
         self.kill = KillSwitch(plan, Path(args.crash_log), args.worker, args.attempt, args.experiment)
 
@@ -283,10 +294,33 @@ class WorkerContext:
             out.append(m)
             self.positions[m.partition()] = m.offset() + 1
         if out:
+            self._last_record_at = time.monotonic()
             if not self._first:
                 self._first = True
                 self.events.emit("first_message", message_id=out[0].key().decode())
+        elif time.monotonic() - self._last_record_at > FETCH_STALL_S and not self.at_end():
+            self._unstall()
         return out
+
+    def _unstall(self) -> None:
+        """Seek every partition that has records left to this worker's next offset in it (see FETCH_STALL_S)."""
+        from confluent_kafka import KafkaException, TopicPartition
+        waited = round(time.monotonic() - self._last_record_at, 1)
+        behind = {p: pos for p, pos in self.positions.items() if pos < self.high.get(p, 0)}
+        self._reseeks += 1
+        self.events.emit("fetch_stalled", seconds=waited, positions={str(p): o for p, o in behind.items()},
+                         reseek=self._reseeks)
+        print(f"worker {self.worker}: no record for {waited} s with partitions {sorted(behind)} behind their end; "
+              f"seeking them to their next offsets ({self._reseeks} of {STALL_RESEEKS})", file=sys.stderr)
+        if self._reseeks > STALL_RESEEKS:
+            raise RuntimeError(f"partitions {sorted(behind)} yielded no record for {waited} s after "
+                               f"{STALL_RESEEKS} seeks: giving up")
+        for p, pos in behind.items():
+            try:
+                self.consumer.seek(TopicPartition(self.input_topic, p, pos))
+            except KafkaException as e:
+                print(f"worker {self.worker}: seek of partition {p} refused: {e}", file=sys.stderr)
+        self._last_record_at = time.monotonic()
 
     def deliver(self, msg):
         """Count a record as delivered to this mode's per-record step (the report's `deliveries`)."""

@@ -60,8 +60,13 @@ def parse(argv=None):
 
 
 def main(argv=None) -> int:
+    import faulthandler
+    import signal
     from ..procs import die_with_parent
     die_with_parent()
+    # A run that stops with this worker still busy (its time limit, a node that never came back) asks it for
+    # its threads' stacks before the SIGKILL: its log then says where it stood.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     argv = sys.argv[1:] if argv is None else argv
     standby = "--standby" in argv
     args = parse([a for a in argv if a != "--standby"])

@@ -117,3 +117,35 @@ def test_the_group_story_counts_assignments_and_revocations():
     g = group_story("classic", ev, 0.5)
     assert (g["assignments"], g["revocations"], g["revoked_partitions"], g["lost_assignments"]) == (1, 2, 3, 1)
     assert g["commits_lost"] == 1 and g["redelivered_at_most"] == 2 and g["events"][0]["t"] == 0.5
+
+
+def test_a_partition_that_yields_nothing_while_behind_is_sought_to_the_next_offset_then_given_up(tmp_path,
+                                                                                                    monkeypatch):
+    """A worker whose input partition stalled in the client after its leader was killed polled nothing for
+    10 minutes with records left (CI). Now it seeks the partition to its own next offset after
+    FETCH_STALL_S, says so, and after STALL_RESEEKS seeks exits instead of hanging."""
+    clock = [1000.0]
+    monkeypatch.setattr(context.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(context.consume, "ready", lambda consumer, n, timeout: [])
+    sought = []
+    ctx = group_ctx(tmp_path)
+    ctx.consumer = SimpleNamespace(seek=lambda tp: sought.append((tp.partition, tp.offset)))
+    ctx.high, ctx.positions = {0: 10, 1: 8}, {0: 7, 1: 8}          # partition 0 behind, 1 at its end
+    ctx._last_record_at, ctx._reseeks, ctx._first, ctx.worker = clock[0], 0, False, "w0"
+    assert ctx.poll(10) == [] and sought == []                  # not yet: a quiet moment is not a stall
+    for n in range(1, context.STALL_RESEEKS + 1):
+        clock[0] += context.FETCH_STALL_S + 1
+        ctx.poll(10)
+        assert sought == [(0, 7)] * n                           # only the partition with records left
+    stalls = [e for e in events(tmp_path) if e["event"] == "fetch_stalled"]
+    assert [e["positions"] for e in stalls] == [{"0": 7}] * context.STALL_RESEEKS
+    clock[0] += context.FETCH_STALL_S + 1
+    import pytest
+    with pytest.raises(RuntimeError, match=r"partitions \[0\] yielded no record"):
+        ctx.poll(10)
+    # at its end, a worker that gets nothing is not stalled
+    ctx2 = group_ctx(tmp_path)
+    ctx2.consumer = SimpleNamespace(seek=lambda tp: sought.append("no"))
+    ctx2.high, ctx2.positions, ctx2._last_record_at, ctx2._reseeks = {0: 7}, {0: 7}, 0.0, 0
+    ctx2.poll(10)
+    assert "no" not in sought
