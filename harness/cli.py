@@ -231,7 +231,9 @@ def down(purge):
       harness down --purge
     """
     from .stack import local, compose
-    if (local.read_record() or {}).get("kind") == "compose":
+    # A compose stack, or (with --purge) the volumes a compose stack stopped without --purge left behind:
+    # its password file says this folder started one.
+    if (local.read_record() or {}).get("kind") == "compose" or (purge and compose.left_volumes()):
         if not compose.down(purge, log=_say):
             raise HarnessError(f"cannot stop the compose stack: {compose.engine_available()}")
         stopped = ["the compose stack"]

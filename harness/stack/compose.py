@@ -250,7 +250,16 @@ def down(purge: bool = False, variant: str | None = None, log=print) -> bool:
                 subprocess.run(_down_command(other, True), env=_env(state_dir()), capture_output=True,
                                text=True, timeout=300)
     (state_dir() / "stack.json").unlink(missing_ok=True)
+    if purge:
+        (state_dir() / "compose.password").unlink(missing_ok=True)     # its volume is gone: so is its password
     return True
+
+
+def left_volumes() -> bool:
+    """Whether this state folder started a compose stack that `down` stopped without --purge: no record
+    of a running stack, and the password file of its PostgreSQL volume is still there."""
+    state = state_dir()
+    return _recorded(state).get("kind") is None and (state / "compose.password").is_file()
 
 
 def _down_command(variant: str, purge: bool) -> list[str]:
