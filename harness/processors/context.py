@@ -40,7 +40,7 @@ POLL_TIMEOUT_S = 0.1
 # librdkafka's fetch state for it without skipping or repeating a record; after STALL_RESEEKS such
 # seeks it gives up and exits (an unplanned death, said as one, never a silent hang).
 FETCH_STALL_S = 15.0
-STALL_RESEEKS = 3
+STALL_RESEEKS = 6
 # Metadata and committed-offset requests to a healthy local broker take milliseconds.
 REQUEST_TIMEOUT_S = 15
 

@@ -20,7 +20,8 @@ from tests.conftest import pids_where
 
 # A worker stand-in: behaviour by attempt, given as a tiny Python program.
 WORKER = r"""
-import json, os, signal, sys, time
+import faulthandler, json, os, signal, sys, time
+faulthandler.register(signal.SIGUSR1, all_threads=True)     # as our own workers do
 attempt, how, log, events, marker = int(sys.argv[1]), sys.argv[2].split(","), sys.argv[3], sys.argv[4], sys.argv[5]
 act = how[min(attempt, len(how)) - 1]
 with open(events, "a") as f:
@@ -75,6 +76,16 @@ def test_the_time_limit_ends_a_stuck_run_and_kills_the_worker(tmp_path):
     assert r.status == "incomplete" and "time limit" in r.reason
     assert r.killed_at_end == 1        # killed where it stood: an undescribed crash for the prediction
     assert not pids_where(lambda cmd: "harness-sup-stuck" in cmd)
+
+
+def test_a_run_stopped_with_a_busy_worker_gets_its_stack_in_the_log_first(tmp_path):
+    """CI once had a worker busy until the time limit with nothing in its log to say where it stood."""
+    sup = supervisor(tmp_path, "sleep", time_limit=1.0, marker="harness-sup-stacks")
+    sup.dump_signal = signal.SIGUSR1
+    r = sup.run()
+    assert r.status == "incomplete" and r.killed_at_end == 1
+    log = (tmp_path / "workers" / "w0.log").read_text()
+    assert "most recent call first" in log and "<module>" in log, log
 
 
 class Holding(Fault):
