@@ -60,17 +60,14 @@ def _env(state: Path) -> dict:
     """The environment of every `docker compose` call: the password, and the images this state folder's
     stack was started with (so a later call neither pulls nor builds again) unless the user names others."""
     recorded = _recorded(state).get("images")
-    images = {k: v for k, v in recorded.items() if k in {var for var, _ in IMAGE_VARS.values()}
-              and isinstance(v, str)} if isinstance(recorded, dict) else {}
+    images = {k: v for k, v in recorded.items() if k in IMAGE_ENV and isinstance(v, str)} \
+        if isinstance(recorded, dict) else {}
     return {**images, **os.environ, "HARNESS_PG_PASSWORD": _password(state), "KAFKA_VERSION": versions.KAFKA_VERSION}
 
 
 def _recorded(state: Path) -> dict:
-    try:
-        d = json.loads((state / "stack.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return d if isinstance(d, dict) else {}
+    from .local import read_record          # stack.json, whichever kind of stack wrote it
+    return read_record(state) or {}
 
 
 def variant_for(brokers: int | None) -> str:
@@ -101,6 +98,7 @@ def _stack(state: Path, variant: str = "single") -> Stack:
 # The compose files read their images from these variables; unset, they are the official images.
 IMAGE_VARS = {"kafka": ("HARNESS_KAFKA_IMAGE", f"apache/kafka:{versions.KAFKA_VERSION}"),
               "postgres": ("HARNESS_POSTGRES_IMAGE", "postgres:15")}
+IMAGE_ENV = {var for var, _ in IMAGE_VARS.values()}
 BUILD_SCRIPT = COMPOSE_DIR.parent / "scripts" / "build-images.sh"
 BUILD_TIMEOUT_S = 1800
 
@@ -137,10 +135,11 @@ def ensure_images(env: dict, build: bool = False, log=print, client=None) -> dic
     images = chosen_images(env)
     if not build:
         missing = {img: why for img in images.values() if (why := _missing_image(client, img))}
-        named = [img for svc, img in images.items() if env.get(IMAGE_VARS[svc][0]) and img in missing]
+        named = [(var, images[svc]) for svc, (var, _) in IMAGE_VARS.items() if env.get(var) and images[svc] in missing]
         if named:
-            raise HarnessError(f"the image {named[0]} (set in {IMAGE_VARS[_svc_of(images, named[0])][0]}) is not on "
-                               f"the Docker engine and cannot be pulled: {missing[named[0]]}")
+            var, img = named[0]
+            raise HarnessError(f"the image {img} (set in {var}) is not on the Docker engine and cannot be pulled: "
+                               f"{missing[img]}")
         if not missing:
             log(f"images: kafka {images['kafka']}, postgres {images['postgres']}")
             return {}
@@ -152,10 +151,6 @@ def ensure_images(env: dict, build: bool = False, log=print, client=None) -> dic
     built = build_images(env)
     log(f"images: kafka {built['HARNESS_KAFKA_IMAGE']}, postgres {built['HARNESS_POSTGRES_IMAGE']} (built here)")
     return built
-
-
-def _svc_of(images: dict, image: str) -> str:
-    return next(svc for svc, img in images.items() if img == image)
 
 
 def build_images(env: dict) -> dict:
@@ -174,10 +169,9 @@ def build_images(env: dict) -> dict:
     for line in proc.stdout.splitlines():
         if line.startswith("export "):
             found.update(w.split("=", 1) for w in shlex.split(line)[1:] if "=" in w)
-    wanted = {var for var, _ in IMAGE_VARS.values()}
-    if not wanted <= set(found):
+    if not IMAGE_ENV <= set(found):
         raise HarnessError(f"{BUILD_SCRIPT.name} did not name the images it built", proc.stdout[-1000:])
-    return {k: v for k, v in found.items() if k in wanted}
+    return {k: v for k, v in found.items() if k in IMAGE_ENV}
 
 
 def up(variant: str = "single", log=print, build_images: bool = False) -> Stack:
@@ -195,7 +189,7 @@ def up(variant: str = "single", log=print, build_images: bool = False) -> Stack:
     if proc.returncode != 0:
         raise HarnessError("docker compose up failed", (proc.stdout + proc.stderr)[-2000:])
     from ..safefile import write_text
-    images = {var: env[var] for var, _ in IMAGE_VARS.values() if env.get(var)}
+    images = {var: env[var] for var in IMAGE_ENV if env.get(var)}
     write_text(state / "stack.json", json.dumps({"kind": "compose", "variant": variant, "images": images}) + "\n")
     stack = _stack(state, variant)
     err = _postgres_probe(stack, 30)
