@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from harness.runner import EXIT_CODES
+from harness.stack import compose
 from tests.conftest import ROOT, harness, searchable_dir
 from tests.unit.sample_report import validate
 
@@ -27,7 +28,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.compose]
 
 PROJECT = "harness"
 ENGINE_SCRIPT = ROOT / "scripts" / "docker-engine.sh"
-IMAGES_SCRIPT = ROOT / "scripts" / "build-images.sh"
 
 
 def _docker(env, *args, timeout=120) -> subprocess.CompletedProcess:
@@ -56,12 +56,8 @@ def engine():
         env["DOCKER_HOST"] = shlex.split(last.split("=", 1)[1])[0]
         started = True
     try:
-        proc = subprocess.run(["bash", str(IMAGES_SCRIPT)], env=env, capture_output=True, text=True, timeout=1500)
-        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-        for line in proc.stdout.splitlines():          # `export NAME=value ...`: the images to use
-            if line.startswith("export "):
-                env.update(w.split("=", 1) for w in shlex.split(line)[1:] if w.startswith("HARNESS_") and "=" in w)
-        assert env.get("HARNESS_KAFKA_IMAGE") and env.get("HARNESS_POSTGRES_IMAGE"), proc.stdout
+        env.update(compose.build_images(env))        # the harness's own builder (scripts/build-images.sh)
+        assert env.get("HARNESS_KAFKA_IMAGE") and env.get("HARNESS_POSTGRES_IMAGE")
         yield env
     finally:
         left = leftovers(env)
