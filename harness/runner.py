@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import experiments, kafka_client, kafka_logging
+from . import kafka_client, kafka_logging
 from .checker.audit import audit_run
 from .checker.deliveries import FILE_NAME as DELIVERIES, read as read_deliveries
 from .checker.output_watcher import OutputWatcher
@@ -30,7 +30,7 @@ from .experiments.launch import PythonWorkers
 from .faults import crashlog
 from .faults.crashplan import CrashPlan
 from .faults.supervisor import Supervisor, SupervisorResult
-from .params import RunParams, TXN_ABORT_MARGIN_S, FRESH_ID_TRANSACTION_TIMEOUT_MS
+from .params import RunParams, resolve
 from .paths import reports_dir
 from .report.build import assemble
 from .report.model import RunReport, write_or_keep
@@ -40,6 +40,9 @@ from .workload import tables
 from .workload import registry
 from .workload.naming import RunNames, new_run_id
 from .workload.payments import make_payments, create_topic, produce
+
+# The broker checks for timed-out transactions every second (our broker setting), then writes the abort markers.
+TXN_ABORT_MARGIN_S = 3.0
 
 # Exit status of `harness run` (and the worst of a suite's runs) per verdict.
 EXIT_CODES = {"as-predicted": 0, "unexpected": 1, "incomplete": 3, "audit-failed": 3, "interrupted": 130}
@@ -175,12 +178,8 @@ def phase(r: "Run", name: str):
 
 def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=None,
         run_id: str | None = None) -> tuple[RunReport, Path]:
-    params.validate()
-    exp = experiments.get(params.experiment).resolve(params)
-    params.take_experiment_defaults(exp)
-    faults = params.check_faults(exp)
-    if params.fresh_transactional_id and not params.transaction_timeout_ms:
-        params.transaction_timeout_ms = FRESH_ID_TRANSACTION_TIMEOUT_MS
+    resolved = resolve(params)          # checked once; from here on nobody changes the parameters
+    params, exp, faults = resolved.params, resolved.exp, resolved.faults
     for f in faults:
         f.check_stack(stack)          # e.g. a broker fault needs the 3-broker cluster: say so before creating anything
     launcher = exp.launcher or PythonWorkers()

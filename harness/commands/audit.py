@@ -21,6 +21,7 @@ from pathlib import Path
 import click
 
 from ..errors import HarnessError
+from .stack_options import stack_options
 
 
 def _stack(stack_kind, bootstrap_servers, postgres_dsn, run_id):
@@ -159,6 +160,7 @@ def _number(v) -> str:
               help="Count the effects with this query, returning (message_id, amount) rows, instead of the "
                    "ledger: a custom run's own --audit-sql, given again (a report's copy is never run). It runs "
                    "read-only, as the stack's read-only role when it has one.")
+@stack_options
 def audit(run, reports_dir, as_json, audit_sql, stack_kind, bootstrap_servers, postgres_dsn):
     """Recount a finished run from Kafka and Postgres and compare with its report.
 
@@ -223,8 +225,3 @@ def audit(run, reports_dir, as_json, audit_sql, stack_kind, bootstrap_servers, p
         sys.exit(1)
     click.echo(f"the report and the recount agree ({len(results)} run{'s' if len(results) != 1 else ''})", err=True)
 
-
-# Imported once `audit` exists: bench loads harness.cli, which registers this command while it loads.
-from .bench import _reuse_stack_options  # noqa: E402
-
-_reuse_stack_options(audit)

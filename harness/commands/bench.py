@@ -1,24 +1,13 @@
 """`harness bench`: restart latency by strategy and throughput by delivery mode, in one report.
 
-The command object is `bench`; the CLI registers it with `cli.add_command(bench)`.
+The command object is `bench` (with its subcommand `scale`); harness/cli.py registers it.
 """
 
 import sys
 
 import click
 
-
-def _cli():
-    """The harness.cli module, for its shared `stack_options` and `_with_stack`.
-
-    Under `python -m harness.cli` the running cli.py is `__main__`: use it rather than loading
-    cli.py a second time as `harness.cli`.
-    """
-    main = sys.modules.get("__main__")
-    if getattr(getattr(main, "__spec__", None), "name", None) == "harness.cli":
-        return main
-    from .. import cli
-    return cli
+from .stack_options import stack_options, with_stack
 
 
 def _strategies_help() -> str:
@@ -55,6 +44,7 @@ def _cases_help() -> str:
 @click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output; the report folder is still printed.")
 @click.pass_context
+@stack_options
 def bench(ctx, messages, fast_messages, repetitions, sizes, cases, skip_restart, skip_throughput, restart_kills,
           slow_kills, strategies, keep_data, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn):
     """Benchmark restart latency by strategy and throughput by delivery mode.
@@ -99,7 +89,7 @@ def bench(ctx, messages, fast_messages, repetitions, sizes, cases, skip_restart,
     bench_id = new_run_id("bench")
     folder = Path(out) if out else reports_dir() / bench_id
     install_sigterm_as_interrupt()
-    data, folder = _cli()._with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
+    data, folder = with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
                                lambda stack, log: run_bench(stack, opts, folder, bench_id, log=log))
     if not quiet:
         for line in data["summary"]:
@@ -107,18 +97,6 @@ def bench(ctx, messages, fast_messages, repetitions, sizes, cases, skip_restart,
     click.echo(str(folder))
     if data["status"] != "complete":
         sys.exit(1)
-
-
-def _reuse_stack_options(cmd: click.Command) -> None:
-    """Give `cmd` the shared --stack/--bootstrap-servers/--postgres-dsn/--kafka-config[-file] options of
-    cli.stack_options (the Kafka client settings are taken off its arguments as stack_options does).
-
-    Done once `bench` exists: harness.cli registers this command while it loads, so importing it
-    from here works whichever module is imported first.
-    """
-    probe = _cli().stack_options(lambda **_kw: None)
-    cmd.params.extend(reversed(probe.__click_params__))
-    cmd.callback = _cli().takes_kafka_settings(cmd.callback)
 
 
 @bench.command("scale")
@@ -136,6 +114,7 @@ def _reuse_stack_options(cmd: click.Command) -> None:
               help="Report folder (default reports/<timestamp>-bench-scale/).")
 @click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output; the report folder is still printed.")
+@stack_options
 def scale(messages_text, shapes_text, experiments_text, crash_rate, seed, keep_data, out, keep_stack, quiet,
           stack_kind, bootstrap_servers, postgres_dsn):
     """How the time to a verdict grows with messages and with partitions x workers.
@@ -166,7 +145,7 @@ def scale(messages_text, shapes_text, experiments_text, crash_rate, seed, keep_d
     from ..rundir import check_run_dir
     check_run_dir(folder)
     install_sigterm_as_interrupt()
-    data, folder = _cli()._with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
+    data, folder = with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
                                       lambda stack, log: run_scale(stack, opts, folder, bench_id, log=log))
     if not quiet:
         for g in data["growth"]:
@@ -177,6 +156,3 @@ def scale(messages_text, shapes_text, experiments_text, crash_rate, seed, keep_d
     if data["status"] != "complete" or any(c.get("verdict") != "as-predicted" for c in data["cells"]):
         sys.exit(1)
 
-
-_reuse_stack_options(bench)
-_reuse_stack_options(scale)

@@ -35,6 +35,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from ..options import Option
 from .model import Experiment, Stores
 from .predictors import Expectation
 
@@ -43,6 +44,11 @@ APPLIED_LOG = "applied.jsonl"
 # The consumer's defaults, as an application that never sets them gets them.
 AUTO_COMMIT_CONSUMER = {"enable.auto.commit": True, "enable.auto.offset.store": True}
 CLIENT_DEFAULT_INTERVAL_MS = 5000
+
+AUTO_COMMIT_INTERVAL_MS = Option(
+    "auto_commit_interval_ms", int, "auto-commit only: the consumer's auto.commit.interval.ms.",
+    shown=f"the client's, {CLIENT_DEFAULT_INTERVAL_MS}", low=1, high=600_000, must="between 1 and 600,000",
+    worker=True)
 
 
 def auto_commit_loop(ctx) -> None:
@@ -190,7 +196,7 @@ AUTO_COMMIT = Experiment(
     predictors=(AutoCommitPredictor(),),
     loop=auto_commit_loop,
     default_faults=("random-kill",),
-    options=("auto_commit_interval_ms",),
+    options=(AUTO_COMMIT_INTERVAL_MS,),
     refuses={"commit_every": "its consumer never commits; the client's timer does (--auto-commit-interval-ms)"},
     consumer=AUTO_COMMIT_CONSUMER,
     lesson="Mistake: leaving enable.auto.commit=true, which commits on a timer whatever was polled, so a crash "

@@ -28,12 +28,40 @@ from urllib.parse import quote
 
 from ..checker import user_sql
 from ..procs import dying_with_this_process
+from ..errors import HarnessError
+from ..options import Option
 from .launch import Launch, assign_partitions
 from .model import Experiment, Stores
 from .predictors import CLAIMS, ClaimPredictor
 
 DEFAULT_CLAIM = "exactly-once"
 AUDIT_SQL_TIMEOUT_MS = user_sql.TIMEOUT_MS
+WORKER_CMD = Option("worker_cmd", str, "custom only: your consumer, started once per worker slot (split like a shell "
+                    "would, run without one) with the run's names in HARNESS_* environment variables (README: "
+                    "\"Test your own consumer\").", metavar="CMD")
+EXPECT = Option("expect", str, "custom only: the claim under test: nothing lost or duplicated, nothing lost, or "
+                "nothing duplicated, per payment id.", shown=DEFAULT_CLAIM, choices=tuple(CLAIMS))
+AUDIT_SQL = Option("audit_sql", str, "custom only: count effects with this query (read-only transaction, statement "
+                   "timeout) returning one (message_id, amount) row per effect, instead of the ledger table.",
+                   metavar="SELECT", must="a SELECT returning (message_id, amount) rows")
+
+
+def consumer_rule(params, exp) -> None:
+    """The consumer under test must be given, and be a command this machine can start."""
+    if not (params.worker_cmd or "").strip():
+        raise HarnessError(f"{exp.name} runs your consumer: give it with --worker-cmd \"CMD\"")
+    import shutil
+    try:
+        argv = shlex.split(params.worker_cmd)
+    except ValueError as e:
+        raise HarnessError(f"--worker-cmd cannot be split into words like a shell would: {e}")
+    if not argv:
+        raise HarnessError("--worker-cmd is empty")
+    if shutil.which(argv[0]) is None:
+        raise HarnessError(f"--worker-cmd: {argv[0]!r} is not an executable file or a command on PATH "
+                           f"(the command runs without a shell)")
+
+
 FEW_KILLS = 5                 # fewer kills than this say little about a consumer
 MAX_WITNESSES = 20
 # The environment contract: name -> what it holds. Other tools script against these names.
@@ -374,7 +402,10 @@ CUSTOM = Experiment(
     predictors=(ClaimPredictor(DEFAULT_CLAIM),),
     launcher=CustomWorkers(),
     default_faults=("random-kill",),
-    options=("worker_cmd", "expect", "audit_sql"),
+    options=(WORKER_CMD, EXPECT, AUDIT_SQL),
+    rules=(consumer_rule,),
+    refuses={"commit_every": "your consumer commits its offsets as it likes (it applies to the harness's own workers)",
+             "crash_rate": "its kills are random: --kills, --kill-every (it applies to the harness's own workers)"},
     variants={f"expect={c}": {"predictors": (ClaimPredictor(c),)} for c in CLAIMS},
     suite={"include": False},
 )

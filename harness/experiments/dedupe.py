@@ -7,6 +7,7 @@ dedupe hit. The extra kill point inside that transaction shows why it must be
 one transaction: a death there rolls back key and charge together.
 """
 
+from .common_options import GROUP_OPTIONS, group_rule
 from .model import DEDUPED, Experiment, KillPoint, Stores
 from .offsets import at_least_once_loop
 from .predictors import LedgerPredictor
@@ -37,5 +38,6 @@ DEDUPE = Experiment(
     predictors=(LedgerPredictor(dedupe=True),),
     loop=dedupe_loop,
     suite={"group": "core", "weight": 2},
-    options=("assignment",),
+    options=GROUP_OPTIONS,
+    rules=(group_rule,),
 )

@@ -29,13 +29,12 @@ import sys
 import time
 
 from .. import kafka_client
+from .common_options import TRANSACTION_OPTIONS, TRANSACTION_TIMEOUT_MS
 from .model import ABORTED, DEDUPED, DUPLICATED, Experiment, KillPoint, Stores
 from .predictors import FencedPredictor, LedgerPredictor, OutputPredictor
 
 FENCED_EXIT = 3
 POLL_BATCH = 500
-# The broker aborts a transaction its producer abandoned after this; a restart with the same id aborts it at once.
-TRANSACTION_TIMEOUT_MS = 60_000
 # init/commit/abort on a healthy local broker take milliseconds; beyond this something is wrong.
 TXN_CALL_TIMEOUT_S = 30
 # init_transactions() is called again this often while the coordinator aborts the predecessor's transaction.
@@ -47,10 +46,11 @@ PRODUCE, SEND_OFFSETS, TXN_COMMIT = ("after-produce-before-txn-commit", "after-s
 ABORTS = "records already in the open transaction are aborted (read_uncommitted keeps a copy) and produced again"
 
 
-def _new_producer(args):
+def _new_producer(ctx):
     """A transactional producer for this slot, connected to the cluster (not yet initialised: that
     would fence whoever holds the transactional.id now)."""
     from confluent_kafka import Producer
+    args = ctx.args
     p = Producer(kafka_client.config(args.bootstrap, {
                   "transactional.id": args.transactional_id,
                   "enable.idempotence": True, "acks": "all", "linger.ms": 5, "log_level": 3,
@@ -58,7 +58,7 @@ def _new_producer(args):
                   # and answers CONCURRENT_TRANSACTIONS; librdkafka's default 100 ms backoff made every
                   # send_offsets_to_transaction cost ~100 ms here. Retry sooner (measured: ~105 ms -> ~8 ms).
                   "retry.backoff.ms": 5, "retry.backoff.max.ms": 50,
-                  "transaction.timeout.ms": args.transaction_timeout_ms or TRANSACTION_TIMEOUT_MS}))
+                  "transaction.timeout.ms": ctx.option("transaction_timeout_ms") or TRANSACTION_TIMEOUT_MS}))
     # With no broker connection up yet, init_transactions() cannot look up its coordinator and tries
     # again only 500 ms later (about half of our cold starts did): connect first.
     p.list_topics(timeout=TXN_CALL_TIMEOUT_S)
@@ -67,7 +67,7 @@ def _new_producer(args):
 
 def warm_producer(ctx) -> None:
     """A warm spare's preparation: its producer, created and connected before it is needed."""
-    ctx.prepared["producer"] = (ctx.args.transactional_id, _new_producer(ctx.args))
+    ctx.prepared["producer"] = (ctx.args.transactional_id, _new_producer(ctx))
 
 
 def init_transactions(producer, within_s: float = TXN_CALL_TIMEOUT_S) -> int:
@@ -97,7 +97,7 @@ def init_transactions(producer, within_s: float = TXN_CALL_TIMEOUT_S) -> int:
 def make_producer(ctx):
     tid, p = ctx.prepared.pop("producer", (None, None))
     if p is None or tid != ctx.args.transactional_id:      # none prepared, or for another id (fresh ids)
-        p = _new_producer(ctx.args)
+        p = _new_producer(ctx)
     t0 = time.time()
     calls = init_transactions(p)     # fences the previous holder of this id, aborts its transaction
     ctx.events.emit("txn_initialized", seconds=round(time.time() - t0, 3), calls=calls)
@@ -124,7 +124,7 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
     ctx.kill.before_crash = lambda: producer.flush(TXN_CALL_TIMEOUT_S)
     in_txn: list = []
     ledger = (lambda: [m.key().decode() for m in in_txn]) if effect else ()   # ledger rows since the last commit
-    interval = (ctx.args.commit_interval_ms or 0) / 1000.0
+    interval = (ctx.option("commit_interval_ms") or 0) / 1000.0
     txn_started = 0.0
 
     def commit_due() -> bool:
@@ -260,6 +260,7 @@ EOS = Experiment(
     loop=eos_loop,
     warm_up=warm_producer,
     suite={"group": "eos", "weight": 8},
+    options=TRANSACTION_OPTIONS,
     leader="coordinator",
 )
 
@@ -275,6 +276,7 @@ EOS_BOUNDARY = Experiment(
     loop=eos_boundary_loop,
     warm_up=warm_producer,
     suite={"group": "eos", "weight": 7},
+    options=TRANSACTION_OPTIONS,
     leader="coordinator",
 )
 
@@ -291,6 +293,7 @@ EOS_DEDUPE = Experiment(
     loop=eos_dedupe_loop,
     warm_up=warm_producer,
     suite={"group": "eos", "weight": 6},
+    options=TRANSACTION_OPTIONS,
     leader="coordinator",
 )
 
@@ -307,5 +310,6 @@ ZOMBIE = Experiment(
     warm_up=warm_producer,
     default_faults=("zombie",),
     suite={"group": "eos", "weight": 5},
+    options=TRANSACTION_OPTIONS,
     leader="coordinator",
 )

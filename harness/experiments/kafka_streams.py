@@ -9,6 +9,8 @@ is the only gap our code can reach, since Streams owns the commit. With
 write, outside Kafka, duplicates like eos-boundary's.
 """
 
+from ..options import Option
+from .common_options import TRANSACTION_OPTIONS
 from .launch import StreamsWorkers
 from .model import ABORTED, DUPLICATED, Experiment, KillPoint, Stores
 from .predictors import LedgerPredictor, OutputPredictor
@@ -17,6 +19,9 @@ PROCESS = KillPoint("after-process-before-commit", "process (produce in the task
                     "Streams commit", frozenset({ABORTED, DUPLICATED}),
                     "every record processed since the last Streams commit is aborted and processed again; "
                     "with --effect postgres their ledger rows are written again")
+
+EFFECT = Option("effect", str, "eos-streams only: also write each record to the Postgres ledger by JDBC.",
+                default="none", choices=("none", "postgres"), applies_to="eos-streams")
 
 # The Java worker lists in `unacked` every record processed since the last commit: produced and, with
 # --effect postgres, written to the ledger.
@@ -30,7 +35,7 @@ EOS_STREAMS = Experiment(
     expected="read_committed output exact; with --effect postgres, ledger duplicates = aborted records",
     predictors=(OutputPredictor(produced="unacked"),),
     launcher=StreamsWorkers(),
-    options=("effect",),
+    options=(EFFECT, *TRANSACTION_OPTIONS),
     variants={"effect=postgres": {"stores": Stores(ledger=True, output=True),
                                   "predictors": (LedgerPredictor(), OutputPredictor(produced="unacked"))}},
     suite={"group": "eos", "weight": 10, "args": ["--effect", "postgres"]},

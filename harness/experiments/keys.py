@@ -34,6 +34,7 @@ import uuid
 
 from ..faults import crashlog
 from ..workload.sqlnames import table_identifier as table_ident
+from ..options import Option
 from .model import DEDUPED, DUPLICATED, LOST, Experiment, KillPoint, Stores
 from .offsets import POLL_BATCH, at_least_once_loop
 from .key_predictors import KeyExpiryPredictor, NoHitsPredictor, SplitKeyPredictor
@@ -43,6 +44,10 @@ from .predictors import LedgerPredictor
 # the TTL. It always does: a redelivery comes at least --restart-delay after its key was written.
 DEFAULT_DEDUPE_TTL_S = 0.2
 DEFAULT_RESTART_DELAY_S = 0.4
+
+DEDUPE_TTL = Option("dedupe_ttl", float, "key-expiry only: the worker purges dedupe keys older than this before each "
+                    "lookup, as a TTL cache would.", low=0.0, high=86_400, must="a number of seconds between 0 and "
+                    "86,400", metavar="SECONDS", worker=True)
 
 
 def _sql(text: str, *tables):
@@ -252,7 +257,7 @@ def key_expiry_loop(ctx) -> None:
     """`dedupe`'s loop with a TTL cache for keys: purge keys older than the TTL, then the dedupe
     transaction. Times are this worker's clock (time.time()), written into the table, so the purge's
     cutoff and the evidence it leaves use one clock."""
-    ttl = ctx.args.dedupe_ttl if ctx.args.dedupe_ttl is not None else DEFAULT_DEDUPE_TTL_S
+    ttl = ctx.option("dedupe_ttl")
     again = {i for c in crashlog.read(ctx.kill.log_path) for i in (c.get("unacked") or [])}
     key_at: dict = {}                  # payment id -> when its key was written, for the records since the last commit
     ctx.assign()
@@ -314,6 +319,7 @@ KEY_EXPIRY = Experiment(
     loop=key_expiry_loop,
     lesson="Mistake: dedupe keys that expire before the slowest redelivery, so a late redelivery charges again. "
            "Fix: keep keys longer than any redelivery can take (dedupe).",
-    options={"dedupe_ttl": DEFAULT_DEDUPE_TTL_S, "restart_delay": DEFAULT_RESTART_DELAY_S},
+    options=(DEDUPE_TTL,),
+    defaults={"dedupe_ttl": DEFAULT_DEDUPE_TTL_S, "restart_delay": DEFAULT_RESTART_DELAY_S},
     suite={"group": "mistakes", "weight": 5},
 )

@@ -70,18 +70,11 @@ def python_worker_command(run, slot, partitions: list, group: str, topic: str) -
     if exp.stores.output:
         cmd += ["--output-topic", names.output_topic,
                 "--transactional-id", transactional_id_of(run, slot.index, slot.attempt)]
-    if p.transaction_timeout_ms:
-        cmd += ["--transaction-timeout-ms", str(p.transaction_timeout_ms)]
-    if p.commit_interval_ms:
-        cmd += ["--commit-interval-ms", str(p.commit_interval_ms)]
-    if p.auto_commit_interval_ms:
-        cmd += ["--auto-commit-interval-ms", str(p.auto_commit_interval_ms)]
     if exp.stores.accounts:
         cmd += ["--accounts", names.accounts_table]
-    if p.dedupe_ttl is not None:
-        cmd += ["--dedupe-ttl", repr(float(p.dedupe_ttl))]
-    if p.assignment == "group":
-        cmd += ["--assignment", "group", "--group-protocol", p.group_protocol or "classic"]
+    for opt in exp.options:         # the run options its declaration hands to its workers
+        if opt.worker:
+            cmd += opt.to_worker(getattr(p, opt.name))
     return cmd
 
 

@@ -100,7 +100,9 @@ class Experiment:
     warm_up: Callable | None = None  # what a warm spare prepares besides its consumer and Postgres: warm_up(ctx)
     launcher: object = None          # builds worker command lines (experiments/launch.py); None: Python
     default_faults: tuple = ("planned-crash",)
-    options: tuple | dict = ()       # experiment-only run options it accepts, e.g. ("effect",), or {option: default}
+    options: tuple = ()              # the run options only it takes (harness.options.Option), e.g. (EFFECT,)
+    defaults: dict = field(default_factory=dict)   # its own default for a run option, e.g. {"restart_delay": 0.4}
+    rules: tuple = ()                # rule(params, exp): raise one clear line for a bad combination of its options
     variants: dict = field(default_factory=dict)   # option value -> changes, e.g. {"effect=postgres": {...}}
     suite: dict = field(default_factory=dict)      # in the suite: {"group": name, "args": [...], "weight": launch order weight}
     lesson: str = ""                 # one line for the report: the mistake it shows, and its fix
@@ -150,5 +152,5 @@ class Experiment:
         return {"name": self.name, "steps": list(self.steps), "proves": self.proves, "expected": self.expected,
                 "stores": self.stores.names(), "default_kill_point": self.default_point,
                 "kill_points": [p.describe() for p in self.kill_points],
-                "faults": list(self.default_faults), "options": list(self.options),
+                "faults": list(self.default_faults), "options": [o.name for o in self.options],
                 "lesson": self.lesson, "roles": [r.name for r in self.roles]}

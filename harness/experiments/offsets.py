@@ -11,6 +11,7 @@ between two steps is a kill point, and the worker's crash record says which
 payments the death affects, so the prediction is exact per crash.
 """
 
+from .common_options import GROUP_OPTIONS, group_rule
 from .model import DUPLICATED, LOST, Experiment, KillPoint, Stores
 from .predictors import LedgerPredictor
 
@@ -92,7 +93,8 @@ OFFSET_BEFORE = Experiment(
     predictors=(LedgerPredictor(),),
     loop=offset_before_loop,
     suite={"group": "core", "weight": 2},
-    options=("assignment",),
+    options=GROUP_OPTIONS,
+    rules=(group_rule,),
 )
 
 OFFSET_AFTER = Experiment(
@@ -106,5 +108,6 @@ OFFSET_AFTER = Experiment(
     predictors=(LedgerPredictor(),),
     loop=offset_after_loop,
     suite={"group": "core", "weight": 2},
-    options=("assignment",),
+    options=GROUP_OPTIONS,
+    rules=(group_rule,),
 )

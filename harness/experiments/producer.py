@@ -32,6 +32,8 @@ import os
 import time
 from dataclasses import dataclass
 
+from ..errors import HarnessError
+from ..options import Option
 from .launch import PythonWorkers
 from .model import Experiment, Stores
 from .predictors import Expectation
@@ -45,6 +47,22 @@ REQUEST_TIMEOUT_MS = 1000
 # Retries go on for this long before a record is reported failed (never acknowledged).
 MESSAGE_TIMEOUT_MS = 120_000
 DEFAULT_MAX_IN_FLIGHT = 5
+
+IDEMPOTENCE = Option("idempotence", str, "producer only: enable.idempotence of the producer under test.",
+                     shown="on; off with --acks 1", choices=("on", "off"))
+ACKS = Option("acks", str, "producer only: acks of the producer under test.", shown="all", choices=("1", "all"))
+MAX_IN_FLIGHT = Option("max_in_flight", int, "producer only: max.in.flight.requests.per.connection of the producer "
+                       "under test.", shown=str(DEFAULT_MAX_IN_FLIGHT), low=1, high=1_000_000,
+                       must="between 1 and 1,000,000 (librdkafka's own limit)")
+
+
+def producer_rule(params, exp) -> None:
+    """The producer's settings that Kafka's client refuses together, refused here first in one line."""
+    if params.idempotence == "on" and params.acks == "1":
+        raise HarnessError("--acks 1 needs --idempotence off: an idempotent producer always waits for acks=all")
+    if params.idempotence != "off" and params.acks != "1" and (params.max_in_flight or 0) > 5:
+        raise HarnessError("--max-in-flight above 5 needs --idempotence off: an idempotent producer keeps order "
+                           "and drops retried duplicates with at most 5 requests in flight")
 
 
 def settings(params) -> dict:
@@ -60,12 +78,11 @@ def settings(params) -> dict:
 def producer_loop(ctx) -> None:
     """Consume the payments, produce each (paced) with the producer under test, log every delivery report,
     then commit the input offsets once every report is in."""
-    import json
     from confluent_kafka import Producer
     from .. import kafka_client
     from ..checker import deliveries
 
-    conf = json.loads(dict(o.split("=", 1) for o in ctx.args.option)["producer"])
+    conf = ctx.option("producer")
     fd = os.open(ctx.args.delivery_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     # The cluster's client settings (e.g. credentials) under the settings the run tests, which win.
     producer = Producer(kafka_client.config(ctx.args.bootstrap, {"log_level": 3, **conf}))
@@ -167,7 +184,8 @@ PRODUCER = Experiment(
     loop=producer_loop,
     launcher=ProducerWorkers(),
     default_faults=(),
-    options=("idempotence", "acks", "max_in_flight"),
+    options=(IDEMPOTENCE, ACKS, MAX_IN_FLIGHT),
+    rules=(producer_rule,),
     suite={"group": "cluster", "args": ["--fault", "broker-pause"], "weight": 3},
     leader="output",
 )

@@ -20,7 +20,8 @@ from ..errors import HarnessError
 
 class Fault:
     name = "fault"
-    options: dict = {}          # option -> (type, help)
+    options: dict = {}          # --fault NAME:option -> help
+    run_options: tuple = ()     # the `harness run` options (harness.options.Option) that set this fault up
 
     def unmet(self, exp) -> str | None:
         """What this fault needs that the experiment lacks (None: it can run there)."""

@@ -14,15 +14,21 @@ import time
 
 from ..errors import HarnessError
 from . import crashlog
+from ..options import Option
 from .base import Fault, number
 
 BEAT = "beat"       # the point recorded for a kill on the beat
-MAX_BEAT_S = 3600
+
+KILL_EVERY = Option("kill_every", float, "Also SIGKILL one running worker every SECONDS, in turn (alone unless "
+                    "--kill-mode random or --kills asks for random kills too).", low=0.1, high=3600,
+                    must="between 0.1 and 3,600 seconds", metavar="SECONDS",
+                    applies_to="kills on a beat (without --fault, or with --fault kill-every)")
 
 
 class KillEvery(Fault):
     name = "kill-every"
     options = {"seconds": "seconds between two SIGKILLs (one running worker each, in turn)"}
+    run_options = (KILL_EVERY,)
 
     def __init__(self, seconds: float):
         self.seconds = seconds
@@ -32,7 +38,7 @@ class KillEvery(Fault):
     @classmethod
     def from_options(cls, spec: str, opts: dict, params) -> "KillEvery":
         if "seconds" in opts:
-            return cls(number(spec, "seconds", opts.pop("seconds"), float, 0.1, MAX_BEAT_S))
+            return cls(number(spec, "seconds", opts.pop("seconds"), float, KILL_EVERY.low, KILL_EVERY.high))
         if params.kill_every is None:
             raise HarnessError(f"--fault {spec}: give the beat, e.g. kill-every:seconds=2 (or --kill-every 2)")
         return cls(params.kill_every)

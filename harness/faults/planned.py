@@ -6,14 +6,20 @@ does to the crash log, fsynced, then SIGKILLs itself. That log is what makes
 the prediction exact per crash.
 """
 
+from ..options import Option
 from .base import Fault, number
 from .crashplan import CrashPlan
+
+KILL_POINT = Option("kill_point", str, "Where planned crashes strike: one of the experiment's kill points (`harness "
+                    "experiments`), or `any` for a seeded point per crash. Default: the experiment's own.",
+                    applies_to="planned crashes")
 
 
 class PlannedCrash(Fault):
     name = "planned-crash"
     options = {"rate": "share of payments whose first delivery kills the worker (0..1)",
                "point": "a kill point of the experiment, or `any` (a seeded point per crash)"}
+    run_options = (KILL_POINT,)
 
     def __init__(self, rate: float = 0.1, point: str | None = None):
         self.rate, self.point = rate, point

@@ -11,24 +11,32 @@ import time
 
 from . import crashlog
 from .base import Fault, number
+from ..options import Option
 from .crashplan import random_kill_delays
 
 RANDOM = "random"   # the point recorded for a supervisor's kill
+DEFAULT_KILLS = 10
+
+KILLS = Option("kills", int, "Number of SIGKILLs with --kill-mode random.", shown=str(DEFAULT_KILLS), low=0,
+               high=100_000, why_high="as --fault random-kill:kills",
+               applies_to="random kills (--kill-mode random, or --fault random-kill)")
 
 
 class RandomKill(Fault):
     name = "random-kill"
     options = {"kills": "how many SIGKILLs in the run"}
+    run_options = (KILLS,)
 
-    def __init__(self, kills: int = 10, seed: int = 25):
+    def __init__(self, kills: int = DEFAULT_KILLS, seed: int = 25):
         self.kills, self.seed = kills, seed
         self.delays: list[float] = []
         self.kill_at: dict = {}        # (slot index, attempt) -> time
 
     @classmethod
     def from_options(cls, spec: str, opts: dict, params) -> "RandomKill":
-        kills = number(spec, "kills", opts.pop("kills"), int, 0, 100_000) if "kills" in opts else params.kills
-        return cls(10 if kills is None else kills, params.seed)
+        kills = number(spec, "kills", opts.pop("kills"), int, KILLS.low, KILLS.high) if "kills" in opts \
+            else params.kills
+        return cls(DEFAULT_KILLS if kills is None else kills, params.seed)
 
     def setup(self, run) -> None:
         self.delays = random_kill_delays(self.seed, self.kills)

@@ -15,19 +15,27 @@ zombie resumed (SIGCONT) -> zombie fenced (its own event) and exited.
 import signal
 import time
 
+from ..options import Option
 from .base import Fault, number
 
 # After this long without the zombie exiting once resumed, we stop waiting and kill it.
 ZOMBIE_EXIT_TIMEOUT_S = 30
 # Let the first worker get into a transaction before freezing it.
 PAUSE_AFTER_FIRST_RECORD_S = 0.3
+DEFAULT_PAUSE_S = 3.0
+
+ZOMBIE_PAUSE = Option("zombie_pause", float, "zombie: seconds the worker stays frozen before its replacement starts.",
+                      shown=f"{DEFAULT_PAUSE_S:g}", low=0.0, high=3600, why_high="as --fault zombie:pause",
+                      must="a number of seconds, 0 or more",
+                      applies_to="the zombie fault (the zombie experiment, or --fault zombie)")
 
 
 class ZombiePause(Fault):
     name = "zombie"
     options = {"pause": "seconds the worker stays frozen before its replacement starts"}
+    run_options = (ZOMBIE_PAUSE,)
 
-    def __init__(self, pause_s: float = 3.0):
+    def __init__(self, pause_s: float = DEFAULT_PAUSE_S):
         self.pause_s = pause_s
         self.state = "wait"
         self.zombie = None
@@ -36,8 +44,9 @@ class ZombiePause(Fault):
 
     @classmethod
     def from_options(cls, spec: str, opts: dict, params) -> "ZombiePause":
-        pause = number(spec, "pause", opts.pop("pause"), float, 0.0, 3600) if "pause" in opts else params.zombie_pause
-        return cls(3.0 if pause is None else pause)
+        pause = number(spec, "pause", opts.pop("pause"), float, ZOMBIE_PAUSE.low, ZOMBIE_PAUSE.high) if "pause" in opts \
+            else params.zombie_pause
+        return cls(DEFAULT_PAUSE_S if pause is None else pause)
 
     def describe(self) -> dict:
         return {"fault": self.name, "pause": self.pause_s}

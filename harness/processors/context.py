@@ -30,6 +30,7 @@ from pathlib import Path
 from .. import consume, kafka_client
 from ..faults import crashlog
 from ..faults.crashplan import CrashPlan
+from ..options import worker_options
 from ..workload.sqlnames import table_identifier as table_ident
 
 # Each poll waits at most this long for records; short, so the end of input is noticed quickly.
@@ -157,11 +158,11 @@ class WorkerContext:
             "group.id": args.group, "enable.auto.commit": False, "enable.auto.offset.store": False,
             "auto.offset.reset": "earliest", "fetch.wait.max.ms": 20, "isolation.level": args.isolation,
             "log_level": 3, **(consumer or {})})
-        if getattr(args, "auto_commit_interval_ms", None):
-            conf["auto.commit.interval.ms"] = args.auto_commit_interval_ms
-        self.group_mode = getattr(args, "assignment", "assign") == "group"
+        if self.option("auto_commit_interval_ms"):
+            conf["auto.commit.interval.ms"] = self.option("auto_commit_interval_ms")
+        self.group_mode = self.option("assignment") == "group"
         if self.group_mode:
-            conf.update(GROUP_SETTINGS[args.group_protocol or "classic"])
+            conf.update(GROUP_SETTINGS[self.option("group_protocol") or "classic"])
         self.consumer = Consumer(conf)
         self.high: dict = {}
         self.committed: dict = {}
@@ -179,6 +180,7 @@ class WorkerContext:
     def activate(self, args) -> None:
         """Take this attempt's arguments; read the crash log as it is now (a standby reads it late)."""
         self.args = args
+        self.options = worker_options(getattr(args, "option", None) or [])
         self.worker = args.worker
         self.attempt = args.attempt
         self.commit_every = args.commit_every
@@ -187,6 +189,10 @@ class WorkerContext:
         self._last_record_at = time.monotonic()      # a standby's wait for its turn is no stall
         plan = CrashPlan.load(Path(args.crash_plan)) if args.crash_plan else None
         self.kill = KillSwitch(plan, Path(args.crash_log), args.worker, args.attempt, args.experiment)
+
+    def option(self, name: str):
+        """A run option the experiment declared for its workers (harness/options.py); None when not given."""
+        return self.options.get(name)
 
     def warm_up(self) -> None:
         """What a standby does before it is needed: connect to Kafka and Postgres (no offsets, no fencing)."""

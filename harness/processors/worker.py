@@ -40,16 +40,10 @@ def parse(argv=None):
     ap.add_argument("--events", required=True)
     ap.add_argument("--isolation", default="read_committed")
     ap.add_argument("--transactional-id")
-    ap.add_argument("--transaction-timeout-ms", type=int)
-    ap.add_argument("--commit-interval-ms", type=int)
-    ap.add_argument("--assignment", choices=("assign", "group"), default="assign")
-    ap.add_argument("--group-protocol", choices=("classic", "consumer"))
     ap.add_argument("--delivery-log", help="the producer under test: append each delivery report here")
-    ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                    help="an option only this experiment takes (e.g. idempotence=off)")
+    ap.add_argument("--option", action="append", default=[], metavar="NAME=JSON",
+                    help="a run option the experiment declared for its workers (harness/options.py)")
     ap.add_argument("--accounts")
-    ap.add_argument("--dedupe-ttl", type=float)
-    ap.add_argument("--auto-commit-interval-ms", type=int)
     ap.add_argument("--variant", default="")
     ap.add_argument("--role")
     ap.add_argument("--after", type=lambda s: [x for x in s.split(",") if x], default=[])

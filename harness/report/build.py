@@ -241,7 +241,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "lesson": exp.lesson or None,
         "steps": exp.steps_text(),
         "kill_points": [p.describe() for p in exp.kill_points],
-        "params": {**asdict(params)},
+        "params": params.as_dict(),
         "environment": describe(stack),
         "stack": {"kind": stack.kind, "bootstrap_servers": stack.bootstrap_servers,
                   "kafka_auth": stack.kafka_auth,      # protocol, mechanism, user: never a secret

@@ -21,12 +21,12 @@ pytestmark = pytest.mark.integration
 # A command that uses the stack through the CLI's own `_with_stack` until a line arrives on stdin.
 HOLDER = """
 import json, sys
-from harness import cli
+from harness.commands.stack_options import with_stack
 def body(stack, log):
     print(json.dumps(stack.pids), flush=True)
     sys.stdin.readline()
 try:
-    cli._with_stack("local", None, None, False, False, body)
+    with_stack("local", None, None, False, False, body)
 except cli.HarnessError as e:
     sys.exit(f"error: {e}\\n{e.detail or ''}")
 """

@@ -248,7 +248,7 @@ def test_a_broker_fault_on_a_one_broker_folder_is_refused_before_a_stack_starts(
 
 def test_the_audit_hint_names_a_folder_outside_the_reports_folder_by_its_path(tmp_path, monkeypatch):
     """`harness audit NAME` finds only ids under the reports folder: an --out elsewhere needs its path."""
-    from harness.cli import audit_target
+    from harness.commands.stack_options import audit_target
     monkeypatch.setenv("HARNESS_REPORTS", str(tmp_path / "reports"))
     assert audit_target(tmp_path / "reports" / "20261130T120000-suite") == "20261130T120000-suite"
     assert audit_target(tmp_path / "elsewhere" / "suite") == str(tmp_path / "elsewhere" / "suite")

@@ -14,9 +14,9 @@ from harness.report.build import group_story
 
 
 @pytest.mark.parametrize("opts, says", [
-    ({"experiment": "eos", "assignment": "group"}, "--assignment group applies to offset-before, offset-after, dedupe"),
+    ({"experiment": "eos", "assignment": "group"}, "--assignment applies to offset-before, offset-after, dedupe only"),
     ({"experiment": "offset-after", "group_protocol": "consumer"}, "--group-protocol applies to --assignment group"),
-    ({"experiment": "offset-after", "assignment": "group", "group_protocol": "x"}, "classic or consumer"),
+    ({"experiment": "offset-after", "assignment": "group", "group_protocol": "x"}, "one of classic, consumer"),
 ])
 def test_group_options_are_checked_in_one_line(opts, says):
     with pytest.raises(HarnessError, match=says):

@@ -166,8 +166,8 @@ def test_kill_every_kills_running_workers_in_turn_on_the_beat(tmp_path):
     ({"experiment": "dedupe", "worker_cmd": "true"}, "--worker-cmd applies to custom only"),
     ({"experiment": "eos", "audit_sql": "select 1, 1"}, "--audit-sql applies to custom only"),
     ({"experiment": "custom", "worker_cmd": "true", "kill_point": "any"}, "--kill-point applies to planned crashes"),
-    ({"experiment": "custom", "worker_cmd": "true", "commit_every": 10}, "--commit-every applies to the harness's own"),
-    ({"experiment": "custom", "worker_cmd": "true", "crash_rate": 0.5}, "--crash-rate applies to the harness's own"),
+    ({"experiment": "custom", "worker_cmd": "true", "commit_every": 10}, "--commit-every does not apply to custom"),
+    ({"experiment": "custom", "worker_cmd": "true", "crash_rate": 0.5}, "--crash-rate does not apply to custom"),
     ({"experiment": "custom", "worker_cmd": "true", "faults": ["planned-crash"]}, "needs kill points; custom has none"),
 ])
 def test_custom_options_are_refused_where_they_do_not_apply(kwargs, needle):

@@ -312,7 +312,7 @@ def test_every_escape_function_leaves_no_control_character():
 
 
 def test_the_scoreboard_a_run_prints_shows_hostile_values_as_text(capsys):
-    from harness.cli import _print_scoreboard
+    from harness.commands.run import _print_scoreboard
     _print_scoreboard(RunReport(replace_strings(full_report(), HOSTILE)))
     err = capsys.readouterr().err
     assert "INJECTED" in err and "[bold red]rich" in err

@@ -1,0 +1,124 @@
+"""`harness run`: one experiment, from payments to verdict; its options come from the declarations.
+"""
+
+import sys
+
+import click
+
+from ..errors import HarnessError
+from ..experiments import REGISTRY
+from .stack_options import last_lines, stack_options, with_stack
+
+
+EXPERIMENT_HELP = "\n".join(f"  {name:<{max(map(len, REGISTRY))}} {e.proves}" for name, e in REGISTRY.items())
+EXIT_HELP = ("\b\nExit status:\n  0 as-predicted   1 unexpected   2 bad input   "
+             "3 incomplete or audit-failed   130 interrupted")
+
+
+def declared_options(f):
+    """Every declared run option (harness.params.declared) as a click option, in declaration order; an
+    experiment's own default for one (key-expiry's --restart-delay) is named in its help."""
+    from ..options import click_options
+    from ..params import declared
+    every = declared()
+    own = {name: {e.name: e.defaults[name] for e in REGISTRY.values() if name in e.defaults} for name in every}
+    return click_options([d.option for d in every.values()], own)(f)
+
+
+def _fault_help() -> str:
+    from ..faults import help_text
+    return "\b\nFaults (--fault NAME[:key=value,...]):\n" + help_text()
+
+
+
+@click.command(epilog="\b\nExperiments (kill points: `harness experiments`):\n" + EXPERIMENT_HELP + "\n\n"
+             + _fault_help() + "\n\n" + EXIT_HELP + "\n\n\b\nExamples:\n"
+             "  harness run offset-before\n"
+             "  harness run offset-after --commit-every 10 --kill-point any\n"
+             "  harness run dedupe --partitions 3 --workers 2 --kill-mode random\n"
+             "  harness run eos --fault random-kill:kills=5\n"
+             "  harness run key-expiry --dedupe-ttl 1 --restart-delay 4\n"
+             "  harness run auto-commit --auto-commit-interval-ms 100 --kills 20\n"
+             "  harness run dual-write --kill-point after-produce-before-row\n"
+             "  harness run custom --worker-cmd \"python my_consumer.py\" --kills 12 --partitions 2 --workers 2\n"
+             "  harness run custom --worker-cmd \"java -jar consumer.jar\" --expect at-least-once --kill-every 3\n"
+             "  harness run eos --fault planned-crash --fault broker-kill:count=2   # after harness up --brokers 3\n"
+             "  harness run producer --idempotence off --fault broker-pause")
+@click.argument("experiment")
+@declared_options
+@click.option("--fault", "fault_specs", multiple=True, metavar="NAME[:k=v,...]", 
+              help="A fault to inject (repeatable; replaces the experiment's default faults); the faults and "
+                   "their options are listed below.")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Report folder (default reports/<run-id>/).")
+@click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output (for CI); the report folder is still printed.")
+@stack_options
+def run(experiment, fault_specs, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn, **options):
+    """Run one experiment: produce payments, crash workers, audit, judge, report.
+
+    With no stack configured it starts the local one (Kafka and PostgreSQL as
+    processes) and stops what it started afterwards, unless --keep-stack or
+    another command still uses it; a stack started by `harness up` is reused
+    and left running. The last line printed is the report folder
+    (report.json, report.md, report.html).
+    """
+    from ..params import RunParams, resolve
+    from ..runner import EXIT_CODES
+    resolved = resolve(RunParams(experiment, faults=fault_specs, **options))
+    params = resolved.params
+    if stack_kind == "local" and not (bootstrap_servers or postgres_dsn):
+        _check_local_size_for_faults(resolved.faults)      # before anything starts
+    from pathlib import Path
+    from ..paths import reports_dir
+    from ..rundir import check_creatable, check_run_dir
+    if out:   # before any stack starts; the runner claims the folder for good
+        check_run_dir(Path(out))
+    else:
+        check_creatable(reports_dir())
+    stopped = []
+    report, folder = with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
+                                 lambda stack, _log: _run_one(params, stack, out, quiet), stopped=stopped)
+    last_lines(folder, "report.html", stopped)
+    click.echo(folder)
+    sys.exit(EXIT_CODES.get(report.verdict, 1))
+
+
+
+def _check_local_size_for_faults(faults) -> None:
+    """A broker fault needs the 3-broker cluster: on a local folder of one broker, say so in one line
+    before a stack is started (the fault checks the stack itself again once there is one)."""
+    from ..faults.broker import BrokerFault
+    from ..stack.local import size
+    if any(isinstance(f, BrokerFault) for f in faults) and size() < 3:
+        name = next(f.name for f in faults if isinstance(f, BrokerFault))
+        raise HarnessError(f"--fault {name} needs the 3-broker cluster, but this stack has {size()} broker(s): "
+                           f"start it with `harness up --brokers 3` (after `harness down --purge`)")
+
+
+def _run_one(params, stack, out, quiet):
+    from .. import runner
+    from ..ui import ProgressUI
+    from ..faults.supervisor import install_sigterm_as_interrupt
+    install_sigterm_as_interrupt()
+    with ProgressUI(params.experiment, quiet) as ui:
+        report, folder = runner.run(params, stack, out=out, log=ui.log, ui=ui)
+    if not quiet:
+        _print_scoreboard(report)
+    return report, folder
+
+
+def _print_scoreboard(report):
+    """The scoreboard on the terminal, each value as plain text (no rich markup, no escape codes)."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+    from ..report.escape import term
+    con = Console(stderr=True)
+    t = Table(title=Text(term(f"{report.experiment}: {report.verdict}")), title_justify="left")
+    for col in ("metric", "observed", "predicted"):
+        t.add_column(col, justify="left" if col == "metric" else "right")
+    for row in report.scoreboard():
+        t.add_row(*[Text(term(c)) for c in row])
+    con.print(t)
+    con.print(Text(term(report.summary())), soft_wrap=True)

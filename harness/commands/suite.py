@@ -1,0 +1,106 @@
+"""`harness suite`: every experiment (or one group) with one seed, compared side by side.
+"""
+
+import sys
+import time
+
+import click
+
+from ..errors import HarnessError
+from ..options import click_options
+from ..params import COMMIT_EVERY, CRASH_RATE, MESSAGES, SEED
+from .stack_options import last_lines, stack_options, with_stack
+
+
+# The run options one suite hands to every run: one seed, the same crashes in every experiment.
+SUITE_OPTIONS = (MESSAGES, CRASH_RATE, SEED, COMMIT_EVERY)
+
+
+def _group_help() -> str:
+    from ..suite import OPT_IN_GROUPS, groups
+    return ("Only the experiments of one group (each declaration names its group): "
+            + "; ".join(f"{g}: {', '.join(names)}" for g, names in groups().items()) + ". Without it, every group"
+            + f" but {', '.join(OPT_IN_GROUPS)} (run only when named).")
+
+
+@click.command(epilog="\b\nExamples:\n  harness suite\n  harness suite --group mistakes\n"
+             "  harness suite --messages 200 --experiments offset-before,offset-after,dedupe\n"
+             "  harness suite --stack compose --quiet --out reports/nightly")
+@click_options(SUITE_OPTIONS)
+@click.option("--experiments", "experiment_list", default=None,
+              help="Comma-separated subset (default: every group's but the opt-in ones', eos-streams with "
+                   "--effect postgres).")
+@click.option("--group", default=None, metavar="NAME", help=_group_help())
+@click.option("--parallel", type=int, default=3, show_default=True,
+              help="Experiments run at the same time (each in its own topics, tables and consumer group).")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Suite folder (default reports/<suite-id>/).")
+@click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
+@click.option("--quiet", "-q", is_flag=True, help="Only the suite folder on stdout (for CI).")
+@stack_options
+def suite(experiment_list, group, parallel, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn,
+          **given):
+    """Run every experiment (or one --group) with one seed and compare them side by side.
+
+    Writes <suite>/suite.json, suite.md and suite.html (one row per experiment,
+    a bar chart of lost and duplicated effects, and a final line that says
+    where exactly-once held and where it stopped), plus each run's own folder.
+    Exit status, the worst of its runs: 0 all as-predicted, 1 one was
+    unexpected, 2 bad input, 3 one did not finish or its audit failed,
+    130 interrupted (every started run still writes its report). An option
+    an experiment refuses (auto-commit's --commit-every) is not passed to it.
+    """
+    from pathlib import Path
+    from .. import suite as suite_mod
+    from ..paths import reports_dir
+    from ..report.suite import write_suite
+    from ..faults.supervisor import install_sigterm_as_interrupt
+    names = suite_mod.parse_experiments(experiment_list, group)
+    if stack_kind == "local" and not (bootstrap_servers or postgres_dsn):
+        from ..stack.local import size
+        suite_mod.check_brokers(group, size())      # the local stack's size, before starting anything
+    if parallel < 1:
+        raise HarnessError(f"--parallel must be at least 1, got {parallel}")
+    from ..params import RunParams
+    opts = {o.name: o.default if given[o.name] is None else given[o.name] for o in SUITE_OPTIONS}
+    common = [x for o in SUITE_OPTIONS for x in (o.flag, str(opts[o.name]))]
+    for name in names:       # each run gets the common options it accepts (suite.accepted_args)
+        given = {a[2:].replace("-", "_") for a in suite_mod.accepted_args(name, common)[::2]}
+        RunParams(name, **{k: v for k, v in opts.items() if k in given}).validate()
+    folder = Path(out) if out else reports_dir() / suite_mod.new_suite_id()
+    if (folder / "suite.json").exists():
+        raise HarnessError(f"{folder} already holds a suite; choose another --out")
+    from ..rundir import check_creatable
+    from ..safefile import check_folder
+    check_folder(folder, "the suite folder", "choose an --out that only you can write")     # before any stack starts
+    check_creatable(folder)
+    install_sigterm_as_interrupt()
+
+    def body(stack, log):
+        t0 = time.time()
+        try:
+            summary = suite_mod.run_suite(stack, names, common, folder, parallel, log=log, group=group)
+        finally:
+            if (folder / "suite.json").exists():
+                write_suite(folder)
+        if not quiet:
+            from ..report.suite import rows
+            from ..report.escape import term
+            from rich.console import Console
+            from rich.table import Table
+            from rich.text import Text
+            t = Table(title=Text(term(f"suite {folder.name}")), title_justify="left")
+            keep = {"experiment": 0, "dup": 4, "lost": 5, "ledger": 6, "read_committed": 7, "verdict": 10, "s": 11}
+            for col in keep:
+                t.add_column(col, no_wrap=True)
+            for row in rows(summary):
+                t.add_row(*[Text(term(row[i])) for i in keep.values()])
+            con = Console(stderr=True)
+            con.print(t)
+            con.print(Text(term(summary["conclusion"])), soft_wrap=True)
+            con.print(f"suite wall time: {time.time() - t0:.0f} s")
+        return summary
+    stopped = []
+    summary = with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body, stopped=stopped)
+    last_lines(folder, "suite.html", stopped)
+    click.echo(folder)
+    sys.exit(suite_mod.exit_code(summary["experiments"]))

@@ -1,0 +1,58 @@
+"""`harness up`: start Kafka and PostgreSQL (or reuse them) and wait until all answer.
+"""
+
+import click
+
+from ..errors import HarnessError
+from .stack_options import say, stack_options
+
+
+@click.command()
+@click.option("--brokers", type=int, default=None, metavar="N",
+              help="Kafka nodes: 1, or 3 for a KRaft cluster (replication factor 3, min.insync.replicas 2) "
+                   "that broker faults need. The state folder remembers it for run, status and down.  [default: 1]")
+@click.option("--auth", type=click.Choice(["none", "scram"]), default=None,
+              help="Local stack: how Kafka clients authenticate. scram: the only client listener is "
+                   "SASL_PLAINTEXT with SCRAM-SHA-512, the user and password are in $HARNESS_HOME/"
+                   "client.properties (0600), and the harness's own runs use that file; one broker only "
+                   "(not with --brokers 3). [default: what the stack was set up with, else none]")
+@click.option("--build-images", is_flag=True,
+              help="Compose stack: build the Kafka and PostgreSQL images here from Debian's packages and Kafka's "
+                   "jars (scripts/build-images.sh) instead of the official images. Without it they are built only "
+                   "when an official image can be neither found on the engine nor pulled.")
+@stack_options
+def up(brokers, auth, build_images, stack_kind, bootstrap_servers, postgres_dsn):
+    """Start Kafka and PostgreSQL (or reuse them), and wait until all answer.
+
+    The local stack runs as processes under the state folder ($HARNESS_HOME,
+    default .harness/): Kafka resolved from Maven Central with mvn on first
+    use, PostgreSQL from Debian's server binaries. With --brokers 3 Kafka is
+    three processes from the same jars, each a broker and a KRaft controller
+    with its own folder and ports on 127.0.0.1.
+
+    \b
+    Examples:
+      harness up && harness status
+      harness up --brokers 3        # then: harness run eos --fault broker-kill
+      harness up --auth scram       # SASL/SCRAM Kafka; settings in $HARNESS_HOME/client.properties
+      harness up --stack compose    # Docker Compose (an engine: bash scripts/docker-engine.sh start)
+    """
+    from ..stack.local import check_auth_size
+    from ..stack.resolve import get_stack
+    if auth and (bootstrap_servers or postgres_dsn or stack_kind != "local"):
+        raise HarnessError("--auth sets up the local stack; an existing cluster takes --kafka-config instead")
+    check_auth_size(auth, brokers)
+    if build_images and stack_kind != "compose":
+        raise HarnessError("--build-images builds the compose stack's images; add --stack compose")
+    stack, _ = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=say, hold=True, brokers=brokers,
+                         auth=auth, build_images=build_images)
+    for note in stack.notes:
+        say(note)
+    click.echo(f"{stack.kind} stack ready: kafka {stack.bootstrap_servers} ({stack.kafka_auth}), postgres "
+               f"{stack.public()['postgres_dsn']}")
+    if stack.kind == "local":
+        from ..stack.local import client_properties_file
+        props = client_properties_file()
+        if props:
+            say(f"Kafka client settings (0600): {props}")
+        say("kept running until `harness down`")

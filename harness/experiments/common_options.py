@@ -1,0 +1,49 @@
+"""Run options that several experiment families declare alike: Kafka transactions, consumer-group membership.
+
+Each is declared once here and named in the `options` of every experiment that
+takes it (harness/options.py says what a declaration gives); the rule across
+the group options (a protocol needs a group) is declared beside them.
+"""
+
+from ..errors import HarnessError
+from ..options import Option
+
+# With a fresh transactional.id nobody fences the dead producer: its transaction stays open until this
+# timeout. 10 s keeps the experiment short while making the stall obvious next to sub-second restarts.
+FRESH_ID_TRANSACTION_TIMEOUT_MS = 10_000
+# The producers' transaction.timeout.ms when not given: the broker aborts a transaction its producer
+# abandoned after this (a restart with the same transactional.id aborts it at once).
+TRANSACTION_TIMEOUT_MS = 60_000
+
+ON_TRANSACTIONS = "experiments with Kafka transactions"
+
+COMMIT_INTERVAL_MS = Option(
+    "commit_interval_ms", int, "eos family: commit the transaction at least this often (instead of every N records).",
+    low=1, worker=True, applies_to=ON_TRANSACTIONS)
+FRESH_TRANSACTIONAL_ID = Option(
+    "fresh_transactional_id", bool, "eos family: restarted workers take a NEW transactional.id, so nothing fences "
+    "the dead transaction and read_committed readers stall until transaction.timeout.ms.", default=False,
+    applies_to=ON_TRANSACTIONS)
+TRANSACTION_TIMEOUT = Option(
+    "transaction_timeout_ms", int, "eos family: the producers' transaction.timeout.ms.",
+    shown=f"{TRANSACTION_TIMEOUT_MS}; {FRESH_ID_TRANSACTION_TIMEOUT_MS} with --fresh-transactional-id", low=1,
+    high=900_000, why_high="the brokers' transaction.max.timeout.ms default", worker=True,
+    applies_to=ON_TRANSACTIONS,
+    derive=lambda values: FRESH_ID_TRANSACTION_TIMEOUT_MS if values["fresh_transactional_id"] else None)
+TRANSACTION_OPTIONS = (COMMIT_INTERVAL_MS, FRESH_TRANSACTIONAL_ID, TRANSACTION_TIMEOUT)
+
+ASSIGNMENT = Option(
+    "assignment", str, "Consumer experiments: assign (each worker a fixed set of partitions: fastest restarts) or "
+    "group (subscribe as members of the run's group: partitions move when workers die and return).",
+    default="assign", choices=("assign", "group"), worker=True)
+GROUP_PROTOCOL = Option(
+    "group_protocol", str, "With --assignment group: the classic protocol (1 s session) or KIP-848's consumer "
+    "protocol.", shown="classic", choices=("classic", "consumer"), worker=True)
+
+
+def group_rule(params, exp) -> None:
+    if params.group_protocol is not None and params.assignment != "group":
+        raise HarnessError("--group-protocol applies to --assignment group")
+
+
+GROUP_OPTIONS = (ASSIGNMENT, GROUP_PROTOCOL)
