@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from ..params import SEED
 from .stack_options import stack_options, with_stack
 
 
@@ -108,7 +109,7 @@ def bench(ctx, messages, fast_messages, repetitions, sizes, cases, skip_restart,
               help="Which experiments (of offset-after, dedupe, eos).")
 @click.option("--crash-rate", type=float, default=0.001, show_default=True,
               help="Share of payments that crash the worker: fixed, so crashes grow with messages.")
-@click.option("--seed", type=int, default=25, show_default=True, help="Seed of every run's crash plan.")
+@SEED.click_option()
 @click.option("--keep-data", is_flag=True, help="Keep each run's topics and tables (default: removed once measured).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Report folder (default reports/<timestamp>-bench-scale/).")
@@ -138,7 +139,8 @@ def scale(messages_text, shapes_text, experiments_text, crash_rate, seed, keep_d
     from ..workload.naming import new_run_id
     opts = ScaleOptions(messages=parse_list(messages_text, "messages"), shapes=parse_shapes(shapes_text),
                         experiments=[e.strip() for e in experiments_text.split(",") if e.strip()],
-                        crash_rate=crash_rate, seed=seed, keep_data=keep_data)
+                        crash_rate=crash_rate, seed=SEED.default if seed is None else seed,
+                        keep_data=keep_data)
     opts.validate()
     bench_id = new_run_id("bench-scale")
     folder = Path(out) if out else reports_dir() / bench_id
