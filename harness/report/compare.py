@@ -30,7 +30,8 @@ from pathlib import Path
 from ..errors import HarnessError
 from . import validate
 from .escape import md, term, within
-from .model import VERDICTS, fmt
+from .model import VERDICTS
+from .shared import fmt
 
 # -- metrics ---------------------------------------------------------------------------------
 

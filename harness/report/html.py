@@ -10,7 +10,8 @@ numbers too: a report.json edited by someone else shows as text, never runs.
 from .escape import html as escape
 
 from .audit_commands import commands
-from .model import CRASH_FAULTS, RunReport, fmt
+from .model import RunReport
+from .shared import CRASH_FAULTS, fmt
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1180px;color:#1d1d1f;padding:0 1rem}

@@ -6,7 +6,8 @@ holding newlines, pipes, HTML or link syntax shows as text and cannot add a line
 
 from .audit_commands import commands
 from .escape import fence, md, md_code
-from .model import CRASH_FAULTS, RunReport, fmt
+from .model import RunReport
+from .shared import CRASH_FAULTS, fmt
 
 
 def _fault_value(row: dict, key: str) -> str:

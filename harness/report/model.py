@@ -10,10 +10,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from .shared import CRASH_FAULTS, fmt
+
 SCHEMA_VERSION = 2   # docs/report.schema.json
 
-# Faults whose occurrences are the report's `crashes`; the others get their own rows and sections.
-CRASH_FAULTS = ("planned-crash", "random-kill", "kill-every")
 VERDICTS = ("as-predicted", "unexpected", "audit-failed", "incomplete", "interrupted")
 
 
@@ -170,16 +170,6 @@ def _pred_kafka(p: dict, iso: str) -> str:
         bound = ops[0] == "<=" if ops else not (p.get("exact", True) or iso == "read_committed")
         return "<= " if bound else ""
     return f"{op('duplicates')}{fmt(k['duplicates'])} dup, {op('lost')}{fmt(k['lost'])} lost"
-
-
-def fmt(v) -> str:
-    if v is None:
-        return "unknown"
-    if isinstance(v, float):
-        return f"{v:,.2f}"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
 
 
 def write_all(report: RunReport, folder: Path) -> None:
