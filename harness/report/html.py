@@ -10,7 +10,6 @@ numbers too: a report.json edited by someone else shows as text, never runs.
 from .escape import html as escape
 
 from .audit_commands import commands
-from .model import RunReport
 from .shared import CRASH_FAULTS, fmt
 
 CSS = """
@@ -144,7 +143,8 @@ def page(title: str, body: str) -> str:
             f"<body>{body}</body></html>\n")
 
 
-def render(r: RunReport) -> str:
+def render(r) -> str:
+    """report.html of `r`, a model.RunReport (the class is not imported: see writer.py)."""
     d = r.data
     c = d["counts"]
     body = [f"<h1>{escape(d['experiment'])} <span id=verdict class='verdict {escape(d['verdict'])}'>"

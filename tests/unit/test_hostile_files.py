@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from harness import procs, safefile
-from harness.report.model import RunReport, write_all
+from harness.report.model import RunReport
+from harness.report.writer import write_all
 from harness.stack import leases, local, pidrecord
 from harness.stack.local_kafka import LocalKafka
 from harness.stack.local_postgres import LocalPostgres
@@ -399,7 +400,7 @@ def test_a_run_with_out_on_a_full_file_system_is_refused_before_anything_starts(
 
 def test_a_run_whose_report_cannot_be_written_keeps_the_json_in_the_state_folder(tmp_path, monkeypatch):
     from harness.errors import ReportNotWritten
-    from harness.report.model import write_or_keep
+    from harness.report.writer import write_or_keep
     monkeypatch.setenv("HARNESS_HOME", str(tmp_path / "state"))
     with small_tmpfs() as fs:
         (fs / "run").mkdir()
