@@ -98,5 +98,5 @@ def report(folder, reports_dir):
       harness report reports/20261129T183000-offset-after
       harness report latest
     """
-    from ..report.compare import find_folder
+    from ..report.compare_targets import find_folder
     click.echo(rerender(find_folder(folder, reports_dir)))

@@ -201,7 +201,7 @@ def test_folders_the_harness_makes_have_the_mode_it_chose(tmp_path):
 # -- `latest` ------------------------------------------------------------------------------------
 
 def test_a_folder_merely_named_like_a_run_id_is_not_latest(tmp_path):
-    from harness.report.compare import find_folder
+    from harness.report.compare_targets import find_folder
     from harness.rundir import claim_run_dir
     root = tmp_path / "reports"
     ours = claim_run_dir(root / "20261129T183000.000-offset-after-000001")
