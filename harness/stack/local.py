@@ -22,9 +22,10 @@ folder's topics have one replica, and three nodes need one cluster id).
 (`harness up --auth scram`); later commands start and use it the same way,
 with the client settings of `client_properties_file()`. SCRAM is offered for
 the one-node stack only: `--auth scram` with `--brokers 3` is refused.
+
+`stack.json` itself is read and written by local_record.py.
 """
 
-import json
 import os
 import shutil
 import time
@@ -32,99 +33,20 @@ from pathlib import Path
 
 import psycopg.conninfo
 
-from .. import safefile, versions
+from .. import versions
 from ..errors import HarnessError
 from ..paths import state_dir
 from . import health, interrupts, leases, local_kafka, marker, maven, ports
 from .claim import Claim
 from .. import kafka_client
-from .local_kafka import AUTHS, CLUSTER_SIZES, LocalKafka, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
+from .local_kafka import AUTHS, CLUSTER_SIZES, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
 from .local_kafka import every_node, nodes as kafka_nodes, voters as quorum_voters
 from .local_postgres import DATABASE, USER, LocalPostgres, find_bindir
+from .local_record import (bootstrap_of, is_port, known_ports, port_names, preferred, read_record, record_damage,
+                           record_path, recorded_auth, service_of, size, write_record)
 from .model import Stack
-
-PREFERRED = {"kafka": 19092, "controller": 19093, "postgres": 15432}
-PORT_NAMES = tuple(PREFERRED)
-
-
-def port_names(brokers: int = 1) -> tuple:
-    """The ports a stack of this size needs: per node its client and controller port, then Postgres."""
-    if brokers == 1:
-        return PORT_NAMES
-    return tuple(n for i in range(1, brokers + 1) for n in (f"kafka-{i}", f"controller-{i}")) + ("postgres",)
-
-
-def preferred(name: str) -> int:
-    """Fixed, memorable ports: node N of a cluster uses 19092 + 100 N and the port after it."""
-    if name in PREFERRED:
-        return PREFERRED[name]
-    kind, _, n = name.rpartition("-")
-    return 19092 + 100 * int(n) + (1 if kind == "controller" else 0)
-
-
-def size(state: Path | None = None) -> int:
-    """The number of Kafka nodes this state folder's stack has (1 unless `harness up --brokers N` said so)."""
-    n = (read_record(state) or {}).get("brokers", 1)
-    return n if n in CLUSTER_SIZES else 1
-
-
-def _service_of(port_name: str) -> str:
-    """The service that binds this port: postgres, kafka, or kafka-N for a cluster node's two ports."""
-    if port_name == "postgres":
-        return "postgres"
-    return "kafka" + port_name[len("controller"):] if port_name.startswith("controller") else port_name
-
-
-def _record_path(state: Path) -> Path:
-    return state / "stack.json"
-
-
-def read_record(state: Path | None = None) -> dict | None:
-    """stack.json as a dict, or None when it is missing, not JSON or not an object."""
-    try:
-        rec = json.loads(_record_path(state or state_dir()).read_text())
-    except (OSError, ValueError):
-        return None
-    return rec if isinstance(rec, dict) else None
-
-
-def _damage(state: Path, services_run: bool) -> str | None:
-    """Why stack.json cannot be used as it is (None when it is fine, or absent with nothing running)."""
-    path = _record_path(state)
-    if not path.exists():
-        return f"{path} is missing" if services_run else None
-    rec = read_record(state)
-    if rec is None:
-        return f"{path} is unreadable or not a JSON object"
-    bad = [n for n in port_names(size(state)) if not _is_port(rec.get(f"{n}_port"))]
-    return f"{path} lacks {', '.join(f'{n}_port' for n in bad)}" if bad else None
-
-
-def _is_port(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and 0 < v < 65536
-
-
-def _write_record(state: Path, rec: dict) -> None:
-    safefile.write_state(_record_path(state), json.dumps(rec, indent=2) + "\n")
-
-
-def known_ports(state: Path, kafka, pg: LocalPostgres) -> dict:
-    """Ports of the running services from their pid records, else from stack.json (missing keys absent).
-    `kafka` is the node, or the list of nodes, of the stack."""
-    names = port_names(size(state))
-    rec = read_record(state) or {}
-    out = {n: rec[f"{n}_port"] for n in names if _is_port(rec.get(f"{n}_port"))}
-    for svc in [*(kafka if isinstance(kafka, list) else [kafka]), pg]:
-        running = svc.running()
-        if running:
-            out.update({k: v for k, v in running.ports.items() if k in names and _is_port(v)})
-    return out
-
-
-def bootstrap_of(port: dict, brokers: int) -> str:
-    if brokers == 1:
-        return f"127.0.0.1:{port.get('kafka', '?')}"
-    return ",".join(f"127.0.0.1:{port.get(f'kafka-{i}', '?')}" for i in range(1, brokers + 1))
+# Re-exported for cli.py only (its home is local_record.py).
+from .local_record import client_properties_file  # noqa: F401
 
 
 def _stack_from(port: dict, kafka: list, pg: LocalPostgres, auth: str = "none") -> Stack:
@@ -142,25 +64,6 @@ def services(state: Path, brokers: int | None = None) -> dict:
     """The stack's services by key (kafka or kafka-1..N, postgres), in start order reversed."""
     nodes = kafka_nodes(state, brokers or size(state))
     return {**{k.key: k for k in nodes}, "postgres": LocalPostgres(state)}
-
-
-def recorded_auth(state: Path | None = None) -> str:
-    """The Kafka auth of the local stack in `state` ("none" or "scram"): as stack.json remembers it, else
-    (a lost or damaged stack.json) as the broker's server.properties says."""
-    state = state or state_dir()
-    auth = (read_record(state) or {}).get("auth")
-    return auth if auth in AUTHS else LocalKafka(state).configured_auth()
-
-
-def client_properties_file(state: Path | None = None) -> Path | None:
-    """The Kafka client settings file (librdkafka names, 0600) of the local stack in `state`.
-
-    None when that stack needs no client settings (plaintext). `harness up --auth scram` writes it;
-    `kcat -F FILE` and `--kafka-config-file FILE` read it.
-    """
-    state = state or state_dir()
-    f = LocalKafka(state).client_file
-    return f if recorded_auth(state) == "scram" and f.exists() else None
 
 
 def stopped_with_data() -> bool:
@@ -204,7 +107,7 @@ def status(check: bool = True) -> Stack | None:
         return None
     port = known_ports(state, kafka, pg)
     stack = _stack_from(port, kafka, pg, recorded_auth(state))
-    damage = _damage(state, any(running.values()))
+    damage = record_damage(state, any(running.values()))
     if damage:
         stack.notes.append(f"{damage}; ports are taken from the running services' pid records")
     for name, pids in strays.items():
@@ -310,7 +213,7 @@ def _start_with_free_ports(state: Path, owner: str, log, brokers: int, auth: str
             return _start_missing(state, owner, log, brokers, auth)
         except HarnessError as e:
             rec = read_record(state) or {}
-            lost = sorted(v for k, v in rec.items() if k.endswith("_port") and _is_port(v) and not ports.is_free(v)
+            lost = sorted(v for k, v in rec.items() if k.endswith("_port") and is_port(v) and not ports.is_free(v)
                           and not _runs(state, brokers, k[:-len("_port")]))
             if attempt == PORT_RACE_TRIES or not lost:
                 raise
@@ -321,7 +224,7 @@ def _start_with_free_ports(state: Path, owner: str, log, brokers: int, auth: str
 
 def _runs(state: Path, brokers: int, name: str) -> bool:
     """Whether our own service that binds port `name` (postgres, kafka, controller, kafka-N...) runs."""
-    svc = services(state, brokers).get(_service_of(name))
+    svc = services(state, brokers).get(service_of(name))
     return bool(svc and svc.running())
 
 
@@ -362,7 +265,7 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
     check_auth_size(auth, brokers)
     if not all(running.values()):
         bindir, lib = _tools(log)       # fail early, before starting anything
-    damage = _damage(state, any(running.values())) if had == brokers else None
+    damage = record_damage(state, any(running.values())) if had == brokers else None
     if damage:
         what = "rebuilt it from the running services" if any(running.values()) else "starting fresh"
         notes.append(f"{damage}; {what}")
@@ -372,17 +275,17 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
                                f"record is missing or wrong, so the harness will not touch it; stop it yourself")
 
     port = known_ports(state, kafka, pg) if had == brokers else \
-        {n: rec[f"{n}_port"] for n in names if _is_port(rec.get(f"{n}_port"))}
-    taken = set(port[n] for n in names if n in port and running[_service_of(n)])
+        {n: rec[f"{n}_port"] for n in names if is_port(rec.get(f"{n}_port"))}
+    taken = set(port[n] for n in names if n in port and running[service_of(n)])
     for name in names:
-        if running[_service_of(name)]:
+        if running[service_of(name)]:
             continue                 # our own service still holds its recorded port
         chosen, note = ports.choose(port.get(name) or preferred(name), taken)
         if note:
             notes.append(f"{name}: {note}")
         taken.add(chosen)
         port[name] = chosen
-    _write_record(state, {**{k: v for k, v in rec.items() if k not in ("kind",)}, "kind": "local", "auth": auth,
+    write_record(state, {**{k: v for k, v in rec.items() if k not in ("kind",)}, "kind": "local", "auth": auth,
                           **{f"{n}_port": port[n] for n in names}})
     for n in notes:
         log(n)
@@ -461,7 +364,7 @@ def purged_paths(state: Path) -> list[Path]:
     from .shellenv import PGPASS_NAME       # the copy of the password `harness env` keeps
     kafka, pg = every_node(state), LocalPostgres(state)
     return [*(k.home for k in kafka), pg.home, pg.password_file, pg.admin_password_file,
-            pg.audit_password_file, kafka[0].client_file, state / PGPASS_NAME, _record_path(state)]
+            pg.audit_password_file, kafka[0].client_file, state / PGPASS_NAME, record_path(state)]
 
 
 def down(purge: bool = False, log=print) -> list[str]:

@@ -23,7 +23,7 @@ import pytest
 from harness import procs, safefile
 from harness.report.model import RunReport
 from harness.report.writer import write_all
-from harness.stack import leases, local, pidrecord
+from harness.stack import leases, local_record, pidrecord
 from harness.stack.local_kafka import LocalKafka
 from harness.stack.local_postgres import LocalPostgres
 from tests.conftest import ROOT, harness
@@ -108,7 +108,7 @@ def test_state_files_are_written_through_no_link(tmp_path, victim):
     for path in (tmp_path / "stack.json", tmp_path / f"stack.json.tmp{pid}", kafka.pidfile,
                  kafka.home / f"kafka.pid.tmp{pid}", tmp_path / f".client.properties.tmp{pid}"):
         os.symlink(victim, path)
-    local._write_record(tmp_path, {"kind": "local"})
+    local_record.write_record(tmp_path, {"kind": "local"})
     assert json.loads((tmp_path / "stack.json").read_text()) == {"kind": "local"}
     pidrecord.write(kafka.pidfile, pidrecord.PidRecord(pid=4321, start_time=1, marks=kafka.marks(), group=True))
     assert not kafka.pidfile.is_symlink()
@@ -421,7 +421,7 @@ def test_a_full_state_folder_is_one_line_and_leaves_no_stale_temporary_file():
         (home / ".harness-state").write_text("{}")
         fill(fs)
         with pytest.raises(Exception) as e:
-            local._write_record(home, {"kind": "local", "notes": "x" * 100_000})
+            local_record.write_record(home, {"kind": "local", "notes": "x" * 100_000})
         assert "No space left" in str(e.value)
         assert temps_in(home) == []
         proc = harness("up", env={"HARNESS_HOME": str(home)}, timeout=300)
