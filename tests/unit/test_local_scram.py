@@ -3,7 +3,7 @@
 import stat
 
 from harness import kafka_client
-from harness.stack import local, local_record
+from harness.stack import local_record, local_services
 from harness.stack.local_kafka import LocalKafka, _argfile_quote
 
 
@@ -71,10 +71,10 @@ def test_scram_with_three_brokers_is_refused_in_one_line_before_anything_starts(
     from tests.conftest import harness
     from tests.unit.test_cli_errors import one_clear_line
     with pytest.raises(HarnessError, match="--auth scram runs on the one-broker stack only"):
-        local.check_auth_size("scram", 3)
-    local.check_auth_size("scram", 1)
-    local.check_auth_size("scram", None)
-    local.check_auth_size(None, 3)
+        local_services.check_auth_size("scram", 3)
+    local_services.check_auth_size("scram", 1)
+    local_services.check_auth_size("scram", None)
+    local_services.check_auth_size(None, 3)
     env = {"HARNESS_HOME": str(tmp_path / "state"), "HARNESS_CACHE": str(tmp_path / "cache"),
            "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": ""}
     proc = harness("up", "--auth", "scram", "--brokers", "3", env=env)
