@@ -171,14 +171,14 @@ def test_the_cluster_size_is_remembered_and_a_change_needs_a_purge(tmp_path):
     assert local_record.size(tmp_path) == 1
     (tmp_path / "stack.json").write_text(json.dumps({"kind": "local", "brokers": 3}))
     assert local_record.size(tmp_path) == 3 and local_services.check_size(tmp_path, None) == 3
-    assert local_services.check_size(tmp_path, 1) == 1           # nothing of the 3-node stack exists yet
+    assert local_services.check_size(tmp_path, 1) == 1          # nothing of the 3-node stack exists yet
     (tmp_path / "kafka-1" / "data").mkdir(parents=True)
     with pytest.raises(HarnessError, match="holds a 3-broker stack.*harness down --purge"):
         local_services.check_size(tmp_path, 1)
     with pytest.raises(HarnessError, match="--brokers must be one of 1, 3"):
         local_services.check_size(tmp_path, 2)
     (tmp_path / "stack.json").write_text(json.dumps({"kind": "local", "brokers": 7}))
-    assert local_record.size(tmp_path) == 1                    # a size the harness never starts is not believed
+    assert local_record.size(tmp_path) == 1                     # a size the harness never starts is not believed
 
 
 def test_cluster_ports_and_addresses():
