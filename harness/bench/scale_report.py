@@ -5,7 +5,7 @@ from html import escape
 from pathlib import Path
 
 from ..report import html as h
-from ..report.model import fmt
+from ..report.shared import fmt
 
 COLUMNS = ("experiment", "messages", "partitions x workers", "verdict", "seconds", "messages/s (workers' time)",
            "crashes", "restart median s", "worker peak RSS MB", "broker RSS MB (peak)")

@@ -181,7 +181,7 @@ def audit(run, reports_dir, as_json, audit_sql, stack_kind, bootstrap_servers, p
       harness audit latest
       harness up && harness audit 20261130T091907.230-dedupe-771018
     """
-    from ..report.compare import find_folder
+    from ..report.compare_targets import find_folder
     from ..report.escape import term, within
     folder = find_folder(run, reports_dir)
     folder = folder.parent if folder.is_file() else folder

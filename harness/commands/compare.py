@@ -7,9 +7,12 @@ import click
 
 from ..errors import HarnessError
 from ..report import compare as comparison
+from ..report.compare_render import to_json, to_markdown, to_text
+from ..report.compare_rules import evaluate, parse_fail_on
+from ..report.compare_targets import load_target
 from ..report.escape import term
 
-FORMATS = {"text": comparison.to_text, "markdown": comparison.to_markdown}
+FORMATS = {"text": to_text, "markdown": to_markdown}
 
 
 @click.command("compare")
@@ -59,17 +62,17 @@ def compare(targets, fail_on, allow_incomplete, allow_unknown, out_format, repor
       harness compare SUITE_A SUITE_B --fail-on unexpected --fail-on 'wall_seconds>+20%'
       harness compare latest --fail-on 'eos:rc.duplicates>0' --format markdown
     """
-    rules = [comparison.parse_fail_on(expr, allow_incomplete) for expr in fail_on]
+    rules = [parse_fail_on(expr, allow_incomplete) for expr in fail_on]
     if allow_incomplete and not any(r.op == "not in" for r in rules):
         raise HarnessError("--allow-incomplete only relaxes --fail-on unexpected, and no such rule was given")
-    loaded = [comparison.load_target(arg, reports_dir) for arg in targets]
+    loaded = [load_target(arg, reports_dir) for arg in targets]
     result = comparison.compare(loaded)
-    failures = comparison.evaluate(result, rules, allow_unknown)
+    failures = evaluate(result, rules, allow_unknown)
     if out_format != "markdown":   # Markdown carries its warnings inside, for pasting
         for w in result.warnings:
             click.echo(f"warning: {term(w)}", err=True)
     if out_format == "json":
-        click.echo(comparison.to_json(result, failures), nl=False)
+        click.echo(to_json(result, failures), nl=False)
     else:
         click.echo(FORMATS[out_format](result), nl=False)
     for reason in failures:

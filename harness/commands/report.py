@@ -41,7 +41,8 @@ def rerender(folder: Path) -> Path:
 def _rerender_at(folder: Path, shown: Path) -> None:
     from ..report import validate
     from ..report.escape import term
-    from ..report.model import RunReport, write_all
+    from ..report.model import RunReport
+    from ..report.writer import write_all
     if (folder / "suite.json").is_file():
         validate.read_suite(folder / "suite.json")   # one clear line for a broken suite.json
         try:
@@ -97,5 +98,5 @@ def report(folder, reports_dir):
       harness report reports/20261129T183000-offset-after
       harness report latest
     """
-    from ..report.compare import find_folder
+    from ..report.compare_targets import find_folder
     click.echo(rerender(find_folder(folder, reports_dir)))

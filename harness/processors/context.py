@@ -10,28 +10,24 @@ still committed to the run's consumer group, where the checker and the
 supervisor read them.
 
 With `--assignment group` (the consumer experiments only) workers instead
-subscribe as members of the run's group (`--group-protocol classic`, eager
-range assignment with a 1 s session, or `consumer`, KIP-848), so partitions
-move when workers die and return. Each assignment and revocation is an event;
-on revocation the worker first commits what it applied on the revoked
-partitions (at-least-once done right), and what it could not commit (a lost
-assignment, a commit refused mid-rebalance) is logged as `commit_lost` with
-those ids: they come again without a crash record, so the predictions they
-touch become bounds (see predictors.py).
+subscribe as members of the run's group: see group.py, whose GroupMember is
+WorkerContext's base class. What a worker leaves for others to read (its
+events, its crash record) is evidence.py.
 """
 
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
 
 from .. import consume, kafka_client
-from ..faults import crashlog
 from ..faults.crashplan import CrashPlan
 from ..options import worker_options
 from ..workload.sqlnames import table_identifier as table_ident
+from .evidence import Events, KillSwitch, ids
+from .group import GROUP_SETTINGS, GroupMember
+from .kafka_calls import REQUEST_TIMEOUT_S, retrying
 
 # Each poll waits at most this long for records; short, so the end of input is noticed quickly.
 POLL_TIMEOUT_S = 0.1
@@ -42,113 +38,9 @@ POLL_TIMEOUT_S = 0.1
 # seeks it gives up and exits (an unplanned death, said as one, never a silent hang).
 FETCH_STALL_S = 15.0
 STALL_RESEEKS = 6
-# Metadata and committed-offset requests to a healthy local broker take milliseconds.
-REQUEST_TIMEOUT_S = 15
 
 
-class Events:
-    """Append-only JSON lines the supervisor reads: started, first_message, done. Each names the
-    worker's pid, so a report (and a test) can tell which process did what."""
-
-    def __init__(self, path: Path, worker: str, attempt: int):
-        self.path, self.worker, self.attempt = path, worker, attempt
-
-    def emit(self, event: str, **fields) -> None:
-        line = json.dumps({"event": event, "worker": self.worker, "attempt": self.attempt,
-                           "pid": os.getpid(), "t": time.time(), **fields}) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-        try:
-            os.write(fd, line.encode())
-        finally:
-            os.close(fd)
-
-
-class KillSwitch:
-    """Crashes the worker (SIGKILL to itself) on the first delivery of a planned message id, at its
-    planned kill point.
-
-    The loop calls `at(point, msg, ...)` in every gap between its steps and says what a death there
-    does: `unacked` (effects applied, not acknowledged: they will be applied again), `acked_unapplied`
-    (acknowledged, never applied: lost) and `produced` (written in the open transaction: aborted).
-    Each list may be records or a function returning ids: turned into ids only when crashing, so the
-    check costs nothing per record however long the batch grows. `more` is further evidence an
-    experiment's predictor reads: other lists of ids (a service's `row_only`), or values (when each
-    unacknowledged key was written, the TTL), each possibly a function called only when crashing.
-    """
-
-    def __init__(self, plan: CrashPlan | None, log_path: Path, worker: str, attempt: int, experiment: str):
-        self.plan = plan
-        self.plan_ids = plan.crash_ids if plan else frozenset()
-        self.already = crashlog.crashed_ids(log_path)
-        self.log_path, self.worker, self.attempt, self.experiment = log_path, worker, attempt, experiment
-        self.before_crash = None       # e.g. flush a transactional producer so its aborted records are on the broker
-        self.delivered = 0             # records this process began to handle, recorded with the crash
-
-    def planned(self, msg_id: str) -> bool:
-        return msg_id in self.plan_ids and msg_id not in self.already
-
-    def at(self, point: str, msg, unacked=(), acked_unapplied=(), produced=(), **more) -> None:
-        """`more`: other facts an experiment's predictors read: lists of records or ids (e.g. `row_only`,
-        `event_only`), or a value, or a function called only when the crash happens (e.g. a key's age)."""
-        msg_id = msg.key().decode()
-        if self.planned(msg_id) and self.plan.point_of(msg_id) in (None, point):
-            self.crash(point, msg, unacked=_ids(unacked), acked_unapplied=_ids(acked_unapplied),
-                       produced=_ids(produced), **{k: _fact(v) for k, v in more.items()})
-
-    def crash(self, point: str, msg, **lists) -> None:
-        if self.before_crash:
-            self.before_crash()
-        crashlog.append(self.log_path, {
-            "point": point, "message_id": msg.key().decode(), "partition": msg.partition(),
-            "offset": msg.offset(), **{k: list(v) if isinstance(v, (list, tuple)) else v for k, v in lists.items()},
-            "worker": self.worker,
-            "attempt": self.attempt, "experiment": self.experiment, "delivered": self.delivered,
-            "time": time.time()})
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _retrying(call, within_s: float = REQUEST_TIMEOUT_S):
-    """`call()`, again after a retriable error (a leader that just moved: NOT_LEADER_FOR_PARTITION while a
-    broker is down) until `within_s` has passed; then the error is raised."""
-    from confluent_kafka import KafkaError, KafkaException
-    passing = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._TIMED_OUT,
-               KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
-               KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError._TRANSPORT, KafkaError._WAIT_COORD,
-               KafkaError._DESTROY_BROKER}
-    deadline = time.monotonic() + within_s
-    while True:
-        try:
-            return call()
-        except KafkaException as e:
-            err = e.args[0]
-            if not (err.retriable() or err.code() in passing) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
-# --assignment group: how a member joins. Classic: eager range assignment, a dead member noticed after 1 s
-# (the broker allows 500 ms). Consumer (KIP-848): the broker owns session and assignment.
-GROUP_SETTINGS = {
-    "classic": {"group.protocol": "classic", "session.timeout.ms": 1000, "heartbeat.interval.ms": 250,
-                "partition.assignment.strategy": "range"},
-    "consumer": {"group.protocol": "consumer"},
-}
-
-
-def _ids(x) -> list[str]:
-    return list(x()) if callable(x) else ids(x)
-
-
-def _fact(x):
-    """One of KillSwitch.at's other facts, as the crash record holds it: a list of records or ids
-    becomes a list of ids; a function is called now; any other value (a dict, a number) stays."""
-    x = x() if callable(x) else x
-    if isinstance(x, (list, tuple)):
-        return [i if isinstance(i, str) else i.key().decode() for i in x]
-    return x
-
-
-class WorkerContext:
+class WorkerContext(GroupMember):
     def __init__(self, args, consumer: dict | None = None):
         """`consumer`: settings the experiment declares instead of ours (auto-commit's client defaults)."""
         from confluent_kafka import Consumer
@@ -211,9 +103,9 @@ class WorkerContext:
         if self.group_mode:
             return self._subscribe()
         tps = [TopicPartition(self.input_topic, p) for p in self.args.partitions]
-        committed = _retrying(lambda: self.consumer.committed(tps, timeout=REQUEST_TIMEOUT_S))
+        committed = retrying(lambda: self.consumer.committed(tps, timeout=REQUEST_TIMEOUT_S))
         for tp in committed:
-            low, high = _retrying(lambda: self.consumer.get_watermark_offsets(
+            low, high = retrying(lambda: self.consumer.get_watermark_offsets(
                 TopicPartition(self.input_topic, tp.partition), timeout=REQUEST_TIMEOUT_S))
             self.high[tp.partition] = high
             self.committed[tp.partition] = tp.offset if tp.offset >= 0 else low
@@ -223,71 +115,6 @@ class WorkerContext:
         self.positions = dict(self.committed)     # next offset to process, per partition
         self.events.emit("started", partitions=list(self.args.partitions),
                          offsets={str(p): o for p, o in self.committed.items()})
-
-    # -- group membership (--assignment group) -----------------------------------
-    def _subscribe(self) -> None:
-        from confluent_kafka import TopicPartition
-        md = self.consumer.list_topics(self.input_topic, timeout=REQUEST_TIMEOUT_S).topics[self.input_topic]
-        for p in md.partitions:
-            self._topic_high[p] = _retrying(lambda: self.consumer.get_watermark_offsets(
-                TopicPartition(self.input_topic, p), timeout=REQUEST_TIMEOUT_S))[1]
-        self.consumer.subscribe([self.input_topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
-                                on_lost=self._on_lost)
-        self.events.emit("started", partitions=[], assignment="group")
-
-    def _on_assign(self, consumer, partitions) -> None:
-        if getattr(self, "_closing", False):
-            # An assignment that close() delivers while it leaves the group: nothing will be read from it,
-            # and the handle being destroyed refuses every request (a worker that had finished died here
-            # with _DESTROY, an exit 1 counted as an unplanned death).
-            return
-        got = _retrying(lambda: consumer.committed(partitions, timeout=REQUEST_TIMEOUT_S)) if partitions else []
-        for tp in got:
-            self.high[tp.partition] = self._topic_high[tp.partition]
-            self.committed[tp.partition] = tp.offset if tp.offset >= 0 else 0
-            self.positions[tp.partition] = self.committed[tp.partition]
-        self.events.emit("assigned", partitions=sorted(tp.partition for tp in partitions))
-
-    def _on_revoke(self, consumer, partitions) -> None:
-        gone = {tp.partition for tp in partitions}
-        mine = [m for m in self.pending if m.partition() in gone]
-        if mine:
-            try:
-                consumer.commit(offsets=self.offsets_after(mine), asynchronous=False)
-            except Exception as e:  # noqa: BLE001 - the new owner redelivers them: say which
-                self.events.emit("commit_lost", unacked=ids(mine), reason=str(e)[:200])
-        self._forget(gone, mine)
-        self.events.emit("revoked", partitions=sorted(gone), committed_on_revoke=len(mine))
-
-    def _on_lost(self, consumer, partitions) -> None:
-        gone = {tp.partition for tp in partitions}
-        mine = [m for m in self.pending if m.partition() in gone]
-        if mine:
-            self.events.emit("commit_lost", unacked=ids(mine), reason="assignment lost")
-        self._forget(gone, mine)
-        self.events.emit("revoked", partitions=sorted(gone), lost=True)
-
-    def _forget(self, gone: set, mine: list) -> None:
-        for m in mine:
-            self.pending.remove(m)
-        for p in gone:
-            self.high.pop(p, None)
-            self.committed.pop(p, None)
-            self.positions.pop(p, None)
-
-    def _group_caught_up(self) -> bool:
-        """Group mode: the whole input is committed by the group (checked at most twice a second)."""
-        from confluent_kafka import TopicPartition
-        now = time.monotonic()
-        if now - self._group_done_checked < 0.5:
-            return False
-        self._group_done_checked = now
-        try:
-            got = self.consumer.committed([TopicPartition(self.input_topic, p) for p in self._topic_high],
-                                          timeout=REQUEST_TIMEOUT_S)
-        except Exception:  # noqa: BLE001 - asked again at the next check
-            return False
-        return all(tp.offset >= self._topic_high[tp.partition] for tp in got)
 
     # -- Kafka -----------------------------------------------------------------
     def poll(self, max_messages: int) -> list:
@@ -450,10 +277,6 @@ class WorkerContext:
         finally:
             if self._pg is not None:
                 self._pg.close()
-
-
-def ids(msgs) -> list[str]:
-    return [m.key().decode() for m in msgs]
 
 
 def amount_of(msg) -> int:

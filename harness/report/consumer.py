@@ -8,7 +8,7 @@ caused which duplicate.
 """
 
 from .escape import md
-from .model import fmt
+from .shared import fmt
 
 
 def facts(c: dict) -> list[tuple[str, str]]:

@@ -10,7 +10,7 @@ numbers too: a report.json edited by someone else shows as text, never runs.
 from .escape import html as escape
 
 from .audit_commands import commands
-from .model import CRASH_FAULTS, RunReport, fmt
+from .shared import CRASH_FAULTS, fmt
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1180px;color:#1d1d1f;padding:0 1rem}
@@ -143,7 +143,8 @@ def page(title: str, body: str) -> str:
             f"<body>{body}</body></html>\n")
 
 
-def render(r: RunReport) -> str:
+def render(r) -> str:
+    """report.html of `r`, a model.RunReport (the class is not imported: see writer.py)."""
     d = r.data
     c = d["counts"]
     body = [f"<h1>{escape(d['experiment'])} <span id=verdict class='verdict {escape(d['verdict'])}'>"

@@ -6,7 +6,7 @@ holding newlines, pipes, HTML or link syntax shows as text and cannot add a line
 
 from .audit_commands import commands
 from .escape import fence, md, md_code
-from .model import CRASH_FAULTS, RunReport, fmt
+from .shared import CRASH_FAULTS, fmt
 
 
 def _fault_value(row: dict, key: str) -> str:
@@ -14,7 +14,8 @@ def _fault_value(row: dict, key: str) -> str:
     return md(fmt(row[key])) if key in row else ""
 
 
-def render(r: RunReport) -> str:
+def render(r) -> str:
+    """report.md of `r`, a model.RunReport (the class is not imported: see writer.py)."""
     d = r.data
     out = [f"# {md(d['experiment'])}: {md(d['verdict'])}", "", f"> {md(r.summary())}", ""]
     if d.get("proves"):

@@ -4,16 +4,19 @@
 report/build.py); other tools rely on its field names. Derived views (the
 scoreboard rows) are computed here once, so no two renderings can disagree.
 A number the harness could not measure is None and shows as "unknown".
+Writing the report folder (report.json, .md, .html) is writer.py's job.
 """
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from .shared import CRASH_FAULTS, fmt
+# Re-exported for runner.py only (its home is writer.py, which does not import this module).
+from .writer import write_or_keep  # noqa: F401
+
 SCHEMA_VERSION = 2   # docs/report.schema.json
 
-# Faults whose occurrences are the report's `crashes`; the others get their own rows and sections.
-CRASH_FAULTS = ("planned-crash", "random-kill", "kill-every")
 VERDICTS = ("as-predicted", "unexpected", "audit-failed", "incomplete", "interrupted")
 
 
@@ -170,59 +173,3 @@ def _pred_kafka(p: dict, iso: str) -> str:
         bound = ops[0] == "<=" if ops else not (p.get("exact", True) or iso == "read_committed")
         return "<= " if bound else ""
     return f"{op('duplicates')}{fmt(k['duplicates'])} dup, {op('lost')}{fmt(k['lost'])} lost"
-
-
-def fmt(v) -> str:
-    if v is None:
-        return "unknown"
-    if isinstance(v, float):
-        return f"{v:,.2f}"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
-
-
-def write_all(report: RunReport, folder: Path) -> None:
-    """Write report.json, report.md and report.html, each atomically (no half-written report), never
-    through a link (`harness.safefile`). A file that cannot be written (a full disk) ends the writing in
-    one ReportNotWritten naming what was written; no temporary file is left behind."""
-    from . import markdown, html
-    from ..errors import ReportNotWritten
-    from ..safefile import make_folder, write_text
-    texts = (("report.json", report.to_json()), ("report.md", markdown.render(report)),
-             ("report.html", html.render(report)))
-    written = []
-    try:
-        make_folder(folder)
-        for name, text in texts:
-            write_text(folder / name, text)
-            written.append(name)
-    except OSError as e:
-        done = f"only {', '.join(written)} was written" if written else "nothing was written"
-        raise ReportNotWritten(f"cannot write the report in {folder}: {e.strerror or e} "
-                               f"({texts[len(written)][0]}; {done})") from None
-
-
-def write_or_keep(report: RunReport, folder: Path) -> None:
-    """`write_all` for a run that just ended: when its folder cannot take the report, the JSON is kept in the
-    state folder instead (`<state>/unwritten-reports/<run-id>.report.json`, re-rendered later with
-    `harness report`), and the ReportNotWritten that ends the run (exit 3) says where, or that even that
-    failed."""
-    from ..errors import ReportNotWritten
-    from ..paths import state_dir
-    from ..safefile import make_folder, write_text
-    try:
-        write_all(report, folder)
-        return
-    except ReportNotWritten as e:
-        failed = str(e)
-    import re
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", str(report.data.get("run_id") or "run")).lstrip(".")[:120] or "run"
-    keep = state_dir() / "unwritten-reports" / f"{name}.report.json"
-    try:
-        make_folder(keep.parent)
-        write_text(keep, report.to_json())
-    except OSError as e:
-        raise ReportNotWritten(f"{failed}; the report could not be kept in {keep.parent} either "
-                               f"({e.strerror or e}): it is lost") from None
-    raise ReportNotWritten(f"{failed}; report.json kept as {keep}")

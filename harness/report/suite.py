@@ -12,7 +12,7 @@ from pathlib import Path
 from . import html as h
 from .escape import href, md, md_code
 from .escape import html as escape
-from .model import fmt
+from .shared import fmt
 
 COLUMNS = ("experiment", "sent", "deliveries", "effects", "duplicates", "lost", "ledger total",
            "output read_committed", "output read_uncommitted", "crashes", "verdict", "seconds")

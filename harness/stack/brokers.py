@@ -37,7 +37,7 @@ class LocalBrokers:
     kind = "local"
 
     def __init__(self, state: Path):
-        from .local import read_record
+        from .local_record import read_record
         from .local_kafka import nodes
         self.state = state
         self.by_id = {k.node_id: k for k in nodes(state, CLUSTER)}

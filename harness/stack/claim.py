@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import leases
+from .local_services import services as stack_services, stop_all
 
 DISPLAY = {"kafka": "Kafka", "postgres": "PostgreSQL"}
 
@@ -36,7 +37,6 @@ class Claim:
         Returns the services stopped. `say` gets one line when the stack is left running.
         """
         say = say or (lambda m: print(m, file=sys.stderr))
-        from .local import _stop_all, services as stack_services
         with leases.locked(self.state, log=say):
             leases.give_back(self.lease)
             services = stack_services(self.state)
@@ -49,7 +49,7 @@ class Claim:
             if line:
                 say(line)
             stopped = []
-            for name, (ok, note) in zip(to_stop, _stop_all([services[n] for n in to_stop])):
+            for name, (ok, note) in zip(to_stop, stop_all([services[n] for n in to_stop])):
                 if ok:
                     stopped.append(name)
                 elif note:

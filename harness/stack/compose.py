@@ -66,7 +66,7 @@ def _env(state: Path) -> dict:
 
 
 def _recorded(state: Path) -> dict:
-    from .local import read_record          # stack.json, whichever kind of stack wrote it
+    from .local_record import read_record   # stack.json, whichever kind of stack wrote it
     return read_record(state) or {}
 
 

@@ -22,145 +22,31 @@ folder's topics have one replica, and three nodes need one cluster id).
 (`harness up --auth scram`); later commands start and use it the same way,
 with the client settings of `client_properties_file()`. SCRAM is offered for
 the one-node stack only: `--auth scram` with `--brokers 3` is refused.
+
+This module holds the commands; `stack.json` is read and written by
+local_record.py, and the services are started and stopped by
+local_services.py.
 """
 
-import json
 import os
 import shutil
-import time
 from pathlib import Path
 
 import psycopg.conninfo
 
-from .. import safefile, versions
 from ..errors import HarnessError
 from ..paths import state_dir
-from . import health, interrupts, leases, local_kafka, marker, maven, ports
+from . import health, interrupts, leases, marker
 from .claim import Claim
-from .. import kafka_client
-from .local_kafka import AUTHS, CLUSTER_SIZES, LocalKafka, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
-from .local_kafka import every_node, nodes as kafka_nodes, voters as quorum_voters
-from .local_postgres import DATABASE, USER, LocalPostgres, find_bindir
+from .local_kafka import every_node, nodes as kafka_nodes
+from .local_postgres import DATABASE, USER, LocalPostgres
+from .local_record import (bootstrap_of, known_ports, port_names, read_record, record_damage, record_path,
+                           recorded_auth, size)
+from .local_services import (check_auth_size, check_size, key_of, mark_of, services, stack_from, start_with_free_ports,
+                             stop_all)
 from .model import Stack
-
-PREFERRED = {"kafka": 19092, "controller": 19093, "postgres": 15432}
-PORT_NAMES = tuple(PREFERRED)
-
-
-def port_names(brokers: int = 1) -> tuple:
-    """The ports a stack of this size needs: per node its client and controller port, then Postgres."""
-    if brokers == 1:
-        return PORT_NAMES
-    return tuple(n for i in range(1, brokers + 1) for n in (f"kafka-{i}", f"controller-{i}")) + ("postgres",)
-
-
-def preferred(name: str) -> int:
-    """Fixed, memorable ports: node N of a cluster uses 19092 + 100 N and the port after it."""
-    if name in PREFERRED:
-        return PREFERRED[name]
-    kind, _, n = name.rpartition("-")
-    return 19092 + 100 * int(n) + (1 if kind == "controller" else 0)
-
-
-def size(state: Path | None = None) -> int:
-    """The number of Kafka nodes this state folder's stack has (1 unless `harness up --brokers N` said so)."""
-    n = (read_record(state) or {}).get("brokers", 1)
-    return n if n in CLUSTER_SIZES else 1
-
-
-def _service_of(port_name: str) -> str:
-    """The service that binds this port: postgres, kafka, or kafka-N for a cluster node's two ports."""
-    if port_name == "postgres":
-        return "postgres"
-    return "kafka" + port_name[len("controller"):] if port_name.startswith("controller") else port_name
-
-
-def _record_path(state: Path) -> Path:
-    return state / "stack.json"
-
-
-def read_record(state: Path | None = None) -> dict | None:
-    """stack.json as a dict, or None when it is missing, not JSON or not an object."""
-    try:
-        rec = json.loads(_record_path(state or state_dir()).read_text())
-    except (OSError, ValueError):
-        return None
-    return rec if isinstance(rec, dict) else None
-
-
-def _damage(state: Path, services_run: bool) -> str | None:
-    """Why stack.json cannot be used as it is (None when it is fine, or absent with nothing running)."""
-    path = _record_path(state)
-    if not path.exists():
-        return f"{path} is missing" if services_run else None
-    rec = read_record(state)
-    if rec is None:
-        return f"{path} is unreadable or not a JSON object"
-    bad = [n for n in port_names(size(state)) if not _is_port(rec.get(f"{n}_port"))]
-    return f"{path} lacks {', '.join(f'{n}_port' for n in bad)}" if bad else None
-
-
-def _is_port(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and 0 < v < 65536
-
-
-def _write_record(state: Path, rec: dict) -> None:
-    safefile.write_state(_record_path(state), json.dumps(rec, indent=2) + "\n")
-
-
-def known_ports(state: Path, kafka, pg: LocalPostgres) -> dict:
-    """Ports of the running services from their pid records, else from stack.json (missing keys absent).
-    `kafka` is the node, or the list of nodes, of the stack."""
-    names = port_names(size(state))
-    rec = read_record(state) or {}
-    out = {n: rec[f"{n}_port"] for n in names if _is_port(rec.get(f"{n}_port"))}
-    for svc in [*(kafka if isinstance(kafka, list) else [kafka]), pg]:
-        running = svc.running()
-        if running:
-            out.update({k: v for k, v in running.ports.items() if k in names and _is_port(v)})
-    return out
-
-
-def bootstrap_of(port: dict, brokers: int) -> str:
-    if brokers == 1:
-        return f"127.0.0.1:{port.get('kafka', '?')}"
-    return ",".join(f"127.0.0.1:{port.get(f'kafka-{i}', '?')}" for i in range(1, brokers + 1))
-
-
-def _stack_from(port: dict, kafka: list, pg: LocalPostgres, auth: str = "none") -> Stack:
-    bootstrap = bootstrap_of(port, len(kafka))
-    own = kafka[0].client_settings() if auth == "scram" else {}
-    return Stack(kind="local", bootstrap_servers=bootstrap,
-                 postgres_dsn=pg.dsn(port["postgres"]) if "postgres" in port else "",
-                 audit_dsn=pg.audit_dsn(port["postgres"]) if "postgres" in port else "",
-                 owned=True, kafka_version=versions.KAFKA_VERSION, brokers=len(kafka),
-                 pids={**{k.key: k.pid() for k in kafka}, "postgres": pg.pid()},
-                 kafka_config=kafka_client.resolve(bootstrap, own))
-
-
-def services(state: Path, brokers: int | None = None) -> dict:
-    """The stack's services by key (kafka or kafka-1..N, postgres), in start order reversed."""
-    nodes = kafka_nodes(state, brokers or size(state))
-    return {**{k.key: k for k in nodes}, "postgres": LocalPostgres(state)}
-
-
-def recorded_auth(state: Path | None = None) -> str:
-    """The Kafka auth of the local stack in `state` ("none" or "scram"): as stack.json remembers it, else
-    (a lost or damaged stack.json) as the broker's server.properties says."""
-    state = state or state_dir()
-    auth = (read_record(state) or {}).get("auth")
-    return auth if auth in AUTHS else LocalKafka(state).configured_auth()
-
-
-def client_properties_file(state: Path | None = None) -> Path | None:
-    """The Kafka client settings file (librdkafka names, 0600) of the local stack in `state`.
-
-    None when that stack needs no client settings (plaintext). `harness up --auth scram` writes it;
-    `kcat -F FILE` and `--kafka-config-file FILE` read it.
-    """
-    state = state or state_dir()
-    f = LocalKafka(state).client_file
-    return f if recorded_auth(state) == "scram" and f.exists() else None
+# Re-exported for cli.py only (its home is local_record.py).
+from .local_record import client_properties_file  # noqa: F401
 
 
 def stopped_with_data() -> bool:
@@ -199,12 +85,12 @@ def status(check: bool = True) -> Stack | None:
     kafka, pg = kafka_nodes(state, size(state)), LocalPostgres(state)
     svcs = [*kafka, pg]
     running = {s.key if s is not pg else "postgres": s.running() for s in svcs}
-    strays = {svc.name: svc.strangers(_mark(svc, pg)) for svc in svcs if running[_key(svc, pg)] is None}
+    strays = {svc.name: svc.strangers(mark_of(svc, pg)) for svc in svcs if running[key_of(svc, pg)] is None}
     if not any(running.values()) and not any(strays.values()):
         return None
     port = known_ports(state, kafka, pg)
-    stack = _stack_from(port, kafka, pg, recorded_auth(state))
-    damage = _damage(state, any(running.values()))
+    stack = stack_from(port, kafka, pg, recorded_auth(state))
+    damage = record_damage(state, any(running.values()))
     if damage:
         stack.notes.append(f"{damage}; ports are taken from the running services' pid records")
     for name, pids in strays.items():
@@ -222,34 +108,6 @@ def status(check: bool = True) -> Stack | None:
     if users:
         stack.notes.append("in use by " + ", ".join(f"pid {u.pid}" for u in users))
     return stack
-
-
-def _mark(svc, pg) -> str:
-    return str(pg.data) if svc is pg else str(svc.props)
-
-
-def _key(svc, pg) -> str:
-    return "postgres" if svc is pg else svc.key
-
-
-def check_size(state: Path, brokers: int | None) -> int:
-    """The cluster size to use: the one asked for, which must match the one this folder already holds."""
-    if brokers is not None and brokers not in CLUSTER_SIZES:
-        raise HarnessError(f"--brokers must be one of {', '.join(map(str, CLUSTER_SIZES))}, got {brokers}")
-    have = size(state)
-    held = any(k.data.is_dir() for k in kafka_nodes(state, have)) or any(k.running() for k in every_node(state))
-    if brokers is not None and brokers != have and held:
-        raise HarnessError(f"{state} holds a {have}-broker stack; to start {brokers} broker(s) there, "
-                           f"first run `harness down --purge` (it deletes that stack's data)")
-    return brokers or have
-
-
-def check_auth_size(auth: str | None, brokers: int | None) -> None:
-    """SCRAM is set up for the one-node stack only (one SASL listener, one formatted metadata log):
-    refuse it with a cluster rather than start three nodes that were never tested that way."""
-    if auth == "scram" and brokers is not None and brokers > 1:
-        raise HarnessError(f"--auth scram runs on the one-broker stack only; --brokers {brokers} is plaintext "
-                           f"(give one of them)")
 
 
 def up(log=print, hold: bool = False, command: str = "", brokers: int | None = None,
@@ -277,7 +135,7 @@ def up(log=print, hold: bool = False, command: str = "", brokers: int | None = N
         claim = None if hold else Claim(state, leases.take(state, command))
         started = []
         try:
-            stack, started = _start_with_free_ports(state, "user" if hold else "command", log, n, auth)
+            stack, started = start_with_free_ports(state, "user" if hold else "command", log, n, auth)
             if hold:
                 with interrupts.step(final=True):
                     leases.hold(state)
@@ -287,172 +145,11 @@ def up(log=print, hold: bool = False, command: str = "", brokers: int | None = N
             if claim is not None:
                 leases.give_back(claim.lease)
             if hold and started and not leases.held(state):     # interrupted between the start and the hold
-                _stop_all([svc for key, svc in services(state, n).items() if key in started])
+                stop_all([svc for key, svc in services(state, n).items() if key in started])
             raise
         if not hold:
             claim.started = started
     return stack, claim
-
-
-# A port is chosen free, then bound by the service a second later: another stack starting at the same
-# instant (a suite beside a test run, two CI jobs) can take it in between, and the service dies at
-# start-up. After a failed start has stopped what it started, a port of ours that is still bound is
-# someone else's: choose again. Three tries: each loser of a race picks a port the kernel has just said
-# is free, so a second clash is already unlikely.
-PORT_RACE_TRIES = 3
-
-
-def _start_with_free_ports(state: Path, owner: str, log, brokers: int, auth: str | None) -> tuple[Stack, list[str]]:
-    """`_start_missing`, again with newly chosen ports when a service lost its port to another process
-    between the choice and the bind."""
-    for attempt in range(1, PORT_RACE_TRIES + 1):
-        try:
-            return _start_missing(state, owner, log, brokers, auth)
-        except HarnessError as e:
-            rec = read_record(state) or {}
-            lost = sorted(v for k, v in rec.items() if k.endswith("_port") and _is_port(v) and not ports.is_free(v)
-                          and not _runs(state, brokers, k[:-len("_port")]))
-            if attempt == PORT_RACE_TRIES or not lost:
-                raise
-            log(f"port {', '.join(map(str, lost))} was taken by another process while the stack started "
-                f"({e}); choosing ports again")
-    raise AssertionError("unreachable")
-
-
-def _runs(state: Path, brokers: int, name: str) -> bool:
-    """Whether our own service that binds port `name` (postgres, kafka, controller, kafka-N...) runs."""
-    svc = services(state, brokers).get(_service_of(name))
-    return bool(svc and svc.running())
-
-
-def _tools(log) -> tuple[Path, Path]:
-    """Postgres binaries and Kafka jars, or one clear line about what is missing."""
-    bindir = find_bindir()
-    lib = maven.resolve_kafka(log)
-    if shutil.which("java") is None:
-        raise HarnessError("java not found on PATH: Kafka needs Java 17 or newer (Debian: apt-get install openjdk-17-jre-headless)")
-    return bindir, lib
-
-
-def _choose_auth(state: Path, kafka: list, running: bool, auth: str | None) -> str:
-    """The auth to start with: the recorded one, or `auth` when nothing of the old one is left to clash."""
-    had = recorded_auth(state)
-    if auth is None or auth == had:
-        return had
-    if auth not in AUTHS:
-        raise HarnessError(f"unknown --auth {auth!r}; choose one of: {', '.join(AUTHS)}")
-    if running or any(k.formatted() for k in kafka):
-        raise HarnessError(f"the local Kafka under {state} was set up with --auth {had}; to use --auth {auth}, "
-                           f"run `harness down --purge` first (it deletes its data)")
-    return auth
-
-
-def _start_missing(state: Path, owner: str, log, brokers: int = 1,
-                   auth: str | None = None) -> tuple[Stack, list[str]]:
-    """Under the lock: start the services that do not run, wait until all answer."""
-    kafka, pg = kafka_nodes(state, brokers), LocalPostgres(state)
-    svcs = [*kafka, pg]
-    names = port_names(brokers)
-    notes = []
-    rec = read_record(state) or {}
-    had = size(state)
-    rec["brokers"] = brokers
-    running = {_key(s, pg): s.running() for s in svcs}
-    auth = _choose_auth(state, kafka, any(running[k.key] for k in kafka), auth)
-    check_auth_size(auth, brokers)
-    if not all(running.values()):
-        bindir, lib = _tools(log)       # fail early, before starting anything
-    damage = _damage(state, any(running.values())) if had == brokers else None
-    if damage:
-        what = "rebuilt it from the running services" if any(running.values()) else "starting fresh"
-        notes.append(f"{damage}; {what}")
-    for svc in svcs:
-        if not svc.running() and (strays := svc.strangers(_mark(svc, pg))):
-            raise HarnessError(f"a {svc.name} from {state} runs as pid {', '.join(map(str, strays))} but its pid "
-                               f"record is missing or wrong, so the harness will not touch it; stop it yourself")
-
-    port = known_ports(state, kafka, pg) if had == brokers else \
-        {n: rec[f"{n}_port"] for n in names if _is_port(rec.get(f"{n}_port"))}
-    taken = set(port[n] for n in names if n in port and running[_service_of(n)])
-    for name in names:
-        if running[_service_of(name)]:
-            continue                 # our own service still holds its recorded port
-        chosen, note = ports.choose(port.get(name) or preferred(name), taken)
-        if note:
-            notes.append(f"{name}: {note}")
-        taken.add(chosen)
-        port[name] = chosen
-    _write_record(state, {**{k: v for k, v in rec.items() if k not in ("kind",)}, "kind": "local", "auth": auth,
-                          **{f"{n}_port": port[n] for n in names}})
-    for n in notes:
-        log(n)
-
-    started = []
-    try:
-        if not running["postgres"]:
-            log(f"Starting PostgreSQL on 127.0.0.1:{port['postgres']} ...")
-            started.append("postgres")
-            with interrupts.step():          # a signal waits for the pid record: without it nothing could stop it
-                pg.start(bindir, port["postgres"], owner)
-        for n in pg.ensure_roles(port["postgres"]):     # set up, or put right in a folder of an older harness
-            log(n)
-            notes.append(n)
-        if brokers == 1 and not running["kafka"]:
-            how = f" (SASL_PLAINTEXT {local_kafka.SCRAM_MECHANISM})" if auth == "scram" else ""
-            log(f"Starting Kafka {versions.KAFKA_VERSION} on 127.0.0.1:{port['kafka']}{how} ...")
-            started.append("kafka")
-            with interrupts.step():
-                kafka[0].start(lib, port["kafka"], port["controller"], owner, auth=auth)
-        elif brokers > 1:
-            quorum = quorum_voters([port[f"controller-{i}"] for i in range(1, brokers + 1)])
-            cluster_id = next((c for k in kafka if (c := k.cluster_id())), None) or _new_cluster_id()
-            for k in kafka:
-                if not running[k.key]:
-                    log(f"Starting Kafka {versions.KAFKA_VERSION} node {k.node_id} of {brokers} on "
-                        f"127.0.0.1:{port[k.key]} ...")
-                    started.append(k.key)
-                    with interrupts.step():
-                        k.start(lib, port[k.key], port[f"controller-{k.node_id}"], owner, voters=quorum,
-                                cluster_id=cluster_id)
-        stack = _stack_from(port, kafka, pg, auth)
-        _wait_ready(stack, kafka, pg)
-    except BaseException:
-        _stop_all([s for s in svcs if _key(s, pg) in started])
-        raise
-    stack.pids = {**{k.key: k.pid() for k in kafka}, "postgres": pg.pid()}
-    stack.healthy = True
-    stack.postgres_version = health.postgres_version(stack.postgres_dsn)
-    stack.notes = notes + ([] if started else ["reused the running stack"])
-    return stack, started
-
-
-def _new_cluster_id() -> str:
-    from .local_kafka import _cluster_id
-    return _cluster_id()
-
-
-def _stop_all(svcs: list) -> list:
-    """Stop services at once (each Kafka node may take its TERM grace): the results, in order."""
-    from concurrent.futures import ThreadPoolExecutor
-    if not svcs:
-        return []
-    with ThreadPoolExecutor(max_workers=len(svcs)) as ex:
-        return list(ex.map(lambda s: s.stop(), svcs))
-
-
-def _wait_ready(stack: Stack, kafka: list, pg: LocalPostgres) -> None:
-    err = health.postgres_probe(stack.postgres_dsn, 30)
-    if err:
-        raise HarnessError(f"PostgreSQL did not accept a connection: {err}", pg.log_tail())
-    deadline = time.monotonic() + KAFKA_START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        dead = [k for k in kafka if not k.pid()]
-        if dead:
-            raise HarnessError(f"{dead[0].name} exited during start-up", dead[0].log_tail())
-        err = health.kafka_probe(stack.bootstrap_servers, min(10, deadline - time.monotonic()), brokers=len(kafka))
-        if err is None:
-            return
-    raise HarnessError(f"Kafka did not become ready within {KAFKA_START_TIMEOUT_S} s: {err}", kafka[0].log_tail())
 
 
 def purged_paths(state: Path) -> list[Path]:
@@ -461,7 +158,7 @@ def purged_paths(state: Path) -> list[Path]:
     from .shellenv import PGPASS_NAME       # the copy of the password `harness env` keeps
     kafka, pg = every_node(state), LocalPostgres(state)
     return [*(k.home for k in kafka), pg.home, pg.password_file, pg.admin_password_file,
-            pg.audit_password_file, kafka[0].client_file, state / PGPASS_NAME, _record_path(state)]
+            pg.audit_password_file, kafka[0].client_file, state / PGPASS_NAME, record_path(state)]
 
 
 def down(purge: bool = False, log=print) -> list[str]:
@@ -483,7 +180,7 @@ def down(purge: bool = False, log=print) -> list[str]:
             for svc in group:
                 if svc.running():
                     log(f"Stopping {svc.name} ...")
-            for ok, note in _stop_all(group):
+            for ok, note in stop_all(group):
                 if ok:
                     stopped.append(note)
                 elif note:

@@ -9,7 +9,7 @@ command then holds its lease like any other, so nothing stops it meanwhile.
 
 from .. import kafka_client
 from ..errors import HarnessError
-from . import broker_version, compose, health, local
+from . import broker_version, compose, health, local, local_record
 from .model import Stack, redact
 
 STACKS = ("local", "compose")
@@ -69,6 +69,6 @@ def current(kind: str = "local", bootstrap: str | None = None, dsn: str | None =
     or local stack of the state folder; None when no stack is up."""
     if (bootstrap or dsn) and not local.serves(bootstrap, dsn):
         return external(bootstrap, dsn)
-    if kind == "compose" or (local.read_record() or {}).get("kind") == "compose":
+    if kind == "compose" or (local_record.read_record() or {}).get("kind") == "compose":
         return compose.status()
     return local.status(check=check)

@@ -13,7 +13,7 @@ from harness.experiments import get
 from harness.experiments.predictors import predict
 from harness.experiments.producer import RETRIES, settings
 from harness.params import RunParams
-from harness.stack import local
+from harness.stack import local_record, local_services
 from harness.stack.claim import release_plan
 from harness.workload.naming import RunNames
 
@@ -168,25 +168,26 @@ def test_the_audit_counts_lost_as_acknowledged_and_missing(tmp_path):
 # -- the cluster's bookkeeping --------------------------------------------------------------
 
 def test_the_cluster_size_is_remembered_and_a_change_needs_a_purge(tmp_path):
-    assert local.size(tmp_path) == 1
+    assert local_record.size(tmp_path) == 1
     (tmp_path / "stack.json").write_text(json.dumps({"kind": "local", "brokers": 3}))
-    assert local.size(tmp_path) == 3 and local.check_size(tmp_path, None) == 3
-    assert local.check_size(tmp_path, 1) == 1           # nothing of the 3-node stack exists yet
+    assert local_record.size(tmp_path) == 3 and local_services.check_size(tmp_path, None) == 3
+    assert local_services.check_size(tmp_path, 1) == 1          # nothing of the 3-node stack exists yet
     (tmp_path / "kafka-1" / "data").mkdir(parents=True)
     with pytest.raises(HarnessError, match="holds a 3-broker stack.*harness down --purge"):
-        local.check_size(tmp_path, 1)
+        local_services.check_size(tmp_path, 1)
     with pytest.raises(HarnessError, match="--brokers must be one of 1, 3"):
-        local.check_size(tmp_path, 2)
+        local_services.check_size(tmp_path, 2)
     (tmp_path / "stack.json").write_text(json.dumps({"kind": "local", "brokers": 7}))
-    assert local.size(tmp_path) == 1                    # a size the harness never starts is not believed
+    assert local_record.size(tmp_path) == 1                     # a size the harness never starts is not believed
 
 
 def test_cluster_ports_and_addresses():
-    assert local.port_names(3) == ("kafka-1", "controller-1", "kafka-2", "controller-2", "kafka-3",
+    assert local_record.port_names(3) == ("kafka-1", "controller-1", "kafka-2", "controller-2", "kafka-3",
                                    "controller-3", "postgres")
-    assert local.port_names(1) == ("kafka", "controller", "postgres")
-    assert [local.preferred(n) for n in ("kafka-1", "controller-1", "kafka-3")] == [19192, 19193, 19392]
-    assert local.bootstrap_of({"kafka-1": 1, "kafka-2": 2, "kafka-3": 3}, 3) == "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3"
+    assert local_record.port_names(1) == ("kafka", "controller", "postgres")
+    assert [local_record.preferred(n) for n in ("kafka-1", "controller-1", "kafka-3")] == [19192, 19193, 19392]
+    assert local_record.bootstrap_of({"kafka-1": 1, "kafka-2": 2, "kafka-3": 3}, 3) == \
+        "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3"
 
 
 def test_the_last_command_out_stops_every_node_it_started():

@@ -11,8 +11,10 @@ from harness.commands.compare import compare as compare_command
 from harness.commands.report import report as report_command
 from harness.errors import HarnessError
 from harness.report import markdown
-from harness.report.compare import (Rule, compare, evaluate, load_target, parse_fail_on, to_json, to_markdown,
-                                    to_text)
+from harness.report.compare import compare
+from harness.report.compare_render import to_json, to_markdown, to_text
+from harness.report.compare_rules import Rule, evaluate, parse_fail_on
+from harness.report.compare_targets import load_target
 from harness.report.model import RunReport
 from tests.unit.sample_report import sample
 

@@ -9,7 +9,7 @@ from harness.errors import HarnessError
 from harness.experiments import get
 from harness.experiments.predictors import predict
 from harness.params import RunParams
-from harness.processors import context
+from harness.processors import context, evidence, group
 from harness.report.build import group_story
 
 
@@ -24,9 +24,9 @@ def test_group_options_are_checked_in_one_line(opts, says):
 
 
 def test_group_settings_per_protocol():
-    assert context.GROUP_SETTINGS["classic"]["group.protocol"] == "classic"
+    assert group.GROUP_SETTINGS["classic"]["group.protocol"] == "classic"
     # KIP-848: the broker owns sessions and assignment; the client may not set them
-    assert context.GROUP_SETTINGS["consumer"] == {"group.protocol": "consumer"}
+    assert group.GROUP_SETTINGS["consumer"] == {"group.protocol": "consumer"}
 
 
 class Msg:
@@ -46,7 +46,7 @@ class Msg:
 def group_ctx(tmp_path, commit=None):
     ctx = context.WorkerContext.__new__(context.WorkerContext)
     ctx.input_topic, ctx.group_mode = "in", True
-    ctx.events = context.Events(tmp_path / "events.jsonl", "w0", 1)
+    ctx.events = evidence.Events(tmp_path / "events.jsonl", "w0", 1)
     ctx.pending = [Msg("a", 0, 5), Msg("b", 1, 7), Msg("c", 0, 6)]
     ctx.high, ctx.committed, ctx.positions = {0: 10, 1: 10}, {0: 5, 1: 7}, {0: 7, 1: 8}
     ctx.consumer = SimpleNamespace(commit=commit or (lambda **kw: None))

@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from harness import procs, safefile
-from harness.report.model import RunReport, write_all
-from harness.stack import leases, local, pidrecord
+from harness.report.model import RunReport
+from harness.report.writer import write_all
+from harness.stack import leases, local_record, pidrecord
 from harness.stack.local_kafka import LocalKafka
 from harness.stack.local_postgres import LocalPostgres
 from tests.conftest import ROOT, harness
@@ -107,7 +108,7 @@ def test_state_files_are_written_through_no_link(tmp_path, victim):
     for path in (tmp_path / "stack.json", tmp_path / f"stack.json.tmp{pid}", kafka.pidfile,
                  kafka.home / f"kafka.pid.tmp{pid}", tmp_path / f".client.properties.tmp{pid}"):
         os.symlink(victim, path)
-    local._write_record(tmp_path, {"kind": "local"})
+    local_record.write_record(tmp_path, {"kind": "local"})
     assert json.loads((tmp_path / "stack.json").read_text()) == {"kind": "local"}
     pidrecord.write(kafka.pidfile, pidrecord.PidRecord(pid=4321, start_time=1, marks=kafka.marks(), group=True))
     assert not kafka.pidfile.is_symlink()
@@ -200,7 +201,7 @@ def test_folders_the_harness_makes_have_the_mode_it_chose(tmp_path):
 # -- `latest` ------------------------------------------------------------------------------------
 
 def test_a_folder_merely_named_like_a_run_id_is_not_latest(tmp_path):
-    from harness.report.compare import find_folder
+    from harness.report.compare_targets import find_folder
     from harness.rundir import claim_run_dir
     root = tmp_path / "reports"
     ours = claim_run_dir(root / "20261129T183000.000-offset-after-000001")
@@ -399,7 +400,7 @@ def test_a_run_with_out_on_a_full_file_system_is_refused_before_anything_starts(
 
 def test_a_run_whose_report_cannot_be_written_keeps_the_json_in_the_state_folder(tmp_path, monkeypatch):
     from harness.errors import ReportNotWritten
-    from harness.report.model import write_or_keep
+    from harness.report.writer import write_or_keep
     monkeypatch.setenv("HARNESS_HOME", str(tmp_path / "state"))
     with small_tmpfs() as fs:
         (fs / "run").mkdir()
@@ -420,7 +421,7 @@ def test_a_full_state_folder_is_one_line_and_leaves_no_stale_temporary_file():
         (home / ".harness-state").write_text("{}")
         fill(fs)
         with pytest.raises(Exception) as e:
-            local._write_record(home, {"kind": "local", "notes": "x" * 100_000})
+            local_record.write_record(home, {"kind": "local", "notes": "x" * 100_000})
         assert "No space left" in str(e.value)
         assert temps_in(home) == []
         proc = harness("up", env={"HARNESS_HOME": str(home)}, timeout=300)

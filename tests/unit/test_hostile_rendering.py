@@ -18,6 +18,8 @@ from markdown_it import MarkdownIt
 
 from harness.errors import HarnessError
 from harness.report import compare as comparison
+from harness.report.compare_render import to_markdown, to_text
+from harness.report.compare_targets import Target
 from harness.report import html, markdown, validate
 from harness.report.model import RunReport
 from harness.report.suite import render_html, render_md, write_suite
@@ -227,16 +229,16 @@ def targets(text: str) -> list:
         d = replace_strings(full_report(), text)
         d["counts"]["duplicates"] = dups
         d["environment"]["kafka_version"] = f"{text}{i}"      # a warning that quotes a value
-        out.append(comparison.Target({d["experiment"]: d}, f"{text}{i}", Path(f"{i}/report.json"), "run",
-                                     notes=[f"note {text}"]))
+        out.append(Target({d["experiment"]: d}, f"{text}{i}", Path(f"{i}/report.json"), "run",
+                          notes=[f"note {text}"]))
     return out
 
 
 def test_compare_text_and_markdown_show_hostile_names_as_text():
     benign, hostile = comparison.compare(targets("x")), comparison.compare(targets(HOSTILE))
     assert hostile.warnings and any("INJECTED" in w for w in hostile.warnings)
-    assert_terminal_safe(comparison.to_text(hostile), comparison.to_text(benign))
-    assert_markdown_safe(comparison.to_markdown(hostile), comparison.to_markdown(benign))
+    assert_terminal_safe(to_text(hostile), to_text(benign))
+    assert_markdown_safe(to_markdown(hostile), to_markdown(benign))
 
 
 def test_harness_compare_prints_hostile_folder_names_and_values_as_text(tmp_path):

@@ -141,7 +141,7 @@ def test_the_cli_refuses_a_ttl_for_another_experiment_before_anything_starts(iso
 def test_a_crash_records_every_kind_of_fact_its_experiment_passes():
     """KillSwitch.at's extra facts: lists of records or ids become ids, functions are called at the
     crash, other values (a key's write times, the TTL) are kept as they are."""
-    from harness.processors.context import _fact
+    from harness.processors.evidence import fact
 
     class Rec:
         def __init__(self, i):
@@ -149,7 +149,7 @@ def test_a_crash_records_every_kind_of_fact_its_experiment_passes():
 
         def key(self):
             return self.i.encode()
-    assert _fact([Rec("a"), Rec("b")]) == ["a", "b"]
-    assert _fact(lambda: ["c"]) == ["c"]                       # a service's row_only
-    assert _fact(lambda: {"a": 1.5}) == {"a": 1.5}             # key-expiry's key_at
-    assert _fact(0.5) == 0.5
+    assert fact([Rec("a"), Rec("b")]) == ["a", "b"]
+    assert fact(lambda: ["c"]) == ["c"]                        # a service's row_only
+    assert fact(lambda: {"a": 1.5}) == {"a": 1.5}              # key-expiry's key_at
+    assert fact(0.5) == 0.5

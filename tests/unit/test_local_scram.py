@@ -3,7 +3,7 @@
 import stat
 
 from harness import kafka_client
-from harness.stack import local
+from harness.stack import local_record, local_services
 from harness.stack.local_kafka import LocalKafka, _argfile_quote
 
 
@@ -39,23 +39,23 @@ def test_plaintext_config_has_no_sasl_and_no_client_file(tmp_path):
     k = LocalKafka(tmp_path)
     k.write_config(1, 2)
     assert "SASL" not in k.props.read_text() and not k.client_file.exists()
-    assert local.client_properties_file(tmp_path) is None
+    assert local_record.client_properties_file(tmp_path) is None
 
 
 def test_client_properties_file_follows_the_recorded_auth(tmp_path):
     k = LocalKafka(tmp_path)
     k.write_config(1, 2, "scram")
     (tmp_path / "stack.json").write_text('{"kind": "local", "auth": "scram"}')
-    assert local.client_properties_file(tmp_path) == tmp_path / "client.properties"
+    assert local_record.client_properties_file(tmp_path) == tmp_path / "client.properties"
     (tmp_path / "stack.json").write_text('{"kind": "local", "auth": "none"}')
-    assert local.recorded_auth(tmp_path) == "none" and local.client_properties_file(tmp_path) is None
+    assert local_record.recorded_auth(tmp_path) == "none" and local_record.client_properties_file(tmp_path) is None
 
 
 def test_a_lost_stack_json_does_not_lose_the_auth(tmp_path):
     LocalKafka(tmp_path).write_config(1, 2, "scram")
-    assert local.recorded_auth(tmp_path) == "scram"
+    assert local_record.recorded_auth(tmp_path) == "scram"
     LocalKafka(tmp_path).write_config(1, 2)
-    assert local.recorded_auth(tmp_path) == "none"
+    assert local_record.recorded_auth(tmp_path) == "none"
 
 
 def test_argfile_quoting():
@@ -71,10 +71,10 @@ def test_scram_with_three_brokers_is_refused_in_one_line_before_anything_starts(
     from tests.conftest import harness
     from tests.unit.test_cli_errors import one_clear_line
     with pytest.raises(HarnessError, match="--auth scram runs on the one-broker stack only"):
-        local.check_auth_size("scram", 3)
-    local.check_auth_size("scram", 1)
-    local.check_auth_size("scram", None)
-    local.check_auth_size(None, 3)
+        local_services.check_auth_size("scram", 3)
+    local_services.check_auth_size("scram", 1)
+    local_services.check_auth_size("scram", None)
+    local_services.check_auth_size(None, 3)
     env = {"HARNESS_HOME": str(tmp_path / "state"), "HARNESS_CACHE": str(tmp_path / "cache"),
            "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": ""}
     proc = harness("up", "--auth", "scram", "--brokers", "3", env=env)

@@ -5,7 +5,8 @@ import re
 from html.parser import HTMLParser
 
 from harness.report import html, markdown
-from harness.report.model import RunReport, write_all
+from harness.report.model import RunReport
+from harness.report.writer import write_all
 from tests.unit.sample_report import sample
 
 

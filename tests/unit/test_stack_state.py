@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from harness.stack import local
+from harness.stack import local_record
 from harness.stack.local_kafka import LocalKafka
 from harness.stack.local_postgres import LocalPostgres
 from tests.conftest import harness
@@ -26,12 +26,12 @@ def no_traceback(proc):
 @pytest.mark.parametrize("text", DAMAGED)
 def test_damaged_stack_json_is_read_as_nothing_or_reported(tmp_path, text, monkeypatch):
     (tmp_path / "stack.json").write_text(text)
-    rec = local.read_record(tmp_path)
+    rec = local_record.read_record(tmp_path)
     assert rec is None or isinstance(rec, dict)
     kafka, pg = LocalKafka(tmp_path), LocalPostgres(tmp_path)
-    ports = local.known_ports(tmp_path, kafka, pg)
+    ports = local_record.known_ports(tmp_path, kafka, pg)
     assert all(isinstance(v, int) and 0 < v < 65536 for v in ports.values())
-    assert local._damage(tmp_path, services_run=False) is not None
+    assert local_record.record_damage(tmp_path, services_run=False) is not None
 
 
 def test_ports_of_running_services_come_from_their_pid_records(tmp_path, monkeypatch):
@@ -41,7 +41,7 @@ def test_ports_of_running_services_come_from_their_pid_records(tmp_path, monkeyp
     rec = pidrecord.PidRecord(pid=1234, start_time=1, marks=["m"], ports={"kafka": 19500, "controller": 19501})
     monkeypatch.setattr(LocalKafka, "running", lambda self: rec)
     monkeypatch.setattr(LocalPostgres, "running", lambda self: None)
-    assert local.known_ports(tmp_path, kafka, pg) == {"kafka": 19500, "controller": 19501}
+    assert local_record.known_ports(tmp_path, kafka, pg) == {"kafka": 19500, "controller": 19501}
 
 
 @pytest.mark.parametrize("text", ['{"kind": "local", "kafka_po', "{", '{"kind": "local"}'])

@@ -1,0 +1,56 @@
+"""Writing a run's report folder: report.json, report.md and report.html (or, when the folder cannot
+take them, the JSON kept in the state folder).
+
+Apart from model.py because it calls every rendering (markdown.py, html.py), and every rendering reads
+a RunReport: with the writing here, model.py imports no rendering and no rendering imports model.py.
+`report` below is a model.RunReport, used only through its methods, so this module does not import
+model.py either.
+"""
+
+from pathlib import Path
+
+
+def write_all(report, folder: Path) -> None:
+    """Write report.json, report.md and report.html, each atomically (no half-written report), never
+    through a link (`harness.safefile`). A file that cannot be written (a full disk) ends the writing in
+    one ReportNotWritten naming what was written; no temporary file is left behind."""
+    from . import markdown, html
+    from ..errors import ReportNotWritten
+    from ..safefile import make_folder, write_text
+    texts = (("report.json", report.to_json()), ("report.md", markdown.render(report)),
+             ("report.html", html.render(report)))
+    written = []
+    try:
+        make_folder(folder)
+        for name, text in texts:
+            write_text(folder / name, text)
+            written.append(name)
+    except OSError as e:
+        done = f"only {', '.join(written)} was written" if written else "nothing was written"
+        raise ReportNotWritten(f"cannot write the report in {folder}: {e.strerror or e} "
+                               f"({texts[len(written)][0]}; {done})") from None
+
+
+def write_or_keep(report, folder: Path) -> None:
+    """`write_all` for a run that just ended: when its folder cannot take the report, the JSON is kept in the
+    state folder instead (`<state>/unwritten-reports/<run-id>.report.json`, re-rendered later with
+    `harness report`), and the ReportNotWritten that ends the run (exit 3) says where, or that even that
+    failed."""
+    from ..errors import ReportNotWritten
+    from ..paths import state_dir
+    from ..safefile import make_folder, write_text
+    try:
+        write_all(report, folder)
+        return
+    except ReportNotWritten as e:
+        failed = str(e)
+    import re
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", str(report.data.get("run_id") or "run")).lstrip(".")[:120] or "run"
+    keep = state_dir() / "unwritten-reports" / f"{name}.report.json"
+    try:
+        make_folder(keep.parent)
+        write_text(keep, report.to_json())
+    except OSError as e:
+        raise ReportNotWritten(f"{failed}; the report could not be kept in {keep.parent} either "
+                               f"({e.strerror or e}): it is lost") from None
+    raise ReportNotWritten(f"{failed}; report.json kept as {keep}")

@@ -1,0 +1,236 @@
+"""Starting and stopping the local stack's services: one Kafka node or three, and PostgreSQL.
+
+A start checks what the state folder already holds (its cluster size, its
+auth, strangers without a pid record), chooses free ports (again, when another
+process took one between the choice and the bind), starts what is not running
+and waits until all answer. A failing start stops what it started and raises
+one clear line with the tail of the failing service's log.
+
+Apart from the `up`/`down`/`status` commands (local.py) so that claim.py, which
+stops what a command started when the command lets go of the stack, can use
+`services` and `stop_all` without importing the commands that hand out claims.
+"""
+
+import shutil
+import time
+from pathlib import Path
+
+from .. import kafka_client, versions
+from ..errors import HarnessError
+from . import health, interrupts, local_kafka, maven, ports
+from .local_kafka import AUTHS, CLUSTER_SIZES, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
+from .local_kafka import every_node, nodes as kafka_nodes, voters as quorum_voters
+from .local_postgres import LocalPostgres, find_bindir
+from .local_record import (bootstrap_of, is_port, known_ports, port_names, preferred, read_record, record_damage,
+                           recorded_auth, service_of, size, write_record)
+from .model import Stack
+
+
+def stack_from(port: dict, kafka: list, pg: LocalPostgres, auth: str = "none") -> Stack:
+    """The Stack these services make on these ports (what `up` returns and `status` shows)."""
+    bootstrap = bootstrap_of(port, len(kafka))
+    own = kafka[0].client_settings() if auth == "scram" else {}
+    return Stack(kind="local", bootstrap_servers=bootstrap,
+                 postgres_dsn=pg.dsn(port["postgres"]) if "postgres" in port else "",
+                 audit_dsn=pg.audit_dsn(port["postgres"]) if "postgres" in port else "",
+                 owned=True, kafka_version=versions.KAFKA_VERSION, brokers=len(kafka),
+                 pids={**{k.key: k.pid() for k in kafka}, "postgres": pg.pid()},
+                 kafka_config=kafka_client.resolve(bootstrap, own))
+
+
+def services(state: Path, brokers: int | None = None) -> dict:
+    """The stack's services by key (kafka or kafka-1..N, postgres), in start order reversed."""
+    nodes = kafka_nodes(state, brokers or size(state))
+    return {**{k.key: k for k in nodes}, "postgres": LocalPostgres(state)}
+
+
+def mark_of(svc, pg) -> str:
+    """What a process of this service has among its arguments (the data folder, the node's properties file),
+    by which a stray one without a pid record is found (`strangers`)."""
+    return str(pg.data) if svc is pg else str(svc.props)
+
+
+def key_of(svc, pg) -> str:
+    """The service's key in `services` (kafka, kafka-N, postgres)."""
+    return "postgres" if svc is pg else svc.key
+
+
+def check_size(state: Path, brokers: int | None) -> int:
+    """The cluster size to use: the one asked for, which must match the one this folder already holds."""
+    if brokers is not None and brokers not in CLUSTER_SIZES:
+        raise HarnessError(f"--brokers must be one of {', '.join(map(str, CLUSTER_SIZES))}, got {brokers}")
+    have = size(state)
+    held = any(k.data.is_dir() for k in kafka_nodes(state, have)) or any(k.running() for k in every_node(state))
+    if brokers is not None and brokers != have and held:
+        raise HarnessError(f"{state} holds a {have}-broker stack; to start {brokers} broker(s) there, "
+                           f"first run `harness down --purge` (it deletes that stack's data)")
+    return brokers or have
+
+
+def check_auth_size(auth: str | None, brokers: int | None) -> None:
+    """SCRAM is set up for the one-node stack only (one SASL listener, one formatted metadata log):
+    refuse it with a cluster rather than start three nodes that were never tested that way."""
+    if auth == "scram" and brokers is not None and brokers > 1:
+        raise HarnessError(f"--auth scram runs on the one-broker stack only; --brokers {brokers} is plaintext "
+                           f"(give one of them)")
+
+
+# A port is chosen free, then bound by the service a second later: another stack starting at the same
+# instant (a suite beside a test run, two CI jobs) can take it in between, and the service dies at
+# start-up. After a failed start has stopped what it started, a port of ours that is still bound is
+# someone else's: choose again. Three tries: each loser of a race picks a port the kernel has just said
+# is free, so a second clash is already unlikely.
+PORT_RACE_TRIES = 3
+
+
+def start_with_free_ports(state: Path, owner: str, log, brokers: int, auth: str | None) -> tuple[Stack, list[str]]:
+    """`_start_missing`, again with newly chosen ports when a service lost its port to another process
+    between the choice and the bind."""
+    for attempt in range(1, PORT_RACE_TRIES + 1):
+        try:
+            return _start_missing(state, owner, log, brokers, auth)
+        except HarnessError as e:
+            rec = read_record(state) or {}
+            lost = sorted(v for k, v in rec.items() if k.endswith("_port") and is_port(v) and not ports.is_free(v)
+                          and not _runs(state, brokers, k[:-len("_port")]))
+            if attempt == PORT_RACE_TRIES or not lost:
+                raise
+            log(f"port {', '.join(map(str, lost))} was taken by another process while the stack started "
+                f"({e}); choosing ports again")
+    raise AssertionError("unreachable")
+
+
+def _runs(state: Path, brokers: int, name: str) -> bool:
+    """Whether our own service that binds port `name` (postgres, kafka, controller, kafka-N...) runs."""
+    svc = services(state, brokers).get(service_of(name))
+    return bool(svc and svc.running())
+
+
+def _tools(log) -> tuple[Path, Path]:
+    """Postgres binaries and Kafka jars, or one clear line about what is missing."""
+    bindir = find_bindir()
+    lib = maven.resolve_kafka(log)
+    if shutil.which("java") is None:
+        raise HarnessError("java not found on PATH: Kafka needs Java 17 or newer (Debian: apt-get install openjdk-17-jre-headless)")
+    return bindir, lib
+
+
+def _choose_auth(state: Path, kafka: list, running: bool, auth: str | None) -> str:
+    """The auth to start with: the recorded one, or `auth` when nothing of the old one is left to clash."""
+    had = recorded_auth(state)
+    if auth is None or auth == had:
+        return had
+    if auth not in AUTHS:
+        raise HarnessError(f"unknown --auth {auth!r}; choose one of: {', '.join(AUTHS)}")
+    if running or any(k.formatted() for k in kafka):
+        raise HarnessError(f"the local Kafka under {state} was set up with --auth {had}; to use --auth {auth}, "
+                           f"run `harness down --purge` first (it deletes its data)")
+    return auth
+
+
+def _start_missing(state: Path, owner: str, log, brokers: int = 1,
+                   auth: str | None = None) -> tuple[Stack, list[str]]:
+    """Under the lock: start the services that do not run, wait until all answer."""
+    kafka, pg = kafka_nodes(state, brokers), LocalPostgres(state)
+    svcs = [*kafka, pg]
+    names = port_names(brokers)
+    notes = []
+    rec = read_record(state) or {}
+    had = size(state)
+    rec["brokers"] = brokers
+    running = {key_of(s, pg): s.running() for s in svcs}
+    auth = _choose_auth(state, kafka, any(running[k.key] for k in kafka), auth)
+    check_auth_size(auth, brokers)
+    if not all(running.values()):
+        bindir, lib = _tools(log)       # fail early, before starting anything
+    damage = record_damage(state, any(running.values())) if had == brokers else None
+    if damage:
+        what = "rebuilt it from the running services" if any(running.values()) else "starting fresh"
+        notes.append(f"{damage}; {what}")
+    for svc in svcs:
+        if not svc.running() and (strays := svc.strangers(mark_of(svc, pg))):
+            raise HarnessError(f"a {svc.name} from {state} runs as pid {', '.join(map(str, strays))} but its pid "
+                               f"record is missing or wrong, so the harness will not touch it; stop it yourself")
+
+    port = known_ports(state, kafka, pg) if had == brokers else \
+        {n: rec[f"{n}_port"] for n in names if is_port(rec.get(f"{n}_port"))}
+    taken = set(port[n] for n in names if n in port and running[service_of(n)])
+    for name in names:
+        if running[service_of(name)]:
+            continue                 # our own service still holds its recorded port
+        chosen, note = ports.choose(port.get(name) or preferred(name), taken)
+        if note:
+            notes.append(f"{name}: {note}")
+        taken.add(chosen)
+        port[name] = chosen
+    write_record(state, {**{k: v for k, v in rec.items() if k not in ("kind",)}, "kind": "local", "auth": auth,
+                          **{f"{n}_port": port[n] for n in names}})
+    for n in notes:
+        log(n)
+
+    started = []
+    try:
+        if not running["postgres"]:
+            log(f"Starting PostgreSQL on 127.0.0.1:{port['postgres']} ...")
+            started.append("postgres")
+            with interrupts.step():          # a signal waits for the pid record: without it nothing could stop it
+                pg.start(bindir, port["postgres"], owner)
+        for n in pg.ensure_roles(port["postgres"]):     # set up, or put right in a folder of an older harness
+            log(n)
+            notes.append(n)
+        if brokers == 1 and not running["kafka"]:
+            how = f" (SASL_PLAINTEXT {local_kafka.SCRAM_MECHANISM})" if auth == "scram" else ""
+            log(f"Starting Kafka {versions.KAFKA_VERSION} on 127.0.0.1:{port['kafka']}{how} ...")
+            started.append("kafka")
+            with interrupts.step():
+                kafka[0].start(lib, port["kafka"], port["controller"], owner, auth=auth)
+        elif brokers > 1:
+            quorum = quorum_voters([port[f"controller-{i}"] for i in range(1, brokers + 1)])
+            cluster_id = next((c for k in kafka if (c := k.cluster_id())), None) or _new_cluster_id()
+            for k in kafka:
+                if not running[k.key]:
+                    log(f"Starting Kafka {versions.KAFKA_VERSION} node {k.node_id} of {brokers} on "
+                        f"127.0.0.1:{port[k.key]} ...")
+                    started.append(k.key)
+                    with interrupts.step():
+                        k.start(lib, port[k.key], port[f"controller-{k.node_id}"], owner, voters=quorum,
+                                cluster_id=cluster_id)
+        stack = stack_from(port, kafka, pg, auth)
+        _wait_ready(stack, kafka, pg)
+    except BaseException:
+        stop_all([s for s in svcs if key_of(s, pg) in started])
+        raise
+    stack.pids = {**{k.key: k.pid() for k in kafka}, "postgres": pg.pid()}
+    stack.healthy = True
+    stack.postgres_version = health.postgres_version(stack.postgres_dsn)
+    stack.notes = notes + ([] if started else ["reused the running stack"])
+    return stack, started
+
+
+def _new_cluster_id() -> str:
+    from .local_kafka import _cluster_id
+    return _cluster_id()
+
+
+def stop_all(svcs: list) -> list:
+    """Stop services at once (each Kafka node may take its TERM grace): the results, in order."""
+    from concurrent.futures import ThreadPoolExecutor
+    if not svcs:
+        return []
+    with ThreadPoolExecutor(max_workers=len(svcs)) as ex:
+        return list(ex.map(lambda s: s.stop(), svcs))
+
+
+def _wait_ready(stack: Stack, kafka: list, pg: LocalPostgres) -> None:
+    err = health.postgres_probe(stack.postgres_dsn, 30)
+    if err:
+        raise HarnessError(f"PostgreSQL did not accept a connection: {err}", pg.log_tail())
+    deadline = time.monotonic() + KAFKA_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        dead = [k for k in kafka if not k.pid()]
+        if dead:
+            raise HarnessError(f"{dead[0].name} exited during start-up", dead[0].log_tail())
+        err = health.kafka_probe(stack.bootstrap_servers, min(10, deadline - time.monotonic()), brokers=len(kafka))
+        if err is None:
+            return
+    raise HarnessError(f"Kafka did not become ready within {KAFKA_START_TIMEOUT_S} s: {err}", kafka[0].log_tail())
