@@ -20,9 +20,10 @@ def down(purge):
       harness down --purge
     """
     from ..stack import local, compose
+    from ..stack.local_record import read_record
     # A compose stack, or (with --purge) the volumes a compose stack stopped without --purge left behind:
     # its password file says this folder started one.
-    if (local.read_record() or {}).get("kind") == "compose" or (purge and compose.left_volumes()):
+    if (read_record() or {}).get("kind") == "compose" or (purge and compose.left_volumes()):
         if not compose.down(purge, log=say):
             raise HarnessError(f"cannot stop the compose stack: {compose.engine_available()}")
         stopped = ["the compose stack"]

@@ -34,8 +34,8 @@ def env_cmd(as_json, stack_kind, bootstrap_servers, postgres_dsn):
     if why:
         raise HarnessError(why)
     import os
-    from ..stack import local
-    config_file = (local.client_properties_file() if stack.kind == "local" else None) \
+    from ..stack.local_record import client_properties_file
+    config_file = (client_properties_file() if stack.kind == "local" else None) \
         or os.environ.get("HARNESS_KAFKA_CONFIG_FILE") or None
     values = settings(stack, state_dir(), config_file)
     click.echo(json.dumps(values, indent=2) if as_json else shell_lines(values), nl=as_json)

@@ -89,7 +89,7 @@ def _check_local_size_for_faults(faults) -> None:
     """A broker fault needs the 3-broker cluster: on a local folder of one broker, say so in one line
     before a stack is started (the fault checks the stack itself again once there is one)."""
     from ..faults.broker import BrokerFault
-    from ..stack.local import size
+    from ..stack.local_record import size
     if any(isinstance(f, BrokerFault) for f in faults) and size() < 3:
         name = next(f.name for f in faults if isinstance(f, BrokerFault))
         raise HarnessError(f"--fault {name} needs the 3-broker cluster, but this stack has {size()} broker(s): "

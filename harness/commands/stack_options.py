@@ -16,7 +16,7 @@ import click
 def recorded_stack() -> str:
     """--stack's default: the kind of stack this state folder holds (a compose stack that `harness up
     --stack compose` started is what a later `run` means), else local."""
-    from ..stack.local import read_record
+    from ..stack.local_record import read_record
     return "compose" if (read_record() or {}).get("kind") == "compose" else "local"
 
 

@@ -56,7 +56,7 @@ def suite(experiment_list, group, parallel, out, keep_stack, quiet, stack_kind, 
     from ..faults.supervisor import install_sigterm_as_interrupt
     names = suite_mod.parse_experiments(experiment_list, group)
     if stack_kind == "local" and not (bootstrap_servers or postgres_dsn):
-        from ..stack.local import size
+        from ..stack.local_record import size
         suite_mod.check_brokers(group, size())      # the local stack's size, before starting anything
     if parallel < 1:
         raise HarnessError(f"--parallel must be at least 1, got {parallel}")

@@ -37,7 +37,7 @@ def up(brokers, auth, build_images, stack_kind, bootstrap_servers, postgres_dsn)
       harness up --auth scram       # SASL/SCRAM Kafka; settings in $HARNESS_HOME/client.properties
       harness up --stack compose    # Docker Compose (an engine: bash scripts/docker-engine.sh start)
     """
-    from ..stack.local import check_auth_size
+    from ..stack.local_services import check_auth_size
     from ..stack.resolve import get_stack
     if auth and (bootstrap_servers or postgres_dsn or stack_kind != "local"):
         raise HarnessError("--auth sets up the local stack; an existing cluster takes --kafka-config instead")
@@ -51,7 +51,7 @@ def up(brokers, auth, build_images, stack_kind, bootstrap_servers, postgres_dsn)
     click.echo(f"{stack.kind} stack ready: kafka {stack.bootstrap_servers} ({stack.kafka_auth}), postgres "
                f"{stack.public()['postgres_dsn']}")
     if stack.kind == "local":
-        from ..stack.local import client_properties_file
+        from ..stack.local_record import client_properties_file
         props = client_properties_file()
         if props:
             say(f"Kafka client settings (0600): {props}")

@@ -46,7 +46,6 @@ from .local_services import (check_auth_size, check_size, key_of, mark_of, servi
                              stop_all)
 from .model import Stack
 # Re-exported for cli.py only (its home is local_record.py).
-from .local_record import client_properties_file  # noqa: F401
 
 
 def stopped_with_data() -> bool:
