@@ -29,7 +29,6 @@ import os
 import pwd
 import secrets
 import stat
-import shutil
 import signal
 import subprocess
 from pathlib import Path

@@ -12,7 +12,8 @@ import pytest
 from harness.checker.verdict import Evidence, judge
 from harness.errors import HarnessError
 from harness.experiments import get
-from harness.experiments.custom import (attempt_at, kill_quality, libpq_uri, slot_of, witnesses)
+from harness.experiments.custom import libpq_uri
+from harness.experiments.custom_report import attempt_at, kill_quality, slot_of, witnesses
 from harness.experiments.predictors import predict
 from harness.faults import build, crashlog
 from harness.faults.kill_every import KillEvery
