@@ -1,6 +1,6 @@
 """eos-streams: the same exactly-once promise from Kafka Streams (exactly_once_v2), and its limit.
 
-A Kafka Streams topology (experiments/eos-streams, Java) consumes the payments
+A Kafka Streams topology (streams-worker, Java) consumes the payments
 and produces them to the output topic; Streams commits offsets and output in
 one transaction by itself. The worker dies by `Runtime.halt` inside the
 topology, after processing a planned record and before Streams commits: that

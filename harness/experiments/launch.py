@@ -140,7 +140,7 @@ class RoleWorkers:
 
 @dataclass
 class StreamsWorkers:
-    """The Kafka Streams application of experiments/eos-streams, one JVM per slot (built with mvn)."""
+    """The Kafka Streams application of streams-worker, one JVM per slot (built with mvn)."""
 
     def check(self, stack) -> None:
         """Client settings the Java app cannot take are an error before the run starts."""

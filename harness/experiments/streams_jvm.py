@@ -1,4 +1,4 @@
-"""Build and launch the Kafka Streams worker of `eos-streams` (experiments/eos-streams).
+"""Build and launch the Kafka Streams worker of `eos-streams` (streams-worker).
 
 The jar is built with `mvn package` the first time (online, to fill ~/.m2) and
 rebuilt offline (`mvn -o`) only when a source file is newer than the jar, so
@@ -29,7 +29,7 @@ from ..errors import HarnessError
 from ..procs import dying_with_this_process
 from ..stack import pgpass
 
-MODULE = Path(__file__).resolve().parents[2] / "experiments" / "eos-streams"
+MODULE = Path(__file__).resolve().parents[2] / "streams-worker"
 JAR = MODULE / "target" / "eos-streams.jar"
 # JVM options of every worker: short-lived processes (C1 only, the serial collector, no
 # hsperfdata file: jps and jcmd do not list the workers).
@@ -57,7 +57,7 @@ def build(log=print) -> Path:
         return JAR
     if shutil.which("mvn") is None:
         raise HarnessError("mvn not found on PATH: eos-streams builds its Kafka Streams module with Maven")
-    log("Building the Kafka Streams worker (experiments/eos-streams) with mvn ...")
+    log("Building the Kafka Streams worker (streams-worker) with mvn ...")
     for offline in (True, False):
         cmd = ["mvn", "-B", "-q", *(["-o"] if offline else []), "-f", str(MODULE / "pom.xml"), "package",
                "-DskipTests"]

@@ -16,7 +16,7 @@ instance gets SIGTERM and must exit 0. Then it checks:
 and prints timings: JVM start -> RUNNING -> first record, and the restart
 latency (crash line time -> first record processed by the next instance).
 
-    cd experiments/eos-streams && mvn -q package && python3 smoke.py
+    cd streams-worker && mvn -q package && python3 smoke.py
 """
 
 import argparse

@@ -29,7 +29,7 @@ halt -> FIRST-RECORD time of the next instance. Checked as smoke.py does:
   * a spare that is not needed exits 0 on EOF (another one gets an empty line),
     printing nothing but its STANDBY ready line.
 
-    cd experiments/eos-streams && mvn -o -q package && python3 standby_smoke.py
+    cd streams-worker && mvn -o -q package && python3 standby_smoke.py
     python3 standby_smoke.py --mode cold --jar /path/to/older/eos-streams.jar
 """
 
