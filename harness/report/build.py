@@ -16,7 +16,7 @@ from ..checker.effects import MAX_IDS
 from ..checker.verdict import judge
 from ..environment import describe
 from ..experiments.predictors import predict
-from ..faults.supervisor import restart_seconds
+from ..faults.crashlog import restart_seconds
 from ..stack.model import redact
 from .model import CRASH_FAULTS, SCHEMA_VERSION, RunReport
 
