@@ -7,7 +7,8 @@ dedupe hit. The extra kill point inside that transaction shows why it must be
 one transaction: a death there rolls back key and charge together.
 """
 
-from .model import DEDUPED, Experiment, KillPoint, Stores
+from ..checker.damage import DEDUPED
+from .model import Experiment, KillPoint, Stores
 from .offsets import at_least_once_loop
 from .predictors import LedgerPredictor
 

@@ -29,7 +29,8 @@ import sys
 import time
 
 from .. import kafka_client
-from .model import ABORTED, DEDUPED, DUPLICATED, Experiment, KillPoint, Stores
+from ..checker.damage import ABORTED, DEDUPED, DUPLICATED
+from .model import Experiment, KillPoint, Stores
 from .predictors import FencedPredictor, LedgerPredictor, OutputPredictor
 
 FENCED_EXIT = 3

@@ -9,8 +9,9 @@ is the only gap our code can reach, since Streams owns the commit. With
 write, outside Kafka, duplicates like eos-boundary's.
 """
 
+from ..checker.damage import ABORTED, DUPLICATED
 from .launch import StreamsWorkers
-from .model import ABORTED, DUPLICATED, Experiment, KillPoint, Stores
+from .model import Experiment, KillPoint, Stores
 from .predictors import LedgerPredictor, OutputPredictor
 
 PROCESS = KillPoint("after-process-before-commit", "process (produce in the task's transaction)",

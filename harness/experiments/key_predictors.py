@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from .model import DEDUPED, DUPLICATED
+from ..checker.damage import DEDUPED, DUPLICATED
 from .predictors import CrashFacts, Expectation, Prediction, _expect
 
 # Postgres keeps timestamps to the microsecond: a key this close to the purge's cutoff is too close to call.

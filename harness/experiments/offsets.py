@@ -11,7 +11,8 @@ between two steps is a kill point, and the worker's crash record says which
 payments the death affects, so the prediction is exact per crash.
 """
 
-from .model import DUPLICATED, LOST, Experiment, KillPoint, Stores
+from ..checker.damage import DUPLICATED, LOST
+from .model import Experiment, KillPoint, Stores
 from .predictors import LedgerPredictor
 
 POLL_BATCH = 500

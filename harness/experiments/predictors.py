@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .model import ABORTED, DEDUPED, DUPLICATED, LOST, ORPHANED, REPUBLISHED, UNPUBLISHED
+from ..checker.damage import ABORTED, DEDUPED, DUPLICATED, LOST, ORPHANED, REPUBLISHED, SOURCE_OF, UNPUBLISHED
 
 
 @dataclass
@@ -221,11 +221,6 @@ class ClaimPredictor:
                 p.expectations.append(Expectation(f"ledger.{what}", 0))
                 if exp.stores.output_if_written:
                     p.expectations.append(Expectation(f"kafka.read_committed.{what}", 0, if_measured=True))
-
-
-# The list of a crash record that each kind of damage is read from.
-SOURCE_OF = {LOST: "acked_unapplied", DUPLICATED: "unacked", DEDUPED: "unacked", ABORTED: "produced",
-             UNPUBLISHED: "row_only", ORPHANED: "event_only", REPUBLISHED: "republished"}
 
 
 def check_declared_damage(exp, crashes: list) -> list[str]:
