@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from ..checker import user_sql
+from ..checker.predictors import CLAIMS, ClaimPredictor
 from ..procs import dying_with_this_process
 from .launch import Launch, assign_partitions
 from .model import Experiment, Stores
-from .predictors import CLAIMS, ClaimPredictor
 
 DEFAULT_CLAIM = "exactly-once"
 AUDIT_SQL_TIMEOUT_MS = user_sql.TIMEOUT_MS

@@ -30,8 +30,8 @@ import time
 
 from .. import kafka_client
 from ..checker.damage import ABORTED, DEDUPED, DUPLICATED
+from ..checker.predictors import FencedPredictor, LedgerPredictor, OutputPredictor
 from .model import Experiment, KillPoint, Stores
-from .predictors import FencedPredictor, LedgerPredictor, OutputPredictor
 
 FENCED_EXIT = 3
 POLL_BATCH = 500

@@ -10,9 +10,9 @@ write, outside Kafka, duplicates like eos-boundary's.
 """
 
 from ..checker.damage import ABORTED, DUPLICATED
+from ..checker.predictors import LedgerPredictor, OutputPredictor
 from .launch import StreamsWorkers
 from .model import Experiment, KillPoint, Stores
-from .predictors import LedgerPredictor, OutputPredictor
 
 PROCESS = KillPoint("after-process-before-commit", "process (produce in the task's transaction)",
                     "Streams commit", frozenset({ABORTED, DUPLICATED}),

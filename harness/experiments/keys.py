@@ -33,12 +33,12 @@ import time
 import uuid
 
 from ..checker.damage import DEDUPED, DUPLICATED, LOST
+from ..checker.key_predictors import KeyExpiryPredictor, NoHitsPredictor, SplitKeyPredictor
+from ..checker.predictors import LedgerPredictor
 from ..faults import crashlog
 from ..workload.sqlnames import table_identifier as table_ident
-from .key_predictors import KeyExpiryPredictor, NoHitsPredictor, SplitKeyPredictor
 from .model import Experiment, KillPoint, Stores
 from .offsets import POLL_BATCH, at_least_once_loop
-from .predictors import LedgerPredictor
 
 # Time scaled down from hours and days: what matters is only that every redelivery comes later than
 # the TTL. It always does: a redelivery comes at least --restart-delay after its key was written.

@@ -86,7 +86,7 @@ class Experiment:
     stores: Stores
     proves: str                      # one sentence: the lesson
     expected: str                    # what the scoreboard should show
-    predictors: tuple                # objects with expectations(crashes, ctx) (experiments/predictors.py)
+    predictors: tuple                # objects with add(prediction, facts, exp) (checker/predictors.py)
     loop: Callable | None = None     # the Python worker loop: loop(ctx); None for non-Python workers
     warm_up: Callable | None = None  # what a warm spare prepares besides its consumer and Postgres: warm_up(ctx)
     launcher: object = None          # builds worker command lines (experiments/launch.py); None: Python

@@ -12,8 +12,8 @@ payments the death affects, so the prediction is exact per crash.
 """
 
 from ..checker.damage import DUPLICATED, LOST
+from ..checker.predictors import LedgerPredictor
 from .model import Experiment, KillPoint, Stores
-from .predictors import LedgerPredictor
 
 POLL_BATCH = 500
 

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from ..checker.effects import MAX_IDS
 from ..checker.verdict import judge
 from ..environment import describe
-from ..experiments.predictors import predict
+from ..checker.predict import predict
 from ..faults.crashlog import restart_seconds
 from ..stack.model import redact
 from .model import CRASH_FAULTS, SCHEMA_VERSION, RunReport
