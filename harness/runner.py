@@ -24,6 +24,7 @@ from pathlib import Path
 from . import kafka_client, kafka_logging
 from .checker.audit import audit_run
 from .checker.deliveries import FILE_NAME as DELIVERIES, read as read_deliveries
+from .checker.outcome import decide
 from .checker.output_watcher import OutputWatcher
 from .errors import HarnessError
 from .experiments.launch import PythonWorkers
@@ -33,7 +34,8 @@ from .faults.supervisor import Supervisor, SupervisorResult
 from .params import RunParams, resolve
 from .paths import reports_dir
 from .report.build import assemble
-from .report.model import RunReport, write_or_keep
+from .report.model import RunReport
+from .report.writer import write_or_keep
 from .rundir import claim_run_dir
 from .stack.model import Stack
 from .workload import tables
@@ -267,8 +269,10 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                               finished=result.status == "complete", accounts=r.accounts,
                               deliveries=read_deliveries(run_dir / DELIVERIES) if exp.stores.deliveries else None,
                               **readers)
+        outcome = decide(r.exp, r.params, crashes, result, faults, audit, amounts=r.amounts,
+                         positions=r.positions, accounts=r.accounts, run_dir=r.run_dir)
         report = assemble(r, faults, launch.reports_deliveries if launch else False, result, crashes, audit,
-                          stalls=watcher.stalls(crashes) if watcher else None,
+                          outcome, stalls=watcher.stalls(crashes) if watcher else None,
                           stall_of=watcher.stalls if watcher else None)
         if launch and launch.annotate:
             launch.annotate(r, result, report)

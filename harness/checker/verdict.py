@@ -11,8 +11,8 @@ audit could not measure makes the verdict `audit-failed`, never a guess.
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..experiments.predictors import Prediction
 from .effects import MAX_IDS
+from .predict import Prediction
 
 
 @dataclass

@@ -35,9 +35,9 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from ..checker.predict import Expectation
 from ..options import Option
 from .model import Experiment, Stores
-from .predictors import Expectation
 
 POLL_BATCH = 500              # the Java client's default max.poll.records
 APPLIED_LOG = "applied.jsonl"

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import json
 
+from ..checker.balance_predictors import BalancePredictor
+from ..checker.damage import DEDUPED, DUPLICATED
+from ..checker.predictors import LedgerPredictor
 from ..workload.sqlnames import table_identifier as table_ident
-from .balance_predictors import BalancePredictor
-from .model import DEDUPED, DUPLICATED, Experiment, KillPoint, Stores
+from .model import Experiment, KillPoint, Stores
 from .offsets import at_least_once_loop
-from .predictors import LedgerPredictor
 
 ACCOUNTS = 5
 

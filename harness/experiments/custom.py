@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from ..checker import user_sql
+from ..checker.predictors import CLAIMS, ClaimPredictor
 from ..procs import dying_with_this_process
 from ..errors import HarnessError
 from ..options import Option
 from .custom_report import DEFAULT_CLAIM, annotate
 from .launch import Launch, assign_partitions
 from .model import Experiment, Stores
-from .predictors import CLAIMS, ClaimPredictor
 
 AUDIT_SQL_TIMEOUT_MS = user_sql.TIMEOUT_MS
 WORKER_CMD = Option("worker_cmd", str, "custom only: your consumer, started once per worker slot (split like a shell "

@@ -7,10 +7,11 @@ dedupe hit. The extra kill point inside that transaction shows why it must be
 one transaction: a death there rolls back key and charge together.
 """
 
+from ..checker.damage import DEDUPED
+from ..checker.predictors import LedgerPredictor
 from .common_options import GROUP_OPTIONS, group_rule
-from .model import DEDUPED, Experiment, KillPoint, Stores
+from .model import Experiment, KillPoint, Stores
 from .offsets import at_least_once_loop
-from .predictors import LedgerPredictor
 
 D_POLL = KillPoint("after-poll-before-effect", "poll", "PG transaction", frozenset({DEDUPED}),
                    "the effects since the last commit (none with --commit-every 1) come again: dedupe hits")

@@ -9,11 +9,12 @@ is the only gap our code can reach, since Streams owns the commit. With
 write, outside Kafka, duplicates like eos-boundary's.
 """
 
+from ..checker.damage import ABORTED, DUPLICATED
+from ..checker.predictors import LedgerPredictor, OutputPredictor
 from ..options import Option
 from .common_options import TRANSACTION_OPTIONS
 from .launch import StreamsWorkers
-from .model import ABORTED, DUPLICATED, Experiment, KillPoint, Stores
-from .predictors import LedgerPredictor, OutputPredictor
+from .model import Experiment, KillPoint, Stores
 
 PROCESS = KillPoint("after-process-before-commit", "process (produce in the task's transaction)",
                     "Streams commit", frozenset({ABORTED, DUPLICATED}),

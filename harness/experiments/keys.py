@@ -32,13 +32,14 @@ from __future__ import annotations
 import time
 import uuid
 
+from ..checker.damage import DEDUPED, DUPLICATED, LOST
+from ..checker.key_predictors import KeyExpiryPredictor, NoHitsPredictor, SplitKeyPredictor
+from ..checker.predictors import LedgerPredictor
 from ..faults import crashlog
 from ..workload.sqlnames import table_identifier as table_ident
 from ..options import Option
-from .model import DEDUPED, DUPLICATED, LOST, Experiment, KillPoint, Stores
+from .model import Experiment, KillPoint, Stores
 from .offsets import POLL_BATCH, at_least_once_loop
-from .key_predictors import KeyExpiryPredictor, NoHitsPredictor, SplitKeyPredictor
-from .predictors import LedgerPredictor
 
 # Time scaled down from hours and days: what matters is only that every redelivery comes later than
 # the TTL. It always does: a redelivery comes at least --restart-delay after its key was written.

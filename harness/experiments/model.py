@@ -7,7 +7,8 @@ an experiment declares the same parts once, in one module per family:
   that performs them inside a worker process;
 - its *kill points*: every gap between two steps (and the gap after the last
   one), each with the damage a SIGKILL there does, in terms of what the
-  worker's crash record lists (`unacked`, `acked_unapplied`, `produced`);
+  worker's crash record lists (`unacked`, `acked_unapplied`, `produced`), in
+  the words of checker/damage.py, which the checker's predictors read too;
 - the *stores* it writes (ledger, dedupe table, output topic);
 - its *predictors*, which turn a crash log into exact expectations (or bounds
   for crashes the worker could not describe);
@@ -23,16 +24,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable
 
-# What a crash can do to the records in each list of its crash record.
-LOST = "lost"                # acked_unapplied: offsets committed, effect never applied: nobody redelivers them
-DUPLICATED = "duplicated"    # unacked: effect applied, not acknowledged: redelivered and applied again
-DEDUPED = "deduped"          # unacked, with a dedupe table: redelivered, absorbed by the key (a dedupe hit)
-ABORTED = "aborted"          # produced: written in the open transaction, aborted: read_uncommitted sees a copy
-UNPUBLISHED = "unpublished"  # row_only: the service's row committed, its event never produced (dual write)
-ORPHANED = "orphaned"        # event_only: the event produced, the service's row never committed (dual write)
-REPUBLISHED = "republished"  # republished: published, not marked sent: the relay publishes it again (outbox)
-DAMAGES = (LOST, DUPLICATED, DEDUPED, ABORTED, UNPUBLISHED, ORPHANED, REPUBLISHED)
-
 ANY = "any"                  # --kill-point any: each planned crash takes a seeded point among all of them
 
 
@@ -41,7 +32,7 @@ class KillPoint:
     name: str
     after: str                       # the step just done ("poll", "effect", ...)
     before: str | None               # the next step, None after the last one
-    damage: frozenset = frozenset()  # which of DAMAGES a crash here can cause
+    damage: frozenset = frozenset()  # which of checker/damage.py's DAMAGES a crash here can cause
     says: str = ""                   # the damage in words, for `harness experiments` and the reports
 
     def describe(self) -> dict:
@@ -95,7 +86,7 @@ class Experiment:
     stores: Stores
     proves: str                      # one sentence: the lesson
     expected: str                    # what the scoreboard should show
-    predictors: tuple                # objects with expectations(crashes, ctx) (experiments/predictors.py)
+    predictors: tuple                # objects with add(prediction, facts, exp) (checker/predictors.py)
     loop: Callable | None = None     # the Python worker loop: loop(ctx); None for non-Python workers
     warm_up: Callable | None = None  # what a warm spare prepares besides its consumer and Postgres: warm_up(ctx)
     launcher: object = None          # builds worker command lines (experiments/launch.py); None: Python

@@ -11,9 +11,10 @@ between two steps is a kill point, and the worker's crash record says which
 payments the death affects, so the prediction is exact per crash.
 """
 
+from ..checker.damage import DUPLICATED, LOST
+from ..checker.predictors import LedgerPredictor
 from .common_options import GROUP_OPTIONS, group_rule
-from .model import DUPLICATED, LOST, Experiment, KillPoint, Stores
-from .predictors import LedgerPredictor
+from .model import Experiment, KillPoint, Stores
 
 POLL_BATCH = 500
 

@@ -26,10 +26,11 @@ slots of one supervisor (experiments/launch.py RoleWorkers).
 
 import time
 
+from ..checker.damage import DEDUPED, LOST, ORPHANED, REPUBLISHED, UNPUBLISHED
+from ..checker.predictors import EventsPredictor, LedgerPredictor
 from .launch import RoleWorkers
-from .model import DEDUPED, LOST, ORPHANED, REPUBLISHED, UNPUBLISHED, Experiment, KillPoint, Role, Stores
+from .model import Experiment, KillPoint, Role, Stores
 from .offsets import at_least_once_loop
-from .predictors import EventsPredictor, LedgerPredictor
 
 POLL_BATCH = 500
 RELAY_BATCH = 200

@@ -32,11 +32,11 @@ import os
 import time
 from dataclasses import dataclass
 
+from ..checker.predict import Expectation
 from ..errors import HarnessError
 from ..options import Option
 from .launch import PythonWorkers
 from .model import Experiment, Stores
-from .predictors import Expectation
 
 RATE_PER_S = 50
 POLL_BATCH = 100

@@ -5,6 +5,11 @@ acknowledged (`unacked`), then fsyncs: the record survives the kill, so the
 checker can predict the damage from it. A record is written with a single
 O_APPEND write, so concurrent workers never interleave lines. Reading skips
 torn or foreign lines instead of failing.
+
+What is measured from the crash log alone (with the workers' events), such as
+how long each crashed slot took to run again, lives here too: the supervisor
+that writes the events and the report that shows the measure both sit above
+this module, so neither has to import the other.
 """
 
 import json
@@ -40,3 +45,18 @@ def read(path: Path) -> list[dict]:
 
 def crashed_ids(path: Path) -> set[str]:
     return {e["message_id"] for e in read(path) if isinstance(e.get("message_id"), str)}
+
+
+def restart_seconds(crashes: list[dict], events: list[dict]) -> list[float | None]:
+    """Per crash, in the crashes' order: seconds from the kill to the next record processed by the same
+    worker slot, or None when that slot processed no record after it (nothing was left for it)."""
+    firsts: dict[str, list[float]] = {}
+    for ev in events:
+        if ev.get("event") == "first_message":
+            firsts.setdefault(ev.get("worker"), []).append(ev.get("t", 0.0))
+    out: list = []
+    for c in crashes:
+        t = c.get("time")
+        later = [f for f in firsts.get(c.get("worker"), []) if t is not None and f > t]
+        out.append(round(min(later) - t, 3) if later else None)
+    return out

@@ -323,17 +323,3 @@ def install_sigterm_as_interrupt() -> None:
         except ValueError:
             pass
 
-
-def restart_seconds(crashes: list[dict], events: list[dict]) -> list[float | None]:
-    """Per crash, in the crashes' order: seconds from the kill to the next record processed by the same
-    worker slot, or None when that slot processed no record after it (nothing was left for it)."""
-    firsts: dict[str, list[float]] = {}
-    for ev in events:
-        if ev.get("event") == "first_message":
-            firsts.setdefault(ev.get("worker"), []).append(ev.get("t", 0.0))
-    out: list = []
-    for c in crashes:
-        t = c.get("time")
-        later = [f for f in firsts.get(c.get("worker"), []) if t is not None and f > t]
-        out.append(round(min(later) - t, 3) if later else None)
-    return out

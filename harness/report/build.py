@@ -1,5 +1,10 @@
 """Build report.json from a finished run: typed sections, one function (`assemble`), no rendering.
 
+The report is the last step of the run's pipeline (run -> audit -> predict ->
+judge -> render): it lays out the run's declaration, its faults, the crash log,
+the audit and the checker's `Outcome` (checker/outcome.py: the prediction and
+the verdict), and decides nothing itself: it neither predicts nor judges.
+
 The contract is docs/report.schema.json (schema_version 2); every report the
 tests write is validated against it. The sections are dataclasses so a field
 cannot be misspelt in one place and read under another name elsewhere. Numbers
@@ -13,10 +18,8 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from ..checker.effects import MAX_IDS
-from ..checker.verdict import judge
 from ..environment import describe
-from ..experiments.predictors import predict
-from ..faults.supervisor import restart_seconds
+from ..faults.crashlog import restart_seconds
 from ..stack.model import redact
 from .model import CRASH_FAULTS, SCHEMA_VERSION, RunReport
 
@@ -169,27 +172,14 @@ def capped(ids) -> list:
     return list(ids or [])[:MAX_IDS]
 
 
-def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, audit, stalls,
+def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, audit, outcome, stalls,
              stall_of=None) -> RunReport:
-    """The report's data, from the run's declaration, its faults, the crash log and the audit."""
+    """The report's data, from the run's declaration, its faults, the crash log, the audit and the
+    checker's Outcome (its prediction, judgement and verdict, and the faults' stories)."""
     params, exp, names, stack = r.params, r.exp, r.names, r.stack
-    fault_details = {f.name: f.story(result.events) for f in faults}
+    fault_details = outcome.stories
     deaths = list(result.unplanned_deaths)
-    inflight_max = params.messages if params.commit_interval_ms else params.commit_every
-    # Work undone behind the crash records' back: aborted transactions, and offsets a rebalance took away
-    # before they were committed (their records come again).
-    aborts = [e for e in result.events if e.get("event") in ("txn_aborted", "fenced", "commit_lost")]
-    pred = predict(exp, crashes, inflight_max,
-                   interruptions=sum(f.interruptions(fault_details[f.name]) for f in faults) + len(deaths)
-                   + result.killed_at_end, events=result.events, amounts=r.amounts,
-                   accounts=getattr(r, "accounts", None), run_dir=r.run_dir, positions=r.positions,
-                   aborts=aborts, loosened=any(f.bounds_aborts(fault_details[f.name]) for f in faults),
-                   params=params)
-    observed = dict(audit.metrics)
-    for f in faults:
-        observed.update(f.observed(fault_details[f.name]))
-    v = judge(pred, observed, audit.evidence)
-    verdict = {"incomplete": "incomplete", "interrupted": "interrupted"}.get(result.status, v.verdict)
+    pred, v, verdict = outcome.prediction, outcome.judgement, outcome.verdict
 
     head = audit.headline()
     prefix = "ledger." if exp.stores.ledger else "kafka.read_committed."

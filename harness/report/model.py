@@ -13,7 +13,6 @@ from pathlib import Path
 
 from .shared import CRASH_FAULTS, fmt
 # Re-exported for runner.py only (its home is writer.py, which does not import this module).
-from .writer import write_or_keep  # noqa: F401
 
 SCHEMA_VERSION = 2   # docs/report.schema.json
 

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 from harness.checker.accounts import AccountRows
 from harness.checker.audit import audit_run
 from harness.checker.ledger import LedgerRows
+from harness.checker.predict import predict
 from harness.experiments import get
-from harness.experiments.predictors import predict
 from harness.workload.payments import account_partition, make_payments
 
 AMOUNTS = {"a": 100, "b": 100, "c": 50, "d": 100}

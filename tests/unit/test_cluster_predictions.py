@@ -8,9 +8,9 @@ import pytest
 
 from harness.checker import deliveries
 from harness.checker.audit import audit_run
+from harness.checker.predict import predict
 from harness.errors import HarnessError
 from harness.experiments import get
-from harness.experiments.predictors import predict
 from harness.experiments.producer import RETRIES, settings
 from harness.params import RunParams
 from harness.stack import local_record, local_services

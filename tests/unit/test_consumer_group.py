@@ -5,9 +5,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from harness.checker.predict import predict
 from harness.errors import HarnessError
 from harness.experiments import get
-from harness.experiments.predictors import predict
 from harness.params import RunParams
 from harness.processors import context, evidence, group
 from harness.report.build import group_story

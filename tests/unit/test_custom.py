@@ -9,12 +9,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from harness.checker.predict import predict
 from harness.checker.verdict import Evidence, judge
 from harness.errors import HarnessError
 from harness.experiments import get
 from harness.experiments.custom import libpq_uri
 from harness.experiments.custom_report import attempt_at, kill_quality, slot_of, witnesses
-from harness.experiments.predictors import predict
 from harness.faults import build, crashlog
 from harness.faults.kill_every import KillEvery
 from harness.faults.random_kill import RandomKill

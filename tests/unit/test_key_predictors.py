@@ -1,8 +1,8 @@
 """The idempotency-key mistakes' predictors on hand-made crash records and worker events."""
 
+from harness.checker.key_predictors import expired_at_redelivery
+from harness.checker.predict import predict
 from harness.experiments import get
-from harness.experiments.key_predictors import expired_at_redelivery
-from harness.experiments.predictors import predict
 from harness.params import RunParams
 from harness.errors import HarnessError
 

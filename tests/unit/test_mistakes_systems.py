@@ -4,12 +4,12 @@ import json
 
 import pytest
 
+from harness.checker.predict import predict
 from harness.checker.systems import compare
 from harness.checker.verdict import Evidence, judge
 from harness.errors import HarnessError
 from harness.experiments import get
 from harness.experiments.auto_commit import APPLIED_LOG, Attempt, bounds, coverage, per_kill, read_attempts
-from harness.experiments.predictors import predict
 from harness.params import RunParams
 
 

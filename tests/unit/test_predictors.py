@@ -2,8 +2,8 @@
 
 import pytest
 
+from harness.checker.predict import predict
 from harness.experiments import REGISTRY, get
-from harness.experiments.predictors import predict
 from harness.params import RunParams
 
 

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 from harness.checker.audit import audit_run
 from harness.checker.kafka_output import audit_records
 from harness.checker.ledger import LedgerRows
+from harness.checker.outcome import decide
 from harness.experiments import get
 from harness.faults import build as build_faults
 from harness.faults.supervisor import SupervisorResult
@@ -46,7 +47,9 @@ def make(name, rows=None, output=None, crashes=(), status="complete", error=None
               {"event": "done", "worker": "w0", "attempt": 2, "t": 2.0, "delivered": 5}]
     result = SupervisorResult(status=status, restarts=len(crashes), wall_seconds=2.0, events=events,
                               unplanned_deaths=list(deaths), killed_at_stop=list(stopped))
-    return assemble(r, faults, True, result, list(crashes), audit, stalls=None).data
+    outcome = decide(exp, p, list(crashes), result, faults, audit, amounts=r.amounts, positions=r.positions,
+                     accounts=r.accounts, run_dir=r.run_dir)
+    return assemble(r, faults, True, result, list(crashes), audit, outcome, stalls=None).data
 
 
 def crash(msg, point, **lists):

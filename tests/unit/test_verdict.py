@@ -2,9 +2,9 @@
 
 from harness.checker.effects import count_effects, integrity, split_missing
 from harness.checker.kafka_output import audit_records
+from harness.checker.predict import predict
 from harness.checker.verdict import Evidence, judge
 from harness.experiments import get
-from harness.experiments.predictors import predict
 
 AMOUNTS = {"a": 100, "b": 100, "c": 100, "d": 100, "e": 100}
 

@@ -5,7 +5,8 @@ blind increment adds a redelivered payment again, so the account ends over by
 the amounts of its payments in the crash records' `unacked` lists; a
 conditional write leaves it exact. Crashes the worker did not describe make
 the blind increment's balances upper bounds (at most `inflight_max` payments
-of the largest amount per crash).
+of the largest amount per crash). It lives in the checker with the other
+predictors; experiments/balances.py only names it in its declarations.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from .predictors import CrashFacts, Expectation, Prediction
+from .predict import CrashFacts, Expectation, Prediction
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ come again, `acked_unapplied`: lost), plus what those records alone cannot
 say: which of the redelivered payments lost their key (the crash struck
 between effect and key, or the key had expired by the time the payment came
 again). Crashes the worker did not describe turn the numbers they can change
-into upper bounds, as in predictors.py.
+into upper bounds, as in predict.py. They live in the checker, beside the
+other predictors, because predicting is the checker's work; experiments/keys.py
+only names them in its declarations.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from .model import DEDUPED, DUPLICATED
-from .predictors import CrashFacts, Expectation, Prediction, _expect
+from .damage import DEDUPED, DUPLICATED
+from .predict import CrashFacts, Expectation, Prediction, expect_or_bound
 
 # Postgres keeps timestamps to the microsecond: a key this close to the purge's cutoff is too close to call.
 ROUNDING_S = 0.001
@@ -34,8 +36,8 @@ class SplitKeyPredictor:
             for i in c.get("unacked") or []:
                 (dup if i == unkeyed else hits)[i] += 1
         damage = exp.damage_anywhere()
-        _expect(p, facts, "ledger.duplicates", sum(dup.values()), DUPLICATED in damage)
-        _expect(p, facts, "ledger.dedupe_hits", sum(hits.values()), DEDUPED in damage)
+        expect_or_bound(p, facts, "ledger.duplicates", sum(dup.values()), DUPLICATED in damage)
+        expect_or_bound(p, facts, "ledger.dedupe_hits", sum(hits.values()), DEDUPED in damage)
         p.expectations.append(Expectation("ledger.lost", len(set(facts.ids("acked_unapplied")))))
         if facts.exact:
             p.duplicate_counts, p.hit_counts = dup, hits

@@ -1,0 +1,111 @@
+"""The predictors every experiment family shares: one small class per store, and the user's claim.
+
+Each is a frozen dataclass with `add(prediction, facts, exp)`: it reads the
+crash records' lists its store cares about (checker/predict.py's `CrashFacts`)
+and appends what the audit must find. An experiment lists the ones it uses in
+its declaration (experiments/*.py); predictors a single family needs live
+beside these (key_predictors.py, balance_predictors.py) or in the family's own
+module when they read that family's own evidence.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from .damage import ABORTED, DEDUPED, DUPLICATED, LOST, ORPHANED, REPUBLISHED, UNPUBLISHED
+from .predict import CrashFacts, Expectation, Prediction, expect_or_bound
+
+
+@dataclass(frozen=True)
+class LedgerPredictor:
+    """The Postgres ledger: duplicates from `unacked`, losses from `acked_unapplied`; with a dedupe
+    table, `unacked` become dedupe hits instead of duplicates."""
+    dedupe: bool = False
+    unacked: str = "unacked"
+    acked_unapplied: str = "acked_unapplied"
+
+    def add(self, p: Prediction, facts: CrashFacts, exp) -> None:
+        damage = exp.damage_anywhere()
+        again = facts.ids(self.unacked)
+        lost = set(facts.ids(self.acked_unapplied))
+        if self.dedupe:
+            p.expectations.append(Expectation("ledger.duplicates", 0))
+            expect_or_bound(p, facts, "ledger.dedupe_hits", len(again), DEDUPED in damage or bool(facts.aborts), self.unacked)
+            if facts.exact:
+                p.hit_counts = Counter(again)
+        else:
+            expect_or_bound(p, facts, "ledger.duplicates", len(again), DUPLICATED in damage or bool(facts.aborts),
+                    self.unacked)
+            if facts.exact:
+                p.duplicate_counts = Counter(again)
+        expect_or_bound(p, facts, "ledger.lost", len(lost), LOST in damage)
+        if facts.exact:
+            p.lost_ids = lost
+
+
+@dataclass(frozen=True)
+class OutputPredictor:
+    """The transactional output topic: read_committed exact; read_uncommitted holds one aborted
+    copy per record that was in an open transaction at a crash (the worker flushes before dying)."""
+    produced: str = "produced"
+
+    def add(self, p: Prediction, facts: CrashFacts, exp) -> None:
+        p.expectations += [Expectation("kafka.read_committed.duplicates", 0),
+                           Expectation("kafka.read_committed.lost", 0)]
+        produced = facts.ids(self.produced)
+        expect_or_bound(p, facts, "kafka.read_uncommitted.duplicates", len(produced), ABORTED in exp.damage_anywhere(),
+                self.produced)
+        if facts.exact:
+            p.aborted_counts = Counter(produced)
+        p.expectations.append(Expectation("kafka.read_uncommitted.lost", 0))
+
+
+@dataclass(frozen=True)
+class FencedPredictor:
+    """A producer that comes back after its transactional.id was taken over must be fenced."""
+
+    def add(self, p: Prediction, facts: CrashFacts, exp) -> None:
+        p.expectations.append(Expectation("fault.zombie.fenced", 1))
+
+
+@dataclass(frozen=True)
+class EventsPredictor:
+    """The events topic of a service that writes a row and publishes an event: rows without events
+    (`row_only`), events without rows (`event_only`) and extra copies (`republished`), one per id a crash
+    record lists."""
+
+    def add(self, p: Prediction, facts: CrashFacts, exp) -> None:
+        damage = exp.damage_anywhere()
+        for metric, source, kind in (("events.unpublished", "row_only", UNPUBLISHED),
+                                     ("events.orphaned", "event_only", ORPHANED),
+                                     ("events.duplicates", "republished", REPUBLISHED)):
+            ids = facts.ids(source)
+            expect_or_bound(p, facts, metric, len(ids), kind in damage)
+            if facts.exact:
+                p.id_sets[metric] = set(ids)
+        if exp.stores.outbox:
+            p.expectations.append(Expectation("outbox.unsent", 0))
+# What each delivery claim forbids: (no duplicates, no losses).
+CLAIMS = {"exactly-once": (True, True), "at-least-once": (False, True), "at-most-once": (True, False)}
+
+
+@dataclass(frozen=True)
+class ClaimPredictor:
+    """A consumer the harness did not write keeps no crash records: what is predicted is the user's
+    claim itself (`--expect`), per id, whatever the kills did. The claim is exact: zero duplicates
+    and/or zero losses, each id named when it fails. An output topic is held to the same claim
+    under read_committed, when the consumer wrote to it."""
+    claim: str = "exactly-once"
+
+    def add(self, p: Prediction, facts: CrashFacts, exp) -> None:
+        no_dup, no_loss = CLAIMS[self.claim]
+        p.exact, p.claim = True, self.claim
+        p.note = (f"the claim under test is {self.claim}: "
+                  + " and ".join(w for w, on in (("no effect applied twice", no_dup), ("none lost", no_loss)) if on)
+                  + f", whatever the {len(facts.crashes)} kill(s) did")
+        for on, what in ((no_dup, "duplicates"), (no_loss, "lost")):
+            if on:
+                p.expectations.append(Expectation(f"ledger.{what}", 0))
+                if exp.stores.output_if_written:
+                    p.expectations.append(Expectation(f"kafka.read_committed.{what}", 0, if_measured=True))
