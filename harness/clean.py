@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import kafka_client, kafka_logging
-from .stack.model import Stack
+from .stack.stack import Stack
 from .workload import registry, tables
 from .workload.naming import SCHEMA, TOPIC_PREFIX, RunNames, run_tables
 

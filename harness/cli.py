@@ -51,7 +51,7 @@ def main():  # noqa: C901
     try:
         cli.main(standalone_mode=False)
     except HarnessError as e:   # its message may quote names and log lines: shown without escape codes
-        from .report.escape import term_lines
+        from .escape import term_lines
         click.echo(f"error: {term_lines(e)}", err=True)
         if e.detail:
             click.echo("--- last lines of the log ---\n" + term_lines(e.detail.rstrip()), err=True)
@@ -83,7 +83,7 @@ def main():  # noqa: C901
         # A folder the command writes in that was moved or deleted under it (by whoever owns its parent)
         # is the same kind of end: the file's own folder is gone.
         import errno
-        from .report.escape import term
+        from .escape import term
         gone = e.errno in (errno.ENOENT, errno.ENOTDIR) and isinstance(e.filename, str) \
             and not os.path.isdir(os.path.dirname(e.filename))
         if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS) and not gone:

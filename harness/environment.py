@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import __version__
 from .secret_args import command_line
-from .stack.model import Stack
+from .stack.stack import Stack
 
 
 def git_sha() -> str | None:

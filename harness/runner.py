@@ -22,22 +22,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import kafka_client, kafka_logging
-from .checker.audit import audit_run
+from .checker.observe import observe_run
 from .checker.deliveries import FILE_NAME as DELIVERIES, read as read_deliveries
 from .checker.outcome import decide
 from .checker.output_watcher import OutputWatcher
 from .errors import HarnessError
 from .experiments.launch import PythonWorkers
-from .faults import crashlog
-from .faults.crashplan import CrashPlan
-from .faults.supervisor import Supervisor, SupervisorResult
+from .runtime import crashlog
+from .runtime.crashplan import CrashPlan
+from .workers.supervisor import Supervisor, SupervisorResult
 from .params import RunParams, resolve
 from .paths import reports_dir
-from .report.build import assemble
-from .report.model import RunReport
-from .report.writer import write_or_keep
+from .reporting.build import assemble
+from .reporting.run_report import RunReport
+from .reporting.writer import write_or_keep
 from .rundir import claim_run_dir
-from .stack.model import Stack
+from .stack.stack import Stack
 from .workload import tables
 from .workload import registry
 from .workload.naming import RunNames, new_run_id
@@ -265,7 +265,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
             watcher.stop()
         readers = {"ledger_reader": launch.ledger_reader} if launch and launch.ledger_reader else {}
         with phase(r, "audit"):
-            audit = audit_run(exp, stack, names, r.amounts, positions, r.progress.committed,
+            audit = observe_run(exp, stack, names, r.amounts, positions, r.progress.committed,
                               finished=result.status == "complete", accounts=r.accounts,
                               deliveries=read_deliveries(run_dir / DELIVERIES) if exp.stores.deliveries else None,
                               **readers)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 
 from .kafka_client import MASK, is_secret
-from .stack.redaction import redact
+from .redaction import redact
 
 _DSN_OPTIONS = ("--postgres-dsn",)
 _SETTING_OPTIONS = ("--kafka-config",)

@@ -3,7 +3,7 @@
 Everything goes to stderr, except the report folder, which is the last line
 on stdout so scripts can capture it. A log line may carry names and output the
 harness did not write (a worker's last words, a topic name), so every line is
-shown with its control characters escaped (report/escape.py): no escape
+shown with its control characters escaped (harness/escape.py): no escape
 sequence reaches the terminal.
 """
 
@@ -12,7 +12,7 @@ import time
 
 import click
 
-from .report.escape import term, term_lines
+from .escape import term, term_lines
 
 
 class ProgressUI:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 
 from ..errors import HarnessError
-from ..stack.model import Stack, redact
+from ..stack.stack import Stack, redact
 
 DEFAULT_MESSAGES = 2000
 FAST_FACTOR = 50            # Kafka-only cases run on messages * FAST_FACTOR unless --fast-messages is given

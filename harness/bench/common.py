@@ -2,7 +2,7 @@
 
 import statistics
 
-from ..stack.model import Stack
+from ..stack.stack import Stack
 
 # Broker settings that change what the benchmarks measure; recorded with every result.
 BROKER_KEYS = ("group.coordinator.append.linger.ms", "group.min.session.timeout.ms",

@@ -11,7 +11,7 @@ import math
 from html import escape
 from pathlib import Path
 
-from ..report.html import page, table, OK, DUP
+from ..reporting.html import page, table, OK, DUP
 
 SCHEMA_VERSION = 1
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from .. import safefile
 from ..errors import HarnessError
-from ..stack.model import Stack
+from ..stack.stack import Stack
 
 DEFAULT_KILLS = 5
 SLOW_KILLS = 3                # classic-default waits ~45 s per kill: at most this many kills

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..errors import HarnessError
 from ..procs import die_with_parent
-from ..stack.model import Stack
+from ..stack.stack import Stack
 
 # Per experiment, what the bench passes besides the cell's size and shape. eos with a transaction per
 # record spends its time on transaction round trips, not on the messages: it commits every 100 ms
@@ -115,7 +115,7 @@ def run_cell(stack: Stack, exp: str, messages: int, shape: tuple[int, int], opts
            str(partitions), "--workers", str(workers), "--crash-rate", str(opts.crash_rate), "--seed",
            str(opts.seed), "--quiet", "--out", str(out), "--time-limit", str(CELL_TIME_LIMIT_S),
            *EXPERIMENT_ARGS[exp]]
-    from ..suite import run_env
+    from ..suite_runner import run_env
     env = run_env(stack)
     t0 = time.time()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,

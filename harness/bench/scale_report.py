@@ -4,8 +4,8 @@ import json
 from html import escape
 from pathlib import Path
 
-from ..report import html as h
-from ..report.shared import fmt
+from ..reporting import html as h
+from ..reporting.shared import fmt
 
 COLUMNS = ("experiment", "messages", "partitions x workers", "verdict", "seconds", "messages/s (workers' time)",
            "crashes", "restart median s", "worker peak RSS MB", "broker RSS MB (peak)")

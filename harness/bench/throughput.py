@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .. import safefile
 from ..errors import HarnessError
-from ..stack.model import Stack
+from ..stack.stack import Stack
 from .common import clean_run, spread
 
 BIG = 1_000_000          # commit_every for the interval-committed eos cases: the interval decides

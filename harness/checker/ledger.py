@@ -18,7 +18,7 @@ class LedgerRows:
 
 
 def _first_line(e: Exception) -> str:
-    from ..stack.model import redact
+    from ..stack.stack import redact
     return redact(str(e).splitlines()[0] if str(e) else repr(e))
 
 

@@ -1,8 +1,8 @@
 """The checker's answer for one run: predict from the crash log, judge against the audit, one `Outcome`.
 
 A run goes through one pipeline: run (the supervisor and the faults) -> observe
-(checker/audit.py) -> predict (checker/predict.py) -> judge
-(checker/verdict.py) -> an Outcome -> render (report/build.py). `decide` is
+(checker/observe.py) -> predict (checker/predict.py) -> judge
+(checker/verdict.py) -> an Outcome -> render (reporting/build.py). `decide` is
 the step between the audit and the report: it reads what the run left behind
 (the crash log, the workers' events, what each fault says it did) and what the
 audit measured, predicts, judges, and hands back the lot. The report builder

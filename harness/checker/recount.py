@@ -1,6 +1,6 @@
 """Re-count a finished run from the stack alone, as a skeptic would: `harness audit`.
 
-The run's verdict rests on its own audit code (checker/audit.py and friends).
+The run's verdict rests on its own audit code (checker/observe.py and friends).
 This module does not use it. It reads the run's input topic afresh for what
 was sent, asks Postgres with plain SQL (the sent ids go into a temporary
 table, so missing, duplicated, stray and wrong-amount ids are joins), and
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg import sql
 
-from ..stack.redaction import redact
+from ..redaction import redact
 
 # {t}: the ledger table, {d}: the dedupe table. Shown verbatim (identifiers quoted) in the reports.
 LEDGER_TOTALS = "select count(*) as effects, count(distinct message_id) as ids, coalesce(sum(amount), 0) as total from {t}"

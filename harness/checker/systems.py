@@ -85,7 +85,7 @@ def compare(amounts: dict, row_ids: list | None, event_records: list | None,
 def audit_service(exp, stack, names, amounts: dict) -> ServiceAudit:
     import psycopg
     from psycopg import sql
-    from ..stack.model import redact
+    from ..stack.stack import redact
     from ..workload.sqlnames import table_identifier
     row_ids = outbox = None
     errors = []

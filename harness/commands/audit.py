@@ -4,8 +4,8 @@ Exit 0 when every number both sides state agrees, 1 when one differs (the
 ids named), 2 when the data cannot be read: the stack is down (start it with
 `harness up`; a run keeps its topics and tables until `harness clean`), or
 the run's topics or tables are gone, or a report.json is not a valid report
-(checked before anything is read: report/validate.py). A suite folder audits
-each of its runs. Names and ids are printed escaped (report/escape.py).
+(checked before anything is read: reporting/validate.py). A suite folder audits
+each of its runs. Names and ids are printed escaped (harness/escape.py).
 
 No SQL is ever taken from a report (anyone can edit one): a custom run that
 counted its effects with `--audit-sql` is recounted by that query only when it
@@ -38,7 +38,7 @@ def audit_folder(folder: Path, stack, audit_sql: str | None = None,
     """(rows, None), or ([], why the data cannot be read). `audit_sql` is the user's --audit-sql (never the
     report's); ("error" or "note", text) lines on what was not recounted, and why, are appended to `notes`."""
     from ..checker import crosscheck, recount, user_sql
-    from ..report.validate import read_report
+    from ..reporting.validate import read_report
     try:
         report, _notes = read_report(folder / "report.json")   # strict JSON, its schema: one line if not
     except HarnessError as e:
@@ -128,7 +128,7 @@ def print_rows(name: str, rows: list) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..report.escape import term
+    from ..escape import term
 
     def cell(v) -> Text:
         return Text(term(v))
@@ -181,8 +181,8 @@ def audit(run, reports_dir, as_json, audit_sql, stack_kind, bootstrap_servers, p
       harness audit latest
       harness up && harness audit 20261130T091907.230-dedupe-771018
     """
-    from ..report.compare_targets import find_folder
-    from ..report.escape import term, within
+    from ..reporting.compare_targets import find_folder
+    from ..escape import term, within
     folder = find_folder(run, reports_dir)
     folder = folder.parent if folder.is_file() else folder
     if (folder / "suite.json").is_file():
@@ -194,7 +194,7 @@ def audit(run, reports_dir, as_json, audit_sql, stack_kind, bootstrap_servers, p
         raise HarnessError(f"{term(str(folder))} has no report.json (nor suite.json): not a run or suite folder")
     if audit_sql is not None and not audit_sql.strip():
         raise HarnessError("--audit-sql is empty")
-    from ..report.validate import read_report
+    from ..reporting.validate import read_report
     for f in runs:   # every report is valid (strict JSON, its schema) before the stack is even asked
         read_report(f / "report.json")
     stack = _stack(stack_kind, bootstrap_servers, postgres_dsn, run)

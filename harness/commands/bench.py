@@ -77,7 +77,7 @@ def bench(ctx, messages, fast_messages, repetitions, sizes, cases, skip_restart,
     if ctx.invoked_subcommand:
         return
     from ..bench import BenchOptions, parse_sizes, run_bench
-    from ..faults.supervisor import install_sigterm_as_interrupt
+    from ..workers.supervisor import install_sigterm_as_interrupt
     from ..paths import reports_dir
     from ..workload.naming import new_run_id
     from pathlib import Path
@@ -134,7 +134,7 @@ def scale(messages_text, shapes_text, experiments_text, crash_rate, seed, keep_d
     """
     from pathlib import Path
     from ..bench.scale import ScaleOptions, parse_list, parse_shapes, run_scale
-    from ..faults.supervisor import install_sigterm_as_interrupt
+    from ..workers.supervisor import install_sigterm_as_interrupt
     from ..paths import reports_dir
     from ..workload.naming import new_run_id
     opts = ScaleOptions(messages=parse_list(messages_text, "messages"), shapes=parse_shapes(shapes_text),

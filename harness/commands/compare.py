@@ -6,11 +6,11 @@ from pathlib import Path
 import click
 
 from ..errors import HarnessError
-from ..report import compare as comparison
-from ..report.compare_render import to_json, to_markdown, to_text
-from ..report.compare_rules import evaluate, parse_fail_on
-from ..report.compare_targets import load_target
-from ..report.escape import term
+from ..reporting import compare as comparison
+from ..reporting.compare_render import to_json, to_markdown, to_text
+from ..reporting.compare_rules import evaluate, parse_fail_on
+from ..reporting.compare_targets import load_target
+from ..escape import term
 
 FORMATS = {"text": to_text, "markdown": to_markdown}
 

@@ -12,7 +12,7 @@ from ..errors import HarnessError
 def rerender(folder: Path) -> Path:
     """Rewrite a run folder's report.md and report.html (or a suite's pages); returns the folder.
 
-    The file is validated first (report/validate.py: strict JSON, bounded, its schema) and everything
+    The file is validated first (reporting/validate.py: strict JSON, bounded, its schema) and everything
     is rendered in memory, so a report.json or suite.json the renderers cannot read ends in one
     HarnessError with the existing files untouched; write_all then replaces each file atomically.
     """
@@ -39,14 +39,14 @@ def rerender(folder: Path) -> Path:
 
 
 def _rerender_at(folder: Path, shown: Path) -> None:
-    from ..report import validate
-    from ..report.escape import term
-    from ..report.model import RunReport
-    from ..report.writer import write_all
+    from ..reporting import validate
+    from ..escape import term
+    from ..reporting.run_report import RunReport
+    from ..reporting.writer import write_all
     if (folder / "suite.json").is_file():
         validate.read_suite(folder / "suite.json")   # one clear line for a broken suite.json
         try:
-            _write_suite()(shown)      # harness.report.suite writes by name (each page atomically, never via a link)
+            _write_suite()(shown)      # harness.reporting.suite_report writes by name (each page atomically, never via a link)
         except (KeyError, TypeError, AttributeError, ValueError) as e:
             what = f"field {e.args[0]!r} is missing" if isinstance(e, KeyError) else f"{type(e).__name__}: {e}"
             raise HarnessError(f"cannot render {term(str(shown / 'suite.json'))}: {term(what)[:200]}; "
@@ -58,7 +58,7 @@ def _rerender_at(folder: Path, shown: Path) -> None:
     data, _notes = validate.read_report(path)
     report = RunReport(data)
     try:
-        from ..report import html, markdown
+        from ..reporting import html, markdown
         markdown.render(report)
         html.render(report)
     except (KeyError, TypeError, AttributeError, ValueError) as e:
@@ -70,14 +70,14 @@ def _rerender_at(folder: Path, shown: Path) -> None:
 
 def _write_suite():
     try:
-        module = importlib.import_module("harness.report.suite")
+        module = importlib.import_module("harness.reporting.suite_report")
     except ModuleNotFoundError as e:
-        if e.name not in ("harness.report.suite",):
+        if e.name not in ("harness.reporting.suite_report",):
             raise
-        raise HarnessError("this harness cannot render suite folders yet (no harness.report.suite module)") from None
+        raise HarnessError("this harness cannot render suite folders yet (no harness.reporting.suite_report module)") from None
     fn = getattr(module, "write_suite", None)
     if fn is None:
-        raise HarnessError("this harness cannot render suite folders yet (harness.report.suite has no write_suite)")
+        raise HarnessError("this harness cannot render suite folders yet (harness.reporting.suite_report has no write_suite)")
     return fn
 
 
@@ -98,5 +98,5 @@ def report(folder, reports_dir):
       harness report reports/20261129T183000-offset-after
       harness report latest
     """
-    from ..report.compare_targets import find_folder
+    from ..reporting.compare_targets import find_folder
     click.echo(rerender(find_folder(folder, reports_dir)))

@@ -99,7 +99,7 @@ def _check_local_size_for_faults(faults) -> None:
 def _run_one(params, stack, out, quiet):
     from .. import runner
     from ..ui import ProgressUI
-    from ..faults.supervisor import install_sigterm_as_interrupt
+    from ..workers.supervisor import install_sigterm_as_interrupt
     install_sigterm_as_interrupt()
     with ProgressUI(params.experiment, quiet) as ui:
         report, folder = runner.run(params, stack, out=out, log=ui.log, ui=ui)
@@ -113,7 +113,7 @@ def _print_scoreboard(report):
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
-    from ..report.escape import term
+    from ..escape import term
     con = Console(stderr=True)
     t = Table(title=Text(term(f"{report.experiment}: {report.verdict}")), title_justify="left")
     for col in ("metric", "observed", "predicted"):

@@ -17,7 +17,7 @@ SUITE_OPTIONS = (MESSAGES, CRASH_RATE, SEED, COMMIT_EVERY)
 
 
 def _group_help() -> str:
-    from ..suite import OPT_IN_GROUPS, groups
+    from ..suite_runner import OPT_IN_GROUPS, groups
     return ("Only the experiments of one group (each declaration names its group): "
             + "; ".join(f"{g}: {', '.join(names)}" for g, names in groups().items()) + ". Without it, every group"
             + f" but {', '.join(OPT_IN_GROUPS)} (run only when named).")
@@ -50,10 +50,10 @@ def suite(experiment_list, group, parallel, out, keep_stack, quiet, stack_kind, 
     an experiment refuses (auto-commit's --commit-every) is not passed to it.
     """
     from pathlib import Path
-    from .. import suite as suite_mod
+    from .. import suite_runner as suite_mod
     from ..paths import reports_dir
-    from ..report.suite import write_suite
-    from ..faults.supervisor import install_sigterm_as_interrupt
+    from ..reporting.suite_report import write_suite
+    from ..workers.supervisor import install_sigterm_as_interrupt
     names = suite_mod.parse_experiments(experiment_list, group)
     if stack_kind == "local" and not (bootstrap_servers or postgres_dsn):
         from ..stack.local_record import size
@@ -83,8 +83,8 @@ def suite(experiment_list, group, parallel, out, keep_stack, quiet, stack_kind, 
             if (folder / "suite.json").exists():
                 write_suite(folder)
         if not quiet:
-            from ..report.suite import rows
-            from ..report.escape import term
+            from ..reporting.suite_report import rows
+            from ..escape import term
             from rich.console import Console
             from rich.table import Table
             from rich.text import Text

@@ -16,7 +16,7 @@ from .dedupe import DEDUPE
 from .eos import EOS, EOS_BOUNDARY, EOS_DEDUPE, ZOMBIE
 from .kafka_streams import EOS_STREAMS
 from .keys import KEY_AFTER_EFFECT, KEY_BEFORE_EFFECT, KEY_EXPIRY, KEY_PER_ATTEMPT
-from .model import ANY, Experiment
+from .declaration import ANY, Experiment
 from .offsets import OFFSET_AFTER, OFFSET_BEFORE
 from .outbox import DUAL_WRITE, OUTBOX
 from .producer import PRODUCER

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from ..checker.predict import Expectation
 from ..options import Option
-from .model import Experiment, Stores
+from .declaration import Experiment, Stores
 
 POLL_BATCH = 500              # the Java client's default max.poll.records
 APPLIED_LOG = "applied.jsonl"

@@ -24,7 +24,7 @@ from ..checker.balance_predictors import BalancePredictor
 from ..checker.damage import DEDUPED, DUPLICATED
 from ..checker.predictors import LedgerPredictor
 from ..workload.sqlnames import table_identifier as table_ident
-from .model import Experiment, KillPoint, Stores
+from .declaration import Experiment, KillPoint, Stores
 from .offsets import at_least_once_loop
 
 ACCOUNTS = 5

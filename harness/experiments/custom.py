@@ -32,7 +32,7 @@ from ..errors import HarnessError
 from ..options import Option
 from .custom_report import DEFAULT_CLAIM, annotate
 from .launch import Launch, assign_partitions
-from .model import Experiment, Stores
+from .declaration import Experiment, Stores
 
 AUDIT_SQL_TIMEOUT_MS = user_sql.TIMEOUT_MS
 WORKER_CMD = Option("worker_cmd", str, "custom only: your consumer, started once per worker slot (split like a shell "

@@ -119,8 +119,8 @@ def _duplicate_times(dsn: str, ledger: str) -> dict | None:
 
 def annotate(run, result, report) -> None:
     """The report's `consumer` section, and its words in the summary."""
-    from ..faults import crashlog
-    from ..stack.model import redact
+    from ..runtime import crashlog
+    from ..stack.stack import redact
     d, p = report.data, run.params
     for key in ("worker_cmd", "audit_sql"):       # the user's own text: no password of theirs in a report
         d["params"][key] = redact(d["params"].get(key))

@@ -10,7 +10,7 @@ one transaction: a death there rolls back key and charge together.
 from ..checker.damage import DEDUPED
 from ..checker.predictors import LedgerPredictor
 from .common_options import GROUP_OPTIONS, group_rule
-from .model import Experiment, KillPoint, Stores
+from .declaration import Experiment, KillPoint, Stores
 from .offsets import at_least_once_loop
 
 D_POLL = KillPoint("after-poll-before-effect", "poll", "PG transaction", frozenset({DEDUPED}),

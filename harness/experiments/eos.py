@@ -32,7 +32,7 @@ from .. import kafka_client
 from ..checker.damage import ABORTED, DEDUPED, DUPLICATED
 from ..checker.predictors import FencedPredictor, LedgerPredictor, OutputPredictor
 from .common_options import TRANSACTION_OPTIONS, TRANSACTION_TIMEOUT_MS
-from .model import Experiment, KillPoint, Stores
+from .declaration import Experiment, KillPoint, Stores
 
 FENCED_EXIT = 3
 POLL_BATCH = 500

@@ -14,7 +14,7 @@ from ..checker.predictors import LedgerPredictor, OutputPredictor
 from ..options import Option
 from .common_options import TRANSACTION_OPTIONS
 from .launch import StreamsWorkers
-from .model import Experiment, KillPoint, Stores
+from .declaration import Experiment, KillPoint, Stores
 
 PROCESS = KillPoint("after-process-before-commit", "process (produce in the task's transaction)",
                     "Streams commit", frozenset({ABORTED, DUPLICATED}),

@@ -35,10 +35,10 @@ import uuid
 from ..checker.damage import DEDUPED, DUPLICATED, LOST
 from ..checker.key_predictors import KeyExpiryPredictor, NoHitsPredictor, SplitKeyPredictor
 from ..checker.predictors import LedgerPredictor
-from ..faults import crashlog
+from ..runtime import crashlog
 from ..workload.sqlnames import table_identifier as table_ident
 from ..options import Option
-from .model import Experiment, KillPoint, Stores
+from .declaration import Experiment, KillPoint, Stores
 from .offsets import POLL_BATCH, at_least_once_loop
 
 # Time scaled down from hours and days: what matters is only that every redelivery comes later than

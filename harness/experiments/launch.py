@@ -32,7 +32,7 @@ class Launch:
     bad_input: Callable | None = None      # bad_input(result) -> one line when the workers never could run
     planned_exits: tuple = (-9, 137, 3)    # exit statuses restarted as crashes: SIGKILL, Java halt, fenced producer
     own_process_group: bool = False        # each worker in its own process group, killed whole when it dies
-    forked: bool = False                   # `harness.processors.worker` command lines, forked from a server
+    forked: bool = False                   # `harness.workers.worker` command lines, forked from a server
 
 
 def transactional_id_of(run, slot_index: int, attempt: int) -> str:
@@ -48,9 +48,9 @@ def assign_partitions(partitions: int, workers: int) -> list[list[int]]:
 
 
 def python_worker_command(run, slot, partitions: list, group: str, topic: str) -> list[str]:
-    """`python -m harness.processors.worker --experiment NAME ...` for one slot and attempt."""
+    """`python -m harness.workers.worker --experiment NAME ...` for one slot and attempt."""
     p, names, exp = run.params, run.names, run.exp
-    cmd = [sys.executable, "-m", "harness.processors.worker", "--experiment", exp.name,
+    cmd = [sys.executable, "-m", "harness.workers.worker", "--experiment", exp.name,
            "--worker", slot.name, "--attempt", str(slot.attempt), "--bootstrap", run.stack.bootstrap_servers,
            "--group", group, "--input-topic", topic, "--partitions", ",".join(map(str, partitions)),
            "--commit-every", str(p.commit_every), "--crash-log", str(run.crash_log),
@@ -80,7 +80,7 @@ def python_worker_command(run, slot, partitions: list, group: str, topic: str) -
 
 @dataclass
 class PythonWorkers:
-    """`python -m harness.processors.worker --experiment NAME ...`: the experiment's own loop."""
+    """`python -m harness.workers.worker --experiment NAME ...`: the experiment's own loop."""
     extra_args: list = field(default_factory=list)
 
     def check(self, stack) -> None:

@@ -6,7 +6,7 @@ offset-after applies the effects, then commits: a crash in between charges
 again everything since the last commit (at-least-once). Both run the same
 seeded crashes on the same payments, so their reports sit side by side.
 
-The loops run inside worker processes (harness/processors/worker.py); each gap
+The loops run inside worker processes (harness/workers/worker.py); each gap
 between two steps is a kill point, and the worker's crash record says which
 payments the death affects, so the prediction is exact per crash.
 """
@@ -14,7 +14,7 @@ payments the death affects, so the prediction is exact per crash.
 from ..checker.damage import DUPLICATED, LOST
 from ..checker.predictors import LedgerPredictor
 from .common_options import GROUP_OPTIONS, group_rule
-from .model import Experiment, KillPoint, Stores
+from .declaration import Experiment, KillPoint, Stores
 
 POLL_BATCH = 500
 

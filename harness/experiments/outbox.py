@@ -29,7 +29,7 @@ import time
 from ..checker.damage import DEDUPED, LOST, ORPHANED, REPUBLISHED, UNPUBLISHED
 from ..checker.predictors import EventsPredictor, LedgerPredictor
 from .launch import RoleWorkers
-from .model import Experiment, KillPoint, Role, Stores
+from .declaration import Experiment, KillPoint, Role, Stores
 from .offsets import at_least_once_loop
 
 POLL_BATCH = 500
@@ -79,7 +79,7 @@ def insert_row(ctx, msg) -> bool:
     """The service's business row for this payment (its own commit unless a transaction is open).
     False when the row already exists."""
     from psycopg import sql
-    from ..processors.context import amount_of
+    from ..runtime.context import amount_of
     from ..workload.sqlnames import table_identifier
     row = ctx.pg.execute(sql.SQL("insert into {} (message_id, amount, worker, attempt) values (%s, %s, %s, %s) "
                                  "on conflict (message_id) do nothing returning message_id")

@@ -36,7 +36,7 @@ from ..checker.predict import Expectation
 from ..errors import HarnessError
 from ..options import Option
 from .launch import PythonWorkers
-from .model import Experiment, Stores
+from .declaration import Experiment, Stores
 
 RATE_PER_S = 50
 POLL_BATCH = 100

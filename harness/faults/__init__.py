@@ -1,6 +1,7 @@
-"""Faults: the protocol (base), each fault in its own module (planned crashes, random kills, the
-zombie pause, kills on a beat), the crash plan and crash log they share, and the supervisor that runs the workers
-and ticks the faults. `build` turns a run's options into its list of faults."""
+"""Faults: the protocol (base) and each fault in its own module (planned crashes, random kills, the
+zombie pause, kills on a beat, broker faults). `build` turns a run's options into its list of faults; the
+supervisor (harness/workers/) ticks them, and the crash plan and crash log they share with the workers are
+in harness/runtime/."""
 
 from ..errors import HarnessError
 from .base import Fault, parse_spec

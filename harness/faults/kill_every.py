@@ -13,7 +13,7 @@ import signal
 import time
 
 from ..errors import HarnessError
-from . import crashlog
+from ..runtime import crashlog
 from ..options import Option
 from .base import Fault, number
 

@@ -8,7 +8,7 @@ the prediction exact per crash.
 
 from ..options import Option
 from .base import Fault, number
-from .crashplan import CrashPlan
+from ..runtime.crashplan import CrashPlan
 
 KILL_POINT = Option("kill_point", str, "Where planned crashes strike: one of the experiment's kill points (`harness "
                     "experiments`), or `any` for a seeded point per crash. Default: the experiment's own.",

@@ -9,10 +9,10 @@ change become upper bounds; the audit stays exact.
 import signal
 import time
 
-from . import crashlog
+from ..runtime import crashlog
 from .base import Fault, number
 from ..options import Option
-from .crashplan import random_kill_delays
+from ..runtime.crashplan import random_kill_delays
 
 RANDOM = "random"   # the point recorded for a supervisor's kill
 DEFAULT_KILLS = 10

@@ -17,7 +17,7 @@ from .. import versions
 from ..errors import HarnessError, first_line
 from ..paths import state_dir
 from . import health
-from .model import Stack
+from .stack import Stack
 
 COMPOSE_DIR = Path(__file__).resolve().parents[2] / "compose"
 FILES = {"single": COMPOSE_DIR / "docker-compose.yml", "cluster": COMPOSE_DIR / "docker-compose.cluster.yml"}

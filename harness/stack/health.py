@@ -10,7 +10,7 @@ import uuid
 
 from .. import kafka_client
 from ..errors import HarnessError, first_line
-from .redaction import scrub
+from ..redaction import scrub
 
 # librdkafka retries connections forever; every call below passes a timeout.
 METADATA_TIMEOUT_S = 5.0
@@ -110,7 +110,7 @@ def postgres_refusal(message: str, dsn: str) -> str | None:
     written)."""
     import re
     from psycopg.conninfo import conninfo_to_dict
-    from ..report.escape import term
+    from ..escape import term
     try:
         info = conninfo_to_dict(dsn)
     except Exception:  # noqa: BLE001

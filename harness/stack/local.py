@@ -40,11 +40,9 @@ from . import health, interrupts, leases, marker
 from .claim import Claim
 from .local_kafka import every_node, nodes as kafka_nodes
 from .local_postgres import DATABASE, USER, LocalPostgres
-from .local_record import (bootstrap_of, known_ports, port_names, read_record, record_damage, record_path,
-                           recorded_auth, size)
-from .local_services import (check_auth_size, check_size, key_of, mark_of, services, stack_from, start_with_free_ports,
-                             stop_all)
-from .model import Stack
+from .local_record import bootstrap_of, known_ports, port_names, read_record, record_damage, record_path, recorded_auth, size
+from .local_services import check_auth_size, check_size, key_of, mark_of, services, stack_from, start_with_free_ports, stop_all
+from .stack import Stack
 # Re-exported for cli.py only (its home is local_record.py).
 
 

@@ -37,7 +37,7 @@ from .. import safefile
 from ..errors import HarnessError
 from ..workload.naming import SCHEMA
 from . import pg_roles, pidrecord
-from .redaction import redact
+from ..redaction import redact
 
 USER = "harness"            # every run and audit: owns the `harness` schema, nothing more
 ADMIN = "harness_admin"     # the bootstrap superuser: set-up only

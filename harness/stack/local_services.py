@@ -21,9 +21,8 @@ from . import health, interrupts, local_kafka, maven, ports
 from .local_kafka import AUTHS, CLUSTER_SIZES, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
 from .local_kafka import every_node, nodes as kafka_nodes, voters as quorum_voters
 from .local_postgres import LocalPostgres, find_bindir
-from .local_record import (bootstrap_of, is_port, known_ports, port_names, preferred, read_record, record_damage,
-                           recorded_auth, service_of, size, write_record)
-from .model import Stack
+from .local_record import bootstrap_of, is_port, known_ports, port_names, preferred, read_record, record_damage, recorded_auth, service_of, size, write_record
+from .stack import Stack
 
 
 def stack_from(port: dict, kafka: list, pg: LocalPostgres, auth: str = "none") -> Stack:

@@ -10,7 +10,7 @@ command then holds its lease like any other, so nothing stops it meanwhile.
 from .. import kafka_client
 from ..errors import HarnessError
 from . import broker_version, compose, health, local, local_record
-from .model import Stack, redact
+from .stack import Stack, redact
 
 STACKS = ("local", "compose")
 # The user waits for this at most: an unreachable external cluster fails in well under 15 s.

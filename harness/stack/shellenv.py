@@ -23,7 +23,7 @@ import psycopg
 
 from ..errors import HarnessError
 from . import health, pgpass
-from .model import Stack, redact
+from .stack import Stack, redact
 
 PGPASS_NAME = "pgpass"
 PROBE_S = 8.0        # a stack that answers does so in well under this

@@ -174,7 +174,7 @@ def test_ctrl_c_of_a_run_on_compose_leaves_no_worker_and_down_leaves_nothing(eng
         _, err = proc.communicate(timeout=300)
         assert proc.returncode in (EXIT_CODES["incomplete"], 130), err[-2000:]
         assert "Traceback" not in err
-        workers = subprocess.run(["pgrep", "-f", f"harness.processors.worker.*{out}"], capture_output=True, text=True)
+        workers = subprocess.run(["pgrep", "-f", f"harness.workers.worker.*{out}"], capture_output=True, text=True)
         assert workers.stdout.strip() == "", "workers outlived the interrupted run"
     finally:
         down_purge(env)

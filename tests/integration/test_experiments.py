@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.faults.crashplan import CrashPlan
+from harness.runtime.crashplan import CrashPlan
 from harness.runner import EXIT_CODES
 from tests.conftest import ROOT, harness, pids_where
 from tests.unit.sample_report import validate, validate_suite

@@ -4,11 +4,11 @@ import stat
 
 from harness.checker.crosscheck import compare, verdict
 from harness.checker.recount import LedgerRecount, OutputRecount, TopicRead, display, recount_output
-from harness.report import html, markdown
-from harness.report.audit_commands import commands
-from harness.report.model import RunReport
+from harness.reporting import html, markdown
+from harness.reporting.recount_by_hand import commands
+from harness.reporting.run_report import RunReport
 from harness.stack import pgpass, shellenv
-from harness.stack.model import Stack
+from harness.stack.stack import Stack
 from tests.unit.sample_report import sample
 
 SENT = {f"pay-{i:06d}": 100 for i in range(1, 11)}

@@ -5,7 +5,7 @@ import json
 from types import SimpleNamespace
 
 from harness.checker.accounts import AccountRows
-from harness.checker.audit import audit_run
+from harness.checker.observe import observe_run
 from harness.checker.ledger import LedgerRows
 from harness.checker.predict import predict
 from harness.experiments import get
@@ -77,7 +77,7 @@ def ledger(rows):
 
 def test_the_audit_reads_each_balance_and_the_stale_updates():
     rows = [("a", 100), ("b", 100), ("c", 50), ("d", 100)]
-    a = audit_run(get("versioned"), STACK, NAMES, AMOUNTS, None, None, True, ledger_reader=ledger(rows),
+    a = observe_run(get("versioned"), STACK, NAMES, AMOUNTS, None, None, True, ledger_reader=ledger(rows),
                   accounts=ACCOUNTS, accounts_reader=lambda dsn, t: AccountRows([("acct-1", 150, 2, 1),
                                                                                   ("acct-2", 200, 2, 3)]))
     assert a.metrics["accounts.acct-1.balance"] == 150 and a.metrics["ledger.dedupe_hits"] == 4
@@ -86,7 +86,7 @@ def test_the_audit_reads_each_balance_and_the_stale_updates():
 
 
 def test_an_unreadable_accounts_table_is_unknown_and_an_audit_error():
-    a = audit_run(get("increment"), STACK, NAMES, AMOUNTS, None, None, True, ledger_reader=ledger([]),
+    a = observe_run(get("increment"), STACK, NAMES, AMOUNTS, None, None, True, ledger_reader=ledger([]),
                   accounts=ACCOUNTS, accounts_reader=lambda dsn, t: AccountRows(None, "relation does not exist"))
     assert a.metrics["accounts.acct-1.balance"] is None and a.metrics["ledger.dedupe_hits"] is None
     assert [r["actual"] for r in a.accounts] == [None, None]
@@ -94,7 +94,7 @@ def test_an_unreadable_accounts_table_is_unknown_and_an_audit_error():
 
 
 def test_a_missing_account_row_is_unknown_not_zero():
-    a = audit_run(get("increment"), STACK, NAMES, AMOUNTS, None, None, True, ledger_reader=ledger([]),
+    a = observe_run(get("increment"), STACK, NAMES, AMOUNTS, None, None, True, ledger_reader=ledger([]),
                   accounts=ACCOUNTS, accounts_reader=lambda dsn, t: AccountRows([("acct-1", 150, 0, 0)]))
     assert a.metrics["accounts.acct-2.balance"] is None and any("acct-2" in e for e in a.evidence.errors)
 
@@ -105,8 +105,8 @@ def test_the_balances_section_follows_the_schema_and_shows_in_markdown_and_html(
     import jsonschema
     import pytest
 
-    from harness.report import html, markdown
-    from harness.report.model import RunReport
+    from harness.reporting import html, markdown
+    from harness.reporting.run_report import RunReport
     from tests.unit.sample_report import sample, validate
     d = sample("increment")
     d["stack"]["accounts_table"] = "harness.acct_x"

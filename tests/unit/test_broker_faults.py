@@ -13,7 +13,7 @@ from harness.faults.broker import BrokerKill, BrokerPause, LeaderKill
 from harness.params import RunParams
 from harness.stack import brokers, pidrecord
 from harness.stack.brokers import ComposeBrokers, LocalBrokers, coordinator_partition, for_stack, java_string_hash
-from harness.stack.model import Stack
+from harness.stack.stack import Stack
 
 
 # -- a cluster that records what was done to it --------------------------------------------

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import html
-from harness.report.model import RunReport
-from harness.report.suite import render_html
+from harness.reporting import html
+from harness.reporting.run_report import RunReport
+from harness.reporting.suite_report import render_html
 from tests.unit.sample_report import sample
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"

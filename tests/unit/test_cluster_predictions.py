@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness.checker import deliveries
-from harness.checker.audit import audit_run
+from harness.checker.observe import observe_run
 from harness.checker.predict import predict
 from harness.errors import HarnessError
 from harness.experiments import get
@@ -150,7 +150,7 @@ def test_the_audit_counts_lost_as_acknowledged_and_missing(tmp_path):
         return audit_records(ids, {"read_committed": records, "read_uncommitted": records}, {}, amounts)
     log = deliveries.DeliveryLog(acked={"a", "b", "c"}, failed={"d": "timed out"})
     stack = SimpleNamespace(bootstrap_servers="x", postgres_dsn="")
-    a = audit_run(get("producer"), stack, RunNames("r1"), amounts, {i: (0, n) for n, i in enumerate(sent)},
+    a = observe_run(get("producer"), stack, RunNames("r1"), amounts, {i: (0, n) for n, i in enumerate(sent)},
                   None, finished=True, output_reader=output_reader, deliveries=log,
                   order_reader=lambda b, t, iso: (records, None))
     assert a.metrics["kafka.read_committed.lost"] == 1 and a.evidence.ids["kafka.read_committed.lost"] == ["b"]
@@ -158,7 +158,7 @@ def test_the_audit_counts_lost_as_acknowledged_and_missing(tmp_path):
     assert a.metrics["kafka.read_committed.duplicates"] == 1
     assert a.metrics["producer.acked"] == 3 and a.metrics["producer.unacked"] == 1
     assert a.metrics["producer.reordered"] == 0
-    unread = audit_run(get("producer"), stack, RunNames("r1"), amounts, {}, None, finished=True,
+    unread = observe_run(get("producer"), stack, RunNames("r1"), amounts, {}, None, finished=True,
                        output_reader=output_reader, deliveries=deliveries.DeliveryLog(error="delivery log: gone"),
                        order_reader=lambda b, t, iso: (records, None))
     assert unread.metrics["kafka.read_committed.lost"] is None and unread.metrics["producer.acked"] is None
@@ -197,7 +197,7 @@ def test_the_last_command_out_stops_every_node_it_started():
 
 
 def test_the_cluster_group_is_not_in_the_default_suite():
-    from harness.suite import parse_experiments, suite_experiments
+    from harness.suite_runner import parse_experiments, suite_experiments
     assert "producer" not in suite_experiments()
     assert get("producer").suite["group"] == "cluster"
     assert parse_experiments("producer") == ["producer"]

@@ -10,12 +10,12 @@ from click.testing import CliRunner
 from harness.commands.compare import compare as compare_command
 from harness.commands.report import report as report_command
 from harness.errors import HarnessError
-from harness.report import markdown
-from harness.report.compare import compare
-from harness.report.compare_render import to_json, to_markdown, to_text
-from harness.report.compare_rules import Rule, evaluate, parse_fail_on
-from harness.report.compare_targets import load_target
-from harness.report.model import RunReport
+from harness.reporting import markdown
+from harness.reporting.compare import compare
+from harness.reporting.compare_render import to_json, to_markdown, to_text
+from harness.reporting.compare_rules import Rule, evaluate, parse_fail_on
+from harness.reporting.compare_targets import load_target
+from harness.reporting.run_report import RunReport
 from tests.unit.sample_report import sample
 
 
@@ -528,7 +528,7 @@ def test_report_on_a_folder_without_report(tmp_path):
 
 def test_report_on_a_suite_without_suite_renderer(tmp_path, monkeypatch):
     folder = write_suite(tmp_path / "s", [report("dedupe")])
-    monkeypatch.setitem(sys.modules, "harness.report.suite", None)    # as if the module did not exist
+    monkeypatch.setitem(sys.modules, "harness.reporting.suite_report", None)    # as if the module did not exist
     res = run_report(folder)
     assert isinstance(res.exception, HarnessError) and "cannot render suite folders" in str(res.exception)
 
@@ -536,9 +536,9 @@ def test_report_on_a_suite_without_suite_renderer(tmp_path, monkeypatch):
 def test_report_on_a_suite_calls_write_suite(tmp_path, monkeypatch):
     folder = write_suite(tmp_path / "s", [report("dedupe")])
     calls = []
-    fake = types.ModuleType("harness.report.suite")
+    fake = types.ModuleType("harness.reporting.suite_report")
     fake.write_suite = calls.append
-    monkeypatch.setitem(sys.modules, "harness.report.suite", fake)
+    monkeypatch.setitem(sys.modules, "harness.reporting.suite_report", fake)
     res = run_report(folder)
     assert res.exit_code == 0 and calls == [folder] and res.stdout.strip() == str(folder)
 

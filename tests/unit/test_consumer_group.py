@@ -9,8 +9,8 @@ from harness.checker.predict import predict
 from harness.errors import HarnessError
 from harness.experiments import get
 from harness.params import RunParams
-from harness.processors import context, evidence, group
-from harness.report.build import group_story
+from harness.runtime import context, evidence, group
+from harness.reporting.build import group_story
 
 
 @pytest.mark.parametrize("opts, says", [

@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.faults.crashplan import CrashPlan, random_kill_delays
+from harness.runtime.crashplan import CrashPlan, random_kill_delays
 from harness.workload.payments import make_payments
 
 IDS = [p.id for p in make_payments(1000, 100)]

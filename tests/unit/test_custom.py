@@ -15,7 +15,8 @@ from harness.errors import HarnessError
 from harness.experiments import get
 from harness.experiments.custom import libpq_uri
 from harness.experiments.custom_report import attempt_at, kill_quality, slot_of, witnesses
-from harness.faults import build, crashlog
+from harness.faults import build
+from harness.runtime import crashlog
 from harness.faults.kill_every import KillEvery
 from harness.faults.random_kill import RandomKill
 from harness.params import RunParams
@@ -178,7 +179,7 @@ def test_custom_options_are_refused_where_they_do_not_apply(kwargs, needle):
 
 
 def test_the_suite_leaves_custom_out():
-    from harness.suite import suite_experiments
+    from harness.suite_runner import suite_experiments
     assert "custom" not in suite_experiments() and "dedupe" in suite_experiments()
 
 
@@ -195,8 +196,8 @@ def consumer_section():
 
 
 def test_the_consumer_section_validates_and_renders_its_witnesses():
-    from harness.report import html, markdown
-    from harness.report.model import RunReport
+    from harness.reporting import html, markdown
+    from harness.reporting.run_report import RunReport
     from tests.unit.sample_report import sample, validate
     d = {**sample("custom", dups=1, verdict="unexpected"), "consumer": consumer_section()}
     validate(d)

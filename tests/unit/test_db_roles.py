@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness.commands.audit import _effects_query
-from harness.report.audit_commands import commands
+from harness.reporting.recount_by_hand import commands
 from harness.stack.local_postgres import LocalPostgres
-from harness.stack.model import Stack
+from harness.stack.stack import Stack
 from tests.unit.sample_report import sample
 
 COPY = "COPY (select 1) TO PROGRAM 'touch /tmp/x'"

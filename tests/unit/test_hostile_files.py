@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from harness import procs, safefile
-from harness.report.model import RunReport
-from harness.report.writer import write_all
+from harness.reporting.run_report import RunReport
+from harness.reporting.writer import write_all
 from harness.stack import leases, local_record, pidrecord
 from harness.stack.local_kafka import LocalKafka
 from harness.stack.local_postgres import LocalPostgres
@@ -201,7 +201,7 @@ def test_folders_the_harness_makes_have_the_mode_it_chose(tmp_path):
 # -- `latest` ------------------------------------------------------------------------------------
 
 def test_a_folder_merely_named_like_a_run_id_is_not_latest(tmp_path):
-    from harness.report.compare_targets import find_folder
+    from harness.reporting.compare_targets import find_folder
     from harness.rundir import claim_run_dir
     root = tmp_path / "reports"
     ours = claim_run_dir(root / "20261129T183000.000-offset-after-000001")
@@ -400,7 +400,7 @@ def test_a_run_with_out_on_a_full_file_system_is_refused_before_anything_starts(
 
 def test_a_run_whose_report_cannot_be_written_keeps_the_json_in_the_state_folder(tmp_path, monkeypatch):
     from harness.errors import ReportNotWritten
-    from harness.report.writer import write_or_keep
+    from harness.reporting.writer import write_or_keep
     monkeypatch.setenv("HARNESS_HOME", str(tmp_path / "state"))
     with small_tmpfs() as fs:
         (fs / "run").mkdir()

@@ -111,9 +111,9 @@ def test_audit_it_yourself_never_prints_sql_taken_from_the_report():
     """`params.audit_sql` edited into any report (here offset-after's) becomes, under "Audit it yourself",
     `psql -c 'drop schema harness cascade'` -- to be pasted after `eval "$(harness env)"`, i.e. as the
     run role that owns the harness schema -- and `harness audit RUN --audit-sql '...'`."""
-    from harness.report import html, markdown
-    from harness.report.audit_commands import commands
-    from harness.report.model import RunReport
+    from harness.reporting import html, markdown
+    from harness.reporting.recount_by_hand import commands
+    from harness.reporting.run_report import RunReport
     d = sample("offset-after")
     d["params"]["audit_sql"] = "drop schema harness cascade"
     assert not any("drop schema" in cmd for _, cmd in commands(d))
@@ -127,7 +127,7 @@ def test_audit_it_yourself_never_prints_sql_taken_from_the_report():
 
 def test_suite_html_link_cannot_leave_the_suite_folder_by_percent_encoded_dot_segments(tmp_path):
     """Browsers resolve `%2e%2e` as `..` (WHATWG URL), so this link leads out of the suite folder."""
-    from harness.report.suite import run_page
+    from harness.reporting.suite_report import run_page
     for report in ("%2e%2e/%2e%2e/%2e%2e/etc/report.json", ".%2E/.%2E/report.json"):
         link = run_page(report, tmp_path)
         assert link is None or "%2e" not in link.lower(), link
@@ -135,7 +135,7 @@ def test_suite_html_link_cannot_leave_the_suite_folder_by_percent_encoded_dot_se
 
 def test_markdown_makes_no_link_of_a_bare_url_from_a_report():
     """GitHub (GFM) turns a bare `https://...` or `www.` into a link; escape.md promises no link."""
-    from harness.report.escape import md
+    from harness.escape import md
     for text in ("https://evil.example/login", "www.evil.example"):
         assert md(text) != text, "a bare URL passes through md() unchanged and renders as a link"
 
@@ -147,7 +147,7 @@ def test_report_writes_nowhere_but_the_folder_it_read_when_the_folder_is_swapped
     parent renames DIR and puts a link to a root-owned folder in its place while the report renders
     (staged here inside markdown.render), and root writes report.json/md/html into that folder."""
     from harness.commands.report import rerender
-    from harness.report import markdown
+    from harness.reporting import markdown
     parent, victim = tmp_path / "theirs", tmp_path / "victim"
     parent.mkdir()
     victim.mkdir()

@@ -17,12 +17,12 @@ import pytest
 from markdown_it import MarkdownIt
 
 from harness.errors import HarnessError
-from harness.report import compare as comparison
-from harness.report.compare_render import to_markdown, to_text
-from harness.report.compare_targets import Target
-from harness.report import html, markdown, validate
-from harness.report.model import RunReport
-from harness.report.suite import render_html, render_md, write_suite
+from harness.reporting import compare as comparison
+from harness.reporting.compare_render import to_markdown, to_text
+from harness.reporting.compare_targets import Target
+from harness.reporting import html, markdown, validate
+from harness.reporting.run_report import RunReport
+from harness.reporting.suite_report import render_html, render_md, write_suite
 from tests.conftest import harness
 from tests.unit.hostile import (HOSTILE, full_report, number_paths, put, replace_strings, suite_summary,
                                 valid_hostile)
@@ -306,7 +306,7 @@ def test_the_progress_log_and_error_lines_show_escapes_as_text(capsys, tmp_path)
 
 
 def test_every_escape_function_leaves_no_control_character():
-    from harness.report import escape
+    from harness import escape
     for f in (escape.term, escape.md, escape.md_code, escape.html):
         assert_terminal_safe(f(HOSTILE).replace("\n", "!"))
         assert "\n" not in f(HOSTILE) and "\r" not in f(HOSTILE)

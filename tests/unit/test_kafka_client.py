@@ -9,7 +9,7 @@ import pytest
 
 from harness import kafka_client
 from harness.errors import HarnessError
-from harness.stack.model import Stack
+from harness.stack.stack import Stack
 from tests.conftest import ROOT, harness
 
 SECRET = "hunter2-S3cret"

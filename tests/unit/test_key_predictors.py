@@ -141,7 +141,7 @@ def test_the_cli_refuses_a_ttl_for_another_experiment_before_anything_starts(iso
 def test_a_crash_records_every_kind_of_fact_its_experiment_passes():
     """KillSwitch.at's extra facts: lists of records or ids become ids, functions are called at the
     crash, other values (a key's write times, the TTL) are kept as they are."""
-    from harness.processors.evidence import fact
+    from harness.runtime.evidence import fact
 
     class Rec:
         def __init__(self, i):

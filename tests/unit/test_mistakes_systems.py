@@ -187,8 +187,8 @@ def test_every_new_experiment_is_in_the_mistakes_group_with_a_lesson():
 
 
 def test_a_report_with_a_service_and_evidence_follows_the_schema_and_renders():
-    from harness.report import html, markdown
-    from harness.report.model import RunReport
+    from harness.reporting import html, markdown
+    from harness.reporting.run_report import RunReport
     from tests.unit.sample_report import sample, validate
     d = sample("outbox", lost=0, dups=0)
     d["lesson"] = "Mistake: the dual write. Fix: the outbox."

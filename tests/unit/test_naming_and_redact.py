@@ -4,11 +4,10 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from harness.report.compare_targets import TIMESTAMPED
-from harness.stack.model import redact
-from harness.stack.redaction import scrub
-from harness.workload.naming import (PG_IDENTIFIER_MAX, RunNames, SCHEMA, is_run_table, new_run_id, run_tables,
-                                     slug)
+from harness.reporting.compare_targets import TIMESTAMPED
+from harness.stack.stack import redact
+from harness.redaction import scrub
+from harness.workload.naming import PG_IDENTIFIER_MAX, RunNames, SCHEMA, is_run_table, new_run_id, run_tables, slug
 from harness.workload.sqlnames import table_identifier
 
 

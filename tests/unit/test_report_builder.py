@@ -3,17 +3,17 @@
 from pathlib import Path
 from types import SimpleNamespace
 
-from harness.checker.audit import audit_run
+from harness.checker.observe import observe_run
 from harness.checker.kafka_output import audit_records
 from harness.checker.ledger import LedgerRows
 from harness.checker.outcome import decide
 from harness.experiments import get
 from harness.faults import build as build_faults
-from harness.faults.supervisor import SupervisorResult
+from harness.workers.supervisor import SupervisorResult
 from harness.params import RunParams
 from harness.runner import Run
-from harness.report.build import assemble
-from harness.stack.model import Stack
+from harness.reporting.build import assemble
+from harness.stack.stack import Stack
 from harness.workload.naming import RunNames
 from tests.unit.sample_report import validate
 
@@ -37,7 +37,7 @@ def make(name, rows=None, output=None, crashes=(), status="complete", error=None
     faults = build_faults(p, exp)
     for f in faults:
         f.setup(r)
-    audit = audit_run(exp, STACK, r.names, AMOUNTS, POSITIONS, committed, status == "complete",
+    audit = observe_run(exp, STACK, r.names, AMOUNTS, POSITIONS, committed, status == "complete",
                       ledger_reader=lambda *a: LedgerRows(
                           rows, 0 if exp.stores.dedupe else None, error,
                           dedupe_rows=[] if exp.stores.dedupe and not error else None, dedupe_error=error),
@@ -90,8 +90,8 @@ def test_an_eos_report_with_output_and_an_interrupted_one():
 def test_an_interrupted_run_names_the_busy_workers_its_stop_killed():
     """A worker SIGKILLed by the stop did work nobody described: the numbers it can change are bounds,
     and the report says which worker it was; with no worker busy at the stop, the prediction stays exact."""
-    from harness.report import html, markdown
-    from harness.report.model import RunReport
+    from harness.reporting import html, markdown
+    from harness.reporting.run_report import RunReport
     stopped = [{"worker": "w0", "attempt": 2, "pid": 4242, "time": 1.9}]
     d = make("offset-before", [("pay-000001", 100)], status="interrupted", committed={0: 2}, stopped=stopped)
     validate(d)
@@ -114,8 +114,8 @@ def test_zombie_report_carries_the_fault_story():
 
 
 def test_unplanned_deaths_are_said_even_when_as_predicted():
-    from harness.report import markdown
-    from harness.report.model import RunReport
+    from harness.reporting import markdown
+    from harness.reporting.run_report import RunReport
     rows = [(i, 100) for i in AMOUNTS]
     deaths = [{"worker": "w0", "attempt": n, "exit_code": -9, "time": 1.0 + n} for n in range(1, 5)]
     d = make("offset-after", rows, deaths=deaths)
@@ -136,7 +136,7 @@ def test_a_fault_that_did_less_than_asked_says_so():
 
 
 def test_time_breakdown_splits_the_workers_time_and_never_invents_a_negative():
-    from harness.report.build import breakdown
+    from harness.reporting.build import breakdown
     b = breakdown({"setup": 0.2, "produce": 0.5, "workers": 10.0, "audit": 1.0}, [0.5, 0.7, 1.0])
     assert b["restart_waits"] == 2.2 and b["workers_other"] == 7.8 and b["setup"] == 0.2
     overlapping = breakdown({"workers": 1.0}, [0.6, 0.6])       # two workers restarting at once
@@ -145,7 +145,7 @@ def test_time_breakdown_splits_the_workers_time_and_never_invents_a_negative():
 
 
 def test_suite_time_table_lists_the_longest_run_first():
-    from harness.report.suite import TIME_COLUMNS, render_md, time_rows
+    from harness.reporting.suite_report import TIME_COLUMNS, render_md, time_rows
     rows = [{"experiment": "a", "seconds": 10, "crashes": 3,
              "timings": {"phases": {"setup": 1, "workers": 8, "restart_waits": 5, "audit": 0.5},
                          "restart_median_seconds": 0.4}},

@@ -4,9 +4,9 @@ import json
 import re
 from html.parser import HTMLParser
 
-from harness.report import html, markdown
-from harness.report.model import RunReport
-from harness.report.writer import write_all
+from harness.reporting import html, markdown
+from harness.reporting.run_report import RunReport
+from harness.reporting.writer import write_all
 from tests.unit.sample_report import sample
 
 
@@ -63,7 +63,7 @@ def test_an_unmeasured_number_shows_as_unknown_everywhere():
     d["ledger"]["actual_total"] = None
     d["verdict_detail"]["audit_errors"] = ["ledger: connection refused"]
     d["verdict_detail"]["failed"] = ["ledger.lost: not measured"]
-    from harness.report.build import summarize
+    from harness.reporting.build import summarize
     d["summary"] = summarize(d)
     assert "unknown lost and unknown duplicated" in d["summary"] and "Audit error: ledger: connection refused" in d["summary"]
     r = RunReport(d)

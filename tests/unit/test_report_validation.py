@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from harness.errors import HarnessError
-from harness.report import validate
+from harness.reporting import validate
 from tests.conftest import harness
 from tests.unit.sample_report import sample
 
@@ -192,7 +192,7 @@ def test_compare_reads_a_suite_report_inside_the_folder(tmp_path):
 
 
 def test_within(tmp_path):
-    from harness.report.escape import within
+    from harness.escape import within
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "out").symlink_to(tmp_path)
     assert within(tmp_path / "in", "a/report.json") and within(tmp_path / "in", "./a")
@@ -203,7 +203,7 @@ def test_within(tmp_path):
 def test_a_suite_counts_a_run_report_that_is_not_valid_as_no_report(tmp_path):
     """The suite reads its runs' reports to build suite.json: one that is not valid (edited, damaged)
     becomes a failed row with the reason, and the suite summary is still written."""
-    from harness.suite import build_summary
+    from harness.suite_runner import build_summary
     for name, text in (("dedupe", json.dumps(sample("dedupe"))), ("eos", with_lost('"100"'))):
         (tmp_path / name).mkdir()
         (tmp_path / name / "report.json").write_text(text)

@@ -101,7 +101,7 @@ def test_the_runner_refuses_a_used_folder_before_touching_it(tmp_path):
     """Nothing in the folder of a killed run changes: not its crash plan, not its crash log."""
     from harness import runner
     from harness.params import RunParams
-    from harness.stack.model import Stack
+    from harness.stack.stack import Stack
     d = tmp_path / "killed"
     d.mkdir()
     (d / "crash-plan.json").write_text('{"old": true}\n')

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from harness import environment, kafka_client, secret_args
-from harness.stack.model import Stack
+from harness.stack.stack import Stack
 from tests.conftest import ROOT
 
 SECRET = "hunter2-S3cret"

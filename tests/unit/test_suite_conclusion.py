@@ -1,6 +1,6 @@
 """The suite's last line states findings only from runs whose every check passed."""
 
-from harness.suite import conclusion, exit_code
+from harness.suite_runner import conclusion, exit_code
 
 
 def row(name, verdict, lost=0, dups=0, hits=None, ledger=True, rc=None):

@@ -9,9 +9,8 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.experiments import REGISTRY
-from harness.stack.model import Stack
-from harness.suite import (OPT_IN_GROUPS, accepted_args, check_stack, groups, parse_experiments, run_suite,
-                           suite_experiments)
+from harness.stack.stack import Stack
+from harness.suite_runner import OPT_IN_GROUPS, accepted_args, check_stack, groups, parse_experiments, run_suite, suite_experiments
 from tests.conftest import harness
 from tests.unit.test_cli_errors import isolated, one_clear_line  # noqa: F401 - the fixture
 

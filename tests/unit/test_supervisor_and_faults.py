@@ -10,11 +10,12 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.experiments import get
-from harness.faults import build, crashlog
+from harness.faults import build
+from harness.runtime import crashlog
 from harness.faults.base import Fault, parse_spec
-from harness.faults.crashlog import restart_seconds
+from harness.runtime.crashlog import restart_seconds
 from harness.faults.random_kill import RandomKill
-from harness.faults.supervisor import Supervisor
+from harness.workers.supervisor import Supervisor
 from harness.faults.zombie import ZombiePause
 from harness.params import RunParams
 from tests.conftest import pids_where

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from harness.errors import HarnessError
-from harness.faults.supervisor import Supervisor
-from harness.processors.worker_forkserver import ForkServer
+from harness.workers.supervisor import Supervisor
+from harness.workers.forkserver import ForkServer
 from tests.conftest import ROOT, pids_where
 
 STANDIN = "tests.unit.forked_standin"

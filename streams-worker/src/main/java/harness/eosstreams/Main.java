@@ -133,7 +133,7 @@ public final class Main {
         // instance's transaction and answers CONCURRENT_TRANSACTIONS until that is done (a few ms
         // here); with the default 100 ms backoff (doubling) the retries cost ~0.2 s per restart,
         // and the same answer right after each commit delays the next transaction's first send.
-        // Same values as the harness's own EOS workers (harness/processors/eos.py).
+        // Same values as the harness's own EOS workers (harness/runtime/eos.py).
         p.put(StreamsConfig.producerPrefix(ProducerConfig.RETRY_BACKOFF_MS_CONFIG), 5);
         p.put(StreamsConfig.producerPrefix(ProducerConfig.RETRY_BACKOFF_MAX_MS_CONFIG), 50);
         // The stream thread blocks in poll() up to poll.ms, also while its new task waits to be

@@ -4,8 +4,8 @@ Every value taken from report.json goes through escape.md (or md_code, fence), s
 holding newlines, pipes, HTML or link syntax shows as text and cannot add a line, a cell or a link.
 """
 
-from .audit_commands import commands
-from .escape import fence, md, md_code
+from .recount_by_hand import commands
+from ..escape import fence, md, md_code
 from .shared import CRASH_FAULTS, fmt
 
 

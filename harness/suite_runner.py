@@ -19,8 +19,8 @@ from pathlib import Path
 from .errors import HarnessError
 from .environment import describe
 from .procs import die_with_parent
-from .report.model import RunReport
-from .stack.model import Stack
+from .reporting.run_report import RunReport
+from .stack.stack import Stack
 
 # The longest experiment (a JVM restart per crash) takes minutes on two cores.
 PER_EXPERIMENT_TIME_LIMIT_S = 900

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from .compare import Comparison
-from .escape import md, term
+from ..escape import md, term
 from .shared import fmt
 
 

@@ -7,9 +7,9 @@ Every value read from report.json is escaped (escape.html) wherever it lands,
 numbers too: a report.json edited by someone else shows as text, never runs.
 """
 
-from .escape import html as escape
+from ..escape import html as escape
 
-from .audit_commands import commands
+from .recount_by_hand import commands
 from .shared import CRASH_FAULTS, fmt
 
 CSS = """

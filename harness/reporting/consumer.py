@@ -7,7 +7,7 @@ the attempt running then, and the kills around it), so a reader sees which kill
 caused which duplicate.
 """
 
-from .escape import md
+from ..escape import md
 from .shared import fmt
 
 

@@ -6,7 +6,7 @@ report.json or suite.json, a run or suite id under the reports folder, or
 knows its label and where it came from).
 
 Apart from compare.py because this is the part that reads files, and so the
-part that must distrust them: every report is validated (report/validate.py)
+part that must distrust them: every report is validated (reporting/validate.py)
 before compare.py sees it, a suite's reports are read only from inside its
 folder and must be the reports of the entries that name them, and `latest`
 counts only folders the harness made.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import HarnessError
 from . import validate
-from .escape import within
+from ..escape import within
 
 
 class Target(dict):
@@ -101,7 +101,7 @@ def load_target(arg: str, reports_root: Path | None = None) -> dict[str, dict]:
 
 def read_json(path: Path) -> dict:
     """A JSON object from a file, or one clear HarnessError (missing, unreadable, too large, invalid or
-    not strict JSON, not an object): see report/validate.py."""
+    not strict JSON, not an object): see reporting/validate.py."""
     return validate.read_json(path)
 
 

@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import HarnessError
-from .escape import term
+from ..escape import term
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs"
 CURRENT = {"report": 2, "suite": 2}   # the schema_version each schema file describes

@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass, field
 
 from ..checker.effects import MAX_IDS
 from ..environment import describe
-from ..faults.crashlog import restart_seconds
-from ..stack.model import redact
-from .model import CRASH_FAULTS, SCHEMA_VERSION, RunReport
+from ..runtime.crashlog import restart_seconds
+from ..stack.stack import redact
+from .run_report import CRASH_FAULTS, SCHEMA_VERSION, RunReport
 
 
 

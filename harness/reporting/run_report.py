@@ -1,7 +1,7 @@
 """RunReport: the one object every rendering (JSON, Markdown, HTML, terminal) reads.
 
 `report.json` follows docs/report.schema.json (schema_version 2; built in
-report/build.py); other tools rely on its field names. Derived views (the
+reporting/build.py); other tools rely on its field names. Derived views (the
 scoreboard rows) are computed here once, so no two renderings can disagree.
 A number the harness could not measure is None and shows as "unknown".
 Writing the report folder (report.json, .md, .html) is writer.py's job.
@@ -26,7 +26,7 @@ class RunReport:
     # -- persistence ------------------------------------------------------------------------
     @classmethod
     def load(cls, path: Path) -> "RunReport":
-        """A report.json (or a run folder's), validated first (report/validate.py): a file that is not
+        """A report.json (or a run folder's), validated first (reporting/validate.py): a file that is not
         a schema-valid report ends in one HarnessError, never in a renderer."""
         from .validate import read_report
         p = Path(path)

@@ -15,8 +15,8 @@ import signal
 import time
 from pathlib import Path
 
-from ..faults import crashlog
-from ..faults.crashplan import CrashPlan
+from . import crashlog
+from .crashplan import CrashPlan
 
 
 class Events:

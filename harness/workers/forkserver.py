@@ -53,7 +53,8 @@ def _preload() -> None:
     import psycopg  # noqa: F401
     import psycopg.sql  # noqa: F401
     from ..experiments import REGISTRY  # noqa: F401
-    from . import context, worker  # noqa: F401
+    from ..runtime import context
+    from . import worker  # noqa: F401
     try:
         import setproctitle  # noqa: F401
     except ImportError:
@@ -202,7 +203,7 @@ class ForkServer:
         from ..safefile import open_log
         with open_log(log_path) as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.processors.worker_forkserver", "--run-dir", str(run_dir)],
+                [sys.executable, "-m", "harness.workers.forkserver", "--run-dir", str(run_dir)],
                 env=env, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         theirs.close()
         self.sock, self.log_path = ours, log_path

@@ -22,7 +22,7 @@ from typing import Callable
 
 from .. import safefile
 from ..procs import PARENT_PID_ENV
-from . import crashlog
+from ..runtime import crashlog
 
 # A worker that fails this many times without being killed on purpose is broken: stop restarting it.
 MAX_UNPLANNED_FAILURES = 5
@@ -93,10 +93,10 @@ class Supervisor:
         # the children a worker forks (a user's consumer may run a shell, a helper) do not outlive it.
         self.own_process_group = own_process_group
         # Our own Python workers are forked from a server that imported their libraries once
-        # (processors/worker_forkserver.py): a restart costs a fork, not an interpreter's start-up.
+        # (workers/forkserver.py): a restart costs a fork, not an interpreter's start-up.
         self.forked = forked
         self.forkserver = None
-        # Our own Python workers dump their stacks on SIGUSR1 (processors/worker.py); a user's process may
+        # Our own Python workers dump their stacks on SIGUSR1 (workers/worker.py); a user's process may
         # die of it, so only forked (our own) workers are asked.
         self.dump_signal = signal.SIGUSR1 if forked else None
         self.result = SupervisorResult(status="running")
@@ -137,7 +137,7 @@ class Supervisor:
         env = {**env, PARENT_PID_ENV: str(os.getpid())}
         if self.forked:
             if self.forkserver is None:
-                from ..processors.worker_forkserver import ForkServer
+                from .forkserver import ForkServer
                 self.forkserver = ForkServer(self.run_dir, self.logs / "forkserver.log")
             return self.forkserver.spawn(cmd, env, self.logs / f"{slot.name}.log", stdin_pipe=stdin == subprocess.PIPE)
         with safefile.open_log(self.logs / f"{slot.name}.log") as log:

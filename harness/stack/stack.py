@@ -12,7 +12,7 @@ made the database, is its read-only role's: SQL the harness did not write
 
 from dataclasses import dataclass, field, asdict
 
-from .redaction import redact  # noqa: F401 - the name the rest of the harness imports
+from ..redaction import redact  # noqa: F401 - the name the rest of the harness imports
 
 
 @dataclass

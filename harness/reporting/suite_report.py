@@ -3,15 +3,15 @@
 Built from suite.json alone (which copies each run's numbers), so a suite
 folder can be re-rendered with `harness report DIR`, and the Markdown, HTML
 and JSON never disagree. A suite.json may come from someone else: every value is
-escaped (harness/report/escape.py), and a run's link is rendered only when it
+escaped (harness/escape.py), and a run's link is rendered only when it
 is a relative path that stays inside the suite folder.
 """
 
 from pathlib import Path
 
 from . import html as h
-from .escape import href, md, md_code
-from .escape import html as escape
+from ..escape import href, md, md_code
+from ..escape import html as escape
 from .shared import fmt
 
 COLUMNS = ("experiment", "sent", "deliveries", "effects", "duplicates", "lost", "ledger total",

@@ -1,4 +1,8 @@
-"""Audit a finished run's stores and turn them into observations the verdict can judge.
+"""Observe a finished run: read its stores and turn them into the observations the verdict judges.
+
+This is the run's own count, taken as it ends (the first step of the checker's
+pipeline: observe -> predict -> judge). `harness audit` is the other count, a
+recount from the stack at any later time (recount.py, crosscheck.py).
 
 Reads each store the experiment declares (the ledger, dedupe and accounts
 tables in Postgres, the output topic under read_committed and read_uncommitted, a
@@ -42,7 +46,7 @@ UNKNOWN = StoreCounts(None, None, None, None)
 
 
 @dataclass
-class Audit:
+class Observation:
     ledger: StoreCounts | None = None
     ledger_total: int | None = None
     dedupe_hits: int | None = None
@@ -74,11 +78,11 @@ def _unwritten(kout: dict) -> bool:
     return all(not kout[iso].get("error") and not kout[iso].get("records") for iso in ISOLATIONS)
 
 
-def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committed: dict | None,
+def observe_run(exp, stack, names, amounts: dict, positions: dict | None, committed: dict | None,
               finished: bool, ledger_reader=read_ledger, output_reader=audit_output, accounts: dict | None = None,
               accounts_reader=read_accounts, deliveries: "delivery_log.DeliveryLog | None" = None,
-              order_reader=read_ids) -> Audit:
-    a = Audit()
+              order_reader=read_ids) -> Observation:
+    a = Observation()
     sent = list(amounts)
     if exp.stores.ledger:
         # A dedupe table whose keys the worker purges has lost the hit counts of the purged keys: not evidence.
@@ -147,7 +151,7 @@ def audit_run(exp, stack, names, amounts: dict, positions: dict | None, committe
     return a
 
 
-def _audit_deliveries(a: Audit, stack, names, log, positions: dict | None, sent: list, order_reader) -> None:
+def _audit_deliveries(a: Observation, stack, names, log, positions: dict | None, sent: list, order_reader) -> None:
     """The producer under test: `lost` is what the broker acknowledged and the topic lacks; what was never
     acknowledged (a failed or missing delivery report) is set aside as `unprocessed`, not lost."""
     a.metrics.update({"producer.acked": None, "producer.unacked": None, "producer.reordered": None})

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from .. import consume, kafka_client
-from ..faults.crashplan import CrashPlan
+from .crashplan import CrashPlan
 from ..options import worker_options
 from ..workload.sqlnames import table_identifier as table_ident
 from .evidence import Events, KillSwitch, ids

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from ..errors import HarnessError
 from .compare import ALIASES, METRIC_NAMES, MUST_KNOW, Comparison, is_number
 from .compare_render import signed
-from .escape import term
-from .model import VERDICTS
+from ..escape import term
+from .run_report import VERDICTS
 from .shared import fmt
 
 OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,

@@ -1,4 +1,4 @@
-"""The worker process: `python -m harness.processors.worker --experiment NAME ...`.
+"""The worker process: `python -m harness.workers.worker --experiment NAME ...`.
 
 Started, restarted and killed only by the supervisor. Its command line
 contains both `harness` and `worker`, so leftovers are easy to find with ps.
@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     standby = "--standby" in argv
     args = parse([a for a in argv if a != "--standby"])
-    from .context import WorkerContext
+    from ..runtime.context import WorkerContext
     from ..experiments import REGISTRY
     exp = REGISTRY[args.experiment].with_variant(args.variant)
     role = exp.role(args.role)
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
         if not line.strip():
             return 0                     # the supervisor closed our stdin: not needed after all
         full = json.loads(line)                   # the whole command line of this attempt
-        args = parse(full[full.index("harness.processors.worker") + 1:])
+        args = parse(full[full.index("harness.workers.worker") + 1:])
         ctx.activate(args)
     (role.loop if role else exp.loop)(ctx)
     ctx.close()

@@ -1,1 +1,0 @@
-"""One RunReport, rendered to JSON, Markdown and HTML from the same object."""

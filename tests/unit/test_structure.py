@@ -1,0 +1,140 @@
+"""The code's shape, held by a test: layers that import only downwards, no import cycle, short modules,
+and a README code map that matches the tree.
+
+Every import counts, the ones inside functions too (`import` and `from ... import`, relative ones
+resolved). A unit is a package under harness/ or a top-level module; LAYERS lists them from the
+bottom up, and a unit may import only from a lower layer (never from its own layer's other units, nor
+upward). Moving a unit, or adding one, is a change to LAYERS and to the README's code map together.
+"""
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "harness"
+MAX_LINES = 400
+
+# From the bottom up: what each layer may import is everything below it.
+LAYERS = [
+    ("errors", "versions", "procs", "consume", "escape", "redaction"),   # no harness imports
+    ("safefile", "options", "kafka_java"),
+    ("paths", "kafka_client", "rundir"),
+    ("kafka_logging", "secret_args"),
+    ("workload",),                    # payments, run names, tables, the registry of runs
+    ("stack",),                       # local processes, compose, an existing cluster
+    ("checker", "runtime", "environment", "clean"),
+    ("experiments",),                 # declarations and their worker loops
+    ("faults", "workers"),            # what breaks workers; the processes and their supervisor
+    ("params", "reporting"),
+    ("runner", "suite_runner"),
+    ("bench", "ui"),
+    ("commands",),
+    ("cli",),
+]
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def _imports(name: str, path: Path, modules: dict) -> set[str]:
+    """The harness modules `name` imports, anywhere in it."""
+    is_package = path.name == "__init__.py"
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = name.split(".")
+                parts = parts[:len(parts) - node.level + (1 if is_package else 0)]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+        else:
+            continue
+        for t in targets:
+            while t and t not in modules:
+                t = t.rpartition(".")[0]
+            if t.startswith("harness.") and t != name:
+                found.add(t)
+    return found
+
+
+def _unit(module: str) -> str:
+    return module.split(".")[1]
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def test_every_unit_has_a_layer():
+    placed = [u for layer in LAYERS for u in layer]
+    assert len(placed) == len(set(placed))
+    units = {_unit(m) for m in _modules() if m != "harness"}
+    assert units == set(placed), f"not in LAYERS: {units - set(placed)}; gone: {set(placed) - units}"
+
+
+def test_imports_only_go_down():
+    layer_of = {u: i for i, layer in enumerate(LAYERS) for u in layer}
+    upward = []
+    for module, targets in _graph().items():
+        if module == "harness":
+            continue
+        for target in targets:
+            a, b = _unit(module), _unit(target)
+            if a != b and layer_of[b] >= layer_of[a]:
+                upward.append(f"{module} -> {target}")
+    assert not upward, "imports that do not go to a lower layer:\n" + "\n".join(sorted(upward))
+
+
+def test_no_import_cycle():
+    graph = _graph()
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(m, path):
+        state[m] = 1
+        for t in sorted(graph.get(m, ())):
+            if state.get(t) == 1:
+                cycles.append(" -> ".join(path[path.index(t):] + [t]))
+            elif t not in state:
+                visit(t, path + [t])
+        state[m] = 2
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_no_module_is_long():
+    long = {str(p.relative_to(ROOT)): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_every_module_says_why_it_exists():
+    silent = [str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py")
+              if p.read_text().strip() and not ast.get_docstring(ast.parse(p.read_text()))]
+    assert not silent, f"modules without a docstring: {silent}"
+
+
+def test_the_readme_code_map_matches_the_tree():
+    readme = (ROOT / "README.md").read_text()
+    block = readme[readme.index("## Layout"):]
+    block = block[block.index("```") + 3:]
+    block = block[:block.index("```")]
+    named = set(re.findall(r"^\s{2}([a-z_]+)(?:/|\.py)\s", block, re.M))
+    packages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert packages <= named, f"packages the code map does not name: {packages - named}"
+    gone = {n for n in named if not (PACKAGE / n).is_dir() and not (PACKAGE / f"{n}.py").exists()}
+    assert not gone, f"the code map names what is not there: {gone}"
+    tops = set(re.findall(r"^([a-z][a-z._-]*)/\s", block, re.M)) - {"harness"}
+    assert tops and all((ROOT / t).is_dir() for t in tops), tops
