@@ -29,6 +29,11 @@ def experiments_cmd(as_json):
             click.echo(f"  processes: {', '.join(r.name for r in e.roles)}")
         if e.lesson:
             click.echo(f"  lesson: {e.lesson}")
+        if e.options or e.defaults:
+            own = [o.flag + (f" (default {e.defaults[o.name]})" if o.name in e.defaults else "") for o in e.options]
+            own += [f"--{k.replace('_', '-')} defaults to {v} here" for k, v in e.defaults.items()
+                    if k not in {o.name for o in e.options}]
+            click.echo(f"  its own options: {'; '.join(own)}")
         for p in e.kill_points:
             mark = " (default)" if p.name == e.default_point else ""
             click.echo(f"  kill point {p.name}{mark}: after {p.after}, before {p.before or '(last step)'}: {p.says}")

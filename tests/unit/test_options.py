@@ -55,9 +55,12 @@ def test_no_command_module_writes_a_run_options_flag_itself():
 def test_one_name_one_declaration():
     every = declared()
     assert len(every) == len({d.option.flag for d in every.values()})
+    flags = {d.option.flag for d in every.values()} | {"--fault"}     # --fault: the specs, not an Option
     for exp in REGISTRY.values():
-        for name in exp.defaults:
-            assert name in every, f"{exp.name} declares a default for an undeclared option {name}"
+        for name in [*exp.defaults, *exp.refuses]:
+            assert name in every, f"{exp.name} names an undeclared option {name}"
+        for word in exp.suite.get("args", []):      # what the suite passes it: declared flags only
+            assert not word.startswith("--") or word in flags, f"{exp.name}'s suite args name {word}"
 
 
 @pytest.mark.parametrize("name", sorted(n for n, d in declared().items() if d.experiments))
