@@ -12,7 +12,9 @@ its class; `declared()` gathers them.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from .errors import HarnessError
 from .options import Option
@@ -81,7 +83,7 @@ class RunParams:
     """One run's parameters: the experiment, its `--fault` specs, and a value for every declared option
     (its default when not given). Frozen: `replace` makes a changed copy."""
 
-    __slots__ = ("experiment", "faults", "_values")
+    __slots__ = ("experiment", "faults", "_values", "_explicit")
 
     def __init__(self, experiment: str, faults=(), **values):
         every = declared()
@@ -90,10 +92,15 @@ class RunParams:
             raise TypeError(f"unknown run option(s): {', '.join(unknown)}")
         object.__setattr__(self, "experiment", experiment)
         object.__setattr__(self, "faults", tuple(faults or ()))
-        object.__setattr__(self, "_values", {name: (values[name] if values.get(name) is not None else d.option.default)
-                                             for name, d in every.items()})
+        object.__setattr__(self, "_values", MappingProxyType(
+            {name: (values[name] if values.get(name) is not None else d.option.default) for name, d in every.items()}))
+        # What was given (not None), as opposed to a declared default: an experiment's own default, or a
+        # value derived from others, fills only what was not.
+        object.__setattr__(self, "_explicit", frozenset(k for k, v in values.items() if v is not None))
 
     def __getattr__(self, name: str):
+        if name.startswith("_"):            # during copy or unpickling, before __init__ ran
+            raise AttributeError(name)
         try:
             return self._values[name]
         except KeyError:
@@ -102,20 +109,33 @@ class RunParams:
     def __setattr__(self, name, value):
         raise AttributeError("RunParams is frozen: use replace()")
 
+    def __reduce__(self):
+        return (_rebuild, (self.experiment, self.faults, dict(self._values), self._explicit))
+
     def __eq__(self, other) -> bool:
         return isinstance(other, RunParams) and self.as_dict() == other.as_dict()
+
+    def __hash__(self) -> int:
+        return hash(json.dumps(self.as_dict(), sort_keys=True, default=str))
 
     def __repr__(self) -> str:
         return f"RunParams({self.experiment!r}, {self.given()})"
 
     def replace(self, **changes) -> "RunParams":
-        values = {**self._values, **changes}
-        return RunParams(changes.pop("experiment", self.experiment), values.pop("faults", self.faults), **values)
+        """A copy with these options changed (they count as given)."""
+        experiment = changes.pop("experiment", self.experiment)
+        faults = changes.pop("faults", self.faults)
+        kept = {k: v for k, v in self._values.items() if k in self._explicit}
+        return _rebuild(experiment, faults, {**self._values, **changes}, self._explicit | set(kept) | set(changes))
 
     def given(self) -> dict:
         """The options whose value is not their declared default."""
         every = declared()
         return {k: v for k, v in self._values.items() if v != every[k].option.default}
+
+    def explicit(self) -> frozenset:
+        """The options given a value (whatever it is), as opposed to left to a default."""
+        return self._explicit
 
     def as_dict(self) -> dict:
         """For the report: the experiment, every option's value, the fault specs."""
@@ -129,12 +149,19 @@ class RunParams:
         return resolve(self)
 
 
-@dataclass
+def _rebuild(experiment: str, faults, values: dict, explicit) -> RunParams:
+    """A RunParams with these values, of which `explicit` were given (replace, pickle, copy)."""
+    p = RunParams(experiment, faults, **{k: v for k, v in values.items() if k in explicit})
+    object.__setattr__(p, "_values", MappingProxyType({**p._values, **values}))
+    return p
+
+
+@dataclass(frozen=True)
 class Resolved:
     """A run as it will run: its parameters (frozen), the experiment as they make it, and its faults."""
     params: RunParams
     exp: object
-    faults: list
+    faults: tuple
 
 
 def resolve(params: RunParams) -> Resolved:
@@ -145,8 +172,6 @@ def resolve(params: RunParams) -> Resolved:
     from .experiments import kill_points_for
     exp = experiments.get(params.experiment)
     every = declared()
-    for name, d in every.items():
-        d.option.check(getattr(params, name))
     given = params.given()
     for name, why in exp.refuses.items():
         if name in given:
@@ -156,12 +181,14 @@ def resolve(params: RunParams) -> Resolved:
         if d.experiments and exp.name not in d.experiments:
             raise HarnessError(f"{d.option.flag} applies to {d.option.applies_to or ', '.join(d.experiments)} only; "
                                f"{exp.name} does not take it")
+    for name, d in every.items():
+        d.option.check(getattr(params, name))
     values = {}
     for name, default in exp.defaults.items():
-        if name not in given:
+        if name not in params.explicit():
             values[name] = default
     for name, d in every.items():
-        if d.option.derive and name not in given:
+        if d.option.derive and name not in params.explicit():
             values[name] = d.option.derive({**params._values, **values})
     params = params.replace(**values) if values else params
     for rule in exp.rules:
@@ -176,4 +203,4 @@ def resolve(params: RunParams) -> Resolved:
         if d.faults and not any(isinstance(f, d.faults) for f in built):
             raise HarnessError(f"{d.option.flag} applies to {d.option.applies_to}; this run has none "
                                f"(its faults: {', '.join(f.name for f in built) or 'none'})")
-    return Resolved(params, exp, built)
+    return Resolved(params, exp, tuple(built))

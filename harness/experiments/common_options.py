@@ -16,19 +16,21 @@ FRESH_ID_TRANSACTION_TIMEOUT_MS = 10_000
 TRANSACTION_TIMEOUT_MS = 60_000
 
 ON_TRANSACTIONS = "experiments with Kafka transactions"
+# Kafka Streams keeps its own transactional ids and timeout: these two are the Python workers'.
+ON_OWN_TRANSACTIONS = "experiments with Kafka transactions of their own (the eos family's Python workers)"
 
 COMMIT_INTERVAL_MS = Option(
     "commit_interval_ms", int, "eos family: commit the transaction at least this often (instead of every N records).",
-    low=1, worker=True, applies_to=ON_TRANSACTIONS)
+    low=1, high=3_600_000, why_high="an hour; Kafka Streams refuses more", worker=True, applies_to=ON_TRANSACTIONS)
 FRESH_TRANSACTIONAL_ID = Option(
     "fresh_transactional_id", bool, "eos family: restarted workers take a NEW transactional.id, so nothing fences "
     "the dead transaction and read_committed readers stall until transaction.timeout.ms.", default=False,
-    applies_to=ON_TRANSACTIONS)
+    applies_to=ON_OWN_TRANSACTIONS)
 TRANSACTION_TIMEOUT = Option(
     "transaction_timeout_ms", int, "eos family: the producers' transaction.timeout.ms.",
     shown=f"{TRANSACTION_TIMEOUT_MS}; {FRESH_ID_TRANSACTION_TIMEOUT_MS} with --fresh-transactional-id", low=1,
     high=900_000, why_high="the brokers' transaction.max.timeout.ms default", worker=True,
-    applies_to=ON_TRANSACTIONS,
+    applies_to=ON_OWN_TRANSACTIONS,
     derive=lambda values: FRESH_ID_TRANSACTION_TIMEOUT_MS if values["fresh_transactional_id"] else None)
 TRANSACTION_OPTIONS = (COMMIT_INTERVAL_MS, FRESH_TRANSACTIONAL_ID, TRANSACTION_TIMEOUT)
 

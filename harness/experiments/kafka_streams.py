@@ -12,7 +12,7 @@ write, outside Kafka, duplicates like eos-boundary's.
 from ..checker.damage import ABORTED, DUPLICATED
 from ..checker.predictors import LedgerPredictor, OutputPredictor
 from ..options import Option
-from .common_options import TRANSACTION_OPTIONS
+from .common_options import COMMIT_INTERVAL_MS
 from .launch import StreamsWorkers
 from .declaration import Experiment, KillPoint, Stores
 
@@ -36,7 +36,8 @@ EOS_STREAMS = Experiment(
     expected="read_committed output exact; with --effect postgres, ledger duplicates = aborted records",
     predictors=(OutputPredictor(produced="unacked"),),
     launcher=StreamsWorkers(),
-    options=(EFFECT, *TRANSACTION_OPTIONS),
+    # Streams keeps its own transactional ids and timeout: of the transaction options only the interval applies.
+    options=(EFFECT, COMMIT_INTERVAL_MS),
     variants={"effect=postgres": {"stores": Stores(ledger=True, output=True),
                                   "predictors": (LedgerPredictor(), OutputPredictor(produced="unacked"))}},
     suite={"group": "eos", "weight": 10, "args": ["--effect", "postgres"]},

@@ -131,9 +131,9 @@ def test_experiments_lists_every_kill_point_as_text_and_json():
 NO_STACK = ("--bootstrap-servers", "127.0.0.1:1", "--postgres-dsn", "postgresql://u:p@127.0.0.1:1/db")
 
 
-def run_fast(isolated, *args):
+def run_fast(isolated, *args, experiment="dedupe"):
     t0 = time.monotonic()
-    proc = harness("run", "dedupe", *args, env=isolated)
+    proc = harness("run", experiment, *args, env=isolated)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert time.monotonic() - t0 < 6, "the check came after a network wait"
     return proc
@@ -148,14 +148,15 @@ def run_fast(isolated, *args):
     ("--zombie-pause", "-1", "--zombie-pause must be"),
     ("--zombie-pause", "nan", "--zombie-pause must be"),
     ("--zombie-pause", "inf", "--zombie-pause must be"),
-    ("--commit-interval-ms", "-5", "--commit-interval-ms must be at least 1"),
+    ("--commit-interval-ms", "-5", "--commit-interval-ms must be at least 1"),     # eos: it takes them
     ("--commit-interval-ms", "0", "--commit-interval-ms must be at least 1"),
     ("--transaction-timeout-ms", "0", "--transaction-timeout-ms must be at least 1"),
     ("--crash-rate", "nan", "--crash-rate must be between 0 and 1"),
     ("--messages", str(10**12), "--messages must be at most 1,000,000"),
 ])
 def test_bad_numbers_are_rejected_before_any_stack(isolated, option, value, needle):
-    proc = run_fast(isolated, option, value, *NO_STACK)
+    experiment = "eos" if option in ("--commit-interval-ms", "--transaction-timeout-ms") else "dedupe"
+    proc = run_fast(isolated, option, value, *NO_STACK, experiment=experiment)
     assert one_clear_line(proc, needle).startswith("error: ")
     assert "MemoryError" not in proc.stderr
 

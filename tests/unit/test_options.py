@@ -89,6 +89,32 @@ def test_values_are_checked_against_their_declaration():
         count.check(6)
 
 
+def test_no_option_takes_a_name_the_run_command_uses_itself():
+    from harness.commands.run import run
+    own = {p.name for p in run.params} - set(declared())
+    assert own >= {"experiment", "out", "quiet", "keep_stack", "stack_kind"}
+    assert not own & set(declared())
+    assert len({p.name for p in run.params}) == len(run.params)
+
+
+def test_frozen_params_copy_pickle_and_replace():
+    import copy
+    import pickle
+    p = resolve(RunParams("key-expiry", messages=50)).params
+    with pytest.raises(TypeError):
+        p._values["messages"] = 10 ** 9           # read-only: no way around the checks
+    assert copy.deepcopy(p) == p == pickle.loads(pickle.dumps(p))
+    assert pickle.loads(pickle.dumps(p)).explicit() == p.explicit()
+    q = p.replace(experiment="dedupe", messages=7)
+    assert (q.experiment, q.messages, p.messages) == ("dedupe", 7, 50)
+
+
+def test_an_experiments_own_default_fills_only_what_was_not_given():
+    ttl = REGISTRY["key-expiry"].defaults["dedupe_ttl"]
+    assert resolve(RunParams("key-expiry")).params.dedupe_ttl == ttl
+    assert resolve(RunParams("key-expiry", restart_delay=0.0)).params.restart_delay == 0.0   # given, even as 0
+
+
 def test_the_run_is_resolved_once_and_frozen():
     p = resolve(RunParams("key-expiry")).params
     assert p.dedupe_ttl == REGISTRY["key-expiry"].defaults["dedupe_ttl"]
