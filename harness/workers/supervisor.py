@@ -292,9 +292,12 @@ class Supervisor:
         finally:
             if self.result.status != "complete":
                 now = round(time.time(), 3)
+                # Busy workers killed where they stood: their in-flight records are unknown. One whose attempt
+                # already wrote its crash record is not among them: it was dying at its point, described, and
+                # only its exit was not seen yet (a forked worker's comes through the fork server).
                 self.result.killed_at_stop = [{"worker": s.name, "attempt": s.attempt, "pid": s.proc.pid, "time": now}
                                               for s in self.slots if s.proc and not s.finished
-                                              and s.proc.poll() is None]
+                                              and s.proc.poll() is None and not self._crash_recorded(s)]
                 if self.result.status == "incomplete" and self.dump_signal:
                     self._ask_for_stacks()
             self.kill_all()
