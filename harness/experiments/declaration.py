@@ -144,4 +144,5 @@ class Experiment:
                 "stores": self.stores.names(), "default_kill_point": self.default_point,
                 "kill_points": [p.describe() for p in self.kill_points],
                 "faults": list(self.default_faults), "options": [o.name for o in self.options],
+                "defaults": dict(self.defaults),
                 "lesson": self.lesson, "roles": [r.name for r in self.roles]}
