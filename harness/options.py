@@ -48,8 +48,7 @@ class Option:
             return None
         if self.shown is not None:
             return self.shown
-        return None if self.default is None else f"{self.default:g}" if isinstance(self.default, float) \
-            else str(self.default)
+        return None if self.default is None else _shown(self.default)
 
     def check(self, value) -> None:
         """One clear line when `value` is not allowed; None (not given) always is."""
@@ -87,8 +86,8 @@ class Option:
         import click
         shown = self.default_text()
         if default_override:
-            shown = "; ".join(([shown] if shown else []) + [f"{who} {value:g}" if isinstance(value, float) else f"{who} {value}"
-                                                   for who, value in default_override.items()])
+            shown = "; ".join(([shown] if shown else []) + [f"{who} {_shown(value)}"
+                                                         for who, value in default_override.items()])
         if self.type is bool:
             return click.option(self.flag, self.name, is_flag=True, help=self.help)
         kind = click.Choice(list(self.choices)) if self.choices else self.type
@@ -98,6 +97,11 @@ class Option:
     def to_worker(self, value) -> list[str]:
         """The worker's `--option name=value` arguments (JSON values: a string stays a string)."""
         return [] if value is None else ["--option", f"{self.name}={json.dumps(value)}"]
+
+
+def _shown(value) -> str:
+    """A default as `--help` writes it: 600.0 as 600, 0.2 as 0.2."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def click_options(options, own_defaults: dict | None = None):

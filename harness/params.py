@@ -12,7 +12,9 @@ its class; `declared()` gathers them.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -57,7 +59,8 @@ class Declared:
     faults: tuple = ()           # the fault classes that declare it
 
 
-def declared() -> dict[str, Declared]:
+@functools.cache
+def declared() -> Mapping[str, Declared]:
     """Every run option, by name: the run's own, then the faults', then the experiments' (registry order).
     One name, one declaration: two different declarations of a name are a bug (RuntimeError)."""
     from . import experiments, faults
@@ -76,7 +79,7 @@ def declared() -> dict[str, Declared]:
     for exp in experiments.REGISTRY.values():
         for opt in exp.options:
             add(opt, experiments=(exp.name,))
-    return out
+    return MappingProxyType(out)      # read once: the declarations do not change while the harness runs
 
 
 class RunParams:
@@ -125,8 +128,7 @@ class RunParams:
         """A copy with these options changed (they count as given)."""
         experiment = changes.pop("experiment", self.experiment)
         faults = changes.pop("faults", self.faults)
-        kept = {k: v for k, v in self._values.items() if k in self._explicit}
-        return _rebuild(experiment, faults, {**self._values, **changes}, self._explicit | set(kept) | set(changes))
+        return _rebuild(experiment, faults, {**self._values, **changes}, self._explicit | set(changes))
 
     def given(self) -> dict:
         """The options whose value is not their declared default."""
