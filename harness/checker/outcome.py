@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from .predict import Prediction, predict
 from .verdict import Verdict, judge
 
-# Worker events for work undone behind the crash records' back: aborted transactions, and offsets a
-# rebalance took away before they were committed (their records come again).
-ABORT_EVENTS = ("txn_aborted", "fenced", "commit_lost")
+# Worker events for work undone behind the crash records' back: aborted transactions, transactions whose
+# call never returned (committed or aborted: unknown), and offsets a rebalance took away before they were
+# committed (their records come again).
+ABORT_EVENTS = ("txn_aborted", "fenced", "txn_stuck", "commit_lost")
 # A run that did not finish is reported as such, whatever its numbers say.
 UNFINISHED = ("incomplete", "interrupted")
 

@@ -24,9 +24,10 @@ stays exact (offset-before never duplicates, whatever the instant).
 
 A broker fault can abort a transaction that no crash caused (a coordinator
 gone mid-commit, a leader that moved under an open transaction). The worker
-logs each abort it sees (`txn_aborted`, and `fenced` when the abort is fatal)
-with the records in that transaction and the ledger rows it will apply again:
-those may or may not have reached the log, so once a broker fault struck (or
+logs each abort it sees (`txn_aborted`, and `fenced` when the abort is fatal;
+`txn_stuck` when a transactional call never returned and nobody can say
+whether its transaction committed) with the records in that transaction and
+the ledger rows it will apply again: those may or may not have reached the log, so once a broker fault struck (or
 any abort was seen) the aborted copies and what aborts redo are upper bounds
 (described crashes + what each abort event lists, + the record in hand whose
 ledger row was written just before the produce failed). read_committed stays
@@ -100,7 +101,7 @@ class CrashFacts:
     accounts: dict = field(default_factory=dict)   # payment id -> account, for workloads with accounts
     run_dir: object = None     # the run's folder: evidence some workers write beside the crash log
     positions: dict = field(default_factory=dict)  # payment id -> (partition, offset) in the input topic
-    aborts: list = field(default_factory=list)   # txn_aborted/fenced/commit_lost: work no crash record describes
+    aborts: list = field(default_factory=list)   # txn_aborted/fenced/txn_stuck/commit_lost: work no crash record describes
     loosened: bool = False     # a fault struck that can abort transactions unseen by crash records (a broker fault)
     params: object = None      # the run's options (RunParams), for predictors that depend on them
 
@@ -182,8 +183,12 @@ def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int 
             why.append(f"{facts.undescribed} crash(es) or freeze(s) struck at instants the worker did not choose, "
                        f"so what was in flight is unknown")
         if facts.loosened or facts.aborts:
-            why.append(f"broker faults can abort transactions no crash caused ({len(facts.aborts)} abort(s) seen "
-                       f"by the workers, each counted with the records it held)")
+            stuck = sum(1 for a in facts.aborts if a.get("event") == "txn_stuck")
+            why.append(("broker faults can abort transactions no crash caused" if facts.loosened else
+                        "transactions ended that no crash caused") + f" ({len(facts.aborts)} abort(s) seen "
+                       f"by the workers, each counted with the records it held"
+                       + (f"; {stuck} of them a transactional call that never returned, its transaction committed "
+                          f"or aborted, unknown" if stuck else "") + ")")
         general = "; ".join(why) + ": the affected numbers are upper bounds; the audit itself is exact"
         # A predictor's own note (what it could not call) stays; what the broker faults loosened is added to it.
         if not p.note:

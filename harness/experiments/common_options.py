@@ -32,7 +32,15 @@ TRANSACTION_TIMEOUT = Option(
     high=900_000, why_high="the brokers' transaction.max.timeout.ms default", worker=True,
     applies_to=ON_OWN_TRANSACTIONS,
     derive=lambda values: FRESH_ID_TRANSACTION_TIMEOUT_MS if values["fresh_transactional_id"] else None)
-TRANSACTION_OPTIONS = (COMMIT_INTERVAL_MS, FRESH_TRANSACTIONAL_ID, TRANSACTION_TIMEOUT)
+# A transactional call (init, send offsets, commit, abort, retries included) blocked this long has met a
+# coordinator that stopped answering: the worker ends, its transaction's outcome unknown (a bound, not a hang).
+TXN_STUCK_AFTER_S = 60.0
+TXN_STUCK_AFTER = Option(
+    "txn_stuck_after", float, "eos family: seconds a transactional call (init, send offsets, commit, abort, with its "
+    "retries) may block; past them the worker exits for a restart and its transaction's outcome is unknown "
+    "(the numbers it can change become bounds) instead of stalling the run.", default=TXN_STUCK_AFTER_S, low=0.5,
+    high=3600, why_high="an hour; a run's own time limit ends it sooner", worker=True, applies_to=ON_OWN_TRANSACTIONS)
+TRANSACTION_OPTIONS = (COMMIT_INTERVAL_MS, FRESH_TRANSACTIONAL_ID, TRANSACTION_TIMEOUT, TXN_STUCK_AFTER)
 
 ASSIGNMENT = Option(
     "assignment", str, "Consumer experiments: assign (each worker a fixed set of partitions: fastest restarts) or "

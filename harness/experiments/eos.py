@@ -19,9 +19,13 @@ transactional.id, then resumed: it must be fenced (the zombie fault).
 
 Errors, as librdkafka documents them: abortable -> abort_transaction and
 rewind to the committed offsets; retriable (a commit that timed out) -> retry
-the same call; fatal (fenced) -> exit with FENCED_EXIT for a restart. Before a
-planned death the worker flushes the producer, so the aborted records really
-are in the log and their number is predicted exactly from the crash log.
+the same call; fatal (fenced) -> exit with FENCED_EXIT for a restart. A
+transactional call still blocked after --txn-stuck-after seconds (retries
+included) ends the worker with STUCK_EXIT and a `txn_stuck` event: its
+transaction's outcome is unknown, so what it held becomes a bound
+(runtime/call_deadline.py). Before a planned death the worker flushes the
+producer, so the aborted records really are in the log and their number is
+predicted exactly from the crash log.
 """
 
 import json
@@ -31,7 +35,8 @@ import time
 from .. import kafka_client
 from ..checker.damage import ABORTED, DEDUPED, DUPLICATED
 from ..checker.predictors import FencedPredictor, LedgerPredictor, OutputPredictor
-from .common_options import TRANSACTION_OPTIONS, TRANSACTION_TIMEOUT_MS
+from ..runtime.call_deadline import CallDeadline
+from .common_options import TRANSACTION_OPTIONS, TRANSACTION_TIMEOUT_MS, TXN_STUCK_AFTER_S
 from .declaration import Experiment, KillPoint, Stores
 
 FENCED_EXIT = 3
@@ -95,13 +100,26 @@ def init_transactions(producer, within_s: float = TXN_CALL_TIMEOUT_S) -> int:
                 raise
 
 
-def make_producer(ctx):
+def call_deadline(ctx) -> CallDeadline:
+    """The bound on this worker's transactional calls: past it, the call in progress is logged as
+    `txn_stuck` with what the worker held, and the worker exits with STUCK_EXIT for a restart."""
+    def on_stuck(call: str, seconds: float, held: dict) -> None:
+        ctx.events.emit("txn_stuck", call=call, seconds=seconds, delivered=ctx.kill.delivered, **held)
+        print(f"worker {ctx.worker}: {call} still blocked after {seconds} s; exiting for a restart "
+              f"(its transaction's outcome is unknown)", file=sys.stderr, flush=True)
+    return CallDeadline(ctx.option("txn_stuck_after") or TXN_STUCK_AFTER_S, on_stuck)
+
+
+def make_producer(ctx, deadline: CallDeadline):
     tid, p = ctx.prepared.pop("producer", (None, None))
     if p is None or tid != ctx.args.transactional_id:      # none prepared, or for another id (fresh ids)
         p = _new_producer(ctx)
     t0 = time.time()
-    calls = init_transactions(p)     # fences the previous holder of this id, aborts its transaction
-    ctx.events.emit("txn_initialized", seconds=round(time.time() - t0, 3), calls=calls)
+    with deadline.call("init_transactions", produced=[], unacked=[]):
+        # fences the previous holder of this id, aborts its transaction; the deadline ends a wait that never does
+        calls = init_transactions(p, within_s=deadline.seconds + TXN_CALL_TIMEOUT_S)
+    ctx.events.emit("txn_initialized", seconds=round(time.time() - t0, 3), calls=calls,
+                    transactional_id=ctx.args.transactional_id)
     return p
 
 
@@ -120,11 +138,13 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
     Kafka (the ledger); with `dedupe` it is guarded by the dedupe table in its own transaction."""
     from confluent_kafka import KafkaException
 
-    producer = make_producer(ctx)     # first: fences the dead predecessor and aborts its transaction
+    deadline = call_deadline(ctx)
+    producer = make_producer(ctx, deadline)   # first: fences the dead predecessor and aborts its transaction
     ctx.assign()                      # then: committed offsets are stable and can be fetched
     ctx.kill.before_crash = lambda: producer.flush(TXN_CALL_TIMEOUT_S)
     in_txn: list = []
     ledger = (lambda: [m.key().decode() for m in in_txn]) if effect else ()   # ledger rows since the last commit
+    held = {"produced": lambda: [m.key().decode() for m in in_txn], "unacked": lambda: list(ledger()) if effect else []}
     interval = (ctx.option("commit_interval_ms") or 0) / 1000.0
     txn_started = 0.0
 
@@ -135,11 +155,13 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
 
     def commit_txn():
         offsets = ctx.offsets_after(in_txn)
-        _retrying(lambda: producer.send_offsets_to_transaction(
-            offsets, ctx.consumer.consumer_group_metadata(), TXN_CALL_TIMEOUT_S))
+        with deadline.call("send_offsets_to_transaction", **held):
+            _retrying(lambda: producer.send_offsets_to_transaction(
+                offsets, ctx.consumer.consumer_group_metadata(), TXN_CALL_TIMEOUT_S))
         for m in list(in_txn):
             ctx.kill.at(SEND_OFFSETS, m, unacked=ledger, produced=in_txn)
-        _retrying(lambda: producer.commit_transaction(TXN_CALL_TIMEOUT_S))
+        with deadline.call("commit_transaction", **held):
+            _retrying(lambda: producer.commit_transaction(TXN_CALL_TIMEOUT_S))
         ctx.mark_committed(offsets)
         in_txn.clear()
 
@@ -181,7 +203,8 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
                     # copies, and these ledger rows (and perhaps the record in hand's) are applied again.
                     ctx.events.emit("txn_aborted", reason=str(err), produced=[m.key().decode() for m in in_txn],
                                     unacked=list(ledger()) if effect else [])
-                    producer.abort_transaction(TXN_CALL_TIMEOUT_S)
+                    with deadline.call("abort_transaction", **held):
+                        producer.abort_transaction(TXN_CALL_TIMEOUT_S)
                     in_txn.clear()
                     ctx.rewind()
                     continue
@@ -198,17 +221,19 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
         raise
 
 
-def _retrying(call, attempts: int = 5):
-    """Retry a transactional call whose error is retriable (a commit that timed out is retried, not aborted)."""
+def _retrying(call):
+    """Retry a transactional call whose error is retriable (a commit that timed out is retried, not
+    aborted), for as long as the worker's CallDeadline allows: past it, the worker ends."""
     from confluent_kafka import KafkaException
-    for i in range(attempts):
+    i = 0
+    while True:
         try:
             return call()
         except KafkaException as e:
-            if e.args[0].retriable() and i < attempts - 1:
-                time.sleep(0.2 * (i + 1))
-                continue
-            raise
+            if not e.args[0].retriable():
+                raise
+            i += 1
+            time.sleep(min(0.2 * i, 1.0))
 
 
 def eos_loop(ctx) -> None:

@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..runtime.call_deadline import STUCK_EXIT
+
 
 @dataclass
 class Launch:
@@ -30,7 +32,8 @@ class Launch:
     ledger_reader: Callable | None = None  # reads the effects instead of the ledger table (checker/ledger.py)
     annotate: Callable | None = None       # annotate(run, result, report): add what only the launcher knows
     bad_input: Callable | None = None      # bad_input(result) -> one line when the workers never could run
-    planned_exits: tuple = (-9, 137, 3)    # exit statuses restarted as crashes: SIGKILL, Java halt, fenced producer
+    # exit statuses restarted as crashes: SIGKILL, Java halt, fenced producer, a transactional call stuck
+    planned_exits: tuple = (-9, 137, 3, STUCK_EXIT)
     own_process_group: bool = False        # each worker in its own process group, killed whole when it dies
     forked: bool = False                   # `harness.workers.worker` command lines, forked from a server
 

@@ -199,6 +199,7 @@ class BrokerFault(Fault):
             end = self.struck[k + 1]["time"] if k + 1 < len(self.struck) else float("inf")
             aborts = [e for e in events if e.get("event") in ("txn_aborted", "fenced")
                       and f["time"] <= e.get("t", 0) < end]
+            stuck = [e for e in events if e.get("event") == "txn_stuck" and f["time"] <= e.get("t", 0) < end]
             rec, back = f.get("recovered_at"), f.get("back_at")
             out.append({"fault": self.name, "time": f["time"],
                         "target": f"{self.hands.target(f['node'])} (node {f['node']}, {f['what']})",
@@ -207,7 +208,8 @@ class BrokerFault(Fault):
                         "out_seconds": round(rec - f["time"], 3) if rec else None,
                         "until_answering_seconds": round(back - f["time"], 3) if back else None,
                         "aborted_transactions": len(aborts),
-                        "aborted_records_at_most": sum(len(e.get("produced") or []) for e in aborts),
+                        "aborted_records_at_most": sum(len(e.get("produced") or []) for e in aborts + stuck),
+                        "unknown_outcome_transactions": len(stuck),
                         **({"note": f["note"]} if f.get("note") else {})})
         return out
 

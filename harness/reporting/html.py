@@ -175,7 +175,7 @@ def render(r) -> str:
                  + "</ul>"]
     others = [f for f in d.get("faults") or [] if f["fault"] not in CRASH_FAULTS]
     if others:
-        keys = [k for k in ("out_seconds", "until_answering_seconds", "aborted_transactions",
+        keys = [k for k in ("out_seconds", "until_answering_seconds", "aborted_transactions", "unknown_outcome_transactions",
                             "aborted_records_at_most", "read_committed_stall_seconds") if any(k in f for f in others)]
         body += ["<h2>Faults</h2>", table([(f["fault"], f"{f['time']:.3f}", f["target"],
                                             *[fmt(f.get(k)) for k in keys]) for f in others],

@@ -23,9 +23,12 @@ from typing import Callable
 from .. import safefile
 from ..procs import PARENT_PID_ENV
 from ..runtime import crashlog
+from ..runtime.call_deadline import STUCK_EXIT
 
 # A worker that fails this many times without being killed on purpose is broken: stop restarting it.
 MAX_UNPLANNED_FAILURES = 5
+# Exits a worker explains in its own event (fenced: 3, a transactional call stuck: STUCK_EXIT), never "unplanned".
+SELF_DESCRIBED_EXITS = (3, STUCK_EXIT)
 TICK_S = 0.01
 
 
@@ -69,7 +72,7 @@ class Supervisor:
                  standby: bool = False, names: list | None = None,
                  watch: Callable[["Supervisor"], None] | None = None,
                  may_exit: Callable[[Slot], bool] | None = None,
-                 planned_exits: tuple = (-signal.SIGKILL, 137, 3),
+                 planned_exits: tuple = (-signal.SIGKILL, 137, 3, STUCK_EXIT),
                  restart_delay: float = 0.0, own_process_group: bool = False, forked: bool = False):
         self.run_dir = run_dir
         self.slots = [Slot(i, names[i] if names else f"w{i}") for i in range(slots)]
@@ -197,6 +200,15 @@ class Supervisor:
                     s.proc.kill()
                     s.proc.wait()
 
+    def _give_up(self, s: Slot, rc: int) -> bool:
+        """A slot that failed MAX_UNPLANNED_FAILURES times ends the run as incomplete, saying where to look."""
+        if s.unplanned_failures < MAX_UNPLANNED_FAILURES:
+            return False
+        self.result.status, self.result.gave_up_on = "incomplete", s.name
+        self.result.reason = (f"worker {s.name} failed {s.unplanned_failures} times "
+                              f"(exit {rc}); see {self.logs / (s.name + '.log')}")
+        return True
+
     def _crash_recorded(self, s: Slot) -> bool:
         return any(c.get("worker") == s.name and c.get("attempt") == s.attempt for c in crashlog.read(self.crash_log))
 
@@ -251,20 +263,21 @@ class Supervisor:
                     self._sweep(s.proc)
                     if rc == 0 and (self.may_exit is None or self.may_exit(s)):
                         s.finished = True
-                    elif rc in self.planned_exits:      # SIGKILL; with our workers also Java halt(137), fenced (3)
-                        if rc != 3 and not self._crash_recorded(s):
+                    elif rc in self.planned_exits:      # SIGKILL; with our workers also Java halt(137), fenced, stuck
+                        if rc not in SELF_DESCRIBED_EXITS and not self._crash_recorded(s):
                             # Killed, but by no fault of ours (the OOM killer, a user's kill -9): say so.
                             self.result.unplanned_deaths.append({"worker": s.name, "attempt": s.attempt,
                                                                  "exit_code": rc, "time": round(now, 3)})
+                        if rc == STUCK_EXIT:     # described by its event, but a slot stuck again and again is broken
+                            s.unplanned_failures += 1
+                            if self._give_up(s, rc):
+                                break
                         self.restart(s, now)
                     else:
                         s.unplanned_failures += 1
                         self.result.unplanned_deaths.append({"worker": s.name, "attempt": s.attempt,
                                                              "exit_code": rc, "time": round(now, 3)})
-                        if s.unplanned_failures >= MAX_UNPLANNED_FAILURES:
-                            self.result.status, self.result.gave_up_on = "incomplete", s.name
-                            self.result.reason = (f"worker {s.name} failed {s.unplanned_failures} times "
-                                                  f"(exit {rc}); see {self.logs / (s.name + '.log')}")
+                        if self._give_up(s, rc):
                             break
                         self.restart(s, now)
                 if self.result.status == "incomplete":

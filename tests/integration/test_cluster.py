@@ -122,6 +122,61 @@ def test_eos_with_broker_kills_and_crashes_stays_exact_under_read_committed(clus
         assert all(len(p.replicas) == 3 for p in md.topics[topic].partitions.values()), topic
 
 
+def _events(out) -> list[dict]:
+    p = out / "events.jsonl"
+    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()] if p.exists() else []
+
+
+def test_a_transaction_coordinator_that_stops_answering_ends_the_worker_not_the_run(cluster, tmp_path):
+    """The worker is held (SIGSTOP) with its transaction open, its coordinator frozen, the worker let go: its
+    next transactional call cannot return (the client waits on the frozen node's connection until its own
+    30 s timeout, then retries). Before the call deadline existed such a wait ran to the run's time limit;
+    now the worker ends after --txn-stuck-after seconds, logs what it held, and its successor goes on."""
+    from harness.stack.brokers import leader_of
+    from harness.stack.local_kafka import LocalKafka
+    out = tmp_path / "report"
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "eos", "--messages", "300", "--workers", "1",
+                             "--crash-rate", "0", "--commit-interval-ms", "200", "--txn-stuck-after", "3", "--quiet",
+                             "--out", str(out)], cwd=ROOT, env={**os.environ, **cluster["env"]},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    frozen = None
+    try:
+        deadline = time.time() + 120
+        while not (first := [e for e in _events(out) if e["event"] == "first_message"]):
+            assert time.time() < deadline and proc.poll() is None, "the worker never began"
+            time.sleep(0.01)
+        worker = first[0]["pid"]
+        os.kill(worker, signal.SIGSTOP)          # its transaction is open: the record in hand is in it
+        tid = next(e["transactional_id"] for e in _events(out) if e["event"] == "txn_initialized" and e["pid"] == worker)
+        node, what = leader_of(cluster["status"]["bootstrap_servers"], None, transactional_id=tid)
+        assert node, what
+        frozen = LocalKafka(cluster["home"], node).running().pid
+        os.kill(frozen, signal.SIGSTOP)
+        os.kill(worker, signal.SIGCONT)
+        while not (stuck := [e for e in _events(out) if e["event"] == "txn_stuck"]):
+            assert time.time() < deadline and proc.poll() is None, "no transactional call was bounded"
+            time.sleep(0.05)
+    finally:
+        if frozen:
+            os.kill(frozen, signal.SIGCONT)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == EXIT_CODES["as-predicted"], err[-3000:] + "\n" + nodes_story(cluster)
+    d = json.loads((out / "report.json").read_text())
+    validate(d)
+    ev = stuck[0]
+    assert (ev["pid"], ev["attempt"]) == (worker, 1) and ev["seconds"] >= 3
+    assert ev["call"] in ("send_offsets_to_transaction", "commit_transaction") and ev["produced"], ev
+    # its successor took over, and the worker's end is described, not an unexplained death
+    assert any(e["event"] == "started" and e["attempt"] == 2 for e in _events(out))
+    assert d["verdict_detail"].get("unplanned_deaths") in (None, [])
+    # committed or aborted, nobody can say: read_committed exact, the aborted copies a bound that held
+    ko = d["kafka_output"]
+    assert (ko["read_committed"]["records"], ko["read_committed"]["duplicates"], ko["read_committed"]["lost"]) == \
+        (300, 0, 0)
+    assert not d["predicted"]["exact"] and "a transactional call that never returned" in d["predicted"]["note"]
+    assert f"kafka.read_uncommitted.duplicates <= {len(ev['produced'])}" in d["predicted"]["expectations"]
+
+
 def test_eos_dedupe_with_broker_kills_is_exact_in_kafka_and_postgres(cluster, tmp_path):
     d = run_exp(cluster, tmp_path, "eos-dedupe", "--messages", "200", "--fault", "planned-crash",
                 "--fault", "broker-kill:count=2,every=1,down=2")

@@ -58,3 +58,22 @@ def test_an_unfinished_run_says_so_whatever_its_numbers_say():
 def test_a_worker_a_fault_stopped_without_a_crash_record_turns_the_prediction_into_bounds():
     o = outcome(stopped=1)
     assert not o.prediction.exact and o.prediction.get("ledger.duplicates").op == "<="
+
+
+def test_a_transaction_whose_call_never_returned_makes_what_it_held_a_bound():
+    p = RunParams("eos", messages=5)
+    exp = get("eos").resolve(p)
+    stuck = {"event": "txn_stuck", "worker": "w0", "attempt": 1, "t": 1.5, "call": "commit_transaction",
+             "seconds": 60.0, "produced": ["a", "b"], "unacked": []}
+    result = SimpleNamespace(status="complete", events=[stuck, {"event": "done", "worker": "w0", "t": 2.0}],
+                             unplanned_deaths=[], killed_at_end=0)
+    audit = SimpleNamespace(metrics={"kafka.read_committed.duplicates": 0, "kafka.read_committed.lost": 0,
+                                     "kafka.read_uncommitted.duplicates": 2, "kafka.read_uncommitted.lost": 0},
+                            evidence=Evidence())
+    o = decide(exp, p, [], result, [], audit, amounts={}, positions={}, accounts={}, run_dir=None)
+    pred = o.prediction
+    # committed or aborted, nobody can say: the aborted copies are 0 or 2, read_committed stays exact
+    assert not pred.exact and pred.get("kafka.read_uncommitted.duplicates").text() == "kafka.read_uncommitted.duplicates <= 2"
+    assert pred.get("kafka.read_committed.duplicates").op == "=="
+    assert "1 of them a transactional call that never returned" in pred.note
+    assert o.verdict == "as-predicted"

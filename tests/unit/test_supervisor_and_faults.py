@@ -36,6 +36,8 @@ if act == "kill9":      # killed with no record: nobody planned this
     os.kill(os.getpid(), signal.SIGKILL)
 if act == "fail":
     sys.exit(1)
+if act == "stuck":      # a transactional call that never returned: described by the worker's own event
+    sys.exit(4)
 if act == "sleep":
     time.sleep(60)
 if act == "record-then-sleep":   # its crash record is written; its death is not yet seen when the run stops
@@ -75,6 +77,17 @@ def test_a_worker_that_keeps_failing_ends_the_run_incomplete(tmp_path):
     r = supervisor(tmp_path, "fail").run()
     assert r.status == "incomplete" and "failed 5 times (exit 1)" in r.reason
     assert len(r.unplanned_deaths) == 5
+
+
+def test_a_worker_ended_by_its_call_deadline_is_restarted_and_not_called_unplanned(tmp_path):
+    r = supervisor(tmp_path, "stuck,ok").run()
+    assert (r.status, r.restarts, r.unplanned_deaths) == ("complete", 1, [])
+
+
+def test_a_worker_stuck_at_every_attempt_ends_the_run_incomplete_not_at_its_time_limit(tmp_path):
+    r = supervisor(tmp_path, "stuck", time_limit=60).run()
+    assert r.status == "incomplete" and "failed 5 times (exit 4)" in r.reason
+    assert r.unplanned_deaths == [] and r.restarts == 4
 
 
 def test_the_time_limit_ends_a_stuck_run_and_kills_the_worker(tmp_path):
