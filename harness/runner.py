@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import kafka_client, kafka_logging
+from .checker.histories import read as read_histories
 from .checker.observe import observe_run
 from .checker.deliveries import FILE_NAME as DELIVERIES, read as read_deliveries
 from .checker.outcome import decide
@@ -67,6 +68,7 @@ class Run:
     crash_log: Path = field(init=False)
     events: Path = field(init=False)
     crash_plan: Path = field(init=False)
+    history: Path = field(init=False)     # the workers' histories (runtime/history.py), one file per process
 
     @property
     def sent_ids(self) -> list:
@@ -76,6 +78,7 @@ class Run:
         self.crash_log = self.run_dir / "crash-log.jsonl"
         self.events = self.run_dir / "events.jsonl"
         self.crash_plan = self.run_dir / "crash-plan.json"
+        self.history = self.run_dir / "history"
 
 
 class Progress:
@@ -226,6 +229,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
             + "; ".join(_fault_line(f) for f in faults) + f" (seed {params.seed})")
         r.progress = Progress(stack, names, params.partitions, params.messages, ui)
         with phase(r, "prepare_workers"):
+            r.history.mkdir(exist_ok=True)
             launch = launcher.prepare(r)
         watcher = OutputWatcher(stack.bootstrap_servers, names.output_topic) if exp.stores.output else None
         sup = Supervisor(run_dir, len(launch.slots), launch.command, launch.env, params.time_limit, r.crash_log,
@@ -268,7 +272,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
             audit = observe_run(exp, stack, names, r.amounts, positions, r.progress.committed,
                               finished=result.status == "complete", accounts=r.accounts,
                               deliveries=read_deliveries(run_dir / DELIVERIES) if exp.stores.deliveries else None,
-                              **readers)
+                              histories=read_histories(r.history) if launch else None,
+                              concurrent=watcher.placed() if watcher else None, **readers)
         outcome = decide(r.exp, r.params, crashes, result, faults, audit, amounts=r.amounts,
                          positions=r.positions, accounts=r.accounts, run_dir=r.run_dir)
         report = assemble(r, faults, launch.reports_deliveries if launch else False, result, crashes, audit,

@@ -10,9 +10,9 @@ counts and its error, never zeros.
 """
 
 import json
-
 import time
 import uuid
+from dataclasses import dataclass, field
 
 from .. import consume
 from .effects import count_effects
@@ -21,8 +21,23 @@ from .effects import count_effects
 READ_TIMEOUT_S = 60
 
 
+@dataclass
+class LogRead:
+    """What one fresh reader got: each record as (key, value, partition, offset), and how far it got in
+    each partition (its position at the end: the last stable offset for read_committed)."""
+    records: list = field(default_factory=list)
+    reached: dict = field(default_factory=dict)
+    error: str | None = None
+
+
 def read_ids(bootstrap: str, topic: str, isolation: str) -> tuple[list, str | None]:
-    """All records in `topic` as `isolation` sees them: ([(key, value)], error)."""
+    """All records in `topic` as `isolation` sees them: ([(key, value, partition, offset)], error)."""
+    got = read_log(bootstrap, topic, isolation)
+    return got.records, got.error
+
+
+def read_log(bootstrap: str, topic: str, isolation: str) -> LogRead:
+    """All records in `topic` as a fresh `isolation` reader sees them, from the beginning of every partition."""
     from confluent_kafka import Consumer, TopicPartition, OFFSET_BEGINNING
     from .. import kafka_client, kafka_logging
     try:
@@ -32,7 +47,7 @@ def read_ids(bootstrap: str, topic: str, isolation: str) -> tuple[list, str | No
         md = c.list_topics(topic, timeout=15)
         if topic not in md.topics or md.topics[topic].error is not None:
             c.close()
-            return [], f"topic {topic} not found"
+            return LogRead(error=f"topic {topic} not found")
         parts = sorted(md.topics[topic].partitions)
         ends = {}
         for p in parts:
@@ -46,7 +61,8 @@ def read_ids(bootstrap: str, topic: str, isolation: str) -> tuple[list, str | No
             for m in consume.ready(c, 1000, 0.5):
                 if m.error():
                     continue
-                ids.append((m.key().decode(errors="replace") if m.key() is not None else None, m.value()))
+                ids.append((m.key().decode(errors="replace") if m.key() is not None else None, m.value(),
+                            m.partition(), m.offset()))
                 if m.offset() + 1 >= ends[m.partition()]:
                     done.add(m.partition())
             # read_committed stops at the last stable offset: control records and aborted data
@@ -54,11 +70,12 @@ def read_ids(bootstrap: str, topic: str, isolation: str) -> tuple[list, str | No
             for tp in c.position([TopicPartition(topic, p) for p in parts if p not in done]):
                 if tp.offset >= ends[tp.partition]:
                     done.add(tp.partition)
+        reached = {tp.partition: max(tp.offset, 0) for tp in c.position([TopicPartition(topic, p) for p in parts])}
         c.close()
         err = None if len(done) == len(parts) else f"timed out reading {topic} ({isolation})"
-        return ids, err
+        return LogRead(ids, reached, err)
     except Exception as e:  # noqa: BLE001
-        return [], str(e).splitlines()[0] if str(e) else repr(e)
+        return LogRead(error=str(e).splitlines()[0] if str(e) else repr(e))
 
 
 def _key(r):
@@ -73,7 +90,7 @@ def bad_records(amounts: dict | None, records: list) -> list[str]:
     for r in records:
         if not isinstance(r, tuple):
             continue
-        key, value = r
+        key, value = r[0], r[1]
         if key not in amounts:
             continue                      # counted apart, as an id never sent
         try:
@@ -86,10 +103,18 @@ def bad_records(amounts: dict | None, records: list) -> list[str]:
     return sorted(bad)
 
 
+def placed(records: list) -> dict | None:
+    """{(partition, offset): key} of records read with their place (None when any lacks it)."""
+    if not all(isinstance(r, tuple) and len(r) == 4 for r in records):
+        return None
+    return {(r[2], r[3]): r[0] for r in records}
+
+
 def audit_records(sent_ids: list[str], seen: dict[str, list], errors: dict | None = None,
-                  amounts: dict | None = None) -> dict:
+                  amounts: dict | None = None, reached: dict | None = None) -> dict:
     """Pure part of the audit: `seen` maps an isolation level to the records that reader got, in order
-    (keys, or (key, value) pairs whose values are checked against `amounts`)."""
+    (keys, (key, value) pairs whose values are checked against `amounts`, or (key, value, partition,
+    offset) as read_log gives them); `reached` each reader's position per partition at its end."""
     out = {}
     for isolation in ("read_committed", "read_uncommitted"):
         err = (errors or {}).get(isolation)
@@ -98,14 +123,14 @@ def audit_records(sent_ids: list[str], seen: dict[str, list], errors: dict | Non
         if err:
             out[isolation] = {"records": None, "duplicates": None, "lost": None, "duplicate_ids": [], "lost_ids": [],
                               "unexpected_ids": [], "bad_value_ids": [], "error": err,
-                              "per_id": {}}
+                              "per_id": {}, "at": None, "reached": None}
             continue
         # Every id, uncapped: the verdict counts them in full; reports cap what they show.
         out[isolation] = {"records": c.effects, "duplicates": c.duplicates, "lost": c.lost,
                           "duplicate_ids": c.duplicate_ids, "lost_ids": c.lost_ids,
                           "unexpected_ids": c.unexpected_ids,
                           "bad_value_ids": bad_records(amounts, records), "error": None,
-                          "per_id": c.per_id}
+                          "per_id": c.per_id, "at": placed(records), "reached": (reached or {}).get(isolation)}
     rc, ru = out["read_committed"]["records"], out["read_uncommitted"]["records"]
     # Records the log holds but committed readers never see: aborted (or still open) transactions.
     out["aborted_records"] = ru - rc if rc is not None and ru is not None else None
@@ -113,7 +138,8 @@ def audit_records(sent_ids: list[str], seen: dict[str, list], errors: dict | Non
 
 
 def audit_output(bootstrap: str, topic: str, sent_ids: list[str], amounts: dict | None = None) -> dict:
-    seen, errors = {}, {}
+    seen, errors, reached = {}, {}, {}
     for isolation in ("read_committed", "read_uncommitted"):
-        seen[isolation], errors[isolation] = read_ids(bootstrap, topic, isolation)
-    return audit_records(sent_ids, seen, errors, amounts)
+        got = read_log(bootstrap, topic, isolation)
+        seen[isolation], errors[isolation], reached[isolation] = got.records, got.error, got.reached
+    return audit_records(sent_ids, seen, errors, amounts, reached)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from . import anomalies as anomaly_classes
 from . import deliveries as delivery_log
 from .effects import EffectCounts, count_effects, integrity, split_missing
 from .accounts import audit_accounts, read_accounts
@@ -54,6 +55,8 @@ class Observation:
     output: dict | None = None            # per isolation: StoreCounts; plus "aborted_records"
     accounts: list | None = None          # per account: {account, expected, actual, version, stale_updates}
     service: object = None                # a service's rows, outbox and events (checker/systems.py)
+    anomalies: dict | None = None         # class name -> anomalies.Found, over the histories and the logs
+    history: dict | None = None           # what the histories held: processes, operations, lines set aside
     metrics: dict = field(default_factory=dict)
     evidence: Evidence = field(default_factory=Evidence)
 
@@ -81,8 +84,11 @@ def _unwritten(kout: dict) -> bool:
 def observe_run(exp, stack, names, amounts: dict, positions: dict | None, committed: dict | None,
               finished: bool, ledger_reader=read_ledger, output_reader=audit_output, accounts: dict | None = None,
               accounts_reader=read_accounts, deliveries: "delivery_log.DeliveryLog | None" = None,
-              order_reader=read_ids) -> Observation:
+              order_reader=read_ids, histories=None, concurrent: dict | None = None) -> Observation:
+    """`histories`: the workers' (checker/histories.py), None when the run kept none; `concurrent`:
+    {(partition, offset): key} of the output topic as a read_committed reader saw it during the run."""
     a = Observation()
+    kout = None
     sent = list(amounts)
     if exp.stores.ledger:
         # A dedupe table whose keys the worker purges has lost the hit counts of the purged keys: not evidence.
@@ -115,7 +121,8 @@ def observe_run(exp, stack, names, amounts: dict, positions: dict | None, commit
     if exp.stores.output_topic:
         kout = output_reader(stack.bootstrap_servers, names.output_topic, sent, amounts)
         if not exp.stores.output and _unwritten(kout):
-            return a                       # an optional output topic nobody wrote to: nothing to audit
+            kout = None                    # an optional output topic nobody wrote to: nothing to audit
+    if kout is not None:
         a.output = {"aborted_records": kout.get("aborted_records")}
         for iso in ISOLATIONS:
             k = kout[iso]
@@ -148,7 +155,30 @@ def observe_run(exp, stack, names, amounts: dict, positions: dict | None, commit
         a.evidence.ids.update(svc.ids)
         a.evidence.integrity += svc.integrity
         a.evidence.errors += svc.errors
+    if histories is not None:
+        _check_histories(a, exp, names, histories, positions, kout, concurrent)
     return a
+
+
+def _check_histories(a: Observation, exp, names, histories, positions: dict | None, kout: dict | None,
+                     concurrent: dict | None) -> None:
+    """Jepsen's anomaly classes over the histories, the input log (where each payment was acknowledged)
+    and the output topic's readers; each forbidden class becomes a metric the verdict holds to 0."""
+    input_log = None
+    if positions:
+        input_log = {}
+        for p, o in positions.values():
+            input_log.setdefault(p, []).append(o)
+        input_log = {p: sorted(offs) for p, offs in input_log.items()}
+    logs = None
+    if kout is not None:
+        rc, ru = kout["read_committed"], kout["read_uncommitted"]
+        logs = anomaly_classes.Logs(rc.get("at") if not rc.get("error") else None,
+                                    ru.get("at") if not ru.get("error") else None, concurrent,
+                                    rc.get("reached") if not rc.get("error") else None)
+    a.anomalies = anomaly_classes.check(histories.processes, names.input_topic, input_log, logs, exp.allows)
+    a.history = {"processes": len(histories.processes), "operations": histories.ops(),
+                 "bad_lines": histories.bad_lines, "problems": histories.problems[:20]}
 
 
 def _audit_deliveries(a: Observation, stack, names, log, positions: dict | None, sent: list, order_reader) -> None:
@@ -176,6 +206,6 @@ def _audit_deliveries(a: Observation, stack, names, log, positions: dict | None,
     if err or positions is None:
         a.evidence.errors.append(f"output order: {err or 'input positions unknown'}")
         return
-    moved = delivery_log.reordered([k for k, _v in records], positions)
+    moved = delivery_log.reordered([r[0] for r in records], positions)
     a.metrics["producer.reordered"] = len(moved)
     a.evidence.ids["producer.reordered"] = moved

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .predict import Prediction, predict
+from .predict import Expectation, Prediction, predict
 from .verdict import Verdict, judge
 
 # Worker events for work undone behind the crash records' back: aborted transactions, transactions whose
@@ -35,6 +35,7 @@ class Outcome:
     observed: dict           # metric -> value: the audit's metrics and the faults' own observations
     judgement: Verdict       # the prediction against the observed: failures and the ids that differ
     verdict: str             # the run's verdict: the judgement's, or "incomplete"/"interrupted" when it did not finish
+    anomalies: dict | None = None   # class name -> anomalies.Found (allowed or not), None when no history was kept
 
 
 def decide(exp, params, crashes: list[dict], result, faults: list, audit, *, amounts: dict,
@@ -56,6 +57,25 @@ def decide(exp, params, crashes: list[dict], result, faults: list, audit, *, amo
     observed = dict(audit.metrics)
     for f in faults:
         observed.update(f.observed(stories[f.name]))
+    anomalies = getattr(audit, "anomalies", None)
+    if anomalies:
+        forbid_anomalies(prediction, observed, audit.evidence, anomalies)
     judgement = judge(prediction, observed, audit.evidence)
     verdict = result.status if result.status in UNFINISHED else judgement.verdict
-    return Outcome(stories, prediction, observed, judgement, verdict)
+    return Outcome(stories, prediction, observed, judgement, verdict, anomalies)
+
+
+def forbid_anomalies(prediction: Prediction, observed: dict, evidence, anomalies: dict) -> None:
+    """Each anomaly class the experiment does not allow must not occur: an expectation of 0, judged like
+    the others (a class that could not be checked is "not measured"). `duplicate` is allowed exactly when
+    the prediction lets read_committed readers see duplicates."""
+    dup = prediction.get("kafka.read_committed.duplicates")
+    if "duplicate" in anomalies:
+        anomalies["duplicate"].allowed = not (dup is not None and dup.op == "==" and dup.value == 0)
+    for name, found in anomalies.items():
+        if found.allowed:
+            continue
+        metric = f"anomaly.{name}"
+        prediction.expectations.append(Expectation(metric, 0))
+        observed[metric] = found.count
+        evidence.ids[metric] = found.named()

@@ -26,7 +26,8 @@ from .. import consume
 class OutputWatcher:
     def __init__(self, bootstrap: str, topic: str):
         self.bootstrap, self.topic = bootstrap, topic
-        self.seen: list[tuple] = []   # (time visible to us, producer's create time in seconds, worker, partition)
+        # (time visible to us, producer's create time in seconds, worker, partition, offset, key)
+        self.seen: list[tuple] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="output-watcher", daemon=True)
         self._thread.start()
@@ -43,7 +44,8 @@ class OutputWatcher:
             while not self._stop.is_set():
                 for m in consume.ready(c, 1000, 0.1):
                     if not m.error():
-                        self.seen.append((time.time(), m.timestamp()[1] / 1000.0, _worker(m.value()), m.partition()))
+                        self.seen.append((time.time(), m.timestamp()[1] / 1000.0, _worker(m.value()), m.partition(),
+                                          m.offset(), m.key().decode(errors="replace") if m.key() is not None else None))
             c.close()
         except Exception:  # noqa: BLE001 - a watcher that fails leaves the stall unknown, never breaks a run
             pass
@@ -51,6 +53,10 @@ class OutputWatcher:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
+
+    def placed(self) -> dict:
+        """{(partition, offset): key} of every record this reader saw during the run (for the anomaly classes)."""
+        return {(s[3], s[4]): s[5] for s in self.seen}
 
     def stalls(self, crashes: list[dict]) -> list[float | None]:
         """Per crash: seconds until a record of the crashed worker, produced after it, became visible."""

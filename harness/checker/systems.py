@@ -51,13 +51,13 @@ class ServiceAudit:
 
 def compare(amounts: dict, row_ids: list | None, event_records: list | None,
             outbox: list | None = None) -> ServiceAudit:
-    """Pure part: `row_ids` from the rows table, `event_records` [(key, value)] from the topic, `outbox`
+    """Pure part: `row_ids` from the rows table, `event_records` [(key, value[, partition, offset])] from the topic, `outbox`
     [(message_id, sent)] from the outbox table; None for a store that could not be read."""
     a = ServiceAudit()
     if row_ids is not None:
         a.rows = len(row_ids)
     if event_records is not None:
-        keys = Counter(k for k, _v in event_records)
+        keys = Counter(r[0] for r in event_records)
         a.events = len(event_records)
         dup = sorted(k for k, n in keys.items() if n > 1)
         a.event_duplicates = sum(n - 1 for n in keys.values())
@@ -70,7 +70,7 @@ def compare(amounts: dict, row_ids: list | None, event_records: list | None,
         if never:
             a.integrity.append((f"events ids never sent: {len(never)} id(s) with events but no payment", never))
     if row_ids is not None and event_records is not None:
-        rows, events = set(row_ids), {k for k, _v in event_records}
+        rows, events = set(row_ids), {r[0] for r in event_records}
         a.ids["events.unpublished"] = sorted(rows - events)
         a.ids["events.orphaned"] = sorted(events - rows)
         a.unpublished, a.orphaned = len(rows - events), len(events - rows)

@@ -160,8 +160,10 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
                 offsets, ctx.consumer.consumer_group_metadata(), TXN_CALL_TIMEOUT_S))
         for m in list(in_txn):
             ctx.kill.at(SEND_OFFSETS, m, unacked=ledger, produced=in_txn)
+        ctx.history.txn("committing")
         with deadline.call("commit_transaction", **held):
             _retrying(lambda: producer.commit_transaction(TXN_CALL_TIMEOUT_S))
+        ctx.history.txn("commit")
         ctx.mark_committed(offsets)
         in_txn.clear()
 
@@ -173,6 +175,7 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
                     ctx.deliver(msg)
                     if not in_txn:
                         producer.begin_transaction()
+                        ctx.history.txn("begin")
                         txn_started = time.monotonic()
                     if effect:
                         ctx.kill.at(POLL, msg, unacked=ledger, produced=in_txn)
@@ -186,7 +189,7 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
                         ctx.kill.at("after-poll-before-produce", msg, produced=in_txn)
                     # Same partition as the input: a dead transaction blocks exactly the crashed worker's partitions.
                     producer.produce(ctx.args.output_topic, key=msg.key(), value=output_value(ctx, msg),
-                                     partition=msg.partition())
+                                     partition=msg.partition(), on_delivery=ctx.history.on_delivery())
                     in_txn.append(msg)
                     ctx.kill.at(PRODUCE, msg, unacked=ledger, produced=in_txn)
                     if commit_due():
@@ -205,6 +208,7 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
                                     unacked=list(ledger()) if effect else [])
                     with deadline.call("abort_transaction", **held):
                         producer.abort_transaction(TXN_CALL_TIMEOUT_S)
+                    ctx.history.txn("abort")
                     in_txn.clear()
                     ctx.rewind()
                     continue

@@ -5,7 +5,7 @@ judge -> render): it lays out the run's declaration, its faults, the crash log,
 the audit and the checker's `Outcome` (checker/outcome.py: the prediction and
 the verdict), and decides nothing itself: it neither predicts nor judges.
 
-The contract is docs/report.schema.json (schema_version 2); every report the
+The contract is docs/report.schema.json (schema_version 3); every report the
 tests write is validated against it. The sections are dataclasses so a field
 cannot be misspelt in one place and read under another name elsewhere. Numbers
 the harness could not measure are None (null in JSON, "unknown" when shown),
@@ -268,12 +268,21 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "timings": timings(result.wall_seconds, len(r.sent_ids), crash_rows, getattr(r, "phases", None)),
         "restarts": result.restarts,
         "timeline": timeline(r.progress.samples, crashes, result.events, r.progress.t0, fault_rows),
+        "anomaly_classes": anomaly_classes(outcome.anomalies, audit.history),
     }
     if params.assignment == "group":
         data["consumer_group"] = group_story(params.group_protocol or "classic", result.events, r.progress.t0)
     data["summary"] = summarize(data, [f.sentence(fault_details[f.name]) + f.shortfall(crashes, fault_details[f.name])
                                        for f in faults])
     return RunReport(data)
+
+
+def anomaly_classes(found: dict | None, history: dict | None) -> dict | None:
+    """Jepsen's anomaly classes as the checker found them (checker/anomalies.py), with what the histories
+    held; None when the run kept no history (a run stopped before its workers started)."""
+    if found is None:
+        return None
+    return {"history": history, "classes": {name: f.as_dict() for name, f in found.items()}}
 
 
 def written_tables(exp, names) -> list[str]:
@@ -357,6 +366,10 @@ def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
                  + ", ".join(f"{x['worker']} attempt {x['attempt']}" for x in stopped[:10])
                  + "): what they had done since their last commit is undescribed, so the numbers it can "
                    "change are bounds.")
+    bad = [f"{name} ({c['count']:,})" for name, c in ((d.get("anomaly_classes") or {}).get("classes") or {}).items()
+           if c["count"] and not c["allowed"]]
+    if bad:
+        text += f" Forbidden anomalies: {', '.join(bad)} (see anomaly_classes)."
     errs = d["verdict_detail"].get("audit_errors") or []
     if errs:
         text += f" Audit error: {errs[0]}."

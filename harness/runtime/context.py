@@ -27,6 +27,7 @@ from ..options import worker_options
 from ..workload.sqlnames import table_identifier as table_ident
 from .evidence import Events, KillSwitch, ids
 from .group import GROUP_SETTINGS, GroupMember
+from .history import History
 from .kafka_calls import REQUEST_TIMEOUT_S, retrying
 
 # Each poll waits at most this long for records; short, so the end of input is noticed quickly.
@@ -78,6 +79,8 @@ class WorkerContext(GroupMember):
         self.commit_every = args.commit_every
         self.input_topic = args.input_topic
         self.events = Events(Path(args.events), args.worker, args.attempt)
+        self.history = History(getattr(args, "history", None), args.worker, args.attempt,
+                               transactional_id=getattr(args, "transactional_id", None))
         self._last_record_at = time.monotonic()      # a standby's wait for its turn is no stall
         plan = CrashPlan.load(Path(args.crash_plan)) if args.crash_plan else None
         self.kill = KillSwitch(plan, Path(args.crash_log), args.worker, args.attempt, args.experiment)
@@ -113,6 +116,7 @@ class WorkerContext(GroupMember):
                 tp.offset = OFFSET_BEGINNING
         self.consumer.assign(committed)
         self.positions = dict(self.committed)     # next offset to process, per partition
+        self.history.positions("assign", self.input_topic, self.committed)
         self.events.emit("started", partitions=list(self.args.partitions),
                          offsets={str(p): o for p, o in self.committed.items()})
 
@@ -127,6 +131,7 @@ class WorkerContext(GroupMember):
             out.append(m)
             self.positions[m.partition()] = m.offset() + 1
         if out:
+            self.history.poll(self.input_topic, out)
             self._last_record_at = time.monotonic()
             if not self._first:
                 self._first = True
@@ -148,6 +153,7 @@ class WorkerContext(GroupMember):
         if self._reseeks > STALL_RESEEKS:
             raise RuntimeError(f"partitions {sorted(behind)} yielded no record for {waited} s after "
                                f"{STALL_RESEEKS} seeks: giving up")
+        self.history.positions("seek", self.input_topic, behind)
         for p, pos in behind.items():
             try:
                 self.consumer.seek(TopicPartition(self.input_topic, p, pos))
@@ -182,6 +188,7 @@ class WorkerContext(GroupMember):
                 return
         else:
             self.consumer.commit(offsets=offsets, asynchronous=False)
+        self.history.positions("commit", self.input_topic, {tp.partition: tp.offset for tp in offsets})
         self.mark_committed(offsets)
 
     def mark_committed(self, offsets) -> None:
@@ -228,6 +235,7 @@ class WorkerContext(GroupMember):
     def rewind(self) -> None:
         """Seek back to the committed offsets (after an aborted transaction Kafka does not rewind for us)."""
         from confluent_kafka import TopicPartition
+        self.history.positions("seek", self.input_topic, self.committed)
         for p, off in self.committed.items():
             self.consumer.seek(TopicPartition(self.input_topic, p, off))
             self.positions[p] = off
@@ -272,6 +280,7 @@ class WorkerContext(GroupMember):
         self.events.emit("done", delivered=self.kill.delivered,
                          max_rss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
         self._closing = True
+        self.history.close()
         try:
             self.consumer.close()
         finally:

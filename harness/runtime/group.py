@@ -56,6 +56,7 @@ class GroupMember:
             self.high[tp.partition] = self._topic_high[tp.partition]
             self.committed[tp.partition] = tp.offset if tp.offset >= 0 else 0
             self.positions[tp.partition] = self.committed[tp.partition]
+        self.history.positions("assign", self.input_topic, {tp.partition: self.committed[tp.partition] for tp in got})
         self.events.emit("assigned", partitions=sorted(tp.partition for tp in partitions))
 
     def _on_revoke(self, consumer, partitions) -> None:
@@ -63,7 +64,9 @@ class GroupMember:
         mine = [m for m in self.pending if m.partition() in gone]
         if mine:
             try:
-                consumer.commit(offsets=self.offsets_after(mine), asynchronous=False)
+                offsets = self.offsets_after(mine)
+                consumer.commit(offsets=offsets, asynchronous=False)
+                self.history.positions("commit", self.input_topic, {tp.partition: tp.offset for tp in offsets})
             except Exception as e:  # noqa: BLE001 - the new owner redelivers them: say which
                 self.events.emit("commit_lost", unacked=ids(mine), reason=str(e)[:200])
         self._forget(gone, mine)
@@ -78,6 +81,7 @@ class GroupMember:
         self.events.emit("revoked", partitions=sorted(gone), lost=True)
 
     def _forget(self, gone: set, mine: list) -> None:
+        self.history.revoked(self.input_topic, gone)
         for m in mine:
             self.pending.remove(m)
         for p in gone:

@@ -38,6 +38,7 @@ def parse(argv=None):
     ap.add_argument("--crash-plan")
     ap.add_argument("--crash-log", required=True)
     ap.add_argument("--events", required=True)
+    ap.add_argument("--history", help="the folder of the run's histories (runtime/history.py)")
     ap.add_argument("--isolation", default="read_committed")
     ap.add_argument("--transactional-id")
     ap.add_argument("--delivery-log", help="the producer under test: append each delivery report here")

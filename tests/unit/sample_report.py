@@ -20,7 +20,7 @@ def validate_suite(data: dict) -> None:
 
 def sample(experiment="offset-after", lost=0, dups=3, verdict="as-predicted"):
     return {
-        "schema_version": 2, "run_id": f"20261129T183000-{experiment}", "experiment": experiment,
+        "schema_version": 3, "run_id": f"20261129T183000-{experiment}", "experiment": experiment,
         "status": "complete", "proves": "At-least-once.", "steps": "poll, effect, commit offset",
         "kill_points": [{"name": "after-effect-before-commit", "after": "effect", "before": "commit offset",
                          "damage": ["duplicated"], "says": "applied again"}],
@@ -59,6 +59,7 @@ def sample(experiment="offset-after", lost=0, dups=3, verdict="as-predicted"):
                     "read_committed_stall_max_seconds": None, "messages_per_second": 2.4},
         "restarts": 1,
         "timeline": {"progress": [[0, 0], [2, 5], [4, 10]], "crashes": [1.0], "restarts": [1.2], "faults": []},
+        "anomaly_classes": None,
         "summary": f"{experiment}: {lost} lost and {dups} duplicated effects of 10 payments.",
     }
 

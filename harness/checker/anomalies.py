@@ -1,0 +1,237 @@
+"""Jepsen's anomaly classes over the workers' histories and the topics' logs.
+
+The ledger check counts effects per payment id; it cannot see a consumer that
+skipped a record and was saved by a later redelivery, a read_committed reader
+that saw a record of an aborted transaction (G1a, the KAFKA-17754 shape), or
+an acknowledged write that no reader ever reached. Jepsen's Kafka checker
+(jepsen.tests.kafka) finds those in a history of operations and the log; the
+classes below carry its names so that users can look them up:
+
+- lost-write: a write acknowledged (its transaction committed) at an offset
+  below the highest offset a reader reached in its partition, never read;
+- duplicate: one value at more than one offset (read_committed);
+- inconsistent-offsets: one offset, two values, between any two sources
+  (the final drains, the reader that ran during the run, the writers' acks);
+- aborted-read: a read_committed reader saw a record whose transaction the
+  writer aborted (or died in before it asked to commit);
+- poll-skip: one consumer, two polls (no assignment or seek between), and
+  records of the input log between them it was never given;
+- nonmonotonic-poll: one consumer went back in a partition without a seek;
+- nonmonotonic-send: one producer's acknowledged offsets went back in a partition;
+- unseen: a committed write beyond where the final read_committed reader could go.
+
+Each class is a count, the first witnesses (ids, partitions, offsets, the
+process and its attempt, times) and whether the experiment allows it. A class
+the run cannot check (no history of sends, a reader that failed) has no count
+(None) and says why: never 0. Pure: `check` takes parsed histories and logs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+CLASSES = ("lost-write", "duplicate", "inconsistent-offsets", "aborted-read", "poll-skip", "nonmonotonic-poll",
+           "nonmonotonic-send", "unseen")
+MEANING = {
+    "lost-write": "acknowledged (committed) write below the highest offset a reader reached, never read",
+    "duplicate": "one value at more than one offset (read_committed)",
+    "inconsistent-offsets": "one offset, two values",
+    "aborted-read": "a read_committed reader saw a record of an aborted transaction (G1a)",
+    "poll-skip": "a consumer was never given records between two of its polls",
+    "nonmonotonic-poll": "a consumer went back in a partition without a seek",
+    "nonmonotonic-send": "a producer's acknowledged offsets went back in a partition",
+    "unseen": "a committed write the final read_committed reader never reached",
+}
+MAX_WITNESSES = 20
+COMMITTED, ABORTED, UNKNOWN = "committed", "aborted", "unknown"
+
+
+@dataclass
+class Process:
+    """One worker process's history (runtime/history.py): its ops in order, after the "open" line."""
+    worker: str
+    attempt: int
+    ops: list = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.worker}/{self.attempt}"
+
+
+@dataclass
+class Logs:
+    """What the readers saw of the output topic, each as {(partition, offset): key}; None when unread.
+    `reached`: per partition, the offset the final read_committed reader got to (its position)."""
+    committed: dict | None = None
+    uncommitted: dict | None = None
+    concurrent: dict | None = None
+    reached: dict | None = None
+
+
+@dataclass
+class Found:
+    name: str
+    count: int | None
+    allowed: bool = False
+    witnesses: list = field(default_factory=list)
+    unchecked: str | None = None      # why the run could not check this class
+
+    def named(self) -> list[str]:
+        """Each witness in a few words: its payment id, or where it is."""
+        out = []
+        for w in self.witnesses:
+            if w.get("id") is not None:
+                out.append(str(w["id"]))
+            elif "skipped_offsets" in w:
+                out.append(f"{w['consumer']} partition {w['partition']} offsets {w['skipped_offsets'][0]}.."
+                           f"{w['skipped_offsets'][-1]}")
+            else:
+                out.append(f"partition {w.get('partition')} offset {w.get('offset', w.get('got'))}")
+        return sorted(set(out))
+
+    def as_dict(self) -> dict:
+        return {"count": self.count, "allowed": self.allowed, "meaning": MEANING[self.name],
+                "witnesses": self.witnesses[:MAX_WITNESSES], "unchecked": self.unchecked}
+
+
+@dataclass
+class Send:
+    process: str
+    t: float
+    topic: str
+    partition: int
+    offset: int
+    key: str | None
+    outcome: str = COMMITTED      # committed, aborted or unknown (a commit asked for, never answered)
+
+
+# A transaction's last recorded step -> the outcome of its sends. "begin" last: the process ended before it
+# asked to commit (no EndTxn(commit) was sent), so the transaction can only have been aborted.
+OUTCOME_AFTER = {"commit": COMMITTED, "abort": ABORTED, "committing": UNKNOWN, "begin": ABORTED}
+
+
+def sends_of(proc: Process) -> list[Send]:
+    """Every acknowledged send with its transaction's outcome: committed when commit_transaction returned,
+    aborted when abort_transaction returned or the process ended before it asked to commit, unknown when it
+    ended between asking and the answer (or its transaction was never seen to begin). A send outside any
+    transaction is committed once acknowledged."""
+    last_step: dict = {}
+    sends = []
+    for op in proc.ops:
+        if op[1] == "txn":
+            last_step[op[3]] = op[2]
+        elif op[1] == "send":
+            sends.append(op)
+    out = []
+    for op in sends:
+        n = op[6]
+        outcome = COMMITTED if n is None else OUTCOME_AFTER.get(last_step.get(n), UNKNOWN)
+        out.append(Send(proc.name, op[0], op[2], int(op[3]), int(op[4]), op[5], outcome))
+    return out
+
+
+def _witness(s: Send, **more) -> dict:
+    return {"id": s.key, "partition": s.partition, "offset": s.offset, "writer": s.process, "t": s.t, **more}
+
+
+def poll_anomalies(procs: list[Process], input_log: dict | None, topic: str) -> tuple[Found, Found]:
+    """poll-skip and nonmonotonic-poll on `topic`, whose log is {partition: sorted offsets} (None: unknown)."""
+    skips, backs = [], []
+    for proc in procs:
+        expected: dict[int, int] = {}
+        for op in proc.ops:
+            kind = op[1]
+            if kind in ("assign", "seek") and op[2] == topic:
+                expected.update({int(p): int(o) for p, o in op[3].items()})
+            elif kind == "revoke" and op[2] == topic:
+                for p in op[3]:
+                    expected.pop(int(p), None)
+            elif kind == "poll" and op[2] == topic:
+                for p, runs in op[3].items():
+                    p = int(p)
+                    for first, last in runs:
+                        want = expected.get(p)
+                        if want is not None and first < want:
+                            backs.append({"consumer": proc.name, "partition": p, "expected": want, "got": first,
+                                          "t": op[0]})
+                        elif want is not None and first > want and input_log is not None:
+                            missed = [o for o in input_log.get(p, ()) if want <= o < first]
+                            if missed:
+                                skips.append({"consumer": proc.name, "partition": p, "skipped_offsets": missed[:20],
+                                              "skipped": len(missed), "t": op[0]})
+                        expected[p] = last + 1
+    skip = Found("poll-skip", len(skips), witnesses=skips) if input_log is not None else \
+        Found("poll-skip", None, unchecked="the input log's offsets are unknown")
+    return skip, Found("nonmonotonic-poll", len(backs), witnesses=backs)
+
+
+def send_anomalies(sends: list[Send], logs: Logs) -> list[Found]:
+    """aborted-read, lost-write, unseen and nonmonotonic-send over the writers' acknowledged sends."""
+    aborted, lost, unseen, backs = [], [], [], []
+    last: dict[tuple, int] = {}
+    for s in sends:
+        k = (s.process, s.topic, s.partition)
+        if k in last and s.offset <= last[k]:
+            backs.append(_witness(s, previous_offset=last[k]))
+        last[k] = max(last.get(k, -1), s.offset)
+    for reader, seen in (("final read_committed reader", logs.committed), ("read_committed reader during the run",
+                                                                           logs.concurrent)):
+        for s in sends:
+            if seen is not None and s.outcome == ABORTED and (s.partition, s.offset) in seen:
+                aborted.append(_witness(s, reader=reader))
+    if logs.committed is not None and logs.reached is not None:
+        for s in sends:
+            if s.outcome != COMMITTED or (s.partition, s.offset) in logs.committed:
+                continue
+            if s.offset < logs.reached.get(s.partition, 0):
+                lost.append(_witness(s))
+            else:
+                unseen.append(_witness(s, reached=logs.reached.get(s.partition, 0)))
+    unread = "the final read_committed reader failed" if logs.committed is None else None
+    return [Found("aborted-read", len(aborted), witnesses=aborted)
+            if logs.committed is not None or logs.concurrent is not None
+            else Found("aborted-read", None, unchecked="no read_committed reader finished"),
+            Found("lost-write", None if unread else len(lost), witnesses=lost, unchecked=unread),
+            Found("unseen", None if unread else len(unseen), witnesses=unseen, unchecked=unread),
+            Found("nonmonotonic-send", len(backs), witnesses=backs)]
+
+
+def log_anomalies(logs: Logs, sends: list[Send] | None) -> list[Found]:
+    """duplicate (read_committed) and inconsistent-offsets across every source that names an offset."""
+    if logs.committed is None:
+        dup = Found("duplicate", None, unchecked="the final read_committed reader failed")
+    else:
+        at: dict = {}
+        for (p, o), key in logs.committed.items():
+            at.setdefault(key, []).append([p, o])
+        dups = [{"id": k, "at": sorted(v)} for k, v in sorted(at.items(), key=lambda kv: str(kv[0])) if len(v) > 1]
+        dup = Found("duplicate", len(dups), witnesses=dups)
+    sources = {"final read_committed reader": logs.committed, "final read_uncommitted reader": logs.uncommitted,
+               "read_committed reader during the run": logs.concurrent,
+               "writers' acknowledgements": {(s.partition, s.offset): s.key for s in sends or ()}}
+    keys: dict = {}
+    for source, seen in sources.items():
+        for place, key in (seen or {}).items():
+            keys.setdefault(place, {})[source] = key
+    bad = [{"partition": p, "offset": o, "values": by} for (p, o), by in sorted(keys.items())
+           if len(set(by.values())) > 1]
+    return [dup, Found("inconsistent-offsets", len(bad), witnesses=bad)]
+
+
+def check(procs: list[Process], input_topic: str, input_log: dict | None, logs: Logs | None,
+          allowed: frozenset = frozenset()) -> dict[str, Found]:
+    """Every class the run can check. Poll classes need polls of the input; send classes need an output
+    topic with the writers' sends recorded; the others need an output topic. A class that does not apply
+    to the run is absent; one that applies and cannot be checked has count None and says why."""
+    out: dict[str, Found] = {}
+    if any(op[1] == "poll" for p in procs for op in p.ops):
+        for f in poll_anomalies(procs, input_log, input_topic):
+            out[f.name] = f
+    if logs is not None:
+        sends = [s for p in procs for s in sends_of(p)]
+        recorded = any(op[1] in ("send", "send-error") for p in procs for op in p.ops)
+        for f in log_anomalies(logs, sends if recorded else None) + (send_anomalies(sends, logs) if recorded else []):
+            out[f.name] = f
+    for f in out.values():
+        f.allowed = f.name in allowed
+    return {name: out[name] for name in CLASSES if name in out}

@@ -1,0 +1,180 @@
+"""Jepsen's anomaly classes on hand-made histories and logs: each found where it is, and absent where it is not."""
+
+import json
+
+from harness.checker.anomalies import (ABORTED, COMMITTED, UNKNOWN, Logs, Process, check, sends_of)
+from harness.checker.histories import parse, read, well_formed
+
+IN, OUT = "in", "out"
+
+
+def proc(*ops, worker="w0", attempt=1):
+    return Process(worker, attempt, [[float(i), *op] for i, op in enumerate(ops)])
+
+
+def txn(n, *sends, end="commit", p=0):
+    """A transaction n with sends (offset, key), ending with `end` (None: the process died in it)."""
+    ops = [("txn", "begin", n)] + [("send", OUT, p, o, k, n) for o, k in sends]
+    if end == "commit":
+        ops += [("txn", "committing", n), ("txn", "commit", n)]
+    elif end == "abort":
+        ops += [("txn", "abort", n)]
+    elif end == "committing":
+        ops += [("txn", "committing", n)]
+    return ops
+
+
+def logs(committed, uncommitted=None, concurrent=None, reached=None):
+    c = {(p, o): k for p, o, k in committed}
+    u = {(p, o): k for p, o, k in (uncommitted if uncommitted is not None else committed)}
+    return Logs(c, u, {(p, o): k for p, o, k in concurrent} if concurrent is not None else None,
+                reached if reached is not None else {0: max((o for _p, o in c), default=-1) + 1})
+
+
+def counts(found):
+    return {name: f.count for name, f in found.items()}
+
+
+# -- transactions' outcomes -------------------------------------------------------------------
+
+def test_each_send_takes_its_transactions_outcome_even_when_its_report_comes_late():
+    p = proc(*txn(1, (0, "a")), *txn(2, (1, "b"), end="abort"), ("send", OUT, 0, 2, "c", 2),   # late report of 2
+             *txn(3, (3, "d"), end="committing"), ("txn", "begin", 4), ("send", OUT, 0, 4, "e", 4),
+             ("send", OUT, 0, 5, "f", None))
+    assert [(s.key, s.outcome) for s in sends_of(p)] == [
+        ("a", COMMITTED), ("b", ABORTED), ("c", ABORTED), ("d", UNKNOWN), ("e", ABORTED), ("f", COMMITTED)]
+
+
+# -- a clean run finds nothing ----------------------------------------------------------------
+
+def test_a_clean_transactional_run_has_every_class_at_zero():
+    p = proc(("assign", IN, {"0": 0}), ("poll", IN, {"0": [[0, 1]]}), *txn(1, (0, "a"), (1, "b")),
+             ("poll", IN, {"0": [[2, 2]]}), *txn(2, (3, "c")))      # offset 2: the first transaction's marker
+    found = check([p], IN, {0: [0, 1, 2]}, logs([(0, 0, "a"), (0, 1, "b"), (0, 3, "c")]))
+    assert counts(found) == {c: 0 for c in ("lost-write", "duplicate", "inconsistent-offsets", "aborted-read",
+                                            "poll-skip", "nonmonotonic-poll", "nonmonotonic-send", "unseen")}
+
+
+# -- each class, found with its witnesses -----------------------------------------------------
+
+def test_lost_write_is_a_committed_write_below_what_a_reader_reached_and_never_read():
+    p = proc(*txn(1, (0, "a"), (1, "b")), *txn(2, (3, "c")))
+    f = check([p], IN, None, logs([(0, 0, "a"), (0, 3, "c")]))
+    assert f["lost-write"].count == 1 and f["unseen"].count == 0
+    w = f["lost-write"].witnesses[0]
+    assert (w["id"], w["partition"], w["offset"], w["writer"]) == ("b", 0, 1, "w0/1")
+
+
+def test_unseen_is_a_committed_write_beyond_where_the_final_reader_got():
+    p = proc(*txn(1, (0, "a")), *txn(2, (2, "b")))
+    f = check([p], IN, None, logs([(0, 0, "a")], reached={0: 2}))     # stuck at 2: an open transaction
+    assert (f["unseen"].count, f["lost-write"].count) == (1, 0)
+    assert f["unseen"].witnesses[0]["reached"] == 2
+
+
+def test_duplicate_is_one_value_at_two_offsets_under_read_committed():
+    f = check([], IN, None, logs([(0, 0, "a"), (0, 1, "b"), (1, 7, "a")]))
+    assert f["duplicate"].count == 1 and f["duplicate"].witnesses == [{"id": "a", "at": [[0, 0], [1, 7]]}]
+    clean = check([], IN, None, logs([(0, 0, "a")], uncommitted=[(0, 0, "a"), (0, 2, "a")]))
+    assert clean["duplicate"].count == 0          # an aborted copy read_uncommitted sees is not a duplicate
+
+
+def test_inconsistent_offsets_is_one_offset_with_two_values_between_any_two_sources():
+    p = proc(*txn(1, (0, "a")))
+    f = check([p], IN, None, logs([(0, 0, "a")], uncommitted=[(0, 0, "z")]))
+    assert f["inconsistent-offsets"].count == 1
+    assert f["inconsistent-offsets"].witnesses[0]["values"] == {
+        "final read_committed reader": "a", "final read_uncommitted reader": "z", "writers' acknowledgements": "a"}
+
+
+def test_aborted_read_is_a_committed_reader_seeing_an_aborted_transactions_record():
+    p = proc(*txn(1, (0, "a"), end="abort"), *txn(2, (2, "a")))
+    f = check([p], IN, None, logs([(0, 0, "a"), (0, 2, "a")], concurrent=[(0, 0, "a")]))
+    assert f["aborted-read"].count == 2
+    assert {w["reader"] for w in f["aborted-read"].witnesses} == {"final read_committed reader",
+                                                                  "read_committed reader during the run"}
+    dead = proc(*txn(1, (0, "a"), end=None), worker="w1")     # died before it asked to commit: aborted
+    assert check([dead], IN, None, logs([(0, 0, "a")]))["aborted-read"].count == 1
+    maybe = proc(*txn(1, (0, "a"), end="committing"))        # died asking to commit: may have committed
+    assert check([maybe], IN, None, logs([(0, 0, "a")]))["aborted-read"].count == 0
+
+
+def test_poll_skip_is_input_records_a_consumer_was_never_given_between_two_polls():
+    p = proc(("assign", IN, {"0": 0}), ("poll", IN, {"0": [[0, 1]]}), ("poll", IN, {"0": [[4, 5]]}))
+    f = check([p], IN, {0: [0, 1, 2, 3, 4, 5]}, None)
+    assert f["poll-skip"].count == 1 and f["poll-skip"].witnesses[0]["skipped_offsets"] == [2, 3]
+    assert "duplicate" not in f                    # no output topic: its classes do not apply
+    gap = check([p], IN, {0: [0, 1, 4, 5]}, None)  # nothing at 2 and 3 in the log: not a skip
+    assert gap["poll-skip"].count == 0
+    unknown = check([p], IN, None, None)["poll-skip"]
+    assert unknown.count is None and unknown.unchecked
+
+
+def test_nonmonotonic_poll_is_going_back_without_a_seek_and_a_seek_or_assignment_allows_it():
+    back = proc(("assign", IN, {"0": 0}), ("poll", IN, {"0": [[0, 3]]}), ("poll", IN, {"0": [[2, 4]]}))
+    f = check([back], IN, {0: list(range(5))}, None)
+    assert f["nonmonotonic-poll"].count == 1
+    assert f["nonmonotonic-poll"].witnesses[0] | {"t": 0} == {"consumer": "w0/1", "partition": 0, "expected": 4,
+                                                              "got": 2, "t": 0}
+    rewound = proc(("assign", IN, {"0": 0}), ("poll", IN, {"0": [[0, 3]]}), ("seek", IN, {"0": 2}),
+                   ("poll", IN, {"0": [[2, 4]]}))
+    revoked = proc(("assign", IN, {"0": 0}), ("poll", IN, {"0": [[0, 3]]}), ("revoke", IN, [0]),
+                   ("poll", IN, {"0": [[2, 4]]}))
+    for p in (rewound, revoked):
+        assert check([p], IN, {0: list(range(5))}, None)["nonmonotonic-poll"].count == 0
+    # a new process starts where its assignment says: another process's polls are not its own
+    again = proc(("assign", IN, {"0": 2}), ("poll", IN, {"0": [[2, 4]]}), attempt=2)
+    assert check([rewound, again], IN, {0: list(range(5))}, None)["nonmonotonic-poll"].count == 0
+
+
+def test_nonmonotonic_send_is_one_producers_acknowledged_offsets_going_back():
+    p = proc(("send", OUT, 0, 5, "a", None), ("send", OUT, 0, 3, "b", None), ("send", OUT, 1, 0, "c", None))
+    f = check([p], IN, None, logs([(0, 5, "a"), (0, 3, "b"), (1, 0, "c")], reached={0: 6, 1: 1}))
+    assert f["nonmonotonic-send"].count == 1 and f["nonmonotonic-send"].witnesses[0]["previous_offset"] == 5
+    two = [proc(("send", OUT, 0, 5, "a", None)), proc(("send", OUT, 0, 3, "b", None), attempt=2)]
+    assert check(two, IN, None, logs([(0, 5, "a"), (0, 3, "b")], reached={0: 6}))["nonmonotonic-send"].count == 0
+
+
+# -- what cannot be checked is said, never 0 ---------------------------------------------------
+
+def test_a_failed_reader_leaves_its_classes_unknown_and_says_why():
+    p = proc(*txn(1, (0, "a")))
+    f = check([p], IN, None, Logs(None, None, None, None))
+    for name in ("lost-write", "unseen", "duplicate", "aborted-read"):
+        assert f[name].count is None and f[name].unchecked, name
+    assert f["nonmonotonic-send"].count == 0
+
+
+def test_without_recorded_sends_only_the_log_classes_apply():
+    f = check([], IN, None, logs([(0, 0, "a")]))
+    assert set(f) == {"duplicate", "inconsistent-offsets"}
+
+
+def test_allowed_classes_are_marked():
+    f = check([], IN, None, logs([(0, 0, "a"), (0, 1, "a")]), allowed=frozenset({"duplicate"}))
+    assert f["duplicate"].allowed and f["duplicate"].count == 1 and not f["inconsistent-offsets"].allowed
+
+
+# -- the files, read as untrusted input ---------------------------------------------------------
+
+def test_history_files_are_parsed_and_malformed_lines_counted_not_believed(tmp_path):
+    lines = [[1.0, "open", {"worker": "w0", "attempt": 1}], [1.1, "assign", IN, {"0": 0}],
+             [1.2, "poll", IN, {"0": [[0, 2]]}], [1.3, "poll", IN, {"0": [[5, 2]]}],        # a range backwards
+             [1.4, "send", OUT, 0, "x", "a", 1], "not json", [1.5, "txn", "rm -rf", 1], [1.6, "poll", IN, {"x": 1}]]
+    (tmp_path / "w0-1.jsonl").write_text("\n".join(l if isinstance(l, str) else json.dumps(l) for l in lines))
+    (tmp_path / "w0-2.jsonl").symlink_to(tmp_path / "w0-1.jsonl")
+    (tmp_path / "notes.txt").write_text("")
+    h = read(tmp_path)
+    assert [p.name for p in h.processes] == ["w0/1"] and h.bad_lines == 5
+    assert [op[1] for op in h.processes[0].ops] == ["assign", "poll"]
+    assert any("w0-2.jsonl" in x for x in h.problems) and any("notes.txt" in x for x in h.problems)
+    assert read(tmp_path / "missing") is None
+
+
+def test_well_formed_knows_every_kind_the_writer_writes():
+    good = [[0, "assign", IN, {"0": 1}], [0, "seek", IN, {}], [0, "commit", IN, {"3": 4}],
+            [0, "poll", IN, {"0": [[1, 1], [3, 4]]}], [0, "revoke", IN, [0, 1]], [0, "txn", "begin", 1],
+            [0, "send", OUT, 0, 1, "k", None], [0, "send", OUT, 0, 1, None, 2], [0, "send-error", OUT, "k", "e", 1]]
+    assert all(well_formed(op) for op in good)
+    bad = [[0, "send", OUT, 0, True, "k", 1], [0, "txn", "begin"], [0, "poll", IN, []], [0], {"t": 0}, [0, "exec", "x"]]
+    assert not any(well_formed(op) for op in bad)
