@@ -123,9 +123,10 @@ class CrashFacts:
     def slack(self, source: str | None = None) -> int:
         """How much more than the described crashes say a number may be: `inflight_max` per undescribed
         crash, plus, per abort event, the ids it lists under `source` (and one more for `unacked`: the
-        record in hand, whose ledger row may be written when its produce failed)."""
-        extra = sum(len(a.get(source) or []) + (1 if source == "unacked" else 0) for a in self.aborts) \
-            if source else 0
+        record in hand, whose ledger row may be written when its produce failed); an event whose lists
+        could not be written counts like an undescribed crash."""
+        extra = sum((max(1, self.inflight_max) if a.get("evidence_errors") else len(a.get(source) or []))
+                    + (1 if source == "unacked" else 0) for a in self.aborts) if source else 0
         return self.undescribed * max(1, self.inflight_max) + extra
 
 
@@ -183,7 +184,7 @@ def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int 
             why.append(f"{facts.undescribed} crash(es) or freeze(s) struck at instants the worker did not choose, "
                        f"so what was in flight is unknown")
         if facts.loosened or facts.aborts:
-            stuck = sum(1 for a in facts.aborts if a.get("event") == "txn_stuck")
+            stuck = sum(1 for a in facts.aborts if a.get("event") == "txn_stuck" and a.get("outcome") != "aborted")
             why.append(("broker faults can abort transactions no crash caused" if facts.loosened else
                         "transactions ended that no crash caused") + f" ({len(facts.aborts)} abort(s) seen "
                        f"by the workers, each counted with the records it held"

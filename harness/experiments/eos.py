@@ -104,7 +104,8 @@ def call_deadline(ctx) -> CallDeadline:
     """The bound on this worker's transactional calls: past it, the call in progress is logged as
     `txn_stuck` with what the worker held, and the worker exits with STUCK_EXIT for a restart."""
     def on_stuck(call: str, seconds: float, held: dict) -> None:
-        ctx.events.emit("txn_stuck", call=call, seconds=seconds, delivered=ctx.kill.delivered, **held)
+        ctx.events.emit("txn_stuck", call=call, seconds=seconds, since=round(time.time() - seconds, 3),
+                        delivered=ctx.kill.delivered, **held)
         print(f"worker {ctx.worker}: {call} still blocked after {seconds} s; exiting for a restart "
               f"(its transaction's outcome is unknown)", file=sys.stderr, flush=True)
     return CallDeadline(ctx.option("txn_stuck_after") or TXN_STUCK_AFTER_S, on_stuck)
@@ -117,7 +118,7 @@ def make_producer(ctx, deadline: CallDeadline):
     t0 = time.time()
     with deadline.call("init_transactions", produced=[], unacked=[]):
         # fences the previous holder of this id, aborts its transaction; the deadline ends a wait that never does
-        calls = init_transactions(p, within_s=deadline.seconds + TXN_CALL_TIMEOUT_S)
+        calls = init_transactions(p, within_s=2 * deadline.seconds + TXN_CALL_TIMEOUT_S)
     ctx.events.emit("txn_initialized", seconds=round(time.time() - t0, 3), calls=calls,
                     transactional_id=ctx.args.transactional_id)
     return p
@@ -157,12 +158,12 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
         offsets = ctx.offsets_after(in_txn)
         with deadline.call("send_offsets_to_transaction", **held):
             _retrying(lambda: producer.send_offsets_to_transaction(
-                offsets, ctx.consumer.consumer_group_metadata(), TXN_CALL_TIMEOUT_S))
+                offsets, ctx.consumer.consumer_group_metadata(), TXN_CALL_TIMEOUT_S), deadline.seconds)
         for m in list(in_txn):
             ctx.kill.at(SEND_OFFSETS, m, unacked=ledger, produced=in_txn)
         ctx.history.txn("committing")
         with deadline.call("commit_transaction", **held):
-            _retrying(lambda: producer.commit_transaction(TXN_CALL_TIMEOUT_S))
+            _retrying(lambda: producer.commit_transaction(TXN_CALL_TIMEOUT_S), deadline.seconds)
         ctx.history.txn("commit")
         ctx.mark_committed(offsets)
         in_txn.clear()
@@ -206,8 +207,9 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
                     # copies, and these ledger rows (and perhaps the record in hand's) are applied again.
                     ctx.events.emit("txn_aborted", reason=str(err), produced=[m.key().decode() for m in in_txn],
                                     unacked=list(ledger()) if effect else [])
-                    with deadline.call("abort_transaction", **held):
-                        producer.abort_transaction(TXN_CALL_TIMEOUT_S)
+                    # The txn_aborted event above lists what it held; a stuck abort can only end aborted.
+                    with deadline.call("abort_transaction", produced=[], unacked=[], outcome="aborted"):
+                        _retrying(lambda: producer.abort_transaction(TXN_CALL_TIMEOUT_S), deadline.seconds)
                     ctx.history.txn("abort")
                     in_txn.clear()
                     ctx.rewind()
@@ -225,16 +227,18 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
         raise
 
 
-def _retrying(call):
+def _retrying(call, deadline_s: float):
     """Retry a transactional call whose error is retriable (a commit that timed out is retried, not
-    aborted), for as long as the worker's CallDeadline allows: past it, the worker ends."""
+    aborted), for as long as the worker's CallDeadline allows (past it, the worker ends); should that
+    watcher ever fail, the retries stop on their own after twice its time, with the call's error."""
     from confluent_kafka import KafkaException
+    give_up = time.monotonic() + 2 * deadline_s + TXN_CALL_TIMEOUT_S
     i = 0
     while True:
         try:
             return call()
         except KafkaException as e:
-            if not e.args[0].retriable():
+            if not e.args[0].retriable() or time.monotonic() > give_up:
                 raise
             i += 1
             time.sleep(min(0.2 * i, 1.0))

@@ -32,8 +32,7 @@ class Launch:
     ledger_reader: Callable | None = None  # reads the effects instead of the ledger table (checker/ledger.py)
     annotate: Callable | None = None       # annotate(run, result, report): add what only the launcher knows
     bad_input: Callable | None = None      # bad_input(result) -> one line when the workers never could run
-    # exit statuses restarted as crashes: SIGKILL, Java halt, fenced producer, a transactional call stuck
-    planned_exits: tuple = (-9, 137, 3, STUCK_EXIT)
+    planned_exits: tuple = (-9, 137, 3)    # exit statuses restarted as crashes: SIGKILL, Java halt, fenced producer
     own_process_group: bool = False        # each worker in its own process group, killed whole when it dies
     forked: bool = False                   # `harness.workers.worker` command lines, forked from a server
 
@@ -96,7 +95,9 @@ class PythonWorkers:
             return python_worker_command(run, slot, slots[slot.index], run.names.group,
                                          run.names.input_topic) + self.extra_args
 
-        return Launch(command, {**os.environ, "HARNESS_WORKER_DSN": run.stack.postgres_dsn}, slots, forked=True)
+        # Our own workers also end with STUCK_EXIT when a transactional call outlives its deadline.
+        return Launch(command, {**os.environ, "HARNESS_WORKER_DSN": run.stack.postgres_dsn}, slots, forked=True,
+                      planned_exits=(-9, 137, 3, STUCK_EXIT))
 
     def finish(self, run, result) -> None:
         pass

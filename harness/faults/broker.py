@@ -199,7 +199,9 @@ class BrokerFault(Fault):
             end = self.struck[k + 1]["time"] if k + 1 < len(self.struck) else float("inf")
             aborts = [e for e in events if e.get("event") in ("txn_aborted", "fenced")
                       and f["time"] <= e.get("t", 0) < end]
-            stuck = [e for e in events if e.get("event") == "txn_stuck" and f["time"] <= e.get("t", 0) < end]
+            # a stuck call is reported when its deadline passes: place it by when the call began
+            stuck = [e for e in events if e.get("event") == "txn_stuck" and e.get("outcome") != "aborted"
+                     and f["time"] <= e.get("since", e.get("t", 0)) < end]
             rec, back = f.get("recovered_at"), f.get("back_at")
             out.append({"fault": self.name, "time": f["time"],
                         "target": f"{self.hands.target(f['node'])} (node {f['node']}, {f['what']})",

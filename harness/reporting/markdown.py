@@ -93,9 +93,10 @@ def render(r) -> str:
     others = [f for f in d.get("faults") or [] if f["fault"] not in CRASH_FAULTS]
     if others:
         out += ["", "## Faults", "", "| fault | time | target | out s | answering after s | aborted transactions "
-                "| read_committed stall s |", "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
+                "| outcome unknown | read_committed stall s |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
         out += [f"| {md(f['fault'])} | {f['time']:.3f} | {md(f['target'])} | {_fault_value(f, 'out_seconds')} | "
                 f"{_fault_value(f, 'until_answering_seconds')} | {_fault_value(f, 'aborted_transactions')} | "
+                f"{_fault_value(f, 'unknown_outcome_transactions')} | "
                 f"{_fault_value(f, 'read_committed_stall_seconds')} |" for f in others]
     for name, story in (d.get("fault_details") or {}).items():
         times = story.get("times_since_pause") or {}

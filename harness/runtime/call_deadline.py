@@ -11,13 +11,18 @@ limit, and the run said "incomplete", nothing about the guarantee under test.
 deadline it hands what the worker held to `on_stuck` (the worker logs it as a
 `txn_stuck` event: the open transaction's records and ledger rows, whose
 outcome is now unknown, committed or aborted) and ends the process with
-STUCK_EXIT, which the supervisor restarts like a fenced worker. The
-successor's init_transactions settles the transaction one way or the other,
-and the checker counts the event's records as bounds, never as a guess.
+STUCK_EXIT, which the supervisor restarts like a fenced worker once it finds
+that event. The successor's init_transactions settles the transaction one way
+or the other (with a fresh transactional.id, the broker's transaction timeout
+does), and the checker counts the event's records as bounds, never as a guess.
+The watcher holds its lock from the check to the exit, so the worker cannot
+leave the call (or start the next one) while its evidence is taken; if
+`on_stuck` fails, the process exits 1, an unplanned death, not a described one.
 
 Time the process spends stopped (SIGSTOP: the zombie fault, a held worker)
-does not count: the thread adds at most two of its ticks per wake-up, so a
-freeze shows as one long gap it ignores.
+does not count: the thread adds at most two of its ticks (0.5 s) per wake-up,
+so a freeze shows as one short gap. A watcher starved of CPU counts less than
+the wall clock: the deadline is a floor, not an exact time.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import traceback
 from contextlib import contextmanager
 
 STUCK_EXIT = 4
@@ -71,24 +77,31 @@ class CallDeadline:
         """Count `elapsed` seconds towards the call in progress (at most two ticks: a longer gap is a
         stopped process, not a slow call). The stuck call's (name, seconds, evidence) once past the deadline."""
         with self._lock:
-            if self._call is None:
-                return None
-            self._awake += min(max(elapsed, 0.0), 2 * TICK_S)
-            if self._awake <= self.seconds:
-                return None
-            name, evidence = self._call
-            return name, round(self._awake, 1), _evidence(evidence)
+            return self._count(elapsed)
+
+    def _count(self, elapsed: float) -> tuple | None:
+        if self._call is None:
+            return None
+        self._awake += min(max(elapsed, 0.0), 2 * TICK_S)
+        if self._awake <= self.seconds:
+            return None
+        name, evidence = self._call
+        return name, round(self._awake, 1), _evidence(evidence)
 
     def _watch(self) -> None:
         last = time.monotonic()
         while True:
             time.sleep(TICK_S)
             now = time.monotonic()
-            stuck = self.tick(now - last)
-            last = now
-            if stuck:
-                try:
-                    self.on_stuck(*stuck)
-                finally:
-                    self.exit(STUCK_EXIT)
-                return
+            with self._lock:      # held to the exit: the worker cannot leave the call meanwhile
+                stuck = self._count(now - last)
+                last = now
+                if stuck:
+                    code = STUCK_EXIT
+                    try:
+                        self.on_stuck(*stuck)
+                    except BaseException:  # noqa: BLE001 - undescribed: exit as a failure, not as "stuck"
+                        traceback.print_exc()
+                        code = 1
+                    self.exit(code)
+                    return

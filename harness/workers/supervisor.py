@@ -1,7 +1,8 @@
 """The supervisor: the only thing that starts, restarts and kills worker processes.
 
 It runs one process per worker slot, restarts a slot whose worker died
-(SIGKILL at a kill point, or a fenced producer) until every slot has finished
+(SIGKILL at a kill point, a fenced producer, or a transactional call stuck
+past its deadline, exit 4 with its `txn_stuck` event) until every slot has finished
 its partitions (at once, or `--restart-delay` seconds after the death: a slow
 redelivery), and enforces a global time limit so a stuck run ends as
 `incomplete` instead of hanging. It ticks the run's faults (faults/base.py)
@@ -27,8 +28,6 @@ from ..runtime.call_deadline import STUCK_EXIT
 
 # A worker that fails this many times without being killed on purpose is broken: stop restarting it.
 MAX_UNPLANNED_FAILURES = 5
-# Exits a worker explains in its own event (fenced: 3, a transactional call stuck: STUCK_EXIT), never "unplanned".
-SELF_DESCRIBED_EXITS = (3, STUCK_EXIT)
 TICK_S = 0.01
 
 
@@ -42,6 +41,7 @@ class Slot:
     first_message_at: float | None = None
     finished: bool = False
     unplanned_failures: int = 0
+    stuck_in_a_row: int = 0              # attempts ended by their call deadline with no record handled between
     restart_at: float | None = None      # a dead worker's successor starts at this time (--restart-delay)
 
 
@@ -72,7 +72,7 @@ class Supervisor:
                  standby: bool = False, names: list | None = None,
                  watch: Callable[["Supervisor"], None] | None = None,
                  may_exit: Callable[[Slot], bool] | None = None,
-                 planned_exits: tuple = (-signal.SIGKILL, 137, 3, STUCK_EXIT),
+                 planned_exits: tuple = (-signal.SIGKILL, 137, 3),
                  restart_delay: float = 0.0, own_process_group: bool = False, forked: bool = False):
         self.run_dir = run_dir
         self.slots = [Slot(i, names[i] if names else f"w{i}") for i in range(slots)]
@@ -209,6 +209,17 @@ class Supervisor:
                               f"(exit {rc}); see {self.logs / (s.name + '.log')}")
         return True
 
+    def _described(self, s: Slot, rc: int) -> bool:
+        """Does the worker's own record explain this death: a crash record, or the event its exit status
+        promises (fenced; stuck: only when its txn_stuck event is there)?"""
+        if rc == 3:
+            return True
+        if rc == STUCK_EXIT:
+            self._read_events()
+            return any(e.get("event") == "txn_stuck" and e.get("worker") == s.name and e.get("attempt") == s.attempt
+                       for e in self.result.events)
+        return self._crash_recorded(s)
+
     def _crash_recorded(self, s: Slot) -> bool:
         return any(c.get("worker") == s.name and c.get("attempt") == s.attempt for c in crashlog.read(self.crash_log))
 
@@ -264,13 +275,19 @@ class Supervisor:
                     if rc == 0 and (self.may_exit is None or self.may_exit(s)):
                         s.finished = True
                     elif rc in self.planned_exits:      # SIGKILL; with our workers also Java halt(137), fenced, stuck
-                        if rc not in SELF_DESCRIBED_EXITS and not self._crash_recorded(s):
+                        if not self._described(s, rc):
                             # Killed, but by no fault of ours (the OOM killer, a user's kill -9): say so.
                             self.result.unplanned_deaths.append({"worker": s.name, "attempt": s.attempt,
                                                                  "exit_code": rc, "time": round(now, 3)})
-                        if rc == STUCK_EXIT:     # described by its event, but a slot stuck again and again is broken
-                            s.unplanned_failures += 1
-                            if self._give_up(s, rc):
+                        if rc == STUCK_EXIT:
+                            # Described by its event; but a slot that gets stuck again and again without
+                            # handling a record in between is broken: stop, rather than wait out the time limit.
+                            s.stuck_in_a_row = 1 if s.first_message_at else s.stuck_in_a_row + 1
+                            if s.stuck_in_a_row >= MAX_UNPLANNED_FAILURES:
+                                self.result.status, self.result.gave_up_on = "incomplete", s.name
+                                self.result.reason = (f"worker {s.name} got stuck in a transactional call "
+                                                      f"{s.stuck_in_a_row} times in a row without handling a "
+                                                      f"record; see {self.logs / (s.name + '.log')}")
                                 break
                         self.restart(s, now)
                     else:

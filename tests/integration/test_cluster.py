@@ -128,10 +128,11 @@ def _events(out) -> list[dict]:
 
 
 def test_a_transaction_coordinator_that_stops_answering_ends_the_worker_not_the_run(cluster, tmp_path):
-    """The worker is held (SIGSTOP) with its transaction open, its coordinator frozen, the worker let go: its
+    """The worker is held (SIGSTOP) mid-batch, its transaction coordinator frozen, the worker let go: its
     next transactional call cannot return (the client waits on the frozen node's connection until its own
-    30 s timeout, then retries). Before the call deadline existed such a wait ran to the run's time limit;
-    now the worker ends after --txn-stuck-after seconds, logs what it held, and its successor goes on."""
+    30 s timeout, then retries). The worker ends after --txn-stuck-after seconds, logs what it held, and
+    its successor goes on. Before the call deadline the worker waited out the client's timeout and its
+    retries (once, after a broker kill, until the run's time limit), and no txn_stuck event was written."""
     from harness.stack.brokers import leader_of
     from harness.stack.local_kafka import LocalKafka
     out = tmp_path / "report"
@@ -146,7 +147,7 @@ def test_a_transaction_coordinator_that_stops_answering_ends_the_worker_not_the_
             assert time.time() < deadline and proc.poll() is None, "the worker never began"
             time.sleep(0.01)
         worker = first[0]["pid"]
-        os.kill(worker, signal.SIGSTOP)          # its transaction is open: the record in hand is in it
+        os.kill(worker, signal.SIGSTOP)          # the record in hand goes into a transaction once it runs again
         tid = next(e["transactional_id"] for e in _events(out) if e["event"] == "txn_initialized" and e["pid"] == worker)
         node, what = leader_of(cluster["status"]["bootstrap_servers"], None, transactional_id=tid)
         assert node, what
@@ -174,7 +175,8 @@ def test_a_transaction_coordinator_that_stops_answering_ends_the_worker_not_the_
     assert (ko["read_committed"]["records"], ko["read_committed"]["duplicates"], ko["read_committed"]["lost"]) == \
         (300, 0, 0)
     assert not d["predicted"]["exact"] and "a transactional call that never returned" in d["predicted"]["note"]
-    assert f"kafka.read_uncommitted.duplicates <= {len(ev['produced'])}" in d["predicted"]["expectations"]
+    bound = next(e for e in d["predicted"]["expectations"] if e.startswith("kafka.read_uncommitted.duplicates <= "))
+    assert int(bound.rsplit(" ", 1)[1]) >= len(ev["produced"]) >= ko["read_uncommitted"]["duplicates"]
 
 
 def test_eos_dedupe_with_broker_kills_is_exact_in_kafka_and_postgres(cluster, tmp_path):

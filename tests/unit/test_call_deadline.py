@@ -55,28 +55,37 @@ import json, sys, time
 from harness.runtime.call_deadline import CallDeadline
 seconds, block = float(sys.argv[1]), float(sys.argv[2])
 def on_stuck(call, awake, held):
+    if held.get("produced") == ["fail"]:
+        raise OSError(28, "No space left on device")
     print(json.dumps({"call": call, "awake": awake, **held}), flush=True)
 d = CallDeadline(seconds, on_stuck)
-print("in", flush=True)
-with d.call("commit_transaction", produced=lambda: ["pay-000007"]):
+with d.call("commit_transaction", produced=lambda: [sys.argv[3]]):
+    time.sleep(0.6)        # the watcher runs and has counted (a stop from now on happens inside the call)
+    print("in", flush=True)
     time.sleep(block)      # a C call that does not return (the GIL released, as librdkafka's are)
 print("returned", flush=True)
 """
 
 
-def _start(seconds: float, block: float) -> subprocess.Popen:
-    p = subprocess.Popen([sys.executable, "-c", PROGRAM, str(seconds), str(block)], cwd=ROOT,
-                         stdout=subprocess.PIPE, text=True)
+def _start(seconds: float, block: float, held: str = "pay-000007") -> subprocess.Popen:
+    p = subprocess.Popen([sys.executable, "-c", PROGRAM, str(seconds), str(block), held], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "in"
     return p
 
 
 def test_a_call_that_never_returns_ends_the_process_with_its_evidence():
-    p = _start(1.0, 600)
+    p = _start(2.0, 600)
     out, _ = p.communicate(timeout=60)
     assert p.returncode == STUCK_EXIT
     stuck = json.loads(out.strip())
-    assert stuck["call"] == "commit_transaction" and stuck["produced"] == ["pay-000007"] and stuck["awake"] >= 1.0
+    assert stuck["call"] == "commit_transaction" and stuck["produced"] == ["pay-000007"] and stuck["awake"] >= 2.0
+
+
+def test_a_stuck_call_whose_evidence_cannot_be_written_exits_as_a_failure_not_as_stuck():
+    p = _start(1.0, 600, held="fail")
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 1 and "No space left on device" in err
 
 
 def test_time_spent_stopped_does_not_make_a_call_stuck():

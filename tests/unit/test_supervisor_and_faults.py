@@ -15,6 +15,7 @@ from harness.runtime import crashlog
 from harness.faults.base import Fault, parse_spec
 from harness.runtime.crashlog import restart_seconds
 from harness.faults.random_kill import RandomKill
+from harness.runtime.call_deadline import STUCK_EXIT
 from harness.workers.supervisor import Supervisor
 from harness.faults.zombie import ZombiePause
 from harness.params import RunParams
@@ -26,8 +27,11 @@ import faulthandler, json, os, signal, sys, time
 faulthandler.register(signal.SIGUSR1, all_threads=True)     # as our own workers do
 attempt, how, log, events, marker = int(sys.argv[1]), sys.argv[2].split(","), sys.argv[3], sys.argv[4], sys.argv[5]
 act = how[min(attempt, len(how)) - 1]
-with open(events, "a") as f:
-    f.write(json.dumps({"event": "first_message", "worker": "w0", "attempt": attempt, "t": time.time()}) + "\n")
+def event(name):
+    with open(events, "a") as f:
+        f.write(json.dumps({"event": name, "worker": "w0", "attempt": attempt, "t": time.time()}) + "\n")
+if act not in ("stuck-at-init", "stuck-silently"):
+    event("first_message")
 if act == "crash":      # a planned crash: the record first, then SIGKILL
     with open(log, "a") as f:
         f.write(json.dumps({"point": "p", "message_id": "m", "worker": "w0", "attempt": attempt, "time": time.time()}) + "\n")
@@ -36,7 +40,10 @@ if act == "kill9":      # killed with no record: nobody planned this
     os.kill(os.getpid(), signal.SIGKILL)
 if act == "fail":
     sys.exit(1)
-if act == "stuck":      # a transactional call that never returned: described by the worker's own event
+if act in ("stuck", "stuck-at-init"):    # a transactional call that never returned: its own event says so
+    event("txn_stuck")
+    sys.exit(4)
+if act == "stuck-silently":              # the exit status of a stuck call, but no event: nothing describes it
     sys.exit(4)
 if act == "sleep":
     time.sleep(60)
@@ -48,12 +55,12 @@ sys.exit(0)
 """
 
 
-def supervisor(tmp_path, how, time_limit=30.0, faults=None, marker="harness-sup-test"):
+def supervisor(tmp_path, how, time_limit=30.0, faults=None, marker="harness-sup-test", **kw):
     log, events = tmp_path / "crash-log.jsonl", tmp_path / "events.jsonl"
 
     def command(slot):
         return [sys.executable, "-c", WORKER, str(slot.attempt), how, str(log), str(events), marker]
-    return Supervisor(tmp_path, 1, command, {}, time_limit, log, events, faults=faults)
+    return Supervisor(tmp_path, 1, command, {}, time_limit, log, events, faults=faults, **kw)
 
 
 def test_a_worker_that_finishes_completes_the_run(tmp_path):
@@ -79,15 +86,27 @@ def test_a_worker_that_keeps_failing_ends_the_run_incomplete(tmp_path):
     assert len(r.unplanned_deaths) == 5
 
 
+OURS = (-signal.SIGKILL, 137, 3, STUCK_EXIT)     # the exits our own Python workers are restarted after
+
+
 def test_a_worker_ended_by_its_call_deadline_is_restarted_and_not_called_unplanned(tmp_path):
-    r = supervisor(tmp_path, "stuck,ok").run()
-    assert (r.status, r.restarts, r.unplanned_deaths) == ("complete", 1, [])
+    r = supervisor(tmp_path, "stuck,stuck,ok", planned_exits=OURS).run()
+    assert (r.status, r.restarts, r.unplanned_deaths) == ("complete", 2, [])
 
 
-def test_a_worker_stuck_at_every_attempt_ends_the_run_incomplete_not_at_its_time_limit(tmp_path):
-    r = supervisor(tmp_path, "stuck", time_limit=60).run()
-    assert r.status == "incomplete" and "failed 5 times (exit 4)" in r.reason
+def test_an_exit_4_without_its_event_is_an_unplanned_death(tmp_path):
+    r = supervisor(tmp_path, "stuck-silently,ok", planned_exits=OURS).run()
+    assert r.status == "complete" and [(d["attempt"], d["exit_code"]) for d in r.unplanned_deaths] == [(1, 4)]
+
+
+def test_a_slot_stuck_again_and_again_before_any_record_ends_the_run_not_its_time_limit(tmp_path):
+    r = supervisor(tmp_path, "stuck-at-init", time_limit=60, planned_exits=OURS).run()
+    assert r.status == "incomplete" and "stuck in a transactional call 5 times in a row" in r.reason
     assert r.unplanned_deaths == [] and r.restarts == 4
+    # stuck after handling records: progress was made between, so the slot goes on
+    (tmp_path / "again").mkdir()
+    r = supervisor(tmp_path / "again", "stuck,stuck,stuck,stuck,stuck,stuck,ok", planned_exits=OURS).run()
+    assert (r.status, r.restarts) == ("complete", 6)
 
 
 def test_the_time_limit_ends_a_stuck_run_and_kills_the_worker(tmp_path):
