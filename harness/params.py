@@ -44,12 +44,15 @@ RESTART_DELAY = Option("restart_delay", float, "A dead worker's successor starts
                        must="a number of seconds between 0 and 600", metavar="SECONDS")
 PAYLOAD_BYTES = Option("payload_bytes", int, "Pad each payment's JSON value to about this many bytes.", default=0,
                        low=0, high=100_000, why_high="a broker's default message size is 1 MB")
+NO_HISTORY = Option("no_history", bool, "Keep no worker history (each poll, offset commit, send and transaction "
+                    "boundary, for the anomaly classes), which are then not checked: to measure what the history "
+                    "costs (harness bench throughput).", default=False)
 TIME_LIMIT = Option("time_limit", float, "Seconds before a stuck run is stopped and reported as incomplete.",
                     default=600.0, low=0.0, open_low=True, must="a positive number of seconds")
 
 # The run's own options, taken by every experiment (unless its declaration `refuses` one).
 RUN_OPTIONS = (MESSAGES, AMOUNT, CRASH_RATE, SEED, COMMIT_EVERY, PARTITIONS, WORKERS, KILL_MODE, RESTART_DELAY,
-               PAYLOAD_BYTES, TIME_LIMIT)
+               PAYLOAD_BYTES, NO_HISTORY, TIME_LIMIT)
 
 
 @dataclass(frozen=True)

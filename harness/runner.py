@@ -272,7 +272,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
             audit = observe_run(exp, stack, names, r.amounts, positions, r.progress.committed,
                               finished=result.status == "complete", accounts=r.accounts,
                               deliveries=read_deliveries(run_dir / DELIVERIES) if exp.stores.deliveries else None,
-                              histories=read_histories(r.history) if launch else None,
+                              histories=read_histories(r.history) if launch and not params.no_history else None,
                               concurrent=watcher.placed() if watcher else None, **readers)
         outcome = decide(r.exp, r.params, crashes, result, faults, audit, amounts=r.amounts,
                          positions=r.positions, accounts=r.accounts, run_dir=r.run_dir)

@@ -39,6 +39,7 @@ class Case:
     commit_interval_ms: int | None = None
     bare_mode: str | None = None
     kafka_only: bool = False        # no per-record Postgres write or offset commit: runs on --fast-messages
+    no_history: bool = False        # the workers keep no history (runtime/history.py): what it costs
 
 
 CASES = [
@@ -47,6 +48,8 @@ CASES = [
     Case("offset-after", "offset-after",
          "harness at-least-once: poll; INSERT ledger row (autocommit); commit offset synchronously - per record "
          "(commit_every=1)"),
+    Case("offset-after-no-history", "offset-after", "as offset-after, with the workers' history off (--no-history)",
+         no_history=True),
     Case("dedupe", "dedupe",
          "harness: poll; one PG transaction {dedupe key INSERT ... ON CONFLICT, ledger row}; "
          "commit offset synchronously - per record (commit_every=1)"),
@@ -56,6 +59,8 @@ CASES = [
     Case("eos-10ms", "eos", "harness eos: poll; produce to output in a transaction; every 10 ms: "
          "send_offsets_to_transaction + commit_transaction (no Postgres)", BIG, 10, kafka_only=True),
     Case("eos-100ms", "eos", "as eos-10ms, transaction committed every 100 ms", BIG, 100, kafka_only=True),
+    Case("eos-100ms-no-history", "eos", "as eos-100ms, with the workers' history off (--no-history)", BIG, 100,
+         kafka_only=True, no_history=True),
     Case("eos-1000ms", "eos", "as eos-10ms, transaction committed every 1000 ms", BIG, 1000, kafka_only=True),
     Case("eos-dedupe-100ms", "eos-dedupe",
          "harness eos-dedupe: as eos-100ms plus, per record, one PG transaction {dedupe key, ledger row} "
@@ -120,7 +125,8 @@ def run_harness_case(case: Case, stack: Stack, run_id: str, out: Path, messages:
     from .. import runner
     from ..params import RunParams
     params = RunParams(case.experiment, messages=messages, crash_rate=0.0, commit_every=case.commit_every,
-                              commit_interval_ms=case.commit_interval_ms, payload_bytes=size, time_limit=600)
+                              commit_interval_ms=case.commit_interval_ms, payload_bytes=size, time_limit=600,
+                              no_history=case.no_history)
     report, folder = runner.run(params, stack, out=out, log=lambda _m: None, run_id=run_id)
     d = report.data
     rate, busy = busy_rate(folder / "events.jsonl", messages)

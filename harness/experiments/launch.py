@@ -56,7 +56,9 @@ def python_worker_command(run, slot, partitions: list, group: str, topic: str) -
            "--worker", slot.name, "--attempt", str(slot.attempt), "--bootstrap", run.stack.bootstrap_servers,
            "--group", group, "--input-topic", topic, "--partitions", ",".join(map(str, partitions)),
            "--commit-every", str(p.commit_every), "--crash-log", str(run.crash_log),
-           "--events", str(run.events), "--crash-plan", str(run.crash_plan), "--history", str(run.history)]
+           "--events", str(run.events), "--crash-plan", str(run.crash_plan)]
+    if not p.no_history:
+        cmd += ["--history", str(run.history)]
     if exp.variant:
         cmd += ["--variant", exp.variant]
     if exp.stores.ledger:

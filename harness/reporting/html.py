@@ -209,6 +209,10 @@ def render(r) -> str:
             ("worker", "attempt", "last applied (partition: offset)", "successor resumed from", "redelivered",
              "skipped"), numeric=(1, 4, 5))]
     body += ["<h2>Anomalies, observed and predicted</h2>", run_chart(d)]
+    classes = r.anomaly_class_rows()
+    if classes:
+        body += ["<h2>Anomaly classes (Jepsen's names)</h2>", f"<p>{escape(r.history_line())}</p>",
+                 table(classes, r.ANOMALY_COLUMNS, numeric=(2,))]
     body += ["<h2>Timeline</h2>", timeline(d.get("timeline") or {}, c["sent"] or 0)]
     t = d["timings"]
     body += ["<h2>Timings</h2>", table([

@@ -72,6 +72,10 @@ def render(r) -> str:
     if an.get("unprocessed_total"):
         out.append(f"- not yet processed when the run stopped ({md(fmt(an['unprocessed_total']))}): "
                    f"{md(', '.join(map(str, an['unprocessed_ids'])))}")
+    classes = r.anomaly_class_rows()
+    if classes:
+        out += ["", "## Anomaly classes (Jepsen's names)", "", md(r.history_line()), "",
+                _row(r.ANOMALY_COLUMNS), "| --- | --- | ---: | --- | --- |"] + [_row(c) for c in classes]
     t = d["timings"]
     rs = t.get("restart_seconds") or []
     out += ["", "## Timings", "",

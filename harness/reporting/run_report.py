@@ -131,6 +131,32 @@ class RunReport:
                         "unknown" if diff is None else f"{diff:+,}", fmt(a.get("version")), fmt(a.get("stale_updates"))))
         return out
 
+    ANOMALY_COLUMNS = ("class", "allowed here", "count", "meaning", "first witnesses")
+
+    def anomaly_class_rows(self) -> list[tuple]:
+        """Jepsen's anomaly classes the run checked, one row each, shared by Markdown and HTML; empty when the
+        run kept no history. A class it could not check shows "unknown" and why."""
+        section = self.data.get("anomaly_classes") or {}
+        out = []
+        for name, c in (section.get("classes") or {}).items():
+            shown = "; ".join(_witness_text(w) for w in (c.get("witnesses") or [])[:3])
+            out.append((name, "allowed" if c.get("allowed") else "forbidden",
+                        fmt(c.get("count")), c.get("meaning") or "",
+                        shown or (f"not checked: {c['unchecked']}" if c.get("unchecked") else "")))
+        return out
+
+    def history_line(self) -> str:
+        """What the histories held, in one line ("" when the run kept none)."""
+        h = (self.data.get("anomaly_classes") or {}).get("history") or {}
+        if not h:
+            return ""
+        text = f"{fmt(h.get('operations'))} operations of {fmt(h.get('processes'))} worker processes"
+        if h.get("bad_lines"):
+            text += f"; {fmt(h['bad_lines'])} malformed lines set aside"
+        if h.get("problems"):
+            text += f"; unreadable: {'; '.join(map(str, h['problems'][:3]))}"
+        return text
+
     def summary(self) -> str:
         return self.data.get("summary", "")
 
@@ -172,3 +198,20 @@ def _pred_kafka(p: dict, iso: str) -> str:
         bound = ops[0] == "<=" if ops else not (p.get("exact", True) or iso == "read_committed")
         return "<= " if bound else ""
     return f"{op('duplicates')}{fmt(k['duplicates'])} dup, {op('lost')}{fmt(k['lost'])} lost"
+
+
+def _witness_text(w: dict) -> str:
+    """One witness of an anomaly class in a few words: what, where, who."""
+    if not isinstance(w, dict):
+        return str(w)
+    what = f"{w['id']} " if w.get("id") is not None else ""
+    if "skipped_offsets" in w:
+        where = f"partition {w.get('partition')} offsets {w['skipped_offsets'][:1]}..{w['skipped_offsets'][-1:]}"
+    elif "at" in w:
+        where = "at " + ", ".join(f"{p}/{o}" for p, o in w["at"][:4])
+    elif "got" in w:
+        where = f"partition {w.get('partition')}: offset {w['got']} after {w.get('expected')}"
+    else:
+        where = f"partition {w.get('partition')} offset {w.get('offset')}"
+    who = w.get("writer") or w.get("consumer") or w.get("reader")
+    return what + where + (f" ({who})" if who else "")

@@ -178,3 +178,61 @@ def test_well_formed_knows_every_kind_the_writer_writes():
     assert all(well_formed(op) for op in good)
     bad = [[0, "send", OUT, 0, True, "k", 1], [0, "txn", "begin"], [0, "poll", IN, []], [0], {"t": 0}, [0, "exec", "x"]]
     assert not any(well_formed(op) for op in bad)
+
+
+# -- the verdict and the report ----------------------------------------------------------------
+
+def _decide(found: dict, metrics: dict | None = None):
+    from types import SimpleNamespace
+    from harness.checker.outcome import decide
+    from harness.checker.verdict import Evidence
+    from harness.experiments import get
+    from harness.params import RunParams
+    p = RunParams("eos", messages=3)
+    result = SimpleNamespace(status="complete", events=[], unplanned_deaths=[], killed_at_end=0)
+    audit = SimpleNamespace(metrics={"kafka.read_committed.duplicates": 0, "kafka.read_committed.lost": 0,
+                                     "kafka.read_uncommitted.duplicates": 0, "kafka.read_uncommitted.lost": 0,
+                                     **(metrics or {})}, evidence=Evidence(), anomalies=found)
+    return decide(get("eos").resolve(p), p, [], result, [], audit, amounts={}, positions={}, accounts={},
+                  run_dir=None)
+
+
+def test_a_forbidden_class_that_occurs_makes_the_run_unexpected_and_names_its_witnesses():
+    p = proc(*txn(1, (0, "pay-000002"), end="abort"))
+    found = check([p], IN, None, logs([(0, 0, "pay-000002")]))
+    o = _decide(found)
+    assert o.verdict == "unexpected"
+    assert "anomaly.aborted-read: predicted == 0, observed 1" in o.judgement.failed
+    assert o.judgement.differing_ids["anomaly.aborted-read"] == ["pay-000002"]
+
+
+def test_a_clean_history_keeps_the_run_as_predicted_and_duplicate_follows_the_prediction():
+    found = check([proc(*txn(1, (0, "a")))], IN, None, logs([(0, 0, "a")]))
+    o = _decide(found)
+    assert o.verdict == "as-predicted" and not found["duplicate"].allowed     # eos: read_committed must have none
+    assert "anomaly.lost-write == 0" in [e.text() for e in o.prediction.expectations]
+
+
+def test_a_forbidden_class_that_could_not_be_checked_is_not_measured_never_zero():
+    found = check([proc(*txn(1, (0, "a")))], IN, None, Logs(None, None, None, None))
+    o = _decide(found)
+    assert o.verdict == "audit-failed" and "anomaly.lost-write: not measured" in o.judgement.failed
+
+
+def test_the_report_shows_each_class_with_its_witnesses_escaped(tmp_path):
+    from harness.reporting.run_report import RunReport
+    from harness.reporting import html, markdown
+    from tests.unit.sample_report import sample, validate
+    d = sample()
+    evil = "<script>alert(1)</script>|x"
+    found = check([proc(*txn(1, (0, evil), end="abort"))], IN, None, logs([(0, 0, evil)]))
+    d["anomaly_classes"] = {"history": {"processes": 1, "operations": 4, "bad_lines": 2, "problems": []},
+                            "classes": {n: f.as_dict() for n, f in found.items()}}
+    validate(d)
+    r = RunReport(d)
+    rows = {row[0]: row for row in r.anomaly_class_rows()}
+    assert rows["aborted-read"][1:3] == ("forbidden", "1") and "(w0/1)" in rows["aborted-read"][4]
+    assert "4 operations of 1 worker processes; 2 malformed lines set aside" == r.history_line()
+    text, page = markdown.render(r), html.render(r)
+    assert "## Anomaly classes" in text and "\\<script>" in text and "\\|x" in text and "<script>" not in page
+    assert "Anomaly classes (Jepsen" in page

@@ -10,6 +10,7 @@ from harness.errors import HarnessError
 from harness.experiments import get
 from harness.params import RunParams
 from harness.runtime import context, evidence, group
+from harness.runtime.history import History
 from harness.reporting.build import group_story
 
 
@@ -47,6 +48,7 @@ def group_ctx(tmp_path, commit=None):
     ctx = context.WorkerContext.__new__(context.WorkerContext)
     ctx.input_topic, ctx.group_mode = "in", True
     ctx.events = evidence.Events(tmp_path / "events.jsonl", "w0", 1)
+    ctx.history = History(str(tmp_path), "w0", 1)
     ctx.pending = [Msg("a", 0, 5), Msg("b", 1, 7), Msg("c", 0, 6)]
     ctx.high, ctx.committed, ctx.positions = {0: 10, 1: 10}, {0: 5, 1: 7}, {0: 7, 1: 8}
     ctx.consumer = SimpleNamespace(commit=commit or (lambda **kw: None))
@@ -65,6 +67,9 @@ def test_a_revocation_commits_what_was_applied_on_the_revoked_partitions(tmp_pat
     assert [m.key() for m in ctx.pending] == [b"b"] and 0 not in ctx.high
     ev = events(tmp_path)
     assert ev[-1]["event"] == "revoked" and ev[-1]["partitions"] == [0] and ev[-1]["committed_on_revoke"] == 2
+    # the history says the same: the commit of what was applied, then the partition taken away
+    ops = [json.loads(l) for l in (tmp_path / "w0-1.jsonl").read_text().splitlines()]
+    assert [op[1:] for op in ops[1:]] == [["commit", "in", {"0": 7}], ["revoke", "in", [0]]]
 
 
 def test_an_assignment_delivered_while_the_worker_closes_is_not_served(tmp_path):

@@ -134,7 +134,7 @@ def test_workers_get_the_options_their_experiment_declares_for_them():
     resolved = resolve(RunParams("key-expiry", dedupe_ttl=1.5))
     run = SimpleNamespace(params=resolved.params, exp=resolved.exp, names=RunNames("r1"),
                           stack=SimpleNamespace(bootstrap_servers="127.0.0.1:1"), crash_log=Path("c"),
-                          events=Path("e"), crash_plan=Path("p"))
+                          events=Path("e"), crash_plan=Path("p"), history=Path("h"))
     cmd = python_worker_command(run, SimpleNamespace(name="w0", index=0, attempt=1), [0], "g", "t")
     pairs = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--option"]
     assert worker_options(pairs) == {"dedupe_ttl": 1.5}

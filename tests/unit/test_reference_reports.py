@@ -17,7 +17,14 @@ def test_there_are_reference_runs():
 
 @pytest.mark.parametrize("path", RUNS, ids=lambda p: str(p.relative_to(REFERENCE)))
 def test_reference_run_follows_the_schema(path):
-    validate(json.loads(path.read_text()))
+    """A reference of the current schema_version follows it in full; an older one is what `compare` and
+    `report` still read (every known field of its type), as the harness's own reader holds it."""
+    from harness.reporting.validate import CURRENT, check
+    data = json.loads(path.read_text())
+    if data.get("schema_version") == CURRENT["report"]:
+        validate(data)
+    else:
+        assert data.get("schema_version") in (1, 2) and check(data, "report", path) == []
 
 
 def test_reference_suite_follows_the_schema_and_ran_as_predicted():
