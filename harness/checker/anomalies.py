@@ -18,7 +18,10 @@ classes below carry its names so that users can look them up:
   records of the input log between them it was never given;
 - nonmonotonic-poll: one consumer went back in a partition without a seek;
 - nonmonotonic-send: one producer's acknowledged offsets went back in a partition;
-- unseen: a committed write beyond where the final read_committed reader could go.
+- unseen: a committed write beyond where the final read_committed reader could go;
+- hanging-transaction: at the end, a partition whose last stable offset stays
+  below its end: a transaction still open holds every read_committed reader
+  back (what `kafka-transactions.sh find-hanging` looks for).
 
 Each class is a count, the first witnesses (ids, partitions, offsets, the
 process and its attempt, times) and whether the experiment allows it. A class
@@ -31,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 CLASSES = ("lost-write", "duplicate", "inconsistent-offsets", "aborted-read", "poll-skip", "nonmonotonic-poll",
-           "nonmonotonic-send", "unseen")
+           "nonmonotonic-send", "unseen", "hanging-transaction")
 MEANING = {
     "lost-write": "acknowledged (committed) write below the highest offset a reader reached, never read",
     "duplicate": "one value at more than one offset (read_committed)",
@@ -41,6 +44,7 @@ MEANING = {
     "nonmonotonic-poll": "a consumer went back in a partition without a seek",
     "nonmonotonic-send": "a producer's acknowledged offsets went back in a partition",
     "unseen": "a committed write the final read_committed reader never reached",
+    "hanging-transaction": "a transaction still open at the end: the last stable offset stays below the end",
 }
 MAX_WITNESSES = 20
 COMMITTED, ABORTED, UNKNOWN = "committed", "aborted", "unknown"
@@ -61,11 +65,14 @@ class Process:
 @dataclass
 class Logs:
     """What the readers saw of the output topic, each as {(partition, offset): key}; None when unread.
-    `reached`: per partition, the offset the final read_committed reader got to (its position)."""
+    `reached`: per partition, the offset the final read_committed reader got to (its position); `open_at`:
+    {partition: (last stable offset, end)} of partitions a transaction was still open on ({}: none; None:
+    not known)."""
     committed: dict | None = None
     uncommitted: dict | None = None
     concurrent: dict | None = None
     reached: dict | None = None
+    open_at: dict | None = None
 
 
 @dataclass
@@ -215,7 +222,13 @@ def log_anomalies(logs: Logs, sends: list[Send] | None) -> list[Found]:
             keys.setdefault(place, {})[source] = key
     bad = [{"partition": p, "offset": o, "values": by} for (p, o), by in sorted(keys.items())
            if len(set(by.values())) > 1]
-    return [dup, Found("inconsistent-offsets", len(bad), witnesses=bad)]
+    if logs.open_at is None:
+        hanging = Found("hanging-transaction", None, unchecked="the last stable offsets are unknown")
+    else:
+        hanging = Found("hanging-transaction", len(logs.open_at), witnesses=[
+            {"partition": p, "offset": lso, "last_stable_offset": lso, "high_watermark": hw}
+            for p, (lso, hw) in sorted(logs.open_at.items())])
+    return [dup, Found("inconsistent-offsets", len(bad), witnesses=bad), hanging]
 
 
 def check(procs: list[Process], input_topic: str, input_log: dict | None, logs: Logs | None,

@@ -19,6 +19,9 @@ from .effects import count_effects
 
 # An idle local topic is read in well under this; it bounds the audit of a huge or stuck topic.
 READ_TIMEOUT_S = 60
+# After a transaction commits, its markers reach each partition a moment later, and only then does the last
+# stable offset move: it is asked again until it reaches the end, or has not moved for this long.
+STABLE_WAIT_S = 10.0
 
 
 @dataclass
@@ -28,6 +31,30 @@ class LogRead:
     records: list = field(default_factory=list)
     reached: dict = field(default_factory=dict)
     error: str | None = None
+    high: dict = field(default_factory=dict)       # each partition's end (high watermark) when read
+    stable: dict | None = None     # read_committed: each partition's last stable offset (below `high`: open)
+
+
+def stable_ends(bootstrap: str, topic: str, high: dict, wait_s: float = STABLE_WAIT_S) -> dict:
+    """Each partition's last stable offset, the farthest a read_committed reader can get: asked of the
+    brokers (ListOffsets with read_committed) until it reaches `high` or stops moving for `wait_s`. A
+    partition left below its end holds a transaction still open."""
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+    from .. import kafka_client, kafka_logging
+    admin = AdminClient(kafka_client.config(bootstrap, kafka_logging.client_config()))
+    last, moved = None, time.monotonic()
+    while True:
+        futures = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in high},
+                                     isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=15)
+        lso = {tp.partition: f.result().offset for tp, f in futures.items()}
+        if all(lso[p] >= h for p, h in high.items()):
+            return lso
+        if lso != last:
+            last, moved = lso, time.monotonic()
+        elif time.monotonic() - moved > wait_s:
+            return lso
+        time.sleep(0.2)
 
 
 def read_ids(bootstrap: str, topic: str, isolation: str) -> tuple[list, str | None]:
@@ -49,10 +76,12 @@ def read_log(bootstrap: str, topic: str, isolation: str) -> LogRead:
             c.close()
             return LogRead(error=f"topic {topic} not found")
         parts = sorted(md.topics[topic].partitions)
-        ends = {}
+        high = {}
         for p in parts:
-            _low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)
-            ends[p] = high
+            _low, high[p] = c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)
+        # read_committed readers stop at the last stable offset: read to it, and say where it stayed
+        stable = stable_ends(bootstrap, topic, high) if isolation == "read_committed" and parts else None
+        ends = {p: min(high[p], stable[p]) for p in parts} if stable else dict(high)
         c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
         ids = []
         done = {p for p in parts if ends[p] == 0}
@@ -73,7 +102,7 @@ def read_log(bootstrap: str, topic: str, isolation: str) -> LogRead:
         reached = {tp.partition: max(tp.offset, 0) for tp in c.position([TopicPartition(topic, p) for p in parts])}
         c.close()
         err = None if len(done) == len(parts) else f"timed out reading {topic} ({isolation})"
-        return LogRead(ids, reached, err)
+        return LogRead(ids, reached, err, high, stable)
     except Exception as e:  # noqa: BLE001
         return LogRead(error=str(e).splitlines()[0] if str(e) else repr(e))
 
@@ -111,10 +140,11 @@ def placed(records: list) -> dict | None:
 
 
 def audit_records(sent_ids: list[str], seen: dict[str, list], errors: dict | None = None,
-                  amounts: dict | None = None, reached: dict | None = None) -> dict:
+                  amounts: dict | None = None, reached: dict | None = None, open_at: dict | None = None) -> dict:
     """Pure part of the audit: `seen` maps an isolation level to the records that reader got, in order
     (keys, (key, value) pairs whose values are checked against `amounts`, or (key, value, partition,
-    offset) as read_log gives them); `reached` each reader's position per partition at its end."""
+    offset) as read_log gives them); `reached` each reader's position per partition at its end; `open_at`
+    the partitions a transaction was still open on, {partition: (last stable offset, end)}."""
     out = {}
     for isolation in ("read_committed", "read_uncommitted"):
         err = (errors or {}).get(isolation)
@@ -134,12 +164,15 @@ def audit_records(sent_ids: list[str], seen: dict[str, list], errors: dict | Non
     rc, ru = out["read_committed"]["records"], out["read_uncommitted"]["records"]
     # Records the log holds but committed readers never see: aborted (or still open) transactions.
     out["aborted_records"] = ru - rc if rc is not None and ru is not None else None
+    out["open_transactions"] = open_at
     return out
 
 
 def audit_output(bootstrap: str, topic: str, sent_ids: list[str], amounts: dict | None = None) -> dict:
-    seen, errors, reached = {}, {}, {}
+    seen, errors, reached, open_at = {}, {}, {}, None
     for isolation in ("read_committed", "read_uncommitted"):
         got = read_log(bootstrap, topic, isolation)
         seen[isolation], errors[isolation], reached[isolation] = got.records, got.error, got.reached
-    return audit_records(sent_ids, seen, errors, amounts, reached)
+        if got.stable is not None:
+            open_at = {p: (got.stable[p], h) for p, h in got.high.items() if got.stable[p] < h}
+    return audit_records(sent_ids, seen, errors, amounts, reached, open_at)

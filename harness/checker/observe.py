@@ -175,7 +175,8 @@ def _check_histories(a: Observation, exp, names, histories, positions: dict | No
         rc, ru = kout["read_committed"], kout["read_uncommitted"]
         logs = anomaly_classes.Logs(rc.get("at") if not rc.get("error") else None,
                                     ru.get("at") if not ru.get("error") else None, concurrent,
-                                    rc.get("reached") if not rc.get("error") else None)
+                                    rc.get("reached") if not rc.get("error") else None,
+                                    kout.get("open_transactions"))
     a.anomalies = anomaly_classes.check(histories.processes, names.input_topic, input_log, logs, exp.allows)
     a.history = {"processes": len(histories.processes), "operations": histories.ops(),
                  "bad_lines": histories.bad_lines, "problems": histories.problems[:20]}

@@ -24,11 +24,12 @@ def txn(n, *sends, end="commit", p=0):
     return ops
 
 
-def logs(committed, uncommitted=None, concurrent=None, reached=None):
+def logs(committed, uncommitted=None, concurrent=None, reached=None, open_at=None):
     c = {(p, o): k for p, o, k in committed}
     u = {(p, o): k for p, o, k in (uncommitted if uncommitted is not None else committed)}
     return Logs(c, u, {(p, o): k for p, o, k in concurrent} if concurrent is not None else None,
-                reached if reached is not None else {0: max((o for _p, o in c), default=-1) + 1})
+                reached if reached is not None else {0: max((o for _p, o in c), default=-1) + 1},
+                open_at if open_at is not None else {})
 
 
 def counts(found):
@@ -52,7 +53,8 @@ def test_a_clean_transactional_run_has_every_class_at_zero():
              ("poll", IN, {"0": [[2, 2]]}), *txn(2, (3, "c")))      # offset 2: the first transaction's marker
     found = check([p], IN, {0: [0, 1, 2]}, logs([(0, 0, "a"), (0, 1, "b"), (0, 3, "c")]))
     assert counts(found) == {c: 0 for c in ("lost-write", "duplicate", "inconsistent-offsets", "aborted-read",
-                                            "poll-skip", "nonmonotonic-poll", "nonmonotonic-send", "unseen")}
+                                            "poll-skip", "nonmonotonic-poll", "nonmonotonic-send", "unseen",
+                                            "hanging-transaction")}
 
 
 # -- each class, found with its witnesses -----------------------------------------------------
@@ -70,6 +72,15 @@ def test_unseen_is_a_committed_write_beyond_where_the_final_reader_got():
     f = check([p], IN, None, logs([(0, 0, "a")], reached={0: 2}))     # stuck at 2: an open transaction
     assert (f["unseen"].count, f["lost-write"].count) == (1, 0)
     assert f["unseen"].witnesses[0]["reached"] == 2
+
+
+def test_hanging_transaction_is_a_partition_whose_last_stable_offset_stays_below_its_end():
+    f = check([], IN, None, logs([(0, 0, "a")], reached={0: 1, 1: 4}, open_at={1: (4, 9)}))
+    assert f["hanging-transaction"].count == 1
+    assert f["hanging-transaction"].witnesses == [{"partition": 1, "offset": 4, "last_stable_offset": 4,
+                                                   "high_watermark": 9}]
+    unknown = check([], IN, None, Logs({}, {}, None, {}, None))["hanging-transaction"]
+    assert unknown.count is None and unknown.unchecked
 
 
 def test_duplicate_is_one_value_at_two_offsets_under_read_committed():
@@ -140,14 +151,14 @@ def test_nonmonotonic_send_is_one_producers_acknowledged_offsets_going_back():
 def test_a_failed_reader_leaves_its_classes_unknown_and_says_why():
     p = proc(*txn(1, (0, "a")))
     f = check([p], IN, None, Logs(None, None, None, None))
-    for name in ("lost-write", "unseen", "duplicate", "aborted-read"):
+    for name in ("lost-write", "unseen", "duplicate", "aborted-read", "hanging-transaction"):
         assert f[name].count is None and f[name].unchecked, name
     assert f["nonmonotonic-send"].count == 0
 
 
 def test_without_recorded_sends_only_the_log_classes_apply():
     f = check([], IN, None, logs([(0, 0, "a")]))
-    assert set(f) == {"duplicate", "inconsistent-offsets"}
+    assert set(f) == {"duplicate", "inconsistent-offsets", "hanging-transaction"}
 
 
 def test_allowed_classes_are_marked():
