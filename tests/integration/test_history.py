@@ -71,14 +71,13 @@ def test_consumers_polls_are_monotonic_and_skip_nothing_through_crashes(stack, t
     assert sum(b - a + 1 for op in polled for runs in op[3].values() for a, b in runs) >= 200
 
 
-def test_a_record_another_producer_writes_into_the_output_topic_is_a_named_duplicate(stack, tmp_path):
-    from confluent_kafka import Producer
-    out = tmp_path / "foreign"
+def _start_eos(stack, out: Path) -> tuple[subprocess.Popen, str]:
+    """An eos run in the background, and its output topic once a worker names it."""
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "eos", "--messages", "2000",
                              "--crash-rate", "0.01", "--quiet", "--out", str(out)], env={**os.environ, **stack["env"]},
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    topic, deadline = None, time.time() + 120
-    while topic is None:
+    deadline = time.time() + 120
+    while True:
         assert time.time() < deadline and proc.poll() is None, "no worker named its output topic"
         for pid in worker_pids(str(out)):
             try:
@@ -86,8 +85,14 @@ def test_a_record_another_producer_writes_into_the_output_topic_is_a_named_dupli
             except OSError:
                 continue
             if "--output-topic" in argv:
-                topic = argv[argv.index("--output-topic") + 1]
+                return proc, argv[argv.index("--output-topic") + 1]
         time.sleep(0.05)
+
+
+def test_a_record_another_producer_writes_into_the_output_topic_is_a_named_duplicate(stack, tmp_path):
+    from confluent_kafka import Producer
+    out = tmp_path / "foreign"
+    proc, topic = _start_eos(stack, out)
     placed = []
     p = Producer({"bootstrap.servers": stack["bootstrap_servers"]})
     p.produce(topic, key=b"pay-000001", value=json.dumps({"id": "pay-000001", "amount": 100}).encode(),
@@ -104,3 +109,35 @@ def test_a_record_another_producer_writes_into_the_output_topic_is_a_named_dupli
     assert "Forbidden anomalies: duplicate (1)" in d["summary"]
     assert "anomaly.duplicate: predicted == 0, observed 1" in d["verdict_detail"]["failed"]
 
+
+
+def test_a_transaction_a_foreign_producer_leaves_open_on_the_output_topic_is_caught_with_its_offset(stack, tmp_path):
+    """A transactional producer that is not the harness's begins a transaction on the run's output topic, writes
+    one record and then does nothing (paused): every read_committed reader stops at that record. The final
+    reader reads up to it instead of timing out, the run is unexpected, and the partition and offset named."""
+    from confluent_kafka import Producer
+    out = tmp_path / "hanging"
+    proc, topic = _start_eos(stack, out)
+    p = Producer({"bootstrap.servers": stack["bootstrap_servers"], "transactional.id": f"foreign-{time.time_ns()}",
+                  "transaction.timeout.ms": 900_000})
+    placed = []
+    try:
+        p.init_transactions(30)
+        p.begin_transaction()
+        p.produce(topic, key=b"pay-000002", value=json.dumps({"id": "pay-000002", "amount": 100}).encode(),
+                  partition=0, on_delivery=lambda err, m: placed.append((err, m.offset())))
+        p.flush(30)
+        assert placed and placed[0][0] is None, placed
+        _out, err = proc.communicate(timeout=600)
+    finally:
+        p.abort_transaction(30)         # nothing left behind: the foreign transaction ends with the test
+    assert proc.returncode == 1, err[-3000:]
+    d = json.loads((out / "report.json").read_text())
+    validate(d)
+    hanging = d["anomaly_classes"]["classes"]["hanging-transaction"]
+    assert d["verdict"] == "unexpected" and hanging["count"] == 1
+    w = hanging["witnesses"][0]
+    assert (w["partition"], w["last_stable_offset"]) == (0, placed[0][1]) and w["high_watermark"] > placed[0][1]
+    assert "hanging-transaction (1)" in d["summary"]
+    # what read_committed readers could not reach is missing for them, and said as such
+    assert d["kafka_output"]["read_committed"]["lost"] > 0 and d["verdict_detail"]["audit_errors"] == []
