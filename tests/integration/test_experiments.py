@@ -352,7 +352,7 @@ class _OffsetsOutsideTxn:
         return getattr(self._p, name)
     def send_offsets_to_transaction(self, offsets, metadata, timeout):
         self._ctx.consumer.commit(offsets=offsets, asynchronous=False)
-eos.make_producer = lambda ctx: _OffsetsOutsideTxn(_make(ctx), ctx)
+eos.make_producer = lambda ctx, *a, **kw: _OffsetsOutsideTxn(_make(ctx, *a, **kw), ctx)
 """
 
 
