@@ -35,25 +35,29 @@ class LogRead:
     stable: dict | None = None     # read_committed: each partition's last stable offset (below `high`: open)
 
 
-def stable_ends(bootstrap: str, topic: str, high: dict, wait_s: float = STABLE_WAIT_S) -> dict:
-    """Each partition's last stable offset, the farthest a read_committed reader can get: asked of the
-    brokers (ListOffsets with read_committed) until it reaches `high` or stops moving for `wait_s`. A
-    partition left below its end holds a transaction still open."""
+def stable_ends(bootstrap: str, topic: str, parts: list, wait_s: float = STABLE_WAIT_S) -> tuple[dict, dict]:
+    """(last stable offsets, ends) of each partition, asked of the brokers (ListOffsets under read_committed
+    and read_uncommitted: a read_committed consumer's own watermark query answers the last stable offset
+    for both) until every last stable offset reaches its end or stops moving for `wait_s`. A partition
+    left below its end holds a transaction still open."""
     from confluent_kafka import IsolationLevel, TopicPartition
     from confluent_kafka.admin import AdminClient, OffsetSpec
     from .. import kafka_client, kafka_logging
     admin = AdminClient(kafka_client.config(bootstrap, kafka_logging.client_config()))
+
+    def latest(isolation) -> dict:
+        futures = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in parts},
+                                     isolation_level=isolation, request_timeout=15)
+        return {tp.partition: f.result().offset for tp, f in futures.items()}
     last, moved = None, time.monotonic()
     while True:
-        futures = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in high},
-                                     isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=15)
-        lso = {tp.partition: f.result().offset for tp, f in futures.items()}
-        if all(lso[p] >= h for p, h in high.items()):
-            return lso
+        lso, high = latest(IsolationLevel.READ_COMMITTED), latest(IsolationLevel.READ_UNCOMMITTED)
+        if all(lso[p] >= high[p] for p in parts):
+            return lso, high
         if lso != last:
             last, moved = lso, time.monotonic()
         elif time.monotonic() - moved > wait_s:
-            return lso
+            return lso, high
         time.sleep(0.2)
 
 
@@ -76,12 +80,14 @@ def read_log(bootstrap: str, topic: str, isolation: str) -> LogRead:
             c.close()
             return LogRead(error=f"topic {topic} not found")
         parts = sorted(md.topics[topic].partitions)
-        high = {}
+        high, stable = {}, None
         for p in parts:
+            # (under read_committed the consumer's own query answers the last stable offset)
             _low, high[p] = c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)
-        # read_committed readers stop at the last stable offset: read to it, and say where it stayed
-        stable = stable_ends(bootstrap, topic, high) if isolation == "read_committed" and parts else None
-        ends = {p: min(high[p], stable[p]) for p in parts} if stable else dict(high)
+        if isolation == "read_committed" and parts:
+            # read to the last stable offset, once it has settled, and say where it stayed below the end
+            stable, high = stable_ends(bootstrap, topic, parts)
+        ends = dict(stable) if stable else dict(high)
         c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
         ids = []
         done = {p for p in parts if ends[p] == 0}
