@@ -1,17 +1,19 @@
 """Read the workers' history files (runtime/history.py) as untrusted input, for the anomaly classes.
 
-The files are the workers' own, in the run's folder, but a run folder is also
-what `harness report` and `harness audit` are handed by others: every file is
-read without following a link, only if it is a regular file of bounded size,
-and every line is checked for its shape before it is believed. A line that is
-not a well-formed operation is counted, never guessed at; the anomaly
-classes are computed from what remains, and the report says how many lines
-were set aside.
+The files are the workers' own, in the run's folder, written while the run
+goes on; the harness still believes nothing it reads: every file is read
+without following a link, only if it is a regular file of bounded size, and
+every line is checked for its shape (integers bounded, no NaN or Infinity,
+partition keys of digits only) before it is believed. A line that is not a
+well-formed operation is counted, never guessed at; the anomaly classes are
+computed from what remains, the process's unfinished transactions count as
+unknown, and the report says how many lines were set aside.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -26,6 +28,9 @@ MAX_FILE_BYTES = 512 * 1024 * 1024
 MAX_FILES = 10_000
 FILE_NAME = re.compile(r"^([A-Za-z0-9_.-]{1,64})-([0-9]{1,6})\.jsonl$")
 TXN_STEPS = ("begin", "committing", "commit", "abort")
+PARTITION = re.compile(r"[0-9]{1,9}")
+MAX_INT = 2 ** 63          # offsets, partitions and transaction numbers fit a Kafka int64
+MAX_LINE = 1 << 20         # a poll of 500 records writes a few kB
 
 
 @dataclass
@@ -39,26 +44,31 @@ class Histories:
 
 
 def _int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
+    return isinstance(x, int) and not isinstance(x, bool) and -MAX_INT <= x < MAX_INT
+
+
+def _key(k) -> bool:
+    return isinstance(k, str) and PARTITION.fullmatch(k) is not None
 
 
 def _offsets(d) -> bool:
-    return isinstance(d, dict) and all(isinstance(k, str) and k.isdigit() and _int(v) for k, v in d.items())
+    return isinstance(d, dict) and all(_key(k) and _int(v) for k, v in d.items())
 
 
 def _runs(d) -> bool:
     return isinstance(d, dict) and all(
-        isinstance(k, str) and k.isdigit() and isinstance(v, list)
+        _key(k) and isinstance(v, list)
         and all(isinstance(r, list) and len(r) == 2 and _int(r[0]) and _int(r[1]) and r[0] <= r[1] for r in v)
         for k, v in d.items())
 
 
 def well_formed(op) -> bool:
     """An operation as runtime/history.py writes it: [t, kind, ...] with the right fields for its kind."""
-    if not (isinstance(op, list) and len(op) >= 2 and isinstance(op[0], (int, float)) and isinstance(op[1], str)):
+    if not (isinstance(op, list) and len(op) >= 2 and isinstance(op[0], (int, float)) and isinstance(op[1], str)
+            and not isinstance(op[0], bool) and math.isfinite(op[0])):
         return False
     kind, rest = op[1], op[2:]
-    if kind in ("assign", "seek", "commit"):
+    if kind in ("assign", "seek", "commit", "join"):
         return len(rest) == 2 and isinstance(rest[0], str) and _offsets(rest[1])
     if kind == "poll":
         return len(rest) == 2 and isinstance(rest[0], str) and _runs(rest[1])
@@ -78,9 +88,12 @@ def parse(text: str, worker: str, attempt: int) -> tuple[Process, int]:
     """One file's operations (the "open" line dropped) and how many lines were not well formed."""
     proc, bad = Process(worker, attempt), 0
     for line in text.splitlines():
+        if len(line) > MAX_LINE:
+            bad += 1
+            continue
         try:
-            op = json.loads(line)
-        except ValueError:
+            op = json.loads(line, parse_constant=_refuse)
+        except (ValueError, RecursionError):
             bad += 1
             continue
         if isinstance(op, list) and len(op) == 3 and op[1] == "open":
@@ -89,7 +102,12 @@ def parse(text: str, worker: str, attempt: int) -> tuple[Process, int]:
             proc.ops.append(op)
         else:
             bad += 1
+    proc.lines_lost = bad
     return proc, bad
+
+
+def _refuse(name: str):
+    raise ValueError(f"{name} is not a number a history holds")
 
 
 def read(folder: Path) -> Histories | None:

@@ -177,9 +177,20 @@ def _check_histories(a: Observation, exp, names, histories, positions: dict | No
                                     ru.get("at") if not ru.get("error") else None, concurrent,
                                     rc.get("reached") if not rc.get("error") else None,
                                     kout.get("open_transactions"))
-    a.anomalies = anomaly_classes.check(histories.processes, names.input_topic, input_log, logs, exp.allows)
     a.history = {"processes": len(histories.processes), "operations": histories.ops(),
                  "bad_lines": histories.bad_lines, "problems": histories.problems[:20]}
+    try:
+        a.anomalies = anomaly_classes.check(histories.processes, names.input_topic, input_log, logs, exp.allows,
+                                            names.output_topic)
+    except Exception as e:  # noqa: BLE001 - the run keeps its report; the classes say they were not checked
+        why = f"the checker failed: {type(e).__name__}: {str(e)[:200]}"
+        a.anomalies = {n: anomaly_classes.Found(n, None, unchecked=why) for n in anomaly_classes.CLASSES}
+        return
+    if histories.problems or histories.bad_lines:
+        partial = (f"the histories are incomplete ({histories.bad_lines} lines set aside, "
+                   f"{len(histories.problems)} files unread): the counts cover what could be read")
+        for f in a.anomalies.values():
+            f.unchecked = f.unchecked or partial
 
 
 def _audit_deliveries(a: Observation, stack, names, log, positions: dict | None, sent: list, order_reader) -> None:

@@ -28,6 +28,7 @@ class OutputWatcher:
         self.bootstrap, self.topic = bootstrap, topic
         # (time visible to us, producer's create time in seconds, worker, partition, offset, key)
         self.seen: list[tuple] = []
+        self.failed: str | None = None    # why the reader stopped early, if it did
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="output-watcher", daemon=True)
         self._thread.start()
@@ -47,16 +48,17 @@ class OutputWatcher:
                         self.seen.append((time.time(), m.timestamp()[1] / 1000.0, _worker(m.value()), m.partition(),
                                           m.offset(), m.key().decode(errors="replace") if m.key() is not None else None))
             c.close()
-        except Exception:  # noqa: BLE001 - a watcher that fails leaves the stall unknown, never breaks a run
-            pass
+        except Exception as e:  # noqa: BLE001 - a watcher that fails leaves the stall unknown, never breaks a run
+            self.failed = str(e)[:200] or type(e).__name__
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
 
-    def placed(self) -> dict:
-        """{(partition, offset): key} of every record this reader saw during the run (for the anomaly classes)."""
-        return {(s[3], s[4]): s[5] for s in self.seen}
+    def placed(self) -> dict | None:
+        """{(partition, offset): key} of every record this reader saw during the run (for the anomaly
+        classes); None when the reader failed (what it saw is then not all it should have)."""
+        return None if self.failed else {(s[3], s[4]): s[5] for s in self.seen}
 
     def stalls(self, crashes: list[dict]) -> list[float | None]:
         """Per crash: seconds until a record of the crashed worker, produced after it, became visible."""

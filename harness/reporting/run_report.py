@@ -205,10 +205,11 @@ def _witness_text(w: dict) -> str:
     if not isinstance(w, dict):
         return str(w)
     what = f"{w['id']} " if w.get("id") is not None else ""
-    if "skipped_offsets" in w:
-        where = f"partition {w.get('partition')} offsets {w['skipped_offsets'][:1]}..{w['skipped_offsets'][-1:]}"
-    elif "at" in w:
-        where = "at " + ", ".join(f"{p}/{o}" for p, o in w["at"][:4])
+    skipped, at = w.get("skipped_offsets"), w.get("at")
+    if isinstance(skipped, list) and skipped:
+        where = f"partition {w.get('partition')} offsets {skipped[0]}..{skipped[-1]}"
+    elif isinstance(at, list):
+        where = "at " + ", ".join(f"{x[0]}/{x[1]}" if isinstance(x, list) and len(x) == 2 else str(x) for x in at[:4])
     elif "got" in w:
         where = f"partition {w.get('partition')}: offset {w['got']} after {w.get('expected')}"
     else:

@@ -56,7 +56,8 @@ class GroupMember:
             self.high[tp.partition] = self._topic_high[tp.partition]
             self.committed[tp.partition] = tp.offset if tp.offset >= 0 else 0
             self.positions[tp.partition] = self.committed[tp.partition]
-        self.history.positions("assign", self.input_topic, {tp.partition: self.committed[tp.partition] for tp in got})
+        # "join": where the group's consumer may start at the earliest (it fetches its offsets again itself)
+        self.history.positions("join", self.input_topic, {tp.partition: self.committed[tp.partition] for tp in got})
         self.events.emit("assigned", partitions=sorted(tp.partition for tp in partitions))
 
     def _on_revoke(self, consumer, partitions) -> None:

@@ -11,6 +11,8 @@ SIGKILL could lose), time first:
 
     [t, "open", {"worker": "w0", "attempt": 1, "pid": 123, "transactional_id": ...}]
     [t, "assign", topic, {partition: next offset}]     also after a rewind or a stall's re-seek ("seek")
+    [t, "join", topic, {partition: committed offset}]  a group gave partitions (the consumer starts there
+                                                        or later: it fetches its offsets again itself)
     [t, "poll", topic, {partition: [[first, last], ...]}]   consecutive offsets as ranges
     [t, "commit", topic, {partition: next offset}]     offsets committed (a consumer's own commit)
     [t, "revoke", topic, [partition, ...]]             a group took partitions away (or they were lost)
@@ -76,7 +78,7 @@ class History:
         self._write("poll", topic, {str(p): ranges(offs) for p, offs in per.items()})
 
     def positions(self, op: str, topic: str, offsets: dict) -> None:
-        """An "assign", "seek" or "commit": the next offset of each partition."""
+        """An "assign", "join", "seek" or "commit": the next offset of each partition."""
         self._write(op, topic, {str(p): int(o) for p, o in offsets.items()})
 
     def revoked(self, topic: str, partitions) -> None:

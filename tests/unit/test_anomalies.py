@@ -247,3 +247,43 @@ def test_the_report_shows_each_class_with_its_witnesses_escaped(tmp_path):
     text, page = markdown.render(r), html.render(r)
     assert "## Anomaly classes" in text and "\\<script>" in text and "\\|x" in text and "<script>" not in page
     assert "Anomaly classes (Jepsen" in page
+
+
+def test_an_acknowledgement_without_an_offset_names_no_place_and_flags_nothing():
+    p = proc(*txn(1, (0, "a"), (-1, "b"), (1, "c")))       # a duplicate sequence number: success, offset -1
+    f = check([p], IN, None, logs([(0, 0, "a"), (0, 1, "c")]))
+    assert (f["lost-write"].count, f["nonmonotonic-send"].count) == (0, 0)
+
+
+def test_a_groups_join_is_where_polls_may_start_not_where_they_must():
+    joined = proc(("join", IN, {"0": 2}), ("poll", IN, {"0": [[5, 6]]}), ("poll", IN, {"0": [[9, 9]]}))
+    f = check([joined], IN, {0: list(range(10))}, None)
+    assert f["poll-skip"].count == 1 and f["poll-skip"].witnesses[0]["skipped_offsets"] == [7, 8]   # not 2..4
+    assert check([proc(("join", IN, {"0": 4}), ("poll", IN, {"0": [[2, 3]]}))], IN, {0: list(range(5))},
+                 None)["nonmonotonic-poll"].count == 1
+
+
+def test_a_file_that_lost_lines_leaves_an_unfinished_transaction_unknown(tmp_path):
+    ops = [[1.0, "txn", "begin", 1], [1.1, "send", OUT, 0, 0, "a", 1], "garbage"]
+    (tmp_path / "w0-1.jsonl").write_text("\n".join(json.dumps(o) if isinstance(o, list) else o for o in ops))
+    procs = read(tmp_path).processes
+    assert procs[0].lines_lost == 1 and [s.outcome for s in sends_of(procs[0])] == [UNKNOWN]
+
+
+def test_hostile_lines_are_set_aside_not_believed_and_never_crash_the_checker(tmp_path):
+    lines = ['[1.0, "poll", "in", {"\\u00b2": [[0, 1]]}]', "[" * 200_000, '[NaN, "seek", "in", {}]',
+             '[1.0, "seek", "in", {"0": 1e400}]', '[1.0, "send", "out", 0, 99999999999999999999999, "a", 1]',
+             '[1.0, "assign", "in", {"0": 0}]']
+    (tmp_path / "w0-1.jsonl").write_text("\n".join(lines))
+    h = read(tmp_path)
+    assert h.bad_lines == 5 and [op[1] for op in h.processes[0].ops] == ["assign"]
+    assert check(h.processes, IN, {0: [0]}, None) == {}          # no poll was believed: no poll class applies
+
+
+def test_a_big_partition_with_thousands_of_gaps_is_checked_whole():
+    """5,000 gaps over 250,000 offsets (each gap looked up by bisection: scanning the partition per gap
+    took half a minute here)."""
+    n = 250_000
+    p = proc(("assign", IN, {"0": 0}), *[("poll", IN, {"0": [[i, i]]}) for i in range(0, n, 50)])
+    f = check([p], IN, {0: list(range(n))}, None)
+    assert f["poll-skip"].count == n // 50 - 1 and f["poll-skip"].witnesses[0]["skipped"] == 49
