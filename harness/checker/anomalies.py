@@ -250,7 +250,7 @@ def log_anomalies(logs: Logs, sends: list[Send] | None) -> list[Found]:
 
 
 def check(procs: list[Process], input_topic: str, input_log: dict | None, logs: Logs | None,
-          allowed: frozenset = frozenset()) -> dict[str, Found]:
+          allowed: frozenset = frozenset(), output_topic: str | None = None) -> dict[str, Found]:
     """Every class the run can check. Poll classes need polls of the input; send classes need an output
     topic with the writers' sends recorded; the others need an output topic. A class that does not apply
     to the run is absent; one that applies and cannot be checked has count None and says why."""
@@ -259,7 +259,7 @@ def check(procs: list[Process], input_topic: str, input_log: dict | None, logs: 
         for f in poll_anomalies(procs, input_log, input_topic):
             out[f.name] = f
     if logs is not None:
-        sends = [s for p in procs for s in sends_of(p)]
+        sends = [s for p in procs for s in sends_of(p, output_topic)]
         recorded = any(op[1] in ("send", "send-error") for p in procs for op in p.ops)
         for f in log_anomalies(logs, sends if recorded else None) + (send_anomalies(sends, logs) if recorded else []):
             out[f.name] = f

@@ -287,3 +287,26 @@ def test_a_big_partition_with_thousands_of_gaps_is_checked_whole():
     p = proc(("assign", IN, {"0": 0}), *[("poll", IN, {"0": [[i, i]]}) for i in range(0, n, 50)])
     f = check([p], IN, {0: list(range(n))}, None)
     assert f["poll-skip"].count == n // 50 - 1 and f["poll-skip"].witnesses[0]["skipped"] == 49
+
+
+def test_the_run_s_own_count_checks_the_histories_with_its_names(tmp_path):
+    """observe's path into the checker, with a run's names, readers' results and histories from files."""
+    from harness.checker.histories import read as read_histories
+    from harness.checker.observe import Observation, _check_histories
+    from harness.experiments import get
+    from harness.workload.naming import RunNames
+    names = RunNames("20261202T000000.000-eos-abcdef")
+    ops = [[1.0, "assign", names.input_topic, {"0": 0}], [1.1, "poll", names.input_topic, {"0": [[0, 1]]}],
+           [1.2, "txn", "begin", 1], [1.3, "send", names.output_topic, 0, 0, "pay-000001", 1],
+           [1.3, "send", "elsewhere", 0, 7, "pay-000001", 1],          # another topic: not this output's
+           [1.4, "send", names.output_topic, 0, 1, "pay-000002", 1], [1.5, "txn", "committing", 1],
+           [1.6, "txn", "commit", 1]]
+    (tmp_path / "w0-1.jsonl").write_text("\n".join(json.dumps(o) for o in ops))
+    at = {(0, 0): "pay-000001", (0, 1): "pay-000002"}
+    kout = {"read_committed": {"at": at, "reached": {0: 3}}, "read_uncommitted": {"at": at, "reached": {0: 3}},
+            "open_transactions": {}}
+    a = Observation()
+    _check_histories(a, get("eos"), names, read_histories(tmp_path),
+                     {"pay-000001": (0, 0), "pay-000002": (0, 1)}, kout, None)
+    assert {n: f.count for n, f in a.anomalies.items()} == {n: 0 for n in a.anomalies} and len(a.anomalies) == 9
+    assert a.history == {"processes": 1, "operations": 8, "bad_lines": 0, "problems": []}
