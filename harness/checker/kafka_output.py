@@ -82,13 +82,13 @@ def read_log(bootstrap: str, topic: str, isolation: str) -> LogRead:
             c.close()
             return LogRead(error=f"topic {topic} not found")
         parts = sorted(md.topics[topic].partitions)
-        high, stable = {}, None
-        for p in parts:
-            # (under read_committed the consumer's own query answers the last stable offset)
-            _low, high[p] = c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)
+        stable = None
         if isolation == "read_committed" and parts:
             # read to the last stable offset, once it has settled, and say where it stayed below the end
+            # (the consumer's own watermark query would answer the last stable offset for both)
             stable, high = stable_ends(bootstrap, topic, parts)
+        else:
+            high = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in parts}
         ends = dict(stable) if stable else dict(high)
         c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
         ids = []
