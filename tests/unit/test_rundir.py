@@ -3,7 +3,6 @@
 import json
 import os
 import threading
-import time
 
 import pytest
 
@@ -108,8 +107,8 @@ def test_the_runner_refuses_a_used_folder_before_touching_it(tmp_path):
     (d / "crash-log.jsonl").write_text('{"crash": 1}\n')
     before = {p.name: p.read_text() for p in d.iterdir()}
     stack = Stack("external", "127.0.0.1:1", "postgresql://u:p@127.0.0.1:1/db", owned=False)
-    t0 = time.monotonic()
     with pytest.raises(HarnessError) as e:
         runner.run(RunParams("dedupe", messages=10), stack, out=d, log=lambda _m: None)
-    assert "crash-log.jsonl" in one_line(e) and time.monotonic() - t0 < 5
+    # refused before the (unreachable) stack was touched: that would have been another error
+    assert "crash-log.jsonl" in one_line(e)
     assert {p.name: p.read_text() for p in d.iterdir()} == before

