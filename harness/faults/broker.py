@@ -29,8 +29,14 @@ import time
 from ..errors import first_line
 from .base import Fault, number
 
-# A restarted JVM on two busy cores answers within seconds; past this the fault stops waiting and says so.
+# A restarted JVM on two busy cores answers within seconds; past this the fault stops waiting and says so,
+# unless the node is visibly still at work: its log grew within the last LOG_QUIET_S (a loaded machine once
+# took 74 s to bring a killed broker container back, and another one past 120 s while its log showed it
+# rejoining the quorum). Past RECOVERY_CAP_S it stops waiting whatever the log does.
 RECOVERY_TIMEOUT_S = 120
+LOG_QUIET_S = 30.0
+RECOVERY_CAP_S = 480
+LOG_LOOK_EVERY_S = 5.0
 # A restarted node whose process (or container) is gone this long has ended: no need to wait out the bound.
 GONE_GRACE_S = 3.0
 CHECK_EVERY_S = 0.25
@@ -130,8 +136,19 @@ class BrokerFault(Fault):
                 cur.pop("gone_since", None)
             else:
                 cur.setdefault("gone_since", now)
-            if now - cur.get("gone_since", now) > GONE_GRACE_S or now - cur["recovered_at"] > RECOVERY_TIMEOUT_S:
+            waited, at_work = now - cur["recovered_at"], self._still_at_work(cur, now)
+            if now - cur.get("gone_since", now) > GONE_GRACE_S or waited > RECOVERY_CAP_S or \
+                    (waited > RECOVERY_TIMEOUT_S and not at_work):
                 self._give_up(cur, now)
+
+    def _still_at_work(self, cur: dict, now: float) -> bool:
+        """Did the node's log change within the last LOG_QUIET_S (looked at every LOG_LOOK_EVERY_S)?"""
+        if now - cur.get("log_looked_at", 0.0) >= LOG_LOOK_EVERY_S:
+            cur["log_looked_at"] = now
+            tail = self.hands.log_tail(cur["node"], 3)
+            if tail != cur.get("log_tail"):
+                cur["log_tail"], cur["log_changed_at"] = tail, now
+        return now - cur.get("log_changed_at", cur["recovered_at"]) <= LOG_QUIET_S
 
     def _give_up(self, cur: dict, now: float) -> None:
         """The node did not come back (its process or container ended, or it never answered): say what it is
@@ -197,8 +214,8 @@ class BrokerFault(Fault):
         out = []
         for k, f in enumerate(self.struck):
             end = self.struck[k + 1]["time"] if k + 1 < len(self.struck) else float("inf")
-            aborts = [e for e in events if e.get("event") in ("txn_aborted", "fenced")
-                      and f["time"] <= e.get("t", 0) < end]
+            aborts = [e for e in events if e.get("event") in ("txn_aborted", "fenced") and e.get("planned") is not True
+                      and f["time"] <= e.get("t", 0) < end]         # the abort fault's own aborts are not the broker's
             # a stuck call is reported when its deadline passes: place it by when the call began
             stuck = [e for e in events if e.get("event") == "txn_stuck" and e.get("outcome") != "aborted"
                      and f["time"] <= e.get("since", e.get("t", 0)) < end]

@@ -200,6 +200,50 @@ def test_a_node_that_runs_but_never_answers_is_given_up_at_the_bound():
     assert f.state == "done" and f.stops_run() and f"not come back {RECOVERY_TIMEOUT_S}" in f.stops_run()
 
 
+def test_a_node_still_writing_its_log_is_waited_for_past_the_bound_but_not_past_the_cap():
+    """A loaded machine brought a killed broker container back after more than RECOVERY_TIMEOUT_S while its log
+    showed it rejoining the quorum: the run was given up as incomplete. A node whose log still changes is waited
+    for (up to RECOVERY_CAP_S); one whose log went quiet is given up at the bound."""
+    from harness.faults.broker import RECOVERY_CAP_S, RECOVERY_TIMEOUT_S
+
+    class Slow(FakeHands):
+        """Running, its log growing, answering only after `answer_after` calls of answers()."""
+        def __init__(self, answer_after):
+            super().__init__()
+            self.lines, self.asked, self.answer_after, self.restarted = 0, 0, answer_after, set()
+
+        def running(self, node):
+            return True
+
+        def start(self, node):
+            self.restarted.add(node)
+            return super().start(node)
+
+        def answers(self, node):
+            if node in self.restarted:
+                self.asked += 1
+                return self.asked > self.answer_after
+            return super().answers(node)
+
+        def log_tail(self, node, lines=5):
+            self.lines += 1
+            return f"INFO recovering segment {self.lines}"
+    # answers after ~200 s of fake time (checks every 0.3 s): past the bound, before the cap
+    h = Slow(answer_after=int(200 / 0.3))
+    f = BrokerKill(count=1, every=0.1, down=0.3, seed=2)
+    f.hands = h
+    drive(f, fake_sup(), seconds=RECOVERY_CAP_S + 60)
+    entry = f.entries([], [])[0]
+    assert f.stops_run() is None and entry["back_at"] is not None
+    assert entry["until_answering_seconds"] > RECOVERY_TIMEOUT_S
+    assert not any(k.startswith("log_") for k in entry)          # the bookkeeping stays out of the report
+    # one that never answers, however busy its log, is given up at the cap
+    g = BrokerKill(count=1, every=0.1, down=0.3, seed=2)
+    g.hands = Slow(answer_after=10 ** 9)
+    drive(g, fake_sup(), seconds=RECOVERY_CAP_S + 60)
+    assert g.state == "done" and f"not come back {RECOVERY_CAP_S}" in g.stops_run()
+
+
 # -- options, declarations, refusals -------------------------------------------------------
 
 def test_broker_fault_options_are_checked_in_one_line():
