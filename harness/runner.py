@@ -202,7 +202,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                                  accounts=exp.stores.accounts, seed=params.seed)
         r.amounts = {p.id: p.amount for p in payments}
         r.accounts = {p.id: p.account for p in payments if p.account is not None}
-        CrashPlan.make(r.sent_ids, 0.0, params.seed).save(r.crash_plan)    # faults that plan crashes replace it
+        CrashPlan.make(r.sent_ids, 0.0, params.seed).save(r.crash_plan)    # each fault that plans amends its part
         with phase(r, "setup"):
             registry.register(stack.postgres_dsn, run_id)     # before its first name: `clean` knows it is ours
             for f in faults:

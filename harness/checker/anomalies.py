@@ -13,7 +13,13 @@ classes below carry its names so that users can look them up:
 - inconsistent-offsets: one offset, two values, between any two sources
   (the final drains, the reader that ran during the run, the writers' acks);
 - aborted-read: a read_committed reader saw a record whose transaction the
-  writer aborted (or died in before it asked to commit);
+  writer aborted (or died in before it asked to commit), known from the
+  writer's delivery report or, without one, from the record's own tag (our
+  transactional writers put their worker, attempt and transaction number in
+  each value);
+- torn-transaction: a transaction some of whose records a read_committed
+  reader saw and others (below where it read to) it did not: the shape of a
+  paused client's delayed writes landing in the wrong transaction (KAFKA-17754);
 - poll-skip: one consumer, two polls (no assignment or seek between), and
   records of the input log between them it was never given;
 - nonmonotonic-poll: one consumer went back in a partition without a seek;
@@ -34,13 +40,14 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-CLASSES = ("lost-write", "duplicate", "inconsistent-offsets", "aborted-read", "poll-skip", "nonmonotonic-poll",
-           "nonmonotonic-send", "unseen", "hanging-transaction")
+CLASSES = ("lost-write", "duplicate", "inconsistent-offsets", "aborted-read", "torn-transaction", "poll-skip",
+           "nonmonotonic-poll", "nonmonotonic-send", "unseen", "hanging-transaction")
 MEANING = {
     "lost-write": "acknowledged (committed) write below the highest offset a reader reached, never read",
     "duplicate": "one value at more than one offset (read_committed)",
     "inconsistent-offsets": "one offset, two values",
     "aborted-read": "a read_committed reader saw a record of an aborted transaction (G1a)",
+    "torn-transaction": "a read_committed reader saw some records of a transaction and not the others",
     "poll-skip": "a consumer was never given records between two of its polls",
     "nonmonotonic-poll": "a consumer went back in a partition without a seek",
     "nonmonotonic-send": "a producer's acknowledged offsets went back in a partition",
@@ -69,12 +76,14 @@ class Logs:
     """What the readers saw of the output topic, each as {(partition, offset): key}; None when unread.
     `reached`: per partition, the offset the final read_committed reader got to (its position); `open_at`:
     {partition: (last stable offset, end)} of partitions a transaction was still open on ({}: none; None:
-    not known)."""
+    not known); `tags`: {(partition, offset): (writer process, transaction number)} of every record in the
+    log whose value names them (None: unread)."""
     committed: dict | None = None
     uncommitted: dict | None = None
     concurrent: dict | None = None
     reached: dict | None = None
     open_at: dict | None = None
+    tags: dict | None = None
 
 
 @dataclass
@@ -91,6 +100,8 @@ class Found:
         for w in self.witnesses:
             if w.get("id") is not None:
                 out.append(str(w["id"]))
+            elif "visible" in w:
+                out.append(f"{w.get('writer')} transaction {w.get('txn')}")
             elif "skipped_offsets" in w:
                 out.append(f"{w['consumer']} partition {w['partition']} offsets {w['skipped_offsets'][0]}.."
                            f"{w['skipped_offsets'][-1]}")
@@ -127,20 +138,24 @@ def sends_of(proc: Process, topic: str | None = None) -> list[Send]:
     outside any transaction is committed once acknowledged. An acknowledgement without a place in the log
     (librdkafka reports a duplicate sequence number as a success with no offset) is left out: it names
     no offset to check."""
+    outcomes = txn_outcomes(proc)
+    out = []
+    for op in proc.ops:
+        if op[1] == "send" and op[4] >= 0 and (topic is None or op[2] == topic):
+            n = op[6]
+            outcome = COMMITTED if n is None else outcomes.get(n, UNKNOWN)
+            out.append(Send(proc.name, op[0], op[2], int(op[3]), int(op[4]), op[5], outcome))
+    return out
+
+
+def txn_outcomes(proc: Process) -> dict[int, str]:
+    """{transaction number: committed, aborted or unknown} of one process, from its last recorded step."""
     last_step: dict = {}
-    sends = []
     for op in proc.ops:
         if op[1] == "txn":
             last_step[op[3]] = op[2]
-        elif op[1] == "send" and op[4] >= 0 and (topic is None or op[2] == topic):
-            sends.append(op)
     after = dict(OUTCOME_AFTER, begin=UNKNOWN) if proc.lines_lost else OUTCOME_AFTER
-    out = []
-    for op in sends:
-        n = op[6]
-        outcome = COMMITTED if n is None else after.get(last_step.get(n), UNKNOWN)
-        out.append(Send(proc.name, op[0], op[2], int(op[3]), int(op[4]), op[5], outcome))
-    return out
+    return {n: after.get(step, UNKNOWN) for n, step in last_step.items()}
 
 
 def _witness(s: Send, **more) -> dict:
@@ -185,8 +200,56 @@ def poll_anomalies(procs: list[Process], input_log: dict | None, topic: str) -> 
     return skip, Found("nonmonotonic-poll", len(backs), witnesses=backs)
 
 
-def send_anomalies(sends: list[Send], logs: Logs) -> list[Found]:
-    """aborted-read, lost-write, unseen and nonmonotonic-send over the writers' acknowledged sends."""
+READERS = (("final read_committed reader", "committed"), ("read_committed reader during the run", "concurrent"))
+
+
+def tagged_aborted_reads(procs: list[Process], logs: Logs, already: set) -> list[dict]:
+    """aborted-read witnesses from the records' own tags: a record a read_committed reader saw whose tag
+    names a transaction its writer's history ended aborted (places in `already` are witnessed by a send)."""
+    if not logs.tags:
+        return []
+    outcomes = {p.name: txn_outcomes(p) for p in procs}
+    out = []
+    for reader, attr in READERS:
+        seen = getattr(logs, attr)
+        for place, key in sorted((seen or {}).items()):
+            tag = logs.tags.get(place)
+            if tag is None or (reader, place) in already:
+                continue
+            writer, n = tag
+            if outcomes.get(writer, {}).get(n) == ABORTED:
+                out.append({"id": key, "partition": place[0], "offset": place[1], "writer": writer, "txn": n,
+                            "reader": reader, "known_from": "the record's tag (no delivery report)"})
+    return out
+
+
+def torn_transactions(logs: Logs) -> Found | None:
+    """Transactions (by the writer and number their records are tagged with) that the final read_committed
+    reader saw in part: some records below where it read to visible, others there not. A transaction with
+    a record beyond where the reader got is not judged. None when no record is tagged."""
+    if not logs.tags:
+        return None
+    if logs.committed is None or logs.reached is None:
+        return Found("torn-transaction", None, unchecked="the final read_committed reader failed")
+    groups: dict = {}
+    for place, tag in logs.tags.items():
+        groups.setdefault(tag, []).append(place)
+    torn = []
+    for (writer, n), places in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        if any(o >= logs.reached.get(p, 0) for p, o in places):
+            continue
+        seen = sorted(pl for pl in places if pl in logs.committed)
+        unseen = sorted(pl for pl in places if pl not in logs.committed)
+        if seen and unseen:
+            torn.append({"writer": writer, "txn": n, "visible": [list(x) for x in seen[:10]],
+                         "invisible": [list(x) for x in unseen[:10]], "records": len(places),
+                         "partition": seen[0][0], "offset": seen[0][1]})
+    return Found("torn-transaction", len(torn), witnesses=torn)
+
+
+def send_anomalies(sends: list[Send], logs: Logs, procs: list[Process] = ()) -> list[Found]:
+    """aborted-read, lost-write, unseen and nonmonotonic-send over the writers' acknowledged sends (and,
+    for aborted-read, the records' tags)."""
     aborted, lost, unseen, backs = [], [], [], []
     last: dict[tuple, int] = {}
     for s in sends:
@@ -194,11 +257,12 @@ def send_anomalies(sends: list[Send], logs: Logs) -> list[Found]:
         if k in last and s.offset <= last[k]:
             backs.append(_witness(s, previous_offset=last[k]))
         last[k] = max(last.get(k, -1), s.offset)
-    for reader, seen in (("final read_committed reader", logs.committed), ("read_committed reader during the run",
-                                                                           logs.concurrent)):
+    for reader, attr in READERS:
+        seen = getattr(logs, attr)
         for s in sends:
             if seen is not None and s.outcome == ABORTED and (s.partition, s.offset) in seen:
                 aborted.append(_witness(s, reader=reader))
+    aborted += tagged_aborted_reads(list(procs), logs, {(w["reader"], (w["partition"], w["offset"])) for w in aborted})
     if logs.committed is not None and logs.reached is not None:
         for s in sends:
             if s.outcome != COMMITTED or (s.partition, s.offset) in logs.committed:
@@ -261,8 +325,16 @@ def check(procs: list[Process], input_topic: str, input_log: dict | None, logs: 
     if logs is not None:
         sends = [s for p in procs for s in sends_of(p, output_topic)]
         recorded = any(op[1] in ("send", "send-error") for p in procs for op in p.ops)
-        for f in log_anomalies(logs, sends if recorded else None) + (send_anomalies(sends, logs) if recorded else []):
+        for f in log_anomalies(logs, sends if recorded else None) + (send_anomalies(sends, logs, procs)
+                                                                      if recorded else []):
             out[f.name] = f
+        if not recorded and logs.tags and (logs.committed is not None or logs.concurrent is not None):
+            # no delivery report at all (every writer died first): the records' tags still name their transactions
+            found = tagged_aborted_reads(procs, logs, set())
+            out["aborted-read"] = Found("aborted-read", len(found), witnesses=found)
+        torn = torn_transactions(logs)
+        if torn is not None:
+            out[torn.name] = torn
     for f in out.values():
         f.allowed = f.name in allowed
     return {name: out[name] for name in CLASSES if name in out}

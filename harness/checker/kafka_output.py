@@ -140,6 +140,29 @@ def bad_records(amounts: dict | None, records: list) -> list[str]:
     return sorted(bad)
 
 
+def tagged(records: list) -> dict | None:
+    """{(partition, offset): ("worker/attempt", transaction number)} of the records whose value names its
+    writer and transaction (our transactional workers' do: experiments/eos.py); values are untrusted, so
+    only well-formed names and small numbers count. None when a record lacks its place."""
+    if not all(isinstance(r, tuple) and len(r) == 4 for r in records):
+        return None
+    out = {}
+    for key, value, partition, offset in records:
+        if not value or b'"txn"' not in value[:4096]:
+            continue
+        try:
+            v = json.loads(value)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            continue
+        if not isinstance(v, dict):
+            continue
+        worker, attempt, txn = v.get("worker"), v.get("attempt"), v.get("txn")
+        if (isinstance(worker, str) and len(worker) <= 64 and type(attempt) is int and type(txn) is int
+                and 0 < attempt < 2 ** 31 and 0 < txn < 2 ** 53):
+            out[(partition, offset)] = (f"{worker}/{attempt}", txn)
+    return out
+
+
 def placed(records: list) -> dict | None:
     """{(partition, offset): key} of records read with their place (None when any lacks it)."""
     if not all(isinstance(r, tuple) and len(r) == 4 for r in records):
@@ -168,7 +191,8 @@ def audit_records(sent_ids: list[str], seen: dict[str, list], errors: dict | Non
                           "duplicate_ids": c.duplicate_ids, "lost_ids": c.lost_ids,
                           "unexpected_ids": c.unexpected_ids,
                           "bad_value_ids": bad_records(amounts, records), "error": None,
-                          "per_id": c.per_id, "at": placed(records), "reached": (reached or {}).get(isolation)}
+                          "per_id": c.per_id, "at": placed(records), "reached": (reached or {}).get(isolation),
+                          **({"tags": tagged(records)} if isolation == "read_uncommitted" else {})}
     rc, ru = out["read_committed"]["records"], out["read_uncommitted"]["records"]
     # Records the log holds but committed readers never see: aborted (or still open) transactions.
     out["aborted_records"] = ru - rc if rc is not None and ru is not None else None

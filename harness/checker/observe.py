@@ -176,7 +176,7 @@ def _check_histories(a: Observation, exp, names, histories, positions: dict | No
         logs = anomaly_classes.Logs(rc.get("at") if not rc.get("error") else None,
                                     ru.get("at") if not ru.get("error") else None, concurrent,
                                     rc.get("reached") if not rc.get("error") else None,
-                                    kout.get("open_transactions"))
+                                    kout.get("open_transactions"), ru.get("tags") if not ru.get("error") else None)
     a.history = {"processes": len(histories.processes), "operations": histories.ops(),
                  "bad_lines": histories.bad_lines, "problems": histories.problems[:20]}
     try:

@@ -22,6 +22,11 @@ what the described ones say (every payment, when transactions commit on a
 timer). What no kill point of the experiment can cause
 stays exact (offset-before never duplicates, whatever the instant).
 
+The abort fault's aborts are planned: the worker flushed the transaction
+before aborting it (every record of it is in the log) and logged what it held
+(`txn_aborted` with `planned: true`), so they count exactly, like crash
+records.
+
 A broker fault can abort a transaction that no crash caused (a coordinator
 gone mid-commit, a leader that moved under an open transaction). The worker
 logs each abort it sees (`txn_aborted`, and `fenced` when the abort is fatal;
@@ -102,6 +107,7 @@ class CrashFacts:
     run_dir: object = None     # the run's folder: evidence some workers write beside the crash log
     positions: dict = field(default_factory=dict)  # payment id -> (partition, offset) in the input topic
     aborts: list = field(default_factory=list)   # txn_aborted/fenced/txn_stuck/commit_lost: work no crash record describes
+    planned_aborts: list = field(default_factory=list)   # the abort fault's, flushed first: as exact as crash records
     loosened: bool = False     # a fault struck that can abort transactions unseen by crash records (a broker fault)
     params: object = None      # the run's options (RunParams), for predictors that depend on them
 
@@ -118,7 +124,7 @@ class CrashFacts:
         return self.undescribed == 0 and not self.aborts and not self.loosened
 
     def ids(self, source: str) -> list[str]:
-        return [i for c in self.described for i in (c.get(source) or []) if isinstance(i, str)]
+        return [i for c in self.described + self.planned_aborts for i in (c.get(source) or []) if isinstance(i, str)]
 
     def slack(self, source: str | None = None) -> int:
         """How much more than the described crashes say a number may be: `inflight_max` per undescribed
@@ -170,10 +176,11 @@ def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int 
     predictors that depend on them."""
     # Only an experiment that writes Kafka output can have a transaction (or a produce) a broker fault
     # undoes behind its back; a consumer that commits offsets either succeeds or dies, and a death is counted.
+    planned = [a for a in aborts or [] if a.get("event") == "txn_aborted" and a.get("planned") is True]
     facts = CrashFacts(crashes, inflight_max, interruptions, events=list(events or []),
                        amounts=dict(amounts or {}), accounts=dict(accounts or {}), run_dir=run_dir,
-                       positions=dict(positions or {}), aborts=list(aborts or []),
-                       loosened=loosened and exp.stores.output, params=params)
+                       positions=dict(positions or {}), aborts=[a for a in aborts or [] if a not in planned],
+                       planned_aborts=planned, loosened=loosened and exp.stores.output, params=params)
     p = Prediction(exact=facts.exact)
     for pr in exp.predictors:
         pr.add(p, facts, exp)

@@ -17,6 +17,9 @@ the dedupe table in one Postgres transaction, and both sides are exact.
 `zombie`: the eos worker frozen with SIGSTOP, replaced under the same
 transactional.id, then resumed: it must be fenced (the zombie fault).
 
+The abort and client-pause faults act inside this loop (runtime/client_faults.py):
+a planned abort at a commit point, a self-inflicted SIGSTOP at a planned step.
+
 Errors, as librdkafka documents them: abortable -> abort_transaction and
 rewind to the committed offsets; retriable (a commit that timed out) -> retry
 the same call; fatal (fenced) -> exit with FENCED_EXIT for a restart. A
@@ -36,6 +39,7 @@ from .. import kafka_client
 from ..checker.damage import ABORTED, DEDUPED, DUPLICATED
 from ..checker.predictors import FencedPredictor, LedgerPredictor, OutputPredictor
 from ..runtime.call_deadline import CallDeadline
+from ..runtime.client_faults import AFTER_SEND_OFFSETS, BEFORE_COMMIT, MID_PRODUCE, PLANNED_ABORT
 from .common_options import TRANSACTION_OPTIONS, TRANSACTION_TIMEOUT_MS, TXN_STUCK_AFTER_S
 from .declaration import Experiment, KillPoint, Stores
 
@@ -49,6 +53,7 @@ INIT_STEP_S = 0.01
 POLL, INSIDE, EFFECT = "after-poll-before-effect", "inside-effect-txn", "after-effect-before-produce"
 PRODUCE, SEND_OFFSETS, TXN_COMMIT = ("after-produce-before-txn-commit", "after-send-offsets-before-txn-commit",
                                      "after-txn-commit")
+CLIENT_FAULTS = ("abort", "client-pause")     # transactional_loop carries them out (runtime/client_faults.py)
 ABORTS = "records already in the open transaction are aborted (read_uncommitted keeps a copy) and produced again"
 
 
@@ -129,7 +134,9 @@ def output_value(ctx, msg) -> bytes:
         value = json.loads(msg.value())
     except ValueError:
         value = {"id": msg.key().decode()}
-    value.update(worker=ctx.worker, attempt=ctx.attempt)
+    # Who wrote it, in which of its transactions: a reader can then tell an aborted transaction's record (and
+    # a torn transaction) even when the writer died before its delivery report (checker/anomalies.py).
+    value.update(worker=ctx.worker, attempt=ctx.attempt, txn=ctx.history.txn_no)
     return json.dumps(value).encode()
 
 
@@ -145,7 +152,9 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
     ctx.kill.before_crash = lambda: producer.flush(TXN_CALL_TIMEOUT_S)
     in_txn: list = []
     ledger = (lambda: [m.key().decode() for m in in_txn]) if effect else ()   # ledger rows since the last commit
-    held = {"produced": lambda: [m.key().decode() for m in in_txn], "unacked": lambda: list(ledger()) if effect else []}
+    txn_ids = lambda: [m.key().decode() for m in in_txn]      # noqa: E731 - called only when needed
+    held = {"produced": txn_ids, "unacked": lambda: list(ledger()) if effect else []}
+    faults = ctx.client_faults
     interval = (ctx.option("commit_interval_ms") or 0) / 1000.0
     txn_started = 0.0
 
@@ -154,13 +163,35 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
             return time.monotonic() - txn_started >= interval
         return len(in_txn) >= ctx.commit_every
 
+    def flush() -> int:
+        return producer.flush(TXN_CALL_TIMEOUT_S)
+
+    def abort_txn(reason: str, planned: bool = False) -> None:
+        """Abort the open transaction and rewind to the committed offsets. The event says what the abort
+        undoes, for the prediction: these records may sit in the log as aborted copies (certainly, when
+        `planned`: flushed first), and these ledger rows are applied again."""
+        ctx.events.emit("txn_aborted", reason=reason, planned=planned, produced=[m.key().decode() for m in in_txn],
+                        unacked=list(ledger()) if effect else [])
+        # The txn_aborted event above lists what it held; a stuck abort can only end aborted.
+        with deadline.call("abort_transaction", produced=[], unacked=[], outcome="aborted"):
+            _retrying(lambda: producer.abort_transaction(TXN_CALL_TIMEOUT_S), deadline.seconds)
+        ctx.history.txn("abort")
+        in_txn.clear()
+        ctx.rewind()
+
     def commit_txn():
+        if faults.abort_due():                   # the abort fault: this one ends aborted, on purpose
+            # exact when every record of it is in the log: flushed, no delivery report with an error
+            abort_txn(PLANNED_ABORT, planned=flush() == 0 and ctx.history.txn_failed_sends() == 0)
+            raise Rewound()
+        faults.pause(BEFORE_COMMIT, txn_ids, flush, **held)
         offsets = ctx.offsets_after(in_txn)
         with deadline.call("send_offsets_to_transaction", **held):
             _retrying(lambda: producer.send_offsets_to_transaction(
                 offsets, ctx.consumer.consumer_group_metadata(), TXN_CALL_TIMEOUT_S), deadline.seconds)
         for m in list(in_txn):
             ctx.kill.at(SEND_OFFSETS, m, unacked=ledger, produced=in_txn)
+        faults.pause(AFTER_SEND_OFFSETS, txn_ids, flush, **held)
         ctx.history.txn("committing")
         with deadline.call("commit_transaction", **held):
             _retrying(lambda: producer.commit_transaction(TXN_CALL_TIMEOUT_S), deadline.seconds)
@@ -193,26 +224,21 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
                                      partition=msg.partition(), on_delivery=ctx.history.on_delivery())
                     in_txn.append(msg)
                     ctx.kill.at(PRODUCE, msg, unacked=ledger, produced=in_txn)
+                    faults.pause(MID_PRODUCE, (msg.key().decode(),), flush, **held)
                     if commit_due():
                         commit_txn()
                     ctx.kill.at(TXN_COMMIT, msg, unacked=ledger, produced=in_txn)
                 if in_txn and (ctx.at_end() or commit_due()):
                     commit_txn()
+            except Rewound:
+                continue
             except KafkaException as e:
                 err = e.args[0]
                 if err.fatal():
                     raise
                 if err.txn_requires_abort():
-                    # What the abort undoes, for the prediction: these records may sit in the log as aborted
-                    # copies, and these ledger rows (and perhaps the record in hand's) are applied again.
-                    ctx.events.emit("txn_aborted", reason=str(err), produced=[m.key().decode() for m in in_txn],
-                                    unacked=list(ledger()) if effect else [])
-                    # The txn_aborted event above lists what it held; a stuck abort can only end aborted.
-                    with deadline.call("abort_transaction", produced=[], unacked=[], outcome="aborted"):
-                        _retrying(lambda: producer.abort_transaction(TXN_CALL_TIMEOUT_S), deadline.seconds)
-                    ctx.history.txn("abort")
-                    in_txn.clear()
-                    ctx.rewind()
+                    # (and perhaps the record in hand's ledger row is applied again: the produce failed after it)
+                    abort_txn(str(err))
                     continue
                 raise
             if not in_txn and ctx.caught_up():
@@ -225,6 +251,10 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
             print(f"worker {ctx.worker}: fatal producer error, exiting for a restart: {err}", file=sys.stderr)
             sys.exit(FENCED_EXIT)
         raise
+
+
+class Rewound(Exception):
+    """The open transaction was aborted on purpose and the consumer rewound: drop the rest of the batch."""
 
 
 def _retrying(call, deadline_s: float):
@@ -296,6 +326,7 @@ EOS = Experiment(
     suite={"group": "eos", "weight": 8},
     options=TRANSACTION_OPTIONS,
     leader="coordinator",
+    client_faults=CLIENT_FAULTS,
 )
 
 EOS_BOUNDARY = Experiment(
@@ -312,6 +343,7 @@ EOS_BOUNDARY = Experiment(
     suite={"group": "eos", "weight": 7},
     options=TRANSACTION_OPTIONS,
     leader="coordinator",
+    client_faults=CLIENT_FAULTS,
 )
 
 EOS_DEDUPE = Experiment(
@@ -329,6 +361,7 @@ EOS_DEDUPE = Experiment(
     suite={"group": "eos", "weight": 6},
     options=TRANSACTION_OPTIONS,
     leader="coordinator",
+    client_faults=CLIENT_FAULTS,
 )
 
 ZOMBIE = Experiment(
@@ -346,4 +379,5 @@ ZOMBIE = Experiment(
     suite={"group": "eos", "weight": 5},
     options=TRANSACTION_OPTIONS,
     leader="coordinator",
+    client_faults=CLIENT_FAULTS,
 )

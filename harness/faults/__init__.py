@@ -1,17 +1,19 @@
 """Faults: the protocol (base) and each fault in its own module (planned crashes, random kills, the
-zombie pause, kills on a beat, broker faults). `build` turns a run's options into its list of faults; the
+zombie pause, kills on a beat, broker faults, a transactional client's own aborts and pauses). `build` turns a run's options into its list of faults; the
 supervisor (harness/workers/) ticks them, and the crash plan and crash log they share with the workers are
 in harness/runtime/."""
 
 from ..errors import HarnessError
 from .base import Fault, parse_spec
 from .broker import BrokerKill, BrokerPause, LeaderKill
+from .client import Abort, ClientPause
 from .kill_every import KillEvery
 from .planned import PlannedCrash
 from .random_kill import RandomKill
 from .zombie import ZombiePause
 
-FAULTS = {f.name: f for f in (PlannedCrash, RandomKill, ZombiePause, KillEvery, BrokerKill, BrokerPause, LeaderKill)}
+FAULTS = {f.name: f for f in (PlannedCrash, RandomKill, ZombiePause, KillEvery, BrokerKill, BrokerPause, LeaderKill,
+                              Abort, ClientPause)}
 
 
 def help_text() -> str:

@@ -38,7 +38,7 @@ class PlannedCrash(Fault):
         from ..experiments import kill_points_for
         self.points = kill_points_for(run.exp, self.point)
         plan = CrashPlan.make(run.sent_ids, self.rate, run.params.seed, self.points)
-        plan.save(run.crash_plan)
+        CrashPlan.amend(run.crash_plan, crash_rate=plan.crash_rate, crash_ids=plan.crash_ids, points=plan.points)
         self.planned = len(plan.crash_ids)
 
     def entries(self, crashes, events) -> list[dict]:

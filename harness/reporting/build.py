@@ -5,7 +5,7 @@ judge -> render): it lays out the run's declaration, its faults, the crash log,
 the audit and the checker's `Outcome` (checker/outcome.py: the prediction and
 the verdict), and decides nothing itself: it neither predicts nor judges.
 
-The contract is docs/report.schema.json (schema_version 3); every report the
+The contract is docs/report.schema.json (schema_version 4); every report the
 tests write is validated against it. The sections are dataclasses so a field
 cannot be misspelt in one place and read under another name elsewhere. Numbers
 the harness could not measure are None (null in JSON, "unknown" when shown),

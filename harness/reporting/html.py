@@ -10,7 +10,7 @@ numbers too: a report.json edited by someone else shows as text, never runs.
 from ..escape import html as escape
 
 from .recount_by_hand import commands
-from .shared import CRASH_FAULTS, fmt
+from .shared import fault_table, fmt
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1180px;color:#1d1d1f;padding:0 1rem}
@@ -173,14 +173,11 @@ def render(r) -> str:
                  + "".join(f"<li>SIGKILLed by the stop: {escape(str(x['worker']))} attempt {escape(str(x['attempt']))} "
                            f"(pid {escape(str(x['pid']))})</li>" for x in (vd.get("killed_at_stop") or [])[:10])
                  + "</ul>"]
-    others = [f for f in d.get("faults") or [] if f["fault"] not in CRASH_FAULTS]
-    if others:
-        keys = [k for k in ("out_seconds", "until_answering_seconds", "aborted_transactions", "unknown_outcome_transactions",
-                            "aborted_records_at_most", "read_committed_stall_seconds") if any(k in f for f in others)]
-        body += ["<h2>Faults</h2>", table([(f["fault"], f"{f['time']:.3f}", f["target"],
-                                            *[fmt(f.get(k)) for k in keys]) for f in others],
-                                          ("fault", "time", "target", *[k.replace("_", " ") for k in keys]),
-                                          numeric=tuple(range(3, 3 + len(keys))))]
+    heads, rows, left_out = fault_table(d.get("faults") or [])
+    if rows:
+        body += ["<h2>Faults</h2>", table(rows, heads)]
+        if left_out:
+            body.append(f"<p>({left_out:,} more in report.json)</p>")
     if d.get("consumer"):
         from . import consumer
         cs = d["consumer"]

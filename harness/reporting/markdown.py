@@ -6,12 +6,7 @@ holding newlines, pipes, HTML or link syntax shows as text and cannot add a line
 
 from .recount_by_hand import commands
 from ..escape import fence, md, md_code
-from .shared import CRASH_FAULTS, fmt
-
-
-def _fault_value(row: dict, key: str) -> str:
-    """A fault's measured value, "unknown" when measured and missing, "" when this fault has no such value."""
-    return md(fmt(row[key])) if key in row else ""
+from .shared import fault_table, fmt
 
 
 def render(r) -> str:
@@ -94,14 +89,12 @@ def render(r) -> str:
         out += ["", "## Kill points of this experiment", "", "| point | after | before | a crash here |",
                 "| --- | --- | --- | --- |"]
         out += [_row((k['name'], k['after'], k['before'] or '(last step)', k['says'])) for k in d["kill_points"]]
-    others = [f for f in d.get("faults") or [] if f["fault"] not in CRASH_FAULTS]
-    if others:
-        out += ["", "## Faults", "", "| fault | time | target | out s | answering after s | aborted transactions "
-                "| outcome unknown | read_committed stall s |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
-        out += [f"| {md(f['fault'])} | {f['time']:.3f} | {md(f['target'])} | {_fault_value(f, 'out_seconds')} | "
-                f"{_fault_value(f, 'until_answering_seconds')} | {_fault_value(f, 'aborted_transactions')} | "
-                f"{_fault_value(f, 'unknown_outcome_transactions')} | "
-                f"{_fault_value(f, 'read_committed_stall_seconds')} |" for f in others]
+    heads, rows, left_out = fault_table(d.get("faults") or [])
+    if rows:
+        out += ["", "## Faults", "", _row(heads), "| " + " | ".join("---" for _h in heads) + " |"]
+        out += [_row(row) for row in rows]
+        if left_out:
+            out += ["", f"({left_out:,} more in report.json)"]
     for name, story in (d.get("fault_details") or {}).items():
         times = story.get("times_since_pause") or {}
         if times:

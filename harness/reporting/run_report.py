@@ -1,6 +1,6 @@
 """RunReport: the one object every rendering (JSON, Markdown, HTML, terminal) reads.
 
-`report.json` follows docs/report.schema.json (schema_version 3; built in
+`report.json` follows docs/report.schema.json (schema_version 4; built in
 reporting/build.py); other tools rely on its field names. Derived views (the
 scoreboard rows) are computed here once, so no two renderings can disagree.
 A number the harness could not measure is None and shows as "unknown".
@@ -14,7 +14,7 @@ from pathlib import Path
 from .shared import CRASH_FAULTS, fmt
 # Re-exported for runner.py only (its home is writer.py, which does not import this module).
 
-SCHEMA_VERSION = 3   # docs/report.schema.json
+SCHEMA_VERSION = 4   # docs/report.schema.json
 
 VERDICTS = ("as-predicted", "unexpected", "audit-failed", "incomplete", "interrupted")
 

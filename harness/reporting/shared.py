@@ -20,3 +20,33 @@ def fmt(v) -> str:
     if isinstance(v, int):
         return f"{v:,}"
     return str(v)
+
+
+# The Faults table's columns after fault, time and target: (a key of a fault's entry, its heading), each shown
+# when any row has it. A row without the key leaves its cell empty; a key present with no value is "unknown".
+FAULT_COLUMNS = (("step", "step"), ("message_id", "payment"), ("paused_seconds", "paused s"),
+                 ("records_held", "records held"), ("next_abort", "then"), ("records", "records"), ("exact", "exact"),
+                 ("out_seconds", "out s"), ("until_answering_seconds", "answering after s"),
+                 ("aborted_transactions", "aborted transactions"), ("unknown_outcome_transactions", "outcome unknown"),
+                 ("aborted_records_at_most", "aborted records at most"),
+                 ("read_committed_stall_seconds", "read_committed stall s"))
+FAULT_ROWS_SHOWN = 50
+
+
+def fault_table(faults: list[dict]) -> tuple[list[str], list[list[str]], int]:
+    """(headings, rows of text cells, rows left out) of the faults that are not crashes, for md and html alike."""
+    others = [f for f in faults if f.get("fault") not in CRASH_FAULTS]
+    cols = [(k, h) for k, h in FAULT_COLUMNS if any(k in f for f in others)]
+
+    def cell(f: dict, key: str) -> str:
+        if key not in f:
+            return ""
+        v = f[key]
+        if isinstance(v, dict):          # what a woken worker met next: its event and why
+            return f"{v.get('event')}: {str(v.get('reason') or '')[:80]}"
+        if isinstance(v, bool):
+            return "yes" if v else "no"
+        return fmt(v)
+    rows = [[str(f.get("fault")), fmt(f.get("time")) if not isinstance(f.get("time"), float) else f"{f['time']:.3f}",
+             str(f.get("target")), *[cell(f, k) for k, _h in cols]] for f in others[:FAULT_ROWS_SHOWN]]
+    return ["fault", "time", "target", *[h for _k, h in cols]], rows, max(0, len(others) - FAULT_ROWS_SHOWN)

@@ -26,7 +26,7 @@ from ..errors import HarnessError
 from ..escape import term
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs"
-CURRENT = {"report": 3, "suite": 2}   # the schema_version each schema file describes
+CURRENT = {"report": 4, "suite": 2}   # the schema_version each schema file describes
 
 MAX_BYTES = 64 * 1024 * 1024   # the largest reports written are well under 1 MiB
 MAX_INT_DIGITS = 30            # counts, offsets, pids and seeds fit in 20

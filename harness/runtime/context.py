@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from .. import consume, kafka_client
+from .client_faults import ClientFaults
 from .crashplan import CrashPlan
 from ..options import worker_options
 from ..workload.sqlnames import table_identifier as table_ident
@@ -84,6 +85,7 @@ class WorkerContext(GroupMember):
         self._last_record_at = time.monotonic()      # a standby's wait for its turn is no stall
         plan = CrashPlan.load(Path(args.crash_plan)) if args.crash_plan else None
         self.kill = KillSwitch(plan, Path(args.crash_log), args.worker, args.attempt, args.experiment)
+        self.client_faults = ClientFaults(plan, self.events, args.worker, args.attempt)
 
     def option(self, name: str):
         """A run option the experiment declared for its workers (harness/options.py); None when not given."""

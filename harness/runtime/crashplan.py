@@ -7,6 +7,12 @@ the same payments and their reports can be put side by side.
 Each planned id also has its kill point: one fixed point for every crash, or,
 with `--kill-point any`, a seeded choice among the experiment's points per id
 (drawn after the ids, so the same payments still crash whatever the points).
+
+The same file carries the client faults' plans, which the transactional
+workers carry out themselves (runtime/client_faults.py): `abort_rate` (the
+share of transactions a worker aborts instead of committing) and `pauses`
+(payment ids whose transaction freezes its worker at step `pause_at`, each
+for its seeded number of seconds). Each fault fills in its own part.
 """
 
 import json
@@ -23,6 +29,9 @@ class CrashPlan:
     crash_rate: float
     crash_ids: frozenset = field(default_factory=frozenset)
     points: tuple = ()          # sorted (id, kill point) pairs; empty: any point the worker reaches first
+    abort_rate: float = 0.0     # the abort fault: share of transactions aborted instead of committed
+    pause_at: str | None = None # the client-pause fault: the step of a transaction where a worker freezes
+    pauses: tuple = ()          # sorted (id, seconds) pairs: the payments whose transaction freezes, and how long
 
     @classmethod
     def make(cls, message_ids: list[str], crash_rate: float, seed: int, points: list[str] | None = None) -> "CrashPlan":
@@ -40,19 +49,41 @@ class CrashPlan:
         """The kill point planned for this id (None: the id is not planned, or the plan names no point)."""
         return dict(self.points).get(message_id)
 
+    def pause_of(self, message_id: str) -> float | None:
+        """Seconds the worker freezes in the transaction that holds this id (None: no pause planned)."""
+        return dict(self.pauses).get(message_id)
+
     def to_json(self) -> dict:
         return {"seed": self.seed, "crash_rate": self.crash_rate, "crash_ids": sorted(self.crash_ids),
-                "points": dict(self.points)}
+                "points": dict(self.points), "abort_rate": self.abort_rate, "pause_at": self.pause_at,
+                "pauses": dict(self.pauses)}
 
     def save(self, path: Path) -> None:
         from ..safefile import write_text
         write_text(path, json.dumps(self.to_json()) + "\n")
 
     @classmethod
+    def amend(cls, path: Path, **fields) -> "CrashPlan":
+        """Change this fault's part of the run's plan file and keep the other faults' parts."""
+        from dataclasses import replace
+        plan = replace(cls.load(path), **fields)
+        plan.save(path)
+        return plan
+
+    @classmethod
     def load(cls, path: Path) -> "CrashPlan":
         d = json.loads(path.read_text())
         return cls(seed=d["seed"], crash_rate=d["crash_rate"], crash_ids=frozenset(d["crash_ids"]),
-                   points=tuple(sorted((d.get("points") or {}).items())))
+                   points=tuple(sorted((d.get("points") or {}).items())), abort_rate=float(d.get("abort_rate") or 0),
+                   pause_at=d.get("pause_at"), pauses=tuple(sorted((d.get("pauses") or {}).items())))
+
+
+def seeded_pauses(message_ids: list[str], count: int, seconds: float, seed: int) -> tuple:
+    """The client-pause plan: `count` payment ids, each with a seeded pause of 0.5x to 1.5x `seconds`
+    (drawn apart from the crash plan's choices, so adding pauses moves no crash)."""
+    rng = random.Random(f"{seed}-pauses")
+    chosen = sorted(rng.sample(sorted(message_ids), min(count, len(message_ids))))
+    return tuple((i, round(rng.uniform(0.5 * seconds, 1.5 * seconds), 3)) for i in chosen)
 
 
 def random_kill_delays(seed: int, kills: int, low: float = 0.05, high: float = 0.6) -> list[float]:

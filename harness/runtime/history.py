@@ -57,6 +57,8 @@ class History:
         self.path = Path(folder) / f"{worker}-{attempt}.jsonl" if folder else None
         self.header = {"worker": worker, "attempt": attempt, **header}
         self.txn_no: int | None = None       # the transaction open now (None: not transactional)
+        self.send_errors = 0                 # failed delivery reports so far (counted with or without a file)
+        self._errors_at_begin = 0
 
     def _write(self, *fields) -> None:
         if self.path is None:
@@ -87,7 +89,12 @@ class History:
     def txn(self, step: str) -> None:
         if step == "begin":
             self.txn_no = (self.txn_no or 0) + 1
+            self._errors_at_begin = self.send_errors
         self._write("txn", step, self.txn_no)
+
+    def txn_failed_sends(self) -> int:
+        """Delivery reports with an error since the open transaction began (after a flush: all of them)."""
+        return self.send_errors - self._errors_at_begin
 
     def on_delivery(self):
         """A producer's on_delivery callback for the record produced now: its place in the log (or its
@@ -95,6 +102,8 @@ class History:
         n = self.txn_no
 
         def delivered(err, msg) -> None:
+            if err is not None:
+                self.send_errors += 1
             if self.path is None:
                 return
             key = msg.key().decode(errors="replace") if msg.key() is not None else None

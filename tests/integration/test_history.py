@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.integration.plain_reader import read_topic
 from tests.integration.test_experiments import run_exp, worker_pids
 from tests.unit.sample_report import validate
 
 pytestmark = pytest.mark.integration
-CLASSES = {"lost-write", "duplicate", "inconsistent-offsets", "aborted-read", "poll-skip", "nonmonotonic-poll",
-           "nonmonotonic-send", "unseen", "hanging-transaction"}
+CLASSES = {"lost-write", "duplicate", "inconsistent-offsets", "aborted-read", "torn-transaction", "poll-skip",
+           "nonmonotonic-poll", "nonmonotonic-send", "unseen", "hanging-transaction"}
 
 
 def _ops(out: Path) -> dict[str, list]:
@@ -27,21 +28,7 @@ def _ops(out: Path) -> dict[str, list]:
 
 def _read_topic(bootstrap: str, topic: str) -> dict:
     """{(partition, offset): key} of `topic` as a fresh read_committed consumer sees it: not harness code."""
-    from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"history-test-{time.time_ns()}",
-                  "isolation.level": "read_committed", "enable.auto.commit": False})
-    parts = sorted(c.list_topics(topic, timeout=10).topics[topic].partitions)
-    ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
-    c.assign([TopicPartition(topic, p, 0) for p in parts])
-    seen, deadline = {}, time.time() + 60
-    while time.time() < deadline:
-        for m in c.consume(500, 0.5):
-            if not m.error():
-                seen[(m.partition(), m.offset())] = m.key().decode()
-        if all(tp.offset >= ends[tp.partition] for tp in c.position([TopicPartition(topic, p) for p in parts])):
-            break
-    c.close()
-    return seen
+    return read_topic(bootstrap, topic, "read_committed")[0]
 
 
 def test_eos_with_crashes_keeps_a_history_the_topic_confirms_and_shows_no_anomaly(stack, tmp_path):

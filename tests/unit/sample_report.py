@@ -20,7 +20,7 @@ def validate_suite(data: dict) -> None:
 
 def sample(experiment="offset-after", lost=0, dups=3, verdict="as-predicted"):
     return {
-        "schema_version": 3, "run_id": f"20261129T183000-{experiment}", "experiment": experiment,
+        "schema_version": 4, "run_id": f"20261129T183000-{experiment}", "experiment": experiment,
         "status": "complete", "proves": "At-least-once.", "steps": "poll, effect, commit offset",
         "kill_points": [{"name": "after-effect-before-commit", "after": "effect", "before": "commit offset",
                          "damage": ["duplicated"], "says": "applied again"}],

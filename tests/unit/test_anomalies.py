@@ -310,3 +310,82 @@ def test_the_run_s_own_count_checks_the_histories_with_its_names(tmp_path):
                      {"pay-000001": (0, 0), "pay-000002": (0, 1)}, kout, None)
     assert {n: f.count for n, f in a.anomalies.items()} == {n: 0 for n in a.anomalies} and len(a.anomalies) == 9
     assert a.history == {"processes": 1, "operations": 8, "bad_lines": 0, "problems": []}
+
+
+# -- the records' own tags: aborted reads without a delivery report, torn transactions ---------
+
+def tags(*entries):
+    """(partition, offset, writer, txn) -> Logs.tags."""
+    return {(p, o): (w, n) for p, o, w, n in entries}
+
+
+def test_aborted_read_is_found_from_a_records_tag_when_its_writer_died_before_the_delivery_report():
+    # w0/1's transaction 1 was aborted; its record at offset 0 has no delivery report, but its tag names it
+    p = proc(("txn", "begin", 1), ("txn", "abort", 1), *txn(2, (2, "b")))
+    lg = logs([(0, 0, "a"), (0, 2, "b")], reached={0: 3})
+    lg.tags = tags((0, 0, "w0/1", 1), (0, 2, "w0/1", 2))
+    found = check([p], IN, None, lg)
+    assert found["aborted-read"].count == 1
+    w = found["aborted-read"].witnesses[0]
+    assert (w["id"], w["offset"], w["writer"], w["txn"]) == ("a", 0, "w0/1", 1)
+    assert "tag" in w["known_from"]
+
+
+def test_a_tagged_record_of_a_committed_or_unknown_transaction_is_no_aborted_read():
+    p = proc(*txn(1, end="commit"), *txn(2, end="committing"))
+    lg = logs([(0, 0, "a"), (0, 1, "b")], reached={0: 2})
+    lg.tags = tags((0, 0, "w0/1", 1), (0, 1, "w0/1", 2), (0, 5, "w9/9", 1))   # a writer with no history: not judged
+    found = check([p], IN, None, lg)
+    assert found["aborted-read"].count == 0
+
+
+def test_an_aborted_read_witnessed_by_a_send_is_counted_once():
+    p = proc(*txn(1, (0, "a"), end="abort"))
+    lg = logs([(0, 0, "a")], reached={0: 1})
+    lg.tags = tags((0, 0, "w0/1", 1))
+    assert check([p], IN, None, lg)["aborted-read"].count == 1
+
+
+def test_torn_transaction_is_one_seen_in_part_below_where_the_reader_got():
+    p = proc(*txn(1, (0, "a"), (1, "b")))
+    lg = logs([(0, 0, "a"), (0, 2, "c")], uncommitted=[(0, 0, "a"), (0, 1, "b"), (0, 2, "c")], reached={0: 3})
+    lg.tags = tags((0, 0, "w0/1", 1), (0, 1, "w0/1", 1), (0, 2, "w1/1", 4))
+    found = check([p], IN, None, lg)
+    torn = found["torn-transaction"]
+    assert torn.count == 1
+    assert (torn.witnesses[0]["writer"], torn.witnesses[0]["txn"]) == ("w0/1", 1)
+    assert torn.witnesses[0]["visible"] == [[0, 0]] and torn.witnesses[0]["invisible"] == [[0, 1]]
+    assert torn.named() == ["w0/1 transaction 1"]
+
+
+def test_whole_transactions_seen_or_unseen_and_those_beyond_the_reader_are_not_torn():
+    p = proc(*txn(1, (0, "a")))
+    # txn 1 all seen, txn 2 all aborted (unseen), txn 3 has a record beyond where the reader got: not judged
+    lg = logs([(0, 0, "a"), (0, 1, "b"), (0, 4, "e")],
+              uncommitted=[(0, 0, "a"), (0, 1, "b"), (0, 2, "c"), (0, 3, "d"), (0, 4, "e"), (0, 9, "f")],
+              reached={0: 5})
+    lg.tags = tags((0, 0, "w0/1", 1), (0, 1, "w0/1", 1), (0, 2, "w0/1", 2), (0, 3, "w0/1", 2),
+                   (0, 4, "w0/1", 3), (0, 9, "w0/1", 3))
+    assert check([p], IN, None, lg)["torn-transaction"].count == 0
+
+
+def test_without_tagged_records_torn_transaction_does_not_apply_and_a_failed_reader_leaves_it_unknown():
+    p = proc(*txn(1, (0, "a")))
+    assert "torn-transaction" not in check([p], IN, None, logs([(0, 0, "a")]))
+    lg = Logs(None, {(0, 0): "a"}, None, None, {}, tags((0, 0, "w0/1", 1)))
+    f = check([p], IN, None, lg)["torn-transaction"]
+    assert f.count is None and "failed" in f.unchecked
+
+
+def test_tags_are_read_from_values_that_name_worker_attempt_and_transaction_and_hostile_ones_are_ignored():
+    from harness.checker.kafka_output import tagged
+    good = json.dumps({"id": "a", "worker": "w0", "attempt": 2, "txn": 7}).encode()
+    bad = [json.dumps({"worker": "w0", "attempt": 1, "txn": 1.5}).encode(),
+           json.dumps({"worker": "w0", "attempt": True, "txn": 1}).encode(),
+           json.dumps({"worker": ["w0"], "attempt": 1, "txn": 1}).encode(),
+           json.dumps({"worker": "w0", "attempt": 1, "txn": 10 ** 30}).encode(),
+           json.dumps({"worker": "w" * 100, "attempt": 1, "txn": 1}).encode(),
+           b'[' * 100000 + b'"txn"', b'\xff\xfe"txn"', b"not json txn", None, b'"txn"']
+    recs = [("a", good, 0, 0)] + [(f"b{i}", v, 0, i + 1) for i, v in enumerate(bad)]
+    assert tagged(recs) == {(0, 0): ("w0/2", 7)}
+    assert tagged([("a", good)]) is None

@@ -95,7 +95,7 @@ def test_gate_lost_gt_0_does_not_pass_an_unknown_lost(tmp_path):
 
 
 def test_gate_lost_gt_0_does_not_pass_a_newer_schema_report_without_counts(tmp_path):
-    """A report that says schema_version 3 is checked leniently (nothing required): drop `counts` and
+    """A report that says schema_version 3 (an older one) is checked leniently (nothing required): drop `counts` and
     `--fail-on lost>0` skips that experiment with only a warning, exit 0."""
     bad = sample("offset-before", lost=5)
     bad["schema_version"] = 3

@@ -3,6 +3,7 @@
 from pathlib import Path
 from types import SimpleNamespace
 
+from harness.runtime.crashplan import CrashPlan
 from harness.checker.observe import observe_run
 from harness.checker.kafka_output import audit_records
 from harness.checker.ledger import LedgerRows
@@ -35,6 +36,7 @@ def make(name, rows=None, output=None, crashes=(), status="complete", error=None
             amounts=AMOUNTS)
     r.progress = SimpleNamespace(samples=[[0.5, 2], [1.0, 5]], committed=committed, t0=0.0)
     faults = build_faults(p, exp)
+    CrashPlan.make(r.sent_ids, 0.0, p.seed).save(r.crash_plan)      # as the runner does: the faults amend it
     for f in faults:
         f.setup(r)
     audit = observe_run(exp, STACK, r.names, AMOUNTS, POSITIONS, committed, status == "complete",

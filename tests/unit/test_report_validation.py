@@ -147,11 +147,13 @@ def test_an_older_report_is_held_to_the_types_of_the_fields_it_has(tmp_path):
     old["counts"]["lost"] = "100"
     with pytest.raises(HarnessError, match="/counts/lost"):
         validate.check(old, "report", tmp_path / "r.json")
-    newer = {**sample(), "schema_version": 4, "verdict": "a-new-verdict", "a_new_field": 1}
+    newer = {**sample(), "schema_version": 5, "verdict": "a-new-verdict", "a_new_field": 1}
     assert "newer than this harness reads" in validate.check(newer, "report", tmp_path / "r.json")[0]
     v2 = {**sample(), "schema_version": 2}          # before the anomaly classes: still read
     del v2["anomaly_classes"]
     assert validate.check(v2, "report", tmp_path / "r.json") == []
+    v3 = {**sample(), "schema_version": 3}          # before torn-transaction: still read
+    assert validate.check(v3, "report", tmp_path / "r.json") == []
 
 
 def test_harness_report_on_a_suite_without_suite_id_says_so_in_one_line(tmp_path):
