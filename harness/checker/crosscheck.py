@@ -100,6 +100,27 @@ def compare(report: dict, sent: dict, ledger=None, outputs: dict | None = None, 
                       out.missing)
         missing.ids = _new_ids(out.missing_ids, [], crashed)
         rows += [Row(f"output {iso}", "records", rep.get("records"), out.records), dup, missing]
+    rows += anomaly_rows(report, outputs or {})
+    return rows
+
+
+def anomaly_rows(report: dict, outputs: dict) -> list[Row]:
+    """The anomaly classes a recount of the output topic can state on its own: `duplicate` (ids at more than
+    one offset under read_committed) and, when the values name their transactions, `torn-transaction`."""
+    from .recount import torn_transactions
+    classes = ((report.get("anomaly_classes") or {}).get("classes") or {})
+    stated = {name: (c.get("count") if isinstance(c, dict) else None) for name, c in classes.items()}
+    rc, ru = outputs.get("read_committed"), outputs.get("read_uncommitted")
+    rows = []
+    if rc is not None and "duplicate" in classes:
+        rows.append(Row("anomalies", "duplicate: ids at more than one offset (read_committed)", stated["duplicate"],
+                        len(rc.duplicate_ids)))
+    if rc is not None and ru is not None and ru.txns and "torn-transaction" in classes:
+        torn = torn_transactions(rc, ru)
+        row = Row("anomalies", "torn-transaction: transactions read_committed saw in part", stated["torn-transaction"],
+                  len(torn))
+        row.ids = [f"{w}/{a} transaction {n}" for w, a, n in torn][:MAX_IDS]
+        rows.append(row)
     return rows
 
 

@@ -84,6 +84,7 @@ class TopicRead:
     ids: Counter            # key -> records with that key
     values: dict            # key -> the amount in the (last) value, for input topics
     accounts: dict = field(default_factory=dict)   # key -> the account in the (last) value, when it names one
+    txns: Counter = field(default_factory=Counter)  # (worker, attempt, txn) a value names -> records naming it
 
 
 def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
@@ -101,7 +102,7 @@ def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
         parts = sorted(meta.partitions)
         ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in parts}
         c.assign([TopicPartition(topic, p, 0) for p in parts])
-        ids, values, accounts, records = Counter(), {}, {}, 0
+        ids, values, accounts, records, txns = Counter(), {}, {}, 0, Counter()
         deadline = time.time() + READ_TIMEOUT_S
         while time.time() < deadline:
             for m in c.consume(num_messages=1000, timeout=0.3):
@@ -115,14 +116,27 @@ def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
                     values[key] = body.get("amount")
                     if body.get("account") is not None:
                         accounts[key] = str(body["account"])
-                except (ValueError, TypeError, AttributeError):
+                    txn = _transaction_of(body)
+                    if txn:
+                        txns[txn] += 1
+                except (ValueError, TypeError, AttributeError, RecursionError):
                     values[key] = None
             positions = c.position([TopicPartition(topic, p) for p in parts])
             if all(tp.offset >= ends[tp.partition] for tp in positions if ends[tp.partition] > 0):
-                return TopicRead(records, ids, values, accounts)
+                return TopicRead(records, ids, values, accounts, txns)
         raise Unreadable(f"reading {topic} ({isolation}) took longer than {READ_TIMEOUT_S} s")
     finally:
         c.close()
+
+
+def _transaction_of(body) -> tuple | None:
+    """The transaction an output value says it was written in: (worker, attempt, txn), whole numbers only."""
+    if not isinstance(body, dict):
+        return None
+    w, a, n = body.get("worker"), body.get("attempt"), body.get("txn")
+    if isinstance(w, str) and len(w) <= 64 and all(type(x) is int and 0 < x < 2 ** 53 for x in (a, n)):
+        return w, a, n
+    return None
 
 
 @contextmanager
@@ -216,12 +230,20 @@ class OutputRecount:
     missing: int
     duplicate_ids: list = field(default_factory=list)
     missing_ids: list = field(default_factory=list)
+    txns: Counter = field(default_factory=Counter)      # the read's records per transaction their values name
 
 
 def recount_output(read: TopicRead, sent: dict) -> OutputRecount:
     dup_ids = sorted(str(k) for k, n in read.ids.items() if n > 1)
     missing = sorted(i for i in sent if read.ids.get(i, 0) == 0)
-    return OutputRecount(read.records, sum(read.ids[k] - 1 for k in dup_ids), len(missing), dup_ids, missing)
+    return OutputRecount(read.records, sum(read.ids[k] - 1 for k in dup_ids), len(missing), dup_ids, missing,
+                         read.txns)
+
+
+def torn_transactions(committed: OutputRecount, uncommitted: OutputRecount) -> list[tuple]:
+    """Transactions a read_committed reader saw in part: some of their records, not all that the log holds
+    (a transaction still open is beyond the last stable offset whole, so it is never in part)."""
+    return sorted(t for t, n in uncommitted.txns.items() if 0 < committed.txns.get(t, 0) < n)
 
 
 def service_stores(report: dict) -> dict | None:

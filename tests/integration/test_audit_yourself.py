@@ -38,8 +38,12 @@ def test_audit_agrees_then_names_an_added_row_then_says_the_data_is_gone(stack, 
     assert ok.returncode == 0, ok.stdout + ok.stderr
     rows = json.loads(ok.stdout)[out.name]
     stores = {r["store"] for r in rows}
-    assert {"input", "ledger", "dedupe table", "output read_committed", "output read_uncommitted"} <= stores
+    assert {"input", "ledger", "dedupe table", "output read_committed", "output read_uncommitted",
+            "anomalies"} <= stores
     assert all(r["agrees"] for r in rows)
+    classes = {r["metric"].split(":")[0]: r for r in rows if r["store"] == "anomalies"}
+    assert set(classes) == {"duplicate", "torn-transaction"}            # the eos workers name their transactions
+    assert all(r["reported"] == r["recounted"] == 0 for r in classes.values())
 
     d = json.loads((out / "report.json").read_text())
     import psycopg

@@ -98,6 +98,36 @@ def test_output_recount_counts_every_copy():
     assert OutputRecount(0, 0, 0).duplicate_ids == []
 
 
+def test_the_recount_states_the_duplicate_and_torn_transaction_classes_on_its_own():
+    from collections import Counter
+    from harness.checker.crosscheck import judge
+    from harness.checker.recount import _transaction_of
+    # read_committed saw transaction (w0, 1, 2) in part: 1 of its 2 records; (w0, 1, 1) whole
+    rc = OutputRecount(3, 1, 0, ["pay-000001"], [], Counter({("w0", 1, 1): 2, ("w0", 1, 2): 1}))
+    ru = OutputRecount(5, 1, 0, ["pay-000001"], [], Counter({("w0", 1, 1): 2, ("w0", 1, 2): 2, ("w1", 2, 1): 1}))
+    rep = sample()
+    rep["anomaly_classes"] = {"classes": {"duplicate": {"count": 1}, "torn-transaction": {"count": 0}}}
+    rows = {r.metric.split(":")[0]: r for r in compare(rep, SENT, None, {"read_committed": rc, "read_uncommitted": ru})
+            if r.store == "anomalies"}
+    assert rows["duplicate"].agrees is True
+    assert rows["torn-transaction"].agrees is False and rows["torn-transaction"].ids == ["w0/1 transaction 2"]
+    # a class the run could not check is not judged; a report without classes (older) gets no such rows
+    rep["anomaly_classes"]["classes"]["duplicate"]["count"] = None
+    assert [r.agrees for r in compare(rep, SENT, None, {"read_committed": rc, "read_uncommitted": ru})
+            if r.metric.startswith("duplicate:")] == [None]
+    assert not [r for r in compare(sample(), SENT, None, {"read_committed": rc}) if r.store == "anomalies"]
+    # a hostile report: classes of the wrong shape are refused in one line, not a traceback
+    rep["anomaly_classes"] = {"classes": {"duplicate": {"count": "1"}}}
+    assert "not a whole number" in judge(rep, SENT, None, {"read_committed": rc})[1]
+    rep["anomaly_classes"] = ["not", "an", "object"]
+    assert "wrong type" in judge(rep, SENT, None, {"read_committed": rc})[1]
+    # values name their transaction only with whole numbers and a short worker name
+    assert _transaction_of({"worker": "w0", "attempt": 1, "txn": 2}) == ("w0", 1, 2)
+    assert not any(_transaction_of(v) for v in ({"worker": "w0", "attempt": True, "txn": 2},
+                                                {"worker": "w0", "attempt": 1, "txn": 2.0}, [], "x",
+                                                {"worker": "w" * 65, "attempt": 1, "txn": 2}))
+
+
 def test_reports_end_with_the_commands_that_recount_them():
     d = sample()
     d["stack"]["dedupe_table"] = 'harness.dedupe_"odd'
