@@ -77,13 +77,15 @@ class Logs:
     `reached`: per partition, the offset the final read_committed reader got to (its position); `open_at`:
     {partition: (last stable offset, end)} of partitions a transaction was still open on ({}: none; None:
     not known); `tags`: {(partition, offset): (writer process, transaction number)} of every record in the
-    log whose value names them (None: unread)."""
+    log whose value names them (None: unread); `producers`: per open partition, the producers holding a
+    transaction open there (id, epoch, its first offset), or why they are unknown (checker/open_transactions.py)."""
     committed: dict | None = None
     uncommitted: dict | None = None
     concurrent: dict | None = None
     reached: dict | None = None
     open_at: dict | None = None
     tags: dict | None = None
+    producers: dict | None = None
 
 
 @dataclass
@@ -223,12 +225,19 @@ def tagged_aborted_reads(procs: list[Process], logs: Logs, already: set) -> list
     return out
 
 
-def torn_transactions(logs: Logs) -> Found | None:
+def torn_transactions(logs: Logs, tagged: bool = False) -> Found | None:
     """Transactions (by the writer and number their records are tagged with) that the final read_committed
     reader saw in part: some records below where it read to visible, others there not. A transaction with
-    a record beyond where the reader got is not judged. None when no record is tagged."""
+    a record beyond where the reader got is not judged. None when the writers do not tag their records
+    (`tagged` false and none tagged); unknown when they do and no tag could be read."""
     if not logs.tags:
-        return None
+        if not tagged:
+            return None
+        if logs.tags is None:
+            return Found("torn-transaction", None, unchecked="the final read_uncommitted reader failed")
+        if logs.uncommitted:
+            return Found("torn-transaction", None, unchecked="no record of the output names its transaction")
+        return Found("torn-transaction", 0)
     if logs.committed is None or logs.reached is None:
         return Found("torn-transaction", None, unchecked="the final read_committed reader failed")
     groups: dict = {}
@@ -308,13 +317,22 @@ def log_anomalies(logs: Logs, sends: list[Send] | None) -> list[Found]:
         hanging = Found("hanging-transaction", None, unchecked="the last stable offsets are unknown")
     else:
         hanging = Found("hanging-transaction", len(logs.open_at), witnesses=[
-            {"partition": p, "offset": lso, "last_stable_offset": lso, "high_watermark": hw}
+            {"partition": p, "offset": lso, "last_stable_offset": lso, "high_watermark": hw,
+             **_holders((logs.producers or {}).get(p, "not asked"))}
             for p, (lso, hw) in sorted(logs.open_at.items())])
     return [dup, inconsistent, hanging]
 
 
+def _holders(described) -> dict:
+    """A hanging partition's producers as its witness names them: who holds it open, or why that is unknown."""
+    if isinstance(described, str):
+        return {"producers": None, "producers_unknown": described}
+    return {"producers": [{k: d.get(k) for k in ("producer_id", "producer_epoch", "transaction_start_offset",
+                                                 "last_timestamp")} for d in described[:5]]}
+
+
 def check(procs: list[Process], input_topic: str, input_log: dict | None, logs: Logs | None,
-          allowed: frozenset = frozenset(), output_topic: str | None = None) -> dict[str, Found]:
+          allowed: frozenset = frozenset(), output_topic: str | None = None, tagged: bool = False) -> dict[str, Found]:
     """Every class the run can check. Poll classes need polls of the input; send classes need an output
     topic with the writers' sends recorded; the others need an output topic. A class that does not apply
     to the run is absent; one that applies and cannot be checked has count None and says why."""
@@ -332,7 +350,7 @@ def check(procs: list[Process], input_topic: str, input_log: dict | None, logs: 
             # no delivery report at all (every writer died first): the records' tags still name their transactions
             found = tagged_aborted_reads(procs, logs, set())
             out["aborted-read"] = Found("aborted-read", len(found), witnesses=found)
-        torn = torn_transactions(logs)
+        torn = torn_transactions(logs, tagged)
         if torn is not None:
             out[torn.name] = torn
     for f in out.values():

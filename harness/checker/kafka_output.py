@@ -207,4 +207,8 @@ def audit_output(bootstrap: str, topic: str, sent_ids: list[str], amounts: dict 
         seen[isolation], errors[isolation], reached[isolation] = got.records, got.error, got.reached
         if got.stable is not None:
             open_at = {p: (got.stable[p], h) for p, h in got.high.items() if got.stable[p] < h}
-    return audit_records(sent_ids, seen, errors, amounts, reached, open_at)
+    out = audit_records(sent_ids, seen, errors, amounts, reached, open_at)
+    if open_at:
+        from . import open_transactions
+        out["open_transaction_producers"] = open_transactions.describe(bootstrap, topic, open_at)
+    return out

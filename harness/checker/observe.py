@@ -176,12 +176,13 @@ def _check_histories(a: Observation, exp, names, histories, positions: dict | No
         logs = anomaly_classes.Logs(rc.get("at") if not rc.get("error") else None,
                                     ru.get("at") if not ru.get("error") else None, concurrent,
                                     rc.get("reached") if not rc.get("error") else None,
-                                    kout.get("open_transactions"), ru.get("tags") if not ru.get("error") else None)
+                                    kout.get("open_transactions"), ru.get("tags") if not ru.get("error") else None,
+                                    kout.get("open_transaction_producers"))
     a.history = {"processes": len(histories.processes), "operations": histories.ops(),
                  "bad_lines": histories.bad_lines, "problems": histories.problems[:20]}
     try:
         a.anomalies = anomaly_classes.check(histories.processes, names.input_topic, input_log, logs, exp.allows,
-                                            names.output_topic)
+                                            names.output_topic, exp.tagged_output)
     except Exception as e:  # noqa: BLE001 - the run keeps its report; the classes say they were not checked
         why = f"the checker failed: {type(e).__name__}: {str(e)[:200]}"
         a.anomalies = {n: anomaly_classes.Found(n, None, unchecked=why) for n in anomaly_classes.CLASSES}

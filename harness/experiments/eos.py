@@ -133,11 +133,15 @@ def output_value(ctx, msg) -> bytes:
     try:
         value = json.loads(msg.value())
     except ValueError:
+        value = None
+    if not isinstance(value, dict):
         value = {"id": msg.key().decode()}
     # Who wrote it, in which of its transactions: a reader can then tell an aborted transaction's record (and
     # a torn transaction) even when the writer died before its delivery report (checker/anomalies.py).
-    value.update(worker=ctx.worker, attempt=ctx.attempt, txn=ctx.history.txn_no)
-    return json.dumps(value).encode()
+    # First, so a reader finds them without parsing a large payload.
+    out = {"worker": ctx.worker, "attempt": ctx.attempt, "txn": ctx.history.txn_no}
+    out.update((k, v) for k, v in value.items() if k not in out)
+    return json.dumps(out).encode()
 
 
 def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
@@ -172,11 +176,12 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
         `planned`: flushed first), and these ledger rows are applied again."""
         ctx.events.emit("txn_aborted", reason=reason, planned=planned, produced=[m.key().decode() for m in in_txn],
                         unacked=list(ledger()) if effect else [])
-        # The txn_aborted event above lists what it held; a stuck abort can only end aborted.
+        # The event lists what it held: a fencing met by the abort below must not list it again.
+        in_txn.clear()
+        # A stuck abort can only end aborted.
         with deadline.call("abort_transaction", produced=[], unacked=[], outcome="aborted"):
             _retrying(lambda: producer.abort_transaction(TXN_CALL_TIMEOUT_S), deadline.seconds)
         ctx.history.txn("abort")
-        in_txn.clear()
         ctx.rewind()
 
     def commit_txn():
@@ -327,6 +332,7 @@ EOS = Experiment(
     options=TRANSACTION_OPTIONS,
     leader="coordinator",
     client_faults=CLIENT_FAULTS,
+    tagged_output=True,
 )
 
 EOS_BOUNDARY = Experiment(
@@ -344,6 +350,7 @@ EOS_BOUNDARY = Experiment(
     options=TRANSACTION_OPTIONS,
     leader="coordinator",
     client_faults=CLIENT_FAULTS,
+    tagged_output=True,
 )
 
 EOS_DEDUPE = Experiment(
@@ -362,6 +369,7 @@ EOS_DEDUPE = Experiment(
     options=TRANSACTION_OPTIONS,
     leader="coordinator",
     client_faults=CLIENT_FAULTS,
+    tagged_output=True,
 )
 
 ZOMBIE = Experiment(
@@ -380,4 +388,5 @@ ZOMBIE = Experiment(
     options=TRANSACTION_OPTIONS,
     leader="coordinator",
     client_faults=CLIENT_FAULTS,
+    tagged_output=True,
 )

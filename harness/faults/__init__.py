@@ -50,4 +50,8 @@ def build(params, exp) -> list[Fault]:
     names = [f.name for f in out]
     if len(set(names)) != len(names):
         raise HarnessError(f"each fault may be given once; got {', '.join(names)}")
+    for f in out:
+        for other, why in f.excludes.items():
+            if other in names:
+                raise HarnessError(f"--fault {f.name} cannot run with {other}: {why}")
     return out

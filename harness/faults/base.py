@@ -22,6 +22,7 @@ class Fault:
     name = "fault"
     options: dict = {}          # --fault NAME:option -> help
     run_options: tuple = ()     # the `harness run` options (harness.options.Option) that set this fault up
+    excludes: dict = {}         # faults it cannot run with -> why, in a few words
 
     def unmet(self, exp) -> str | None:
         """What this fault needs that the experiment lacks (None: it can run there)."""

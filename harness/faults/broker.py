@@ -27,6 +27,7 @@ import random
 import time
 
 from ..errors import first_line
+from ..runtime.client_faults import PLANNED_ABORT
 from .base import Fault, number
 
 # A restarted JVM on two busy cores answers within seconds; past this the fault stops waiting and says so,
@@ -142,12 +143,17 @@ class BrokerFault(Fault):
                 self._give_up(cur, now)
 
     def _still_at_work(self, cur: dict, now: float) -> bool:
-        """Did the node's log change within the last LOG_QUIET_S (looked at every LOG_LOOK_EVERY_S)?"""
+        """Did the node's log change within the last LOG_QUIET_S? Looked at every LOG_LOOK_EVERY_S from
+        LOG_QUIET_S before the bound (its sizes on the local stack, its last lines on compose)."""
+        if now - cur["recovered_at"] < RECOVERY_TIMEOUT_S - LOG_QUIET_S:
+            return True
         if now - cur.get("log_looked_at", 0.0) >= LOG_LOOK_EVERY_S:
             cur["log_looked_at"] = now
-            tail = self.hands.log_tail(cur["node"], 3)
-            if tail != cur.get("log_tail"):
-                cur["log_tail"], cur["log_changed_at"] = tail, now
+            look = getattr(self.hands, "activity", None)
+            seen = look(cur["node"]) if look else self.hands.log_tail(cur["node"], 3)
+            if "log_seen" in cur and seen != cur["log_seen"]:
+                cur["log_changed_at"] = now
+            cur["log_seen"] = seen
         return now - cur.get("log_changed_at", cur["recovered_at"]) <= LOG_QUIET_S
 
     def _give_up(self, cur: dict, now: float) -> None:
@@ -214,7 +220,7 @@ class BrokerFault(Fault):
         out = []
         for k, f in enumerate(self.struck):
             end = self.struck[k + 1]["time"] if k + 1 < len(self.struck) else float("inf")
-            aborts = [e for e in events if e.get("event") in ("txn_aborted", "fenced") and e.get("planned") is not True
+            aborts = [e for e in events if e.get("event") in ("txn_aborted", "fenced") and e.get("reason") != PLANNED_ABORT
                       and f["time"] <= e.get("t", 0) < end]         # the abort fault's own aborts are not the broker's
             # a stuck call is reported when its deadline passes: place it by when the call began
             stuck = [e for e in events if e.get("event") == "txn_stuck" and e.get("outcome") != "aborted"

@@ -8,10 +8,14 @@
 - `client-pause`: a worker freezes (SIGSTOP) at a chosen step of a transaction
   holding a planned payment, for a seeded time, then is resumed (SIGCONT) and
   goes on as it would. A pause longer than `--transaction-timeout-ms` lets the
-  coordinator abort the transaction under the sleeping client: the shape in
-  which delayed writes of a paused client landed in a later transaction
-  (KAFKA-17754). The anomaly classes (aborted-read, torn-transaction) say
-  whether this run saw it.
+  coordinator abort the transaction under the sleeping client (within the
+  timeout and the brokers' cleanup interval: 1 s on our stacks, Kafka's
+  default 10 s), the setting in which a paused client's writes landed in the
+  wrong transaction (KAFKA-17754). The worker flushes before it freezes, so no
+  write of its is in flight while it sleeps; what it writes after waking, and
+  whether any of it leaked, the anomaly classes say (aborted-read,
+  torn-transaction). Such a pause can abort what a crash record or an abort
+  event lists as in the log, so the numbers it can touch become bounds.
 
 The worker carries out both (runtime/client_faults.py reads their plans from
 the run's plan file); the supervisor's side is here: the plan, the SIGCONT,
@@ -23,9 +27,11 @@ from __future__ import annotations
 import signal
 import time
 
+from ..experiments.common_options import TRANSACTION_TIMEOUT_MS
 from ..runtime.client_faults import BEFORE_COMMIT, PAUSE_STEPS, PLANNED_ABORT
 from ..runtime.crashplan import CrashPlan, seeded_pauses
 from .base import Fault, number
+from .zombie import ZombiePause
 
 DEFAULT_ABORT_RATE = 0.2
 MAX_ABORT_RATE = 0.9            # beyond this a transaction would be redone almost forever
@@ -63,9 +69,18 @@ class Abort(Fault):
         return [e for e in events if e.get("event") == "txn_aborted" and e.get("reason") == PLANNED_ABORT]
 
     def entries(self, crashes, events) -> list[dict]:
-        return [{"fault": self.name, "time": e.get("t"), "target": f"{e.get('worker')} attempt {e.get('attempt')}",
-                 "records": len(e.get("produced") or []), "exact": e.get("planned") is True}
-                for e in self._aborts(events)]
+        """One entry per worker attempt that aborted on purpose (not one per abort: a run aborts hundreds),
+        at its first abort, with how many it aborted and the records in them."""
+        by: dict = {}
+        for e in self._aborts(events):
+            k = (e.get("worker"), e.get("attempt"))
+            if k not in by:
+                by[k] = {"fault": self.name, "time": e.get("t"), "target": f"{k[0]} attempt {k[1]}",
+                         "aborted_transactions": 0, "records": 0, "exact": True}
+            by[k]["aborted_transactions"] += 1
+            by[k]["records"] += len(e.get("produced") or [])
+            by[k]["exact"] = by[k]["exact"] and e.get("planned") is True
+        return list(by.values())
 
     def story(self, events) -> dict:
         aborts = self._aborts(events)
@@ -100,6 +115,7 @@ def _stopped(pid: int) -> bool:
 
 class ClientPause(Fault):
     name = "client-pause"
+    excludes = {ZombiePause.name: "both freeze a worker with SIGSTOP, and each would wake or miss the other's"}
     options = {"at": "the step where the worker freezes: " + "; ".join(f"{k} ({v})" for k, v in PAUSE_STEPS.items())
                      + f" (default {BEFORE_COMMIT})",
                "seconds": f"mean length of a pause; each is seeded between half and 1.5 times it (default "
@@ -107,8 +123,10 @@ class ClientPause(Fault):
                           f"transaction under the sleeping worker)",
                "count": f"how many payments' transactions freeze their worker (default {DEFAULT_PAUSES})"}
 
-    def __init__(self, at: str = BEFORE_COMMIT, seconds: float = DEFAULT_PAUSE_S, count: int = DEFAULT_PAUSES):
+    def __init__(self, at: str = BEFORE_COMMIT, seconds: float = DEFAULT_PAUSE_S, count: int = DEFAULT_PAUSES,
+                 txn_timeout_s: float = TRANSACTION_TIMEOUT_MS / 1000):
         self.at, self.seconds, self.count = at, seconds, count
+        self.txn_timeout_s = txn_timeout_s      # a pause this long lets the coordinator abort under the worker
         self.held: dict = {}          # pid -> the client_paused event of a worker we still have to wake
         self.pauses: list[dict] = []  # every pause seen: the event, and when it was woken
         self._seen = 0                # events of the supervisor's list already looked at
@@ -122,7 +140,8 @@ class ClientPause(Fault):
         seconds = number(spec, "seconds", opts.pop("seconds"), float, 0.0, 3600) if "seconds" in opts \
             else DEFAULT_PAUSE_S
         count = number(spec, "count", opts.pop("count"), int, 1, 1000) if "count" in opts else DEFAULT_PAUSES
-        return cls(at, seconds, count)
+        timeout_ms = getattr(params, "transaction_timeout_ms", None) or TRANSACTION_TIMEOUT_MS
+        return cls(at, seconds, count, timeout_ms / 1000)
 
     def describe(self) -> dict:
         return {"fault": self.name, "at": self.at, "seconds": self.seconds, "count": self.count}
@@ -181,7 +200,14 @@ class ClientPause(Fault):
                          "records_held": len(e.get("produced") or []),
                          "next_abort": ({"event": after.get("event"), "t": after.get("t"),
                                          "reason": str(after.get("reason") or "")[:200]} if after else None)})
-        return {"at": self.at, "seconds": self.seconds, "planned": self.count, "pauses": out}
+        return {"at": self.at, "seconds": self.seconds, "planned": self.count, "pauses": out,
+                "transaction_timeout_seconds": self.txn_timeout_s}
+
+    def bounds_aborts(self, story: dict | None) -> bool:
+        """A pause as long as the transaction timeout may have let the coordinator abort records a crash
+        record or an abort event then lists as in the log: those numbers become bounds."""
+        return any(p["paused_seconds"] is None or p["paused_seconds"] >= self.txn_timeout_s
+                   for p in (story or {}).get("pauses") or [])
 
     def entries(self, crashes, events) -> list[dict]:
         return [{"fault": self.name, "time": p["paused_at"], "target": f"{p['worker']} attempt {p['attempt']}",
@@ -204,5 +230,6 @@ class ClientPause(Fault):
     def shortfall(self, crashes, story: dict | None) -> str:
         if story and len(story["pauses"]) < story["planned"]:
             return (f" {len(story['pauses'])} of {story['planned']} planned pauses happened (a planned payment "
-                    f"whose transaction never reached {story['at']} in a worker does not pause it).")
+                    f"whose transaction never reached {story['at']}, or that shared its transaction with another "
+                    f"planned payment, does not pause a worker).")
         return ""

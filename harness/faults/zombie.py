@@ -39,6 +39,7 @@ class ZombiePause(Fault):
         self.pause_s = pause_s
         self.state = "wait"
         self.zombie = None
+        self.zombie_name = None        # the frozen worker's slot: only its attempt 1 is the zombie
         self.times: dict = {}
         self.exit_code = None
 
@@ -67,6 +68,7 @@ class ZombiePause(Fault):
             if slot.proc.poll() is not None:
                 return
             self.zombie = slot.proc
+            self.zombie_name = slot.name
             self.zombie.send_signal(signal.SIGSTOP)
             self.times["paused"] = now
             self.state = "paused"
@@ -92,7 +94,8 @@ class ZombiePause(Fault):
                 self.state = "done"
 
     def story(self, events: list[dict]) -> dict:
-        fenced = [e for e in events if e.get("event") == "fenced" and e.get("attempt") == 1]
+        fenced = [e for e in events if e.get("event") == "fenced" and e.get("attempt") == 1
+                  and e.get("worker") == self.zombie_name]
         base = self.times.get("paused")
         rel = {k: round(v - base, 3) for k, v in self.times.items()} if base else {}
         if fenced and base:

@@ -25,9 +25,10 @@ def fmt(v) -> str:
 # The Faults table's columns after fault, time and target: (a key of a fault's entry, its heading), each shown
 # when any row has it. A row without the key leaves its cell empty; a key present with no value is "unknown".
 FAULT_COLUMNS = (("step", "step"), ("message_id", "payment"), ("paused_seconds", "paused s"),
-                 ("records_held", "records held"), ("next_abort", "then"), ("records", "records"), ("exact", "exact"),
+                 ("records_held", "records held"), ("next_abort", "after waking"), ("aborted_transactions", "aborted transactions"),
+                 ("records", "records"), ("exact", "exact"),
                  ("out_seconds", "out s"), ("until_answering_seconds", "answering after s"),
-                 ("aborted_transactions", "aborted transactions"), ("unknown_outcome_transactions", "outcome unknown"),
+                 ("unknown_outcome_transactions", "outcome unknown"),
                  ("aborted_records_at_most", "aborted records at most"),
                  ("read_committed_stall_seconds", "read_committed stall s"))
 FAULT_ROWS_SHOWN = 50
@@ -42,6 +43,8 @@ def fault_table(faults: list[dict]) -> tuple[list[str], list[list[str]], int]:
         if key not in f:
             return ""
         v = f[key]
+        if key == "next_abort" and v is None:
+            return "none"                # the worker met no abort or fencing after waking
         if isinstance(v, dict):          # what a woken worker met next: its event and why
             return f"{v.get('event')}: {str(v.get('reason') or '')[:80]}"
         if isinstance(v, bool):

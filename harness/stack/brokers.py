@@ -118,6 +118,10 @@ class LocalBrokers:
     def log_tail(self, node: int, lines: int = 5) -> str:
         return self.by_id[node].log_tail(lines)
 
+    def activity(self, node: int):
+        """Something that changes while the node is at work: the sizes of its logs."""
+        return self.by_id[node].log_sizes()
+
 
 class ComposeBrokers:
     """The broker containers of the compose cluster, through the Docker SDK (or a stand-in with its API)."""
@@ -197,6 +201,10 @@ class ComposeBrokers:
             return self.container(node).logs(tail=lines).decode(errors="replace")
         except Exception as e:  # noqa: BLE001
             return first_line(e)
+
+    def activity(self, node: int):
+        """Something that changes while the node is at work: the last lines of its container's log."""
+        return self.log_tail(node, 3)
 
 
 def for_stack(stack, fault: str, docker_client=None):

@@ -153,9 +153,18 @@ class LocalKafka(pidrecord.RecordedService):
     def log_tail(self, lines: int = 20) -> str:
         out = []
         for f in (self.logs / "server.log", self.home / "stdout.log"):
-            if f.exists():
-                out += f.read_text(errors="replace").splitlines()[-lines:]
+            out += safefile.read_tail(f).splitlines()[-lines:]
         return "\n".join(out[-lines:])
+
+    def log_sizes(self) -> tuple:
+        """The sizes of its logs: they grow while the node is at work."""
+        sizes = []
+        for f in (self.logs / "server.log", self.home / "stdout.log"):
+            try:
+                sizes.append(f.stat().st_size)
+            except OSError:
+                sizes.append(None)
+        return tuple(sizes)
 
     def write_config(self, port: int, controller_port: int, auth: str = "none", voters: str | None = None) -> None:
         """`voters`: the cluster's controller.quorum.voters (None: this node alone)."""

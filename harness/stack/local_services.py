@@ -109,6 +109,11 @@ def _tools(log) -> tuple[Path, Path]:
     """Postgres binaries and Kafka jars, or one clear line about what is missing."""
     bindir = find_bindir()
     lib = maven.resolve_kafka(log)
+    try:
+        maven.resolve_tools(log)       # for the checker's DescribeProducers (checker/open_transactions.py)
+    except HarnessError as e:
+        log(f"Kafka's command-line tools could not be resolved ({e}); the producers holding a transaction open "
+            f"will be unknown in reports")
     if shutil.which("java") is None:
         raise HarnessError("java not found on PATH: Kafka needs Java 17 or newer (Debian: apt-get install openjdk-17-jre-headless)")
     return bindir, lib

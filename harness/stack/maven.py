@@ -1,7 +1,10 @@
 """Resolve the Kafka broker's class path from Maven Central with `mvn`, once.
 
 The jars land in the cache (`<cache>/kafka-<version>/lib`), a marker file says
-the resolution finished, and later calls return at once. We check that a log4j2
+the resolution finished, and later calls return at once. Kafka's command-line
+tools (kafka-tools: `TransactionsCommand`, what `kafka-transactions.sh` runs)
+get a class path of their own (`<cache>/kafka-tools-<version>/lib`), so that
+adding them never rewrites the jars a running broker loads from. We check that a log4j2
 backend is on the class path: without an SLF4J binding Kafka starts silently
 and a failing broker leaves no log to read.
 """
@@ -31,9 +34,9 @@ def pom_text() -> str:
     return text
 
 
-def check_classpath(lib: Path) -> None:
+def check_classpath(lib: Path, extra: tuple = ()) -> None:
     names = [p.name for p in lib.glob("*.jar")]
-    missing = [want for want in REQUIRED_JARS if not any(n.startswith(want) for n in names)]
+    missing = [want for want in REQUIRED_JARS + tuple(extra) if not any(n.startswith(want) for n in names)]
     if missing:
         raise HarnessError(f"Kafka class path in {lib} lacks {', '.join(missing)}*.jar; "
                            f"delete {lib.parent} and run `harness up` again")
@@ -42,21 +45,51 @@ def check_classpath(lib: Path) -> None:
         raise HarnessError(f"Kafka class path has a second SLF4J binding besides log4j2: {', '.join(bindings)}")
 
 
+def tools_home(version: str = versions.KAFKA_VERSION) -> Path:
+    return cache_dir() / f"kafka-tools-{version}"
+
+
+TOOLS_DEPENDENCY = ("    <dependency>\n      <groupId>org.apache.kafka</groupId>\n"
+                    "      <artifactId>kafka-tools</artifactId>\n"
+                    "      <version>@KAFKA_VERSION@</version>\n    </dependency>\n  </dependencies>")
+
+
+def resolved_tools() -> Path | None:
+    """The tools' class path when it has been resolved here: ours (`harness up` resolves it for a local
+    stack), else the compose image's (scripts/build-images.sh resolves the broker and the tools together
+    there); None when neither is."""
+    for home in (tools_home(), cache_dir() / f"kafka-image-{versions.KAFKA_VERSION}"):
+        lib = home / "lib"
+        if (home / "resolved.ok").exists() and any(p.name.startswith("kafka-tools-") for p in lib.glob("*.jar")):
+            return lib
+    return None
+
+
+def resolve_tools(log=print) -> Path:
+    """Return the folder of jars for Kafka's command-line tools, resolving it on first use."""
+    tools = TOOLS_DEPENDENCY.replace("@KAFKA_VERSION@", versions.KAFKA_VERSION)
+    return _resolve(tools_home(), pom_text().replace("  </dependencies>", tools, 1), "Kafka's command-line tools", log,
+                    extra=("kafka-tools-",))
+
+
 def resolve_kafka(log=print) -> Path:
     """Return the folder of jars for the pinned Kafka, resolving it on first use."""
-    home = kafka_home()
+    return _resolve(kafka_home(), pom_text(), f"Kafka {versions.KAFKA_VERSION} and its runtime dependencies", log)
+
+
+def _resolve(home: Path, pom: str, what: str, log, extra: tuple = ()) -> Path:
     lib = home / "lib"
     marker = home / "resolved.ok"
     if marker.exists():
-        check_classpath(lib)
+        check_classpath(lib, extra)
         return lib
     if shutil.which("java") is None:
         raise HarnessError("java not found on PATH: Kafka needs Java 17 or newer (Debian: apt-get install openjdk-17-jre-headless)")
     if shutil.which("mvn") is None:
         raise HarnessError("mvn not found on PATH: the harness resolves Kafka's jars with Maven (Debian: apt-get install maven)")
     home.mkdir(parents=True, exist_ok=True)
-    safefile.write_text(home / "pom.xml", pom_text())
-    log(f"Resolving Kafka {versions.KAFKA_VERSION} and its runtime dependencies with mvn (first time only)...")
+    safefile.write_text(home / "pom.xml", pom)
+    log(f"Resolving {what} with mvn (first time only)...")
     if lib.exists():
         shutil.rmtree(lib)
     cmd = ["mvn", "-B", "-q", "-f", str(home / "pom.xml"), "dependency:copy-dependencies",
@@ -68,6 +101,6 @@ def resolve_kafka(log=print) -> Path:
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
         raise HarnessError(f"mvn failed to resolve org.apache.kafka:kafka_{versions.SCALA_VERSION}:{versions.KAFKA_VERSION}", tail)
-    check_classpath(lib)
+    check_classpath(lib, extra)
     safefile.write_text(marker, versions.KAFKA_VERSION + "\n")
     return lib

@@ -125,6 +125,11 @@ def test_a_transaction_a_foreign_producer_leaves_open_on_the_output_topic_is_cau
     assert d["verdict"] == "unexpected" and hanging["count"] == 1
     w = hanging["witnesses"][0]
     assert (w["partition"], w["last_stable_offset"]) == (0, placed[0][1]) and w["high_watermark"] > placed[0][1]
+    # who holds it open, as the broker says (DescribeProducers through Kafka's TransactionsCommand): one
+    # producer, its open transaction starting at the foreign record
+    (holder,) = w["producers"]
+    assert holder["transaction_start_offset"] == placed[0][1] and holder["producer_id"] >= 0
+    assert holder["producer_epoch"] >= 0
     assert "hanging-transaction (1)" in d["summary"]
     # what read_committed readers could not reach is missing for them, and said as such
     assert d["kafka_output"]["read_committed"]["lost"] > 0 and d["verdict_detail"]["audit_errors"] == []

@@ -78,7 +78,15 @@ def test_hanging_transaction_is_a_partition_whose_last_stable_offset_stays_below
     f = check([], IN, None, logs([(0, 0, "a")], reached={0: 1, 1: 4}, open_at={1: (4, 9)}))
     assert f["hanging-transaction"].count == 1
     assert f["hanging-transaction"].witnesses == [{"partition": 1, "offset": 4, "last_stable_offset": 4,
-                                                   "high_watermark": 9}]
+                                                   "high_watermark": 9, "producers": None,
+                                                   "producers_unknown": "not asked"}]
+    # with the brokers' answer (DescribeProducers), the witness names who holds it open
+    lg = logs([(0, 0, "a")], reached={0: 1, 1: 4}, open_at={1: (4, 9)})
+    lg.producers = {1: [{"producer_id": 7, "producer_epoch": 0, "transaction_start_offset": 4, "last_timestamp": 5,
+                         "last_sequence": 0}]}
+    (w,) = check([], IN, None, lg)["hanging-transaction"].witnesses
+    assert w["producers"] == [{"producer_id": 7, "producer_epoch": 0, "transaction_start_offset": 4,
+                               "last_timestamp": 5}] and "producers_unknown" not in w
     unknown = check([], IN, None, Logs({}, {}, None, {}, None))["hanging-transaction"]
     assert unknown.count is None and unknown.unchecked
 
@@ -303,12 +311,19 @@ def test_the_run_s_own_count_checks_the_histories_with_its_names(tmp_path):
            [1.6, "txn", "commit", 1]]
     (tmp_path / "w0-1.jsonl").write_text("\n".join(json.dumps(o) for o in ops))
     at = {(0, 0): "pay-000001", (0, 1): "pay-000002"}
-    kout = {"read_committed": {"at": at, "reached": {0: 3}}, "read_uncommitted": {"at": at, "reached": {0: 3}},
-            "open_transactions": {}}
+    tags = {(0, 0): ("w0/1", 1), (0, 1): ("w0/1", 1)}
+    kout = {"read_committed": {"at": at, "reached": {0: 3}},
+            "read_uncommitted": {"at": at, "reached": {0: 3}, "tags": tags}, "open_transactions": {}}
     a = Observation()
     _check_histories(a, get("eos"), names, read_histories(tmp_path),
                      {"pay-000001": (0, 0), "pay-000002": (0, 1)}, kout, None)
-    assert {n: f.count for n, f in a.anomalies.items()} == {n: 0 for n in a.anomalies} and len(a.anomalies) == 9
+    assert {n: f.count for n, f in a.anomalies.items()} == {n: 0 for n in a.anomalies} and len(a.anomalies) == 10
+    # eos tags its output: without tags to read, torn-transaction is unknown, never absent or 0
+    del kout["read_uncommitted"]["tags"]
+    b = Observation()
+    _check_histories(b, get("eos"), names, read_histories(tmp_path), {"pay-000001": (0, 0), "pay-000002": (0, 1)},
+                     kout, None)
+    assert b.anomalies["torn-transaction"].count is None and b.anomalies["torn-transaction"].unchecked
     assert a.history == {"processes": 1, "operations": 8, "bad_lines": 0, "problems": []}
 
 
@@ -389,3 +404,46 @@ def test_tags_are_read_from_values_that_name_worker_attempt_and_transaction_and_
     recs = [("a", good, 0, 0)] + [(f"b{i}", v, 0, i + 1) for i, v in enumerate(bad)]
     assert tagged(recs) == {(0, 0): ("w0/2", 7)}
     assert tagged([("a", good)]) is None
+
+
+# -- who holds a transaction open: Kafka's TransactionsCommand describe-producers ---------------
+
+DESCRIBED = """\
+[2026-12-02 12:00:00,000] WARN some log line (org.apache.kafka.clients)
+ProducerId\tProducerEpoch\tLatestCoordinatorEpoch\tLastSequence\tLastTimestamp\tCurrentTransactionStartOffset
+0\t3\t0\t41\t1796214280443\t-1
+1001\t0\t0\t0\t1796214290000\t57
+garbage line that is not a row
+"""
+
+
+def test_the_tools_table_is_parsed_to_the_producers_holding_a_transaction_open():
+    from harness.checker.open_transactions import parse
+    assert parse(DESCRIBED) == [{"producer_id": 1001, "producer_epoch": 0, "coordinator_epoch": 0, "last_sequence": 0,
+                                 "last_timestamp": 1796214290000, "transaction_start_offset": 57}]
+    assert parse("") == [] and parse("ProducerId ProducerEpoch\n1 2\n") == []
+    hostile = DESCRIBED.replace("1001", "9" * 40)
+    assert parse(hostile) == []          # a number too long to be an id is not one
+
+
+def test_producers_are_unknown_with_the_reason_when_they_cannot_be_asked(tmp_path, monkeypatch):
+    from harness import kafka_client
+    from harness.checker import open_transactions
+    monkeypatch.setattr(kafka_client, "settings_for", lambda b: {"security.protocol": "SASL_SSL"})
+    got = open_transactions.describe("127.0.0.1:1", "t", {0: (1, 2), 1: (1, 2)}, lib=tmp_path)
+    assert set(got) == {0, 1} and all("client settings" in why for why in got.values())
+    monkeypatch.setattr(kafka_client, "settings_for", lambda b: {})
+    many = open_transactions.describe("127.0.0.1:1", "t", range(6), lib=tmp_path)   # no jars: the tool fails
+    assert all(isinstance(v, str) for v in many.values()) and "only the first 4" in many[5]
+
+
+def test_torn_transaction_is_unknown_when_the_writers_tag_and_no_tag_can_be_read():
+    p = proc(*txn(1, (0, "a")))
+    lg = logs([(0, 0, "a")])
+    lg.tags = {}                                   # records read, none tagged, though the writers tag theirs
+    f = check([p], IN, None, lg, tagged=True)["torn-transaction"]
+    assert f.count is None and "names its transaction" in f.unchecked
+    lg.tags = None                                 # the read_uncommitted drain failed
+    assert check([p], IN, None, lg, tagged=True)["torn-transaction"].count is None
+    empty = Logs({}, {}, None, {}, {}, {})         # nothing written at all: nothing torn
+    assert check([p], IN, None, empty, tagged=True)["torn-transaction"].count == 0

@@ -49,6 +49,12 @@ def test_each_fault_amends_its_part_of_the_plan_file_in_any_order(tmp_path):
     assert len(plan.crash_ids) == 20 and plan.abort_rate == 0.3
     assert plan.pause_at == "after-send-offsets" and len(plan.pauses) == 4
     assert plan.pauses == seeded_pauses(IDS, 4, 1.0, 3)
+    # the other order gives the same plan
+    CrashPlan.make(IDS, 0.0, 3).save(path)
+    PlannedCrash(0.1).setup(run)
+    Abort(0.3).setup(run)
+    ClientPause("after-send-offsets", 1.0, 4).setup(run)
+    assert CrashPlan.load(path) == plan
     # an old plan file (before the client faults) still loads, with none planned
     path.write_text(json.dumps({"seed": 1, "crash_rate": 0.0, "crash_ids": []}))
     old = CrashPlan.load(path)
@@ -64,6 +70,8 @@ def test_the_faults_refuse_bad_options_and_experiments_whose_loop_does_not_carry
     for name in ("offset-after", "dedupe", "eos-streams"):
         with pytest.raises(HarnessError, match="carries out the abort fault"):
             faults(name, "abort")
+    with pytest.raises(HarnessError, match="cannot run with zombie"):
+        faults("zombie", "zombie", "client-pause")
     for spec, says in (("abort:rate=1", "between 0 and 0.9"), ("client-pause:at=mid-commit", "at must be one of"),
                        ("client-pause:count=0", "count must be"), ("client-pause:seconds=-1", "seconds must be"),
                        ("client-pause:when=now", "unknown option")):
@@ -225,3 +233,42 @@ def test_planned_aborts_count_exactly_like_crash_records_and_other_aborts_still_
     assert not q.exact and ex(q)["kafka.read_uncommitted.duplicates"] == ("<=", 2)
     r = predict(get("eos"), [], aborts=[planned, {"event": "fenced", "produced": ["c"]}])
     assert not r.exact and ex(r)["kafka.read_uncommitted.duplicates"] == ("<=", 3)
+
+
+def test_a_pause_as_long_as_the_transaction_timeout_makes_the_numbers_it_touches_bounds():
+    fault = ClientPause(seconds=3.0, txn_timeout_s=2.0)
+    story = {"pauses": [{"paused_seconds": 1.5}]}
+    assert not fault.bounds_aborts(story)
+    assert fault.bounds_aborts({"pauses": [{"paused_seconds": 1.5}, {"paused_seconds": 2.4}]})
+    assert fault.bounds_aborts({"pauses": [{"paused_seconds": None}]})       # never woken: unknown
+    assert not fault.bounds_aborts({"pauses": []}) and not fault.bounds_aborts(None)
+    # the run's own timeout is the one compared
+    p = RunParams("eos", faults=["client-pause"], transaction_timeout_ms=5000)
+    (built,) = build(p, get("eos"))
+    assert built.txn_timeout_s == 5.0
+
+
+def test_planned_aborts_are_one_report_entry_per_worker_attempt():
+    ev = [{"event": "txn_aborted", "reason": PLANNED_ABORT, "planned": True, "worker": "w0", "attempt": 1, "t": t,
+           "produced": ["a", "b"]} for t in (1.0, 2.0, 3.0)]
+    ev += [{"event": "txn_aborted", "reason": PLANNED_ABORT, "planned": False, "worker": "w1", "attempt": 2, "t": 4.0,
+            "produced": ["c"]},
+           {"event": "txn_aborted", "reason": "broker said so", "worker": "w1", "attempt": 2, "t": 5.0, "produced": ["d"]}]
+    assert Abort(0.2).entries([], ev) == [
+        {"fault": "abort", "time": 1.0, "target": "w0 attempt 1", "aborted_transactions": 3, "records": 6, "exact": True},
+        {"fault": "abort", "time": 4.0, "target": "w1 attempt 2", "aborted_transactions": 1, "records": 1,
+         "exact": False}]
+
+
+def test_output_values_name_their_transaction_first_so_a_large_payload_keeps_its_tag():
+    from harness.checker.kafka_output import tagged
+    from harness.experiments.eos import output_value
+    ctx = SimpleNamespace(worker="w1", attempt=3, history=SimpleNamespace(txn_no=9))
+    value = json.dumps({"id": "pay-000001", "amount": 100, "memo": "x" * 20_000, "worker": "forged"}).encode()
+    msg = SimpleNamespace(value=lambda: value, key=lambda: b"pay-000001")
+    out = output_value(ctx, msg)
+    assert out.startswith(b'{"worker": "w1", "attempt": 3, "txn": 9')
+    assert json.loads(out)["amount"] == 100 and json.loads(out)["worker"] == "w1"
+    assert tagged([("pay-000001", out, 0, 5)]) == {(0, 5): ("w1/3", 9)}
+    odd = SimpleNamespace(value=lambda: b"[1, 2]", key=lambda: b"pay-000002")     # not an object: the id alone
+    assert json.loads(output_value(ctx, odd))["id"] == "pay-000002"

@@ -255,12 +255,14 @@ def test_rules_read_the_last_target_only(suites):
 @pytest.mark.parametrize("verdict", ["incomplete", "interrupted", "unexpected", "something-new"])
 def test_unexpected_fails_every_verdict_but_as_predicted(tmp_path, verdict):
     """A run that did not finish proved nothing: `--fail-on unexpected` must not let it through. A verdict
-    this harness does not know comes from a newer schema (in a schema 3 report it is refused: exit 2)."""
+    this harness does not know comes from a newer schema (in a report of the current schema it is refused:
+    exit 2)."""
+    from harness.reporting.validate import CURRENT
     data = report("dedupe", verdict=verdict)
     if verdict == "something-new":
-        refused = run_compare(write_run(tmp_path / "v3", data), "--fail-on", "unexpected")
+        refused = run_compare(write_run(tmp_path / "current", data), "--fail-on", "unexpected")
         assert isinstance(refused.exception, HarnessError) and "is not one of" in str(refused.exception)
-        data["schema_version"] = 4
+        data["schema_version"] = CURRENT["report"] + 1
     run = write_run(tmp_path / "run", data)
     res = run_compare(run, "--fail-on", "unexpected")
     assert res.exit_code == 1, res.output

@@ -233,7 +233,11 @@ def test_zombie_freezes_replaces_resumes_and_reports_the_fencing(tmp_path):
             assert zombie.poll() is None           # frozen, not dead
     assert f.state == "done" and started == [1] and adopted == [zombie] and f.exit_code == 0
     sup.slots[0].proc.kill()
-    story = f.story([{"event": "fenced", "attempt": 1, "t": f.times["resumed"] + 0.05, "reason": "fenced"}])
+    # another worker's first attempt fenced (a broker fault, say) is not the zombie fenced
+    other = f.story([{"event": "fenced", "worker": "w1", "attempt": 1, "t": f.times["resumed"] + 0.05}])
+    assert f.observed(other) == {"fault.zombie.fenced": 0}
+    story = f.story([{"event": "fenced", "worker": sup.slots[0].name, "attempt": 1, "t": f.times["resumed"] + 0.05,
+                      "reason": "fenced"}])
     assert story["fenced"] and f.observed(story) == {"fault.zombie.fenced": 1}
     assert "fenced" in f.sentence(story) and f.entries([], [])[0]["target"] == "w0 attempt 1"
     assert f.observed(f.story([])) == {"fault.zombie.fenced": 0}

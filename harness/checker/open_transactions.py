@@ -1,0 +1,81 @@
+"""Who holds a transaction open at the end of a run: Kafka's own `kafka-transactions.sh describe-producers`.
+
+A partition whose last stable offset stays below its end (hanging-transaction,
+checker/anomalies.py) says that a transaction is open, not whose. The broker
+knows: DescribeProducers answers, per partition, each producer's id, epoch and
+the first offset of its open transaction. The Python client has no call for
+it, so we ask Kafka's own tool, `org.apache.kafka.tools.TransactionsCommand`
+(what `kafka-transactions.sh describe-producers` runs), from the jars `harness
+up` resolves (stack/maven.py resolve_tools). A partition it could not describe says why
+(no jars here, a cluster that needs client settings, the tool failed): its
+producers are unknown, never guessed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+from .. import kafka_client
+from ..errors import first_line
+
+TOOL = "org.apache.kafka.tools.TransactionsCommand"
+DESCRIBE_TIMEOUT_S = 60
+MAX_PARTITIONS = 4          # one JVM per partition: an end with many open partitions describes the first few
+COLUMNS = {"ProducerId": "producer_id", "ProducerEpoch": "producer_epoch", "LastSequence": "last_sequence",
+           "LastTimestamp": "last_timestamp", "CurrentTransactionStartOffset": "transaction_start_offset",
+           "LatestCoordinatorEpoch": "coordinator_epoch"}
+
+
+def parse(text: str) -> list[dict]:
+    """The tool's table (a header row, then one row per producer) -> one dict per producer whose open
+    transaction starts at an offset (CurrentTransactionStartOffset >= 0); numbers as ints, anything else
+    dropped. Lines before the header (log noise) and rows of another width are ignored."""
+    rows = [line.split() for line in text.splitlines() if line.strip()]
+    head = next((i for i, r in enumerate(rows) if "ProducerId" in r and "CurrentTransactionStartOffset" in r), None)
+    if head is None:
+        return []
+    names = rows[head]
+    out = []
+    for r in rows[head + 1:]:
+        if len(r) != len(names):
+            continue
+        d = {}
+        for name, value in zip(names, r):
+            if name in COLUMNS and value.lstrip("-").isdigit() and len(value) <= 20:
+                d[COLUMNS[name]] = int(value)
+        if d.get("transaction_start_offset", -1) >= 0 and "producer_id" in d:
+            out.append(d)
+    return out
+
+
+def describe(bootstrap: str, topic: str, partitions, lib=None) -> dict:
+    """{partition: [open transactions' producers] or a string saying why they are unknown}."""
+    parts = sorted(partitions)
+    if not parts:
+        return {}
+    why = None
+    if lib is None:
+        from ..stack import maven
+        lib = maven.resolved_tools()
+        if lib is None:
+            why = "Kafka's command-line tools are not on this machine (`harness up` for a local stack resolves them)"
+    if why is None and kafka_client.settings_for(bootstrap):
+        why = "the cluster needs client settings the harness does not hand to Kafka's Java tools"
+    out: dict = {}
+    for i, p in enumerate(parts):
+        if why or i >= MAX_PARTITIONS:
+            out[p] = why or f"not described (only the first {MAX_PARTITIONS} partitions are)"
+            continue
+        cmd = ["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", f"{lib}/*", TOOL, "--bootstrap-server",
+               bootstrap, "describe-producers", "--topic", topic, "--partition", str(p)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=DESCRIBE_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            out[p] = f"{TOOL} failed: {first_line(e)}"
+            continue
+        if proc.returncode != 0:
+            said = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+            out[p] = f"{TOOL} exited {proc.returncode}" + (f": {said[-1][:200]}" if said else "")
+            continue
+        out[p] = parse(proc.stdout)
+    return out
