@@ -25,6 +25,10 @@ classes below carry its names so that users can look them up:
 - nonmonotonic-poll: one consumer went back in a partition without a seek;
 - nonmonotonic-send: one producer's acknowledged offsets went back in a partition;
 - unseen: a committed write beyond where the final read_committed reader could go;
+- out-of-order: an output partition that holds records in another order than
+  its input partition (or a record in another partition than its input's),
+  where the experiment promises the order (each record written to its
+  input's partition, in the order polled);
 - hanging-transaction: at the end, a partition whose last stable offset stays
   below its end: a transaction still open holds every read_committed reader
   back (what `kafka-transactions.sh find-hanging` looks for).
@@ -40,14 +44,15 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-CLASSES = ("lost-write", "duplicate", "inconsistent-offsets", "aborted-read", "torn-transaction", "poll-skip",
-           "nonmonotonic-poll", "nonmonotonic-send", "unseen", "hanging-transaction")
+CLASSES = ("lost-write", "duplicate", "inconsistent-offsets", "aborted-read", "torn-transaction", "out-of-order",
+           "poll-skip", "nonmonotonic-poll", "nonmonotonic-send", "unseen", "hanging-transaction")
 MEANING = {
     "lost-write": "acknowledged (committed) write below the highest offset a reader reached, never read",
     "duplicate": "one value at more than one offset (read_committed)",
     "inconsistent-offsets": "one offset, two values",
     "aborted-read": "a read_committed reader saw a record of an aborted transaction (G1a)",
     "torn-transaction": "a read_committed reader saw some records of a transaction and not the others",
+    "out-of-order": "an output partition holds records in another order than its input partition",
     "poll-skip": "a consumer was never given records between two of its polls",
     "nonmonotonic-poll": "a consumer went back in a partition without a seek",
     "nonmonotonic-send": "a producer's acknowledged offsets went back in a partition",
@@ -323,6 +328,30 @@ def log_anomalies(logs: Logs, sends: list[Send] | None) -> list[Found]:
     return [dup, inconsistent, hanging]
 
 
+def out_of_order(committed: dict | None, positions: dict | None) -> Found:
+    """Each output partition, as the final read_committed reader saw it, against the input: a record must sit
+    in its input's partition, after every record of that partition that came before it in the input. Ids the
+    input does not hold, and later copies of an id (the duplicate class counts them), are not judged."""
+    if committed is None:
+        return Found("out-of-order", None, unchecked="the final read_committed reader failed")
+    if positions is None:
+        return Found("out-of-order", None, unchecked="the input log's offsets are unknown")
+    bad, last, seen = [], {}, set()
+    for (p, o), key in sorted(committed.items()):
+        where = positions.get(key)
+        if where is None or (p, key) in seen:
+            continue
+        seen.add((p, key))
+        ip, io = where
+        if ip != p:
+            bad.append({"id": key, "partition": p, "offset": o, "input_partition": ip, "input_offset": io})
+        elif io < last.get(p, -1):
+            bad.append({"id": key, "partition": p, "offset": o, "input_offset": io, "after_input_offset": last[p]})
+        else:
+            last[p] = io
+    return Found("out-of-order", len(bad), witnesses=bad)
+
+
 def _holders(described) -> dict:
     """A hanging partition's producers as its witness names them: who holds it open, or why that is unknown."""
     if isinstance(described, str):
@@ -332,10 +361,14 @@ def _holders(described) -> dict:
 
 
 def check(procs: list[Process], input_topic: str, input_log: dict | None, logs: Logs | None,
-          allowed: frozenset = frozenset(), output_topic: str | None = None, tagged: bool = False) -> dict[str, Found]:
+          allowed: frozenset = frozenset(), output_topic: str | None = None, tagged: bool = False,
+          ordered: bool = False, positions: dict | None = None) -> dict[str, Found]:
     """Every class the run can check. Poll classes need polls of the input; send classes need an output
     topic with the writers' sends recorded; the others need an output topic. A class that does not apply
-    to the run is absent; one that applies and cannot be checked has count None and says why."""
+    to the run is absent; one that applies and cannot be checked has count None and says why. `tagged`:
+    the writers name each output record's transaction in its value; `ordered`: the experiment promises each
+    output partition its input partition's order, judged against `positions` ({id: (input partition,
+    offset)})."""
     out: dict[str, Found] = {}
     if any(op[1] == "poll" for p in procs for op in p.ops):
         for f in poll_anomalies(procs, input_log, input_topic):
@@ -350,6 +383,8 @@ def check(procs: list[Process], input_topic: str, input_log: dict | None, logs: 
             # no delivery report at all (every writer died first): the records' tags still name their transactions
             found = tagged_aborted_reads(procs, logs, set())
             out["aborted-read"] = Found("aborted-read", len(found), witnesses=found)
+        if ordered:
+            out["out-of-order"] = out_of_order(logs.committed, positions)
         torn = torn_transactions(logs, tagged)
         if torn is not None:
             out[torn.name] = torn

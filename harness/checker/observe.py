@@ -182,7 +182,7 @@ def _check_histories(a: Observation, exp, names, histories, positions: dict | No
                  "bad_lines": histories.bad_lines, "problems": histories.problems[:20]}
     try:
         a.anomalies = anomaly_classes.check(histories.processes, names.input_topic, input_log, logs, exp.allows,
-                                            names.output_topic, exp.tagged_output)
+                                            names.output_topic, exp.tagged_output, exp.ordered_output, positions)
     except Exception as e:  # noqa: BLE001 - the run keeps its report; the classes say they were not checked
         why = f"the checker failed: {type(e).__name__}: {str(e)[:200]}"
         a.anomalies = {n: anomaly_classes.Found(n, None, unchecked=why) for n in anomaly_classes.CLASSES}

@@ -104,6 +104,7 @@ class Experiment:
     leader: str = "input"            # whose leader `--fault leader-kill` kills: input, output or coordinator
     client_faults: tuple = ()        # the client faults its worker loop carries out itself (faults/client.py)
     tagged_output: bool = False      # its workers put their worker, attempt and transaction number in each output value
+    ordered_output: bool = False     # each output record goes to its input's partition, in the order polled
     # Anomaly classes (checker/anomalies.py) its guarantees permit; every other one found makes the run
     # unexpected. `duplicate` follows the prediction instead: allowed unless read_committed must have none.
     allows: frozenset = frozenset()

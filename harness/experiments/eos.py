@@ -333,6 +333,7 @@ EOS = Experiment(
     leader="coordinator",
     client_faults=CLIENT_FAULTS,
     tagged_output=True,
+    ordered_output=True,      # records to their input's partition, in poll order
 )
 
 EOS_BOUNDARY = Experiment(
@@ -351,6 +352,7 @@ EOS_BOUNDARY = Experiment(
     leader="coordinator",
     client_faults=CLIENT_FAULTS,
     tagged_output=True,
+    ordered_output=True,      # records to their input's partition, in poll order
 )
 
 EOS_DEDUPE = Experiment(
@@ -370,6 +372,7 @@ EOS_DEDUPE = Experiment(
     leader="coordinator",
     client_faults=CLIENT_FAULTS,
     tagged_output=True,
+    ordered_output=True,      # records to their input's partition, in poll order
 )
 
 ZOMBIE = Experiment(
@@ -389,4 +392,5 @@ ZOMBIE = Experiment(
     leader="coordinator",
     client_faults=CLIENT_FAULTS,
     tagged_output=True,
+    ordered_output=True,      # records to their input's partition, in poll order
 )

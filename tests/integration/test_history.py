@@ -17,7 +17,8 @@ from tests.integration.test_experiments import run_exp, worker_pids
 from tests.unit.sample_report import validate
 
 pytestmark = pytest.mark.integration
-CLASSES = {"lost-write", "duplicate", "inconsistent-offsets", "aborted-read", "torn-transaction", "poll-skip",
+CLASSES = {"lost-write", "duplicate", "inconsistent-offsets", "aborted-read", "torn-transaction", "out-of-order",
+           "poll-skip",
            "nonmonotonic-poll", "nonmonotonic-send", "unseen", "hanging-transaction"}
 
 

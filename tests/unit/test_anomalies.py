@@ -317,7 +317,7 @@ def test_the_run_s_own_count_checks_the_histories_with_its_names(tmp_path):
     a = Observation()
     _check_histories(a, get("eos"), names, read_histories(tmp_path),
                      {"pay-000001": (0, 0), "pay-000002": (0, 1)}, kout, None)
-    assert {n: f.count for n, f in a.anomalies.items()} == {n: 0 for n in a.anomalies} and len(a.anomalies) == 10
+    assert {n: f.count for n, f in a.anomalies.items()} == {n: 0 for n in a.anomalies} and len(a.anomalies) == 11
     # eos tags its output: without tags to read, torn-transaction is unknown, never absent or 0
     del kout["read_uncommitted"]["tags"]
     b = Observation()
@@ -447,3 +447,31 @@ def test_torn_transaction_is_unknown_when_the_writers_tag_and_no_tag_can_be_read
     assert check([p], IN, None, lg, tagged=True)["torn-transaction"].count is None
     empty = Logs({}, {}, None, {}, {}, {})         # nothing written at all: nothing torn
     assert check([p], IN, None, empty, tagged=True)["torn-transaction"].count == 0
+
+
+# -- out-of-order: an output partition against its input partition ---------------------------
+
+POS = {"a": (0, 0), "b": (0, 1), "c": (0, 2), "d": (1, 0)}
+
+
+def test_out_of_order_is_an_output_record_before_one_that_preceded_it_in_the_input_or_in_another_partition():
+    from harness.checker.anomalies import out_of_order
+    clean = {(0, 0): "a", (0, 2): "b", (0, 3): "c", (1, 0): "d"}         # offset 1: a transaction marker
+    assert out_of_order(clean, POS).count == 0
+    swapped = {(0, 0): "b", (0, 1): "a", (0, 2): "c"}
+    f = out_of_order(swapped, POS)
+    assert f.count == 1 and f.witnesses[0] == {"id": "a", "partition": 0, "offset": 1, "input_offset": 0,
+                                                "after_input_offset": 1}
+    moved = out_of_order({(0, 0): "a", (1, 0): "b"}, POS)
+    assert moved.count == 1 and moved.witnesses[0]["input_partition"] == 0 and moved.witnesses[0]["partition"] == 1
+
+
+def test_out_of_order_leaves_duplicates_and_foreign_ids_to_their_own_classes_and_says_when_it_cannot_judge():
+    from harness.checker.anomalies import out_of_order
+    # a later copy of "a" (the duplicate class) and an id the input never held are not reorders
+    assert out_of_order({(0, 0): "a", (0, 1): "b", (0, 2): "a", (0, 3): "zzz", (0, 4): "c"}, POS).count == 0
+    assert out_of_order(None, POS).count is None and out_of_order({}, None).count is None
+    p = proc(*txn(1, (0, "b"), (1, "a")))
+    lg = logs([(0, 0, "b"), (0, 1, "a")])
+    assert "out-of-order" not in check([p], IN, None, lg)                  # not promised: not judged
+    assert check([p], IN, None, lg, ordered=True, positions=POS)["out-of-order"].count == 1
