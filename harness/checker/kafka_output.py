@@ -109,7 +109,9 @@ def read_log(bootstrap: str, topic: str, isolation: str) -> LogRead:
                     done.add(tp.partition)
         reached = {tp.partition: max(tp.offset, 0) for tp in c.position([TopicPartition(topic, p) for p in parts])}
         c.close()
-        err = None if len(done) == len(parts) else f"timed out reading {topic} ({isolation})"
+        # where each unfinished partition stood: evidence for a read that never reached its end
+        short = ", ".join(f"partition {p} at {reached[p]} of {ends[p]}" for p in parts if p not in done)
+        err = None if len(done) == len(parts) else f"timed out reading {topic} ({isolation}): {short}"
         return LogRead(ids, reached, err, high, stable)
     except Exception as e:  # noqa: BLE001
         return LogRead(error=str(e).splitlines()[0] if str(e) else repr(e))
