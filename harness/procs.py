@@ -45,6 +45,11 @@ def alive(pid: int | None) -> bool:
         return False
 
 
+def stopped(pid: int) -> bool:
+    """True when the process is stopped by a signal (state T)."""
+    return _state(f"/proc/{pid}/stat") == "T"
+
+
 def _state(stat_path: str) -> str | None:
     """The one-letter state in a /proc stat file (after the command name, which may hold spaces and ')')."""
     try:

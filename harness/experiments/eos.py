@@ -155,8 +155,8 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
     ctx.assign()                      # then: committed offsets are stable and can be fetched
     ctx.kill.before_crash = lambda: producer.flush(TXN_CALL_TIMEOUT_S)
     in_txn: list = []
-    ledger = (lambda: [m.key().decode() for m in in_txn]) if effect else ()   # ledger rows since the last commit
     txn_ids = lambda: [m.key().decode() for m in in_txn]      # noqa: E731 - called only when needed
+    ledger = txn_ids if effect else ()        # ledger rows since the last commit: one per record in the transaction
     held = {"produced": txn_ids, "unacked": lambda: list(ledger()) if effect else []}
     faults = ctx.client_faults
     interval = (ctx.option("commit_interval_ms") or 0) / 1000.0
@@ -174,7 +174,7 @@ def transactional_loop(ctx, effect=None, dedupe: bool = False) -> None:
         """Abort the open transaction and rewind to the committed offsets. The event says what the abort
         undoes, for the prediction: these records may sit in the log as aborted copies (certainly, when
         `planned`: flushed first), and these ledger rows are applied again."""
-        ctx.events.emit("txn_aborted", reason=reason, planned=planned, produced=[m.key().decode() for m in in_txn],
+        ctx.events.emit("txn_aborted", reason=reason, planned=planned, produced=txn_ids(),
                         unacked=list(ledger()) if effect else [])
         # The event lists what it held: a fencing met by the abort below must not list it again.
         in_txn.clear()

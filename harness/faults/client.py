@@ -28,6 +28,7 @@ import signal
 import time
 
 from ..experiments.common_options import TRANSACTION_TIMEOUT_MS
+from ..procs import stopped
 from ..runtime.client_faults import BEFORE_COMMIT, PAUSE_STEPS, PLANNED_ABORT
 from ..runtime.crashplan import CrashPlan, seeded_pauses
 from .base import Fault, number
@@ -104,13 +105,9 @@ class Abort(Fault):
         return ""
 
 
-def _stopped(pid: int) -> bool:
-    """True when the process is stopped by a signal (state T in /proc/PID/stat)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] == b"T"
-    except (OSError, IndexError):
-        return False
+def _own(sup, pid: int):
+    """The process of one of the supervisor's slots with this pid (None: not one of ours)."""
+    return next((s.proc for s in sup.slots if s.proc is not None and s.proc.pid == pid), None)
 
 
 class ClientPause(Fault):
@@ -166,20 +163,20 @@ class ClientPause(Fault):
         self._seen = len(events)
         now = time.time()
         for pid, entry in list(self.held.items()):
-            proc = next((s.proc for s in sup.slots if s.proc is not None and s.proc.pid == pid), None)
+            proc = _own(sup, pid)
             if proc is None or proc.poll() is not None:
                 del self.held[pid]            # it died (a kill, the run's end): nobody to wake
                 continue
             e = entry["event"]
             # Wake it only once it really stopped (the event is written just before its SIGSTOP).
-            if now >= float(e.get("t", 0)) + float(e.get("seconds", 0)) and _stopped(pid):
+            if now >= float(e.get("t", 0)) + float(e.get("seconds", 0)) and stopped(pid):
                 proc.send_signal(signal.SIGCONT)
                 entry["resumed_at"] = now
                 del self.held[pid]
 
     def finish(self, sup) -> None:
         for pid, entry in list(self.held.items()):
-            proc = next((s.proc for s in sup.slots if s.proc is not None and s.proc.pid == pid), None)
+            proc = _own(sup, pid)
             if proc is not None and proc.poll() is None:
                 proc.send_signal(signal.SIGCONT)
                 entry["resumed_at"] = time.time()
