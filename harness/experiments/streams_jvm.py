@@ -84,7 +84,9 @@ def _probe(archive: Path, jar: Path) -> bool:
     `-XX:+VerifySharedSpaces` checks every region's checksum: `-version` loads none of the worker's
     classes, so bytes damaged inside an archive of the right size would pass unseen, and crash each
     worker JVM once it loads them."""
-    with tempfile.TemporaryDirectory(prefix="eos-streams-cds-") as cwd:   # where a crashing probe writes hs_err
+    # Its working folder is where a crashing probe writes hs_err: beside the jar, not in /tmp, so a harness
+    # SIGKILLed meanwhile leaves nothing outside the build folder.
+    with tempfile.TemporaryDirectory(prefix="cds-probe-", dir=jar.parent) as cwd:
         try:
             proc = subprocess.run(dying_with_this_process(
                 ["java", *JVM_OPTIONS, "-Xshare:on", "-XX:+VerifySharedSpaces", f"-XX:SharedArchiveFile={archive}",
@@ -108,7 +110,7 @@ def _train(jar: Path, archive: Path, log) -> bool:
     tmp = Path(tmp_name)
     tmp.unlink()           # the JVM creates it at its exit
     try:
-        with tempfile.TemporaryDirectory(prefix="eos-streams-cds-") as cwd:
+        with tempfile.TemporaryDirectory(prefix="cds-training-", dir=jar.parent) as cwd:
             # Dies with the harness: a SIGKILLed one would leave it training, then its archive behind.
             proc = subprocess.run(dying_with_this_process(
                 ["java", *JVM_OPTIONS, f"-XX:ArchiveClassesAtExit={tmp}", "-cp", str(jar), TRAINING_MAIN]),

@@ -435,26 +435,26 @@ def _limited_memory():
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))     # the old code read /dev/zero until this
 
 
-def config_file_run(path: str) -> subprocess.CompletedProcess:
+def config_file_run(path: str, home: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "harness.cli", "status", "--kafka-config-file", path],
                           capture_output=True, text=True, cwd=ROOT, timeout=60, preexec_fn=_limited_memory,
-                          env={**os.environ, "HARNESS_HOME": tempfile.mkdtemp(prefix="harness-cfg-")})
+                          env={**os.environ, "HARNESS_HOME": str(home)})
 
 
-def test_kafka_config_file_dev_zero_is_refused_in_one_line():
-    line = one_error_line(config_file_run("/dev/zero"))
+def test_kafka_config_file_dev_zero_is_refused_in_one_line(tmp_path):
+    line = one_error_line(config_file_run("/dev/zero", tmp_path / "home"))
     assert "not a regular file" in line
 
 
 def test_kafka_config_file_fifo_is_refused_without_hanging(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    line = one_error_line(config_file_run(str(fifo)))
+    line = one_error_line(config_file_run(str(fifo), tmp_path / "home"))
     assert "not a regular file" in line
 
 
 def test_kafka_config_file_too_large_is_refused(tmp_path):
     big = tmp_path / "big.properties"
     big.write_text("# padding\n" * 200_000)
-    line = one_error_line(config_file_run(str(big)))
+    line = one_error_line(config_file_run(str(big), tmp_path / "home"))
     assert "larger than" in line

@@ -45,3 +45,33 @@ def test_command_maps_the_archive_before_the_jar_only_when_there_is_one():
     without = _command(None)
     assert not any("SharedArchiveFile" in a for a in without)
     assert [a for a in with_archive if "SharedArchiveFile" not in a] == without
+
+
+def test_a_harness_killed_while_it_probes_the_archive_leaves_nothing_in_the_temporary_folder(tmp_path):
+    """The probe's working folder (where a crashing JVM writes hs_err) sits beside the jar: a harness SIGKILLed
+    mid-probe, which cannot remove it, leaves it in the build folder, not in /tmp for ever."""
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    import time
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "java").write_text("#!/bin/sh\nexec sleep 30\n")          # a JVM that takes its time
+    (bin_dir / "java").chmod(0o755)
+    jar = _touch(tmp_path / "w.jar", 1000)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    code = f"from pathlib import Path; from harness.experiments import streams_jvm; " \
+           f"streams_jvm._probe(Path({str(tmp_path / 'w.jsa')!r}), Path({str(jar)!r}))"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "TMPDIR": str(tmp)}
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=Path(__file__).resolve().parents[2])
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and not list(tmp_path.glob("cds-probe-*")):
+            time.sleep(0.05)
+        assert list(tmp_path.glob("cds-probe-*")), "the probe never started"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert list(tmp.iterdir()) == [] and tempfile.gettempdir() != str(tmp)
