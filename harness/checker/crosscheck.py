@@ -22,6 +22,7 @@ class Row:
     reported: int | None
     recounted: int | None
     ids: list = field(default_factory=list)    # recount's ids the report did not name, when they differ
+    ids_are: str = "ids the report accounts for nowhere"    # what `ids` lists, for a row that differs
 
     @property
     def agrees(self) -> bool | None:
@@ -101,6 +102,7 @@ def compare(report: dict, sent: dict, ledger=None, outputs: dict | None = None, 
         missing.ids = _new_ids(out.missing_ids, [], crashed)
         rows += [Row(f"output {iso}", "records", rep.get("records"), out.records), dup, missing]
     rows += anomaly_rows(report, outputs or {})
+    rows += reader_rows(report, outputs or {})
     return rows
 
 
@@ -120,8 +122,32 @@ def anomaly_rows(report: dict, outputs: dict) -> list[Row]:
         row = Row("anomalies", "torn-transaction: transactions read_committed saw in part", stated["torn-transaction"],
                   len(torn))
         row.ids = [f"{w}/{a} transaction {n}" for w, a, n in torn][:MAX_IDS]
+        row.ids_are = "transactions read_committed saw in part"
         rows.append(row)
     return rows
+
+
+def reader_rows(report: dict, outputs: dict) -> list[Row]:
+    """The read_committed reader that ran during the run: the records it saw, per partition up to the last
+    offset it reached, against the committed records this recount reads there. A read_committed reader
+    returns every committed record in offset order, so the two are the same unless it skipped records or
+    the log lost some since. The differing partitions are named."""
+    seen = (report.get("anomaly_classes") or {}).get("reader_during_run")
+    rc = outputs.get("read_committed")
+    if rc is None or not seen:
+        return []
+    stated, recounted, differ = 0, 0, []
+    for p, r in seen.items():
+        records, last = r["records"], r["last_offset"]
+        if type(records) is not int or type(last) is not int:
+            raise TypeError("a reader's count is not a whole number")
+        here = sum(1 for o in rc.offsets.get(int(p), ()) if o <= last)
+        stated, recounted = stated + records, recounted + here
+        if here != records:
+            differ.append(f"partition {p}: {records} records up to offset {last} (the topic holds {here})")
+    row = Row("output read_committed", "records the reader during the run saw, up to where it got", stated, recounted)
+    row.ids, row.ids_are = differ[:MAX_IDS], "where they differ"
+    return [row]
 
 
 # The sections of a report.json that `compare` reads, each an object when present.

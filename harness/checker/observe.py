@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 
 from . import anomalies as anomaly_classes
 from . import deliveries as delivery_log
+from . import output_watcher
 from .effects import EffectCounts, count_effects, integrity, split_missing
 from .accounts import audit_accounts, read_accounts
 from .kafka_output import audit_output, read_ids
@@ -57,6 +58,7 @@ class Observation:
     service: object = None                # a service's rows, outbox and events (checker/systems.py)
     anomalies: dict | None = None         # class name -> anomalies.Found, over the histories and the logs
     history: dict | None = None           # what the histories held: processes, operations, lines set aside
+    during_run: dict | None = None        # per output partition, what the read_committed reader during the run saw
     metrics: dict = field(default_factory=dict)
     evidence: Evidence = field(default_factory=Evidence)
 
@@ -178,6 +180,7 @@ def _check_histories(a: Observation, exp, names, histories, positions: dict | No
                                     rc.get("reached") if not rc.get("error") else None,
                                     kout.get("open_transactions"), ru.get("tags") if not ru.get("error") else None,
                                     kout.get("open_transaction_producers"))
+    a.during_run = output_watcher.reach_of(concurrent)
     a.history = {"processes": len(histories.processes), "operations": histories.ops(),
                  "bad_lines": histories.bad_lines, "problems": histories.problems[:20]}
     try:

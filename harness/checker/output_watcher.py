@@ -60,9 +60,28 @@ class OutputWatcher:
         classes); None when the reader failed (what it saw is then not all it should have)."""
         return None if self.failed else {(s[3], s[4]): s[5] for s in self.seen}
 
+    def reach(self) -> dict | None:
+        """What this reader saw, per partition, for the report (and for `harness audit` to recount)."""
+        return reach_of(self.placed())
+
     def stalls(self, crashes: list[dict]) -> list[float | None]:
         """Per crash: seconds until a record of the crashed worker, produced after it, became visible."""
         return stalls_after(self.seen, crashes)
+
+
+def reach_of(placed: dict | None) -> dict | None:
+    """{partition: {"records": distinct offsets seen, "last_offset": the highest}} of a reader's
+    {(partition, offset): key}; None when it is unknown. A read_committed reader returns every committed
+    record in offset order, so the records it saw up to its last offset are exactly the committed records
+    there: `harness audit` counts those again in the topic and compares."""
+    if placed is None:
+        return None
+    out: dict = {}
+    for p, o in placed:
+        r = out.setdefault(str(p), {"records": 0, "last_offset": o})
+        r["records"] += 1
+        r["last_offset"] = max(r["last_offset"], o)
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
 
 
 def _worker(value: bytes | None) -> str | None:

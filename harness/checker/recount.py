@@ -85,6 +85,7 @@ class TopicRead:
     values: dict            # key -> the amount in the (last) value, for input topics
     accounts: dict = field(default_factory=dict)   # key -> the account in the (last) value, when it names one
     txns: Counter = field(default_factory=Counter)  # (worker, attempt, txn) a value names -> records naming it
+    offsets: dict = field(default_factory=dict)     # partition -> the offsets read there, in order
 
 
 def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
@@ -102,13 +103,14 @@ def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
         parts = sorted(meta.partitions)
         ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in parts}
         c.assign([TopicPartition(topic, p, 0) for p in parts])
-        ids, values, accounts, records, txns = Counter(), {}, {}, 0, Counter()
+        ids, values, accounts, records, txns, offsets = Counter(), {}, {}, 0, Counter(), {}
         deadline = time.time() + READ_TIMEOUT_S
         while time.time() < deadline:
             for m in c.consume(num_messages=1000, timeout=0.3):
                 if m.error():
                     continue
                 records += 1
+                offsets.setdefault(m.partition(), []).append(m.offset())
                 key = m.key().decode(errors="replace") if m.key() is not None else None
                 ids[key] += 1
                 try:
@@ -123,7 +125,7 @@ def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
                     values[key] = None
             positions = c.position([TopicPartition(topic, p) for p in parts])
             if all(tp.offset >= ends[tp.partition] for tp in positions if ends[tp.partition] > 0):
-                return TopicRead(records, ids, values, accounts, txns)
+                return TopicRead(records, ids, values, accounts, txns, offsets)
         raise Unreadable(f"reading {topic} ({isolation}) took longer than {READ_TIMEOUT_S} s")
     finally:
         c.close()
@@ -231,13 +233,14 @@ class OutputRecount:
     duplicate_ids: list = field(default_factory=list)
     missing_ids: list = field(default_factory=list)
     txns: Counter = field(default_factory=Counter)      # the read's records per transaction their values name
+    offsets: dict = field(default_factory=dict)         # partition -> the offsets read there
 
 
 def recount_output(read: TopicRead, sent: dict) -> OutputRecount:
     dup_ids = sorted(str(k) for k, n in read.ids.items() if n > 1)
     missing = sorted(i for i in sent if read.ids.get(i, 0) == 0)
     return OutputRecount(read.records, sum(read.ids[k] - 1 for k in dup_ids), len(missing), dup_ids, missing,
-                         read.txns)
+                         read.txns, read.offsets)
 
 
 def torn_transactions(committed: OutputRecount, uncommitted: OutputRecount) -> list[tuple]:

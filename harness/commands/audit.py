@@ -143,7 +143,7 @@ def print_rows(name: str, rows: list) -> None:
     for r in rows:
         if r.agrees is False:
             click.echo(term(f"{r.store} {r.metric}: ") + (
-                f"ids the report accounts for nowhere: {', '.join(term(i) for i in r.ids)}" if r.ids
+                f"{r.ids_are}: {', '.join(term(i) for i in r.ids)}" if r.ids
                 else "every id involved is named by the report or its crash records; the counts differ"))
 
 

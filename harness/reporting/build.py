@@ -268,7 +268,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "timings": timings(result.wall_seconds, len(r.sent_ids), crash_rows, getattr(r, "phases", None)),
         "restarts": result.restarts,
         "timeline": timeline(r.progress.samples, crashes, result.events, r.progress.t0, fault_rows),
-        "anomaly_classes": anomaly_classes(outcome.anomalies, audit.history),
+        "anomaly_classes": anomaly_classes(outcome.anomalies, audit.history, audit.during_run),
     }
     if params.assignment == "group":
         data["consumer_group"] = group_story(params.group_protocol or "classic", result.events, r.progress.t0)
@@ -277,12 +277,14 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     return RunReport(data)
 
 
-def anomaly_classes(found: dict | None, history: dict | None) -> dict | None:
+def anomaly_classes(found: dict | None, history: dict | None, during_run: dict | None = None) -> dict | None:
     """Jepsen's anomaly classes as the checker found them (checker/anomalies.py), with what the histories
-    held; None when the run kept no history (a run stopped before its workers started)."""
+    held and, per output partition, what the read_committed reader during the run saw (null: unknown, or no
+    such reader); None when the run kept no history (a run stopped before its workers started)."""
     if found is None:
         return None
-    return {"history": history, "classes": {name: f.as_dict() for name, f in found.items()}}
+    return {"history": history, "reader_during_run": during_run,
+            "classes": {name: f.as_dict() for name, f in found.items()}}
 
 
 def written_tables(exp, names) -> list[str]:

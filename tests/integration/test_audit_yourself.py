@@ -44,6 +44,9 @@ def test_audit_agrees_then_names_an_added_row_then_says_the_data_is_gone(stack, 
     classes = {r["metric"].split(":")[0]: r for r in rows if r["store"] == "anomalies"}
     assert set(classes) == {"duplicate", "torn-transaction"}            # the eos workers name their transactions
     assert all(r["reported"] == r["recounted"] == 0 for r in classes.values())
+    # the read_committed reader that ran beside the workers saw exactly the committed records up to where it got
+    (during,) = [r for r in rows if r["metric"].startswith("records the reader during the run saw")]
+    assert during["agrees"] and 0 < during["reported"] <= 120
 
     d = json.loads((out / "report.json").read_text())
     import psycopg

@@ -252,6 +252,11 @@ def test_the_report_shows_each_class_with_its_witnesses_escaped(tmp_path):
     rows = {row[0]: row for row in r.anomaly_class_rows()}
     assert rows["aborted-read"][1:3] == ("forbidden", "1") and "(w0/1)" in rows["aborted-read"][4]
     assert "4 operations of 1 worker processes; 2 malformed lines set aside" == r.history_line()
+    d["anomaly_classes"]["reader_during_run"] = {"0": {"records": 1200, "last_offset": 1300},
+                                                 "1": {"records": 3, "last_offset": 2}}
+    validate(d)
+    assert RunReport(d).history_line().endswith("; the read_committed reader during the run saw 1,203 records of "
+                                                "2 partitions")
     text, page = markdown.render(r), html.render(r)
     assert "## Anomaly classes" in text and "\\<script>" in text and "\\|x" in text and "<script>" not in page
     assert "Anomaly classes (Jepsen" in page
@@ -475,3 +480,4 @@ def test_out_of_order_leaves_duplicates_and_foreign_ids_to_their_own_classes_and
     lg = logs([(0, 0, "b"), (0, 1, "a")])
     assert "out-of-order" not in check([p], IN, None, lg)                  # not promised: not judged
     assert check([p], IN, None, lg, ordered=True, positions=POS)["out-of-order"].count == 1
+
