@@ -22,7 +22,11 @@ The audit then counts on the topic:
   without idempotence when more than one request is in flight and one is retried.
 
 What was never acknowledged (a delivery error) is not lost: the producer told
-its caller. Records are paced (`RATE_PER_S`) so the broker faults strike while
+its caller. Each delivery report also goes into the worker's history, so the
+anomaly classes check the acknowledged records against the log: `lost-write`
+and `unseen` are forbidden unless acks=1 (a leader may forget what it
+acknowledged), `nonmonotonic-send` unless idempotence is off (retries may
+reorder). Records are paced (`RATE_PER_S`) so the broker faults strike while
 the producer works.
 """
 
@@ -89,6 +93,7 @@ def producer_loop(ctx) -> None:
 
     def report(err, msg):
         deliveries.append(fd, msg.key().decode(), err, msg.partition(), msg.offset())
+        ctx.history.on_delivery()(err, msg)    # the send in the history too: the anomaly classes check it
 
     ctx.assign()
     done: list = []
@@ -186,6 +191,9 @@ PRODUCER = Experiment(
     default_faults=(),
     options=(IDEMPOTENCE, ACKS, MAX_IN_FLIGHT),
     rules=(producer_rule,),
+    # Order first, then acks: `--acks 1` needs `--idempotence off`, so its variant holds both allowances.
+    variants={"idempotence=off": {"allows": frozenset({"nonmonotonic-send"})},
+              "acks=1": {"allows": frozenset({"nonmonotonic-send", "lost-write", "unseen"})}},
     suite={"group": "cluster", "args": ["--fault", "broker-pause"], "weight": 3},
     leader="output",
 )

@@ -207,6 +207,16 @@ def test_producer_with_and_without_idempotence_under_paused_brokers(cluster, tmp
     # the report's count is the topic's: an independent reader finds the same duplicates
     rc = read_keys(off["stack"]["bootstrap_servers"], off["stack"]["output_topic"], "read_committed")
     assert sum(n - 1 for n in rc.values()) == off["counts"]["duplicates"]
+    # the producer's delivery reports are in its history: acknowledged records are checked against the log
+    for d, reorders in ((on, False), (off, True)):
+        classes = d["anomaly_classes"]["classes"]
+        assert classes["lost-write"]["count"] == 0 and classes["unseen"]["count"] == 0, classes
+        assert not classes["lost-write"]["allowed"] and not classes["unseen"]["allowed"]   # acks=all
+        assert classes["nonmonotonic-send"]["allowed"] is reorders
+        dup = classes["duplicate"]
+        assert dup["count"] == len([k for k, n in read_keys(d["stack"]["bootstrap_servers"], d["stack"]["output_topic"],
+                                                            "read_committed").items() if n > 1])
+        assert dup["allowed"] is reorders and d["verdict"] == "as-predicted", d["summary"]
 
 
 def test_bad_cluster_input_is_one_line(cluster):

@@ -481,3 +481,14 @@ def test_out_of_order_leaves_duplicates_and_foreign_ids_to_their_own_classes_and
     assert "out-of-order" not in check([p], IN, None, lg)                  # not promised: not judged
     assert check([p], IN, None, lg, ordered=True, positions=POS)["out-of-order"].count == 1
 
+
+def test_the_producer_under_test_allows_what_its_settings_give_up_and_nothing_else():
+    from harness.experiments import get
+    from harness.params import RunParams
+    exp = get("producer")
+    assert exp.resolve(RunParams("producer", messages=3)).allows == frozenset()
+    assert exp.resolve(RunParams("producer", messages=3, idempotence="on")).allows == frozenset()
+    assert exp.resolve(RunParams("producer", messages=3, idempotence="off")).allows == {"nonmonotonic-send"}
+    assert exp.resolve(RunParams("producer", messages=3, idempotence="off", acks="1")).allows == \
+        {"nonmonotonic-send", "lost-write", "unseen"}
+    assert exp.resolve(RunParams("producer", messages=3, acks="1")).allows == {"nonmonotonic-send", "lost-write", "unseen"}
