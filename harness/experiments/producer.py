@@ -17,7 +17,10 @@ The audit then counts on the topic:
   acknowledged record is on two replicas, and one node's death loses none;
   with acks=1 only the leader had it when it said yes, and a leader killed
   before its followers fetched takes the record with it: losses are possible,
-  at most every acknowledged record.
+  at most every acknowledged record. With acks=0 the producer asks for no
+  acknowledgement at all (fire and forget, at-most-once): its delivery report
+  only says the record left, so `lost` is sent and missing, and under broker
+  faults possible, at most every record.
 - reordered: records whose first copy comes after a later record's. Possible
   without idempotence when more than one request is in flight and one is retried.
 
@@ -53,8 +56,9 @@ MESSAGE_TIMEOUT_MS = 120_000
 DEFAULT_MAX_IN_FLIGHT = 5
 
 IDEMPOTENCE = Option("idempotence", str, "producer only: enable.idempotence of the producer under test.",
-                     shown="on; off with --acks 1", choices=("on", "off"))
-ACKS = Option("acks", str, "producer only: acks of the producer under test.", shown="all", choices=("1", "all"))
+                     shown="on; off with --acks 0 or 1", choices=("on", "off"))
+ACKS = Option("acks", str, "producer only: acks of the producer under test (0: fire and forget, no acknowledgement).",
+              shown="all", choices=("0", "1", "all"))
 MAX_IN_FLIGHT = Option("max_in_flight", int, "producer only: max.in.flight.requests.per.connection of the producer "
                        "under test.", shown=str(DEFAULT_MAX_IN_FLIGHT), low=1, high=1_000_000,
                        must="between 1 and 1,000,000 (librdkafka's own limit)")
@@ -62,9 +66,10 @@ MAX_IN_FLIGHT = Option("max_in_flight", int, "producer only: max.in.flight.reque
 
 def producer_rule(params, exp) -> None:
     """The producer's settings that Kafka's client refuses together, refused here first in one line."""
-    if params.idempotence == "on" and params.acks == "1":
-        raise HarnessError("--acks 1 needs --idempotence off: an idempotent producer always waits for acks=all")
-    if params.idempotence != "off" and params.acks != "1" and (params.max_in_flight or 0) > 5:
+    if params.idempotence == "on" and params.acks in ("0", "1"):
+        raise HarnessError(f"--acks {params.acks} needs --idempotence off: an idempotent producer always waits for "
+                           f"acks=all")
+    if params.idempotence != "off" and params.acks not in ("0", "1") and (params.max_in_flight or 0) > 5:
         raise HarnessError("--max-in-flight above 5 needs --idempotence off: an idempotent producer keeps order "
                            "and drops retried duplicates with at most 5 requests in flight")
 
@@ -72,7 +77,7 @@ def producer_rule(params, exp) -> None:
 def settings(params) -> dict:
     """The producer under test's configuration, from the run's options."""
     acks = params.acks or "all"
-    idempotence = params.idempotence or ("off" if acks == "1" else "on")
+    idempotence = params.idempotence or ("off" if acks in ("0", "1") else "on")
     return {"enable.idempotence": idempotence == "on", "acks": acks,
             "max.in.flight.requests.per.connection": params.max_in_flight or DEFAULT_MAX_IN_FLIGHT,
             "retries": RETRIES, "retry.backoff.ms": 100, "request.timeout.ms": REQUEST_TIMEOUT_MS,
@@ -169,6 +174,9 @@ class ProducerPredictor:
             why.append(f"without idempotence each retry may write a record again (at most {RETRIES} retries)")
         if conf["acks"] == "1" and broker_faults:
             why.append("with acks=1 a leader killed before its followers fetched loses what it acknowledged")
+        if conf["acks"] == "0" and broker_faults:
+            why.append("with acks=0 nothing is acknowledged: a record sent to a broker that is down or paused is "
+                       "lost without a word")
         if why:
             p.note = "; ".join(why) + ": these numbers are possible, bounded, not predicted" + \
                 (f"; {p.note}" if p.note else "")
@@ -191,9 +199,9 @@ PRODUCER = Experiment(
     default_faults=(),
     options=(IDEMPOTENCE, ACKS, MAX_IN_FLIGHT),
     rules=(producer_rule,),
-    # Order first, then acks: `--acks 1` needs `--idempotence off`, so its variant holds both allowances.
+    # Order first, then acks: `--acks 0|1` needs `--idempotence off`, so its variant holds both allowances.
     variants={"idempotence=off": {"allows": frozenset({"nonmonotonic-send"})},
-              "acks=1": {"allows": frozenset({"nonmonotonic-send", "lost-write", "unseen"})}},
+              **{f"acks={a}": {"allows": frozenset({"nonmonotonic-send", "lost-write", "unseen"})} for a in ("0", "1")}},
     suite={"group": "cluster", "args": ["--fault", "broker-pause"], "weight": 3},
     leader="output",
 )

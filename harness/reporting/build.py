@@ -335,8 +335,12 @@ def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
                      f"{_n(rc['lost'])} lost; read_uncommitted {_n(ru['records'])} records")
     prod = (ko or {}).get("delivery_log")
     if prod:
-        parts.append(f"the producer under test had {_n(prod['acked'])} records acknowledged "
-                     f"({_n(prod['unacked'])} never acknowledged) and {_n(prod['reordered'])} reordered")
+        if (d.get("params") or {}).get("acks") == "0":
+            parts.append(f"the producer under test sent {_n(prod['acked'])} records with acks=0, none acknowledged "
+                         f"({_n(prod['unacked'])} failed before they left), and {_n(prod['reordered'])} reordered")
+        else:
+            parts.append(f"the producer under test had {_n(prod['acked'])} records acknowledged "
+                         f"({_n(prod['unacked'])} never acknowledged) and {_n(prod['reordered'])} reordered")
     svc = d.get("service")
     if svc:
         parts.append(f"service rows {_n(svc['rows'])}, events {_n(svc['events'])}: {_n(svc['unpublished'])} rows "

@@ -219,6 +219,19 @@ def test_producer_with_and_without_idempotence_under_paused_brokers(cluster, tmp
         assert dup["allowed"] is reorders and d["verdict"] == "as-predicted", d["summary"]
 
 
+def test_a_fire_and_forget_producer_counts_what_it_sent_and_the_topic_lacks(cluster, tmp_path):
+    d = run_exp(cluster, tmp_path / "zero", "producer", "--messages", "300", "--acks", "0", "--fault", "broker-pause")
+    prod = d["kafka_output"]["delivery_log"]
+    assert prod["acked"] + prod["unacked"] == 300 and d["params"]["acks"] == "0"
+    assert "none acknowledged" in d["summary"] and "kafka.read_committed.lost <= 300" in d["predicted"]["expectations"]
+    # what the report calls lost is what an independent reader finds missing, id for id
+    seen = read_keys(d["stack"]["bootstrap_servers"], d["stack"]["output_topic"], "read_committed")
+    missing = sorted(f"pay-{i:06d}" for i in range(1, 301) if f"pay-{i:06d}" not in seen)
+    assert d["counts"]["lost"] + (d["counts"].get("unprocessed") or 0) == len(missing)
+    assert set(d["anomalies"]["lost_ids"]) <= set(missing)
+    assert d["anomaly_classes"]["classes"]["lost-write"]["allowed"]
+
+
 def test_bad_cluster_input_is_one_line(cluster):
     proc = harness("run", "offset-after", "--fault", "leader-kill:of=output", env=cluster["env"])
     assert proc.returncode == 2 and proc.stderr.strip().startswith("error: --fault leader-kill needs an output topic")

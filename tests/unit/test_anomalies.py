@@ -492,3 +492,4 @@ def test_the_producer_under_test_allows_what_its_settings_give_up_and_nothing_el
     assert exp.resolve(RunParams("producer", messages=3, idempotence="off", acks="1")).allows == \
         {"nonmonotonic-send", "lost-write", "unseen"}
     assert exp.resolve(RunParams("producer", messages=3, acks="1")).allows == {"nonmonotonic-send", "lost-write", "unseen"}
+    assert exp.resolve(RunParams("producer", messages=3, acks="0")).allows == {"nonmonotonic-send", "lost-write", "unseen"}

@@ -94,13 +94,21 @@ def test_acks_1_loses_only_under_broker_faults():
     assert producer_prediction(loosened=True, acks="1")["kafka.read_committed.lost"] == ("<=", 100)
 
 
+def test_acks_0_is_fire_and_forget_lost_only_under_broker_faults_and_said_so():
+    assert producer_prediction(acks="0")["kafka.read_committed.lost"] == ("==", 0)
+    assert producer_prediction(loosened=True, acks="0")["kafka.read_committed.lost"] == ("<=", 100)
+    assert "with acks=0 nothing is acknowledged" in predict(get("producer"), [], loosened=True,
+                                                               params=RunParams("producer", messages=100, acks="0")).note
+
+
 def test_a_restarted_producer_worker_may_send_again():
     assert producer_prediction(interruptions=1)["kafka.read_committed.duplicates"] == ("<=", RETRIES * 100)
 
 
 def test_producer_settings_follow_the_options():
-    s = settings(RunParams("producer", acks="1"))
-    assert s["acks"] == "1" and s["enable.idempotence"] is False
+    for acks in ("0", "1"):
+        s = settings(RunParams("producer", acks=acks))
+        assert s["acks"] == acks and s["enable.idempotence"] is False
     s = settings(RunParams("producer"))
     assert s["acks"] == "all" and s["enable.idempotence"] is True and s["max.in.flight.requests.per.connection"] == 5
     assert s["request.timeout.ms"] < 1500 and s["retries"] == RETRIES
@@ -110,9 +118,10 @@ def test_producer_settings_follow_the_options():
     ({"experiment": "eos", "acks": "1"}, "--acks applies to producer only"),
     ({"experiment": "offset-after", "idempotence": "off"}, "--idempotence applies to producer only"),
     ({"experiment": "producer", "idempotence": "on", "acks": "1"}, "--acks 1 needs --idempotence off"),
+    ({"experiment": "producer", "idempotence": "on", "acks": "0"}, "--acks 0 needs --idempotence off"),
     ({"experiment": "producer", "max_in_flight": 6}, "--max-in-flight above 5 needs --idempotence off"),
     ({"experiment": "producer", "max_in_flight": 0}, "--max-in-flight must be between 1"),
-    ({"experiment": "producer", "acks": "2"}, "--acks must be one of 1, all"),
+    ({"experiment": "producer", "acks": "2"}, "--acks must be one of 0, 1, all"),
 ])
 def test_producer_options_are_checked_in_one_line(opts, says):
     with pytest.raises(HarnessError, match=says):
@@ -240,3 +249,18 @@ def test_compose_cluster_file_describes_the_same_topology():
                     "unclean.leader.election.enable"):
             assert str(env["KAFKA_" + key.upper().replace(".", "_")]).lower() == CLUSTER_SETTINGS[key], key
         assert all(p.startswith("127.0.0.1:") for p in svc["ports"])
+
+
+def test_an_acks_0_report_says_sent_never_acknowledged():
+    from harness.reporting.build import summarize
+    from harness.reporting.run_report import RunReport
+    from tests.unit.hostile import full_report
+    d = full_report()
+    d["params"]["acks"] = "1"
+    rows = dict((r[0], r[1:]) for r in RunReport(d).scoreboard())
+    assert "acknowledged" in rows and "sent (acks=0, never acknowledged)" not in rows
+    assert "had 10 records acknowledged" in summarize(d)
+    d["params"]["acks"] = "0"
+    rows = dict((r[0], r[1:]) for r in RunReport(d).scoreboard())
+    assert rows["sent (acks=0, never acknowledged)"][0] == "10" and "acknowledged" not in rows
+    assert "sent 10 records with acks=0, none acknowledged" in summarize(d)
