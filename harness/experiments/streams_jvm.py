@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import psycopg.conninfo
@@ -37,6 +38,8 @@ JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx512m", "-XX:-
 TRAINING_MAIN = "harness.eosstreams.Training"
 TRAINING_TIMEOUT_S = 120
 PROBE_TIMEOUT_S = 30
+WORK_PREFIX = "cds-work-"       # the probes' and trainings' working folders, beside the jar
+STALE_WORK_S = 2 * (TRAINING_TIMEOUT_S + PROBE_TIMEOUT_S)
 # The first build downloads Kafka Streams and its dependencies (~120 MB); later builds are offline.
 BUILD_TIMEOUT_S = 900
 FIRST_RECORD = re.compile(r"eos-streams FIRST-RECORD worker=(\S+) attempt=(\d+) .*time=([0-9.]+)")
@@ -85,16 +88,32 @@ def _probe(archive: Path, jar: Path) -> bool:
     classes, so bytes damaged inside an archive of the right size would pass unseen, and crash each
     worker JVM once it loads them."""
     # Its working folder is where a crashing probe writes hs_err: beside the jar, not in /tmp, so a harness
-    # SIGKILLed meanwhile leaves nothing outside the build folder.
-    with tempfile.TemporaryDirectory(prefix="cds-probe-", dir=jar.parent) as cwd:
-        try:
+    # SIGKILLed meanwhile leaves nothing outside the build folder (and the next one clears it: `_clear_stale`).
+    try:
+        with tempfile.TemporaryDirectory(prefix=f"{WORK_PREFIX}probe-", dir=jar.parent) as cwd:
             proc = subprocess.run(dying_with_this_process(
                 ["java", *JVM_OPTIONS, "-Xshare:on", "-XX:+VerifySharedSpaces", f"-XX:SharedArchiveFile={archive}",
                  "-XX:-CreateCoredumpOnCrash", "-cp", str(jar), "-version"]),
                 cwd=cwd, capture_output=True, timeout=PROBE_TIMEOUT_S)
-        except (OSError, subprocess.TimeoutExpired):
-            return False
+    except (OSError, subprocess.TimeoutExpired):      # a build folder it cannot write in, too
+        return False
     return proc.returncode == 0
+
+
+def _clear_stale(folder: Path) -> None:
+    """Working folders of probes and trainings that ended long ago without removing theirs (a SIGKILLed
+    harness): older than any probe or training can run."""
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.name.startswith(WORK_PREFIX) and entry.is_dir() and not entry.is_symlink() and \
+                    time.time() - entry.stat().st_mtime > STALE_WORK_S:
+                shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            continue
 
 
 def _train(jar: Path, archive: Path, log) -> bool:
@@ -110,7 +129,7 @@ def _train(jar: Path, archive: Path, log) -> bool:
     tmp = Path(tmp_name)
     tmp.unlink()           # the JVM creates it at its exit
     try:
-        with tempfile.TemporaryDirectory(prefix="cds-training-", dir=jar.parent) as cwd:
+        with tempfile.TemporaryDirectory(prefix=f"{WORK_PREFIX}training-", dir=jar.parent) as cwd:
             # Dies with the harness: a SIGKILLed one would leave it training, then its archive behind.
             proc = subprocess.run(dying_with_this_process(
                 ["java", *JVM_OPTIONS, f"-XX:ArchiveClassesAtExit={tmp}", "-cp", str(jar), TRAINING_MAIN]),
@@ -133,6 +152,7 @@ def class_archive(jar: Path = JAR, log=print) -> Path | None:
     """The jar's class-data archive, (re)trained if it is stale or does not pass the probe; None if
     there is none that works (the workers then start without one)."""
     archive = jar.with_suffix(".jsa")
+    _clear_stale(jar.parent)
     if not archive_stale(archive, jar) and _probe(archive, jar):
         return archive
     return archive if _train(jar, archive, log) else None

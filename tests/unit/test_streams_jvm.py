@@ -68,10 +68,29 @@ def test_a_harness_killed_while_it_probes_the_archive_leaves_nothing_in_the_temp
     proc = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=Path(__file__).resolve().parents[2])
     try:
         deadline = time.time() + 30
-        while time.time() < deadline and not list(tmp_path.glob("cds-probe-*")):
+        while time.time() < deadline and not list(tmp_path.glob("cds-work-probe-*")):
             time.sleep(0.05)
-        assert list(tmp_path.glob("cds-probe-*")), "the probe never started"
+        assert list(tmp_path.glob("cds-work-probe-*")), "the probe never started"
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     assert list(tmp.iterdir()) == [] and tempfile.gettempdir() != str(tmp)
+
+
+def test_working_folders_a_killed_harness_left_are_cleared_later_and_a_fresh_one_is_kept(tmp_path):
+    old = tmp_path / f"{streams_jvm.WORK_PREFIX}probe-old"
+    fresh = tmp_path / f"{streams_jvm.WORK_PREFIX}probe-fresh"
+    other = tmp_path / "not-ours"
+    for d in (old, fresh, other):
+        d.mkdir()
+    long_ago = 1000.0
+    os.utime(old, (long_ago, long_ago))
+    os.utime(other, (long_ago, long_ago))
+    streams_jvm._clear_stale(tmp_path)
+    assert not old.exists() and fresh.exists() and other.exists()
+
+
+def test_a_build_folder_it_cannot_write_in_makes_the_probe_fail_not_the_run(tmp_path):
+    jar = _touch(tmp_path / "w.jar", 1000)
+    assert streams_jvm._probe(tmp_path / "w.jsa", tmp_path / "missing-folder" / "w.jar") is False
+    assert streams_jvm._probe(tmp_path / "w.jsa", jar) is False     # no archive there: refused, no traceback
