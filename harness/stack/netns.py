@@ -7,27 +7,29 @@ traffic and nobody else's, the node needs a network of its own. Each node
 runs in a namespace the harness makes (`ip netns`), reached over veth links
 the harness makes too:
 
-- the node's address `10.213.S.<node>` sits on its namespace's loopback,
+- the node's address `198.18.S.<node>` sits on its namespace's loopback,
   so one address reaches it over any link (Kafka advertises one address per
   listener);
 - a client link per node joins it to the machine's own namespace, where the
   workers, the readers and the proxies run (`<prefix>c<node>` there, with
-  the address `10.213.S.<100+node>`);
+  the address `198.18.S.<100+node>`);
 - a mesh link per pair of nodes carries their own traffic (replication, the
   controllers' quorum) straight between their namespaces, so a partition
   between two nodes is a rule on one link.
 
 Each link is a pair of /32 routes: no bridge, no forwarding, nothing in the
 machine's own firewall. Faults are iptables rules inside the node's
-namespace (`cut`, `heal`), so they touch no rule of the machine's, and
-deleting the namespace undoes them all: `remove` is the cleanup after a
-run, after Ctrl-C and after a SIGKILLed harness (the names derive from the
-harness's home, and the record is written before anything is made, so
-`harness down` finds what a killed harness left). A name that exists and
-that the record does not claim is someone else's: refused, never touched.
+namespace (`apply`, `heal`), so they touch no rule of the machine's, and
+deleting the namespace undoes them all. `remove` is the cleanup: the names
+derive from the harness's home and the record is written before anything is
+made, so what a SIGKILLed harness left is found and removed by the next. A
+name that exists and that the record does not claim is someone else's:
+refused, never touched; a namespace a process still runs in is not deleted.
 
-Traffic stays on the machine: the addresses are routed only to these links.
-The /24 is one no route of the machine covers (checked before use).
+Traffic stays on the machine: the addresses come from 198.18.0.0/15, which
+RFC 2544 sets aside for benchmarks (no real network uses it), are routed only
+to these links, and the /24 is one that no route of the machine names more
+precisely than the whole range (checked before use).
 """
 
 from __future__ import annotations
@@ -37,15 +39,18 @@ import ipaddress
 import json
 import os
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import HarnessError
 
 RECORD = "netns.json"
-NET = "10.213"              # the /16 the subnets are drawn from
-CLIENT_BASE = 100           # a client link's address in the machine's namespace: 10.213.S.(100 + node)
+NET = "198.18"              # the /16 the subnets are drawn from (RFC 2544's benchmark range)
+CLIENT_BASE = 100           # a client link's address in the machine's namespace: 198.18.S.(100 + node)
 IP_TIMEOUT_S = 20
+GONE_WAIT_S = 10            # a deleted namespace's veth ends can take a moment to go
+RECORD_LIMIT = 4096
 
 
 def prefix_of(home: Path) -> str:
@@ -58,7 +63,7 @@ def prefix_of(home: Path) -> str:
 class Layout:
     """Every name and address of one cluster's network, from its prefix, subnet and size (pure)."""
     prefix: str
-    subnet: int             # S of 10.213.S.0/24
+    subnet: int             # S of 198.18.S.0/24
     nodes: int
 
     def namespace(self, node: int) -> str:
@@ -178,8 +183,8 @@ def _links() -> set[str]:
 
 
 def free_subnet(prefix: str) -> int:
-    """A /24 of 10.213.0.0/16 that no route of the machine covers (other than its default route), first
-    trying the one the prefix hashes to."""
+    """A /24 of 198.18.0.0/16 that no route of the machine names (broader routes, such as a default route
+    or a VPN's 0.0.0.0/1, are not about this range), first trying the one the prefix hashes to."""
     proc = _ip(["ip", "-4", "route", "show", "table", "all"], check=False)
     nets = []
     for line in proc.stdout.splitlines():
@@ -195,9 +200,9 @@ def free_subnet(prefix: str) -> int:
     for i in range(250):
         s = (start + i - 1) % 250 + 1
         mine = ipaddress.ip_network(f"{NET}.{s}.0/24")
-        if not any(mine.overlaps(n) for n in nets if n.prefixlen > 0):
+        if not any(mine.overlaps(n) for n in nets if n.prefixlen >= 15):
             return s
-    raise HarnessError(f"no free /24 in {NET}.0.0/16 for the nodes' networks: routes of this machine cover them all")
+    raise HarnessError(f"no free /24 in {NET}.0.0/16 for the nodes' networks: routes of this machine name them all")
 
 
 def available() -> str | None:
@@ -222,10 +227,11 @@ def record_path(state: Path) -> Path:
 def read_record(state: Path) -> Layout | None:
     """The layout the record claims, or None without one. The file is read as untrusted: its names are
     rebuilt from the home (never taken from it), and only its subnet and size are read, checked."""
+    from ..safefile import read_limited
     try:
-        d = json.loads(record_path(state).read_text())
+        d = json.loads(read_limited(record_path(state), RECORD_LIMIT, "the node networks' record", follow_links=False))
         subnet, nodes = d["subnet"], d["nodes"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (HarnessError, ValueError, KeyError, TypeError):
         return None
     if type(subnet) is not int or type(nodes) is not int or not (1 <= subnet <= 250 and 1 <= nodes <= 9):
         return None
@@ -240,11 +246,13 @@ def make(state: Path, nodes: int) -> Layout:
     if not 1 <= nodes <= 9:
         raise HarnessError("node networks are made for 1 to 9 nodes")
     prefix = prefix_of(state)
-    ours = read_record(state)
-    if ours is not None:
+    if read_record(state) is not None:
         remove(state)                       # a network left by an earlier harness of this home
-    taken = ({n for n in existing_namespaces() if n.startswith(prefix + "-")}
-             | {n for n in _links() if n.startswith(prefix)})
+    deadline = time.monotonic() + GONE_WAIT_S
+    taken = _named(prefix)
+    while taken and not any(n.startswith(prefix + "-") for n in taken) and time.monotonic() < deadline:
+        time.sleep(0.1)                     # only veth ends, going with namespaces just deleted
+        taken = _named(prefix)
     if taken:
         raise HarnessError(f"{', '.join(sorted(taken))} exist(s) and are not this harness's: nothing was touched")
     layout = Layout(prefix, free_subnet(prefix), nodes)
@@ -263,25 +271,52 @@ def make(state: Path, nodes: int) -> Layout:
     return layout
 
 
+def _named(prefix: str) -> set[str]:
+    """Namespaces and links of the machine's namespace that carry this prefix."""
+    return {n for n in existing_namespaces() if n.startswith(prefix + "-")} | \
+        {n for n in _links() if n.startswith(prefix)}
+
+
 def remove(state: Path) -> list[str]:
     """Deletes what the record claims (namespaces, and with them their links, routes and rules), then the
-    record; returns what it removed. Without a record, nothing is touched."""
+    record; returns the namespaces it deleted. Without a record nothing is touched. A namespace a process
+    still runs in is left, with the record, and said in one line (its processes are stopped first by
+    whoever started them)."""
     layout = read_record(state)
     if layout is None:
-        record_path(state).unlink(missing_ok=True)
+        _drop_record(state)
         return []
-    removed = []
     present = existing_namespaces()
+    busy = {}
     for ns in layout.namespaces():
         if ns in present:
-            _ip(["ip", "netns", "del", ns], check=False)
+            pids = _ip(["ip", "netns", "pids", ns], check=False).stdout.split()
+            if pids:
+                busy[ns] = pids
+    if busy:
+        raise HarnessError("node networks still in use, left as they are: " +
+                           "; ".join(f"{ns} by pid {', '.join(p[:5])}" for ns, p in sorted(busy.items())))
+    removed = []
+    for ns in layout.namespaces():
+        if ns in present:
+            _ip(["ip", "netns", "del", ns])
             removed.append(ns)
     links = _links()
     for n in range(1, layout.nodes + 1):         # a veth pair goes with its namespace end; this is in case
         if layout.client_link(n) in links:
             _ip(["ip", "link", "del", layout.client_link(n)], check=False)
-    record_path(state).unlink(missing_ok=True)
+    if existing_namespaces() & set(layout.namespaces()):
+        raise HarnessError(f"node networks could not be deleted: {', '.join(sorted(existing_namespaces() & set(layout.namespaces())))}")
+    _drop_record(state)
     return removed
+
+
+def _drop_record(state: Path) -> None:
+    path = record_path(state)
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        raise HarnessError(f"{path} is not a file: the harness did not write it, and leaves it")
 
 
 def in_namespace(layout: Layout, node: int, argv: list[str]) -> list[str]:

@@ -160,6 +160,24 @@ def test_removal_leaves_nothing_and_a_name_that_is_not_ours_is_refused_and_left_
         subprocess.run(["ip", "netns", "del", stranger], check=False)
 
 
+def test_a_network_a_process_still_runs_in_is_left_with_its_record(tmp_path):
+    home = tmp_path / "home"
+    layout = netns.make(home, 1)
+    sleeper = subprocess.Popen(netns.in_namespace(layout, 1, ["sleep", "60"]))
+    try:
+        deadline = time.time() + 10
+        while not subprocess.run(["ip", "netns", "pids", layout.namespace(1)], capture_output=True,
+                                 text=True).stdout.strip() and time.time() < deadline:
+            time.sleep(0.05)
+        with pytest.raises(HarnessError, match=f"still in use, left as they are: {layout.namespace(1)} by pid"):
+            netns.remove(home)
+        assert layout.namespace(1) in netns.existing_namespaces() and netns.read_record(home) == layout
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert netns.remove(home) == [layout.namespace(1)]
+
+
 def test_what_a_sigkilled_harness_made_is_removed_by_the_next_one(tmp_path):
     home = tmp_path / "home"
     code = (f"from pathlib import Path; from harness.stack import netns; "
