@@ -47,7 +47,8 @@ from dataclasses import dataclass, field
 CLASSES = ("lost-write", "duplicate", "inconsistent-offsets", "aborted-read", "torn-transaction", "out-of-order",
            "poll-skip", "nonmonotonic-poll", "nonmonotonic-send", "unseen", "hanging-transaction")
 MEANING = {
-    "lost-write": "acknowledged (committed) write below the highest offset a reader reached, never read",
+    "lost-write": "acknowledged (committed) write below the highest offset a reader reached, never read (its "
+                  "offset empty, or holding another record)",
     "duplicate": "one value at more than one offset (read_committed)",
     "inconsistent-offsets": "one offset, two values",
     "aborted-read": "a read_committed reader saw a record of an aborted transaction (G1a)",
@@ -279,8 +280,9 @@ def send_anomalies(sends: list[Send], logs: Logs, procs: list[Process] = ()) -> 
     aborted += tagged_aborted_reads(list(procs), logs, {(w["reader"], (w["partition"], w["offset"])) for w in aborted})
     if logs.committed is not None and logs.reached is not None:
         for s in sends:
-            if s.outcome != COMMITTED or (s.partition, s.offset) in logs.committed:
-                continue
+            place = (s.partition, s.offset)
+            if s.outcome != COMMITTED or (place in logs.committed and logs.committed[place] == s.key):
+                continue            # there, or (another record at its offset) overwritten: lost below
             if s.offset < logs.reached.get(s.partition, 0):
                 lost.append(_witness(s))
             elif s.partition not in (logs.open_at or {}):     # behind an open transaction: counted there

@@ -128,24 +128,29 @@ def anomaly_rows(report: dict, outputs: dict) -> list[Row]:
 
 
 def reader_rows(report: dict, outputs: dict) -> list[Row]:
-    """The read_committed reader that ran during the run: the records it saw, per partition up to the last
-    offset it reached, against the committed records this recount reads there. A read_committed reader
-    returns every committed record in offset order, so the two are the same unless it skipped records or
-    the log lost some since. The differing partitions are named."""
-    seen = (report.get("anomaly_classes") or {}).get("reader_during_run")
+    """The read_committed reader that ran during the run: the records it saw, per partition between the
+    first and the last offset it got, against the committed records this recount reads there. A
+    read_committed reader returns every committed record in offset order, so the two are the same unless
+    it skipped records or the log lost some since. The differing partitions are named. A partition whose
+    first record is no longer in the topic (retention deleted the log's head) is not judged."""
+    seen = (report.get("kafka_output") or {}).get("reader_during_run")
     rc = outputs.get("read_committed")
     if rc is None or not seen:
         return []
-    stated, recounted, differ = 0, 0, []
+    stated, recounted, differ, judged = 0, 0, [], 0
     for p, r in seen.items():
-        records, last = r["records"], r["last_offset"]
-        if type(records) is not int or type(last) is not int:
+        records, first, last = r["records"], r["first_offset"], r["last_offset"]
+        if any(type(x) is not int for x in (records, first, last)):
             raise TypeError("a reader's count is not a whole number")
-        here = sum(1 for o in rc.offsets.get(int(p), ()) if o <= last)
-        stated, recounted = stated + records, recounted + here
+        offsets = rc.offsets.get(int(p), [])
+        if offsets and offsets[0] > first:
+            continue                    # its head is gone: nothing to count it against
+        here = sum(1 for o in offsets if first <= o <= last)
+        stated, recounted, judged = stated + records, recounted + here, judged + 1
         if here != records:
-            differ.append(f"partition {p}: {records} records up to offset {last} (the topic holds {here})")
-    row = Row("output read_committed", "records the reader during the run saw, up to where it got", stated, recounted)
+            differ.append(f"partition {p}: {records} records at offsets {first} to {last} (the topic holds {here})")
+    row = Row("output read_committed", "records the reader during the run saw, where it got",
+              stated if judged else None, recounted if judged else None)
     row.ids, row.ids_are = differ[:MAX_IDS], "where they differ"
     return [row]
 

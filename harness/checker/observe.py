@@ -157,6 +157,8 @@ def observe_run(exp, stack, names, amounts: dict, positions: dict | None, commit
         a.evidence.ids.update(svc.ids)
         a.evidence.integrity += svc.integrity
         a.evidence.errors += svc.errors
+    if exp.stores.output:
+        a.during_run = output_watcher.reach_of(concurrent)
     if histories is not None:
         _check_histories(a, exp, names, histories, positions, kout, concurrent)
     return a
@@ -180,7 +182,6 @@ def _check_histories(a: Observation, exp, names, histories, positions: dict | No
                                     rc.get("reached") if not rc.get("error") else None,
                                     kout.get("open_transactions"), ru.get("tags") if not ru.get("error") else None,
                                     kout.get("open_transaction_producers"))
-    a.during_run = output_watcher.reach_of(concurrent)
     a.history = {"processes": len(histories.processes), "operations": histories.ops(),
                  "bad_lines": histories.bad_lines, "problems": histories.problems[:20]}
     try:

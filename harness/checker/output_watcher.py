@@ -70,16 +70,17 @@ class OutputWatcher:
 
 
 def reach_of(placed: dict | None) -> dict | None:
-    """{partition: {"records": distinct offsets seen, "last_offset": the highest}} of a reader's
-    {(partition, offset): key}; None when it is unknown. A read_committed reader returns every committed
-    record in offset order, so the records it saw up to its last offset are exactly the committed records
-    there: `harness audit` counts those again in the topic and compares."""
+    """{partition: {"records": distinct offsets seen, "first_offset": the lowest, "last_offset": the
+    highest}} of a reader's {(partition, offset): key}; None when it is unknown. A read_committed reader
+    from the beginning returns every committed record in offset order, so the records it saw between
+    those offsets are exactly the committed records there: `harness audit` counts them again and compares."""
     if placed is None:
         return None
     out: dict = {}
     for p, o in placed:
-        r = out.setdefault(str(p), {"records": 0, "last_offset": o})
+        r = out.setdefault(str(p), {"records": 0, "first_offset": o, "last_offset": o})
         r["records"] += 1
+        r["first_offset"] = min(r["first_offset"], o)
         r["last_offset"] = max(r["last_offset"], o)
     return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
 

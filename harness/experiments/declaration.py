@@ -128,12 +128,13 @@ class Experiment:
 
     def resolve(self, params) -> "Experiment":
         """This experiment as the run's options make it (e.g. eos-streams with --effect postgres)."""
-        exp = self
+        exp, allowed = self, self.allows
         for key, changes in self.variants.items():
             opt, _, value = key.partition("=")
             if str(getattr(params, opt, None)) == value:
+                allowed = allowed | changes.get("allows", frozenset())   # several matching variants' add up
                 exp = dataclasses.replace(exp, **changes, variant=key)
-        return exp
+        return exp if exp is self else dataclasses.replace(exp, allows=allowed)
 
     def with_variant(self, key: str | None) -> "Experiment":
         """This experiment as a worker process must run it: the variant its launcher named."""

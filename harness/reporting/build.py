@@ -218,6 +218,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
                     "lost": audit.output[iso].lost, "unprocessed": audit.output[iso].unprocessed}
               for iso in ("read_committed", "read_uncommitted")}
         ko["aborted_records"] = audit.output["aborted_records"]
+        ko["reader_during_run"] = audit.during_run     # per partition, what the reader beside the workers saw
         if "producer.acked" in audit.metrics:      # a producer under test: what its delivery reports said
             ko["delivery_log"] = {"acked": audit.metrics["producer.acked"], "unacked": audit.metrics["producer.unacked"],
                               "reordered": audit.metrics["producer.reordered"],
@@ -268,7 +269,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "timings": timings(result.wall_seconds, len(r.sent_ids), crash_rows, getattr(r, "phases", None)),
         "restarts": result.restarts,
         "timeline": timeline(r.progress.samples, crashes, result.events, r.progress.t0, fault_rows),
-        "anomaly_classes": anomaly_classes(outcome.anomalies, audit.history, audit.during_run),
+        "anomaly_classes": anomaly_classes(outcome.anomalies, audit.history),
     }
     if params.assignment == "group":
         data["consumer_group"] = group_story(params.group_protocol or "classic", result.events, r.progress.t0)
@@ -277,14 +278,12 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     return RunReport(data)
 
 
-def anomaly_classes(found: dict | None, history: dict | None, during_run: dict | None = None) -> dict | None:
+def anomaly_classes(found: dict | None, history: dict | None) -> dict | None:
     """Jepsen's anomaly classes as the checker found them (checker/anomalies.py), with what the histories
-    held and, per output partition, what the read_committed reader during the run saw (null: unknown, or no
-    such reader); None when the run kept no history (a run stopped before its workers started)."""
+    held; None when the run kept no history (a run stopped before its workers started)."""
     if found is None:
         return None
-    return {"history": history, "reader_during_run": during_run,
-            "classes": {name: f.as_dict() for name, f in found.items()}}
+    return {"history": history, "classes": {name: f.as_dict() for name, f in found.items()}}
 
 
 def written_tables(exp, names) -> list[str]:

@@ -159,7 +159,7 @@ class RunReport:
             text += f"; {fmt(h['bad_lines'])} malformed lines set aside"
         if h.get("problems"):
             text += f"; unreadable: {'; '.join(map(str, h['problems'][:3]))}"
-        seen = (self.data.get("anomaly_classes") or {}).get("reader_during_run")
+        seen = (self.data.get("kafka_output") or {}).get("reader_during_run")
         if isinstance(seen, dict) and seen:
             n = sum(r.get("records") for r in seen.values() if isinstance(r, dict) and type(r.get("records")) is int)
             text += f"; the read_committed reader during the run saw {fmt(n)} records of {fmt(len(seen))} partitions"

@@ -332,27 +332,37 @@ def test_down_purge_deletes_the_password_file_env_wrote(tmp_path, monkeypatch):
     assert not (tmp_path / shellenv.PGPASS_NAME).exists()
 
 
-def test_the_recount_compares_the_reader_during_the_run_with_the_committed_records_up_to_where_it_got():
+def test_the_recount_compares_the_reader_during_the_run_with_the_committed_records_where_it_got():
     from harness.checker.crosscheck import judge
     from harness.checker.output_watcher import reach_of
     # partition 0: committed offsets 0..4 (the reader got to 3); partition 1: 10, 12 (it got to 12)
     rc = OutputRecount(7, 0, 0, offsets={0: [0, 1, 2, 3, 4], 1: [10, 12]})
     seen = reach_of({(0, 0): "a", (0, 1): "b", (0, 2): "c", (0, 3): "d", (1, 10): "e", (1, 12): "f"})
-    assert seen == {"0": {"records": 4, "last_offset": 3}, "1": {"records": 2, "last_offset": 12}}
+    assert seen == {"0": {"records": 4, "first_offset": 0, "last_offset": 3},
+                    "1": {"records": 2, "first_offset": 10, "last_offset": 12}}
     rep = sample()
-    rep["anomaly_classes"] = {"classes": {}, "reader_during_run": seen}
-    (row,) = [r for r in compare(rep, SENT, None, {"read_committed": rc}) if r.metric.startswith("records the reader")]
-    assert (row.reported, row.recounted, row.agrees) == (6, 6, True)
+    rep["kafka_output"] = {"reader_during_run": seen}
+
+    def row():
+        (r,) = [r for r in compare(rep, SENT, None, {"read_committed": rc}) if r.metric.startswith("records the reader")]
+        return r
+    assert (row().reported, row().recounted, row().agrees) == (6, 6, True)
     # a reader that skipped offset 1 of partition 0 saw fewer committed records than the topic holds there
-    rep["anomaly_classes"]["reader_during_run"] = reach_of({(0, 0): "a", (0, 2): "c", (0, 3): "d",
-                                                            (1, 10): "e", (1, 12): "f"})
-    (row,) = [r for r in compare(rep, SENT, None, {"read_committed": rc}) if r.metric.startswith("records the reader")]
-    assert row.agrees is False and row.ids == ["partition 0: 3 records up to offset 3 (the topic holds 4)"]
+    rep["kafka_output"]["reader_during_run"] = reach_of({(0, 0): "a", (0, 2): "c", (0, 3): "d", (1, 10): "e",
+                                                         (1, 12): "f"})
+    assert row().agrees is False and row().ids == ["partition 0: 3 records at offsets 0 to 3 (the topic holds 4)"]
+    # a partition whose head retention deleted is not judged; the others still are; all gone: not stated
+    rc.offsets[1] = [12]
+    rep["kafka_output"]["reader_during_run"] = seen
+    assert (row().reported, row().recounted, row().agrees) == (4, 4, True)
+    rc.offsets[0] = [4]
+    assert row().agrees is None
     # unknown (the reader failed) or no reader: no row; a hostile count is refused in one line
     for unknown in (None, {}):
-        rep["anomaly_classes"]["reader_during_run"] = unknown
+        rep["kafka_output"]["reader_during_run"] = unknown
         assert not [r for r in compare(rep, SENT, None, {"read_committed": rc}) if r.metric.startswith("records the")]
     assert reach_of(None) is None
-    for bad in ({"0": {"records": "4", "last_offset": 3}}, {"x": {"records": 4, "last_offset": 3}}, {"0": [4, 3]}):
-        rep["anomaly_classes"]["reader_during_run"] = bad
+    for bad in ({"0": {"records": "4", "first_offset": 0, "last_offset": 3}}, {"0": {"records": 4, "last_offset": 3}},
+                {"x": {"records": 4, "first_offset": 0, "last_offset": 3}}, {"0": [4, 3]}):
+        rep["kafka_output"]["reader_during_run"] = bad
         assert judge(rep, SENT, None, {"read_committed": rc})[1], bad
