@@ -109,8 +109,9 @@ class History:
             key = msg.key().decode(errors="replace") if msg.key() is not None else None
             if err is not None:
                 self._write("send-error", msg.topic(), key, str(err)[:200], n)
-            else:
-                self._write("send", msg.topic(), msg.partition(), msg.offset(), key, n)
+            else:       # acks=0: no offset comes back (None): -1, a send with no place in the log
+                offset = msg.offset()
+                self._write("send", msg.topic(), msg.partition(), -1 if offset is None else offset, key, n)
         return delivered
 
     def close(self) -> None:

@@ -57,6 +57,17 @@ def test_a_history_is_written_at_once_and_read_back_with_its_transactions(tmp_pa
         ("a", 10, ABORTED), ("b", 11, ABORTED), ("c", 13, COMMITTED)]
 
 
+def test_a_send_acknowledged_without_an_offset_is_a_well_formed_line_with_no_place(tmp_path):
+    """acks=0: the delivery report has no offset (None); the line must still be read, not set aside."""
+    h = History(str(tmp_path), "w0", 1)
+    h.on_delivery()(None, Msg("a", 0, None))
+    h.on_delivery()(None, Msg("b", 0, 7))
+    h.close()
+    got = read(tmp_path)
+    assert got.bad_lines == 0
+    assert [(s.key, s.offset) for s in sends_of(got.processes[0])] == [("b", 7)]      # no place: not judged
+
+
 def test_a_link_planted_where_the_history_goes_is_not_followed(tmp_path):
     target = tmp_path / "victim"
     target.write_text("keep\n")
