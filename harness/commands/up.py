@@ -20,8 +20,13 @@ from .stack_options import say, stack_options
               help="Compose stack: build the Kafka and PostgreSQL images here from Debian's packages and Kafka's "
                    "jars (scripts/build-images.sh) instead of the official images. Without it they are built only "
                    "when an official image can be neither found on the engine nor pulled.")
+@click.option("--node-networks/--no-node-networks", default=None,
+              help="Local stack: each Kafka node in a network namespace of its own (its address in "
+                   "198.18.0.0/15, reached only from this machine), so network faults (partition, client-cut) "
+                   "can cut one node's traffic; needs root (ip netns, iptables). The state folder remembers it. "
+                   "[default: what the stack was set up with, else off]")
 @stack_options
-def up(brokers, auth, build_images, stack_kind, bootstrap_servers, postgres_dsn):
+def up(brokers, auth, build_images, node_networks, stack_kind, bootstrap_servers, postgres_dsn):
     """Start Kafka and PostgreSQL (or reuse them), and wait until all answer.
 
     The local stack runs as processes under the state folder ($HARNESS_HOME,
@@ -34,6 +39,7 @@ def up(brokers, auth, build_images, stack_kind, bootstrap_servers, postgres_dsn)
     Examples:
       harness up && harness status
       harness up --brokers 3        # then: harness run eos --fault broker-kill
+      harness up --brokers 3 --node-networks   # then: --fault partition
       harness up --auth scram       # SASL/SCRAM Kafka; settings in $HARNESS_HOME/client.properties
       harness up --stack compose    # Docker Compose (an engine: bash scripts/docker-engine.sh start)
     """
@@ -44,8 +50,10 @@ def up(brokers, auth, build_images, stack_kind, bootstrap_servers, postgres_dsn)
     check_auth_size(auth, brokers)
     if build_images and stack_kind != "compose":
         raise HarnessError("--build-images builds the compose stack's images; add --stack compose")
+    if node_networks is not None and (bootstrap_servers or postgres_dsn or stack_kind != "local"):
+        raise HarnessError("--node-networks sets up the local stack's Kafka nodes")
     stack, _ = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=say, hold=True, brokers=brokers,
-                         auth=auth, build_images=build_images)
+                         auth=auth, build_images=build_images, node_networks=node_networks)
     for note in stack.notes:
         say(note)
     click.echo(f"{stack.kind} stack ready: kafka {stack.bootstrap_servers} ({stack.kafka_auth}), postgres "

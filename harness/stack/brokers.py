@@ -81,7 +81,8 @@ class LocalBrokers:
         port = self._port(node)
         if port is None or None in ctrl:
             raise HarnessError(f"cannot restart {k.name}: its ports are not recorded in {self.state}")
-        pid = k.start(resolve_kafka(lambda _m: None), port, ctrl[node - 1], owner, voters=voters(ctrl),
+        hosts = [self.by_id[n].host() for n in self.node_ids()]
+        pid = k.start(resolve_kafka(lambda _m: None), port, ctrl[node - 1], owner, voters=voters(ctrl, hosts),
                       cluster_id=k.cluster_id())
         self._started[node] = k.proc        # ours to reap, and to read its exit status from
         return f"pid {pid}"
@@ -99,11 +100,11 @@ class LocalBrokers:
     def answers(self, node: int) -> bool:
         """The node itself serves requests on its client port and the cluster lists it as a live broker
         (it may still be catching up on its partitions)."""
-        port = self._port(node)
-        if not self.running(node) or port is None or not portcheck.answers(port, timeout=0.2):
+        port, host = self._port(node), self.by_id[node].host()
+        if not self.running(node) or port is None or not portcheck.answers(port, timeout=0.2, host=host):
             return False
-        others = [p for n in self.node_ids() if (p := self._port(n)) is not None]
-        return health.node_answers("127.0.0.1", port, node, ",".join(f"127.0.0.1:{p}" for p in others))
+        others = [f"{self.by_id[n].host()}:{p}" for n in self.node_ids() if (p := self._port(n)) is not None]
+        return health.node_answers(host, port, node, ",".join(others))
 
     def condition(self, node: int) -> str:
         """What the node is doing, in words, for a fault that gave up waiting for it."""
@@ -121,6 +122,38 @@ class LocalBrokers:
     def activity(self, node: int):
         """Something that changes while the node is at work: the sizes of its logs."""
         return self.by_id[node].log_sizes()
+
+    # -- network faults: rules inside the node's own network namespace (netns.py) ----------------
+    def networks(self) -> str | None:
+        """Why the nodes' networks cannot be cut (None: they can)."""
+        if any(self.by_id[n].network() is None for n in self.node_ids()):
+            return ("the Kafka nodes have no networks of their own: `harness down`, then "
+                    "`harness up --brokers 3 --node-networks` (needs root)")
+        return None
+
+    def _cut(self, node: int, rules) -> str | None:
+        from . import netns
+        layout = self.by_id[node].network()
+        if layout is None or not self.running(node):
+            return None
+        netns.apply(layout, node, rules(layout, node))
+        return f"rules in {layout.namespace(node)}"
+
+    def isolate(self, node: int) -> str | None:
+        """Nothing in or out of the node but its own loopback: clients and other nodes alike."""
+        from . import netns
+        return self._cut(node, netns.isolate_rules)
+
+    def cut_clients(self, node: int) -> str | None:
+        """The node's client link resets every TCP packet: its clients are cut, the other nodes are not."""
+        from . import netns
+        return self._cut(node, netns.client_cut_rules)
+
+    def heal(self, node: int) -> None:
+        from . import netns
+        layout = self.by_id[node].network()
+        if layout is not None:
+            netns.heal(layout, node)
 
 
 class ComposeBrokers:

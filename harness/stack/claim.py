@@ -13,7 +13,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import leases
+from ..errors import HarnessError
+from . import leases, netns
 from .local_services import services as stack_services, stop_all
 
 DISPLAY = {"kafka": "Kafka", "postgres": "PostgreSQL"}
@@ -54,6 +55,11 @@ class Claim:
                     stopped.append(name)
                 elif note:
                     say(note)
+            if stopped and not any(s.running() for n, s in services.items() if n != "postgres"):
+                try:
+                    netns.remove(self.state)         # the Kafka nodes' own networks, if they had them
+                except HarnessError as e:
+                    say(f"warning: {e}")
         return stopped
 
 

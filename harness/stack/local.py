@@ -36,7 +36,7 @@ import psycopg.conninfo
 
 from ..errors import HarnessError
 from ..paths import state_dir
-from . import health, interrupts, leases, marker
+from . import health, interrupts, leases, marker, netns
 from .claim import Claim
 from .local_kafka import every_node, nodes as kafka_nodes
 from .local_postgres import DATABASE, USER, LocalPostgres
@@ -108,13 +108,15 @@ def status(check: bool = True) -> Stack | None:
 
 
 def up(log=print, hold: bool = False, command: str = "", brokers: int | None = None,
-       auth: str | None = None) -> tuple[Stack, Claim | None]:
+       auth: str | None = None, node_networks: bool | None = None) -> tuple[Stack, Claim | None]:
     """Start what is not running and wait until all answer.
 
     With `hold` (harness up) the stack is kept until `harness down` and no lease is taken;
     otherwise the caller gets a Claim and must `release()` it. `brokers` (1 or 3) is the cluster
     size; None keeps the size this state folder remembers (1 for a new one). `auth` ("none",
     "scram") is how Kafka's clients authenticate; None keeps what the stack was formatted with.
+    `node_networks`: each Kafka node in a network namespace of its own (netns.py), for network
+    faults; None keeps what the stack was set up with.
     """
     state = state_dir()
     leases.prepare(state)
@@ -132,7 +134,8 @@ def up(log=print, hold: bool = False, command: str = "", brokers: int | None = N
         claim = None if hold else Claim(state, leases.take(state, command))
         started = []
         try:
-            stack, started = start_with_free_ports(state, "user" if hold else "command", log, n, auth)
+            stack, started = start_with_free_ports(state, "user" if hold else "command", log, n, auth,
+                                                   node_networks)
             if hold:
                 with interrupts.step(final=True):
                     leases.hold(state)
@@ -182,6 +185,12 @@ def down(purge: bool = False, log=print) -> list[str]:
                     stopped.append(note)
                 elif note:
                     log(note)
+            if group is kafka:
+                try:
+                    if netns.remove(state):          # the nodes' own networks, with every rule in them
+                        log("Removed the Kafka nodes' own networks")
+                except HarnessError as e:
+                    log(f"warning: {e}")
         leases.unhold(state)
         if purge:
             for p in purged_paths(state):

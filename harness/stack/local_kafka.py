@@ -43,7 +43,9 @@ from pathlib import Path
 
 from .. import safefile
 from ..errors import HarnessError
-from . import pidrecord
+from . import netns, pidrecord
+
+LOOPBACK = "127.0.0.1"
 
 AUTHS = ("none", "scram")
 SCRAM_MECHANISM = "SCRAM-SHA-512"
@@ -166,16 +168,27 @@ class LocalKafka(pidrecord.RecordedService):
                 sizes.append(None)
         return tuple(sizes)
 
+    def network(self) -> "netns.Layout | None":
+        """The node networks this node runs in (harness up --node-networks), or None: it binds 127.0.0.1."""
+        layout = netns.read_record(self.home.parent)
+        return layout if layout is not None and self.node_id <= layout.nodes else None
+
+    def host(self) -> str:
+        """The address the node listens on and advertises: its node network's, else 127.0.0.1."""
+        layout = self.network()
+        return layout.address(self.node_id) if layout else LOOPBACK
+
     def write_config(self, port: int, controller_port: int, auth: str = "none", voters: str | None = None) -> None:
         """`voters`: the cluster's controller.quorum.voters (None: this node alone)."""
         settings = dict(SERVER_SETTINGS)
         if voters:
             settings.update(CLUSTER_SETTINGS)
+        host = self.host()
         settings.update({
             "node.id": str(self.node_id),
-            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
-            "controller.quorum.voters": voters or f"{self.node_id}@127.0.0.1:{controller_port}",
+            "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+            "controller.quorum.voters": voters or f"{self.node_id}@{host}:{controller_port}",
             "log.dirs": str(self.data),
         })
         if auth == "scram":
@@ -255,7 +268,9 @@ class LocalKafka(pidrecord.RecordedService):
         self.format(lib, auth, cluster_id=cluster_id)
         out_fd = os.open(self.home / "stdout.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         with open(out_fd, "ab") as out:
-            proc = subprocess.Popen(self._java(lib, "kafka.Kafka", str(self.props)), stdout=out,
+            java = self._java(lib, "kafka.Kafka", str(self.props))
+            layout = self.network()     # `ip netns exec` enters the node's namespace, then execs java (same pid)
+            proc = subprocess.Popen(netns.in_namespace(layout, self.node_id, java) if layout else java, stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True, cwd=self.home)
         self.proc = proc        # a broker fault that restarts the node reads its exit status from it
@@ -285,9 +300,10 @@ class LocalKafka(pidrecord.RecordedService):
         return rec.pid
 
 
-def voters(controller_ports: list[int]) -> str:
-    """controller.quorum.voters for nodes 1..N on these controller ports."""
-    return ",".join(f"{i}@127.0.0.1:{p}" for i, p in enumerate(controller_ports, 1))
+def voters(controller_ports: list[int], hosts: list[str] | None = None) -> str:
+    """controller.quorum.voters for nodes 1..N on these controller ports (and hosts: 127.0.0.1 without)."""
+    hosts = hosts or [LOOPBACK] * len(controller_ports)
+    return ",".join(f"{i}@{h}:{p}" for i, (h, p) in enumerate(zip(hosts, controller_ports), 1))
 
 
 def nodes(state: Path, brokers: int) -> list[LocalKafka]:

@@ -100,10 +100,12 @@ def known_ports(state: Path, kafka, pg: LocalPostgres) -> dict:
     return out
 
 
-def bootstrap_of(port: dict, brokers: int) -> str:
+def bootstrap_of(port: dict, brokers: int, hosts: list[str] | None = None) -> str:
+    """The nodes' client addresses: on 127.0.0.1, or on `hosts` (node networks)."""
+    hosts = hosts or ["127.0.0.1"] * brokers
     if brokers == 1:
-        return f"127.0.0.1:{port.get('kafka', '?')}"
-    return ",".join(f"127.0.0.1:{port.get(f'kafka-{i}', '?')}" for i in range(1, brokers + 1))
+        return f"{hosts[0]}:{port.get('kafka', '?')}"
+    return ",".join(f"{hosts[i - 1]}:{port.get(f'kafka-{i}', '?')}" for i in range(1, brokers + 1))
 
 
 def recorded_auth(state: Path | None = None) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import kafka_client, versions
 from ..errors import HarnessError
-from . import health, interrupts, local_kafka, maven, ports
+from . import health, interrupts, local_kafka, maven, netns, ports
 from .local_kafka import AUTHS, CLUSTER_SIZES, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
 from .local_kafka import every_node, nodes as kafka_nodes, voters as quorum_voters
 from .local_postgres import LocalPostgres, find_bindir
@@ -27,7 +27,7 @@ from .stack import Stack
 
 def stack_from(port: dict, kafka: list, pg: LocalPostgres, auth: str = "none") -> Stack:
     """The Stack these services make on these ports (what `up` returns and `status` shows)."""
-    bootstrap = bootstrap_of(port, len(kafka))
+    bootstrap = bootstrap_of(port, len(kafka), [k.host() for k in kafka])
     own = kafka[0].client_settings() if auth == "scram" else {}
     return Stack(kind="local", bootstrap_servers=bootstrap,
                  postgres_dsn=pg.dsn(port["postgres"]) if "postgres" in port else "",
@@ -82,12 +82,13 @@ def check_auth_size(auth: str | None, brokers: int | None) -> None:
 PORT_RACE_TRIES = 3
 
 
-def start_with_free_ports(state: Path, owner: str, log, brokers: int, auth: str | None) -> tuple[Stack, list[str]]:
+def start_with_free_ports(state: Path, owner: str, log, brokers: int, auth: str | None,
+                          node_networks: bool | None = None) -> tuple[Stack, list[str]]:
     """`_start_missing`, again with newly chosen ports when a service lost its port to another process
     between the choice and the bind."""
     for attempt in range(1, PORT_RACE_TRIES + 1):
         try:
-            return _start_missing(state, owner, log, brokers, auth)
+            return _start_missing(state, owner, log, brokers, auth, node_networks)
         except HarnessError as e:
             rec = read_record(state) or {}
             lost = sorted(v for k, v in rec.items() if k.endswith("_port") and is_port(v) and not ports.is_free(v)
@@ -132,8 +133,22 @@ def _choose_auth(state: Path, kafka: list, running: bool, auth: str | None) -> s
     return auth
 
 
+def _choose_networks(state: Path, rec: dict, nodes_run: bool, asked: bool | None) -> bool:
+    """Whether the Kafka nodes run in node networks of their own (netns.py): as asked, else as the stack
+    was set up. A change while a node runs is refused in one line."""
+    have = netns.read_record(state) is not None
+    want = bool(rec.get("node_networks")) if asked is None else asked
+    if nodes_run and want != have:
+        raise HarnessError(f"the running Kafka nodes {'run in' if have else 'do not run in'} node networks of "
+                           f"their own; to {'give them' if want else 'take them out of'} those, run `harness down` "
+                           f"first")
+    if want and not have and (why := netns.available()):
+        raise HarnessError(f"--node-networks: {why}")
+    return want
+
+
 def _start_missing(state: Path, owner: str, log, brokers: int = 1,
-                   auth: str | None = None) -> tuple[Stack, list[str]]:
+                   auth: str | None = None, node_networks: bool | None = None) -> tuple[Stack, list[str]]:
     """Under the lock: start the services that do not run, wait until all answer."""
     kafka, pg = kafka_nodes(state, brokers), LocalPostgres(state)
     svcs = [*kafka, pg]
@@ -145,6 +160,8 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
     running = {key_of(s, pg): s.running() for s in svcs}
     auth = _choose_auth(state, kafka, any(running[k.key] for k in kafka), auth)
     check_auth_size(auth, brokers)
+    networks = _choose_networks(state, rec, any(running[k.key] for k in kafka), node_networks)
+    rec["node_networks"] = networks
     if not all(running.values()):
         bindir, lib = _tools(log)       # fail early, before starting anything
     damage = record_damage(state, any(running.values())) if had == brokers else None
@@ -172,7 +189,7 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
     for n in notes:
         log(n)
 
-    started = []
+    started, made_networks = [], False
     try:
         if not running["postgres"]:
             log(f"Starting PostgreSQL on 127.0.0.1:{port['postgres']} ...")
@@ -182,19 +199,27 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
         for n in pg.ensure_roles(port["postgres"]):     # set up, or put right in a folder of an older harness
             log(n)
             notes.append(n)
+        if not any(running[k.key] for k in kafka):
+            if networks:
+                log("Making the Kafka nodes' own networks (network namespaces) ...")
+                made_networks = True
+                with interrupts.step():
+                    netns.make(state, brokers)
+            elif netns.read_record(state) is not None:
+                netns.remove(state)         # left by a stack that had them
         if brokers == 1 and not running["kafka"]:
             how = f" (SASL_PLAINTEXT {local_kafka.SCRAM_MECHANISM})" if auth == "scram" else ""
-            log(f"Starting Kafka {versions.KAFKA_VERSION} on 127.0.0.1:{port['kafka']}{how} ...")
+            log(f"Starting Kafka {versions.KAFKA_VERSION} on {kafka[0].host()}:{port['kafka']}{how} ...")
             started.append("kafka")
             with interrupts.step():
                 kafka[0].start(lib, port["kafka"], port["controller"], owner, auth=auth)
         elif brokers > 1:
-            quorum = quorum_voters([port[f"controller-{i}"] for i in range(1, brokers + 1)])
+            quorum = quorum_voters([port[f"controller-{i}"] for i in range(1, brokers + 1)], [k.host() for k in kafka])
             cluster_id = next((c for k in kafka if (c := k.cluster_id())), None) or _new_cluster_id()
             for k in kafka:
                 if not running[k.key]:
                     log(f"Starting Kafka {versions.KAFKA_VERSION} node {k.node_id} of {brokers} on "
-                        f"127.0.0.1:{port[k.key]} ...")
+                        f"{k.host()}:{port[k.key]} ...")
                     started.append(k.key)
                     with interrupts.step():
                         k.start(lib, port[k.key], port[f"controller-{k.node_id}"], owner, voters=quorum,
@@ -203,6 +228,11 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
         _wait_ready(stack, kafka, pg)
     except BaseException:
         stop_all([s for s in svcs if key_of(s, pg) in started])
+        if made_networks:
+            try:
+                netns.remove(state)
+            except HarnessError as e:
+                log(f"warning: {e}")
         raise
     stack.pids = {**{k.key: k.pid() for k in kafka}, "postgres": pg.pid()}
     stack.healthy = True

@@ -35,9 +35,9 @@ def choose(preferred: int, taken: set[int] = frozenset()) -> tuple[int, str | No
     return port, f"port {preferred} is taken on {HOST}; using {port}"
 
 
-def answers(port: int, timeout: float = 0.5) -> bool:
+def answers(port: int, timeout: float = 0.5, host: str = HOST) -> bool:
     try:
-        with socket.create_connection((HOST, port), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             return True
     except OSError:
         return False

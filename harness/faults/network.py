@@ -1,0 +1,86 @@
+"""partition, client-cut: network faults of the Kafka cluster, on the same schedule as the broker faults.
+
+A broker fault stops a node; a network fault leaves it running and cuts what
+it can reach, the harder case: a request that timed out may still have been
+applied, a producer's or coordinator's view of who leads goes stale. Both act
+on the local cluster's node networks (`harness up --brokers 3
+--node-networks`: each node in a network namespace of its own, see
+stack/netns.py), with iptables rules inside the node's namespace, so nothing
+of the machine's own network is touched:
+
+- partition: the node reaches nobody and nobody reaches it (clients and the
+  other nodes), for a seeded time, then heals; `of=` picks what the
+  experiment depends on (input, output, coordinator, or leader: the
+  experiment's own), else a seeded node.
+- client-cut: the node's client link answers every TCP packet with a reset
+  (open connections break at their next packet, new ones are refused at
+  once); the other nodes still reach it.
+
+`count`, `every` and `down` are the broker faults' (faults/broker.py): the
+schedule starts with the workers' first record, one node at a time, and the
+run does not end while a node is cut. Whatever the run's end, `finish` heals
+the node; a SIGKILLed harness's rules go with the namespaces (`harness down`).
+"""
+
+from __future__ import annotations
+
+from ..errors import HarnessError
+from .broker import BrokerFault, LeaderKill
+
+
+class NetworkFault(LeaderKill):
+    """A broker fault whose strike cuts the node's network and whose recovery heals it."""
+    verb = "cut off"
+    options = {**BrokerFault.options,
+               "of": "input, output, coordinator or leader (the experiment's own); default: a seeded node"}
+
+    @classmethod
+    def from_options(cls, spec: str, opts: dict, params) -> "NetworkFault":
+        of = opts.pop("of", None)
+        f = BrokerFault.from_options.__func__(cls, spec, opts, params)
+        if of is not None and of not in ("input", "output", "coordinator", "leader"):
+            raise HarnessError(f"--fault {spec}: of must be input, output, coordinator or leader, got {of!r}")
+        f.of = of
+        return f
+
+    def unmet(self, exp) -> str | None:
+        return super().unmet(exp) if self.of not in (None, "leader") else None
+
+    def check_stack(self, stack, docker_client=None) -> None:
+        super().check_stack(stack, docker_client)
+        why = self.hands.networks() if hasattr(self.hands, "networks") else \
+            "network faults run on the local cluster's node networks (not yet on the compose cluster)"
+        if why:
+            raise HarnessError(f"--fault {self.name} cannot cut this cluster: {why}")
+
+    def setup(self, run) -> None:
+        BrokerFault.setup(self, run)
+        if self.of == "leader":
+            self.of = run.exp.leader
+
+    def choose(self, sup):
+        return BrokerFault.choose(self, sup) if self.of is None else super().choose(sup)
+
+    def recover(self, node: int) -> str | None:
+        self.hands.heal(node)
+        return "healed"
+
+    def _recovered_word(self) -> str:
+        return "healed"
+
+
+class Partition(NetworkFault):
+    name = "partition"
+    action = "partition"
+
+    def strike(self, node: int) -> str | None:
+        return self.hands.isolate(node)
+
+
+class ClientCut(NetworkFault):
+    name = "client-cut"
+    action = "client-cut"
+    verb = "cut from its clients"
+
+    def strike(self, node: int) -> str | None:
+        return self.hands.cut_clients(node)

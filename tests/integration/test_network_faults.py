@@ -1,0 +1,89 @@
+"""Network faults for real: a 3-node cluster whose nodes each run in a network namespace of their own
+(`harness up --brokers 3 --node-networks`), a node partitioned away and a node's clients cut by iptables rules
+inside its namespace, audited runs; and nothing of the networks left after `harness down`, also when the harness
+was SIGKILLed mid-partition."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.stack import netns
+from tests.conftest import ROOT, harness, processes_of, searchable_dir
+from tests.integration.test_cluster import read_keys, run_exp
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(netns.available() is not None, reason=f"no node networks: {netns.available()}")]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    import shutil
+    home = searchable_dir("harness-netfaults-test-")
+    env = {"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "",
+           "HARNESS_STACK": "local"}
+    try:
+        harness("up", "--brokers", "3", "--node-networks", env=env, check=True, timeout=300)
+        st = json.loads(harness("status", "--json", env=env, check=True).stdout)
+        yield {"home": home, "env": env, "status": st, "layout": netns.read_record(home)}
+    finally:
+        harness("down", "--purge", env=env, timeout=300)
+        left = processes_of(home)
+        layout = netns.Layout(netns.prefix_of(home), 1, 3)
+        namespaces = [n for n in netns.existing_namespaces() if n.startswith(layout.prefix)]
+        shutil.rmtree(home, ignore_errors=True)
+        assert not left, f"processes of the cluster's state folder survived `harness down`: {left}"
+        assert not namespaces, f"node networks survived `harness down`: {namespaces}"
+
+
+def test_the_nodes_listen_on_their_own_addresses(cluster):
+    layout = cluster["layout"]
+    assert layout is not None and layout.nodes == 3
+    boot = cluster["status"]["bootstrap_servers"]
+    assert all(layout.address(n) in boot for n in (1, 2, 3)) and "127.0.0.1" not in boot
+
+
+def test_eos_with_its_coordinator_partitioned_away_stays_exact_under_read_committed(cluster, tmp_path):
+    d = run_exp(cluster, tmp_path / "p", "eos", "--messages", "200", "--fault", "planned-crash",
+                "--fault", "partition:of=coordinator,count=1,down=4")
+    cuts = [f for f in d["faults"] if f["fault"] == "partition"]
+    assert len(cuts) == 1 and cuts[0]["back_at"] and "transaction coordinator" in cuts[0]["target"]
+    k = d["kafka_output"]["read_committed"]
+    assert (k["duplicates"], k["lost"]) == (0, 0)
+    keys = read_keys(d["stack"]["bootstrap_servers"], d["stack"]["output_topic"], "read_committed")
+    assert len(keys) == 200 and max(keys.values()) == 1         # an independent reader agrees
+    for n in (1, 2, 3):                                           # healed: no rule left in any node
+        assert netns.rules_in(cluster["layout"], n) == []
+
+
+def test_a_client_cut_node_comes_back_and_the_run_is_exact(cluster, tmp_path):
+    d = run_exp(cluster, tmp_path / "c", "eos-dedupe", "--messages", "200", "--fault", "client-cut:count=1,down=3")
+    assert [f["fault"] for f in d["faults"] if f["fault"] == "client-cut"] == ["client-cut"]
+    assert (d["counts"]["duplicates"], d["counts"]["lost"]) == (0, 0)
+
+
+def test_a_harness_killed_mid_partition_leaves_rules_that_down_removes(cluster, tmp_path):
+    layout = cluster["layout"]
+    run = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "offset-after", "--messages", "3000",
+                            "--quiet", "--out", str(tmp_path / "r"), "--fault", "partition:count=1,every=0,down=120"],
+                           cwd=ROOT, env={**__import__("os").environ, **cluster["env"]},
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline, cut = time.time() + 120, None
+        while time.time() < deadline and cut is None:
+            cut = next((n for n in (1, 2, 3) if netns.rules_in(layout, n)), None)
+            time.sleep(0.2)
+        assert cut, "no node was partitioned"
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+    assert netns.rules_in(layout, cut)                  # the killed harness could not heal it
+    harness("down", env=cluster["env"], check=True, timeout=300)
+    assert not [n for n in netns.existing_namespaces() if n.startswith(layout.prefix)]
+    assert not netns.read_record(cluster["home"])
+    harness("up", env=cluster["env"], check=True, timeout=300)    # remembered: the nodes get networks again
+    assert netns.read_record(cluster["home"]) is not None
+    assert all(netns.rules_in(netns.read_record(cluster["home"]), n) == [] for n in (1, 2, 3))

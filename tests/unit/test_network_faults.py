@@ -1,0 +1,81 @@
+"""partition and client-cut (faults/network.py) on hands that record what was done: the broker faults' schedule,
+with a cut for a strike and a heal for a recovery; their options and refusals in one line."""
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.experiments import get
+from harness.faults import build
+from harness.faults.network import ClientCut, Partition
+from harness.params import RunParams
+from tests.unit.test_broker_faults import FakeHands, drive, fake_sup
+
+
+class NetHands(FakeHands):
+    def __init__(self, networks=None):
+        super().__init__()
+        self.cut, self.why = {}, networks
+
+    def networks(self):
+        return self.why
+
+    def isolate(self, node):
+        self.calls.append(("isolate", node))
+        self.cut[node] = "isolated"
+        return f"rules in hk-n{node}"
+
+    def cut_clients(self, node):
+        self.calls.append(("cut_clients", node))
+        self.cut[node] = "clients"
+        return f"rules in hk-n{node}"
+
+    def heal(self, node):
+        self.calls.append(("heal", node))
+        self.cut.pop(node, None)
+
+    def answers(self, node):
+        return node not in self.cut
+
+
+@pytest.mark.parametrize("cls, strike", [(Partition, "isolate"), (ClientCut, "cut_clients")])
+def test_a_network_fault_cuts_one_node_at_a_time_then_heals_it(cls, strike):
+    f = cls(count=3, every=1.0, down=2.0, seed=7)
+    f.hands = NetHands()
+    drive(f, fake_sup())
+    assert [c[0] for c in f.hands.calls] == [strike, "heal"] * 3
+    assert all(a[1] == b[1] for a, b in zip(f.hands.calls[::2], f.hands.calls[1::2]))
+    rows = f.entries([], [])
+    assert len(rows) == 3 and all(r["fault"] == cls.name and r["signal"] == cls.name for r in rows)
+    assert all(r["back_at"] >= r["recovered_at"] > r["time"] for r in rows) and not f.hands.cut
+    assert f.sentence(f.story([])).startswith(f" {cls.name}: node ")
+
+
+def test_a_run_stopped_mid_cut_heals_the_node():
+    f = Partition(count=1, every=0.0, down=600.0, seed=1)
+    f.hands = NetHands()
+    drive(f, fake_sup(), seconds=3)
+    assert f.state == "out" and f.hands.cut
+    f.finish(fake_sup())
+    assert not f.hands.cut and f.hands.calls[-1][0] == "heal"
+
+
+def test_network_fault_options_and_refusals_are_one_line():
+    p = RunParams("eos", messages=10, faults=["partition:of=coordinator,count=1,down=2"])
+    (f,) = build(p, get("eos"))
+    assert (f.of, f.count, f.down) == ("coordinator", 1, 2.0)
+    with pytest.raises(HarnessError, match="of must be input, output, coordinator or leader"):
+        build(RunParams("eos", messages=10, faults=["client-cut:of=me"]), get("eos"))
+    with pytest.raises(HarnessError, match="--fault partition needs a transactional Python worker"):
+        build(RunParams("offset-after", messages=10, faults=["partition:of=coordinator"]), get("offset-after"))
+    (f,) = build(RunParams("offset-after", messages=10, faults=["client-cut"]), get("offset-after"))
+    assert f.of is None
+    # a stack whose nodes have no networks of their own is refused before anything starts
+    f.hands = None
+    import harness.stack.brokers as brokers
+    real = brokers.for_stack
+    brokers.for_stack = lambda stack, name, client=None: NetHands("the Kafka nodes have no networks of their own")
+    try:
+        with pytest.raises(HarnessError, match="--fault client-cut cannot cut this cluster: the Kafka nodes have no networks"):
+            f.check_stack(object())
+    finally:
+        brokers.for_stack = real
