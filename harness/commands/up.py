@@ -33,7 +33,9 @@ def up(brokers, auth, build_images, node_networks, stack_kind, bootstrap_servers
     default .harness/): Kafka resolved from Maven Central with mvn on first
     use, PostgreSQL from Debian's server binaries. With --brokers 3 Kafka is
     three processes from the same jars, each a broker and a KRaft controller
-    with its own folder and ports on 127.0.0.1.
+    with its own folder and ports on 127.0.0.1; with --node-networks each node
+    instead listens on its own address, in a network namespace of its own, so
+    that network faults can cut it.
 
     \b
     Examples:
