@@ -381,6 +381,10 @@ def check(procs: list[Process], input_topic: str, input_log: dict | None, logs: 
         for f in log_anomalies(logs, sends if recorded else None) + (send_anomalies(sends, logs, procs)
                                                                       if recorded else []):
             out[f.name] = f
+        acked = [op for p in procs for op in p.ops if op[1] == "send" and (output_topic is None or op[2] == output_topic)]
+        if acked and not sends:         # acknowledged, and none names its offset (acks=0): nothing was checked
+            for name in ("lost-write", "unseen", "nonmonotonic-send"):
+                out[name] = Found(name, None, unchecked="no acknowledgement named an offset (acks=0 returns none)")
         if not recorded and logs.tags and (logs.committed is not None or logs.concurrent is not None):
             # no delivery report at all (every writer died first): the records' tags still name their transactions
             found = tagged_aborted_reads(procs, logs, set())

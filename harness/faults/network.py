@@ -31,6 +31,9 @@ from .broker import BrokerFault, LeaderKill
 class NetworkFault(LeaderKill):
     """A broker fault whose strike cuts the node's network and whose recovery heals it."""
     verb = "cut off"
+    # A heal flushes the node's whole table, and a node being restarted cannot be cut: one at a time.
+    excludes = {name: "both act on the same nodes, and a heal would end the other's cut early"
+                for name in ("partition", "client-cut", "broker-kill", "broker-pause", "leader-kill")}
     options = {**BrokerFault.options,
                "of": "input, output, coordinator or leader (the experiment's own); default: a seeded node"}
 
@@ -47,11 +50,20 @@ class NetworkFault(LeaderKill):
         return super().unmet(exp) if self.of not in (None, "leader") else None
 
     def check_stack(self, stack, docker_client=None) -> None:
+        if stack.kind == "external":
+            raise HarnessError(f"--fault {self.name} cuts the network of nodes the harness started; it never "
+                               f"touches an external cluster (--bootstrap-servers)")
+        if stack.kind == "compose":
+            raise HarnessError(f"--fault {self.name} runs on the local cluster's node networks (`harness up "
+                               f"--brokers 3 --node-networks`), not yet on the compose cluster")
         super().check_stack(stack, docker_client)
-        why = self.hands.networks() if hasattr(self.hands, "networks") else \
-            "network faults run on the local cluster's node networks (not yet on the compose cluster)"
+        why = self.hands.networks()
         if why:
             raise HarnessError(f"--fault {self.name} cannot cut this cluster: {why}")
+        cut = self.hands.cut_nodes()
+        if cut:
+            raise HarnessError(f"--fault {self.name}: node {', '.join(map(str, cut))} is cut already (another "
+                               f"run's fault, or one a killed harness left: `harness down` removes it)")
 
     def setup(self, run) -> None:
         BrokerFault.setup(self, run)

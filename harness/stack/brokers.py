@@ -136,8 +136,17 @@ class LocalBrokers:
         layout = self.by_id[node].network()
         if layout is None or not self.running(node):
             return None
-        netns.apply(layout, node, rules(layout, node))
+        try:
+            netns.apply(layout, node, rules(layout, node))
+        except BaseException:               # half a cut (a rule refused, Ctrl-C between two): none at all
+            netns.heal(layout, node)
+            raise
         return f"rules in {layout.namespace(node)}"
+
+    def cut_nodes(self) -> list[int]:
+        """Nodes with rules in their namespace now (a fault of another run, or one a killed harness left)."""
+        from . import netns
+        return [n for n in self.node_ids() if (layout := self.by_id[n].network()) and netns.rules_in(layout, n)]
 
     def isolate(self, node: int) -> str | None:
         """Nothing in or out of the node but its own loopback: clients and other nodes alike."""

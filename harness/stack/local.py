@@ -67,7 +67,7 @@ def serves(bootstrap: str | None, dsn: str | None) -> bool:
     if (read_record(state) or {}).get("kind") not in (None, "local") or not (kafka[0].running() and pg.running()):
         return False
     port = known_ports(state, kafka, pg)
-    return (bootstrap.strip() == bootstrap_of(port, len(kafka))
+    return (bootstrap.strip() == bootstrap_of(port, len(kafka), [k.host() for k in kafka])
             and d.get("host") in ("127.0.0.1", "localhost") and str(d.get("port")) == str(port.get("postgres"))
             and d.get("user", USER) == USER and d.get("dbname", DATABASE) == DATABASE)
 
@@ -146,6 +146,11 @@ def up(log=print, hold: bool = False, command: str = "", brokers: int | None = N
                 leases.give_back(claim.lease)
             if hold and started and not leases.held(state):     # interrupted between the start and the hold
                 stop_all([svc for key, svc in services(state, n).items() if key in started])
+                if not any(k.running() for k in kafka_nodes(state, n)):
+                    try:
+                        netns.remove(state)
+                    except HarnessError as e:
+                        log(f"warning: {e}")
             raise
         if not hold:
             claim.started = started

@@ -192,7 +192,7 @@ class LocalKafka(pidrecord.RecordedService):
             "log.dirs": str(self.data),
         })
         if auth == "scram":
-            settings.update(scram_settings(port, controller_port, self.scram_password()))
+            settings.update(scram_settings(port, controller_port, self.scram_password(), host))
         _write_private(self.props, "".join(f"{k}={v}\n" for k, v in settings.items()))
         safefile.write_text(self.home / "log4j2.properties", LOG4J2)
 
@@ -320,13 +320,13 @@ def every_node(state: Path) -> list[LocalKafka]:
     return found
 
 
-def scram_settings(port: int, controller_port: int, password: str) -> dict:
+def scram_settings(port: int, controller_port: int, password: str, host: str = LOOPBACK) -> dict:
     """Broker settings for one SASL_PLAINTEXT SCRAM-SHA-512 listener (clients and inter-broker traffic)."""
     jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{SCRAM_USER}" '
             f'password="{password}";')
     return {
-        "listeners": f"SASL_PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{port}",
+        "listeners": f"SASL_PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
+        "advertised.listeners": f"SASL_PLAINTEXT://{host}:{port}",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
         "inter.broker.listener.name": "SASL_PLAINTEXT",
         "sasl.enabled.mechanisms": SCRAM_MECHANISM,

@@ -137,7 +137,10 @@ def _choose_networks(state: Path, rec: dict, nodes_run: bool, asked: bool | None
     """Whether the Kafka nodes run in node networks of their own (netns.py): as asked, else as the stack
     was set up. A change while a node runs is refused in one line."""
     have = netns.read_record(state) is not None
-    want = bool(rec.get("node_networks")) if asked is None else asked
+    if asked is None:       # as set up; while nodes run, as they run (stack.json may be lost or damaged)
+        want = have if nodes_run else bool(rec.get("node_networks"))
+    else:
+        want = asked
     if nodes_run and want != have:
         raise HarnessError(f"the running Kafka nodes {'run in' if have else 'do not run in'} node networks of "
                            f"their own; to {'give them' if want else 'take them out of'} those, run `harness down` "

@@ -76,6 +76,12 @@ def test_an_acknowledged_write_whose_offset_holds_another_record_is_lost_and_inc
     assert f["inconsistent-offsets"].count == 1
 
 
+def test_sends_acknowledged_without_offsets_leave_the_send_classes_unchecked_not_zero():
+    p = proc(*txn(1, (-1, "a"), (-1, "b")))          # acks=0: every report without a place in the log
+    f = check([p], IN, None, logs([(0, 0, "a")]))
+    assert all(f[n].count is None and "acks=0" in f[n].unchecked for n in ("lost-write", "unseen", "nonmonotonic-send"))
+
+
 def test_unseen_is_a_committed_write_beyond_where_the_final_reader_got():
     p = proc(*txn(1, (0, "a")), *txn(2, (2, "b")))
     f = check([p], IN, None, logs([(0, 0, "a")], reached={0: 2}))     # stuck at 2: an open transaction

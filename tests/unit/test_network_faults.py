@@ -69,13 +69,49 @@ def test_network_fault_options_and_refusals_are_one_line():
         build(RunParams("offset-after", messages=10, faults=["partition:of=coordinator"]), get("offset-after"))
     (f,) = build(RunParams("offset-after", messages=10, faults=["client-cut"]), get("offset-after"))
     assert f.of is None
-    # a stack whose nodes have no networks of their own is refused before anything starts
-    f.hands = None
+    # a stack whose nodes have no networks of their own, or with a node cut already, is refused before anything
+    # starts; so are an external cluster and the compose cluster, in words about networks
+    from types import SimpleNamespace
     import harness.stack.brokers as brokers
     real = brokers.for_stack
-    brokers.for_stack = lambda stack, name, client=None: NetHands("the Kafka nodes have no networks of their own")
+    local = SimpleNamespace(kind="local", brokers=3)
     try:
+        brokers.for_stack = lambda stack, name, client=None: NetHands("the Kafka nodes have no networks of their own")
         with pytest.raises(HarnessError, match="--fault client-cut cannot cut this cluster: the Kafka nodes have no networks"):
-            f.check_stack(object())
+            f.check_stack(local)
+        left = NetHands()
+        left.cut_nodes = lambda: [2]
+        brokers.for_stack = lambda stack, name, client=None: left
+        with pytest.raises(HarnessError, match="node 2 is cut already .* `harness down` removes it"):
+            f.check_stack(local)
+        for kind, says in (("external", "never touches an external cluster"), ("compose", "not yet on the compose")):
+            with pytest.raises(HarnessError, match=says):
+                f.check_stack(SimpleNamespace(kind=kind, brokers=3))
     finally:
         brokers.for_stack = real
+
+
+def test_network_faults_run_alone_among_the_faults_that_act_on_nodes():
+    with pytest.raises(HarnessError, match="--fault partition cannot run with client-cut"):
+        build(RunParams("eos", messages=10, faults=["partition", "client-cut"]), get("eos"))
+    with pytest.raises(HarnessError, match="cannot run with broker-kill"):
+        build(RunParams("eos", messages=10, faults=["broker-kill", "partition"]), get("eos"))
+    assert len(build(RunParams("eos", messages=10, faults=["partition", "planned-crash"]), get("eos"))) == 2
+
+
+def test_a_cut_refused_half_way_leaves_no_rule(monkeypatch, tmp_path):
+    from harness.stack import brokers, netns
+    hands = brokers.LocalBrokers(tmp_path)
+    layout = netns.Layout("hkabcdef", 7, 3)
+    monkeypatch.setattr(hands.by_id[2], "network", lambda: layout)
+    monkeypatch.setattr(hands, "running", lambda node: True)
+    applied, healed = [], []
+
+    def apply(lay, node, rules):
+        applied.append(rules[0])
+        raise HarnessError("iptables: the xtables lock is held")
+    monkeypatch.setattr(netns, "apply", apply)
+    monkeypatch.setattr(netns, "heal", lambda lay, node: healed.append(node))
+    with pytest.raises(HarnessError, match="xtables lock"):
+        hands.isolate(2)
+    assert applied and healed == [2]

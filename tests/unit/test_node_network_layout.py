@@ -77,3 +77,56 @@ def test_a_record_that_is_a_fifo_a_link_or_a_folder_is_never_followed_read_or_re
     with pytest.raises(HarnessError, match="is not a file"):
         netns.remove(home)
     assert netns.record_path(home).is_dir()
+
+
+def _networked_home(tmp_path, nodes=3):
+    home = tmp_path / "home"
+    home.mkdir()
+    netns.record_path(home).write_text(json.dumps({"subnet": 7, "nodes": nodes}))
+    return home
+
+
+def test_nodes_with_networks_listen_and_advertise_their_own_address_also_with_scram(tmp_path):
+    from harness.stack.local_kafka import LocalKafka, voters
+    home = _networked_home(tmp_path, 1)
+    k = LocalKafka(home)
+    assert k.host() == "198.18.7.1"
+    for auth in ("none", "scram"):
+        k.write_config(19092, 19093, auth)
+        props = k.props.read_text()
+        assert "127.0.0.1" not in props and "198.18.7.1:19092" in props and "1@198.18.7.1:19093" in props
+    assert voters([1, 2], ["198.18.7.1", "198.18.7.2"]) == "1@198.18.7.1:1,2@198.18.7.2:2"
+    assert LocalKafka(tmp_path / "plain").host() == "127.0.0.1" and voters([5]) == "1@127.0.0.1:5"
+
+
+def test_the_choice_of_node_networks_keeps_what_runs_and_refuses_a_change_under_running_nodes(tmp_path):
+    import pytest
+    from harness.errors import HarnessError
+    from harness.stack.local_services import _choose_networks
+    home = _networked_home(tmp_path)
+    assert _choose_networks(home, {}, True, None) is True          # stack.json lost: what runs wins
+    assert _choose_networks(home, {"node_networks": True}, False, None) is True
+    with pytest.raises(HarnessError, match="run in node networks of their own; to take them out"):
+        _choose_networks(home, {}, True, False)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert _choose_networks(plain, {}, True, None) is False
+    with pytest.raises(HarnessError, match="do not run in node networks"):
+        _choose_networks(plain, {}, True, True)
+
+
+def test_the_local_stack_is_recognised_at_its_nodes_own_addresses(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+    from harness.stack import local
+    home = _networked_home(tmp_path)
+    (home / "stack.json").write_text(json.dumps({"kind": "local", "brokers": 3}))
+    monkeypatch.setattr(local, "state_dir", lambda: home)
+    monkeypatch.setattr(local, "known_ports", lambda state, kafka, pg: {"kafka-1": 19192, "kafka-2": 19292,
+                                                                        "kafka-3": 19392, "postgres": 15432})
+    import harness.stack.local_kafka as lk
+    import harness.stack.local_postgres as lp
+    monkeypatch.setattr(lk.LocalKafka, "running", lambda self: SimpleNamespace(pid=1))
+    monkeypatch.setattr(lp.LocalPostgres, "running", lambda self: SimpleNamespace(pid=2))
+    dsn = "postgresql://harness@127.0.0.1:15432/harness"
+    assert local.serves("198.18.7.1:19192,198.18.7.2:19292,198.18.7.3:19392", dsn)
+    assert not local.serves("127.0.0.1:19192,127.0.0.1:19292,127.0.0.1:19392", dsn)
