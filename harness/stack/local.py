@@ -99,6 +99,18 @@ def status(check: bool = True) -> Stack | None:
             and health.kafka_probe(stack.bootstrap_servers, 10, brokers=len(kafka)) is None \
             and health.postgres_probe(stack.postgres_dsn, 5) is None
         stack.postgres_version = health.postgres_version(stack.postgres_dsn) if stack.healthy else None
+    layout = netns.read_record(state)
+    if layout is not None:
+        stack.notes.append(f"Kafka nodes in networks of their own ({netns.NET}.{layout.subnet}.0/24)")
+        if check:
+            try:
+                cut = [n for n in range(1, layout.nodes + 1) if netns.rules_in(layout, n)]
+            except HarnessError as e:
+                cut, why = [], str(e)
+                stack.notes.append(f"the nodes' network rules could not be read: {why}")
+            if cut:
+                stack.notes.append(f"node {', '.join(map(str, cut))} is cut off by network rules (a network fault "
+                                   f"under way, or one a killed harness left: `harness down` removes them)")
     if leases.held(state):
         stack.notes.append("held by `harness up` until `harness down`")
     users = leases.live(state, drop_stale=False)
