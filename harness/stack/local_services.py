@@ -165,6 +165,11 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
     check_auth_size(auth, brokers)
     networks = _choose_networks(state, rec, any(running[k.key] for k in kafka), node_networks)
     rec["node_networks"] = networks
+    layout = netns.read_record(state) if networks else None
+    cut = [k.node_id for k in kafka if layout and running[k.key] and netns.rules_in(layout, k.node_id)]
+    if cut:         # it would never answer as a whole: say why at once instead of waiting out the start timeout
+        raise HarnessError(f"Kafka node {', '.join(map(str, cut))} is cut off by network rules (a network fault "
+                           f"under way, or one a killed harness left): `harness down` removes them")
     if not all(running.values()):
         bindir, lib = _tools(log)       # fail early, before starting anything
     damage = record_damage(state, any(running.values())) if had == brokers else None
