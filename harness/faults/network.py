@@ -11,7 +11,9 @@ of the machine's own network is touched:
 - partition: the node reaches nobody and nobody reaches it (clients and the
   other nodes), for a seeded time, then heals; `of=` picks what the
   experiment depends on (input, output, coordinator, or leader: the
-  experiment's own), else a seeded node.
+  experiment's own), else a seeded node. `mode=halves` cuts only the links
+  between that node (a minority of one) and the other nodes (the majority):
+  clients still reach both sides.
 - client-cut: the node's client link answers every TCP packet with a reset
   (open connections break at their next packet, new ones are refused at
   once); the other nodes still reach it.
@@ -84,9 +86,34 @@ class NetworkFault(LeaderKill):
 class Partition(NetworkFault):
     name = "partition"
     action = "partition"
+    options = {**NetworkFault.options,
+               "mode": "one (default: the node reaches nobody, clients included) or halves (the node alone on one "
+                       "side, the other nodes on the other; clients still reach both)"}
+
+    def __init__(self, *args, mode: str = "one", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.mode = mode
+
+    @classmethod
+    def from_options(cls, spec: str, opts: dict, params) -> "Partition":
+        mode = opts.pop("mode", "one")
+        if mode not in ("one", "halves"):
+            raise HarnessError(f"--fault {spec}: mode must be one or halves, got {mode!r}")
+        f = super().from_options(spec, opts, params)
+        f.mode = mode
+        return f
+
+    def describe(self) -> dict:
+        return {**super().describe(), "mode": self.mode}
 
     def strike(self, node: int) -> str | None:
-        return self.hands.isolate(node)
+        return self.hands.split(node) if self.mode == "halves" else self.hands.isolate(node)
+
+    def recover(self, node: int) -> str | None:
+        if self.mode == "halves":
+            self.hands.heal_all()
+            return "healed"
+        return super().recover(node)
 
 
 class ClientCut(NetworkFault):

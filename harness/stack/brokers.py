@@ -158,11 +158,33 @@ class LocalBrokers:
         from . import netns
         return self._cut(node, netns.client_cut_rules)
 
+    def split(self, node: int) -> str | None:
+        """The cluster in two: this node (the minority) on one side, the others on the other; only the links
+        between the sides are cut, so clients still reach every node."""
+        from . import netns
+        layout = self.by_id[node].network()
+        if layout is None or not self.running(node):
+            return None
+        others = [n for n in self.node_ids() if n != node]
+        try:
+            netns.apply(layout, node, netns.split_rules(layout, node, others))
+            for n in others:
+                netns.apply(layout, n, netns.split_rules(layout, n, [node]))
+        except BaseException:
+            self.heal_all()
+            raise
+        return f"rules in {', '.join(layout.namespace(n) for n in [node, *others])}"
+
     def heal(self, node: int) -> None:
         from . import netns
         layout = self.by_id[node].network()
         if layout is not None:
             netns.heal(layout, node)
+
+    def heal_all(self) -> None:
+        """Every node's rules removed (a split puts rules on both sides)."""
+        for n in self.node_ids():
+            self.heal(n)
 
 
 class ComposeBrokers:

@@ -59,6 +59,17 @@ def test_eos_with_its_coordinator_partitioned_away_stays_exact_under_read_commit
         assert netns.rules_in(cluster["layout"], n) == []
 
 
+def test_eos_with_the_cluster_split_in_halves_stays_exact(cluster, tmp_path):
+    d = run_exp(cluster, tmp_path / "h", "eos", "--messages", "200",
+                "--fault", "partition:mode=halves,of=coordinator,count=1,down=4")
+    cuts = [f for f in d["faults"] if f["fault"] == "partition"]
+    assert len(cuts) == 1 and cuts[0]["back_at"]
+    k = d["kafka_output"]["read_committed"]
+    assert (k["duplicates"], k["lost"]) == (0, 0)
+    for n in (1, 2, 3):
+        assert netns.rules_in(cluster["layout"], n) == []
+
+
 def test_a_client_cut_node_comes_back_and_the_run_is_exact(cluster, tmp_path):
     d = run_exp(cluster, tmp_path / "c", "eos-dedupe", "--messages", "200", "--fault", "client-cut:count=1,down=3")
     assert [f["fault"] for f in d["faults"] if f["fault"] == "client-cut"] == ["client-cut"]

@@ -29,9 +29,18 @@ class NetHands(FakeHands):
         self.cut[node] = "clients"
         return f"rules in hk-n{node}"
 
+    def split(self, node):
+        self.calls.append(("split", node))
+        self.cut[node] = "minority"
+        return f"rules in hk-n{node}, ..."
+
     def heal(self, node):
         self.calls.append(("heal", node))
         self.cut.pop(node, None)
+
+    def heal_all(self):
+        self.calls.append(("heal", "all"))
+        self.cut.clear()
 
     def answers(self, node):
         return node not in self.cut
@@ -115,3 +124,13 @@ def test_a_cut_refused_half_way_leaves_no_rule(monkeypatch, tmp_path):
     with pytest.raises(HarnessError, match="xtables lock"):
         hands.isolate(2)
     assert applied and healed == [2]
+
+
+def test_a_partition_in_halves_cuts_the_links_between_the_sides_and_heals_both():
+    (f,) = build(RunParams("eos", messages=10, faults=["partition:mode=halves,count=2,every=1,down=2"]), get("eos"))
+    assert f.mode == "halves" and f.describe()["mode"] == "halves"
+    f.hands = NetHands()
+    drive(f, fake_sup())
+    assert [c[0] for c in f.hands.calls] == ["split", "heal"] * 2 and f.hands.calls[1] == ("heal", "all")
+    with pytest.raises(HarnessError, match="mode must be one or halves"):
+        build(RunParams("eos", messages=10, faults=["partition:mode=thirds"]), get("eos"))
