@@ -182,8 +182,10 @@ def _check_histories(a: Observation, exp, names, histories, positions: dict | No
                                     rc.get("reached") if not rc.get("error") else None,
                                     kout.get("open_transactions"), ru.get("tags") if not ru.get("error") else None,
                                     kout.get("open_transaction_producers"))
+    from . import outcomes
     a.history = {"processes": len(histories.processes), "operations": histories.ops(),
-                 "bad_lines": histories.bad_lines, "problems": histories.problems[:20]}
+                 "bad_lines": histories.bad_lines, "problems": histories.problems[:20],
+                 "outcomes": outcomes.count(histories.processes, names.output_topic)}
     try:
         a.anomalies = anomaly_classes.check(histories.processes, names.input_topic, input_log, logs, exp.allows,
                                             names.output_topic, exp.tagged_output, exp.ordered_output, positions)

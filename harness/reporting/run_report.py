@@ -159,6 +159,12 @@ class RunReport:
             text += f"; {fmt(h['bad_lines'])} malformed lines set aside"
         if h.get("problems"):
             text += f"; unreadable: {'; '.join(map(str, h['problems'][:3]))}"
+        oc = h.get("outcomes") or {}
+        unknown = [f"{fmt(n)} {what}" for what, n in (("sends", (oc.get("sends") or {}).get("unknown")),
+                                                      ("transactions", (oc.get("transactions") or {}).get("unknown")))
+                   if n]
+        if unknown:
+            text += f"; unknown to their writers (may or may not have happened): {' and '.join(unknown)}"
         seen = (self.data.get("kafka_output") or {}).get("reader_during_run")
         if isinstance(seen, dict) and seen:
             n = sum(r.get("records") for r in seen.values() if isinstance(r, dict) and type(r.get("records")) is int)

@@ -347,7 +347,9 @@ def test_the_run_s_own_count_checks_the_histories_with_its_names(tmp_path):
     _check_histories(b, get("eos"), names, read_histories(tmp_path), {"pay-000001": (0, 0), "pay-000002": (0, 1)},
                      kout, None)
     assert b.anomalies["torn-transaction"].count is None and b.anomalies["torn-transaction"].unchecked
+    outcomes = a.history.pop("outcomes")
     assert a.history == {"processes": 1, "operations": 8, "bad_lines": 0, "problems": []}
+    assert outcomes["transactions"]["unknown"] == 0 and outcomes["sends"]["unknown"] == 0
 
 
 # -- the records' own tags: aborted reads without a delivery report, torn transactions ---------

@@ -1,0 +1,59 @@
+"""Each write's outcome as its writer knew it: ok, failed, or unknown.
+
+A network does not say whether a request it lost was applied. A produce whose
+delivery report is a timeout, a lost connection or NOT_LEADER_OR_FOLLOWER
+(KAFKA-13574) may be in the log or not; a transaction whose process died, or
+whose commit call did not return, after "committing" may have committed or
+not. Jepsen's rule, which the anomaly classes follow: an unknown write is
+written if any reader ever sees it and absent otherwise, never an anomaly
+either way (checker/anomalies.py judges only sends whose outcome is known).
+This module counts them per kind, from the workers' histories, so the report
+says how much of the run was unknown to its own clients: a run whose faults
+left many unknowns proves less than one that left none.
+
+A failed send is one whose error says the record never left or was refused
+for good (too large, not authorized, purged from the queue before sending);
+every other error is unknown.
+"""
+
+from __future__ import annotations
+
+from .anomalies import ABORTED, COMMITTED, UNKNOWN, Process, txn_outcomes
+
+# Delivery errors that say the broker never took the record (librdkafka's names, as str(err) holds them).
+DEFINITE_FAILURES = ("_PURGE_QUEUE", "MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "INVALID_RECORD",
+                     "TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED", "_UNKNOWN_TOPIC",
+                     "_UNKNOWN_PARTITION", "_INVALID_ARG", "RECORD_LIST_TOO_LARGE")
+MAX_IDS = 20
+
+
+def send_failed_for_good(error: str) -> bool:
+    return any(name in (error or "") for name in DEFINITE_FAILURES)
+
+
+def count(procs: list[Process], topic: str | None = None) -> dict:
+    """{"sends": {ok, failed, unknown}, "transactions": {committed, aborted, unknown}, "unknown_sends": ids,
+    "unknown_transactions": ["worker/attempt transaction n", ...]} over the histories (sends to `topic`
+    when given)."""
+    sends = {"ok": 0, "failed": 0, "unknown": 0}
+    txns = {COMMITTED: 0, ABORTED: 0, UNKNOWN: 0}
+    unknown_sends, unknown_txns = [], []
+    for p in procs:
+        for op in p.ops:
+            if topic is not None and op[1] in ("send", "send-error") and op[2] != topic:
+                continue
+            if op[1] == "send":
+                sends["ok"] += 1
+            elif op[1] == "send-error":
+                if send_failed_for_good(op[4]):
+                    sends["failed"] += 1
+                else:
+                    sends["unknown"] += 1
+                    unknown_sends.append(op[3])
+        for n, outcome in sorted(txn_outcomes(p).items()):
+            txns[outcome] += 1
+            if outcome == UNKNOWN:
+                unknown_txns.append(f"{p.name} transaction {n}")
+    return {"sends": sends, "transactions": txns,
+            "unknown_sends": sorted({str(k) for k in unknown_sends})[:MAX_IDS],
+            "unknown_transactions": unknown_txns[:MAX_IDS]}

@@ -1,0 +1,43 @@
+"""Each write's outcome as its writer knew it (checker/outcomes.py), counted from hand-made histories."""
+
+from harness.checker.outcomes import count, send_failed_for_good
+from tests.unit.test_anomalies import IN, OUT, proc, txn
+
+
+def test_sends_are_ok_failed_for_good_or_unknown():
+    p = proc(("send", OUT, 0, 4, "a", None),
+             ("send-error", OUT, "b", "KafkaError{code=_MSG_TIMED_OUT,val=-192,str=\"Local: Message timed out\"}", None),
+             ("send-error", OUT, "c", "KafkaError{code=NOT_LEADER_OR_FOLLOWER,val=6}", None),
+             ("send-error", OUT, "d", "KafkaError{code=MSG_SIZE_TOO_LARGE,val=10}", None),
+             ("send-error", "elsewhere", "e", "_MSG_TIMED_OUT", None))
+    got = count([p], OUT)
+    assert got["sends"] == {"ok": 1, "failed": 1, "unknown": 2} and got["unknown_sends"] == ["b", "c"]
+    assert count([p])["sends"]["unknown"] == 3                     # every topic without one named
+    assert send_failed_for_good("Local: Purged in queue (_PURGE_QUEUE)") and not send_failed_for_good("_TRANSPORT")
+
+
+def test_a_transaction_is_unknown_only_between_asking_to_commit_and_the_answer():
+    p = proc(*txn(1, (0, "a")), *txn(2, (1, "b"), end="abort"), *txn(3, (2, "c"), end=None),
+             *txn(4, (3, "d"), end="committing"))
+    got = count([p], OUT)
+    # 3 died before asking: aborted (no EndTxn was sent); 4 died after asking: unknown
+    assert got["transactions"] == {"committed": 1, "aborted": 2, "unknown": 1}
+    assert got["unknown_transactions"] == ["w0/1 transaction 4"]
+    assert count([], OUT) == {"sends": {"ok": 0, "failed": 0, "unknown": 0},
+                              "transactions": {"committed": 0, "aborted": 0, "unknown": 0},
+                              "unknown_sends": [], "unknown_transactions": []}
+
+
+def test_the_report_says_how_much_was_unknown_to_the_writers():
+    from harness.reporting.run_report import RunReport
+    from tests.unit.sample_report import sample, validate
+    d = sample()
+    d["anomaly_classes"] = {"history": {"processes": 1, "operations": 9, "bad_lines": 0, "problems": [],
+                                        "outcomes": count([proc(*txn(1, (0, "a"), end="committing"))], OUT)},
+                            "classes": {}}
+    validate(d)
+    assert RunReport(d).history_line().endswith("; unknown to their writers (may or may not have happened): "
+                                                "1 transactions")
+    d["anomaly_classes"]["history"]["outcomes"] = count([], OUT)
+    assert "unknown" not in RunReport(d).history_line()
+    assert IN != OUT
