@@ -70,6 +70,17 @@ def test_eos_with_the_cluster_split_in_halves_stays_exact(cluster, tmp_path):
         assert netns.rules_in(cluster["layout"], n) == []
 
 
+def test_an_acks_1_producer_with_its_leader_partitioned_away_names_what_it_lost(cluster, tmp_path):
+    d = run_exp(cluster, tmp_path / "a1", "producer", "--messages", "300", "--acks", "1",
+                "--fault", "partition:of=leader,count=1,down=4")
+    assert [f["fault"] for f in d["faults"]] == ["partition"] and "leader of" in d["faults"][0]["target"]
+    seen = read_keys(d["stack"]["bootstrap_servers"], d["stack"]["output_topic"], "read_committed")
+    missing = {f"pay-{i:06d}" for i in range(1, 301)} - set(seen)
+    acked_lost = set(d["anomalies"]["lost_ids"])
+    assert acked_lost <= missing and d["counts"]["lost"] == len(acked_lost)    # named by id, as a reader finds
+    assert d["anomaly_classes"]["classes"]["lost-write"]["allowed"]
+
+
 def test_a_client_cut_node_comes_back_and_the_run_is_exact(cluster, tmp_path):
     d = run_exp(cluster, tmp_path / "c", "eos-dedupe", "--messages", "200", "--fault", "client-cut:count=1,down=3")
     assert [f["fault"] for f in d["faults"] if f["fault"] == "client-cut"] == ["client-cut"]
