@@ -85,6 +85,7 @@ class WorkerContext(GroupMember):
         self._last_record_at = time.monotonic()      # a standby's wait for its turn is no stall
         plan = CrashPlan.load(Path(args.crash_plan)) if args.crash_plan else None
         self.kill = KillSwitch(plan, Path(args.crash_log), args.worker, args.attempt, args.experiment)
+        self.kill.history = self.history       # its delivery reports written before a planned death
         self.client_faults = ClientFaults(plan, self.events, args.worker, args.attempt)
 
     def option(self, name: str):

@@ -56,6 +56,7 @@ class KillSwitch:
         self.log_path, self.worker, self.attempt, self.experiment = log_path, worker, attempt, experiment
         self.before_crash = None       # e.g. flush a transactional producer so its aborted records are on the broker
         self.delivered = 0             # records this process began to handle, recorded with the crash
+        self.history = None            # the process's History: what it knew is written before it dies
 
     def planned(self, msg_id: str) -> bool:
         return msg_id in self.plan_ids and msg_id not in self.already
@@ -71,6 +72,8 @@ class KillSwitch:
     def crash(self, point: str, msg, **lists) -> None:
         if self.before_crash:
             self.before_crash()
+        if self.history is not None:
+            self.history.flush()
         crashlog.append(self.log_path, {
             "point": point, "message_id": msg.key().decode(), "partition": msg.partition(),
             "offset": msg.offset(), **{k: list(v) if isinstance(v, (list, tuple)) else v for k, v in lists.items()},

@@ -85,3 +85,80 @@ def test_without_a_folder_nothing_is_written(tmp_path):
     h.on_delivery()(None, Msg("a", 0, 0))
     h.close()
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("key", ["pay-00000001", 'a "quoted" \\ key', "ünïcode ✓", "\x00\n", "", None])
+@pytest.mark.parametrize("n", [None, 0, 17])
+@pytest.mark.parametrize("offset", [-1, 0, 2**40])
+def test_a_send_line_written_fast_reads_back_as_the_general_encoder_writes_it(key, n, offset):
+    from harness.runtime.history import _line, _send_line
+    us = 1_764_700_000_000_000 + 1_234     # a time with leading zeros in its fraction
+    fast = json.loads(_send_line(us, 'out "t"', 3, offset, key, n))
+    general = json.loads(_line(us / 1e6, "send", 'out "t"', 3, offset, key, n))
+    assert fast == general and fast[0] == 1_764_700_000.001234
+
+
+def test_delivery_reports_wait_in_memory_and_are_written_before_the_next_line_in_their_order(tmp_path):
+    h = History(str(tmp_path), "w0", 1)
+    h.txn("begin")
+    for i in range(3):
+        h.on_delivery()(None, Msg(f"k{i}", 0, 10 + i))
+    assert len((tmp_path / "w0-1.jsonl").read_text().splitlines()) == 2     # open, begin: no write per report
+    h.txn("committing")
+    ops = [json.loads(line)[1:] for line in (tmp_path / "w0-1.jsonl").read_text().splitlines()]
+    assert [op[0] for op in ops] == ["open", "txn", "send", "send", "send", "txn"]
+    assert [op[4] for op in ops[2:5]] == ["k0", "k1", "k2"] and ops[-1] == ["txn", "committing", 1]
+    times = [json.loads(line)[0] for line in (tmp_path / "w0-1.jsonl").read_text().splitlines()]
+    assert times[2:] == sorted(times[2:])                 # each report at the time it came, before the next line
+
+
+def test_a_planned_crash_writes_the_reports_that_came_before_the_process_dies(tmp_path):
+    """KillSwitch.crash SIGKILLs its own process: it must write what the process knew first."""
+    import subprocess
+    import sys
+    code = f"""
+import sys
+sys.path.insert(0, {str(os.getcwd())!r})
+from pathlib import Path
+from harness.runtime.evidence import KillSwitch
+from harness.runtime.history import History
+class Msg:
+    def __init__(s, k, o): s.k, s.o = k, o
+    def key(s): return s.k.encode()
+    def partition(s): return 0
+    def offset(s): return s.o
+    def topic(s): return "out"
+h = History({str(tmp_path)!r}, "w0", 1)
+h.txn("begin")
+h.on_delivery()(None, Msg("a", 5))
+kill = KillSwitch(None, Path({str(tmp_path / 'crash.jsonl')!r}), "w0", 1, "eos")
+kill.history = h
+kill.crash("after-produce", Msg("a", 5))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], timeout=60)
+    assert proc.returncode == -9                          # it really died by SIGKILL
+    got = read(tmp_path)
+    assert [(s.key, s.offset) for s in sends_of(got.processes[0])] == [("a", 5)]
+
+
+@pytest.mark.parametrize("how", ["sys.exit(3)", "raise RuntimeError('fenced')"])
+def test_a_process_that_exits_without_closing_writes_the_reports_that_came(tmp_path, how):
+    """A fenced worker leaves by sys.exit, a failing one by an exception: neither closes its history."""
+    import subprocess
+    import sys
+    code = f"""
+import sys
+sys.path.insert(0, {str(os.getcwd())!r})
+from harness.runtime.history import History
+class Msg:
+    def key(s): return b"a"
+    def partition(s): return 0
+    def offset(s): return 9
+    def topic(s): return "out"
+h = History({str(tmp_path)!r}, "w0", 1)
+h.on_delivery()(None, Msg())
+{how}
+"""
+    proc = subprocess.run([sys.executable, "-c", code], timeout=60, capture_output=True)
+    assert proc.returncode != 0 and proc.returncode != -9
+    assert [(s.key, s.offset) for s in sends_of(read(tmp_path).processes[0])] == [("a", 9)]
