@@ -112,6 +112,9 @@ def test_producer_settings_follow_the_options():
     s = settings(RunParams("producer"))
     assert s["acks"] == "all" and s["enable.idempotence"] is True and s["max.in.flight.requests.per.connection"] == 5
     assert s["request.timeout.ms"] < 1500 and s["retries"] == RETRIES
+    # librdkafka times a request in flight out after socket.timeout.ms (request.timeout.ms goes to the broker):
+    # without it a latency fault of a few seconds would never make the producer send a record again
+    assert s["socket.timeout.ms"] == s["request.timeout.ms"]
 
 
 @pytest.mark.parametrize("opts, says", [
@@ -197,6 +200,30 @@ def test_cluster_ports_and_addresses():
     assert [local_record.preferred(n) for n in ("kafka-1", "controller-1", "kafka-3")] == [19192, 19193, 19392]
     assert local_record.bootstrap_of({"kafka-1": 1, "kafka-2": 2, "kafka-3": 3}, 3) == \
         "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3"
+
+
+def test_a_proxied_cluster_has_a_proxy_and_a_proxied_listener_per_node_and_bootstraps_through_the_proxies():
+    names = local_record.port_names(3, proxies=True)
+    assert names[:4] == ("kafka-1", "controller-1", "proxied-1", "proxy-1") and names[-2:] == ("postgres", "toxiproxy")
+    assert len(set(names)) == len(names) == 14
+    assert [local_record.preferred(n) for n in ("proxied-2", "proxy-2", "toxiproxy")] == [19294, 19295, 18474]
+    assert [local_record.service_of(n) for n in ("proxied-2", "proxy-2", "toxiproxy", "controller-3", "controller")] \
+        == ["kafka-2", "toxiproxy", "toxiproxy", "kafka-3", "kafka"]
+    port = {"kafka-1": 1, "kafka-2": 2, "kafka-3": 3, "proxy-1": 11, "proxy-2": 12, "proxy-3": 13}
+    assert local_record.bootstrap_of(port, 3, ["198.18.7.1", "198.18.7.2", "198.18.7.3"], proxies=True) == \
+        "127.0.0.1:11,127.0.0.1:12,127.0.0.1:13"
+
+
+def test_a_proxied_node_advertises_its_proxy_on_a_second_listener_and_talks_to_its_peers_on_its_own(tmp_path):
+    from harness.stack.local_kafka import LocalKafka, voters
+    node = LocalKafka(tmp_path, 2)
+    node.home.mkdir(parents=True)
+    node.write_config(19292, 19293, voters=voters([19193, 19293, 19393]), proxied=(19294, 19295))
+    props = dict(line.split("=", 1) for line in node.props.read_text().splitlines())
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:19292,CONTROLLER://127.0.0.1:19293,PROXIED://127.0.0.1:19294"
+    assert props["advertised.listeners"] == "PLAINTEXT://127.0.0.1:19292,PROXIED://127.0.0.1:19295"
+    assert props["listener.security.protocol.map"].endswith(",PROXIED:PLAINTEXT")
+    assert props["inter.broker.listener.name"] == "PLAINTEXT"
 
 
 def test_the_last_command_out_stops_every_node_it_started():
