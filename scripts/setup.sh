@@ -42,4 +42,7 @@ took
 step "installing actionlint into $(go env GOPATH 2>/dev/null || echo "Go's GOPATH")/bin with go install (for the workflow test; best effort)"
 bash .ci/install-actionlint.sh >/dev/null 2>&1 || echo "setup: actionlint not installed; the workflow test will skip" >&2
 took
+step "installing toxiproxy-server into $(go env GOPATH 2>/dev/null || echo "Go's GOPATH")/bin with go install (for \`harness up --proxies\` and the latency fault)"
+bash .ci/install-toxiproxy.sh || echo "setup: toxiproxy-server not installed; \`harness up --proxies\` will say so, and its tests fail in CI" >&2
+took
 echo "setup: done in $((SECONDS - START)) s" >&2

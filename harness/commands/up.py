@@ -25,8 +25,13 @@ from .stack_options import say, stack_options
                    "198.18.0.0/15, reached only from this machine), so network faults (partition, client-cut) "
                    "can cut one node's traffic; needs root (ip netns, iptables). The state folder remembers it. "
                    "[default: what the stack was set up with, else off]")
+@click.option("--proxies/--no-proxies", default=None,
+              help="Local 3-broker stack: Kafka clients reach each node through a Toxiproxy proxy on 127.0.0.1 "
+                   "(the nodes talk to each other directly), so the latency fault can delay one node's replies; "
+                   "needs toxiproxy-server (bash .ci/install-toxiproxy.sh). The state folder remembers it. "
+                   "[default: what the stack was set up with, else off]")
 @stack_options
-def up(brokers, auth, build_images, node_networks, stack_kind, bootstrap_servers, postgres_dsn):
+def up(brokers, auth, build_images, node_networks, proxies, stack_kind, bootstrap_servers, postgres_dsn):
     """Start Kafka and PostgreSQL (or reuse them), and wait until all answer.
 
     The local stack runs as processes under the state folder ($HARNESS_HOME,
@@ -42,6 +47,7 @@ def up(brokers, auth, build_images, node_networks, stack_kind, bootstrap_servers
       harness up && harness status
       harness up --brokers 3        # then: harness run eos --fault broker-kill
       harness up --brokers 3 --node-networks   # then: --fault partition
+      harness up --brokers 3 --proxies         # then: --fault latency
       harness up --auth scram       # SASL/SCRAM Kafka; settings in $HARNESS_HOME/client.properties
       harness up --stack compose    # Docker Compose (an engine: bash scripts/docker-engine.sh start)
     """
@@ -54,8 +60,10 @@ def up(brokers, auth, build_images, node_networks, stack_kind, bootstrap_servers
         raise HarnessError("--build-images builds the compose stack's images; add --stack compose")
     if node_networks is not None and (bootstrap_servers or postgres_dsn or stack_kind != "local"):
         raise HarnessError("--node-networks sets up the local stack's Kafka nodes")
+    if proxies is not None and (bootstrap_servers or postgres_dsn or stack_kind != "local"):
+        raise HarnessError("--proxies sets up the local stack's Kafka nodes")
     stack, _ = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=say, hold=True, brokers=brokers,
-                         auth=auth, build_images=build_images, node_networks=node_networks)
+                         auth=auth, build_images=build_images, node_networks=node_networks, proxies=proxies)
     for note in stack.notes:
         say(note)
     click.echo(f"{stack.kind} stack ready: kafka {stack.bootstrap_servers} ({stack.kafka_auth}), postgres "

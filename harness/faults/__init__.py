@@ -8,13 +8,13 @@ from .base import Fault, parse_spec
 from .broker import BrokerKill, BrokerPause, LeaderKill
 from .client import Abort, ClientPause
 from .kill_every import KillEvery
-from .network import ClientCut, Partition
+from .network import ClientCut, Latency, Partition
 from .planned import PlannedCrash
 from .random_kill import RandomKill
 from .zombie import ZombiePause
 
 FAULTS = {f.name: f for f in (PlannedCrash, RandomKill, ZombiePause, KillEvery, BrokerKill, BrokerPause, LeaderKill,
-                              Partition, ClientCut, Abort, ClientPause)}
+                              Partition, ClientCut, Latency, Abort, ClientPause)}
 
 
 def help_text() -> str:

@@ -1,4 +1,4 @@
-"""partition, client-cut: network faults of the Kafka cluster, on the same schedule as the broker faults.
+"""partition, client-cut, latency: network faults of the Kafka cluster, on the same schedule as the broker faults.
 
 A broker fault stops a node; a network fault leaves it running and cuts what
 it can reach, the harder case: a request that timed out may still have been
@@ -18,6 +18,14 @@ of the machine's own network is touched:
   (open connections break at their next packet, new ones are refused at
   once); the other nodes still reach it.
 
+- latency: every reply the node sends its clients is held back `ms` ± `jitter`
+  milliseconds (Toxiproxy's latency toxic on the node's proxy: `harness up
+  --brokers 3 --proxies`, see stack/toxiproxy.py), optionally with a share of
+  the packets on its client link dropped (`loss`, iptables' statistic match in
+  the node's namespace: needs node networks too). Longer than a client's
+  request timeout, a request that was applied comes back as a timeout: an
+  unknown outcome. Toxiproxy draws the jitter itself (not from the seed).
+
 `count`, `every` and `down` are the broker faults' (faults/broker.py): the
 schedule starts with the workers' first record, one node at a time, and the
 run does not end while a node is cut. Whatever the run's end, `finish` heals
@@ -27,7 +35,11 @@ the node; a SIGKILLed harness's rules go with the namespaces (`harness down`).
 from __future__ import annotations
 
 from ..errors import HarnessError
+from .base import number
 from .broker import BrokerFault, LeaderKill
+
+MAX_LATENCY_MS = 120_000
+MAX_LOSS = 0.5
 
 
 class NetworkFault(LeaderKill):
@@ -58,6 +70,7 @@ class NetworkFault(LeaderKill):
         if stack.kind == "compose":
             raise HarnessError(f"--fault {self.name} runs on the local cluster's node networks (`harness up "
                                f"--brokers 3 --node-networks`), not yet on the compose cluster")
+        self._needs_cluster(stack)
         super().check_stack(stack, docker_client)
         why = self.hands.networks()
         if why:
@@ -66,6 +79,15 @@ class NetworkFault(LeaderKill):
         if cut:
             raise HarnessError(f"--fault {self.name}: node {', '.join(map(str, cut))} is cut already (another "
                                f"run's fault, or one a killed harness left: `harness down` removes it)")
+
+    up_option = "--node-networks"       # what `harness up` needs for this fault
+
+    def _needs_cluster(self, stack) -> None:
+        from ..stack.brokers import CLUSTER
+        if stack.brokers < CLUSTER:
+            raise HarnessError(f"--fault {self.name} needs the {CLUSTER}-broker cluster, but this stack has "
+                               f"{stack.brokers} broker(s): `harness down --purge`, then `harness up --brokers "
+                               f"{CLUSTER} {self.up_option}`")
 
     def setup(self, run) -> None:
         BrokerFault.setup(self, run)
@@ -123,3 +145,61 @@ class ClientCut(NetworkFault):
 
     def strike(self, node: int) -> str | None:
         return self.hands.cut_clients(node)
+
+
+class Latency(NetworkFault):
+    """The node's replies to its clients delayed (and perhaps some of its client packets dropped) for a while."""
+    name = "latency"
+    action = "latency"
+    verb = "delayed"
+    up_option = "--proxies"
+    excludes = {name: "a heal of the node's rules would end the other's cut or loss early"
+                for name in ("partition", "client-cut")}
+    options = {**NetworkFault.options,
+               "ms": f"milliseconds each reply to a client is held (default 200, at most {MAX_LATENCY_MS}); longer "
+                     f"than the clients' request timeout makes their outcomes unknown",
+               "jitter": "up to this many ms more or less, drawn by Toxiproxy (default 100, at most ms)",
+               "loss": f"share of the packets on the node's client link dropped, 0 to {MAX_LOSS} (default 0; needs "
+                       f"node networks as well)"}
+
+    def __init__(self, *args, ms: int = 200, jitter: int = 100, loss: float = 0.0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.ms, self.jitter, self.loss = ms, jitter, loss
+
+    @classmethod
+    def from_options(cls, spec: str, opts: dict, params) -> "Latency":
+        ms = number(spec, "ms", opts.pop("ms"), int, 0, MAX_LATENCY_MS) if "ms" in opts else 200
+        jitter = number(spec, "jitter", opts.pop("jitter"), int, 0, ms) if "jitter" in opts else min(100, ms)
+        loss = number(spec, "loss", opts.pop("loss"), float, 0.0, MAX_LOSS) if "loss" in opts else 0.0
+        f = super().from_options(spec, opts, params)
+        f.ms, f.jitter, f.loss = ms, jitter, loss
+        return f
+
+    def describe(self) -> dict:
+        return {**super().describe(), "ms": self.ms, "jitter": self.jitter, "loss": self.loss}
+
+    def check_stack(self, stack, docker_client=None) -> None:
+        if stack.kind == "external":
+            raise HarnessError(f"--fault {self.name} delays nodes the harness started; it never touches an external "
+                               f"cluster (--bootstrap-servers)")
+        if stack.kind == "compose":
+            raise HarnessError(f"--fault {self.name} runs on the local cluster's proxies (`harness up --brokers 3 "
+                               f"--proxies`), not yet on the compose cluster")
+        self._needs_cluster(stack)
+        BrokerFault.check_stack(self, stack, docker_client)
+        why = self.hands.proxies()
+        if why:
+            raise HarnessError(f"--fault {self.name} cannot delay this cluster: {why}")
+        if self.loss and (why := self.hands.networks()):
+            raise HarnessError(f"--fault {self.name}:loss drops packets inside the nodes' own networks: {why}")
+        busy = sorted(set(self.hands.delayed_nodes()) | set(self.hands.cut_nodes() if self.loss else []))
+        if busy:
+            raise HarnessError(f"--fault {self.name}: node {', '.join(map(str, busy))} is delayed or cut already "
+                               f"(another run's fault, or one a killed harness left: `harness down` removes it)")
+
+    def strike(self, node: int) -> str | None:
+        return self.hands.delay(node, self.ms, self.jitter, self.loss)
+
+    def recover(self, node: int) -> str | None:
+        self.hands.undelay(node, self.loss)
+        return "healed"

@@ -186,6 +186,55 @@ class LocalBrokers:
         for n in self.node_ids():
             self.heal(n)
 
+    # -- the latency fault: a toxic on the node's Toxiproxy proxy (toxiproxy.py) ---------------------
+    def proxies(self) -> str | None:
+        """Why the nodes' client traffic cannot be delayed (None: it can)."""
+        from .local_record import proxied
+        from .toxiproxy import LocalToxiproxy
+        if not proxied(self.state):
+            return ("the Kafka nodes' clients do not go through proxies: `harness down`, then "
+                    "`harness up --brokers 3 --proxies`")
+        if LocalToxiproxy(self.state).running() is None:
+            return "the stack's Toxiproxy is not running (`harness up` starts it again)"
+        return None
+
+    def _api(self):
+        from .toxiproxy import Api, LocalToxiproxy
+        rec = LocalToxiproxy(self.state).running()
+        if rec is None or "toxiproxy" not in rec.ports:
+            raise HarnessError("the stack's Toxiproxy is not running")
+        return Api(rec.ports["toxiproxy"])
+
+    def delayed_nodes(self) -> list[int]:
+        """Nodes whose proxy has a toxic now (a fault of another run, or one a killed harness left)."""
+        from .toxiproxy import proxy_name
+        toxic = self._api().toxics()
+        return [n for n in self.node_ids() if proxy_name(n) in toxic]
+
+    def delay(self, node: int, ms: int, jitter: int, loss: float = 0.0) -> str | None:
+        """The node's replies to its clients held `ms` ± `jitter`; with `loss`, that share of the packets on
+        its client link dropped as well."""
+        from . import netns
+        from .toxiproxy import proxy_name
+        api = self._api()
+        api.add_latency(node, ms, jitter)
+        if loss:
+            layout = self.by_id[node].network()
+            try:
+                netns.apply(layout, node, netns.loss_rules(layout, node, loss))
+            except BaseException:           # half a fault is none at all
+                self.undelay(node, loss)
+                raise
+            return f"toxic on proxy {proxy_name(node)}, rules in {layout.namespace(node)}"
+        return f"toxic on proxy {proxy_name(node)}"
+
+    def undelay(self, node: int, loss: float = 0.0) -> None:
+        try:
+            self._api().remove_latency(node)
+        finally:
+            if loss:
+                self.heal(node)
+
 
 class ComposeBrokers:
     """The broker containers of the compose cluster, through the Docker SDK (or a stand-in with its API)."""

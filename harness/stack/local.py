@@ -36,11 +36,11 @@ import psycopg.conninfo
 
 from ..errors import HarnessError
 from ..paths import state_dir
-from . import health, interrupts, leases, marker, netns
+from . import health, interrupts, leases, marker, netns, toxiproxy
 from .claim import Claim
 from .local_kafka import every_node, nodes as kafka_nodes
 from .local_postgres import DATABASE, USER, LocalPostgres
-from .local_record import bootstrap_of, known_ports, port_names, read_record, record_damage, record_path, recorded_auth, size
+from .local_record import bootstrap_of, known_ports, port_names, proxied, read_record, record_damage, record_path, recorded_auth, size
 from .local_services import check_auth_size, check_size, key_of, mark_of, services, stack_from, start_with_free_ports, stop_all
 from .stack import Stack
 # Re-exported for cli.py only (its home is local_record.py).
@@ -67,7 +67,7 @@ def serves(bootstrap: str | None, dsn: str | None) -> bool:
     if (read_record(state) or {}).get("kind") not in (None, "local") or not (kafka[0].running() and pg.running()):
         return False
     port = known_ports(state, kafka, pg)
-    return (bootstrap.strip() == bootstrap_of(port, len(kafka), [k.host() for k in kafka])
+    return (bootstrap.strip() == bootstrap_of(port, len(kafka), [k.host() for k in kafka], proxied(state))
             and d.get("host") in ("127.0.0.1", "localhost") and str(d.get("port")) == str(port.get("postgres"))
             and d.get("user", USER) == USER and d.get("dbname", DATABASE) == DATABASE)
 
@@ -79,14 +79,17 @@ def status(check: bool = True) -> Stack | None:
     rec = read_record(state)
     if rec is not None and rec.get("kind") not in (None, "local"):
         return None
-    kafka, pg = kafka_nodes(state, size(state)), LocalPostgres(state)
-    svcs = [*kafka, pg]
-    running = {s.key if s is not pg else "postgres": s.running() for s in svcs}
+    kafka, pg, proxy = kafka_nodes(state, size(state)), LocalPostgres(state), toxiproxy.LocalToxiproxy(state)
+    proxies = proxied(state)
+    svcs = [*kafka, pg, *([proxy] if proxies else [])]
+    running = {key_of(s, pg): s.running() for s in svcs}
     strays = {svc.name: svc.strangers(mark_of(svc, pg)) for svc in svcs if running[key_of(svc, pg)] is None}
     if not any(running.values()) and not any(strays.values()):
         return None
     port = known_ports(state, kafka, pg)
-    stack = stack_from(port, kafka, pg, recorded_auth(state))
+    stack = stack_from(port, kafka, pg, recorded_auth(state), proxies)
+    if proxies:
+        stack.pids["toxiproxy"] = proxy.pid()
     damage = record_damage(state, any(running.values()))
     if damage:
         stack.notes.append(f"{damage}; ports are taken from the running services' pid records")
@@ -95,7 +98,7 @@ def status(check: bool = True) -> Stack | None:
                            f"a {name} from this folder runs as pid {', '.join(map(str, pids))} but no valid pid "
                            f"record names it: the harness will not touch it")
     if check:
-        stack.healthy = all(running.values()) and set(port_names(len(kafka))) <= set(port) \
+        stack.healthy = all(running.values()) and set(port_names(len(kafka), proxies)) <= set(port) \
             and health.kafka_probe(stack.bootstrap_servers, 10, brokers=len(kafka)) is None \
             and health.postgres_probe(stack.postgres_dsn, 5) is None
         stack.postgres_version = health.postgres_version(stack.postgres_dsn) if stack.healthy else None
@@ -111,6 +114,17 @@ def status(check: bool = True) -> Stack | None:
             if cut:
                 stack.notes.append(f"node {', '.join(map(str, cut))} is cut off by network rules (a network fault "
                                    f"under way, or one a killed harness left: `harness down` removes them)")
+    if proxies:
+        stack.notes.append("Kafka clients go through Toxiproxy (a proxy per node, for the latency fault)")
+        if check and running.get("toxiproxy") and "toxiproxy" in port:
+            try:
+                toxic = toxiproxy.Api(port["toxiproxy"]).toxics()
+            except HarnessError as e:
+                toxic = {}
+                stack.notes.append(f"Toxiproxy's toxics could not be read: {e}")
+            if toxic:
+                stack.notes.append(f"{', '.join(sorted(toxic))} delayed by Toxiproxy (a latency fault under way, or "
+                                   f"one a killed harness left: `harness down` removes it)")
     if leases.held(state):
         stack.notes.append("held by `harness up` until `harness down`")
     users = leases.live(state, drop_stale=False)
@@ -120,7 +134,8 @@ def status(check: bool = True) -> Stack | None:
 
 
 def up(log=print, hold: bool = False, command: str = "", brokers: int | None = None,
-       auth: str | None = None, node_networks: bool | None = None) -> tuple[Stack, Claim | None]:
+       auth: str | None = None, node_networks: bool | None = None,
+       proxies: bool | None = None) -> tuple[Stack, Claim | None]:
     """Start what is not running and wait until all answer.
 
     With `hold` (harness up) the stack is kept until `harness down` and no lease is taken;
@@ -128,7 +143,8 @@ def up(log=print, hold: bool = False, command: str = "", brokers: int | None = N
     size; None keeps the size this state folder remembers (1 for a new one). `auth` ("none",
     "scram") is how Kafka's clients authenticate; None keeps what the stack was formatted with.
     `node_networks`: each Kafka node in a network namespace of its own (netns.py), for network
-    faults; None keeps what the stack was set up with.
+    faults; None keeps what the stack was set up with. `proxies`: Toxiproxy in front of each node
+    (toxiproxy.py), for the latency fault; None keeps what the stack was set up with.
     """
     state = state_dir()
     leases.prepare(state)
@@ -147,7 +163,7 @@ def up(log=print, hold: bool = False, command: str = "", brokers: int | None = N
         started = []
         try:
             stack, started = start_with_free_ports(state, "user" if hold else "command", log, n, auth,
-                                                   node_networks)
+                                                   node_networks, proxies)
             if hold:
                 with interrupts.step(final=True):
                     leases.hold(state)
@@ -174,7 +190,7 @@ def purged_paths(state: Path) -> list[Path]:
     marks for the first time, so that purge never deletes what the harness did not make)."""
     from .shellenv import PGPASS_NAME       # the copy of the password `harness env` keeps
     kafka, pg = every_node(state), LocalPostgres(state)
-    return [*(k.home for k in kafka), pg.home, pg.password_file, pg.admin_password_file,
+    return [*(k.home for k in kafka), pg.home, toxiproxy.LocalToxiproxy(state).home, pg.password_file, pg.admin_password_file,
             pg.audit_password_file, kafka[0].client_file, state / PGPASS_NAME, record_path(state)]
 
 
@@ -187,13 +203,14 @@ def down(purge: bool = False, log=print) -> list[str]:
     if purge and (why := marker.why_not_marked(state)):
         raise HarnessError(f"refusing to purge {state}: {why}; nothing was stopped or deleted")
     kafka, pg = every_node(state), LocalPostgres(state)
+    proxy = toxiproxy.LocalToxiproxy(state)         # with it go the toxics a killed harness left
     stopped = []
     with leases.locked(state, log=log):
         users = leases.live(state)
         if users:
             log(f"warning: stopping a stack that {len(users)} running command(s) still use "
                 f"(pid {', '.join(str(u.pid) for u in users)}); they will fail")
-        for group in (kafka, [pg]):       # the Kafka nodes together (each may take its grace), then Postgres
+        for group in (kafka, [proxy], [pg]):   # the Kafka nodes together (each may take its grace), then the rest
             for svc in group:
                 if svc.running():
                     log(f"Stopping {svc.name} ...")

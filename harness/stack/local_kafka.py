@@ -178,8 +178,11 @@ class LocalKafka(pidrecord.RecordedService):
         layout = self.network()
         return layout.address(self.node_id) if layout else LOOPBACK
 
-    def write_config(self, port: int, controller_port: int, auth: str = "none", voters: str | None = None) -> None:
-        """`voters`: the cluster's controller.quorum.voters (None: this node alone)."""
+    def write_config(self, port: int, controller_port: int, auth: str = "none", voters: str | None = None,
+                     proxied: tuple[int, int] | None = None) -> None:
+        """`voters`: the cluster's controller.quorum.voters (None: this node alone). `proxied`: (port, proxy
+        port): a second client listener on `port` that advertises the node's Toxiproxy proxy on 127.0.0.1
+        (stack/toxiproxy.py), so clients that bootstrap through the proxies stay behind them."""
         settings = dict(SERVER_SETTINGS)
         if voters:
             settings.update(CLUSTER_SETTINGS)
@@ -191,6 +194,12 @@ class LocalKafka(pidrecord.RecordedService):
             "controller.quorum.voters": voters or f"{self.node_id}@{host}:{controller_port}",
             "log.dirs": str(self.data),
         })
+        if proxied is not None:
+            settings.update({
+                "listeners": f"{settings['listeners']},PROXIED://{host}:{proxied[0]}",
+                "advertised.listeners": f"{settings['advertised.listeners']},PROXIED://{LOOPBACK}:{proxied[1]}",
+                "listener.security.protocol.map": f"{settings['listener.security.protocol.map']},PROXIED:PLAINTEXT",
+            })
         if auth == "scram":
             settings.update(scram_settings(port, controller_port, self.scram_password(), host))
         _write_private(self.props, "".join(f"{k}={v}\n" for k, v in settings.items()))
@@ -259,12 +268,12 @@ class LocalKafka(pidrecord.RecordedService):
                                scrub((proc.stdout + proc.stderr)[-2000:], self.client_settings()))
 
     def start(self, lib: Path, port: int, controller_port: int, owner: str, auth: str = "none",
-              voters: str | None = None, cluster_id: str | None = None) -> int:
+              voters: str | None = None, cluster_id: str | None = None, proxied: tuple[int, int] | None = None) -> int:
         """Start the node (formatting its storage first if new) and write its pid record at once.
 
         A broker fault's restart comes through here too, so a restarted node is recorded like the first start."""
         safefile.make_folder(self.logs)
-        self.write_config(port, controller_port, auth, voters=voters)
+        self.write_config(port, controller_port, auth, voters=voters, proxied=proxied)
         self.format(lib, auth, cluster_id=cluster_id)
         out_fd = os.open(self.home / "stdout.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         with open(out_fd, "ab") as out:

@@ -18,25 +18,31 @@ from .. import safefile
 from ..paths import state_dir
 from .local_kafka import AUTHS, CLUSTER_SIZES, LocalKafka
 from .local_postgres import LocalPostgres
+from .toxiproxy import LocalToxiproxy
 
 
-PREFERRED = {"kafka": 19092, "controller": 19093, "postgres": 15432}
-PORT_NAMES = tuple(PREFERRED)
+PREFERRED = {"kafka": 19092, "controller": 19093, "postgres": 15432, "toxiproxy": 18474}
+PORT_NAMES = ("kafka", "controller", "postgres")
+# Node N of a cluster: its client port 19092 + 100 N, and after it these (a proxied stack's two more).
+NODE_PORT_STEP = {"kafka": 0, "controller": 1, "proxied": 2, "proxy": 3}
 
 
-def port_names(brokers: int = 1) -> tuple:
-    """The ports a stack of this size needs: per node its client and controller port, then Postgres."""
+def port_names(brokers: int = 1, proxies: bool = False) -> tuple:
+    """The ports a stack of this size needs: per node its client and controller port (and with proxies,
+    `harness up --proxies`, its proxied listener and its proxy's port), then Postgres (and Toxiproxy's API)."""
     if brokers == 1:
         return PORT_NAMES
-    return tuple(n for i in range(1, brokers + 1) for n in (f"kafka-{i}", f"controller-{i}")) + ("postgres",)
+    kinds = ("kafka", "controller", "proxied", "proxy") if proxies else ("kafka", "controller")
+    return tuple(f"{k}-{i}" for i in range(1, brokers + 1) for k in kinds) + ("postgres",) + \
+        (("toxiproxy",) if proxies else ())
 
 
 def preferred(name: str) -> int:
-    """Fixed, memorable ports: node N of a cluster uses 19092 + 100 N and the port after it."""
+    """Fixed, memorable ports: node N of a cluster uses 19092 + 100 N and the ports after it."""
     if name in PREFERRED:
         return PREFERRED[name]
     kind, _, n = name.rpartition("-")
-    return 19092 + 100 * int(n) + (1 if kind == "controller" else 0)
+    return 19092 + 100 * int(n) + NODE_PORT_STEP[kind]
 
 
 def size(state: Path | None = None) -> int:
@@ -45,11 +51,26 @@ def size(state: Path | None = None) -> int:
     return n if n in CLUSTER_SIZES else 1
 
 
+def proxied(state: Path | None = None) -> bool:
+    """Whether this state folder's stack puts Toxiproxy in front of its nodes (`harness up --proxies`): as
+    stack.json says, else (a lost or damaged record) whether its Toxiproxy runs."""
+    rec = read_record(state)
+    if rec is not None and isinstance(rec.get("proxies"), bool):
+        return rec["proxies"]
+    return LocalToxiproxy(state or state_dir()).running() is not None
+
+
 def service_of(port_name: str) -> str:
-    """The service that binds this port: postgres, kafka, or kafka-N for a cluster node's two ports."""
-    if port_name == "postgres":
-        return "postgres"
-    return "kafka" + port_name[len("controller"):] if port_name.startswith("controller") else port_name
+    """The service that binds this port: postgres, toxiproxy (its API and the proxies), kafka, or kafka-N for
+    a cluster node's own ports."""
+    if port_name in ("postgres", "toxiproxy"):
+        return port_name
+    kind, _, n = port_name.rpartition("-")
+    if kind == "proxy":
+        return "toxiproxy"
+    if kind in ("controller", "proxied"):
+        return f"kafka-{n}"
+    return "kafka" if port_name == "controller" else port_name
 
 
 def record_path(state: Path) -> Path:
@@ -74,7 +95,7 @@ def record_damage(state: Path, services_run: bool) -> str | None:
     rec = read_record(state)
     if rec is None:
         return f"{path} is unreadable or not a JSON object"
-    bad = [n for n in port_names(size(state)) if not is_port(rec.get(f"{n}_port"))]
+    bad = [n for n in port_names(size(state), proxied(state)) if not is_port(rec.get(f"{n}_port"))]
     return f"{path} lacks {', '.join(f'{n}_port' for n in bad)}" if bad else None
 
 
@@ -90,18 +111,21 @@ def write_record(state: Path, rec: dict) -> None:
 def known_ports(state: Path, kafka, pg: LocalPostgres) -> dict:
     """Ports of the running services from their pid records, else from stack.json (missing keys absent).
     `kafka` is the node, or the list of nodes, of the stack."""
-    names = port_names(size(state))
+    names = port_names(size(state), proxied(state))
     rec = read_record(state) or {}
     out = {n: rec[f"{n}_port"] for n in names if is_port(rec.get(f"{n}_port"))}
-    for svc in [*(kafka if isinstance(kafka, list) else [kafka]), pg]:
+    for svc in [*(kafka if isinstance(kafka, list) else [kafka]), pg, LocalToxiproxy(state)]:
         running = svc.running()
         if running:
             out.update({k: v for k, v in running.ports.items() if k in names and is_port(v)})
     return out
 
 
-def bootstrap_of(port: dict, brokers: int, hosts: list[str] | None = None) -> str:
-    """The nodes' client addresses: on 127.0.0.1, or on `hosts` (node networks)."""
+def bootstrap_of(port: dict, brokers: int, hosts: list[str] | None = None, proxies: bool = False) -> str:
+    """The nodes' client addresses: on 127.0.0.1, or on `hosts` (node networks); with proxies, their
+    proxies' on 127.0.0.1."""
+    if proxies:
+        return ",".join(f"127.0.0.1:{port.get(f'proxy-{i}', '?')}" for i in range(1, brokers + 1))
     hosts = hosts or ["127.0.0.1"] * brokers
     if brokers == 1:
         return f"{hosts[0]}:{port.get('kafka', '?')}"

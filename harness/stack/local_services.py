@@ -17,17 +17,17 @@ from pathlib import Path
 
 from .. import kafka_client, versions
 from ..errors import HarnessError
-from . import health, interrupts, local_kafka, maven, netns, ports
+from . import health, interrupts, local_kafka, maven, netns, ports, toxiproxy
 from .local_kafka import AUTHS, CLUSTER_SIZES, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
 from .local_kafka import every_node, nodes as kafka_nodes, voters as quorum_voters
 from .local_postgres import LocalPostgres, find_bindir
-from .local_record import bootstrap_of, is_port, known_ports, port_names, preferred, read_record, record_damage, recorded_auth, service_of, size, write_record
+from .local_record import bootstrap_of, is_port, known_ports, port_names, preferred, proxied as recorded_proxies, read_record, record_damage, recorded_auth, service_of, size, write_record
 from .stack import Stack
 
 
-def stack_from(port: dict, kafka: list, pg: LocalPostgres, auth: str = "none") -> Stack:
+def stack_from(port: dict, kafka: list, pg: LocalPostgres, auth: str = "none", proxies: bool = False) -> Stack:
     """The Stack these services make on these ports (what `up` returns and `status` shows)."""
-    bootstrap = bootstrap_of(port, len(kafka), [k.host() for k in kafka])
+    bootstrap = bootstrap_of(port, len(kafka), [k.host() for k in kafka], proxies)
     own = kafka[0].client_settings() if auth == "scram" else {}
     return Stack(kind="local", bootstrap_servers=bootstrap,
                  postgres_dsn=pg.dsn(port["postgres"]) if "postgres" in port else "",
@@ -38,19 +38,23 @@ def stack_from(port: dict, kafka: list, pg: LocalPostgres, auth: str = "none") -
 
 
 def services(state: Path, brokers: int | None = None) -> dict:
-    """The stack's services by key (kafka or kafka-1..N, postgres), in start order reversed."""
+    """The stack's services by key (kafka or kafka-1..N, postgres, and toxiproxy when it has one)."""
     nodes = kafka_nodes(state, brokers or size(state))
-    return {**{k.key: k for k in nodes}, "postgres": LocalPostgres(state)}
+    proxy = toxiproxy.LocalToxiproxy(state)
+    extra = {"toxiproxy": proxy} if recorded_proxies(state) or proxy.pidfile.exists() else {}
+    return {**{k.key: k for k in nodes}, "postgres": LocalPostgres(state), **extra}
 
 
 def mark_of(svc, pg) -> str:
-    """What a process of this service has among its arguments (the data folder, the node's properties file),
-    by which a stray one without a pid record is found (`strangers`)."""
+    """What a process of this service has among its arguments (the data folder, the node's properties file,
+    Toxiproxy's config), by which a stray one without a pid record is found (`strangers`)."""
+    if isinstance(svc, toxiproxy.LocalToxiproxy):
+        return str(svc.config)
     return str(pg.data) if svc is pg else str(svc.props)
 
 
 def key_of(svc, pg) -> str:
-    """The service's key in `services` (kafka, kafka-N, postgres)."""
+    """The service's key in `services` (kafka, kafka-N, postgres, toxiproxy)."""
     return "postgres" if svc is pg else svc.key
 
 
@@ -64,6 +68,25 @@ def check_size(state: Path, brokers: int | None) -> int:
         raise HarnessError(f"{state} holds a {have}-broker stack; to start {brokers} broker(s) there, "
                            f"first run `harness down --purge` (it deletes that stack's data)")
     return brokers or have
+
+
+def _choose_proxies(state: Path, rec: dict, nodes_run: bool, asked: bool | None, brokers: int, auth: str) -> bool:
+    """Whether clients reach the nodes through Toxiproxy (toxiproxy.py): as asked, else as the stack was set
+    up. The nodes' listeners depend on it: a change while a node runs is refused in one line."""
+    have = recorded_proxies(state)
+    want = have if asked is None else asked
+    if nodes_run and want != have:
+        raise HarnessError(f"the running Kafka nodes {'have' if have else 'have no'} Toxiproxy proxies in front "
+                           f"of them; to {'add' if want else 'remove'} those, run `harness down` first")
+    if want and brokers == 1:
+        raise HarnessError("--proxies runs on the 3-broker cluster (the latency fault needs it): "
+                           "`harness up --brokers 3 --proxies`")
+    if want and auth != "none":
+        raise HarnessError("--proxies is offered for the plaintext cluster only")
+    if want and not nodes_run and toxiproxy.find_binary() is None:
+        raise HarnessError(f"--proxies: {toxiproxy.BINARY} not found (on PATH or in Go's bin folder); "
+                           f"`bash .ci/install-toxiproxy.sh` builds it with go install")
+    return want
 
 
 def check_auth_size(auth: str | None, brokers: int | None) -> None:
@@ -83,12 +106,12 @@ PORT_RACE_TRIES = 3
 
 
 def start_with_free_ports(state: Path, owner: str, log, brokers: int, auth: str | None,
-                          node_networks: bool | None = None) -> tuple[Stack, list[str]]:
+                          node_networks: bool | None = None, proxies: bool | None = None) -> tuple[Stack, list[str]]:
     """`_start_missing`, again with newly chosen ports when a service lost its port to another process
     between the choice and the bind."""
     for attempt in range(1, PORT_RACE_TRIES + 1):
         try:
-            return _start_missing(state, owner, log, brokers, auth, node_networks)
+            return _start_missing(state, owner, log, brokers, auth, node_networks, proxies)
         except HarnessError as e:
             rec = read_record(state) or {}
             lost = sorted(v for k, v in rec.items() if k.endswith("_port") and is_port(v) and not ports.is_free(v)
@@ -151,20 +174,24 @@ def _choose_networks(state: Path, rec: dict, nodes_run: bool, asked: bool | None
 
 
 def _start_missing(state: Path, owner: str, log, brokers: int = 1,
-                   auth: str | None = None, node_networks: bool | None = None) -> tuple[Stack, list[str]]:
+                   auth: str | None = None, node_networks: bool | None = None,
+                   proxies: bool | None = None) -> tuple[Stack, list[str]]:
     """Under the lock: start the services that do not run, wait until all answer."""
-    kafka, pg = kafka_nodes(state, brokers), LocalPostgres(state)
-    svcs = [*kafka, pg]
-    names = port_names(brokers)
+    kafka, pg, proxy = kafka_nodes(state, brokers), LocalPostgres(state), toxiproxy.LocalToxiproxy(state)
     notes = []
     rec = read_record(state) or {}
     had = size(state)
     rec["brokers"] = brokers
-    running = {key_of(s, pg): s.running() for s in svcs}
-    auth = _choose_auth(state, kafka, any(running[k.key] for k in kafka), auth)
+    nodes_run = any(k.running() for k in kafka)
+    auth = _choose_auth(state, kafka, nodes_run, auth)
     check_auth_size(auth, brokers)
-    networks = _choose_networks(state, rec, any(running[k.key] for k in kafka), node_networks)
+    networks = _choose_networks(state, rec, nodes_run, node_networks)
     rec["node_networks"] = networks
+    proxies = _choose_proxies(state, rec, nodes_run, proxies, brokers, auth)
+    rec["proxies"] = proxies
+    svcs = [*kafka, pg, *([proxy] if proxies else [])]
+    names = port_names(brokers, proxies)
+    running = {key_of(s, pg): s.running() for s in svcs}
     layout = netns.read_record(state) if networks else None
     cut = [k.node_id for k in kafka if layout and running[k.key] and netns.rules_in(layout, k.node_id)]
     if cut:         # it would never answer as a whole: say why at once instead of waiting out the start timeout
@@ -215,6 +242,13 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
                     netns.make(state, brokers)
             elif netns.read_record(state) is not None:
                 netns.remove(state)         # left by a stack that had them
+        if proxies and not running["toxiproxy"]:
+            log(f"Starting Toxiproxy on 127.0.0.1:{port['toxiproxy']} (a proxy per Kafka node) ...")
+            started.append("toxiproxy")
+            with interrupts.step():
+                proxy.start(port["toxiproxy"], {k.node_id: (port[f"proxy-{k.node_id}"],
+                                                            f"{k.host()}:{port[f'proxied-{k.node_id}']}")
+                                                for k in kafka}, owner)
         if brokers == 1 and not running["kafka"]:
             how = f" (SASL_PLAINTEXT {local_kafka.SCRAM_MECHANISM})" if auth == "scram" else ""
             log(f"Starting Kafka {versions.KAFKA_VERSION} on {kafka[0].host()}:{port['kafka']}{how} ...")
@@ -231,9 +265,9 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
                     started.append(k.key)
                     with interrupts.step():
                         k.start(lib, port[k.key], port[f"controller-{k.node_id}"], owner, voters=quorum,
-                                cluster_id=cluster_id)
-        stack = stack_from(port, kafka, pg, auth)
-        _wait_ready(stack, kafka, pg)
+                                cluster_id=cluster_id, proxied=proxied_ports(port, k.node_id) if proxies else None)
+        stack = stack_from(port, kafka, pg, auth, proxies)
+        _wait_ready(stack, kafka, pg, proxy if proxies else None)
     except BaseException:
         stop_all([s for s in svcs if key_of(s, pg) in started])
         if made_networks:
@@ -242,11 +276,16 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
             except HarnessError as e:
                 log(f"warning: {e}")
         raise
-    stack.pids = {**{k.key: k.pid() for k in kafka}, "postgres": pg.pid()}
+    stack.pids = {**{k.key: k.pid() for k in kafka}, "postgres": pg.pid(), **({"toxiproxy": proxy.pid()} if proxies else {})}
     stack.healthy = True
     stack.postgres_version = health.postgres_version(stack.postgres_dsn)
     stack.notes = notes + ([] if started else ["reused the running stack"])
     return stack, started
+
+
+def proxied_ports(port: dict, node: int) -> tuple[int, int]:
+    """(the node's proxied listener port, its proxy's port), for LocalKafka.start."""
+    return port[f"proxied-{node}"], port[f"proxy-{node}"]
 
 
 def _new_cluster_id() -> str:
@@ -263,10 +302,12 @@ def stop_all(svcs: list) -> list:
         return list(ex.map(lambda s: s.stop(), svcs))
 
 
-def _wait_ready(stack: Stack, kafka: list, pg: LocalPostgres) -> None:
+def _wait_ready(stack: Stack, kafka: list, pg: LocalPostgres, proxy=None) -> None:
     err = health.postgres_probe(stack.postgres_dsn, 30)
     if err:
         raise HarnessError(f"PostgreSQL did not accept a connection: {err}", pg.log_tail())
+    if proxy is not None:
+        _wait_proxy(proxy, stack)
     deadline = time.monotonic() + KAFKA_START_TIMEOUT_S
     while time.monotonic() < deadline:
         dead = [k for k in kafka if not k.pid()]
@@ -276,3 +317,19 @@ def _wait_ready(stack: Stack, kafka: list, pg: LocalPostgres) -> None:
         if err is None:
             return
     raise HarnessError(f"Kafka did not become ready within {KAFKA_START_TIMEOUT_S} s: {err}", kafka[0].log_tail())
+
+
+def _wait_proxy(proxy, stack: Stack) -> None:
+    """Toxiproxy answers on its API with every node's proxy (a port it could not bind ends the server)."""
+    deadline = time.monotonic() + toxiproxy.START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proxy.pid() is None:
+            raise HarnessError("Toxiproxy exited during start-up", proxy.log_tail())
+        rec = proxy.running()
+        api = toxiproxy.Api(rec.ports["toxiproxy"]) if rec and "toxiproxy" in rec.ports else None
+        if api is not None and api.answers():
+            have = api.proxies()
+            if len(have) >= stack.brokers:
+                return
+        time.sleep(0.1)
+    raise HarnessError(f"Toxiproxy did not answer within {toxiproxy.START_TIMEOUT_S} s", proxy.log_tail())

@@ -40,7 +40,8 @@ def external(bootstrap: str | None, dsn: str | None) -> Stack:
 def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None = None,
               log=print, hold: bool = False, command: str = "",
               brokers: int | None = None, auth: str | None = None,
-              build_images: bool = False, node_networks: bool | None = None) -> tuple[Stack, "local.Claim | None"]:
+              build_images: bool = False, node_networks: bool | None = None,
+              proxies: bool | None = None) -> tuple[Stack, "local.Claim | None"]:
     """Return (stack, claim). `claim` is the lease on a local stack that the caller must release.
 
     With `hold` (`harness up`) a local stack is kept until `harness down` and there is no claim.
@@ -60,7 +61,8 @@ def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None
         if st and st.healthy and (brokers is None or st.brokers == brokers) and not build_images:
             return st, None
         return compose.up(variant, log=log, build_images=build_images), None
-    return local.up(log=log, hold=hold, command=command, brokers=brokers, auth=auth, node_networks=node_networks)
+    return local.up(log=log, hold=hold, command=command, brokers=brokers, auth=auth, node_networks=node_networks,
+                    proxies=proxies)
 
 
 def current(kind: str = "local", bootstrap: str | None = None, dsn: str | None = None,

@@ -134,3 +134,129 @@ def test_a_partition_in_halves_cuts_the_links_between_the_sides_and_heals_both()
     assert [c[0] for c in f.hands.calls] == ["split", "heal"] * 2 and f.hands.calls[1] == ("heal", "all")
     with pytest.raises(HarnessError, match="mode must be one or halves"):
         build(RunParams("eos", messages=10, faults=["partition:mode=thirds"]), get("eos"))
+
+
+class DelayHands(NetHands):
+    """Hands with proxies: a delay is a toxic, and a heal of the delay removes it."""
+
+    def __init__(self, proxies=None, networks=None):
+        super().__init__(networks)
+        self.toxic, self.no_proxies = {}, proxies
+
+    def proxies(self):
+        return self.no_proxies
+
+    def delayed_nodes(self):
+        return sorted(self.toxic)
+
+    def cut_nodes(self):
+        return sorted(self.cut)
+
+    def delay(self, node, ms, jitter, loss=0.0):
+        self.calls.append(("delay", node, ms, jitter, loss))
+        self.toxic[node] = (ms, jitter)
+        return f"toxic on proxy kafka-{node}"
+
+    def undelay(self, node, loss=0.0):
+        self.calls.append(("undelay", node, loss))
+        self.toxic.pop(node, None)
+
+    def answers(self, node):
+        return True         # a delayed node still answers on its own listener
+
+
+def test_latency_delays_one_node_at_a_time_with_its_options_then_removes_the_toxic():
+    from harness.faults.network import Latency
+    (f,) = build(RunParams("producer", messages=10, faults=["latency:ms=300,jitter=50,count=2,down=1"]),
+                 get("producer"))
+    assert isinstance(f, Latency) and (f.ms, f.jitter, f.loss, f.count) == (300, 50, 0.0, 2)
+    assert f.describe()["ms"] == 300 and f.describe()["jitter"] == 50
+    f.hands = DelayHands()
+    drive(f, fake_sup())
+    assert [c[0] for c in f.hands.calls] == ["delay", "undelay"] * 2
+    assert all(c[2:] == (300, 50, 0.0) for c in f.hands.calls if c[0] == "delay") and not f.hands.toxic
+    rows = f.entries([], [])
+    assert [r["signal"] for r in rows] == ["latency"] * 2 and rows[0]["process"].startswith("toxic on proxy")
+    g = Latency(count=1, every=0.0, down=600.0, seed=1)
+    g.hands = DelayHands()
+    drive(g, fake_sup(), seconds=3)
+    assert g.state == "out" and g.hands.toxic
+    g.finish(fake_sup())                       # the run ends mid-delay (Ctrl-C, time limit): the toxic goes
+    assert not g.hands.toxic
+
+
+@pytest.mark.parametrize("spec, says", [
+    ("latency:ms=-1", "ms must be between 0 and 120000"),
+    ("latency:ms=200000", "ms must be between 0 and 120000"),
+    ("latency:ms=100,jitter=101", "jitter must be between 0 and 100"),
+    ("latency:loss=0.9", "loss must be between 0 and 0.5"),
+    ("latency:ms=fast", "ms must be a whole number"),
+    ("latency:delay=3", "unknown option"),
+])
+def test_latency_options_out_of_range_are_refused_in_one_line(spec, says):
+    with pytest.raises(HarnessError, match=says):
+        build(RunParams("producer", messages=10, faults=[spec]), get("producer"))
+
+
+def test_latency_refuses_a_stack_it_cannot_delay_before_anything_starts():
+    from types import SimpleNamespace
+    import harness.stack.brokers as brokers
+    (f,) = build(RunParams("producer", messages=10, faults=["latency"]), get("producer"))
+    (lossy,) = build(RunParams("producer", messages=10, faults=["latency:loss=0.1"]), get("producer"))
+    local = SimpleNamespace(kind="local", brokers=3)
+    real = brokers.for_stack
+    try:
+        brokers.for_stack = lambda stack, name, client=None: DelayHands("no proxies: `harness up --brokers 3 --proxies`")
+        with pytest.raises(HarnessError, match="--fault latency cannot delay this cluster: no proxies"):
+            f.check_stack(local)
+        brokers.for_stack = lambda stack, name, client=None: DelayHands(networks="no networks of their own")
+        f.check_stack(local)                                   # no loss: node networks not needed
+        with pytest.raises(HarnessError, match="latency:loss drops packets inside the nodes' own networks"):
+            lossy.check_stack(local)
+        left = DelayHands()
+        left.toxic[3] = (200, 100)
+        brokers.for_stack = lambda stack, name, client=None: left
+        with pytest.raises(HarnessError, match="node 3 is delayed or cut already .* `harness down` removes it"):
+            f.check_stack(local)
+        for kind, says in (("external", "never touches an external cluster"), ("compose", "not yet on the compose")):
+            with pytest.raises(HarnessError, match=says):
+                f.check_stack(SimpleNamespace(kind=kind, brokers=3))
+    finally:
+        brokers.for_stack = real
+    with pytest.raises(HarnessError, match="--fault latency cannot run with partition"):
+        build(RunParams("eos", messages=10, faults=["latency", "partition"]), get("eos"))
+    assert len(build(RunParams("eos", messages=10, faults=["latency", "broker-kill"]), get("eos"))) == 2
+
+
+def test_a_delay_whose_loss_rules_are_refused_leaves_no_toxic(monkeypatch, tmp_path):
+    from harness.stack import brokers, netns
+
+    class Api:
+        toxic = set()
+
+        def add_latency(self, node, ms, jitter):
+            self.toxic.add(node)
+
+        def remove_latency(self, node):
+            self.toxic.discard(node)
+    api = Api()
+    hands = brokers.LocalBrokers(tmp_path)
+    monkeypatch.setattr(hands, "_api", lambda: api)
+    monkeypatch.setattr(hands.by_id[1], "network", lambda: netns.Layout("hkabcdef", 7, 3))
+
+    def apply(lay, node, rules):
+        raise HarnessError("iptables: the xtables lock is held")
+    monkeypatch.setattr(netns, "apply", apply)
+    monkeypatch.setattr(netns, "heal", lambda lay, node: None)
+    with pytest.raises(HarnessError, match="xtables lock"):
+        hands.delay(1, 200, 100, loss=0.1)
+    assert api.toxic == set()
+    assert hands.delay(1, 200, 100) == "toxic on proxy kafka-1" and api.toxic == {1}
+
+
+@pytest.mark.parametrize("spec, up", [("partition", "--node-networks"), ("latency", "--proxies")])
+def test_a_one_broker_stack_is_refused_with_the_whole_way_to_a_cluster_that_takes_the_fault(spec, up):
+    from types import SimpleNamespace
+    (f,) = build(RunParams("producer", messages=10, faults=[spec]), get("producer"))
+    with pytest.raises(HarnessError, match=f"needs the 3-broker cluster.*`harness up --brokers 3 {up}`"):
+        f.check_stack(SimpleNamespace(kind="local", brokers=1))

@@ -1,0 +1,177 @@
+"""Toxiproxy in front of each Kafka node's client listener, for the `latency` fault.
+
+Delaying a node's traffic takes either the kernel's netem qdisc (not every
+kernel has it: ours offers tc's htb and tbf, no netem) or a TCP proxy that
+can hold bytes back. Toxiproxy (Shopify's, an HTTP API, widely used in
+tests for exactly this) is that proxy; the harness does not write its own.
+
+`harness up --brokers 3 --proxies` starts one `toxiproxy-server` on
+127.0.0.1, recorded like every service of the stack (`toxiproxy/toxiproxy.pid`,
+its config file on its command line), with one proxy per node: it listens on
+127.0.0.1 (port `proxy-N`) and forwards to a second listener of the node
+(`PROXIED`, port `proxied-N`) that advertises the proxy's address. Clients
+that bootstrap through the proxies (the stack's bootstrap servers then are
+the proxies) therefore reach every node through its proxy; the nodes talk
+to each other (replication, the quorum, transaction markers) on their own
+listeners, untouched. With node networks the proxies forward to the nodes'
+own addresses, so a `partition` or `client-cut` cuts the proxied traffic too.
+
+A fault's delay is a "toxic" on one proxy (`add_latency`), removed when the
+fault heals; toxics live in the server's memory only, so `harness down`
+(which stops the server) removes whatever a killed harness left. The API is
+four HTTP calls, made here with the standard library: the Python clients on
+PyPI are unmaintained.
+
+The binary is found on PATH or in Go's bin folder as `toxiproxy-server`
+(.ci/install-toxiproxy.sh builds it with `go install`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from .. import safefile
+from ..errors import HarnessError
+from . import pidrecord
+
+LOOPBACK = "127.0.0.1"
+BINARY = "toxiproxy-server"
+TOXIC = "harness-latency"          # the name of the one toxic a fault puts on a proxy
+START_TIMEOUT_S = 15
+API_TIMEOUT_S = 5
+
+
+def find_binary() -> str | None:
+    """The toxiproxy-server to run: on PATH, else in Go's bin folder (where `go install` puts it)."""
+    found = shutil.which(BINARY)
+    if found:
+        return found
+    gopath = os.environ.get("GOPATH") or str(Path.home() / "go")
+    for root in gopath.split(os.pathsep):
+        candidate = Path(root) / "bin" / BINARY
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def proxy_name(node: int) -> str:
+    return f"kafka-{node}"
+
+
+class LocalToxiproxy(pidrecord.RecordedService):
+    """The stack's toxiproxy-server: one process, one proxy per Kafka node."""
+
+    group = True
+    program = BINARY
+
+    def __init__(self, state: Path):
+        self.key = "toxiproxy"
+        self.name = "Toxiproxy"
+        self.home = state / "toxiproxy"
+        self.config = self.home / "proxies.json"
+        self.pidfile = self.home / "toxiproxy.pid"
+        self.proc: subprocess.Popen | None = None
+
+    def marks(self) -> list[str]:
+        return [str(self.config)]
+
+    def log_tail(self, lines: int = 20) -> str:
+        return "\n".join(safefile.read_tail(self.home / "toxiproxy.log").splitlines()[-lines:])
+
+    def start(self, api_port: int, upstreams: dict[int, tuple[int, str]], owner: str) -> int:
+        """Start the server with a proxy per node: {node: (listen port on 127.0.0.1, "host:port" upstream)}."""
+        binary = find_binary()
+        if binary is None:
+            raise HarnessError(f"{BINARY} not found (on PATH or in Go's bin folder): run "
+                               f"`bash .ci/install-toxiproxy.sh` (it builds it with go install)")
+        safefile.make_folder(self.home)
+        proxies = [{"name": proxy_name(n), "listen": f"{LOOPBACK}:{listen}", "upstream": upstream, "enabled": True}
+                   for n, (listen, upstream) in sorted(upstreams.items())]
+        safefile.write_text(self.config, json.dumps(proxies, indent=2) + "\n")
+        out_fd = os.open(self.home / "toxiproxy.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        with open(out_fd, "ab") as out:
+            # info, not the default debug: a line per API call would grow the log for nothing
+            proc = subprocess.Popen([binary, "-host", LOOPBACK, "-port", str(api_port), "-config", str(self.config)],
+                                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True, cwd=self.home, env={**os.environ, "LOG_LEVEL": "info"})
+        self.proc = proc
+        try:
+            rec = pidrecord.capture(proc.pid, self.marks(), group=self.group, owner=owner,
+                                    ports={"toxiproxy": api_port})
+        except ProcessLookupError:
+            raise HarnessError("Toxiproxy exited at once", self.log_tail())
+        pidrecord.write(self.pidfile, rec)
+        return proc.pid
+
+    def stop(self) -> tuple[bool, str | None]:
+        return self.stop_ours(grace=5.0)
+
+    def api(self, port: int) -> "Api":
+        return Api(port)
+
+
+class Api:
+    """Toxiproxy's HTTP API on 127.0.0.1:port: the calls the harness makes, nothing else."""
+
+    def __init__(self, port: int):
+        self.base = f"http://{LOOPBACK}:{int(port)}"
+
+    def _call(self, method: str, path: str, body: dict | None = None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"} if data else {})
+        # Never through an HTTP proxy from the environment: the server is on this machine's loopback.
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(req, timeout=API_TIMEOUT_S) as resp:
+                text = resp.read(1 << 20).decode(errors="replace")
+        except urllib.error.HTTPError as e:
+            raise HarnessError(f"Toxiproxy refused {method} {path}: HTTP {e.code} "
+                               f"{e.read(300).decode(errors='replace').strip()}")
+        except (urllib.error.URLError, OSError) as e:
+            raise HarnessError(f"Toxiproxy on {self.base} does not answer ({getattr(e, 'reason', e)})")
+        try:
+            return json.loads(text) if text.strip() else None
+        except ValueError:
+            raise HarnessError(f"Toxiproxy answered {method} {path} with something that is not JSON")
+
+    def answers(self) -> bool:
+        try:
+            self.proxies()
+            return True
+        except HarnessError:
+            return False
+
+    def proxies(self) -> dict:
+        got = self._call("GET", "/proxies")
+        return got if isinstance(got, dict) else {}
+
+    def toxics(self) -> dict[str, list[str]]:
+        """{proxy name: [toxic names]} for the proxies that have toxics now."""
+        out = {}
+        for name, p in self.proxies().items():
+            names = [t.get("name") for t in (p.get("toxics") or []) if isinstance(t, dict)] \
+                if isinstance(p, dict) else []
+            if names:
+                out[str(name)] = [str(n) for n in names]
+        return out
+
+    def add_latency(self, node: int, ms: int, jitter: int) -> None:
+        """Every byte the node sends its clients through the proxy is held `ms` ± `jitter` ms."""
+        self._call("POST", f"/proxies/{proxy_name(node)}/toxics",
+                   {"name": TOXIC, "type": "latency", "stream": "downstream", "toxicity": 1.0,
+                    "attributes": {"latency": int(ms), "jitter": int(jitter)}})
+
+    def remove_latency(self, node: int) -> None:
+        """The fault's toxic removed from the node's proxy (nothing to do when it has none)."""
+        try:
+            self._call("DELETE", f"/proxies/{proxy_name(node)}/toxics/{TOXIC}")
+        except HarnessError as e:
+            if "HTTP 404" not in str(e):
+                raise

@@ -1,0 +1,132 @@
+"""The latency fault for real: a 3-node cluster whose clients reach each node through a Toxiproxy proxy
+(`harness up --brokers 3 --proxies`), a node's replies held back longer than the producer's request timeout,
+audited runs checked by an independent reader; and nothing of the delay left after a run, nor after `harness
+down` when the harness was SIGKILLed mid-delay."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.stack import toxiproxy
+from tests.conftest import ROOT, harness, processes_of, searchable_dir
+from tests.integration.test_cluster import read_keys, run_exp
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(toxiproxy.find_binary() is None and not os.environ.get("CI"),
+                                 reason="toxiproxy-server is not installed (bash .ci/install-toxiproxy.sh)")]
+
+
+def toxics(home) -> dict:
+    rec = toxiproxy.LocalToxiproxy(home).running()
+    assert rec is not None, "the stack's Toxiproxy is not running"
+    return toxiproxy.Api(rec.ports["toxiproxy"]).toxics()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    import shutil
+    home = searchable_dir("harness-latency-test-")
+    env = {"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "",
+           "HARNESS_STACK": "local"}
+    try:
+        harness("up", "--brokers", "3", "--proxies", env=env, check=True, timeout=300)
+        st = json.loads(harness("status", "--json", env=env, check=True).stdout)
+        yield {"home": home, "env": env, "status": st}
+    finally:
+        harness("down", "--purge", env=env, timeout=300)
+        left = processes_of(home)
+        shutil.rmtree(home, ignore_errors=True)
+        assert not left, f"processes of the cluster's state folder survived `harness down`: {left}"
+
+
+def test_clients_reach_every_node_through_its_proxy(cluster):
+    from confluent_kafka.admin import AdminClient
+    rec = json.loads((cluster["home"] / "stack.json").read_text())
+    proxies = [rec[f"proxy-{n}_port"] for n in (1, 2, 3)]
+    assert cluster["status"]["bootstrap_servers"] == ",".join(f"127.0.0.1:{p}" for p in proxies)
+    md = AdminClient({"bootstrap.servers": cluster["status"]["bootstrap_servers"]}).list_topics(timeout=10)
+    # the metadata the clients get names the proxies, so every later connection goes through them too
+    assert sorted((b.host, b.port) for b in md.brokers.values()) == sorted(("127.0.0.1", p) for p in proxies)
+    assert toxics(cluster["home"]) == {}
+
+
+def test_a_delay_is_a_real_delay_on_the_wire_and_goes_when_removed(cluster):
+    """Toxiproxy's own API, through the harness's client: a latency toxic holds a reply back."""
+    rec = json.loads((cluster["home"] / "stack.json").read_text())
+    api = toxiproxy.Api(toxiproxy.LocalToxiproxy(cluster["home"]).running().ports["toxiproxy"])
+
+    def round_trip() -> float:      # a Kafka ApiVersions request (v0) to node 1 through its proxy
+        with socket.create_connection(("127.0.0.1", rec["proxy-1_port"]), timeout=10) as s:
+            body = (18).to_bytes(2, "big") + (0).to_bytes(2, "big") + (7).to_bytes(4, "big") + (0).to_bytes(2, "big")
+            t = time.monotonic()
+            s.sendall(len(body).to_bytes(4, "big") + body)
+            assert len(s.recv(4)) == 4
+            return time.monotonic() - t
+    api.add_latency(1, 700, 0)
+    try:
+        assert toxics(cluster["home"]) == {"kafka-1": [toxiproxy.TOXIC]}
+        assert round_trip() >= 0.65
+    finally:
+        api.remove_latency(1)
+    assert toxics(cluster["home"]) == {} and round_trip() < 0.65
+    api.remove_latency(1)           # removing what is gone is no error
+
+
+def test_a_producer_under_latency_past_its_request_timeout_duplicates_only_without_idempotence(cluster, tmp_path):
+    """The leader's replies held 2.5 s, past the producer's 1 s socket timeout: the request was applied, the
+    producer does not know it and sends it again. The broker drops the second copy only when idempotent."""
+    fault = "latency:of=leader,ms=2500,jitter=200,count=2,every=1,down=4"
+    on = run_exp(cluster, tmp_path / "on", "producer", "--messages", "400", "--idempotence", "on", "--fault", fault)
+    off = run_exp(cluster, tmp_path / "off", "producer", "--messages", "400", "--idempotence", "off", "--fault", fault)
+    for d in (on, off):
+        rows = [f for f in d["faults"] if f["fault"] == "latency"]
+        assert len(rows) == 2 and all(r["back_at"] and r["process"].startswith("toxic on proxy kafka-") for r in rows)
+        assert all("leader of" in r["target"] for r in rows) and d["counts"]["lost"] == 0
+        keys = read_keys(d["stack"]["bootstrap_servers"], d["stack"]["output_topic"], "read_committed")
+        assert len(keys) == 400 and sum(n - 1 for n in keys.values()) == d["counts"]["duplicates"]  # a reader agrees
+    assert on["counts"]["duplicates"] == 0 and "kafka.read_committed.duplicates == 0" in on["predicted"]["expectations"]
+    assert any(e.startswith("kafka.read_committed.duplicates <= ") for e in off["predicted"]["expectations"])
+    assert toxics(cluster["home"]) == {}                          # healed
+
+
+def test_eos_under_latency_stays_exact_under_read_committed(cluster, tmp_path):
+    d = run_exp(cluster, tmp_path / "eos", "eos", "--messages", "200", "--fault", "planned-crash",
+                "--fault", "latency:of=coordinator,ms=1200,count=1,down=4")
+    (row,) = [f for f in d["faults"] if f["fault"] == "latency"]
+    assert row["back_at"] and "transaction coordinator" in row["target"]
+    k = d["kafka_output"]["read_committed"]
+    assert (k["duplicates"], k["lost"]) == (0, 0)
+    keys = read_keys(d["stack"]["bootstrap_servers"], d["stack"]["output_topic"], "read_committed")
+    assert len(keys) == 200 and max(keys.values()) == 1
+
+
+def test_a_harness_killed_mid_delay_leaves_a_toxic_that_is_refused_and_down_removes(cluster, tmp_path):
+    run = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "offset-after", "--messages", "3000",
+                            "--quiet", "--out", str(tmp_path / "r"), "--fault", "latency:count=1,every=0,down=120"],
+                           cwd=ROOT, env={**os.environ, **cluster["env"]},
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline, delayed = time.time() + 120, {}
+        while time.time() < deadline and not delayed:
+            delayed = toxics(cluster["home"])
+            time.sleep(0.2)
+        assert delayed, "no node was delayed"
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+    (proxy,) = delayed
+    assert toxics(cluster["home"]) == delayed                    # the killed harness could not remove it
+    st = harness("status", env=cluster["env"], timeout=120)
+    assert f"{proxy} delayed by Toxiproxy" in st.stdout + st.stderr
+    refused = harness("run", "offset-after", "--messages", "10", "--fault", "latency", env=cluster["env"], timeout=300)
+    assert refused.returncode == 2 and "is delayed or cut already" in refused.stderr
+    harness("down", env=cluster["env"], check=True, timeout=300)
+    assert not processes_of(cluster["home"])                      # the toxic went with the server
+    harness("up", env=cluster["env"], check=True, timeout=300)  # remembered: the proxies come back, clean
+    assert toxics(cluster["home"]) == {}
