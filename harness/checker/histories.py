@@ -68,8 +68,10 @@ def well_formed(op) -> bool:
             and not isinstance(op[0], bool) and math.isfinite(op[0])):
         return False
     kind, rest = op[1], op[2:]
-    if kind in ("assign", "seek", "commit", "join"):
+    if kind in ("assign", "seek", "commit", "join", "commit-begin"):
         return len(rest) == 2 and isinstance(rest[0], str) and _offsets(rest[1])
+    if kind == "commit-error":
+        return len(rest) == 3 and isinstance(rest[0], str) and _offsets(rest[1]) and isinstance(rest[2], str)
     if kind == "poll":
         return len(rest) == 2 and isinstance(rest[0], str) and _runs(rest[1])
     if kind == "revoke":

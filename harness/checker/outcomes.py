@@ -13,7 +13,13 @@ left many unknowns proves less than one that left none.
 
 A failed send is one whose error says the record never left or was refused
 for good (too large, not authorized, purged from the queue before sending);
-every other error is unknown.
+every other error is unknown. A consumer's own offset commit is the same: ok
+when the call returned, failed when the group coordinator refused it (the
+group moved on, the member is unknown, the coordinator is elsewhere), unknown
+when it timed out or lost its connection, or when the process died between
+asking and the answer (its history ends with the "commit-begin"). An unknown
+commit may have moved the group's offset: the records after the last known
+commit may be redelivered, or not.
 """
 
 from __future__ import annotations
@@ -24,6 +30,12 @@ from .anomalies import ABORTED, COMMITTED, UNKNOWN, Process, txn_outcomes
 DEFINITE_FAILURES = ("_PURGE_QUEUE", "MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "INVALID_RECORD",
                      "TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED", "_UNKNOWN_TOPIC",
                      "_UNKNOWN_PARTITION", "_INVALID_ARG", "RECORD_LIST_TOO_LARGE")
+# Offset commit errors that say the coordinator did not store the offsets.
+COMMIT_REFUSED = ("ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "FENCED_INSTANCE_ID",
+                  "STALE_MEMBER_EPOCH", "GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED",
+                  "OFFSET_METADATA_TOO_LARGE", "INVALID_COMMIT_OFFSET_SIZE", "NOT_COORDINATOR",
+                  "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS", "_NO_OFFSET", "_INVALID_ARG",
+                  "UNKNOWN_TOPIC_OR_PART", "_ASSIGNMENT_LOST", "_STATE")
 MAX_IDS = 20
 
 
@@ -31,15 +43,42 @@ def send_failed_for_good(error: str) -> bool:
     return any(name in (error or "") for name in DEFINITE_FAILURES)
 
 
+def commit_refused(error: str) -> bool:
+    return any(name in (error or "") for name in COMMIT_REFUSED)
+
+
 def count(procs: list[Process], topic: str | None = None) -> dict:
-    """{"sends": {ok, failed, unknown}, "transactions": {committed, aborted, unknown}, "unknown_sends": ids,
-    "unknown_transactions": ["worker/attempt transaction n", ...]} over the histories (sends to `topic`
-    when given)."""
+    """{"sends": {ok, failed, unknown}, "transactions": {committed, aborted, unknown}, "commits": {ok, failed,
+    unknown}, "unknown_sends": ids, "unknown_transactions": ["worker/attempt transaction n", ...],
+    "unknown_commits": ["worker/attempt partition:offset,...", ...]} over the histories (sends to `topic`
+    when given; commits of any topic: a consumer commits the input it reads)."""
     sends = {"ok": 0, "failed": 0, "unknown": 0}
     txns = {COMMITTED: 0, ABORTED: 0, UNKNOWN: 0}
-    unknown_sends, unknown_txns = [], []
+    commits = {"ok": 0, "failed": 0, "unknown": 0}
+    unknown_sends, unknown_txns, unknown_commits = [], [], []
+
+    def unknown_commit(proc: Process, offsets: dict) -> None:
+        commits["unknown"] += 1
+        unknown_commits.append(f"{proc.name} " + ",".join(f"{p}:{o}" for p, o in sorted(offsets.items())))
     for p in procs:
+        asked = None                # the commit asked for and not yet answered
         for op in p.ops:
+            if op[1] == "commit-begin":
+                if asked is not None:       # asked again without an answer line: the first is unknown
+                    unknown_commit(p, asked)
+                asked = op[3]
+                continue
+            if op[1] == "commit":
+                commits["ok"] += 1
+                asked = None
+                continue
+            if op[1] == "commit-error":
+                if commit_refused(op[4]):
+                    commits["failed"] += 1
+                else:
+                    unknown_commit(p, op[3])
+                asked = None
+                continue
             if topic is not None and op[1] in ("send", "send-error") and op[2] != topic:
                 continue
             if op[1] == "send":
@@ -50,10 +89,12 @@ def count(procs: list[Process], topic: str | None = None) -> dict:
                 else:
                     sends["unknown"] += 1
                     unknown_sends.append(op[3])
+        if asked is not None:       # the process ended between asking and the answer
+            unknown_commit(p, asked)
         for n, outcome in sorted(txn_outcomes(p).items()):
             txns[outcome] += 1
             if outcome == UNKNOWN:
                 unknown_txns.append(f"{p.name} transaction {n}")
-    return {"sends": sends, "transactions": txns,
+    return {"sends": sends, "transactions": txns, "commits": commits,
             "unknown_sends": sorted({str(k) for k in unknown_sends})[:MAX_IDS],
-            "unknown_transactions": unknown_txns[:MAX_IDS]}
+            "unknown_transactions": unknown_txns[:MAX_IDS], "unknown_commits": unknown_commits[:MAX_IDS]}

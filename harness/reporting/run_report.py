@@ -161,7 +161,8 @@ class RunReport:
             text += f"; unreadable: {'; '.join(map(str, h['problems'][:3]))}"
         oc = h.get("outcomes") or {}
         unknown = [f"{fmt(n)} {what}" for what, n in (("sends", (oc.get("sends") or {}).get("unknown")),
-                                                      ("transactions", (oc.get("transactions") or {}).get("unknown")))
+                                                      ("transactions", (oc.get("transactions") or {}).get("unknown")),
+                                                      ("offset commits", (oc.get("commits") or {}).get("unknown")))
                    if n]
         if unknown:
             text += f"; unknown to their writers (may or may not have happened): {' and '.join(unknown)}"

@@ -181,17 +181,19 @@ class WorkerContext(GroupMember):
         if not msgs:
             return
         offsets = self.offsets_after(msgs)
-        if self.group_mode:
-            from confluent_kafka import KafkaException
-            try:
-                self.consumer.commit(offsets=offsets, asynchronous=False)
-            except KafkaException as e:
-                # Refused mid-rebalance (the generation moved on): the partition's next owner redelivers them.
-                self.events.emit("commit_lost", unacked=ids(msgs), reason=str(e.args[0])[:200])
-                return
-        else:
+        asked = {tp.partition: tp.offset for tp in offsets}
+        from confluent_kafka import KafkaException
+        self.history.positions("commit-begin", self.input_topic, asked)
+        try:
             self.consumer.commit(offsets=offsets, asynchronous=False)
-        self.history.positions("commit", self.input_topic, {tp.partition: tp.offset for tp in offsets})
+        except KafkaException as e:
+            self.history.commit_error(self.input_topic, asked, e.args[0])
+            if not self.group_mode:
+                raise
+            # Refused mid-rebalance (the generation moved on): the partition's next owner redelivers them.
+            self.events.emit("commit_lost", unacked=ids(msgs), reason=str(e.args[0])[:200])
+            return
+        self.history.positions("commit", self.input_topic, asked)
         self.mark_committed(offsets)
 
     def mark_committed(self, offsets) -> None:

@@ -64,11 +64,14 @@ class GroupMember:
         gone = {tp.partition for tp in partitions}
         mine = [m for m in self.pending if m.partition() in gone]
         if mine:
+            offsets = self.offsets_after(mine)
+            asked = {tp.partition: tp.offset for tp in offsets}
+            self.history.positions("commit-begin", self.input_topic, asked)
             try:
-                offsets = self.offsets_after(mine)
                 consumer.commit(offsets=offsets, asynchronous=False)
-                self.history.positions("commit", self.input_topic, {tp.partition: tp.offset for tp in offsets})
+                self.history.positions("commit", self.input_topic, asked)
             except Exception as e:  # noqa: BLE001 - the new owner redelivers them: say which
+                self.history.commit_error(self.input_topic, asked, e.args[0] if e.args else e)
                 self.events.emit("commit_lost", unacked=ids(mine), reason=str(e)[:200])
         self._forget(gone, mine)
         self.events.emit("revoked", partitions=sorted(gone), committed_on_revoke=len(mine))

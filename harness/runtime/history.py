@@ -14,7 +14,9 @@ SIGKILL could lose, except delivery reports: see below), time first:
     [t, "join", topic, {partition: committed offset}]  a group gave partitions (the consumer starts there
                                                         or later: it fetches its offsets again itself)
     [t, "poll", topic, {partition: [[first, last], ...]}]   consecutive offsets as ranges
-    [t, "commit", topic, {partition: next offset}]     offsets committed (a consumer's own commit)
+    [t, "commit-begin", topic, {partition: next offset}]   a consumer's own offset commit is asked for
+    [t, "commit", topic, {partition: next offset}]     ... and was committed
+    [t, "commit-error", topic, {partition: next offset}, error]   ... and was refused, or timed out
     [t, "revoke", topic, [partition, ...]]             a group took partitions away (or they were lost)
     [t, "txn", "begin" | "committing" | "commit" | "abort", n]    n: the process's nth transaction
     [t, "send", topic, partition, offset, key, n]       a delivery report without error (n: its transaction)
@@ -109,6 +111,9 @@ class History:
     def positions(self, op: str, topic: str, offsets: dict) -> None:
         """An "assign", "join", "seek" or "commit": the next offset of each partition."""
         self._write(op, topic, {str(p): int(o) for p, o in offsets.items()})
+
+    def commit_error(self, topic: str, offsets: dict, error) -> None:
+        self._write("commit-error", topic, {str(p): int(o) for p, o in offsets.items()}, str(error)[:200])
 
     def revoked(self, topic: str, partitions) -> None:
         self._write("revoke", topic, sorted(int(p) for p in partitions))

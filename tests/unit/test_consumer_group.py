@@ -69,7 +69,8 @@ def test_a_revocation_commits_what_was_applied_on_the_revoked_partitions(tmp_pat
     assert ev[-1]["event"] == "revoked" and ev[-1]["partitions"] == [0] and ev[-1]["committed_on_revoke"] == 2
     # the history says the same: the commit of what was applied, then the partition taken away
     ops = [json.loads(l) for l in (tmp_path / "w0-1.jsonl").read_text().splitlines()]
-    assert [op[1:] for op in ops[1:]] == [["commit", "in", {"0": 7}], ["revoke", "in", [0]]]
+    assert [op[1:] for op in ops[1:]] == [["commit-begin", "in", {"0": 7}], ["commit", "in", {"0": 7}],
+                                       ["revoke", "in", [0]]]
 
 
 def test_an_assignment_delivered_while_the_worker_closes_is_not_served(tmp_path):

@@ -162,3 +162,17 @@ h.on_delivery()(None, Msg())
     proc = subprocess.run([sys.executable, "-c", code], timeout=60, capture_output=True)
     assert proc.returncode != 0 and proc.returncode != -9
     assert [(s.key, s.offset) for s in sends_of(read(tmp_path).processes[0])] == [("a", 9)]
+
+
+def test_offset_commits_asked_for_and_refused_are_read_back_and_a_malformed_one_is_set_aside(tmp_path):
+    h = History(str(tmp_path), "w0", 1)
+    h.positions("commit-begin", "in", {0: 5})
+    h.commit_error("in", {0: 5}, "KafkaError{code=REQUEST_TIMED_OUT}")
+    h.positions("commit-begin", "in", {0: 5})
+    h.positions("commit", "in", {0: 5})
+    h.close()
+    with open(tmp_path / "w0-1.jsonl", "a") as f:
+        f.write('[9.0,"commit-error","in",{"0":5},{"not":"a string"}]\n[9.1,"commit-begin","in",{"x":1}]\n')
+    got = read(tmp_path)
+    assert [op[1] for op in got.processes[0].ops] == ["commit-begin", "commit-error", "commit-begin", "commit"]
+    assert got.bad_lines == 2

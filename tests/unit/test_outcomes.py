@@ -25,7 +25,26 @@ def test_a_transaction_is_unknown_only_between_asking_to_commit_and_the_answer()
     assert got["unknown_transactions"] == ["w0/1 transaction 4"]
     assert count([], OUT) == {"sends": {"ok": 0, "failed": 0, "unknown": 0},
                               "transactions": {"committed": 0, "aborted": 0, "unknown": 0},
-                              "unknown_sends": [], "unknown_transactions": []}
+                              "commits": {"ok": 0, "failed": 0, "unknown": 0},
+                              "unknown_sends": [], "unknown_transactions": [], "unknown_commits": []}
+
+
+def test_an_offset_commit_is_ok_refused_or_unknown_and_unknown_when_its_process_died_asking():
+    from harness.checker.anomalies import Process
+    a = Process("w0", 1)
+    a.ops = [[1.0, "commit-begin", IN, {"0": 5}], [1.1, "commit", IN, {"0": 5}],
+             [2.0, "commit-begin", IN, {"0": 9}],
+             [2.5, "commit-error", IN, {"0": 9}, "KafkaError{code=REQUEST_TIMED_OUT,val=7}"],
+             [3.0, "commit-begin", IN, {"1": 4}],
+             [3.2, "commit-error", IN, {"1": 4}, "KafkaError{code=ILLEGAL_GENERATION,val=22}"],
+             [4.0, "commit", IN, {"0": 12}],                       # an older harness: no commit-begin
+             [5.0, "commit-begin", IN, {"0": 15, "1": 6}]]          # then the process was killed
+    b = Process("w0", 2)
+    b.ops = [[6.0, "commit-begin", IN, {"0": 15}], [6.1, "commit-begin", IN, {"0": 16}],
+             [6.2, "commit", IN, {"0": 16}]]
+    got = count([a, b], OUT)
+    assert got["commits"] == {"ok": 3, "failed": 1, "unknown": 3}
+    assert got["unknown_commits"] == ["w0/1 0:9", "w0/1 0:15,1:6", "w0/2 0:15"]
 
 
 def test_the_report_says_how_much_was_unknown_to_the_writers():
@@ -38,6 +57,10 @@ def test_the_report_says_how_much_was_unknown_to_the_writers():
     validate(d)
     assert RunReport(d).history_line().endswith("; unknown to their writers (may or may not have happened): "
                                                 "1 transactions")
+    d["anomaly_classes"]["history"]["outcomes"]["commits"]["unknown"] = 2
+    assert RunReport(d).history_line().endswith("1 transactions and 2 offset commits")
+    del d["anomaly_classes"]["history"]["outcomes"]["commits"]      # a report of an older harness
+    validate(d)
     d["anomaly_classes"]["history"]["outcomes"] = count([], OUT)
     assert "unknown" not in RunReport(d).history_line()
     assert IN != OUT
