@@ -33,6 +33,8 @@ import time
 import traceback
 from contextlib import contextmanager
 
+from .history import flush_all
+
 STUCK_EXIT = 4
 TICK_S = 0.25
 
@@ -103,5 +105,6 @@ class CallDeadline:
                     except BaseException:  # noqa: BLE001 - undescribed: exit as a failure, not as "stuck"
                         traceback.print_exc()
                         code = 1
+                    flush_all()          # os._exit runs no atexit handler
                     self.exit(code)
                     return

@@ -32,6 +32,8 @@ import os
 import random
 import signal
 
+from .history import flush_all
+
 MID_PRODUCE, BEFORE_COMMIT, AFTER_SEND_OFFSETS = "mid-produce", "before-commit", "after-send-offsets"
 PAUSE_STEPS = {
     MID_PRODUCE: "right after a planned payment's record is produced, its transaction open",
@@ -89,5 +91,6 @@ class ClientFaults:
         left = flush()
         self.events.emit("client_paused", step=step, message_id=planned, seconds=self.pauses[planned],
                          undelivered=left, **{k: list(v() if callable(v) else v) for k, v in held.items()})
+        flush_all()                                   # what it knew is written before it freezes
         os.kill(os.getpid(), signal.SIGSTOP)          # the supervisor's fault sends SIGCONT
         self.events.emit("client_resumed", step=step, message_id=planned)

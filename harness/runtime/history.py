@@ -28,10 +28,13 @@ Delivery reports come in batches, thousands a second inside one poll, flush or
 commit_transaction call: one write and one JSON encoding each cost a fast
 transactional worker a fifth of its throughput (`harness bench`). So their
 lines wait in memory, each with the time its report came, and go out in one
-write before the next other operation's line, before a planned crash, and at
-exit. A SIGKILL in between loses reports the process had received and not yet
-acted on, the same as if it had died before they came: no line is ever written
-out of its order, and none that the process acted on is missing.
+write: before the next other operation's line, when the oldest has waited
+`MAX_WAIT_S`, before a planned crash or a client pause, and when the process
+ends any other way (`flush_all`: at exit, in the fork server's child before
+its `os._exit`, before a stuck call's exit). A SIGKILL from outside can still
+lose reports that came within the last `MAX_WAIT_S` and were not yet acted on,
+the same as if the process had died before they came; no line is ever written
+out of its order.
 
 "committing" is written just before commit_transaction is called: a process
 that died after "begin" without it cannot have committed (no EndTxn was
@@ -47,6 +50,22 @@ import os
 import time
 from json.encoder import encode_basestring_ascii as _json_string
 from pathlib import Path
+
+MAX_WAIT_S = 0.2                      # the longest a delivery report waits in memory while reports keep coming
+_MAX_WAIT_US = int(MAX_WAIT_S * 1_000_000)
+_LIVE: list = []                      # this process's histories with a file, for flush_all
+
+
+def flush_all() -> None:
+    """Write every history's waiting delivery reports (the process is about to end, or to stop)."""
+    for h in list(_LIVE):
+        try:
+            h.flush()
+        except OSError:
+            pass
+
+
+atexit.register(flush_all)
 
 
 def ranges(offsets: list[int]) -> list[list[int]]:
@@ -75,7 +94,7 @@ class History:
         self._callback: tuple | None = None  # (transaction, its on_delivery callback)
         self._sends: list[tuple] = []        # delivery reports not yet written: (µs, topic, partition, offset, key, n)
         if self.path is not None:
-            atexit.register(self.flush)      # an exception or sys.exit (a fencing) writes what came
+            _LIVE.append(self)               # an exception, sys.exit (a fencing) or os._exit writes what came
 
     def _open(self) -> None:
         if self.fd is None:
@@ -146,8 +165,10 @@ class History:
                 self._write("send-error", msg.topic(), key, str(err)[:200], n)
             else:       # acks=0: no offset comes back (None): -1, a send with no place in the log
                 offset = msg.offset()
-                self._sends.append((time.time_ns() // 1000, msg.topic(), msg.partition(),
-                                    -1 if offset is None else offset, key, n))
+                us = time.time_ns() // 1000
+                self._sends.append((us, msg.topic(), msg.partition(), -1 if offset is None else offset, key, n))
+                if us - self._sends[0][0] > _MAX_WAIT_US:
+                    self.flush()
         self._callback = (n, delivered)
         return delivered
 
@@ -156,6 +177,8 @@ class History:
         if self.fd is not None:
             os.close(self.fd)
         self.fd, self.path = None, None
+        if self in _LIVE:
+            _LIVE.remove(self)
 
 
 def _line(t: float, *fields) -> str:

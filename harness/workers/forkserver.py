@@ -112,6 +112,8 @@ def _child(sock: socket.socket, wake: tuple, request: dict, stdin_fd: int, log_f
         rc = 1
     finally:
         try:
+            from ..runtime.history import flush_all
+            flush_all()             # os._exit runs no atexit handler: the history's waiting reports first
             sys.stdout.flush()
             sys.stderr.flush()
         finally:

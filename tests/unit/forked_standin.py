@@ -1,7 +1,9 @@
 """A worker stand-in for the fork server's tests: `python -m tests.unit.forked_standin ACT FILE`.
 
 ACT: exit-N (exit with N), crash (SIGKILL itself), sleep (a minute), standby (read one line from stdin and
-write it to FILE), env (write $HARNESS_STANDIN to FILE), argv (write sys.argv to FILE), raise (an exception).
+write it to FILE), env (write $HARNESS_STANDIN to FILE), argv (write sys.argv to FILE), raise (an exception),
+report-then-exit-N (a history in folder FILE gets one delivery report, then the process exits with N, as a
+fenced worker does).
 """
 
 import json
@@ -31,6 +33,16 @@ def main(argv) -> int:
             json.dump(sys.argv, f)
     if act == "raise":
         raise RuntimeError("a stand-in's own error")
+    if act.startswith("report-then-exit-"):
+        from harness.runtime.history import History
+
+        class Msg:
+            def key(self): return b"a"
+            def partition(self): return 0
+            def offset(self): return 9
+            def topic(self): return "out"
+        History(out, "w0", 1).on_delivery()(None, Msg())
+        sys.exit(int(act[len("report-then-exit-"):]))
     return 0
 
 

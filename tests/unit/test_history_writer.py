@@ -176,3 +176,31 @@ def test_offset_commits_asked_for_and_refused_are_read_back_and_a_malformed_one_
     got = read(tmp_path)
     assert [op[1] for op in got.processes[0].ops] == ["commit-begin", "commit-error", "commit-begin", "commit"]
     assert got.bad_lines == 2
+
+
+def test_reports_that_keep_coming_are_written_once_the_oldest_has_waited_its_longest(tmp_path, monkeypatch):
+    """A producer draining its last reports writes no other line: they must not wait for the end."""
+    import harness.runtime.history as history
+    now = [1_000_000_000_000_000]
+    monkeypatch.setattr(history.time, "time_ns", lambda: now[0])
+    h = History(str(tmp_path), "w0", 1)
+    h.positions("assign", "in", {0: 0})
+    h.on_delivery()(None, Msg("a", 0, 1))
+    now[0] += int(history.MAX_WAIT_S * 1e9) // 2
+    h.on_delivery()(None, Msg("b", 0, 2))
+    assert len((tmp_path / "w0-1.jsonl").read_text().splitlines()) == 2       # open, assign: both still wait
+    now[0] += int(history.MAX_WAIT_S * 1e9)
+    h.on_delivery()(None, Msg("c", 0, 3))
+    assert [json.loads(line)[5] for line in (tmp_path / "w0-1.jsonl").read_text().splitlines()[2:]] == ["a", "b", "c"]
+
+
+def test_flush_all_writes_every_live_history_and_forgets_closed_ones(tmp_path):
+    from harness.runtime.history import _LIVE, flush_all
+    a, b = History(str(tmp_path), "w0", 1), History(str(tmp_path), "w1", 1)
+    a.on_delivery()(None, Msg("a", 0, 1))
+    b.on_delivery()(None, Msg("b", 0, 2))
+    flush_all()
+    assert all(len((tmp_path / f).read_text().splitlines()) == 2 for f in ("w0-1.jsonl", "w1-1.jsonl"))
+    a.close()
+    b.close()
+    assert a not in _LIVE and b not in _LIVE

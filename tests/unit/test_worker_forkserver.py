@@ -193,3 +193,14 @@ def test_a_stale_exit_of_a_recycled_pid_is_not_taken_by_the_new_process(server, 
         p.kill()
     monkeypatch.setattr(server, "_receive", real)
     assert p.wait(timeout=30) == -signal.SIGKILL
+
+
+def test_a_forked_worker_that_exits_writes_the_delivery_reports_its_history_held(server, tmp_path):
+    """The fork server's child ends in os._exit, which runs no atexit handler: a fenced worker (sys.exit)
+    must still leave the reports it had received in its history."""
+    from harness.checker.anomalies import sends_of
+    from harness.checker.histories import read
+    folder = tmp_path / "history"
+    folder.mkdir()
+    assert spawn(server, tmp_path, "report-then-exit-3", str(folder)).wait(timeout=30) == 3
+    assert [(s.key, s.offset) for s in sends_of(read(folder).processes[0])] == [("a", 9)]
