@@ -52,7 +52,13 @@ class LocalBrokers:
         return self.by_id[node].key
 
     def _port(self, node: int, kind: str = "kafka") -> int | None:
-        rec = self.by_id[node].running() or self._saved.get(node)
+        """The node's port of this kind (kafka, controller, proxied; proxy: its proxy's), from the pid record
+        of the process that binds it, else from stack.json."""
+        if kind == "proxy":
+            from .toxiproxy import LocalToxiproxy
+            rec = LocalToxiproxy(self.state).running()
+        else:
+            rec = self.by_id[node].running() or self._saved.get(node)
         key = f"{kind}-{node}"
         if rec is not None and key in rec.ports:
             return rec.ports[key]
@@ -71,6 +77,7 @@ class LocalBrokers:
     def start(self, node: int) -> str:
         """Start a killed node again, recorded like its first start; its new pid."""
         from .local_kafka import voters
+        from .local_record import proxied as recorded_proxies
         from .maven import resolve_kafka
         k = self.by_id[node]
         if k.running():
@@ -82,8 +89,14 @@ class LocalBrokers:
         if port is None or None in ctrl:
             raise HarnessError(f"cannot restart {k.name}: its ports are not recorded in {self.state}")
         hosts = [self.by_id[n].host() for n in self.node_ids()]
+        proxied = None
+        if recorded_proxies(self.state):         # its second listener, the one its proxy forwards to
+            proxied = (self._port(node, "proxied"), self._port(node, "proxy"))
+            if None in proxied:
+                raise HarnessError(f"cannot restart {k.name} behind its proxy: its proxied ports are not "
+                                   f"recorded in {self.state}")
         pid = k.start(resolve_kafka(lambda _m: None), port, ctrl[node - 1], owner, voters=voters(ctrl, hosts),
-                      cluster_id=k.cluster_id())
+                      cluster_id=k.cluster_id(), proxied=proxied)
         self._started[node] = k.proc        # ours to reap, and to read its exit status from
         return f"pid {pid}"
 
@@ -217,7 +230,14 @@ class LocalBrokers:
         from . import netns
         from .toxiproxy import proxy_name
         api = self._api()
-        api.add_latency(node, ms, jitter)
+        try:
+            api.add_latency(node, ms, jitter)
+        except BaseException:       # a timeout may come after Toxiproxy added it: none at all
+            try:
+                api.remove_latency(node)
+            except HarnessError:
+                pass
+            raise
         if loss:
             layout = self.by_id[node].network()
             try:

@@ -17,11 +17,11 @@ from ..errors import HarnessError
 from . import leases, netns
 from .local_services import services as stack_services, stop_all
 
-DISPLAY = {"kafka": "Kafka", "postgres": "PostgreSQL"}
+DISPLAY = {"kafka": "Kafka", "postgres": "PostgreSQL", "toxiproxy": "Toxiproxy"}
 
 
 def display(key: str) -> str:
-    """kafka -> Kafka, kafka-2 -> Kafka node 2, postgres -> PostgreSQL."""
+    """kafka -> Kafka, kafka-2 -> Kafka node 2, postgres -> PostgreSQL, toxiproxy -> Toxiproxy."""
     return DISPLAY.get(key) or f"Kafka node {key.rpartition('-')[2]}"
 
 

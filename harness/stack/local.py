@@ -190,7 +190,8 @@ def purged_paths(state: Path) -> list[Path]:
     marks for the first time, so that purge never deletes what the harness did not make)."""
     from .shellenv import PGPASS_NAME       # the copy of the password `harness env` keeps
     kafka, pg = every_node(state), LocalPostgres(state)
-    return [*(k.home for k in kafka), pg.home, toxiproxy.LocalToxiproxy(state).home, pg.password_file, pg.admin_password_file,
+    proxy = toxiproxy.LocalToxiproxy(state)         # its files only: a folder of that name may predate us
+    return [*(k.home for k in kafka), pg.home, *proxy.files(), pg.password_file, pg.admin_password_file,
             pg.audit_password_file, kafka[0].client_file, state / PGPASS_NAME, record_path(state)]
 
 
@@ -228,9 +229,15 @@ def down(purge: bool = False, log=print) -> list[str]:
         leases.unhold(state)
         if purge:
             for p in purged_paths(state):
+                if p.parent != state and p.parent.is_symlink():
+                    continue                # a planted link: what it points to is not ours to delete
                 if p.is_dir():
                     shutil.rmtree(p, ignore_errors=True)
                 else:
                     p.unlink(missing_ok=True)
+            try:
+                toxiproxy.LocalToxiproxy(state).home.rmdir()       # only when nothing else is in it
+            except OSError:
+                pass
             log(f"Deleted Kafka and PostgreSQL data under {state}")
     return stopped

@@ -205,6 +205,13 @@ class LocalKafka(pidrecord.RecordedService):
         _write_private(self.props, "".join(f"{k}={v}\n" for k, v in settings.items()))
         safefile.write_text(self.home / "log4j2.properties", LOG4J2)
 
+    def port_names(self, port: int, controller_port: int, proxied: tuple[int, int] | None = None) -> dict:
+        """Its ports under the stack's names for them (local_record.port_names), for its pid record: so
+        the running node says which ports are its own even when stack.json is lost."""
+        n = "" if self.node is None else f"-{self.node}"
+        return {f"kafka{n}": port, f"controller{n}": controller_port,
+                **({f"proxied{n}": proxied[0]} if proxied else {})}
+
     def configured_auth(self) -> str:
         """"scram" when server.properties has the SASL listener, else "none" (also without a config)."""
         try:
@@ -285,7 +292,7 @@ class LocalKafka(pidrecord.RecordedService):
         self.proc = proc        # a broker fault that restarts the node reads its exit status from it
         try:
             rec = pidrecord.capture(proc.pid, self.marks(), group=self.group, owner=owner,
-                                    ports={"kafka": port, "controller": controller_port})
+                                    ports=self.port_names(port, controller_port, proxied))
         except ProcessLookupError:
             raise HarnessError(f"{self.name} exited at once", self.log_tail())
         pidrecord.write(self.pidfile, rec)

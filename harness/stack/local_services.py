@@ -197,6 +197,10 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
     if cut:         # it would never answer as a whole: say why at once instead of waiting out the start timeout
         raise HarnessError(f"Kafka node {', '.join(map(str, cut))} is cut off by network rules (a network fault "
                            f"under way, or one a killed harness left): `harness down` removes them")
+    delayed = _delayed_nodes(running.get("toxiproxy"))
+    if delayed:     # every run on it would be slowed, and judged, without being told
+        raise HarnessError(f"Kafka node {', '.join(map(str, delayed))} is delayed by Toxiproxy (a latency fault "
+                           f"under way, or one a killed harness left): `harness down` removes it")
     if not all(running.values()):
         bindir, lib = _tools(log)       # fail early, before starting anything
     damage = record_damage(state, any(running.values())) if had == brokers else None
@@ -242,6 +246,11 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
                     netns.make(state, brokers)
             elif netns.read_record(state) is not None:
                 netns.remove(state)         # left by a stack that had them
+        if not proxies and proxy.running():
+            proxy.stop()                    # the stack no longer has proxies (`harness up --no-proxies`)
+        if proxies and running["toxiproxy"] and not all(running[k.key] for k in kafka):
+            proxy.stop()                    # a node starts again, perhaps on other ports: its proxy must follow
+            running["toxiproxy"] = None
         if proxies and not running["toxiproxy"]:
             log(f"Starting Toxiproxy on 127.0.0.1:{port['toxiproxy']} (a proxy per Kafka node) ...")
             started.append("toxiproxy")
@@ -281,6 +290,14 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
     stack.postgres_version = health.postgres_version(stack.postgres_dsn)
     stack.notes = notes + ([] if started else ["reused the running stack"])
     return stack, started
+
+
+def _delayed_nodes(proxy_record) -> list[int]:
+    """The nodes whose proxy has a toxic now, as the running Toxiproxy (its pid record) says."""
+    if proxy_record is None or "toxiproxy" not in proxy_record.ports:
+        return []
+    names = toxiproxy.Api(proxy_record.ports["toxiproxy"]).toxics()
+    return sorted(int(n.rpartition("-")[2]) for n in names if n.rpartition("-")[2].isdigit())
 
 
 def proxied_ports(port: dict, node: int) -> tuple[int, int]:

@@ -28,10 +28,12 @@ The binary is found on PATH or in Go's bin folder as `toxiproxy-server`
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import shutil
 import subprocess
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -45,6 +47,7 @@ BINARY = "toxiproxy-server"
 TOXIC = "harness-latency"          # the name of the one toxic a fault puts on a proxy
 START_TIMEOUT_S = 15
 API_TIMEOUT_S = 5
+MAX_ANSWER = 1 << 20                # three proxies and their toxics are a few kB
 
 
 def find_binary() -> str | None:
@@ -81,6 +84,10 @@ class LocalToxiproxy(pidrecord.RecordedService):
     def marks(self) -> list[str]:
         return [str(self.config)]
 
+    def files(self) -> list[Path]:
+        """What the harness writes in its folder (`down --purge` deletes these, then the folder if empty)."""
+        return [self.config, self.pidfile, self.home / "toxiproxy.log"]
+
     def log_tail(self, lines: int = 20) -> str:
         return "\n".join(safefile.read_tail(self.home / "toxiproxy.log").splitlines()[-lines:])
 
@@ -103,7 +110,8 @@ class LocalToxiproxy(pidrecord.RecordedService):
         self.proc = proc
         try:
             rec = pidrecord.capture(proc.pid, self.marks(), group=self.group, owner=owner,
-                                    ports={"toxiproxy": api_port})
+                                    ports={"toxiproxy": api_port,
+                                           **{f"proxy-{n}": listen for n, (listen, _) in upstreams.items()}})
         except ProcessLookupError:
             raise HarnessError("Toxiproxy exited at once", self.log_tail())
         pidrecord.write(self.pidfile, rec)
@@ -116,6 +124,13 @@ class LocalToxiproxy(pidrecord.RecordedService):
         return Api(port)
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is refused (an HTTPError), never followed: it could point anywhere."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
 class Api:
     """Toxiproxy's HTTP API on 127.0.0.1:port: the calls the harness makes, nothing else."""
 
@@ -126,20 +141,29 @@ class Api:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.base + path, data=data, method=method,
                                      headers={"Content-Type": "application/json"} if data else {})
-        # Never through an HTTP proxy from the environment: the server is on this machine's loopback.
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        # Never through an HTTP proxy from the environment, never redirected: the server is on this loopback.
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+        deadline = time.monotonic() + API_TIMEOUT_S
         try:
             with opener.open(req, timeout=API_TIMEOUT_S) as resp:
-                text = resp.read(1 << 20).decode(errors="replace")
+                chunks, size = [], 0
+                while size < MAX_ANSWER and (chunk := resp.read(65536)):
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if time.monotonic() > deadline:         # a server trickling bytes
+                        raise HarnessError(f"Toxiproxy on {self.base} answered {method} {path} too slowly")
+                text = b"".join(chunks).decode(errors="replace")
         except urllib.error.HTTPError as e:
             raise HarnessError(f"Toxiproxy refused {method} {path}: HTTP {e.code} "
                                f"{e.read(300).decode(errors='replace').strip()}")
-        except (urllib.error.URLError, OSError) as e:
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
             raise HarnessError(f"Toxiproxy on {self.base} does not answer ({getattr(e, 'reason', e)})")
+        if size >= MAX_ANSWER:
+            raise HarnessError(f"Toxiproxy's answer to {method} {path} is larger than any it gives")
         try:
             return json.loads(text) if text.strip() else None
-        except ValueError:
-            raise HarnessError(f"Toxiproxy answered {method} {path} with something that is not JSON")
+        except (ValueError, RecursionError):
+            raise HarnessError(f"Toxiproxy answered {method} {path} with something that is not its JSON")
 
     def answers(self) -> bool:
         try:
