@@ -5,8 +5,10 @@ it can reach, the harder case: a request that timed out may still have been
 applied, a producer's or coordinator's view of who leads goes stale. Both act
 on the local cluster's node networks (`harness up --brokers 3
 --node-networks`: each node in a network namespace of its own, see
-stack/netns.py), with iptables rules inside the node's namespace, so nothing
-of the machine's own network is touched:
+stack/netns.py), or on the compose cluster's broker containers (each in the
+namespace its engine made, entered with nsenter: stack/container_net.py),
+with iptables rules inside the node's namespace, so nothing of the machine's
+own network is touched:
 
 - partition: the node reaches nobody and nobody reaches it (clients and the
   other nodes), for a seeded time, then heals; `of=` picks what the
@@ -29,7 +31,9 @@ of the machine's own network is touched:
 `count`, `every` and `down` are the broker faults' (faults/broker.py): the
 schedule starts with the workers' first record, one node at a time, and the
 run does not end while a node is cut. Whatever the run's end, `finish` heals
-the node; a SIGKILLed harness's rules go with the namespaces (`harness down`).
+the node; a SIGKILLed harness's rules go with the namespaces or the containers
+(`harness down`). `latency` is not offered on the compose cluster yet (its
+clients would need a proxy in front of each container's published port).
 """
 
 from __future__ import annotations
@@ -67,9 +71,6 @@ class NetworkFault(LeaderKill):
         if stack.kind == "external":
             raise HarnessError(f"--fault {self.name} cuts the network of nodes the harness started; it never "
                                f"touches an external cluster (--bootstrap-servers)")
-        if stack.kind == "compose":
-            raise HarnessError(f"--fault {self.name} runs on the local cluster's node networks (`harness up "
-                               f"--brokers 3 --node-networks`), not yet on the compose cluster")
         self._needs_cluster(stack)
         super().check_stack(stack, docker_client)
         why = self.hands.networks()
@@ -84,6 +85,9 @@ class NetworkFault(LeaderKill):
 
     def _needs_cluster(self, stack) -> None:
         from ..stack.brokers import CLUSTER
+        if stack.kind == "compose" and stack.brokers < CLUSTER:
+            raise HarnessError(f"--fault {self.name} needs the {CLUSTER}-broker cluster, but this stack has "
+                               f"{stack.brokers} broker(s): `harness up --stack compose --brokers {CLUSTER}`")
         if stack.brokers < CLUSTER:
             raise HarnessError(f"--fault {self.name} needs the {CLUSTER}-broker cluster, but this stack has "
                                f"{stack.brokers} broker(s): `harness down --purge`, then `harness up --brokers "

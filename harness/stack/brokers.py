@@ -339,6 +339,86 @@ class ComposeBrokers:
         """Something that changes while the node is at work: the last lines of its container's log."""
         return self.log_tail(node, 3)
 
+    # -- network faults: rules inside the container's own network namespace (container_net.py) -------
+    def networks(self) -> str | None:
+        """Why the containers' networks cannot be cut from here (None: they can)."""
+        from . import container_net
+        return container_net.available()
+
+    def _pid(self, node: int) -> int | None:
+        """The container's main process (its network namespace's), or None when it does not run."""
+        c = self.container(node)
+        c.reload()
+        pid = (c.attrs.get("State") or {}).get("Pid")
+        return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 1 and c.status == "running" \
+            else None
+
+    def _address(self, node: int) -> str | None:
+        """The container's address on the compose project's network (where its peers reach it)."""
+        import ipaddress
+        c = self.container(node)
+        nets = ((c.attrs.get("NetworkSettings") or {}).get("Networks") or {})
+        for net in nets.values():
+            ip = (net or {}).get("IPAddress") if isinstance(net, dict) else None
+            try:
+                return str(ipaddress.ip_address(ip))
+            except (TypeError, ValueError):
+                continue
+        return None
+
+    def _cut(self, node: int, rules: list) -> str | None:
+        from . import container_net
+        pid = self._pid(node)
+        if pid is None:
+            return None
+        try:
+            container_net.apply(pid, rules)
+        except BaseException:               # half a cut is none at all
+            container_net.heal(pid)
+            raise
+        return f"rules in container {self.container(node).name}"
+
+    def cut_nodes(self) -> list[int]:
+        from . import container_net
+        return [n for n in self.node_ids() if (pid := self._pid(n)) and container_net.rules_in(pid)]
+
+    def isolate(self, node: int) -> str | None:
+        from . import container_net
+        return self._cut(node, container_net.isolate_rules(None, node))
+
+    def cut_clients(self, node: int) -> str | None:
+        from . import container_net
+        from .compose import CLUSTER_KAFKA_PORTS
+        return self._cut(node, container_net.client_cut_rules(CLUSTER_KAFKA_PORTS[node - 1]))
+
+    def split(self, node: int) -> str | None:
+        from . import container_net
+        others = [n for n in self.node_ids() if n != node]
+        addresses = {n: self._address(n) for n in self.node_ids()}
+        if None in addresses.values():
+            raise HarnessError("the broker containers' addresses are not known to the engine")
+        if self._pid(node) is None:
+            return None
+        try:
+            for n, peers in [(node, [addresses[o] for o in others]), *((o, [addresses[node]]) for o in others)]:
+                pid = self._pid(n)
+                if pid is not None:
+                    container_net.apply(pid, container_net.split_rules(peers))
+        except BaseException:
+            self.heal_all()
+            raise
+        return f"rules in containers kafka-{node} and {', '.join(f'kafka-{o}' for o in others)}"
+
+    def heal(self, node: int) -> None:
+        from . import container_net
+        pid = self._pid(node)
+        if pid is not None:
+            container_net.heal(pid)
+
+    def heal_all(self) -> None:
+        for n in self.node_ids():
+            self.heal(n)
+
 
 def for_stack(stack, fault: str, docker_client=None):
     """The hands for broker faults on this stack, or one line saying why there are none."""

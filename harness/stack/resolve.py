@@ -56,6 +56,10 @@ def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None
     if kind not in STACKS:
         raise HarnessError(f"unknown --stack {kind!r}; choose one of: {', '.join(STACKS)}")
     if kind == "compose":
+        cut = compose.cut_nodes(brokers)
+        if cut:             # it would never answer as a whole: say why at once instead of waiting it out
+            raise HarnessError(f"Kafka node {', '.join(map(str, cut))} is cut off by network rules (a network "
+                               f"fault under way, or one a killed harness left): `harness down` removes them")
         variant = compose.variant_for(brokers)
         st = compose.status() if compose.engine_available() is None else None
         if st and st.healthy and (brokers is None or st.brokers == brokers) and not build_images:

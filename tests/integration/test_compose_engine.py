@@ -152,9 +152,48 @@ def test_the_cluster_takes_broker_faults_on_real_containers_and_purge_removes_bo
             assert all(f["back_at"] and f["back_at"] > f["recovered_at"] for f in struck), struck
             assert d["kafka_output"]["read_committed"]["duplicates"] == 0
             assert d["kafka_output"]["read_committed"]["lost"] == 0
+        # network faults: iptables rules inside the broker containers' own namespaces, healed after each
+        for name, fault in (("partition", "partition:of=coordinator,count=1,down=3"),
+                            ("halves", "partition:mode=halves,count=1,down=3"),
+                            ("client-cut", "client-cut:count=1,down=2")):
+            d = run(env, tmp_path, "eos", "--messages", "200", "--fault", "planned-crash", "--fault", fault, name=name)
+            struck = [f for f in d["faults"] if f["fault"] == fault.split(":")[0]]
+            assert len(struck) == 1 and struck[0]["back_at"] and "rules in container" in struck[0]["process"], struck
+            assert (d["kafka_output"]["read_committed"]["duplicates"], d["kafka_output"]["read_committed"]["lost"]) \
+                == (0, 0)
+            assert container_rules(engine) == {1: [], 2: [], 3: []}
+        # a harness SIGKILLed mid-partition leaves its rules: named, a new network fault refused, down removes them
+        victim = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "offset-after", "--stack", "compose",
+                                   "--messages", "3000", "--quiet", "--out", str(tmp_path / "killed"),
+                                   "--fault", "partition:count=1,every=0,down=120"], cwd=ROOT, env={**os.environ, **env},
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline, cut = time.time() + 180, {}
+            while time.time() < deadline and not cut:
+                cut = {n: r for n, r in container_rules(engine).items() if r}
+                time.sleep(0.5)
+            assert cut, "no broker container was partitioned"
+        finally:
+            victim.send_signal(signal.SIGKILL)
+            victim.wait()
+        refused = harness("run", "eos", "--stack", "compose", "--messages", "10", "--fault", "client-cut", env=env,
+                          timeout=600)
+        assert refused.returncode == 2 and "is cut off by network rules" in refused.stderr, refused.stderr[-2000:]
     finally:
         down_purge(env)
     assert leftovers(engine) == {"container": [], "volume": [], "network": []}
+
+
+def container_rules(env) -> dict:
+    """{node: the iptables rules inside its broker container's network namespace}."""
+    out = {}
+    for n in (1, 2, 3):
+        pid = _docker(env, "inspect", "-f", "{{.State.Pid}}", f"{PROJECT}-kafka-{n}-1").stdout.strip()
+        proc = subprocess.run(["nsenter", "--target", pid, "--net", "iptables", "-S"], capture_output=True, text=True,
+                              timeout=30)
+        assert proc.returncode == 0, proc.stderr
+        out[n] = [line for line in proc.stdout.splitlines() if not line.startswith("-P ")]
+    return out
 
 
 def test_ctrl_c_of_a_run_on_compose_leaves_no_worker_and_down_leaves_nothing(engine, tmp_path):

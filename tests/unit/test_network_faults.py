@@ -93,9 +93,8 @@ def test_network_fault_options_and_refusals_are_one_line():
         brokers.for_stack = lambda stack, name, client=None: left
         with pytest.raises(HarnessError, match="node 2 is cut already .* `harness down` removes it"):
             f.check_stack(local)
-        for kind, says in (("external", "never touches an external cluster"), ("compose", "not yet on the compose")):
-            with pytest.raises(HarnessError, match=says):
-                f.check_stack(SimpleNamespace(kind=kind, brokers=3))
+        with pytest.raises(HarnessError, match="never touches an external cluster"):
+            f.check_stack(SimpleNamespace(kind="external", brokers=3))
     finally:
         brokers.for_stack = real
 
@@ -260,3 +259,49 @@ def test_a_one_broker_stack_is_refused_with_the_whole_way_to_a_cluster_that_take
     (f,) = build(RunParams("producer", messages=10, faults=[spec]), get("producer"))
     with pytest.raises(HarnessError, match=f"needs the 3-broker cluster.*`harness up --brokers 3 {up}`"):
         f.check_stack(SimpleNamespace(kind="local", brokers=1))
+
+
+def test_compose_network_faults_put_rules_inside_the_broker_containers_namespaces(monkeypatch):
+    """On the compose cluster the hands enter each broker container's namespace by its pid (from the engine),
+    with rules chosen by port or peer address; half a split is undone."""
+    from harness.stack import brokers, container_net
+    from tests.unit.test_broker_faults import FakeDocker
+    docker = FakeDocker()
+    for n, c in enumerate(docker.by_service.values(), 1):
+        c.attrs = {"State": {"Pid": 1000 + n}, "NetworkSettings": {"Networks": {"harness_default": {
+            "IPAddress": f"172.30.0.{10 + n}"}}}}
+    applied, healed, fail = [], [], {}
+
+    def apply(pid, rules):
+        if pid in fail:
+            raise HarnessError("iptables: the xtables lock is held")
+        applied.append((pid, rules))
+    monkeypatch.setattr(container_net, "apply", apply)
+    monkeypatch.setattr(container_net, "heal", lambda pid: healed.append(pid))
+    hands = brokers.ComposeBrokers(docker)
+    assert hands.isolate(2) == "rules in container harness-kafka-2-1"
+    assert applied[-1] == (1002, container_net.isolate_rules(None, 2))
+    hands.cut_clients(3)
+    assert applied[-1][0] == 1003 and "29094" in applied[-1][1][0]      # its client listener's port only
+    applied.clear()
+    hands.split(1)
+    assert [(pid, [r[2:4] for r in rules]) for pid, rules in applied] == [
+        (1001, [["-s", "172.30.0.12"], ["-d", "172.30.0.12"], ["-s", "172.30.0.13"], ["-d", "172.30.0.13"]]),
+        (1002, [["-s", "172.30.0.11"], ["-d", "172.30.0.11"]]), (1003, [["-s", "172.30.0.11"], ["-d", "172.30.0.11"]])]
+    fail[1003] = True
+    healed.clear()
+    with pytest.raises(HarnessError, match="xtables lock"):
+        hands.split(1)
+    assert healed == [1001, 1002, 1003]
+    docker.by_service["kafka-2"].status = "exited"
+    assert hands.isolate(2) is None                     # no running container: no target
+    with pytest.raises(HarnessError, match="no container process to enter"):
+        container_net.enter(0, ["iptables", "-S"])
+    assert container_net.enter(1234, ["iptables", "-S"]) == ["nsenter", "--target", "1234", "--net", "iptables", "-S"]
+
+
+def test_a_network_fault_on_a_one_broker_compose_stack_names_the_compose_cluster():
+    from types import SimpleNamespace
+    (f,) = build(RunParams("eos", messages=10, faults=["partition"]), get("eos"))
+    with pytest.raises(HarnessError, match="`harness up --stack compose --brokers 3`"):
+        f.check_stack(SimpleNamespace(kind="compose", brokers=1))
