@@ -124,7 +124,7 @@ def test_the_ttl_belongs_to_key_expiry_only_and_the_restart_delay_to_every_exper
     with pytest.raises(HarnessError, match="--dedupe-ttl must be a number of seconds"):
         RunParams("key-expiry", dedupe_ttl=-1).validate()
     p = RunParams("key-expiry", dedupe_ttl=60).resolve().params     # its own defaults fill what was not given
-    assert p.dedupe_ttl == 60 and p.restart_delay == 0.4
+    assert p.dedupe_ttl == 60 and p.restart_delay == 0.05
     assert RunParams("key-expiry").resolve().params.dedupe_ttl == get("key-expiry").defaults["dedupe_ttl"]
 
 
