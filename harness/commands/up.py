@@ -62,10 +62,16 @@ def up(brokers, auth, build_images, node_networks, proxies, stack_kind, bootstra
         raise HarnessError("--node-networks sets up the local stack's Kafka nodes")
     if proxies is not None and (bootstrap_servers or postgres_dsn or stack_kind != "local"):
         raise HarnessError("--proxies sets up the local stack's Kafka nodes")
-    stack, _ = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=say, hold=True, brokers=brokers,
+    said = []                 # what the start already said as it went: its notes are not said twice
+
+    def log(line: str) -> None:
+        said.append(line)
+        say(line)
+    stack, _ = get_stack(stack_kind, bootstrap_servers, postgres_dsn, log=log, hold=True, brokers=brokers,
                          auth=auth, build_images=build_images, node_networks=node_networks, proxies=proxies)
     for note in stack.notes:
-        say(note)
+        if note not in said:
+            say(note)
     click.echo(f"{stack.kind} stack ready: kafka {stack.bootstrap_servers} ({stack.kafka_auth}), postgres "
                f"{stack.public()['postgres_dsn']}")
     if stack.kind == "local":

@@ -272,3 +272,21 @@ def test_postgres_refusals_that_no_wait_mends_are_named_in_one_line():
     # a name the server quotes back is shown escaped: no terminal escape reaches the user's terminal
     odd = postgres_refusal('FATAL:  database "x\x1b[31m" does not exist', dsn)
     assert "\x1b" not in odd
+
+
+def test_up_says_each_note_once(monkeypatch):
+    """A note said while the stack starts (a port replaced) was said again from the stack's notes."""
+    from click.testing import CliRunner
+    import harness.stack.resolve as resolve
+    from harness.commands.up import up
+    from harness.stack.stack import Stack
+
+    def get_stack(*args, log=print, **kwargs):
+        log("kafka: port 19092 is taken on 127.0.0.1; using 48029")
+        st = Stack(kind="external", bootstrap_servers="127.0.0.1:1", postgres_dsn="postgresql://u@127.0.0.1:2/db",
+                   owned=False)
+        st.notes = ["kafka: port 19092 is taken on 127.0.0.1; using 48029", "reused the running stack"]
+        return st, None
+    monkeypatch.setattr(resolve, "get_stack", get_stack)
+    out = CliRunner().invoke(up, [], standalone_mode=False).output
+    assert out.count("is taken on 127.0.0.1") == 1 and out.count("reused the running stack") == 1
