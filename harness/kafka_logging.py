@@ -31,6 +31,9 @@ FILE_NAME = "kafka-clients.log"
 # librdkafka's syslog level for the clients: info and worse reach the file, warnings and worse stderr.
 CLIENT_LOG_LEVEL = 6
 MAX_KEYS = 1000          # distinct messages remembered; the oldest is forgotten past this
+# Warnings that are a client's normal retry, not a problem: the file has them, the terminal does not (a fresh
+# broker still loading its coordinators answers the first producer so, and librdkafka words it as an error).
+ROUTINE = ("Coordinator load in progress: retrying",)
 
 _lock = threading.RLock()
 
@@ -60,6 +63,8 @@ class RateLimitedHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             text = record.getMessage()
+            if any(r in text for r in ROUTINE):
+                return
             key, now = message_key(text), self.clock()
             seen = self._seen.get(key)
             if seen is not None and now - seen[0] < self.every_s:

@@ -108,3 +108,15 @@ def test_a_real_client_facing_a_dead_broker(tmp_path, fresh_logger):
     assert len(in_file) >= 2, in_file
     assert len(shown) == 1 and "Connection refused" in shown[0]
     del p
+
+
+def test_a_routine_retry_worded_as_a_warning_stays_out_of_the_terminal():
+    """A fresh broker still loading its coordinators makes the first producer retry; librdkafka says so as a
+    warning, which a new user read as an error on their first run."""
+    out = io.StringIO()
+    h = RateLimitedHandler(out, clock=Clock())
+    h.handle(record("GETPID [thrd:main]: Failed to acquire idempotence PID from broker 127.0.0.1:19195/1: "
+                    "Broker: Coordinator load in progress: retrying", logging.WARNING))
+    assert out.getvalue() == ""
+    h.handle(record(refused(3), logging.WARNING))
+    assert out.getvalue().count("\n") == 1              # other warnings still reach it
