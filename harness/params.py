@@ -143,8 +143,20 @@ class RunParams:
         return self._explicit
 
     def as_dict(self) -> dict:
-        """For the report: the experiment, every option's value, the fault specs."""
-        return {"experiment": self.experiment, **self._values, "faults": list(self.faults)}
+        """For the report: the experiment, the value of every option that applies to it (not one it refuses,
+        nor another experiment's own: a custom run's report listed `commit_every 1`), the fault specs."""
+        from . import experiments
+        exp = experiments.REGISTRY.get(self.experiment)
+        every = declared()
+        refused = exp.refuses if exp is not None else {}
+
+        def applies(name: str) -> bool:
+            d = every.get(name)
+            if name in refused:
+                return False
+            return d is None or not d.experiments or exp is None or exp.name in d.experiments
+        return {"experiment": self.experiment, **{k: v for k, v in self._values.items() if applies(k)},
+                "faults": list(self.faults)}
 
     def validate(self) -> None:
         """Refuse a bad run in one clear line (see `resolve`)."""

@@ -219,3 +219,13 @@ def test_a_suite_counts_a_run_report_that_is_not_valid_as_no_report(tmp_path):
     assert rows["dedupe"]["counts"]["duplicates"] == 3
     assert rows["eos"]["verdict"] == "failed" and rows["eos"]["report"] is None
     assert "/counts/lost" in rows["eos"]["error"]
+
+
+def test_a_custom_runs_report_lists_only_the_options_that_apply_to_it():
+    """custom refuses --crash-rate and --commit-every and takes no --assignment: its report listed all three."""
+    from harness.params import RunParams
+    d = RunParams("custom", worker_cmd="python my_consumer.py").as_dict()
+    assert not {"crash_rate", "commit_every", "assignment"} & set(d)
+    assert {"worker_cmd", "kills", "messages"} <= set(d)
+    own = RunParams("offset-after").as_dict()
+    assert {"crash_rate", "commit_every", "assignment"} <= set(own) and "dedupe_ttl" not in own
