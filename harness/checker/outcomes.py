@@ -14,15 +14,18 @@ left many unknowns proves less than one that left none.
 A failed send is one whose error says the record never left or was refused
 for good (too large, not authorized, purged from the queue before sending);
 every other error is unknown. A consumer's own offset commit is the same: ok
-when the call returned, failed when the group coordinator refused it (the
-group moved on, the member is unknown, the coordinator is elsewhere), unknown
-when it timed out or lost its connection, or when the process died between
-asking and the answer (its history ends with the "commit-begin"). An unknown
+when the call returned, failed when librdkafka never sent it (its own local
+errors), unknown for every broker error (librdkafka retries a commit, so the
+error is the last try's, and an earlier try may have been stored), a timeout
+or a lost connection, or when the process died between asking and the answer
+(its history ends with the "commit-begin"). An unknown
 commit may have moved the group's offset: the records after the last known
 commit may be redelivered, or not.
 """
 
 from __future__ import annotations
+
+import re
 
 from .anomalies import ABORTED, COMMITTED, UNKNOWN, Process, txn_outcomes
 
@@ -30,12 +33,13 @@ from .anomalies import ABORTED, COMMITTED, UNKNOWN, Process, txn_outcomes
 DEFINITE_FAILURES = ("_PURGE_QUEUE", "MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "INVALID_RECORD",
                      "TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED", "_UNKNOWN_TOPIC",
                      "_UNKNOWN_PARTITION", "_INVALID_ARG", "RECORD_LIST_TOO_LARGE")
-# Offset commit errors that say the coordinator did not store the offsets.
-COMMIT_REFUSED = ("ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "FENCED_INSTANCE_ID",
-                  "STALE_MEMBER_EPOCH", "GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED",
-                  "OFFSET_METADATA_TOO_LARGE", "INVALID_COMMIT_OFFSET_SIZE", "NOT_COORDINATOR",
-                  "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS", "_NO_OFFSET", "_INVALID_ARG",
-                  "UNKNOWN_TOPIC_OR_PART", "_ASSIGNMENT_LOST", "_STATE")
+# Offset commit errors that say the offsets were never sent: librdkafka's own, local ones. Every broker
+# error can be the last answer of a chain of retries whose first try was stored (librdkafka retries a
+# commit on a timeout, a lost connection, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE ...), and Kafka's
+# coordinator answers COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR also after appending the offsets to its
+# log: all of those are unknown.
+COMMIT_NEVER_SENT = ("_NO_OFFSET", "_INVALID_ARG", "_STATE", "_ASSIGNMENT_LOST")
+_CODE = re.compile(r"code=([A-Za-z_]+)")
 MAX_IDS = 20
 
 
@@ -44,7 +48,9 @@ def send_failed_for_good(error: str) -> bool:
 
 
 def commit_refused(error: str) -> bool:
-    return any(name in (error or "") for name in COMMIT_REFUSED)
+    """Whether a commit's error says it was never sent (its KafkaError code, exactly)."""
+    m = _CODE.search(error or "")
+    return m is not None and m.group(1) in COMMIT_NEVER_SENT
 
 
 def count(procs: list[Process], topic: str | None = None) -> dict:
@@ -68,6 +74,8 @@ def count(procs: list[Process], topic: str | None = None) -> dict:
                     unknown_commit(p, asked)
                 asked = op[3]
                 continue
+            if op[1] in ("commit", "commit-error") and asked is not None and op[3] != asked:
+                unknown_commit(p, asked)    # an answer to another question: the one asked stays unanswered
             if op[1] == "commit":
                 commits["ok"] += 1
                 asked = None

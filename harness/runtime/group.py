@@ -69,10 +69,11 @@ class GroupMember:
             self.history.positions("commit-begin", self.input_topic, asked)
             try:
                 consumer.commit(offsets=offsets, asynchronous=False)
-                self.history.positions("commit", self.input_topic, asked)
             except Exception as e:  # noqa: BLE001 - the new owner redelivers them: say which
                 self.history.commit_error(self.input_topic, asked, e.args[0] if e.args else e)
                 self.events.emit("commit_lost", unacked=ids(mine), reason=str(e)[:200])
+            else:
+                self.history.positions("commit", self.input_topic, asked)
         self._forget(gone, mine)
         self.events.emit("revoked", partitions=sorted(gone), committed_on_revoke=len(mine))
 

@@ -219,30 +219,12 @@ def _postgres_probe(stack: Stack, timeout: float) -> str | None:
             f"else set HARNESS_PG_PASSWORD to its password") from None
 
 
-def cut_nodes(brokers: int | None = None) -> list[int]:
-    """The cluster's broker containers with network-fault rules inside (a fault under way, or one a killed
-    harness left); [] when there is no cluster, or its containers cannot be looked into from here."""
-    from . import container_net
-    variant = variant_for(brokers) if brokers else _recorded_variant(state_dir())
-    if variant != "cluster" or container_net.available() or engine_available():
-        return []
-    from .brokers import ComposeBrokers
-    try:
-        return ComposeBrokers().cut_nodes()
-    except HarnessError:
-        return []           # no such containers (the stack is not up): nothing is cut
-
-
 def status() -> Stack:
     state = state_dir()
     stack = _stack(state, _recorded_variant(state))
     stack.healthy = health.kafka_probe(stack.bootstrap_servers, 5, brokers=stack.brokers) is None and \
         _postgres_probe(stack, 5) is None
     stack.postgres_version = health.postgres_version(stack.postgres_dsn) if stack.healthy else None
-    cut = cut_nodes(stack.brokers)
-    if cut:
-        stack.notes.append(f"node {', '.join(map(str, cut))} is cut off by network rules (a network fault under "
-                           f"way, or one a killed harness left: `harness down` removes them)")
     return stack
 
 

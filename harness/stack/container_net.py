@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 
 from ..errors import HarnessError
-from .netns import _ip, isolate_rules  # noqa: F401 - isolate_rules: the same rules in a container
+from .netns import isolate_rules  # noqa: F401 - the same rules in a container
 
 NSENTER_TIMEOUT_S = 20
 
@@ -50,6 +51,42 @@ def enter(pid: int, argv: list[str]) -> list[str]:
     return ["nsenter", "--target", str(pid), "--net", *argv]
 
 
+def _run_inside(pid: int, argv: list[str]) -> subprocess.CompletedProcess:
+    """Runs `argv` inside the network namespace of process `pid`, held open by a descriptor from the start:
+    refused when that namespace is the harness's own or the machine's (an engine in another pid namespace,
+    a container on the host's network, a pid reused since the engine named it), so a rule or a flush can
+    never land in the machine's own firewall."""
+    enter(pid, argv)            # the pid's shape
+    try:
+        fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
+    except OSError as e:
+        raise HarnessError(f"cannot open the network namespace of container process {pid}: {e.strerror or e}")
+    try:
+        inode = os.fstat(fd).st_ino
+        ours = {os.stat("/proc/self/ns/net").st_ino}
+        try:
+            ours.add(os.stat("/proc/1/ns/net").st_ino)     # the machine's, where it can be read
+        except OSError:
+            pass
+        if inode in ours:
+            raise HarnessError(f"process {pid} shares this machine's network namespace: it is not a broker "
+                               f"container of its own, and the harness puts no rule there")
+        cmd = ["nsenter", f"--net=/proc/self/fd/{fd}", *argv]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=NSENTER_TIMEOUT_S, pass_fds=(fd,))
+        except FileNotFoundError:
+            raise HarnessError(f"{cmd[0]} is not installed") from None
+        except subprocess.TimeoutExpired:
+            raise HarnessError(f"`{' '.join(argv[:3])} ...` in container process {pid} did not answer within "
+                               f"{NSENTER_TIMEOUT_S} s") from None
+    finally:
+        os.close(fd)
+    if proc.returncode != 0:
+        raise HarnessError(f"`{' '.join(argv)}` in container process {pid} failed: "
+                           f"{(proc.stderr or proc.stdout).strip()[:300]}")
+    return proc
+
+
 def client_cut_rules(port: int) -> list[list[str]]:
     """The client listener's port: every TCP packet to or from it answered with a reset."""
     return [["-A", "INPUT", "-p", "tcp", "--dport", str(port), "-j", "REJECT", "--reject-with", "tcp-reset"],
@@ -67,14 +104,15 @@ def split_rules(peers: list[str]) -> list[list[str]]:
 
 def apply(pid: int, rules: list[list[str]]) -> None:
     for rule in rules:
-        _ip(enter(pid, ["iptables", "-w", "5", *rule]))
+        _run_inside(pid, ["iptables", "-w", "5", *rule])
 
 
 def heal(pid: int) -> None:
-    """Removes every rule of the filter table inside the container's namespace (the engine puts none there)."""
-    _ip(enter(pid, ["iptables", "-w", "5", "-F"]))
+    """Removes every rule of the filter table inside the container's namespace (the engine puts none there:
+    its embedded DNS uses the nat table)."""
+    _run_inside(pid, ["iptables", "-w", "5", "-F"])
 
 
 def rules_in(pid: int) -> list[str]:
-    proc = _ip(enter(pid, ["iptables", "-S"]))
+    proc = _run_inside(pid, ["iptables", "-S"])
     return [line for line in proc.stdout.splitlines() if not line.startswith("-P ")]

@@ -11,6 +11,7 @@ from .. import kafka_client
 from ..errors import HarnessError
 from . import broker_version, compose, health, local, local_record
 from .stack import Stack, redact
+from .compose_brokers import cut_nodes
 
 STACKS = ("local", "compose")
 # The user waits for this at most: an unreachable external cluster fails in well under 15 s.
@@ -56,7 +57,7 @@ def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None
     if kind not in STACKS:
         raise HarnessError(f"unknown --stack {kind!r}; choose one of: {', '.join(STACKS)}")
     if kind == "compose":
-        cut = compose.cut_nodes(brokers)
+        cut = cut_nodes(brokers)
         if cut:             # it would never answer as a whole: say why at once instead of waiting it out
             raise HarnessError(f"Kafka node {', '.join(map(str, cut))} is cut off by network rules (a network "
                                f"fault under way, or one a killed harness left): `harness down` removes them")
@@ -76,5 +77,13 @@ def current(kind: str = "local", bootstrap: str | None = None, dsn: str | None =
     if (bootstrap or dsn) and not local.serves(bootstrap, dsn):
         return external(bootstrap, dsn)
     if kind == "compose" or (local_record.read_record() or {}).get("kind") == "compose":
-        return compose.status()
+        st = compose.status()
+        cut = cut_nodes(st.brokers)
+        if cut:
+            st.notes.append(f"node {', '.join(map(str, cut))} is cut off by network rules (a network fault under "
+                            f"way, or one a killed harness left: `harness down` removes them)")
+        elif cut is None:
+            st.notes.append("whether a broker container is cut off by network rules is unknown (its namespace "
+                            "could not be looked into from here)")
+        return st
     return local.status(check=check)

@@ -305,3 +305,28 @@ def test_a_network_fault_on_a_one_broker_compose_stack_names_the_compose_cluster
     (f,) = build(RunParams("eos", messages=10, faults=["partition"]), get("eos"))
     with pytest.raises(HarnessError, match="`harness up --stack compose --brokers 3`"):
         f.check_stack(SimpleNamespace(kind="compose", brokers=1))
+
+
+def test_a_rule_is_never_put_in_the_machines_own_network_namespace():
+    """A pid the engine names may share the harness's namespace (an engine in another pid namespace, a
+    container on the host's network, a reused pid): nothing is run there, least of all a flush."""
+    import os
+    from harness.stack import container_net
+    with pytest.raises(HarnessError, match="shares this machine's network namespace"):
+        container_net.heal(os.getpid())
+    with pytest.raises(HarnessError, match="cannot open the network namespace"):
+        container_net.rules_in(2 ** 22 + 12345)          # no such process
+
+
+def test_a_strike_that_failed_half_way_is_healed_at_the_end_of_the_run():
+    class Failing(NetHands):
+        def isolate(self, node):
+            self.calls.append(("isolate", node))
+            self.cut[node] = "half"             # one rule went in, then the next was refused
+            raise HarnessError("iptables: the xtables lock is held")
+    f = Partition(count=1, every=0.0, down=2.0, seed=3)
+    f.hands = Failing()
+    drive(f, fake_sup(), seconds=3)
+    assert f.hands.cut and f.skipped                      # the strike counted as skipped, its half-cut left
+    f.finish(fake_sup())
+    assert not f.hands.cut and f.hands.calls[-1][0] == "heal"

@@ -31,20 +31,28 @@ def test_a_transaction_is_unknown_only_between_asking_to_commit_and_the_answer()
 
 def test_an_offset_commit_is_ok_refused_or_unknown_and_unknown_when_its_process_died_asking():
     from harness.checker.anomalies import Process
+    from harness.checker.outcomes import commit_refused
     a = Process("w0", 1)
     a.ops = [[1.0, "commit-begin", IN, {"0": 5}], [1.1, "commit", IN, {"0": 5}],
              [2.0, "commit-begin", IN, {"0": 9}],
              [2.5, "commit-error", IN, {"0": 9}, "KafkaError{code=REQUEST_TIMED_OUT,val=7}"],
              [3.0, "commit-begin", IN, {"1": 4}],
-             [3.2, "commit-error", IN, {"1": 4}, "KafkaError{code=ILLEGAL_GENERATION,val=22}"],
+             [3.2, "commit-error", IN, {"1": 4}, 'KafkaError{code=_NO_OFFSET,val=-168,str="no offset"}'],
+             # a broker's refusal may end a chain of retries whose first try was stored: unknown
+             [3.5, "commit-begin", IN, {"1": 5}],
+             [3.6, "commit-error", IN, {"1": 5}, "KafkaError{code=ILLEGAL_GENERATION,val=22}"],
              [4.0, "commit", IN, {"0": 12}],                       # an older harness: no commit-begin
              [5.0, "commit-begin", IN, {"0": 15, "1": 6}]]          # then the process was killed
     b = Process("w0", 2)
     b.ops = [[6.0, "commit-begin", IN, {"0": 15}], [6.1, "commit-begin", IN, {"0": 16}],
-             [6.2, "commit", IN, {"0": 16}]]
+             [6.2, "commit", IN, {"0": 16}],
+             [7.0, "commit-begin", IN, {"0": 20}], [7.1, "commit", IN, {"0": 99}]]    # an answer to another question
     got = count([a, b], OUT)
-    assert got["commits"] == {"ok": 3, "failed": 1, "unknown": 3}
-    assert got["unknown_commits"] == ["w0/1 0:9", "w0/1 0:15,1:6", "w0/2 0:15"]
+    assert got["commits"] == {"ok": 4, "failed": 1, "unknown": 5}
+    assert got["unknown_commits"] == ["w0/1 0:9", "w0/1 1:5", "w0/1 0:15,1:6", "w0/2 0:15", "w0/2 0:20"]
+    # the code, exactly: a message that merely mentions a local error's name is not one
+    assert not commit_refused('KafkaError{code=NOT_COORDINATOR,val=16,str="not _NO_OFFSET"}')
+    assert commit_refused("KafkaError{code=_STATE,val=-172}") and not commit_refused("")
 
 
 def test_the_report_says_how_much_was_unknown_to_the_writers():
