@@ -192,10 +192,11 @@ def render(r) -> str:
                                              numeric=(0, 2, 3, 4, 5))]
     for name, story in (d.get("fault_details") or {}).items():
         times = story.get("times_since_pause") or {}
+        # a pause's story is times after it; any other fault's is plain facts (planned-crash: how many)
         body += [f"<h2>Fault: {escape(name)}</h2>", table(
             [(k.replace("_", " "), f"{v:.3f} s") for k, v in times.items()] +
             [(k.replace("_", " "), v) for k, v in story.items() if k != "times_since_pause"],
-            ("event (seconds after the fault)", "value"))]
+            ("event (seconds after the fault)", "value") if times else ("what", "value"))]
     if d["predicted"].get("note"):
         body.append(f"<p class=muted>{escape(d['predicted']['note'])}</p>")
     if d["predicted"].get("evidence"):

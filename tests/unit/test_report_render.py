@@ -77,3 +77,15 @@ def test_schema_1_reports_still_render():
     from tests.unit.sample_report import sample_v1
     r = RunReport(sample_v1())
     assert "| duplicates | 3 | 3 |" in markdown.render(r) and "<h1>offset-after" in html.render(r)
+
+
+def test_a_faults_facts_are_not_headed_as_times_after_a_pause():
+    """planned-crash's story is {"planned": 100}: it read "planned | 100" under "event (seconds after the
+    fault)". Only a pause's times are times."""
+    d = sample()
+    d["fault_details"] = {"planned-crash": {"planned": 100},
+                          "zombie-pause": {"times_since_pause": {"fenced": 1.25}, "paused": 1}}
+    page = html.render(RunReport(d))
+    crash = page[page.index("Fault: planned-crash"):page.index("Fault: zombie-pause")]
+    assert "seconds after the fault" not in crash and "<th>what</th>" in crash.replace(" ", "")
+    assert "seconds after the fault" in page[page.index("Fault: zombie-pause"):]
