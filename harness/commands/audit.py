@@ -63,6 +63,13 @@ def audit_folder(folder: Path, stack, audit_sql: str | None = None,
                                         effects) if (st.get("ledger_table") or query) and not skipped else None
         outputs = {iso: recount.recount_output(recount.read_topic(stack.bootstrap_servers, st["output_topic"], iso), sent)
                    for iso in ("read_committed", "read_uncommitted")} if st.get("output_topic") else {}
+        ko = report.get("kafka_output") or {}
+        if outputs and all(o.records == 0 for o in outputs.values()) and not ko.get("read_committed"):
+            # an output topic the consumer may leave unused (custom): it wrote none, and the run judged none
+            outputs = {}
+            if notes is not None:
+                notes.append(("note", f"{folder.name}: the output topic holds no record and the run judged none: "
+                                      f"nothing to recount there"))
         accounts = recount.recount_accounts(stack.postgres_dsn, st["accounts_table"], sent, inp.accounts) \
             if st.get("accounts_table") else None
         service = None

@@ -58,3 +58,36 @@ def test_stall_is_measured_on_the_crashed_records_partition():
     seen = [(10.1, 10.05, "w0", 0), (16.5, 10.3, "w0", 1), (16.5, 16.4, "w0", 1)]
     assert stalls_after(seen, [{"time": 10.0, "worker": "w0", "partition": 1}]) == [6.5]
     assert stalls_after(seen, [{"time": 10.0, "worker": "w0", "partition": None}]) == [0.1]
+
+
+def test_an_output_topic_the_consumer_never_wrote_is_not_recounted_as_all_missing(tmp_path, monkeypatch):
+    """custom creates an output topic its consumer may leave unused: `harness audit` said "ids missing 3,000"
+    for one the consumer never wrote, and the run never judged."""
+    import json
+    from types import SimpleNamespace
+    from harness.checker import recount
+    from harness.commands import audit
+    from tests.unit.sample_report import sample
+    from harness.workload.naming import RunNames
+    d = sample()
+    names = RunNames(d["run_id"])
+    d["kafka_output"] = None
+    d["stack"].update(input_topic=names.input_topic, output_topic=names.output_topic, ledger_table=names.ledger_table,
+                      dedupe_table=None, consumer_group=names.group)
+    (tmp_path / "report.json").write_text(json.dumps(d))
+    sent = {f"p{i}": 100 for i in range(3)}
+    topics = {names.input_topic: SimpleNamespace(values=sent, accounts={})}
+
+    def read_topic(bootstrap, topic, iso):
+        if topic in topics:
+            return topics[topic]
+        return "empty output"
+    monkeypatch.setattr(recount, "read_topic", read_topic)
+    monkeypatch.setattr(recount, "recount_output", lambda got, sent: SimpleNamespace(records=0, missing=len(sent)))
+    monkeypatch.setattr(recount, "recount_ledger", lambda *a, **k: None)
+    stack = SimpleNamespace(bootstrap_servers="127.0.0.1:1", postgres_dsn="postgresql://u@127.0.0.1:2/d")
+    notes = []
+    rows, why = audit.audit_folder(tmp_path, stack, notes=notes)
+    assert why is None, why
+    assert not [r for r in rows if str(getattr(r, "section", "")).startswith("output")]
+    assert any("holds no record" in text for _, text in notes)
