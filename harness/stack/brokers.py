@@ -211,17 +211,15 @@ class LocalBrokers:
         return None
 
     def _api(self):
-        from .toxiproxy import Api, LocalToxiproxy
-        rec = LocalToxiproxy(self.state).running()
-        if rec is None or "toxiproxy" not in rec.ports:
+        from .toxiproxy import LocalToxiproxy
+        api = LocalToxiproxy(self.state).api()
+        if api is None:
             raise HarnessError("the stack's Toxiproxy is not running")
-        return Api(rec.ports["toxiproxy"])
+        return api
 
     def delayed_nodes(self) -> list[int]:
         """Nodes whose proxy has a toxic now (a fault of another run, or one a killed harness left)."""
-        from .toxiproxy import proxy_name
-        toxic = self._api().toxics()
-        return [n for n in self.node_ids() if proxy_name(n) in toxic]
+        return [n for n in self._api().delayed_nodes() if n in self.by_id]
 
     def delay(self, node: int, ms: int, jitter: int, loss: float = 0.0) -> str | None:
         """The node's replies to its clients held `ms` ± `jitter`; with `loss`, that share of the packets on

@@ -116,9 +116,10 @@ def status(check: bool = True) -> Stack | None:
                                    f"under way, or one a killed harness left: `harness down` removes them)")
     if proxies:
         stack.notes.append("Kafka clients go through Toxiproxy (a proxy per node, for the latency fault)")
-        if check and running.get("toxiproxy") and "toxiproxy" in port:
+        api = proxy.api() if check else None
+        if api is not None:
             try:
-                toxic = toxiproxy.Api(port["toxiproxy"]).toxics()
+                toxic = api.toxics()
             except HarnessError as e:
                 toxic = {}
                 stack.notes.append(f"Toxiproxy's toxics could not be read: {e}")

@@ -197,7 +197,8 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
     if cut:         # it would never answer as a whole: say why at once instead of waiting out the start timeout
         raise HarnessError(f"Kafka node {', '.join(map(str, cut))} is cut off by network rules (a network fault "
                            f"under way, or one a killed harness left): `harness down` removes them")
-    delayed = _delayed_nodes(running.get("toxiproxy"))
+    api = proxy.api() if proxies and running["toxiproxy"] else None
+    delayed = api.delayed_nodes() if api is not None else []
     if delayed:     # every run on it would be slowed, and judged, without being told
         raise HarnessError(f"Kafka node {', '.join(map(str, delayed))} is delayed by Toxiproxy (a latency fault "
                            f"under way, or one a killed harness left): `harness down` removes it")
@@ -292,14 +293,6 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
     return stack, started
 
 
-def _delayed_nodes(proxy_record) -> list[int]:
-    """The nodes whose proxy has a toxic now, as the running Toxiproxy (its pid record) says."""
-    if proxy_record is None or "toxiproxy" not in proxy_record.ports:
-        return []
-    names = toxiproxy.Api(proxy_record.ports["toxiproxy"]).toxics()
-    return sorted(int(n.rpartition("-")[2]) for n in names if n.rpartition("-")[2].isdigit())
-
-
 def proxied_ports(port: dict, node: int) -> tuple[int, int]:
     """(the node's proxied listener port, its proxy's port), for LocalKafka.start."""
     return port[f"proxied-{node}"], port[f"proxy-{node}"]
@@ -342,11 +335,11 @@ def _wait_proxy(proxy, stack: Stack) -> None:
     while time.monotonic() < deadline:
         if proxy.pid() is None:
             raise HarnessError("Toxiproxy exited during start-up", proxy.log_tail())
-        rec = proxy.running()
-        api = toxiproxy.Api(rec.ports["toxiproxy"]) if rec and "toxiproxy" in rec.ports else None
-        if api is not None and api.answers():
-            have = api.proxies()
-            if len(have) >= stack.brokers:
+        api = proxy.api()
+        try:
+            if api is not None and len(api.proxies()) >= stack.brokers:
                 return
+        except HarnessError:
+            pass                            # not answering yet
         time.sleep(0.1)
     raise HarnessError(f"Toxiproxy did not answer within {toxiproxy.START_TIMEOUT_S} s", proxy.log_tail())

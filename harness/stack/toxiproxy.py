@@ -120,8 +120,10 @@ class LocalToxiproxy(pidrecord.RecordedService):
     def stop(self) -> tuple[bool, str | None]:
         return self.stop_ours(grace=5.0)
 
-    def api(self, port: int) -> "Api":
-        return Api(port)
+    def api(self) -> "Api | None":
+        """The running server's API, on the port its pid record names (None: it does not run)."""
+        rec = self.running()
+        return Api(rec.ports["toxiproxy"]) if rec is not None and "toxiproxy" in rec.ports else None
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -165,13 +167,6 @@ class Api:
         except (ValueError, RecursionError):
             raise HarnessError(f"Toxiproxy answered {method} {path} with something that is not its JSON")
 
-    def answers(self) -> bool:
-        try:
-            self.proxies()
-            return True
-        except HarnessError:
-            return False
-
     def proxies(self) -> dict:
         got = self._call("GET", "/proxies")
         return got if isinstance(got, dict) else {}
@@ -185,6 +180,11 @@ class Api:
             if names:
                 out[str(name)] = [str(n) for n in names]
         return out
+
+    def delayed_nodes(self) -> list[int]:
+        """The nodes whose proxy has a toxic now."""
+        return sorted(int(n) for name in self.toxics() if (n := name.rpartition("-")[2]).isdigit()
+                      and name == proxy_name(int(n)))
 
     def add_latency(self, node: int, ms: int, jitter: int) -> None:
         """Every byte the node sends its clients through the proxy is held `ms` ± `jitter` ms."""

@@ -4,7 +4,9 @@ left toxic refused at start, and a purge that deletes only the harness's own fil
 
 import http.server
 import json
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -65,7 +67,8 @@ def test_nothing_answering_is_one_line():
     s.close()
     with pytest.raises(HarnessError, match="does not answer"):
         toxiproxy.Api(port).toxics()
-    assert toxiproxy.Api(port).answers() is False
+    with pytest.raises(HarnessError, match="does not answer"):
+        toxiproxy.Api(port).proxies()
 
 
 def test_a_node_names_its_ports_as_the_stack_does(tmp_path):
@@ -113,11 +116,15 @@ def test_a_delay_whose_request_failed_removes_what_may_have_been_added(tmp_path,
 
 def test_a_stack_with_a_node_left_delayed_is_refused_at_start(server):
     from types import SimpleNamespace
-    from harness.stack.local_services import _delayed_nodes
     port, answer = server
     answer["body"] = json.dumps({"kafka-1": {"toxics": []}, "kafka-3": {"toxics": [{"name": "x"}]}}).encode()
-    assert _delayed_nodes(SimpleNamespace(ports={"toxiproxy": port})) == [3]
-    assert _delayed_nodes(None) == [] and _delayed_nodes(SimpleNamespace(ports={})) == []
+    assert toxiproxy.Api(port).delayed_nodes() == [3]
+    proxy = toxiproxy.LocalToxiproxy(Path(tempfile.mkdtemp()))
+    assert proxy.api() is None                          # not running: no API to ask
+    proxy.running = lambda: SimpleNamespace(ports={"toxiproxy": port})
+    assert proxy.api().delayed_nodes() == [3]
+    proxy.running = lambda: SimpleNamespace(ports={})
+    assert proxy.api() is None
 
 
 def test_purge_deletes_the_proxy_files_only_and_never_through_a_planted_link(tmp_path, monkeypatch):
