@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from contextlib import contextmanager
 
 import pytest
 
@@ -23,14 +24,16 @@ from tests.unit.sample_report import validate
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def cluster():
+@contextmanager
+def local_cluster(prefix: str, *up_args: str):
+    """A 3-node local cluster in a fresh state folder (`harness up --brokers 3 *up_args`): {home, env, status};
+    afterwards `harness down --purge`, and no process of the folder may survive it."""
     import shutil
-    home = searchable_dir("harness-cluster-test-")
+    home = searchable_dir(prefix)
     env = {"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "",
            "HARNESS_STACK": "local"}
     try:
-        harness("up", "--brokers", "3", env=env, check=True, timeout=300)
+        harness("up", "--brokers", "3", *up_args, env=env, check=True, timeout=300)
         st = json.loads(harness("status", "--json", env=env, check=True).stdout)
         yield {"home": home, "env": env, "status": st}
     finally:
@@ -38,6 +41,12 @@ def cluster():
         left = processes_of(home)
         shutil.rmtree(home, ignore_errors=True)
         assert not left, f"processes of the cluster's state folder survived `harness down`: {left}"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with local_cluster("harness-cluster-test-") as c:
+        yield c
 
 
 def nodes_story(cluster) -> str:

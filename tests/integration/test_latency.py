@@ -14,8 +14,8 @@ import time
 import pytest
 
 from harness.stack import toxiproxy
-from tests.conftest import ROOT, harness, processes_of, searchable_dir
-from tests.integration.test_cluster import read_keys, run_exp
+from tests.conftest import ROOT, harness, processes_of
+from tests.integration.test_cluster import local_cluster, read_keys, run_exp
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(toxiproxy.find_binary() is None and not os.environ.get("CI"),
@@ -30,19 +30,8 @@ def toxics(home) -> dict:
 
 @pytest.fixture(scope="module")
 def cluster():
-    import shutil
-    home = searchable_dir("harness-latency-test-")
-    env = {"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "",
-           "HARNESS_STACK": "local"}
-    try:
-        harness("up", "--brokers", "3", "--proxies", env=env, check=True, timeout=300)
-        st = json.loads(harness("status", "--json", env=env, check=True).stdout)
-        yield {"home": home, "env": env, "status": st}
-    finally:
-        harness("down", "--purge", env=env, timeout=300)
-        left = processes_of(home)
-        shutil.rmtree(home, ignore_errors=True)
-        assert not left, f"processes of the cluster's state folder survived `harness down`: {left}"
+    with local_cluster("harness-latency-test-", "--proxies") as c:
+        yield c
 
 
 def test_clients_reach_every_node_through_its_proxy(cluster):

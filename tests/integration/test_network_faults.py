@@ -3,7 +3,6 @@
 inside its namespace, audited runs; and nothing of the networks left after `harness down`, also when the harness
 was SIGKILLed mid-partition."""
 
-import json
 import signal
 import subprocess
 import sys
@@ -12,8 +11,8 @@ import time
 import pytest
 
 from harness.stack import netns
-from tests.conftest import ROOT, harness, processes_of, searchable_dir
-from tests.integration.test_cluster import read_keys, run_exp
+from tests.conftest import ROOT, harness
+from tests.integration.test_cluster import local_cluster, read_keys, run_exp
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(netns.available() is not None, reason=f"no node networks: {netns.available()}")]
@@ -21,22 +20,12 @@ pytestmark = [pytest.mark.integration,
 
 @pytest.fixture(scope="module")
 def cluster():
-    import shutil
-    home = searchable_dir("harness-netfaults-test-")
-    env = {"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "",
-           "HARNESS_STACK": "local"}
-    try:
-        harness("up", "--brokers", "3", "--node-networks", env=env, check=True, timeout=300)
-        st = json.loads(harness("status", "--json", env=env, check=True).stdout)
-        yield {"home": home, "env": env, "status": st, "layout": netns.read_record(home)}
-    finally:
-        harness("down", "--purge", env=env, timeout=300)
-        left = processes_of(home)
-        layout = netns.Layout(netns.prefix_of(home), 1, 3)
-        namespaces = [n for n in netns.existing_namespaces() if n.startswith(layout.prefix)]
-        shutil.rmtree(home, ignore_errors=True)
-        assert not left, f"processes of the cluster's state folder survived `harness down`: {left}"
-        assert not namespaces, f"node networks survived `harness down`: {namespaces}"
+    with local_cluster("harness-netfaults-test-", "--node-networks") as c:
+        home = c["home"]
+        yield {**c, "layout": netns.read_record(home)}
+    layout = netns.Layout(netns.prefix_of(home), 1, 3)
+    namespaces = [n for n in netns.existing_namespaces() if n.startswith(layout.prefix)]
+    assert not namespaces, f"node networks survived `harness down`: {namespaces}"
 
 
 def test_the_nodes_listen_on_their_own_addresses(cluster):
