@@ -11,3 +11,7 @@ LOG4J_VERSION = "2.24.3"
 SLF4J_VERSION = "2.0.17"
 POSTGRES_IMAGE = "postgres:15"
 KAFKA_IMAGE = f"apache/kafka:{KAFKA_VERSION}"
+# Toxiproxy, the proxies of `harness up --proxies` (.ci/install-toxiproxy.sh builds
+# this version; scripts/build-images.sh builds its image for the compose cluster).
+TOXIPROXY_VERSION = "2.5.0"
+TOXIPROXY_IMAGE = f"ghcr.io/shopify/toxiproxy:{TOXIPROXY_VERSION}"

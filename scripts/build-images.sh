@@ -4,10 +4,11 @@
 # from a registry. Needs a Docker engine (scripts/docker-engine.sh start).
 #
 #   bash scripts/build-images.sh            # builds what is missing
-#   bash scripts/build-images.sh --rebuild  # builds all three again
+#   bash scripts/build-images.sh --rebuild  # builds all four again
 #
 # Then point the compose files at the images:
-#   export HARNESS_KAFKA_IMAGE=harness-kafka:<KAFKA_VERSION> HARNESS_POSTGRES_IMAGE=harness-postgres:15
+#   export HARNESS_KAFKA_IMAGE=harness-kafka:<KAFKA_VERSION> HARNESS_POSTGRES_IMAGE=harness-postgres:15 \
+#          HARNESS_TOXIPROXY_IMAGE=harness-toxiproxy:<TOXIPROXY_VERSION>
 #   harness up --stack compose
 #
 # Steps (each says how long it took):
@@ -17,6 +18,11 @@
 #      Kafka's jars (server and command-line tools), resolved with mvn on this
 #      machine as the local stack does (cached under the harness cache folder).
 #   3. harness-postgres:15  Debian's postgresql-15.
+#   4. harness-toxiproxy:<TOXIPROXY_VERSION>  Toxiproxy's server and CLI (the
+#      proxies of `harness up --stack compose --brokers 3 --proxies`), built
+#      with `go install` from the Go module proxy, static, at the paths of the
+#      official image (/toxiproxy, /toxiproxy-cli). Skipped, saying so, where Go
+#      is missing: only the latency fault on compose needs it.
 # Installs debootstrap with apt-get (system-wide) if it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +48,8 @@ KAFKA_VERSION="$(python3 -c 'from harness import versions; print(versions.KAFKA_
 BASE_IMAGE=harness-base:bookworm
 KAFKA_IMAGE="harness-kafka:${KAFKA_VERSION}"
 POSTGRES_IMAGE=harness-postgres:15
+TOXIPROXY_VERSION="$(python3 -c 'from harness import versions; print(versions.TOXIPROXY_VERSION)')"
+TOXIPROXY_IMAGE="harness-toxiproxy:${TOXIPROXY_VERSION}"
 
 # build TAG CONTEXT [docker build options]: the build's output goes to a log, shown when it fails.
 build() {
@@ -150,5 +158,24 @@ else
   took
 fi
 
+# --- 4. Toxiproxy ------------------------------------------------------------
+TOXIPROXY_EXPORT=" HARNESS_TOXIPROXY_IMAGE=$TOXIPROXY_IMAGE"
+if have_image "$TOXIPROXY_IMAGE"; then
+  echo "build-images: $TOXIPROXY_IMAGE exists (--rebuild makes it again)" >&2
+elif ! command -v go >/dev/null; then
+  echo "build-images: Go is not installed: no $TOXIPROXY_IMAGE (only the latency fault on compose needs it)" >&2
+  TOXIPROXY_EXPORT=
+else
+  step "building $TOXIPROXY_IMAGE (Toxiproxy ${TOXIPROXY_VERSION}'s server and CLI with go install, static)"
+  mkdir -p "$TMP/toxiproxy/bin"
+  cp compose/images/toxiproxy/Dockerfile "$TMP/toxiproxy/"
+  for cmd in server cli; do
+    CGO_ENABLED=0 GOBIN="$TMP/toxiproxy/bin" go install "github.com/Shopify/toxiproxy/v2/cmd/${cmd}@v${TOXIPROXY_VERSION}" \
+      > "$TMP/go.log" 2>&1 || { tail -n 15 "$TMP/go.log" >&2; die "go install of Toxiproxy's $cmd failed"; }
+  done
+  build "$TOXIPROXY_IMAGE" "$TMP/toxiproxy"
+  took
+fi
+
 echo "build-images: done in $((SECONDS - START)) s" >&2
-echo "export HARNESS_KAFKA_IMAGE=$KAFKA_IMAGE HARNESS_POSTGRES_IMAGE=$POSTGRES_IMAGE"
+echo "export HARNESS_KAFKA_IMAGE=$KAFKA_IMAGE HARNESS_POSTGRES_IMAGE=$POSTGRES_IMAGE$TOXIPROXY_EXPORT"

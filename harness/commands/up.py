@@ -26,9 +26,10 @@ from .stack_options import say, stack_options
                    "can cut one node's traffic; needs root (ip netns, iptables). The state folder remembers it. "
                    "[default: what the stack was set up with, else off]")
 @click.option("--proxies/--no-proxies", default=None,
-              help="Local 3-broker stack: Kafka clients reach each node through a Toxiproxy proxy on 127.0.0.1 "
-                   "(the nodes talk to each other directly), so the latency fault can delay one node's replies; "
-                   "needs toxiproxy-server (bash .ci/install-toxiproxy.sh). The state folder remembers it. "
+              help="3-broker stack: Kafka clients reach each node through a Toxiproxy proxy on 127.0.0.1 "
+                   "(the nodes talk to each other directly), so the latency fault can delay one node's replies. "
+                   "Local: needs toxiproxy-server (bash .ci/install-toxiproxy.sh); compose: a Toxiproxy container "
+                   "(the official image, or one scripts/build-images.sh builds). The state folder remembers it. "
                    "[default: what the stack was set up with, else off]")
 @stack_options
 def up(brokers, auth, build_images, node_networks, proxies, stack_kind, bootstrap_servers, postgres_dsn):
@@ -50,6 +51,7 @@ def up(brokers, auth, build_images, node_networks, proxies, stack_kind, bootstra
       harness up --brokers 3 --proxies         # then: --fault latency
       harness up --auth scram       # SASL/SCRAM Kafka; settings in $HARNESS_HOME/client.properties
       harness up --stack compose    # Docker Compose (an engine: bash scripts/docker-engine.sh start)
+      harness up --stack compose --brokers 3 --proxies   # then: --fault latency
     """
     from ..stack.local_services import check_auth_size
     from ..stack.resolve import get_stack
@@ -60,8 +62,8 @@ def up(brokers, auth, build_images, node_networks, proxies, stack_kind, bootstra
         raise HarnessError("--build-images builds the compose stack's images; add --stack compose")
     if node_networks is not None and (bootstrap_servers or postgres_dsn or stack_kind != "local"):
         raise HarnessError("--node-networks sets up the local stack's Kafka nodes")
-    if proxies is not None and (bootstrap_servers or postgres_dsn or stack_kind != "local"):
-        raise HarnessError("--proxies sets up the local stack's Kafka nodes")
+    if proxies is not None and (bootstrap_servers or postgres_dsn):
+        raise HarnessError("--proxies sets up the Kafka nodes the harness starts (local or compose)")
     said = []                 # what the start already said as it went: its notes are not said twice
 
     def log(line: str) -> None:

@@ -24,7 +24,7 @@ own network is touched:
   milliseconds (Toxiproxy's latency toxic on the node's proxy: `harness up
   --brokers 3 --proxies`, see stack/toxiproxy.py), optionally with a share of
   the packets on its client link dropped (`loss`, iptables' statistic match in
-  the node's namespace: needs node networks too). Longer than a client's
+  the node's namespace: on the local cluster it needs node networks too). Longer than a client's
   request timeout, a request that was applied comes back as a timeout: an
   unknown outcome. Toxiproxy draws the jitter itself (not from the seed).
 
@@ -32,8 +32,10 @@ own network is touched:
 schedule starts with the workers' first record, one node at a time, and the
 run does not end while a node is cut. Whatever the run's end, `finish` heals
 the node; a SIGKILLed harness's rules go with the namespaces or the containers
-(`harness down`). `latency` is not offered on the compose cluster yet (its
-clients would need a proxy in front of each container's published port).
+(`harness down`). On the compose cluster `latency` needs its proxies too
+(`harness up --stack compose --brokers 3 --proxies`: a Toxiproxy container,
+compose/docker-compose.proxies.yml), and its `loss` drops packets inside the
+node's container.
 """
 
 from __future__ import annotations
@@ -88,12 +90,14 @@ class NetworkFault(LeaderKill):
                                f"run's fault, or one a killed harness left: `harness down` removes it)")
 
     up_option = "--node-networks"       # what `harness up` needs for this fault
+    compose_up_option = ""              # and `harness up --stack compose`
 
     def _needs_cluster(self, stack) -> None:
         from ..stack.brokers import CLUSTER
         if stack.kind == "compose" and stack.brokers < CLUSTER:
             raise HarnessError(f"--fault {self.name} needs the {CLUSTER}-broker cluster, but this stack has "
-                               f"{stack.brokers} broker(s): `harness up --stack compose --brokers {CLUSTER}`")
+                               f"{stack.brokers} broker(s): `harness up --stack compose --brokers {CLUSTER}"
+                               f"{self.compose_up_option}`")
         if stack.brokers < CLUSTER:
             raise HarnessError(f"--fault {self.name} needs the {CLUSTER}-broker cluster, but this stack has "
                                f"{stack.brokers} broker(s): `harness down --purge`, then `harness up --brokers "
@@ -176,6 +180,7 @@ class Latency(NetworkFault):
     action = "latency"
     verb = "delayed"
     up_option = "--proxies"
+    compose_up_option = " --proxies"
     excludes = {name: "a heal of the node's rules would end the other's cut or loss early"
                 for name in ("partition", "client-cut")}
     options = {**NetworkFault.options,
@@ -205,9 +210,6 @@ class Latency(NetworkFault):
         if stack.kind == "external":
             raise HarnessError(f"--fault {self.name} delays nodes the harness started; it never touches an external "
                                f"cluster (--bootstrap-servers)")
-        if stack.kind == "compose":
-            raise HarnessError(f"--fault {self.name} runs on the local cluster's proxies (`harness up --brokers 3 "
-                               f"--proxies`), not yet on the compose cluster")
         self._needs_cluster(stack)
         BrokerFault.check_stack(self, stack, docker_client)
         why = self.hands.proxies()

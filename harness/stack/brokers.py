@@ -25,12 +25,13 @@ from pathlib import Path
 from ..errors import HarnessError, first_line
 from . import health
 from . import ports as portcheck
+from .toxiproxy import ProxiedNodes
 from .compose_brokers import ComposeBrokers  # noqa: F401 - the compose cluster's hands, re-exported for for_stack
 
 CLUSTER = 3
 
 
-class LocalBrokers:
+class LocalBrokers(ProxiedNodes):
     """The local cluster's nodes, by node id (1..3)."""
 
     kind = "local"
@@ -217,40 +218,11 @@ class LocalBrokers:
             raise HarnessError("the stack's Toxiproxy is not running")
         return api
 
-    def delayed_nodes(self) -> list[int]:
-        """Nodes whose proxy has a toxic now (a fault of another run, or one a killed harness left)."""
-        return [n for n in self._api().delayed_nodes() if n in self.by_id]
-
-    def delay(self, node: int, ms: int, jitter: int, loss: float = 0.0) -> str | None:
-        """The node's replies to its clients held `ms` ± `jitter`; with `loss`, that share of the packets on
-        its client link dropped as well."""
+    def _add_loss(self, node: int, share: float) -> str:
         from . import netns
-        from .toxiproxy import proxy_name
-        api = self._api()
-        try:
-            api.add_latency(node, ms, jitter)
-        except BaseException:       # a timeout may come after Toxiproxy added it: none at all
-            try:
-                api.remove_latency(node)
-            except HarnessError:
-                pass
-            raise
-        if loss:
-            layout = self.by_id[node].network()
-            try:
-                netns.apply(layout, node, netns.loss_rules(layout, node, loss))
-            except BaseException:           # half a fault is none at all
-                self.undelay(node, loss)
-                raise
-            return f"toxic on proxy {proxy_name(node)}, rules in {layout.namespace(node)}"
-        return f"toxic on proxy {proxy_name(node)}"
-
-    def undelay(self, node: int, loss: float = 0.0) -> None:
-        try:
-            self._api().remove_latency(node)
-        finally:
-            if loss:
-                self.heal(node)
+        layout = self.by_id[node].network()
+        netns.apply(layout, node, netns.loss_rules(layout, node, share))
+        return f"rules in {layout.namespace(node)}"
 
 
 def for_stack(stack, fault: str, docker_client=None):

@@ -4,6 +4,12 @@
 `apache/kafka` image) and PostgreSQL, ports bound to 127.0.0.1, with
 healthchecks; `docker compose up --wait` returns when both are healthy. On a
 machine without an engine we say so in one line instead of hanging.
+
+The three-node cluster (`docker-compose.cluster.yml`) takes one override,
+`docker-compose.proxies.yml` (`--proxies`): a Toxiproxy container in front of
+each node, for the latency fault; clients then bootstrap through the proxies.
+stack.json remembers the variant, the images and the proxies, so later
+commands (run, status, down) use the same files.
 """
 
 import json
@@ -21,6 +27,12 @@ from .stack import Stack
 
 COMPOSE_DIR = Path(__file__).resolve().parents[2] / "compose"
 FILES = {"single": COMPOSE_DIR / "docker-compose.yml", "cluster": COMPOSE_DIR / "docker-compose.cluster.yml"}
+# The cluster's override that puts Toxiproxy in front of each node (`harness up --stack compose --brokers 3
+# --proxies`): clients then bootstrap through the proxies' ports, and Toxiproxy's API is on its own port.
+PROXIES_FILE = COMPOSE_DIR / "docker-compose.proxies.yml"
+CLUSTER_PROXY_PORTS = (29192, 29193, 29194)
+TOXIPROXY_API_PORT = 28474
+PROXIED_PORT = 9094           # each node's PROXIED listener inside its container, where its proxy forwards
 KAFKA_PORT = 29092
 # The cluster variant's three nodes publish 29092, 29093 and 29094 (compose/docker-compose.cluster.yml).
 CLUSTER_KAFKA_PORTS = (29092, 29093, 29094)
@@ -85,9 +97,28 @@ def _recorded_variant(state: Path) -> str:
     return v if v in FILES else "single"
 
 
-def _stack(state: Path, variant: str = "single") -> Stack:
+def recorded_proxies(state: Path | None = None) -> bool:
+    """Whether this state folder's compose cluster was started with its proxies."""
+    return _recorded(state or state_dir()).get("proxies") is True
+
+
+def proxies_for(variant: str, proxies: bool | None) -> bool:
+    """Whether the stack to start has proxies: as asked, else as the state folder's stack had them; only
+    the cluster has them."""
+    if proxies is None:
+        proxies = recorded_proxies() and _recorded_variant(state_dir()) == variant
+    if proxies and variant != "cluster":
+        raise HarnessError("--proxies puts Toxiproxy in front of the compose cluster's nodes: add --brokers 3")
+    return bool(proxies)
+
+
+def _files(variant: str, proxies: bool) -> list[str]:
+    return ["-f", str(FILES[variant]), *(["-f", str(PROXIES_FILE)] if proxies else [])]
+
+
+def _stack(state: Path, variant: str = "single", proxies: bool = False) -> Stack:
     from .. import kafka_client
-    ports = CLUSTER_KAFKA_PORTS if variant == "cluster" else (KAFKA_PORT,)
+    ports = CLUSTER_PROXY_PORTS if proxies else CLUSTER_KAFKA_PORTS if variant == "cluster" else (KAFKA_PORT,)
     bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
     return Stack(kind="compose", bootstrap_servers=bootstrap,
                  postgres_dsn=f"postgresql://harness:{_password(state)}@127.0.0.1:{POSTGRES_PORT}/harness",
@@ -97,15 +128,17 @@ def _stack(state: Path, variant: str = "single") -> Stack:
 
 # The compose files read their images from these variables; unset, they are the official images.
 IMAGE_VARS = {"kafka": ("HARNESS_KAFKA_IMAGE", f"apache/kafka:{versions.KAFKA_VERSION}"),
-              "postgres": ("HARNESS_POSTGRES_IMAGE", "postgres:15")}
+              "postgres": ("HARNESS_POSTGRES_IMAGE", "postgres:15"),
+              "toxiproxy": ("HARNESS_TOXIPROXY_IMAGE", versions.TOXIPROXY_IMAGE)}
+NEEDED = ("kafka", "postgres")      # the images every compose stack needs (Toxiproxy's: only with --proxies)
 IMAGE_ENV = {var for var, _ in IMAGE_VARS.values()}
 BUILD_SCRIPT = COMPOSE_DIR.parent / "scripts" / "build-images.sh"
 BUILD_TIMEOUT_S = 1800
 
 
-def chosen_images(env: dict) -> dict:
+def chosen_images(env: dict, services=NEEDED) -> dict:
     """{service: image} the compose files will use with this environment."""
-    return {svc: env.get(var) or default for svc, (var, default) in IMAGE_VARS.items()}
+    return {svc: env.get(var) or default for svc, (var, default) in IMAGE_VARS.items() if svc in services}
 
 
 def _missing_image(client, image: str) -> str | None:
@@ -122,7 +155,7 @@ def _missing_image(client, image: str) -> str | None:
         return first_line(e)
 
 
-def ensure_images(env: dict, build: bool = False, log=print, client=None) -> dict:
+def ensure_images(env: dict, build: bool = False, log=print, client=None, services=NEEDED) -> dict:
     """The images for `docker compose up`, as environment variables to add.
 
     The official images unless the user named others; built locally from Debian's packages (the project's
@@ -132,16 +165,17 @@ def ensure_images(env: dict, build: bool = False, log=print, client=None) -> dic
     if client is None:
         import docker
         client = docker.from_env(timeout=120)
-    images = chosen_images(env)
+    images = chosen_images(env, services)
     if not build:
         missing = {img: why for img in images.values() if (why := _missing_image(client, img))}
-        named = [(var, images[svc]) for svc, (var, _) in IMAGE_VARS.items() if env.get(var) and images[svc] in missing]
+        named = [(var, images[svc]) for svc, (var, _) in IMAGE_VARS.items()
+                 if svc in images and env.get(var) and images[svc] in missing]
         if named:
             var, img = named[0]
             raise HarnessError(f"the image {img} (set in {var}) is not on the Docker engine and cannot be pulled: "
                                f"{missing[img]}")
         if not missing:
-            log(f"images: kafka {images['kafka']}, postgres {images['postgres']}")
+            log("images: " + ", ".join(f"{svc} {img}" for svc, img in images.items()))
             return {}
         first, why = next(iter(missing.items()))
         log(f"cannot pull {first} ({why}); building local images from Debian's packages instead "
@@ -149,7 +183,10 @@ def ensure_images(env: dict, build: bool = False, log=print, client=None) -> dic
     else:
         log(f"building local images from Debian's packages ({BUILD_SCRIPT.name}) ...")
     built = build_images(env)
-    log(f"images: kafka {built['HARNESS_KAFKA_IMAGE']}, postgres {built['HARNESS_POSTGRES_IMAGE']} (built here)")
+    absent = [svc for svc in images if IMAGE_VARS[svc][0] not in built]
+    if absent:
+        raise HarnessError(f"{BUILD_SCRIPT.name} built no {absent[0]} image (its output says why)")
+    log("images: " + ", ".join(f"{svc} {built[IMAGE_VARS[svc][0]]}" for svc in images) + " (built here)")
     return built
 
 
@@ -169,29 +206,33 @@ def build_images(env: dict) -> dict:
     for line in proc.stdout.splitlines():
         if line.startswith("export "):
             found.update(w.split("=", 1) for w in shlex.split(line)[1:] if "=" in w)
-    if not IMAGE_ENV <= set(found):
+    if not {IMAGE_VARS[svc][0] for svc in NEEDED} <= set(found):
         raise HarnessError(f"{BUILD_SCRIPT.name} did not name the images it built", proc.stdout[-1000:])
     return {k: v for k, v in found.items() if k in IMAGE_ENV}
 
 
-def up(variant: str = "single", log=print, build_images: bool = False) -> Stack:
+def up(variant: str = "single", log=print, build_images: bool = False, proxies: bool | None = None) -> Stack:
     why = engine_available()
     if why:
         raise HarnessError(f"--stack compose needs a Docker engine, but {why}; start one with "
                            f"`bash scripts/docker-engine.sh start`, or use the default local stack (no Docker "
                            f"needed) or --bootstrap-servers/--postgres-dsn")
     state = state_dir()
+    proxies = proxies_for(variant, proxies)
     env = _env(state)
-    env.update(ensure_images(env, build=build_images, log=log))
-    cmd = ["docker", "compose", "-p", PROJECT, "-f", str(FILES[variant]), "up", "-d", "--wait"]
+    env.update(ensure_images(env, build=build_images, log=log,
+                             services=(*NEEDED, *(["toxiproxy"] if proxies else []))))
+    # --remove-orphans: a Toxiproxy of an earlier start with --proxies goes when this one has none
+    cmd = ["docker", "compose", "-p", PROJECT, *_files(variant, proxies), "up", "-d", "--wait", "--remove-orphans"]
     log("Starting the compose stack: " + " ".join(cmd[2:]))
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=UP_TIMEOUT_S)
     if proc.returncode != 0:
         raise HarnessError("docker compose up failed", (proc.stdout + proc.stderr)[-2000:])
     from ..safefile import write_text
     images = {var: env[var] for var in IMAGE_ENV if env.get(var)}
-    write_text(state / "stack.json", json.dumps({"kind": "compose", "variant": variant, "images": images}) + "\n")
-    stack = _stack(state, variant)
+    write_text(state / "stack.json", json.dumps({"kind": "compose", "variant": variant, "images": images,
+                                                 "proxies": proxies}) + "\n")
+    stack = _stack(state, variant, proxies)
     err = _postgres_probe(stack, 30)
     if err:
         raise HarnessError(f"the compose PostgreSQL does not accept connections: {err}")
@@ -221,7 +262,8 @@ def _postgres_probe(stack: Stack, timeout: float) -> str | None:
 
 def status() -> Stack:
     state = state_dir()
-    stack = _stack(state, _recorded_variant(state))
+    variant = _recorded_variant(state)
+    stack = _stack(state, variant, recorded_proxies(state) and variant == "cluster")
     stack.healthy = health.kafka_probe(stack.bootstrap_servers, 5, brokers=stack.brokers) is None and \
         _postgres_probe(stack, 5) is None
     stack.postgres_version = health.postgres_version(stack.postgres_dsn) if stack.healthy else None
@@ -257,4 +299,6 @@ def left_volumes() -> bool:
 
 
 def _down_command(variant: str, purge: bool) -> list[str]:
-    return ["docker", "compose", "-p", PROJECT, "-f", str(FILES[variant]), "down"] + (["-v"] if purge else [])
+    """The cluster's with its proxies' file always: their container goes too, whatever the record says."""
+    return ["docker", "compose", "-p", PROJECT, *_files(variant, variant == "cluster"), "down"] + \
+        (["-v"] if purge else [])

@@ -9,6 +9,8 @@ be neither the harness's nor the machine's.
 
 `cut_nodes` is the check every command on the compose stack makes first: a
 node a killed harness left cut would make the stack never answer as a whole.
+The latency fault's toxics live in the stack's Toxiproxy container (compose
+file docker-compose.proxies.yml), reached through its API on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ from ..paths import state_dir
 from . import compose, container_net, health
 from . import ports as portcheck
 from .compose import CLUSTER_KAFKA_PORTS
+from .toxiproxy import ProxiedNodes
 
 DOCKER_TIMEOUT_S = 30
 CHECK_TIMEOUT_S = 5       # the cut check before every command: a slow engine must not hold it for minutes
 
 
-class ComposeBrokers:
+class ComposeBrokers(ProxiedNodes):
     """The broker containers of the compose cluster, through the Docker SDK (or a stand-in with its API)."""
 
     kind = "compose"
@@ -159,7 +162,7 @@ class ComposeBrokers:
         return self._cut(node, container_net.isolate_rules(None, node))
 
     def cut_clients(self, node: int) -> str | None:
-        return self._cut(node, container_net.client_cut_rules(CLUSTER_KAFKA_PORTS[node - 1]))
+        return self._cut(node, container_net.client_cut_rules(CLUSTER_KAFKA_PORTS[node - 1], compose.PROXIED_PORT))
 
     def split(self, node: int) -> str | None:
         others = [n for n in self.node_ids() if n != node]
@@ -188,6 +191,26 @@ class ComposeBrokers:
         for n in self.node_ids():
             self.heal(n)
 
+    # -- the latency fault: a toxic on the node's proxy in the stack's Toxiproxy container ----------------
+    def proxies(self) -> str | None:
+        """Why the nodes' client traffic cannot be delayed (None: it can)."""
+        if not compose.recorded_proxies():
+            return ("the Kafka nodes' clients do not go through proxies: `harness up --stack compose --brokers 3 "
+                    "--proxies`")
+        found = self.client.containers.list(filters={"label": [
+            f"{self.PROJECT_LABEL}={self.project}", f"{self.SERVICE_LABEL}=toxiproxy"], "status": "running"})
+        if len(found) != 1:
+            return "the stack's Toxiproxy container is not running (`harness up --stack compose` starts it again)"
+        return None
+
+    def _api(self):
+        from .toxiproxy import Api
+        return Api(compose.TOXIPROXY_API_PORT)
+
+    def _add_loss(self, node: int, share: float) -> str:
+        where = self._cut(node, container_net.loss_rules(compose.PROXIED_PORT, share))
+        return where or f"no loss rules ({self.target(node)} is not running)"
+
 
 def cut_nodes(brokers: int | None = None) -> list[int] | None:
     """The cluster's broker containers with network-fault rules inside (a fault under way, or one a killed
@@ -206,4 +229,15 @@ def cut_nodes(brokers: int | None = None) -> list[int] | None:
     except HarnessError:
         return None
     except Exception:  # noqa: BLE001 - the Docker SDK's and requests' own errors: unknown, said by the caller
+        return None
+
+
+def delayed_nodes() -> list[int] | None:
+    """The cluster's nodes whose proxy has a toxic (a latency fault under way, or one a killed harness left);
+    [] when the stack has no proxies; None when Toxiproxy does not answer: unknown, never "none"."""
+    if compose._recorded_variant(state_dir()) != "cluster" or not compose.recorded_proxies():
+        return []
+    try:
+        return ComposeBrokers(timeout=CHECK_TIMEOUT_S).delayed_nodes()
+    except HarnessError:
         return None

@@ -12,9 +12,12 @@ What the rules select differs from the local cluster's, because a container
 has one interface (eth0) for everything:
 
 - isolate: everything but the container's loopback (the same rules as netns);
-- client cut: the node's client listener port (EXTERNAL, the one published on
-  127.0.0.1), answered with TCP resets either way; its peers use the INTERNAL
-  and CONTROLLER listeners and go on;
+- client cut: the node's client listener ports (EXTERNAL, the one published on
+  127.0.0.1, and PROXIED, where its Toxiproxy forwards), answered with TCP
+  resets either way; its peers use the INTERNAL and CONTROLLER listeners and
+  go on;
+- loss (the latency fault's `loss`): a random share of the packets on the
+  PROXIED listener's port dropped;
 - split: the packets from and to the other side's container addresses.
 
 The container's pid and addresses come from the engine (the Docker SDK), for
@@ -87,11 +90,24 @@ def _run_inside(pid: int, argv: list[str]) -> subprocess.CompletedProcess:
     return proc
 
 
-def client_cut_rules(port: int) -> list[list[str]]:
-    """The client listener's port: every TCP packet to or from it answered with a reset."""
-    return [["-A", "INPUT", "-p", "tcp", "--dport", str(port), "-j", "REJECT", "--reject-with", "tcp-reset"],
-            ["-A", "OUTPUT", "-p", "tcp", "--sport", str(port), "!", "--tcp-flags", "RST", "RST", "-j", "REJECT",
-             "--reject-with", "tcp-reset"]]
+def client_cut_rules(*ports: int) -> list[list[str]]:
+    """The client listeners' ports (EXTERNAL, and PROXIED where the node's proxy forwards): every TCP packet
+    to or from them answered with a reset."""
+    out = []
+    for port in ports:
+        out += [["-A", "INPUT", "-p", "tcp", "--dport", str(port), "-j", "REJECT", "--reject-with", "tcp-reset"],
+                ["-A", "OUTPUT", "-p", "tcp", "--sport", str(port), "!", "--tcp-flags", "RST", "RST", "-j", "REJECT",
+                 "--reject-with", "tcp-reset"]]
+    return out
+
+
+def loss_rules(port: int, share: float) -> list[list[str]]:
+    """A random `share` of the packets to and from the client listener `port` dropped (TCP resends them)."""
+    p = f"{share:.4f}"
+    return [["-A", "INPUT", "-p", "tcp", "--dport", str(port), "-m", "statistic", "--mode", "random",
+             "--probability", p, "-j", "DROP"],
+            ["-A", "OUTPUT", "-p", "tcp", "--sport", str(port), "-m", "statistic", "--mode", "random",
+             "--probability", p, "-j", "DROP"]]
 
 
 def split_rules(peers: list[str]) -> list[list[str]]:

@@ -11,7 +11,7 @@ from .. import kafka_client
 from ..errors import HarnessError
 from . import broker_version, compose, health, local, local_record
 from .stack import Stack, redact
-from .compose_brokers import cut_nodes
+from .compose_brokers import cut_nodes, delayed_nodes
 
 STACKS = ("local", "compose")
 # The user waits for this at most: an unreachable external cluster fails in well under 15 s.
@@ -61,11 +61,17 @@ def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None
         if cut:             # it would never answer as a whole: say why at once instead of waiting it out
             raise HarnessError(f"Kafka node {', '.join(map(str, cut))} is cut off by network rules (a network "
                                f"fault under way, or one a killed harness left): `harness down` removes them")
+        delayed = delayed_nodes()
+        if delayed:         # every run on it would be slowed, and judged, without being told
+            raise HarnessError(f"Kafka node {', '.join(map(str, delayed))} is delayed by Toxiproxy (a latency fault "
+                               f"under way, or one a killed harness left): `harness down` removes it")
         variant = compose.variant_for(brokers)
+        want_proxies = compose.proxies_for(variant, proxies)
         st = compose.status() if compose.engine_available() is None else None
-        if st and st.healthy and (brokers is None or st.brokers == brokers) and not build_images:
+        if st and st.healthy and (brokers is None or st.brokers == brokers) and not build_images and \
+                compose.recorded_proxies() == want_proxies:
             return st, None
-        return compose.up(variant, log=log, build_images=build_images), None
+        return compose.up(variant, log=log, build_images=build_images, proxies=want_proxies), None
     return local.up(log=log, hold=hold, command=command, brokers=brokers, auth=auth, node_networks=node_networks,
                     proxies=proxies)
 
@@ -85,5 +91,13 @@ def current(kind: str = "local", bootstrap: str | None = None, dsn: str | None =
         elif cut is None:
             st.notes.append("whether a broker container is cut off by network rules is unknown (its namespace "
                             "could not be looked into from here)")
+        if compose.recorded_proxies() and st.brokers > 1:
+            st.notes.append("Kafka clients go through Toxiproxy (a proxy per node, for the latency fault)")
+            delayed = delayed_nodes()
+            if delayed:
+                st.notes.append(f"{', '.join(f'kafka-{n}' for n in delayed)} delayed by Toxiproxy (a latency fault "
+                                f"under way, or one a killed harness left: `harness down` removes it)")
+            elif delayed is None:
+                st.notes.append("Toxiproxy's toxics could not be read (its container does not answer)")
         return st
     return local.status(check=check)

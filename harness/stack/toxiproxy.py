@@ -199,3 +199,42 @@ class Api:
         except HarnessError as e:
             if "HTTP 404" not in str(e):
                 raise
+
+
+
+class ProxiedNodes:
+    """The latency fault's hands, for a cluster whose nodes each have a proxy: a class that mixes this in
+    gives `_api()` (its Toxiproxy's), `node_ids()`, `heal(node)`, and `_add_loss(node, share)` (the loss
+    rules where its nodes' client packets pass; returns where they are)."""
+
+    def delayed_nodes(self) -> list[int]:
+        """Nodes whose proxy has a toxic now (a fault of another run, or one a killed harness left)."""
+        return [n for n in self._api().delayed_nodes() if n in self.node_ids()]
+
+    def delay(self, node: int, ms: int, jitter: int, loss: float = 0.0) -> str | None:
+        """The node's replies to its clients held `ms` ± `jitter` by its proxy; with `loss`, that share of the
+        packets on its client link dropped as well. All or nothing."""
+        api = self._api()
+        try:
+            api.add_latency(node, ms, jitter)
+        except BaseException:       # a timeout may come after Toxiproxy added it: none at all
+            try:
+                api.remove_latency(node)
+            except HarnessError:
+                pass
+            raise
+        if loss:
+            try:
+                where = self._add_loss(node, loss)
+            except BaseException:           # half a fault is none at all
+                self.undelay(node, loss)
+                raise
+            return f"toxic on proxy {proxy_name(node)}, {where}"
+        return f"toxic on proxy {proxy_name(node)}"
+
+    def undelay(self, node: int, loss: float = 0.0) -> None:
+        try:
+            self._api().remove_latency(node)
+        finally:
+            if loss:
+                self.heal(node)

@@ -93,6 +93,23 @@ def read_keys(bootstrap: str, topic: str, isolation: str) -> Counter:
     return keys
 
 
+def sigkill_mid_fault(env: dict, out, run_args: list, seen, timeout: float = 180):
+    """`harness run *run_args --quiet --out out`, SIGKILLed once `seen()` gives something (its fault under
+    way, seen from outside); returns what `seen()` gave then."""
+    victim = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", *run_args, "--quiet", "--out", str(out)],
+                              cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline, found = time.time() + timeout, None
+        while time.time() < deadline and not found:
+            found = seen()
+            time.sleep(0.2)
+        assert found, f"the fault of `harness run {' '.join(run_args)}` was never seen under way"
+        return found
+    finally:
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+
+
 def test_three_brokers_each_with_its_own_folder_and_ports(cluster):
     st, home = cluster["status"], cluster["home"]
     assert st["brokers"] == 3 and st["healthy"]

@@ -136,6 +136,7 @@ def test_a_volume_with_another_password_is_one_line_naming_it(engine):
 
 
 def test_the_cluster_takes_broker_faults_on_real_containers_and_purge_removes_both_variants(engine, tmp_path):
+    from tests.integration.test_cluster import sigkill_mid_fault
     env = {**engine, **home("harness-compose-cluster-")}
     try:
         # a single-node stack first, stopped without purge: its kafka-data volume stays (defect: it was left)
@@ -163,22 +164,70 @@ def test_the_cluster_takes_broker_faults_on_real_containers_and_purge_removes_bo
                 == (0, 0)
             assert container_rules(engine) == {1: [], 2: [], 3: []}
         # a harness SIGKILLed mid-partition leaves its rules: named, a new network fault refused, down removes them
-        victim = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "offset-after", "--stack", "compose",
-                                   "--messages", "3000", "--quiet", "--out", str(tmp_path / "killed"),
-                                   "--fault", "partition:count=1,every=0,down=120"], cwd=ROOT, env={**os.environ, **env},
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline, cut = time.time() + 180, {}
-            while time.time() < deadline and not cut:
-                cut = {n: r for n, r in container_rules(engine).items() if r}
-                time.sleep(0.5)
-            assert cut, "no broker container was partitioned"
-        finally:
-            victim.send_signal(signal.SIGKILL)
-            victim.wait()
+        sigkill_mid_fault(env, tmp_path / "killed", ["offset-after", "--stack", "compose", "--messages", "3000",
+                                                     "--fault", "partition:count=1,every=0,down=120"],
+                          lambda: {n: r for n, r in container_rules(engine).items() if r})
         refused = harness("run", "eos", "--stack", "compose", "--messages", "10", "--fault", "client-cut", env=env,
                           timeout=600)
         assert refused.returncode == 2 and "is cut off by network rules" in refused.stderr, refused.stderr[-2000:]
+    finally:
+        down_purge(env)
+    assert leftovers(engine) == {"container": [], "volume": [], "network": []}
+
+
+def test_the_cluster_with_its_proxies_takes_latency_and_nothing_of_a_delay_outlives_down(engine, tmp_path):
+    """`harness up --stack compose --brokers 3 --proxies`: a Toxiproxy container in front of every node.
+    A producer under a leader's delay past its request timeout duplicates only without idempotence (an
+    independent reader on the direct listeners agrees), eos stays exact under a delay with loss, a client
+    cut reaches the proxied clients too, and a toxic a SIGKILLed harness left is named, refused, and gone
+    with `harness down`."""
+    from confluent_kafka.admin import AdminClient
+    from harness.stack import toxiproxy
+    from tests.integration.test_cluster import read_keys, sigkill_mid_fault
+    env = {**engine, **home("harness-compose-proxies-")}
+    assert env.get("HARNESS_TOXIPROXY_IMAGE"), "scripts/build-images.sh built no Toxiproxy image"
+    api = toxiproxy.Api(compose.TOXIPROXY_API_PORT)
+    direct = ",".join(f"127.0.0.1:{p}" for p in compose.CLUSTER_KAFKA_PORTS)
+    try:
+        up = harness("up", "--stack", "compose", "--brokers", "3", "--proxies", env=env, timeout=900)
+        assert up.returncode == 0, up.stdout + up.stderr
+        st = json.loads(harness("status", "--json", env=env).stdout)
+        proxies = [f"127.0.0.1:{p}" for p in compose.CLUSTER_PROXY_PORTS]
+        assert st["healthy"] and st["bootstrap_servers"] == ",".join(proxies), st
+        md = AdminClient({"bootstrap.servers": st["bootstrap_servers"]}).list_topics(timeout=10)
+        assert sorted(f"{b.host}:{b.port}" for b in md.brokers.values()) == proxies     # every later connection too
+        assert api.toxics() == {}
+        fault = "latency:of=leader,ms=2500,jitter=200,count=2,every=1,down=4"
+        runs = {idem: run(env, tmp_path, "producer", "--messages", "400", "--idempotence", idem, "--fault", fault,
+                          name=f"producer-{idem}") for idem in ("on", "off")}
+        for d in runs.values():
+            rows = [f for f in d["faults"] if f["fault"] == "latency"]
+            assert len(rows) == 2 and all(r["back_at"] and r["process"] == f"toxic on proxy kafka-{r['node']}"
+                                          for r in rows), rows
+            keys = read_keys(direct, d["stack"]["output_topic"], "read_committed")
+            assert len(keys) == 400 and sum(n - 1 for n in keys.values()) == d["counts"]["duplicates"]
+            assert d["counts"]["lost"] == 0
+        assert runs["on"]["counts"]["duplicates"] == 0
+        e = run(env, tmp_path, "eos", "--messages", "200", "--fault", "planned-crash",
+                "--fault", "latency:of=coordinator,ms=1200,loss=0.1,count=1,down=4", name="eos")
+        (row,) = [f for f in e["faults"] if f["fault"] == "latency"]
+        assert row["back_at"] and "rules in container" in row["process"] and "transaction coordinator" in row["target"]
+        assert (e["kafka_output"]["read_committed"]["duplicates"], e["kafka_output"]["read_committed"]["lost"]) == (0, 0)
+        assert api.toxics() == {} and container_rules(engine) == {1: [], 2: [], 3: []}
+        c = run(env, tmp_path, "eos", "--messages", "200", "--fault", "planned-crash",
+                "--fault", "client-cut:count=1,down=2", name="cut")
+        assert (c["kafka_output"]["read_committed"]["duplicates"], c["kafka_output"]["read_committed"]["lost"]) == (0, 0)
+        # a harness SIGKILLed mid-delay leaves its toxic: named, refused, and gone with the container
+        delayed = sigkill_mid_fault(env, tmp_path / "killed", ["offset-after", "--stack", "compose", "--messages",
+                                                               "3000", "--fault", "latency:count=1,every=0,down=120"],
+                                    api.toxics)
+        (proxy,) = delayed
+        status = harness("status", env=env, timeout=120)
+        assert f"{proxy} delayed by Toxiproxy" in status.stdout + status.stderr
+        refused = harness("run", "offset-after", "--stack", "compose", "--messages", "10", env=env, timeout=300)
+        assert refused.returncode == 2 and "is delayed by Toxiproxy" in refused.stderr, refused.stderr[-2000:]
+        assert harness("down", env=env, timeout=300).returncode == 0
+        assert leftovers(engine)["container"] == []              # the toxic went with the Toxiproxy container
     finally:
         down_purge(env)
     assert leftovers(engine) == {"container": [], "volume": [], "network": []}

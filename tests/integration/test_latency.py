@@ -5,17 +5,14 @@ down` when the harness was SIGKILLed mid-delay."""
 
 import json
 import os
-import signal
 import socket
-import subprocess
-import sys
 import time
 
 import pytest
 
 from harness.stack import toxiproxy
-from tests.conftest import ROOT, harness, processes_of
-from tests.integration.test_cluster import local_cluster, read_keys, run_exp
+from tests.conftest import harness, processes_of
+from tests.integration.test_cluster import local_cluster, read_keys, run_exp, sigkill_mid_fault
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(toxiproxy.find_binary() is None and not os.environ.get("CI"),
@@ -112,19 +109,9 @@ def test_a_node_killed_and_restarted_comes_back_behind_its_proxy(cluster, tmp_pa
 
 
 def test_a_harness_killed_mid_delay_leaves_a_toxic_that_is_refused_and_down_removes(cluster, tmp_path):
-    run = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "offset-after", "--messages", "3000",
-                            "--quiet", "--out", str(tmp_path / "r"), "--fault", "latency:count=1,every=0,down=120"],
-                           cwd=ROOT, env={**os.environ, **cluster["env"]},
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline, delayed = time.time() + 120, {}
-        while time.time() < deadline and not delayed:
-            delayed = toxics(cluster["home"])
-            time.sleep(0.2)
-        assert delayed, "no node was delayed"
-    finally:
-        run.send_signal(signal.SIGKILL)
-        run.wait()
+    delayed = sigkill_mid_fault(cluster["env"], tmp_path / "r", ["offset-after", "--messages", "3000", "--fault",
+                                                              "latency:count=1,every=0,down=120"],
+                                lambda: toxics(cluster["home"]), timeout=120)
     (proxy,) = delayed
     assert toxics(cluster["home"]) == delayed                    # the killed harness could not remove it
     st = harness("status", env=cluster["env"], timeout=120)

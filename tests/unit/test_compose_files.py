@@ -259,3 +259,53 @@ def test_docker_compose_config_requires_the_password(name):
     proc = _compose(FILES[name], env)
     assert proc.returncode != 0, f"{name} starts without HARNESS_PG_PASSWORD"
     assert "HARNESS_PG_PASSWORD" in proc.stdout + proc.stderr
+
+
+PROXIES = ROOT / "compose" / "docker-compose.proxies.yml"
+
+
+def test_the_proxies_override_puts_one_proxy_per_node_where_the_harness_expects_it():
+    """Each node advertises its proxy's host port on its PROXIED listener, Toxiproxy listens there (on
+    127.0.0.1 only) and forwards to that listener; its image is the pinned version's."""
+    import json
+    doc = yaml.safe_load(PROXIES.read_text())
+    cluster = load(CLUSTER)
+    proxy = doc["services"]["toxiproxy"]
+    var, image = image_ref(proxy)
+    assert (var, image) == ("HARNESS_TOXIPROXY_IMAGE", versions.TOXIPROXY_IMAGE)
+    assert versions.TOXIPROXY_IMAGE.endswith(":" + versions.TOXIPROXY_VERSION)
+    pub = published(proxy)
+    assert all(ip == "127.0.0.1" for ip, _, _ in pub)
+    assert (("127.0.0.1", compose_stack.TOXIPROXY_API_PORT, 8474)) in pub
+    config = json.loads(doc["configs"]["toxiproxy-proxies"]["content"])
+    assert [p["name"] for p in config] == ["kafka-1", "kafka-2", "kafka-3"]
+    for n, port in enumerate(compose_stack.CLUSTER_PROXY_PORTS, 1):
+        env = {**environment(cluster["services"][f"kafka-{n}"]), **environment(doc["services"][f"kafka-{n}"])}
+        assert advertised(env)["PROXIED"] == f"127.0.0.1:{port}"
+        assert f"PROXIED://:{compose_stack.PROXIED_PORT}" in env["KAFKA_LISTENERS"]
+        assert "PROXIED:PLAINTEXT" in env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"]
+        assert advertised(env)["EXTERNAL"] == advertised(environment(cluster["services"][f"kafka-{n}"]))["EXTERNAL"]
+        assert ("127.0.0.1", port, port) in pub
+        assert config[n - 1]["listen"] == f"0.0.0.0:{port}"
+        assert config[n - 1]["upstream"] == f"kafka-{n}:{compose_stack.PROXIED_PORT}"
+    assert "list" in proxy["healthcheck"]["test"]
+
+
+def test_the_toxiproxy_installer_builds_the_pinned_version():
+    text = (ROOT / ".ci" / "install-toxiproxy.sh").read_text()
+    assert f'TOXIPROXY_VERSION="${{TOXIPROXY_VERSION:-{versions.TOXIPROXY_VERSION}}}"' in text
+
+
+def test_docker_compose_config_accepts_the_cluster_with_its_proxies():
+    env = {**os.environ, "HARNESS_PG_PASSWORD": "dummy"}
+    docker = shutil.which("docker")
+    if docker is None:
+        pytest.skip("no docker client")
+    proc = subprocess.run([docker, "compose", "-f", str(CLUSTER), "-f", str(PROXIES), "config"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0 and "compose" in proc.stderr and "is not a docker command" in proc.stderr:
+        pytest.skip("the docker client has no compose plugin")
+    assert proc.returncode == 0, proc.stderr
+    merged = yaml.safe_load(proc.stdout)
+    assert set(merged["services"]) == {"kafka-1", "kafka-2", "kafka-3", "postgres", "toxiproxy"}
+    assert "PROXIED://127.0.0.1:29193" in merged["services"]["kafka-2"]["environment"]["KAFKA_ADVERTISED_LISTENERS"]

@@ -92,3 +92,29 @@ def test_commands_follow_the_kind_of_stack_the_state_folder_holds(tmp_path, monk
     assert _recorded_stack() == "compose"
     (tmp_path / "stack.json").write_text(json.dumps({"kind": "local", "brokers": 3}))
     assert _recorded_stack() == "local"
+
+
+def test_toxiproxys_image_is_needed_only_with_the_proxies(builds):
+    official = compose.chosen_images({}, services=(*compose.NEEDED, "toxiproxy"))
+    c = client(have=OFFICIAL.values())            # no Toxiproxy image, none pullable
+    assert compose.ensure_images({}, log=lambda m: None, client=c) == {} and not builds
+    said = []
+    with pytest.raises(HarnessError, match=r"built no toxiproxy image"):        # the builder had no Go
+        compose.ensure_images({}, log=said.append, client=c, services=(*compose.NEEDED, "toxiproxy"))
+    assert said[0].startswith(f"cannot pull {official['toxiproxy']} (")
+
+
+def test_only_the_cluster_has_proxies_and_its_down_always_removes_them(tmp_path, monkeypatch):
+    import json
+    monkeypatch.setenv("HARNESS_HOME", str(tmp_path))
+    with pytest.raises(HarnessError, match="--proxies puts Toxiproxy in front of the compose cluster's nodes: add "
+                                           "--brokers 3"):
+        compose.proxies_for("single", True)
+    assert compose.proxies_for("cluster", None) is False
+    (tmp_path / "stack.json").write_text(json.dumps({"kind": "compose", "variant": "cluster", "proxies": True}))
+    assert compose.proxies_for("cluster", None) is True and compose.proxies_for("single", None) is False
+    assert compose.proxies_for("cluster", False) is False
+    st = compose._stack(tmp_path, "cluster", True)
+    assert st.bootstrap_servers == "127.0.0.1:29192,127.0.0.1:29193,127.0.0.1:29194"
+    down = compose._down_command("cluster", False)
+    assert str(compose.PROXIES_FILE) in down and str(compose.PROXIES_FILE) not in compose._down_command("single", True)

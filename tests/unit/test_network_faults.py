@@ -217,9 +217,17 @@ def test_latency_refuses_a_stack_it_cannot_delay_before_anything_starts():
         brokers.for_stack = lambda stack, name, client=None: left
         with pytest.raises(HarnessError, match="node 3 is delayed or cut already .* `harness down` removes it"):
             f.check_stack(local)
-        for kind, says in (("external", "never touches an external cluster"), ("compose", "not yet on the compose")):
-            with pytest.raises(HarnessError, match=says):
-                f.check_stack(SimpleNamespace(kind=kind, brokers=3))
+        with pytest.raises(HarnessError, match="never touches an external cluster"):
+            f.check_stack(SimpleNamespace(kind="external", brokers=3))
+        # the compose cluster takes it through the same hands (its Toxiproxy container), once it has proxies
+        brokers.for_stack = lambda stack, name, client=None: DelayHands(
+            "no proxies: `harness up --stack compose --brokers 3 --proxies`")
+        with pytest.raises(HarnessError, match="cannot delay this cluster: no proxies: `harness up --stack compose"):
+            f.check_stack(SimpleNamespace(kind="compose", brokers=3))
+        brokers.for_stack = lambda stack, name, client=None: DelayHands()
+        lossy.check_stack(SimpleNamespace(kind="compose", brokers=3))
+        with pytest.raises(HarnessError, match="`harness up --stack compose --brokers 3 --proxies`"):
+            f.check_stack(SimpleNamespace(kind="compose", brokers=1))
     finally:
         brokers.for_stack = real
     with pytest.raises(HarnessError, match="--fault latency cannot run with partition"):
@@ -227,18 +235,25 @@ def test_latency_refuses_a_stack_it_cannot_delay_before_anything_starts():
     assert len(build(RunParams("eos", messages=10, faults=["latency", "broker-kill"]), get("eos"))) == 2
 
 
+class FakeApi:
+    """Toxiproxy's API as the hands use it: the nodes whose proxy has the latency toxic."""
+
+    def __init__(self):
+        self.toxic = set()
+
+    def add_latency(self, node, ms, jitter):
+        self.toxic.add(node)
+
+    def remove_latency(self, node):
+        self.toxic.discard(node)
+
+    def delayed_nodes(self):
+        return sorted(self.toxic)
+
+
 def test_a_delay_whose_loss_rules_are_refused_leaves_no_toxic(monkeypatch, tmp_path):
     from harness.stack import brokers, netns
-
-    class Api:
-        toxic = set()
-
-        def add_latency(self, node, ms, jitter):
-            self.toxic.add(node)
-
-        def remove_latency(self, node):
-            self.toxic.discard(node)
-    api = Api()
+    api = FakeApi()
     hands = brokers.LocalBrokers(tmp_path)
     monkeypatch.setattr(hands, "_api", lambda: api)
     monkeypatch.setattr(hands.by_id[1], "network", lambda: netns.Layout("hkabcdef", 7, 3))
@@ -282,7 +297,8 @@ def test_compose_network_faults_put_rules_inside_the_broker_containers_namespace
     assert hands.isolate(2) == "rules in container harness-kafka-2-1"
     assert applied[-1] == (1002, container_net.isolate_rules(None, 2))
     hands.cut_clients(3)
-    assert applied[-1][0] == 1003 and "29094" in applied[-1][1][0]      # its client listener's port only
+    # its client listeners' ports only: the published one and the one its proxy forwards to
+    assert applied[-1][0] == 1003 and [r[5] for r in applied[-1][1]] == ["29094", "29094", "9094", "9094"]
     applied.clear()
     hands.split(1)
     assert [(pid, [r[2:4] for r in rules]) for pid, rules in applied] == [
@@ -330,3 +346,43 @@ def test_a_strike_that_failed_half_way_is_healed_at_the_end_of_the_run():
     assert f.hands.cut and f.skipped                      # the strike counted as skipped, its half-cut left
     f.finish(fake_sup())
     assert not f.hands.cut and f.hands.calls[-1][0] == "heal"
+
+
+def test_compose_latency_is_a_toxic_in_the_stacks_toxiproxy_container_and_half_a_fault_is_none(monkeypatch):
+    """The compose cluster's hands: proxies only when the stack was started with them and its Toxiproxy
+    container runs; the delay a toxic through its API; loss rules on the proxied listener inside the node's
+    container, refused half-way: no toxic left."""
+    from harness.stack import compose, compose_brokers, container_net
+    from tests.unit.test_broker_faults import FakeDocker
+    docker = FakeDocker(services=("kafka-1", "kafka-2", "kafka-3", "postgres", "toxiproxy"))
+    for n, c in enumerate(docker.by_service.values(), 1):
+        c.attrs = {"State": {"Pid": 1000 + n}}
+    real_list = docker.containers.list
+    docker.containers.list = lambda all=False, filters=None: [c for c in real_list(all=all, filters=filters)
+                                                              if all or c.status == "running"]
+    hands = compose_brokers.ComposeBrokers(docker)
+    api = FakeApi()
+    monkeypatch.setattr(hands, "_api", lambda: api)
+    monkeypatch.setattr(compose, "recorded_proxies", lambda state=None: False)
+    assert "do not go through proxies: `harness up --stack compose --brokers 3 --proxies`" in hands.proxies()
+    monkeypatch.setattr(compose, "recorded_proxies", lambda state=None: True)
+    assert hands.proxies() is None
+    docker.by_service["toxiproxy"].status = "exited"
+    assert "Toxiproxy container is not running" in hands.proxies()
+    applied, healed = [], []
+
+    def refuse(pid, rules):
+        raise HarnessError("iptables: the xtables lock is held")
+    monkeypatch.setattr(container_net, "apply", refuse)
+    monkeypatch.setattr(container_net, "heal", lambda pid: healed.append(pid))
+    with pytest.raises(HarnessError, match="xtables lock"):
+        hands.delay(2, 300, 50, loss=0.2)
+    assert api.toxic == set() and healed.count(1002) >= 1
+    monkeypatch.setattr(container_net, "apply", lambda pid, rules: applied.append((pid, rules)))
+    assert hands.delay(2, 300, 50, loss=0.2) == "toxic on proxy kafka-2, rules in container harness-kafka-2-1"
+    assert applied == [(1002, container_net.loss_rules(compose.PROXIED_PORT, 0.2))] and api.toxic == {2}
+    assert "--dport 9094 -m statistic --mode random --probability 0.2000 -j DROP" in " ".join(applied[0][1][0])
+    assert hands.delayed_nodes() == [2]
+    hands.undelay(2, loss=0.2)
+    assert api.toxic == set() and healed[-1] == 1002
+    assert hands.delay(1, 300, 50) == "toxic on proxy kafka-1"
