@@ -1,7 +1,9 @@
 """Facts about where a run happened, recorded in every report.
 
 Comparisons warn when two reports come from different Kafka, librdkafka or
-Postgres versions, so these are recorded exactly. Command lines are masked
+Postgres versions, so these are recorded exactly: the Kafka release the
+harness started (or, for an existing cluster, what it says) and the
+cluster's finalized metadata.version, as the broker itself answers. Command lines are masked
 (see secret_args): a DSN given on the command line loses its password, a
 secret Kafka client setting its value.
 """
@@ -32,10 +34,18 @@ def _first(v) -> str:
     return v[0] if isinstance(v, tuple) else str(v)
 
 
+def _metadata_version(stack: Stack) -> str:
+    from .stack import broker_version
+    said = broker_version.describe(stack.bootstrap_servers) if stack.bootstrap_servers else None
+    return said.removeprefix("metadata.version ") if said else "unknown"
+
+
 def describe(stack: Stack) -> dict:
     import confluent_kafka
     return {
         "kafka_version": stack.kafka_version or "unknown",
+        # what the broker itself says (its finalized metadata.version), beside the release the harness started
+        "kafka_metadata_version": _metadata_version(stack),
         "librdkafka_version": _first(confluent_kafka.libversion()),
         "confluent_kafka_version": _first(confluent_kafka.version()),
         "postgres_version": stack.postgres_version or "unknown",

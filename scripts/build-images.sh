@@ -5,6 +5,7 @@
 #
 #   bash scripts/build-images.sh            # builds what is missing
 #   bash scripts/build-images.sh --rebuild  # builds all four again
+#   bash scripts/build-images.sh --only kafka,toxiproxy   # only those (and the base image they need)
 #
 # Then point the compose files at the images:
 #   export HARNESS_KAFKA_IMAGE=harness-kafka:<KAFKA_VERSION> HARNESS_POSTGRES_IMAGE=harness-postgres:15 \
@@ -32,19 +33,42 @@ step() { STEP_T=$SECONDS; echo "build-images: $*" >&2; }
 took() { echo "build-images:   done in $((SECONDS - STEP_T)) s" >&2; }
 die() { echo "build-images: error: $*" >&2; exit 1; }
 
-REBUILD=
-case "${1:-}" in
-  "") ;;
-  --rebuild) REBUILD=1 ;;
-  *) die "usage: $0 [--rebuild]" ;;
-esac
+REBUILD= ONLY=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rebuild) REBUILD=1 ;;
+    --only) [ $# -ge 2 ] || die "usage: $0 [--rebuild] [--only kafka,postgres,toxiproxy]"; ONLY="$2"; shift ;;
+    *) die "usage: $0 [--rebuild] [--only kafka,postgres,toxiproxy]" ;;
+  esac
+  shift
+done
+for svc in ${ONLY//,/ }; do
+  case "$svc" in kafka|postgres|toxiproxy) ;; *) die "--only takes kafka, postgres and toxiproxy, not '$svc'" ;; esac
+done
+# wanted SVC: whether this run builds SVC's image (all of them without --only)
+wanted() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 
 need_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 command -v docker >/dev/null || die "no docker client on PATH"
 docker info >/dev/null 2>&1 || die "no Docker engine answers at ${DOCKER_HOST:-the default socket}; run 'bash scripts/docker-engine.sh start' and the export line it prints"
 
-KAFKA_VERSION="$(python3 -c 'from harness import versions; print(versions.KAFKA_VERSION)')"
+# The release: $HARNESS_KAFKA_VERSION (as `harness up --stack compose --kafka-version` passes it), else the pinned one.
+KAFKA_VERSION=
+if wanted kafka; then KAFKA_VERSION="$(python3 -c '
+import os, sys
+from harness import versions
+from harness.errors import HarnessError
+from harness.stack import kafka_versions
+try:
+    release = kafka_versions.check(os.environ.get("HARNESS_KAFKA_VERSION") or versions.KAFKA_VERSION)
+except HarnessError as e:
+    sys.exit(str(e))
+if int(release.split(".")[0]) < 4:
+    sys.exit(f"the Kafka image built here runs Kafka 4.0 or newer (its log4j2 configuration and tool classes); "
+             f"for Kafka {release} use the official apache/kafka:{release} image")
+print(release)')" || die "no Kafka image for that release (see the line above)"; fi
+export KAFKA_VERSION
 BASE_IMAGE=harness-base:bookworm
 KAFKA_IMAGE="harness-kafka:${KAFKA_VERSION}"
 POSTGRES_IMAGE=harness-postgres:15
@@ -84,8 +108,10 @@ debian_mirror() {
 TMP="$(mktemp -d /tmp/harness-images.XXXXXX)"
 trap 'rm -rf --one-file-system "$TMP"' EXIT
 
-# --- 1. Base image -----------------------------------------------------------
-if have_image "$BASE_IMAGE"; then
+# --- 1. Base image (for Kafka's and PostgreSQL's) -------------------------------
+if ! wanted kafka && ! wanted postgres; then
+  :
+elif have_image "$BASE_IMAGE"; then
   echo "build-images: $BASE_IMAGE exists (--rebuild makes it again)" >&2
 else
   MIRROR="$(debian_mirror | head -n 1)"
@@ -108,25 +134,28 @@ else
 fi
 
 # --- 2. Kafka ----------------------------------------------------------------
-if have_image "$KAFKA_IMAGE"; then
+if ! wanted kafka; then
+  :
+elif have_image "$KAFKA_IMAGE"; then
   echo "build-images: $KAFKA_IMAGE exists (--rebuild makes it again)" >&2
 else
   step "resolving Kafka ${KAFKA_VERSION}'s jars and command-line tools with mvn (cached after the first time)"
   LIB="$(python3 - <<'EOF'
 # The local stack's class path (harness/stack/kafka-pom.xml) plus kafka-tools,
 # whose classes the image's scripts (kafka-topics.sh, ...) run.
-import subprocess, sys
-from harness import safefile, versions
+import os, subprocess, sys
+from harness import safefile
 from harness.paths import cache_dir
 from harness.stack import maven
-home = cache_dir() / f"kafka-image-{versions.KAFKA_VERSION}"
+release = os.environ["KAFKA_VERSION"]
+home = cache_dir() / f"kafka-image-{release}"
 lib, marker = home / "lib", home / "resolved.ok"
 if not marker.exists():
     tools = ("    <dependency>\n      <groupId>org.apache.kafka</groupId>\n"
              "      <artifactId>kafka-tools</artifactId>\n"
-             f"      <version>{versions.KAFKA_VERSION}</version>\n    </dependency>\n  </dependencies>")
+             f"      <version>{release}</version>\n    </dependency>\n  </dependencies>")
     home.mkdir(parents=True, exist_ok=True)
-    safefile.write_text(home / "pom.xml", maven.pom_text().replace("  </dependencies>", tools, 1))
+    safefile.write_text(home / "pom.xml", maven.pom_text(release).replace("  </dependencies>", tools, 1))
     proc = subprocess.run(["mvn", "-B", "-q", "-f", str(home / "pom.xml"), "dependency:copy-dependencies",
                            f"-DoutputDirectory={lib}", "-DincludeScope=runtime"],
                           capture_output=True, text=True, timeout=maven.MVN_TIMEOUT_S)
@@ -135,7 +164,7 @@ if not marker.exists():
     maven.check_classpath(lib)
     if not any(p.name.startswith("kafka-tools-") for p in lib.glob("*.jar")):
         sys.exit(f"no kafka-tools jar in {lib}")
-    safefile.write_text(marker, versions.KAFKA_VERSION + "\n")
+    safefile.write_text(marker, release + "\n")
 print(lib)
 EOF
 )" || die "could not resolve Kafka's jars"
@@ -150,7 +179,9 @@ EOF
 fi
 
 # --- 3. PostgreSQL -----------------------------------------------------------
-if have_image "$POSTGRES_IMAGE"; then
+if ! wanted postgres; then
+  :
+elif have_image "$POSTGRES_IMAGE"; then
   echo "build-images: $POSTGRES_IMAGE exists (--rebuild makes it again)" >&2
 else
   step "building $POSTGRES_IMAGE (Debian's postgresql-15 with apt-get inside the build)"
@@ -160,7 +191,9 @@ fi
 
 # --- 4. Toxiproxy ------------------------------------------------------------
 TOXIPROXY_EXPORT=" HARNESS_TOXIPROXY_IMAGE=$TOXIPROXY_IMAGE"
-if have_image "$TOXIPROXY_IMAGE"; then
+if ! wanted toxiproxy; then
+  TOXIPROXY_EXPORT=
+elif have_image "$TOXIPROXY_IMAGE"; then
   echo "build-images: $TOXIPROXY_IMAGE exists (--rebuild makes it again)" >&2
 elif ! command -v go >/dev/null; then
   echo "build-images: Go is not installed: no $TOXIPROXY_IMAGE (only the latency fault on compose needs it)" >&2
@@ -178,4 +211,7 @@ else
 fi
 
 echo "build-images: done in $((SECONDS - START)) s" >&2
-echo "export HARNESS_KAFKA_IMAGE=$KAFKA_IMAGE HARNESS_POSTGRES_IMAGE=$POSTGRES_IMAGE$TOXIPROXY_EXPORT"
+EXPORTS=
+wanted kafka && EXPORTS+=" HARNESS_KAFKA_IMAGE=$KAFKA_IMAGE"
+wanted postgres && EXPORTS+=" HARNESS_POSTGRES_IMAGE=$POSTGRES_IMAGE"
+echo "export${EXPORTS}${TOXIPROXY_EXPORT}"

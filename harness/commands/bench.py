@@ -8,7 +8,7 @@ import sys
 import click
 
 from ..params import SEED
-from .stack_options import stack_options, with_stack
+from .stack_options import kafka_version_option, stack_options, with_stack
 
 
 def _strategies_help() -> str:
@@ -45,6 +45,7 @@ def _cases_help() -> str:
 @click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output; the report folder is still printed.")
 @click.pass_context
+@kafka_version_option
 @stack_options
 def bench(ctx, messages, fast_messages, repetitions, sizes, cases, skip_restart, skip_throughput, restart_kills,
           slow_kills, strategies, keep_data, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn):
@@ -115,6 +116,7 @@ def bench(ctx, messages, fast_messages, repetitions, sizes, cases, skip_restart,
               help="Report folder (default reports/<timestamp>-bench-scale/).")
 @click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output; the report folder is still printed.")
+@kafka_version_option
 @stack_options
 def scale(messages_text, shapes_text, experiments_text, crash_rate, seed, keep_data, out, keep_stack, quiet,
           stack_kind, bootstrap_servers, postgres_dsn):

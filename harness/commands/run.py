@@ -7,7 +7,7 @@ import click
 
 from ..errors import HarnessError
 from ..experiments import REGISTRY
-from .stack_options import last_lines, stack_options, with_stack
+from .stack_options import kafka_version_option, last_lines, stack_options, with_stack
 
 
 EXPERIMENT_HELP = "\n".join(f"  {name:<{max(map(len, REGISTRY))}} {e.proves}" for name, e in REGISTRY.items())
@@ -53,6 +53,7 @@ def _fault_help() -> str:
               help="Report folder (default reports/<run-id>/).")
 @click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output (for CI); the report folder is still printed.")
+@kafka_version_option
 @stack_options
 def run(experiment, fault_specs, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn, **options):
     """Run one experiment: produce payments, crash workers, audit, judge, report.

@@ -12,6 +12,8 @@ import sys
 
 import click
 
+from ..errors import HarnessError
+
 
 def recorded_stack() -> str:
     """--stack's default: the kind of stack this state folder holds (a compose stack that `harness up
@@ -42,6 +44,24 @@ def stack_options(f):
     def wrapper(*args, **kwargs):
         return f(*args, **kwargs)
     return takes_kafka_settings(wrapper)
+
+
+def kafka_version_option(f):
+    """--kafka-version, for the commands that may start a stack (up, run, suite, bench); it does not reach
+    `f`: it goes to harness.stack.kafka_versions, read where a stack is started. Written above `@stack_options`."""
+    @click.option("--kafka-version", "kafka_version", envvar="HARNESS_KAFKA_VERSION", metavar="RELEASE",
+                  help="The Kafka release of a stack the harness starts, e.g. 3.9.1 or 4.4.0 (3.9 or newer; local: "
+                       "its jars resolved with mvn, compose: its image). [default: what the state folder's stack "
+                       "runs, else the pinned release]")
+    @functools.wraps(f)
+    def wrapper(*args, kafka_version=None, **kwargs):
+        from ..stack import kafka_versions
+        if kafka_version and (kwargs.get("bootstrap_servers") or kwargs.get("postgres_dsn")):
+            raise HarnessError("--kafka-version chooses the Kafka the harness starts; an existing cluster "
+                               "(--bootstrap-servers) runs the release it runs (the report names it)")
+        kafka_versions.request(kafka_version)
+        return f(*args, **kwargs)
+    return wrapper
 
 
 def takes_kafka_settings(f):

@@ -9,7 +9,7 @@ import click
 from ..errors import HarnessError
 from ..options import click_options
 from ..params import COMMIT_EVERY, CRASH_RATE, MESSAGES, SEED
-from .stack_options import last_lines, stack_options, with_stack
+from .stack_options import kafka_version_option, last_lines, stack_options, with_stack
 
 
 # The run options one suite hands to every run: one seed, the same crashes in every experiment.
@@ -36,6 +36,7 @@ def _group_help() -> str:
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Suite folder (default reports/<suite-id>/).")
 @click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the suite folder on stdout (for CI).")
+@kafka_version_option
 @stack_options
 def suite(experiment_list, group, parallel, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn,
           **given):

@@ -4,7 +4,7 @@
 import click
 
 from ..errors import HarnessError
-from .stack_options import say, stack_options
+from .stack_options import kafka_version_option, say, stack_options
 
 
 @click.command()
@@ -31,6 +31,7 @@ from .stack_options import say, stack_options
                    "Local: needs toxiproxy-server (bash .ci/install-toxiproxy.sh); compose: a Toxiproxy container "
                    "(the official image, or one scripts/build-images.sh builds). The state folder remembers it. "
                    "[default: what the stack was set up with, else off]")
+@kafka_version_option
 @stack_options
 def up(brokers, auth, build_images, node_networks, proxies, stack_kind, bootstrap_servers, postgres_dsn):
     """Start Kafka and PostgreSQL (or reuse them), and wait until all answer.

@@ -187,8 +187,8 @@ class Latency(NetworkFault):
                "ms": f"milliseconds each reply to a client is held (default 200, at most {MAX_LATENCY_MS}); longer "
                      f"than the clients' request timeout makes their outcomes unknown",
                "jitter": "up to this many ms more or less, drawn by Toxiproxy (default 100, at most ms)",
-               "loss": f"share of the packets on the node's client link dropped, 0 to {MAX_LOSS} (default 0; needs "
-                       f"node networks as well)"}
+               "loss": f"share of the packets on the node's client link dropped, 0 to {MAX_LOSS} (default 0; iptables "
+                       f"rules: the local cluster needs node networks as well, the compose cluster root)"}
 
     def __init__(self, *args, ms: int = 200, jitter: int = 100, loss: float = 0.0, **kwargs):
         super().__init__(*args, **kwargs)

@@ -54,7 +54,7 @@ ALIASES = {".".join(path): name for name, path in METRICS if len(path) > 1}
 ALIASES["len(crashes)"] = "crashes"
 
 # Environment keys whose difference makes numbers incomparable (cpus: timings depend on it).
-ENV_KEYS = ("kafka_version", "librdkafka_version", "postgres_version", "cpus")
+ENV_KEYS = ("kafka_version", "kafka_metadata_version", "librdkafka_version", "postgres_version", "cpus")
 # Parameters whose difference changes what is counted or how fast.
 PARAM_KEYS = ("messages", "amount", "seed", "crash_rate", "commit_every", "commit_interval_ms", "partitions",
               "workers", "kill_mode", "kills", "kill_point", "payload_bytes")

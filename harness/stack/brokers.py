@@ -77,7 +77,7 @@ class LocalBrokers(ProxiedNodes):
     def start(self, node: int) -> str:
         """Start a killed node again, recorded like its first start; its new pid."""
         from .local_kafka import voters
-        from .local_record import proxied as recorded_proxies
+        from .local_record import kafka_release, proxied as recorded_proxies
         from .maven import resolve_kafka
         k = self.by_id[node]
         if k.running():
@@ -95,7 +95,7 @@ class LocalBrokers(ProxiedNodes):
             if None in proxied:
                 raise HarnessError(f"cannot restart {k.name} behind its proxy: its proxied ports are not "
                                    f"recorded in {self.state}")
-        pid = k.start(resolve_kafka(lambda _m: None), port, ctrl[node - 1], owner, voters=voters(ctrl, hosts),
+        pid = k.start(resolve_kafka(lambda _m: None, kafka_release(self.state)), port, ctrl[node - 1], owner, voters=voters(ctrl, hosts),
                       cluster_id=k.cluster_id(), proxied=proxied)
         self._started[node] = k.proc        # ours to reap, and to read its exit status from
         return f"pid {pid}"

@@ -9,7 +9,10 @@ The three-node cluster (`docker-compose.cluster.yml`) takes one override,
 `docker-compose.proxies.yml` (`--proxies`): a Toxiproxy container in front of
 each node, for the latency fault; clients then bootstrap through the proxies.
 stack.json remembers the variant, the images and the proxies, so later
-commands (run, status, down) use the same files.
+commands (run, status) use the same files; `down` adds the proxies' file
+whenever the project has a Toxiproxy container. The Kafka release
+(--kafka-version) chooses the image, and is remembered beside the volumes it
+wrote (`compose.kafka_version`).
 """
 
 import json
@@ -68,13 +71,42 @@ def _password(state: Path) -> str:
     return f.read_text().strip()
 
 
-def _env(state: Path) -> dict:
-    """The environment of every `docker compose` call: the password, and the images this state folder's
-    stack was started with (so a later call neither pulls nor builds again) unless the user names others."""
+def _env(state: Path, release: str | None = None) -> dict:
+    """The environment of every `docker compose` call: the password, the Kafka release (for the image
+    builder), and the images this state folder's stack was started with (so a later call neither pulls nor
+    builds again) unless the user names others."""
     recorded = _recorded(state).get("images")
     images = {k: v for k, v in recorded.items() if k in IMAGE_ENV and isinstance(v, str)} \
         if isinstance(recorded, dict) else {}
-    return {**images, **os.environ, "HARNESS_PG_PASSWORD": _password(state), "KAFKA_VERSION": versions.KAFKA_VERSION}
+    return {**images, **os.environ, "HARNESS_PG_PASSWORD": _password(state),
+            "HARNESS_KAFKA_VERSION": release or recorded_release(state) or versions.KAFKA_VERSION}
+
+
+# The Kafka release that formatted this state folder's compose volumes: kept beside them (`down` keeps
+# both, `down --purge` removes both), so another release on the same data is refused in one line.
+RELEASE_FILE = "compose.kafka_version"
+
+
+def recorded_release(state: Path) -> str | None:
+    from ..safefile import read_tail
+    from .kafka_versions import RELEASE
+    got = read_tail(state / RELEASE_FILE, 64).strip()       # never blocks on a FIFO, never follows a link
+    return got if RELEASE.fullmatch(got) else None
+
+
+def _kafka_image(env: dict, release: str) -> None:
+    """The Kafka image for `release`: the official one of that release unless the user names one; a
+    named image whose tag is another release is refused in one line."""
+    from .kafka_versions import RELEASE
+    named = os.environ.get("HARNESS_KAFKA_IMAGE")
+    tag = named.rpartition(":")[2] if named else ""
+    if named and RELEASE.fullmatch(tag) and tag != release:
+        raise HarnessError(f"HARNESS_KAFKA_IMAGE names {named}, an image of Kafka {tag}, but this stack runs Kafka "
+                           f"{release}: unset it (the harness then uses apache/kafka:{release}, or builds it) or "
+                           f"name a Kafka {release} image")
+    if not named and release != versions.KAFKA_VERSION and \
+            not str(env.get("HARNESS_KAFKA_IMAGE", "")).endswith(f":{release}"):
+        env.pop("HARNESS_KAFKA_IMAGE", None)        # a recorded image of another release
 
 
 def _recorded(state: Path) -> dict:
@@ -98,8 +130,21 @@ def _recorded_variant(state: Path) -> str:
 
 
 def recorded_proxies(state: Path | None = None) -> bool:
-    """Whether this state folder's compose cluster was started with its proxies."""
-    return _recorded(state or state_dir()).get("proxies") is True
+    """Whether this state folder's compose cluster was started with its proxies (a local stack's record,
+    or a compose record of the single node, says nothing about them)."""
+    rec = _recorded(state or state_dir())
+    return rec.get("kind") == "compose" and rec.get("variant") == "cluster" and rec.get("proxies") is True
+
+
+def proxy_container() -> bool:
+    """Whether the project has a Toxiproxy container, running or not (True when the engine cannot say: then
+    the proxies' file goes to `down` too, so a container there is removed with the rest)."""
+    try:
+        import docker
+        return bool(docker.from_env(timeout=10).containers.list(all=True, filters={"label": [
+            f"com.docker.compose.project={PROJECT}", "com.docker.compose.service=toxiproxy"]}))
+    except Exception:  # noqa: BLE001 - unknown
+        return True
 
 
 def proxies_for(variant: str, proxies: bool | None) -> bool:
@@ -122,7 +167,7 @@ def _stack(state: Path, variant: str = "single", proxies: bool = False) -> Stack
     bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
     return Stack(kind="compose", bootstrap_servers=bootstrap,
                  postgres_dsn=f"postgresql://harness:{_password(state)}@127.0.0.1:{POSTGRES_PORT}/harness",
-                 owned=True, kafka_version=versions.KAFKA_VERSION, brokers=BROKERS[variant],
+                 owned=True, kafka_version=recorded_release(state) or versions.KAFKA_VERSION, brokers=BROKERS[variant],
                  kafka_config=kafka_client.resolve(bootstrap))
 
 
@@ -136,9 +181,10 @@ BUILD_SCRIPT = COMPOSE_DIR.parent / "scripts" / "build-images.sh"
 BUILD_TIMEOUT_S = 1800
 
 
-def chosen_images(env: dict, services=NEEDED) -> dict:
-    """{service: image} the compose files will use with this environment."""
-    return {svc: env.get(var) or default for svc, (var, default) in IMAGE_VARS.items() if svc in services}
+def chosen_images(env: dict, services=NEEDED, release: str = versions.KAFKA_VERSION) -> dict:
+    """{service: image} the compose files will use with this environment, for this Kafka release."""
+    defaults = {**{svc: default for svc, (_, default) in IMAGE_VARS.items()}, "kafka": f"apache/kafka:{release}"}
+    return {svc: env.get(var) or defaults[svc] for svc, (var, _) in IMAGE_VARS.items() if svc in services}
 
 
 def _missing_image(client, image: str) -> str | None:
@@ -155,17 +201,18 @@ def _missing_image(client, image: str) -> str | None:
         return first_line(e)
 
 
-def ensure_images(env: dict, build: bool = False, log=print, client=None, services=NEEDED) -> dict:
+def ensure_images(env: dict, build: bool = False, log=print, client=None, services=NEEDED,
+                  release: str = versions.KAFKA_VERSION) -> dict:
     """The images for `docker compose up`, as environment variables to add.
 
-    The official images unless the user named others; built locally from Debian's packages (the project's
-    scripts/build-images.sh) when asked (`build`), or when an official image is neither on the engine nor
-    pullable (no registry here), saying so. An image the user named that cannot be had is one line: it is
-    never silently replaced."""
+    The official images unless the user named others; built locally (the project's scripts/build-images.sh:
+    Debian's packages, Kafka's jars, Toxiproxy with go install) when asked (`build`), or when an official
+    image is neither on the engine nor pullable (no registry here), saying so: only those images, never one
+    the user named. An image the user named that cannot be had is one line: it is never silently replaced."""
     if client is None:
         import docker
         client = docker.from_env(timeout=120)
-    images = chosen_images(env, services)
+    images = chosen_images(env, services, release)
     if not build:
         missing = {img: why for img in images.values() if (why := _missing_image(client, img))}
         named = [(var, images[svc]) for svc, (var, _) in IMAGE_VARS.items()
@@ -176,28 +223,30 @@ def ensure_images(env: dict, build: bool = False, log=print, client=None, servic
                                f"{missing[img]}")
         if not missing:
             log("images: " + ", ".join(f"{svc} {img}" for svc, img in images.items()))
-            return {}
+            # the compose files' own default is the pinned release's image: another release is named
+            return {} if release == versions.KAFKA_VERSION or env.get("HARNESS_KAFKA_IMAGE") else \
+                {"HARNESS_KAFKA_IMAGE": images["kafka"]}
         first, why = next(iter(missing.items()))
-        log(f"cannot pull {first} ({why}); building local images from Debian's packages instead "
-            f"({BUILD_SCRIPT.name}, a few minutes the first time)")
+        todo = [svc for svc in images if images[svc] in missing]
+        log(f"cannot pull {first} ({why}); building {', '.join(todo)} here instead ({BUILD_SCRIPT.name}, a few "
+            f"minutes the first time)")
     else:
-        log(f"building local images from Debian's packages ({BUILD_SCRIPT.name}) ...")
-    built = build_images(env)
-    absent = [svc for svc in images if IMAGE_VARS[svc][0] not in built]
-    if absent:
-        raise HarnessError(f"{BUILD_SCRIPT.name} built no {absent[0]} image (its output says why)")
-    log("images: " + ", ".join(f"{svc} {built[IMAGE_VARS[svc][0]]}" for svc in images) + " (built here)")
-    return built
+        todo = [svc for svc in images if not env.get(IMAGE_VARS[svc][0])]
+        log(f"building local images ({BUILD_SCRIPT.name}) ...")
+    built = build_images(env, only=todo) if todo else {}
+    log("images: " + ", ".join(f"{svc} {built.get(IMAGE_VARS[svc][0], images[svc])}" for svc in images) +
+        (f" ({', '.join(todo)} built here)" if todo else ""))
+    return {IMAGE_VARS[svc][0]: built[IMAGE_VARS[svc][0]] for svc in todo}
 
 
-def build_images(env: dict) -> dict:
-    """Run the project's image build; the variables it prints for the compose files."""
+def build_images(env: dict, only=NEEDED) -> dict:
+    """Run the project's image build for these services; the variables it prints for the compose files."""
     import shlex
     if not BUILD_SCRIPT.is_file():
         raise HarnessError(f"cannot build the compose images: {BUILD_SCRIPT} is missing (a source checkout has it)")
     try:
-        proc = subprocess.run(["bash", str(BUILD_SCRIPT)], env=env, capture_output=True, text=True,
-                              timeout=BUILD_TIMEOUT_S)
+        proc = subprocess.run(["bash", str(BUILD_SCRIPT), "--only", ",".join(only)], env=env, capture_output=True,
+                              text=True, timeout=BUILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise HarnessError(f"building the compose images took longer than {BUILD_TIMEOUT_S} s") from None
     if proc.returncode != 0:
@@ -206,8 +255,10 @@ def build_images(env: dict) -> dict:
     for line in proc.stdout.splitlines():
         if line.startswith("export "):
             found.update(w.split("=", 1) for w in shlex.split(line)[1:] if "=" in w)
-    if not {IMAGE_VARS[svc][0] for svc in NEEDED} <= set(found):
-        raise HarnessError(f"{BUILD_SCRIPT.name} did not name the images it built", proc.stdout[-1000:])
+    absent = [svc for svc in only if IMAGE_VARS[svc][0] not in found]
+    if absent:
+        said = (proc.stderr.strip().splitlines() or ["it said nothing"])[-1]
+        raise HarnessError(f"{BUILD_SCRIPT.name} built no {absent[0]} image ({said.removeprefix('build-images: ')})")
     return {k: v for k, v in found.items() if k in IMAGE_ENV}
 
 
@@ -219,16 +270,24 @@ def up(variant: str = "single", log=print, build_images: bool = False, proxies: 
                            f"needed) or --bootstrap-servers/--postgres-dsn")
     state = state_dir()
     proxies = proxies_for(variant, proxies)
-    env = _env(state)
+    from . import kafka_versions
+    release = kafka_versions.chosen(recorded_release(state), os.path.lexists(state / RELEASE_FILE),
+                                    f"the compose volumes of {state}")
+    env = _env(state, release)
+    _kafka_image(env, release)
     env.update(ensure_images(env, build=build_images, log=log,
-                             services=(*NEEDED, *(["toxiproxy"] if proxies else []))))
-    # --remove-orphans: a Toxiproxy of an earlier start with --proxies goes when this one has none
-    cmd = ["docker", "compose", "-p", PROJECT, *_files(variant, proxies), "up", "-d", "--wait", "--remove-orphans"]
+                             services=(*NEEDED, *(["toxiproxy"] if proxies else [])), release=release))
+    if variant == "cluster" and not proxies and proxy_container():
+        # the Toxiproxy of an earlier start with --proxies: only that service's container, of this project
+        subprocess.run(["docker", "compose", "-p", PROJECT, *_files(variant, True), "rm", "-s", "-f", "toxiproxy"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    cmd = ["docker", "compose", "-p", PROJECT, *_files(variant, proxies), "up", "-d", "--wait"]
     log("Starting the compose stack: " + " ".join(cmd[2:]))
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=UP_TIMEOUT_S)
+    from ..safefile import write_text
+    write_text(state / RELEASE_FILE, release + "\n")     # its volumes hold that release's data now
     if proc.returncode != 0:
         raise HarnessError("docker compose up failed", (proc.stdout + proc.stderr)[-2000:])
-    from ..safefile import write_text
     images = {var: env[var] for var in IMAGE_ENV if env.get(var)}
     write_text(state / "stack.json", json.dumps({"kind": "compose", "variant": variant, "images": images,
                                                  "proxies": proxies}) + "\n")
@@ -236,6 +295,8 @@ def up(variant: str = "single", log=print, build_images: bool = False, proxies: 
     err = _postgres_probe(stack, 30)
     if err:
         raise HarnessError(f"the compose PostgreSQL does not accept connections: {err}")
+    if proxies and (err := health.kafka_probe(stack.bootstrap_servers, 60, brokers=stack.brokers)):
+        raise HarnessError(f"the compose cluster does not answer through its proxies: {err}")
     stack.healthy = True
     stack.postgres_version = health.postgres_version(stack.postgres_dsn)
     return stack
@@ -276,8 +337,10 @@ def down(purge: bool = False, variant: str | None = None, log=print) -> bool:
         return False
     variant = variant or _recorded_variant(state_dir())
     log("Stopping the compose stack ...")
-    subprocess.run(_down_command(variant, purge), env=_env(state_dir()), capture_output=True, text=True,
-                   timeout=300)
+    proc = subprocess.run(_down_command(variant, purge), env=_env(state_dir()), capture_output=True, text=True,
+                          timeout=300)
+    if proc.returncode != 0:        # the record stays: the stack may still run
+        raise HarnessError("docker compose down failed", (proc.stdout + proc.stderr)[-2000:])
     if purge:
         # The other variant's volumes too (a single-node stack's kafka-data after a cluster, say): both
         # files belong to this project, and `down -v` removes only the volumes its own file declares.
@@ -288,6 +351,7 @@ def down(purge: bool = False, variant: str | None = None, log=print) -> bool:
     (state_dir() / "stack.json").unlink(missing_ok=True)
     if purge:
         (state_dir() / "compose.password").unlink(missing_ok=True)     # its volume is gone: so is its password
+        (state_dir() / RELEASE_FILE).unlink(missing_ok=True)           # and the release that wrote its data
     return True
 
 
@@ -299,6 +363,6 @@ def left_volumes() -> bool:
 
 
 def _down_command(variant: str, purge: bool) -> list[str]:
-    """The cluster's with its proxies' file always: their container goes too, whatever the record says."""
-    return ["docker", "compose", "-p", PROJECT, *_files(variant, variant == "cluster"), "down"] + \
-        (["-v"] if purge else [])
+    """The cluster's with its proxies' file when it has or may have them: their container goes too."""
+    proxies = variant == "cluster" and (recorded_proxies() or proxy_container())
+    return ["docker", "compose", "-p", PROJECT, *_files(variant, proxies), "down"] + (["-v"] if purge else [])

@@ -197,19 +197,36 @@ class ComposeBrokers(ProxiedNodes):
         if not compose.recorded_proxies():
             return ("the Kafka nodes' clients do not go through proxies: `harness up --stack compose --brokers 3 "
                     "--proxies`")
-        found = self.client.containers.list(filters={"label": [
-            f"{self.PROJECT_LABEL}={self.project}", f"{self.SERVICE_LABEL}=toxiproxy"], "status": "running"})
-        if len(found) != 1:
-            return "the stack's Toxiproxy container is not running (`harness up --stack compose` starts it again)"
+        try:
+            self._api()
+        except HarnessError as e:
+            return str(e)
         return None
 
     def _api(self):
+        """The API of the project's own running Toxiproxy container, on the port it publishes on 127.0.0.1
+        (never a port merely assumed: another program may listen there)."""
         from .toxiproxy import Api
-        return Api(compose.TOXIPROXY_API_PORT)
+        try:
+            found = self.client.containers.list(filters={"label": [
+                f"{self.PROJECT_LABEL}={self.project}", f"{self.SERVICE_LABEL}=toxiproxy"], "status": "running"})
+        except Exception as e:  # noqa: BLE001 - the Docker SDK's and requests' own errors: one line
+            raise HarnessError(f"the Docker engine did not list the stack's Toxiproxy container: {first_line(e)}")
+        if len(found) != 1:
+            raise HarnessError("the stack's Toxiproxy container is not running (`harness up --stack compose` starts "
+                               "it again)")
+        ports = ((found[0].attrs.get("NetworkSettings") or {}).get("Ports") or {}).get("8474/tcp") or []
+        published = [int(b["HostPort"]) for b in ports if isinstance(b, dict) and b.get("HostIp") == "127.0.0.1"
+                     and str(b.get("HostPort", "")).isascii() and str(b.get("HostPort", "")).isdigit()]
+        if not published:
+            raise HarnessError(f"the stack's Toxiproxy container {found[0].name} publishes no API port on 127.0.0.1")
+        return Api(published[0])
 
     def _add_loss(self, node: int, share: float) -> str:
         where = self._cut(node, container_net.loss_rules(compose.PROXIED_PORT, share))
-        return where or f"no loss rules ({self.target(node)} is not running)"
+        if where is None:           # no rules: the fault would be half made (its toxic's undone by the caller)
+            raise HarnessError(f"{self.target(node)} is not running: its packets cannot be dropped")
+        return where
 
 
 def cut_nodes(brokers: int | None = None) -> list[int] | None:
@@ -235,9 +252,11 @@ def cut_nodes(brokers: int | None = None) -> list[int] | None:
 def delayed_nodes() -> list[int] | None:
     """The cluster's nodes whose proxy has a toxic (a latency fault under way, or one a killed harness left);
     [] when the stack has no proxies; None when Toxiproxy does not answer: unknown, never "none"."""
-    if compose._recorded_variant(state_dir()) != "cluster" or not compose.recorded_proxies():
+    if not compose.recorded_proxies():
         return []
+    if compose.engine_available():
+        return None
     try:
         return ComposeBrokers(timeout=CHECK_TIMEOUT_S).delayed_nodes()
-    except HarnessError:
+    except Exception:  # noqa: BLE001 - HarnessError, and the Docker SDK's own: unknown, said by the caller
         return None

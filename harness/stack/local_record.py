@@ -45,6 +45,15 @@ def preferred(name: str) -> int:
     return 19092 + 100 * int(n) + NODE_PORT_STEP[kind]
 
 
+def kafka_release(state: Path | None = None) -> str:
+    """The Kafka release this state folder's local stack was started with (the default when not recorded:
+    the only one earlier harnesses started)."""
+    from .. import versions
+    from .kafka_versions import RELEASE
+    got = (read_record(state) or {}).get("kafka_version")
+    return got if isinstance(got, str) and RELEASE.fullmatch(got) else versions.KAFKA_VERSION
+
+
 def size(state: Path | None = None) -> int:
     """The number of Kafka nodes this state folder's stack has (1 unless `harness up --brokers N` said so)."""
     n = (read_record(state) or {}).get("brokers", 1)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import kafka_client, versions
 from ..errors import HarnessError
-from . import health, interrupts, local_kafka, maven, netns, ports, toxiproxy
+from . import health, interrupts, kafka_versions, local_kafka, maven, netns, ports, toxiproxy
 from .local_kafka import AUTHS, CLUSTER_SIZES, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
 from .local_kafka import every_node, nodes as kafka_nodes, voters as quorum_voters
 from .local_postgres import LocalPostgres, find_bindir
@@ -25,14 +25,15 @@ from .local_record import bootstrap_of, is_port, known_ports, port_names, prefer
 from .stack import Stack
 
 
-def stack_from(port: dict, kafka: list, pg: LocalPostgres, auth: str = "none", proxies: bool = False) -> Stack:
+def stack_from(port: dict, kafka: list, pg: LocalPostgres, auth: str = "none", proxies: bool = False,
+               release: str = versions.KAFKA_VERSION) -> Stack:
     """The Stack these services make on these ports (what `up` returns and `status` shows)."""
     bootstrap = bootstrap_of(port, len(kafka), [k.host() for k in kafka], proxies)
     own = kafka[0].client_settings() if auth == "scram" else {}
     return Stack(kind="local", bootstrap_servers=bootstrap,
                  postgres_dsn=pg.dsn(port["postgres"]) if "postgres" in port else "",
                  audit_dsn=pg.audit_dsn(port["postgres"]) if "postgres" in port else "",
-                 owned=True, kafka_version=versions.KAFKA_VERSION, brokers=len(kafka),
+                 owned=True, kafka_version=release, brokers=len(kafka),
                  pids={**{k.key: k.pid() for k in kafka}, "postgres": pg.pid()},
                  kafka_config=kafka_client.resolve(bootstrap, own))
 
@@ -129,10 +130,10 @@ def _runs(state: Path, brokers: int, name: str) -> bool:
     return bool(svc and svc.running())
 
 
-def _tools(log) -> tuple[Path, Path]:
-    """Postgres binaries and Kafka jars, or one clear line about what is missing."""
+def _tools(log, release: str) -> tuple[Path, Path]:
+    """Postgres binaries and this Kafka release's jars, or one clear line about what is missing."""
     bindir = find_bindir()
-    lib = maven.resolve_kafka(log)
+    lib = maven.resolve_kafka(log, release)
     try:
         maven.resolve_tools(log)       # for the checker's DescribeProducers (checker/open_transactions.py)
     except HarnessError as e:
@@ -185,6 +186,8 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
     nodes_run = any(k.running() for k in kafka)
     auth = _choose_auth(state, kafka, nodes_run, auth)
     check_auth_size(auth, brokers)
+    release = kafka_versions.chosen(rec.get("kafka_version"), nodes_run or any(k.formatted() for k in kafka), str(state))
+    rec["kafka_version"] = release
     networks = _choose_networks(state, rec, nodes_run, node_networks)
     rec["node_networks"] = networks
     proxies = _choose_proxies(state, rec, nodes_run, proxies, brokers, auth)
@@ -203,7 +206,7 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
         raise HarnessError(f"Kafka node {', '.join(map(str, delayed))} is delayed by Toxiproxy (a latency fault "
                            f"under way, or one a killed harness left): `harness down` removes it")
     if not all(running.values()):
-        bindir, lib = _tools(log)       # fail early, before starting anything
+        bindir, lib = _tools(log, release)      # fail early, before starting anything
     damage = record_damage(state, any(running.values())) if had == brokers else None
     if damage:
         what = "rebuilt it from the running services" if any(running.values()) else "starting fresh"
@@ -261,7 +264,7 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
                                                 for k in kafka}, owner)
         if brokers == 1 and not running["kafka"]:
             how = f" (SASL_PLAINTEXT {local_kafka.SCRAM_MECHANISM})" if auth == "scram" else ""
-            log(f"Starting Kafka {versions.KAFKA_VERSION} on {kafka[0].host()}:{port['kafka']}{how} ...")
+            log(f"Starting Kafka {release} on {kafka[0].host()}:{port['kafka']}{how} ...")
             started.append("kafka")
             with interrupts.step():
                 kafka[0].start(lib, port["kafka"], port["controller"], owner, auth=auth)
@@ -270,13 +273,13 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
             cluster_id = next((c for k in kafka if (c := k.cluster_id())), None) or _new_cluster_id()
             for k in kafka:
                 if not running[k.key]:
-                    log(f"Starting Kafka {versions.KAFKA_VERSION} node {k.node_id} of {brokers} on "
+                    log(f"Starting Kafka {release} node {k.node_id} of {brokers} on "
                         f"{k.host()}:{port[k.key]} ...")
                     started.append(k.key)
                     with interrupts.step():
                         k.start(lib, port[k.key], port[f"controller-{k.node_id}"], owner, voters=quorum,
                                 cluster_id=cluster_id, proxied=proxied_ports(port, k.node_id) if proxies else None)
-        stack = stack_from(port, kafka, pg, auth, proxies)
+        stack = stack_from(port, kafka, pg, auth, proxies, release)
         _wait_ready(stack, kafka, pg, proxy if proxies else None)
     except BaseException:
         stop_all([s for s in svcs if key_of(s, pg) in started])

@@ -1,4 +1,4 @@
-"""Resolve the Kafka broker's class path from Maven Central with `mvn`, once.
+"""Resolve the Kafka broker's class path from Maven Central with `mvn`, once per release.
 
 The jars land in the cache (`<cache>/kafka-<version>/lib`), a marker file says
 the resolution finished, and later calls return at once. Kafka's command-line
@@ -27,11 +27,11 @@ def kafka_home(version: str = versions.KAFKA_VERSION) -> Path:
     return cache_dir() / f"kafka-{version}"
 
 
-def pom_text() -> str:
+def pom_text(version: str = versions.KAFKA_VERSION) -> str:
     text = resources.files("harness.stack").joinpath("kafka-pom.xml").read_text()
-    for key in ("KAFKA_VERSION", "SCALA_VERSION", "LOG4J_VERSION", "SLF4J_VERSION"):
+    for key in ("SCALA_VERSION", "LOG4J_VERSION", "SLF4J_VERSION"):
         text = text.replace(f"@{key}@", getattr(versions, key))
-    return text
+    return text.replace("@KAFKA_VERSION@", version)
 
 
 def check_classpath(lib: Path, extra: tuple = ()) -> None:
@@ -66,18 +66,22 @@ def resolved_tools() -> Path | None:
 
 
 def resolve_tools(log=print) -> Path:
-    """Return the folder of jars for Kafka's command-line tools, resolving it on first use."""
+    """Return the folder of jars for Kafka's command-line tools, resolving it on first use. They are the
+    pinned release's whatever release the broker runs (--kafka-version): the admin requests they make
+    (DescribeProducers, DescribeTransactions) are answered alike by every release from 3.0 on."""
     tools = TOOLS_DEPENDENCY.replace("@KAFKA_VERSION@", versions.KAFKA_VERSION)
     return _resolve(tools_home(), pom_text().replace("  </dependencies>", tools, 1), "Kafka's command-line tools", log,
                     extra=("kafka-tools-",))
 
 
-def resolve_kafka(log=print) -> Path:
-    """Return the folder of jars for the pinned Kafka, resolving it on first use."""
-    return _resolve(kafka_home(), pom_text(), f"Kafka {versions.KAFKA_VERSION} and its runtime dependencies", log)
+def resolve_kafka(log=print, version: str = versions.KAFKA_VERSION) -> Path:
+    """Return the folder of jars for this Kafka release (the pinned one by default), resolving it on first
+    use. Each release has a folder of its own."""
+    return _resolve(kafka_home(version), pom_text(version), f"Kafka {version} and its runtime dependencies", log,
+                    version=version)
 
 
-def _resolve(home: Path, pom: str, what: str, log, extra: tuple = ()) -> Path:
+def _resolve(home: Path, pom: str, what: str, log, extra: tuple = (), version: str = versions.KAFKA_VERSION) -> Path:
     lib = home / "lib"
     marker = home / "resolved.ok"
     if marker.exists():
@@ -100,7 +104,8 @@ def _resolve(home: Path, pom: str, what: str, log, extra: tuple = ()) -> Path:
         raise HarnessError(f"mvn did not resolve Kafka within {MVN_TIMEOUT_S} s; is the Maven repository reachable?")
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-        raise HarnessError(f"mvn failed to resolve org.apache.kafka:kafka_{versions.SCALA_VERSION}:{versions.KAFKA_VERSION}", tail)
+        raise HarnessError(f"mvn failed to resolve org.apache.kafka:kafka_{versions.SCALA_VERSION}:{version} (is it a "
+                           f"Kafka release Maven Central has?)", tail)
     check_classpath(lib, extra)
-    safefile.write_text(marker, versions.KAFKA_VERSION + "\n")
+    safefile.write_text(marker, version + "\n")
     return lib

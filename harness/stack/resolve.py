@@ -9,7 +9,7 @@ command then holds its lease like any other, so nothing stops it meanwhile.
 
 from .. import kafka_client
 from ..errors import HarnessError
-from . import broker_version, compose, health, local, local_record
+from . import broker_version, compose, health, kafka_versions, local, local_record
 from .stack import Stack, redact
 from .compose_brokers import cut_nodes, delayed_nodes
 
@@ -69,7 +69,7 @@ def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None
         want_proxies = compose.proxies_for(variant, proxies)
         st = compose.status() if compose.engine_available() is None else None
         if st and st.healthy and (brokers is None or st.brokers == brokers) and not build_images and \
-                compose.recorded_proxies() == want_proxies:
+                compose.recorded_proxies() == want_proxies and kafka_versions.requested() in (None, st.kafka_version):
             return st, None
         return compose.up(variant, log=log, build_images=build_images, proxies=want_proxies), None
     return local.up(log=log, hold=hold, command=command, brokers=brokers, auth=auth, node_networks=node_networks,

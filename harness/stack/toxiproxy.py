@@ -175,16 +175,19 @@ class Api:
         """{proxy name: [toxic names]} for the proxies that have toxics now."""
         out = {}
         for name, p in self.proxies().items():
-            names = [t.get("name") for t in (p.get("toxics") or []) if isinstance(t, dict)] \
-                if isinstance(p, dict) else []
+            toxics = p.get("toxics") if isinstance(p, dict) else None
+            if not isinstance(toxics, (list, type(None))):
+                raise HarnessError(f"Toxiproxy on {self.base} answered GET /proxies with something that is not "
+                                   f"its JSON")
+            names = [t.get("name") for t in (toxics or []) if isinstance(t, dict)]
             if names:
                 out[str(name)] = [str(n) for n in names]
         return out
 
     def delayed_nodes(self) -> list[int]:
         """The nodes whose proxy has a toxic now."""
-        return sorted(int(n) for name in self.toxics() if (n := name.rpartition("-")[2]).isdigit()
-                      and name == proxy_name(int(n)))
+        return sorted(int(n) for name in self.toxics() if (n := name.rpartition("-")[2]).isascii() and n.isdigit()
+                      and len(n) < 4 and name == proxy_name(int(n)))
 
     def add_latency(self, node: int, ms: int, jitter: int) -> None:
         """Every byte the node sends its clients through the proxy is held `ms` ± `jitter` ms."""

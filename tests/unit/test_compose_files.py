@@ -288,7 +288,7 @@ def test_the_proxies_override_puts_one_proxy_per_node_where_the_harness_expects_
         assert ("127.0.0.1", port, port) in pub
         assert config[n - 1]["listen"] == f"0.0.0.0:{port}"
         assert config[n - 1]["upstream"] == f"kafka-{n}:{compose_stack.PROXIED_PORT}"
-    assert "list" in proxy["healthcheck"]["test"]
+    assert proxy["healthcheck"]["test"] == ["CMD", "/toxiproxy-cli", "list"]      # no shell in the official image
 
 
 def test_the_toxiproxy_installer_builds_the_pinned_version():

@@ -34,8 +34,12 @@ def client(**kw):
 @pytest.fixture
 def builds(monkeypatch):
     calls = []
-    monkeypatch.setattr(compose, "build_images", lambda env: calls.append(env) or {
-        "HARNESS_KAFKA_IMAGE": "harness-kafka:x", "HARNESS_POSTGRES_IMAGE": "harness-postgres:15"})
+    built = {"kafka": "harness-kafka:x", "postgres": "harness-postgres:15"}     # a builder without Go: no Toxiproxy
+
+    def build(env, only=compose.NEEDED):
+        calls.append((env, tuple(only)))
+        return {compose.IMAGE_VARS[svc][0]: built[svc] for svc in only if svc in built}
+    monkeypatch.setattr(compose, "build_images", build)
     return calls
 
 
@@ -48,10 +52,10 @@ def test_the_official_images_when_the_engine_has_them(builds):
 def test_images_that_cannot_be_pulled_are_built_here_saying_so(builds):
     said = []
     got = compose.ensure_images({}, log=said.append, client=client(have=[OFFICIAL["postgres"]]))
-    assert got == {"HARNESS_KAFKA_IMAGE": "harness-kafka:x", "HARNESS_POSTGRES_IMAGE": "harness-postgres:15"}
-    assert len(builds) == 1
-    assert said[0].startswith(f"cannot pull {OFFICIAL['kafka']} (") and "building local images" in said[0]
-    assert said[-1] == "images: kafka harness-kafka:x, postgres harness-postgres:15 (built here)"
+    assert got == {"HARNESS_KAFKA_IMAGE": "harness-kafka:x"}          # only what could not be had
+    assert [only for _, only in builds] == [("kafka",)]
+    assert said[0].startswith(f"cannot pull {OFFICIAL['kafka']} (") and "building kafka here instead" in said[0]
+    assert said[-1] == f"images: kafka harness-kafka:x, postgres {OFFICIAL['postgres']} (kafka built here)"
 
 
 def test_an_image_the_user_named_is_never_replaced(builds):
@@ -65,7 +69,7 @@ def test_an_image_the_user_named_is_never_replaced(builds):
 def test_build_images_builds_without_asking_a_registry(builds):
     c = client()
     compose.ensure_images({}, build=True, log=lambda m: None, client=c)
-    assert len(builds) == 1 and c.images.pulled == []
+    assert [only for _, only in builds] == [("kafka", "postgres")] and c.images.pulled == []
 
 
 def test_a_later_compose_call_reuses_the_images_the_stack_was_started_with(tmp_path, monkeypatch):
@@ -99,9 +103,23 @@ def test_toxiproxys_image_is_needed_only_with_the_proxies(builds):
     c = client(have=OFFICIAL.values())            # no Toxiproxy image, none pullable
     assert compose.ensure_images({}, log=lambda m: None, client=c) == {} and not builds
     said = []
-    with pytest.raises(HarnessError, match=r"built no toxiproxy image"):        # the builder had no Go
+    with pytest.raises(KeyError):                 # the stand-in builder had no Go (the real one says why)
         compose.ensure_images({}, log=said.append, client=c, services=(*compose.NEEDED, "toxiproxy"))
-    assert said[0].startswith(f"cannot pull {official['toxiproxy']} (")
+    assert said[0].startswith(f"cannot pull {official['toxiproxy']} (") and builds[-1][1] == ("toxiproxy",)
+
+
+def test_a_missing_image_never_replaces_images_the_user_named(builds):
+    """Only Toxiproxy's image is missing: only it is built; the Kafka and PostgreSQL images the user named
+    stay as named (a rebuild of everything would replace them under the same volumes)."""
+    env = {"HARNESS_KAFKA_IMAGE": "mine/kafka:1", "HARNESS_POSTGRES_IMAGE": "mine/pg:1"}
+    c = client(have=["mine/kafka:1", "mine/pg:1"])
+    compose.build_images = lambda env, only: builds.append((env, tuple(only))) or {
+        "HARNESS_TOXIPROXY_IMAGE": "harness-toxiproxy:2.5.0", "HARNESS_KAFKA_IMAGE": "harness-kafka:x"}
+    got = compose.ensure_images(env, log=lambda m: None, client=c, services=(*compose.NEEDED, "toxiproxy"))
+    assert got == {"HARNESS_TOXIPROXY_IMAGE": "harness-toxiproxy:2.5.0"} and builds[-1][1] == ("toxiproxy",)
+    got = compose.ensure_images(env, build=True, log=lambda m: None, client=c,
+                                services=(*compose.NEEDED, "toxiproxy"))
+    assert got == {"HARNESS_TOXIPROXY_IMAGE": "harness-toxiproxy:2.5.0"}      # --build-images: the unnamed only
 
 
 def test_only_the_cluster_has_proxies_and_its_down_always_removes_them(tmp_path, monkeypatch):

@@ -354,21 +354,37 @@ def test_compose_latency_is_a_toxic_in_the_stacks_toxiproxy_container_and_half_a
     container, refused half-way: no toxic left."""
     from harness.stack import compose, compose_brokers, container_net
     from tests.unit.test_broker_faults import FakeDocker
+    from harness.stack import toxiproxy
     docker = FakeDocker(services=("kafka-1", "kafka-2", "kafka-3", "postgres", "toxiproxy"))
     for n, c in enumerate(docker.by_service.values(), 1):
         c.attrs = {"State": {"Pid": 1000 + n}}
+    proxy = docker.by_service["toxiproxy"]
+    proxy.attrs["NetworkSettings"] = {"Ports": {"8474/tcp": [{"HostIp": "127.0.0.1", "HostPort": "28475"}]}}
     real_list = docker.containers.list
     docker.containers.list = lambda all=False, filters=None: [c for c in real_list(all=all, filters=filters)
                                                               if all or c.status == "running"]
     hands = compose_brokers.ComposeBrokers(docker)
-    api = FakeApi()
-    monkeypatch.setattr(hands, "_api", lambda: api)
+    api, asked = FakeApi(), []
+    monkeypatch.setattr(toxiproxy, "Api", lambda port: asked.append(port) or api)
     monkeypatch.setattr(compose, "recorded_proxies", lambda state=None: False)
     assert "do not go through proxies: `harness up --stack compose --brokers 3 --proxies`" in hands.proxies()
     monkeypatch.setattr(compose, "recorded_proxies", lambda state=None: True)
-    assert hands.proxies() is None
-    docker.by_service["toxiproxy"].status = "exited"
+    assert hands.proxies() is None and asked == [28475]           # the port the container publishes, no other
+    proxy.attrs["NetworkSettings"]["Ports"]["8474/tcp"][0]["HostIp"] = "0.0.0.0"
+    assert "publishes no API port on 127.0.0.1" in hands.proxies()
+    proxy.attrs["NetworkSettings"]["Ports"]["8474/tcp"][0]["HostIp"] = "127.0.0.1"
+    proxy.status = "exited"
     assert "Toxiproxy container is not running" in hands.proxies()
+    with pytest.raises(HarnessError, match="Toxiproxy container is not running"):
+        hands.delay(1, 300, 50)                 # never an API call to a port nobody checked
+    proxy.status = "running"
+
+    def engine_gone(**kw):
+        raise ConnectionError("Connection aborted")
+    docker.containers.list = engine_gone
+    assert "the Docker engine did not list the stack's Toxiproxy container: Connection aborted" in hands.proxies()
+    docker.containers.list = lambda all=False, filters=None: [c for c in real_list(all=all, filters=filters)
+                                                              if all or c.status == "running"]
     applied, healed = [], []
 
     def refuse(pid, rules):
@@ -386,3 +402,48 @@ def test_compose_latency_is_a_toxic_in_the_stacks_toxiproxy_container_and_half_a
     hands.undelay(2, loss=0.2)
     assert api.toxic == set() and healed[-1] == 1002
     assert hands.delay(1, 300, 50) == "toxic on proxy kafka-1"
+    docker.by_service["kafka-3"].status = "exited"          # no container to drop packets in: no fault at all
+    with pytest.raises(HarnessError, match="kafka-3 is not running: its packets cannot be dropped"):
+        hands.delay(3, 300, 50, loss=0.2)
+    assert 3 not in api.toxic
+
+
+def test_toxiproxy_answers_that_are_not_its_json_are_one_line():
+    from harness.stack import toxiproxy
+    api = toxiproxy.Api(1)
+    for answer in ({"kafka-1": {"toxics": 5}}, {"kafka-1": {"toxics": "x"}}):
+        api.proxies = lambda answer=answer: answer
+        with pytest.raises(HarnessError, match="not its JSON"):
+            api.toxics()
+    api.proxies = lambda: {"kafka-\u00b2": {"toxics": [{"name": "t"}]}, "kafka-99999": {"toxics": [{"name": "t"}]},
+                           "kafka-2": {"toxics": [{"name": "t"}]}, "other-3": {"toxics": [{"name": "t"}]}}
+    assert api.delayed_nodes() == [2]
+
+
+def test_the_compose_delay_check_is_unknown_never_a_traceback_when_the_engine_is_gone(monkeypatch):
+    from harness.stack import compose, compose_brokers
+    monkeypatch.setattr(compose, "recorded_proxies", lambda state=None: False)
+    assert compose_brokers.delayed_nodes() == []
+    monkeypatch.setattr(compose, "recorded_proxies", lambda state=None: True)
+    monkeypatch.setattr(compose, "engine_available", lambda: "no Docker engine answers")
+    assert compose_brokers.delayed_nodes() is None
+    monkeypatch.setattr(compose, "engine_available", lambda: None)
+
+    def sdk_fails(*a, **k):
+        raise RuntimeError("Error while fetching server API version")
+    monkeypatch.setattr(compose_brokers, "ComposeBrokers", sdk_fails)
+    assert compose_brokers.delayed_nodes() is None
+
+
+def test_only_a_compose_cluster_record_has_proxies(tmp_path, monkeypatch):
+    import json
+    from harness.stack import compose
+    monkeypatch.setenv("HARNESS_HOME", str(tmp_path))
+    for rec, has in (({"kind": "local", "brokers": 3, "proxies": True}, False),
+                     ({"kind": "compose", "variant": "single", "proxies": True}, False),
+                     ({"kind": "compose", "variant": "cluster", "proxies": "yes"}, False),
+                     ({"kind": "compose", "variant": "cluster", "proxies": True}, True)):
+        (tmp_path / "stack.json").write_text(json.dumps(rec))
+        assert compose.recorded_proxies() is has, rec
+    (tmp_path / "stack.json").write_text(json.dumps({"kind": "local", "brokers": 3, "proxies": True}))
+    assert compose.proxies_for("single", None) is False          # a local record asks nothing of compose

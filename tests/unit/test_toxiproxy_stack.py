@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import versions
 from harness.errors import HarnessError
 from harness.stack import toxiproxy
 
@@ -84,7 +85,7 @@ def test_a_killed_node_of_a_proxied_cluster_is_restarted_with_its_proxied_listen
                                             for i, k in enumerate(("kafka", "controller", "proxied", "proxy"))}})
     hands = brokers.LocalBrokers(tmp_path)
     got = {}
-    monkeypatch.setattr(maven, "resolve_kafka", lambda log: tmp_path)
+    monkeypatch.setattr(maven, "resolve_kafka", lambda log, release: tmp_path if release == versions.KAFKA_VERSION else None)
     monkeypatch.setattr(hands.by_id[2], "running", lambda: None)
     monkeypatch.setattr(hands.by_id[2], "start", lambda *a, **kw: got.update(kw) or 4242)
     assert hands.start(2) == "pid 4242"

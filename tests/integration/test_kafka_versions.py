@@ -1,0 +1,43 @@
+"""--kafka-version on the local stack for real: Kafka 3.9.1 and 4.4.0 resolved with mvn, formatted and
+started, a run on each as-predicted and naming the release the harness started and the metadata.version
+the broker itself answers; another release on the same data refused in one line; nothing left after
+`down --purge`."""
+
+import json
+
+import pytest
+
+from tests.conftest import harness, processes_of, searchable_dir
+
+pytestmark = pytest.mark.integration
+
+# (release, the metadata.version a fresh cluster of it finalizes, as its own MetadataVersion names it)
+RELEASES = [("3.9.1", "3.9-IV0"), ("4.4.0", "4.4-IV2")]
+
+
+@pytest.mark.parametrize("release, metadata", RELEASES, ids=[r for r, _ in RELEASES])
+def test_a_stack_of_another_release_starts_runs_and_says_so(release, metadata, tmp_path):
+    home = searchable_dir(f"harness-kafka-{release}-")
+    env = {"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "", "HARNESS_STACK": ""}
+    try:
+        up = harness("up", "--kafka-version", release, env=env, timeout=900)
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert f"Starting Kafka {release} on" in up.stderr
+        st = json.loads(harness("status", "--json", env=env).stdout)
+        assert st["healthy"] and st["kafka_version"] == release
+        assert json.loads((home / "stack.json").read_text())["kafka_version"] == release
+        out = tmp_path / "eos"
+        run = harness("run", "eos", "--messages", "200", "--quiet", "--out", str(out), env=env, timeout=900)
+        assert run.returncode == 0, run.stderr[-3000:]
+        d = json.loads((out / "report.json").read_text())
+        assert d["verdict"] == "as-predicted" and d["kafka_output"]["read_committed"]["duplicates"] == 0
+        assert (d["environment"]["kafka_version"], d["environment"]["kafka_metadata_version"]) == (release, metadata)
+        other = "4.1.1" if release != "4.1.1" else "4.4.0"
+        refused = harness("run", "offset-after", "--messages", "10", "--kafka-version", other, env=env, timeout=300)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr
+        assert refused.stderr.strip().splitlines()[-1] == (
+            f"error: the Kafka data under {home} was written by Kafka {release}; to run Kafka {other}, run "
+            f"`harness down --purge` first (it deletes that data)")
+    finally:
+        harness("down", "--purge", env=env, timeout=300)
+    assert not processes_of(home)
