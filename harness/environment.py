@@ -34,18 +34,15 @@ def _first(v) -> str:
     return v[0] if isinstance(v, tuple) else str(v)
 
 
-def _metadata_version(stack: Stack) -> str:
-    from .stack import broker_version
-    said = broker_version.describe(stack.bootstrap_servers) if stack.bootstrap_servers else None
-    return said.removeprefix("metadata.version ") if said else "unknown"
-
-
 def describe(stack: Stack) -> dict:
     import confluent_kafka
+    from .stack import broker_version
+    found = broker_version.features(stack.bootstrap_servers) if stack.bootstrap_servers else None
     return {
         "kafka_version": stack.kafka_version or "unknown",
-        # what the broker itself says (its finalized metadata.version), beside the release the harness started
-        "kafka_metadata_version": _metadata_version(stack),
+        # what the broker itself says (its finalized features), beside the release the harness started
+        "kafka_metadata_version": broker_version.metadata_version(found) or "unknown",
+        "kafka_transaction_version": broker_version.transaction_version(found),
         "librdkafka_version": _first(confluent_kafka.libversion()),
         "confluent_kafka_version": _first(confluent_kafka.version()),
         "postgres_version": stack.postgres_version or "unknown",

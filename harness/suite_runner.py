@@ -101,6 +101,7 @@ def run_env(stack: Stack) -> dict:
     env = {**os.environ, "HARNESS_BOOTSTRAP_SERVERS": stack.bootstrap_servers,
            "HARNESS_POSTGRES_DSN": stack.postgres_dsn}
     env.pop("HARNESS_STACK", None)
+    env.pop("HARNESS_KAFKA_VERSION", None)      # the stack runs what it runs: the release was this command's choice
     return env
 
 

@@ -13,7 +13,9 @@ def down(purge):
     """Stop the Kafka (every node) and PostgreSQL that this state folder started.
 
     Only processes whose pid record matches (pid, start time, our own config or
-    data path) are signalled. External clusters are never touched.
+    data path) are signalled. External clusters are never touched. The stacks
+    an interrupted `harness matrix` left ($HARNESS_HOME/matrix/<release>) are
+    stopped and deleted too.
 
     \b
     Example:
@@ -29,4 +31,8 @@ def down(purge):
         stopped = ["the compose stack"]
     else:
         stopped = local.down(purge, log=say)
+    from ..matrix import leftover_homes, purge as purge_release
+    for home in leftover_homes():       # the per-release stacks an interrupted or killed `harness matrix` left
+        purge_release(home, log=say)
+        stopped.append(f"the matrix stack of Kafka {home.name}")
     click.echo("stopped " + " and ".join(stopped) if stopped else "no stack was running")

@@ -12,7 +12,6 @@ import sys
 
 import click
 
-from ..errors import HarnessError
 
 
 def recorded_stack() -> str:
@@ -56,10 +55,7 @@ def kafka_version_option(f):
     @functools.wraps(f)
     def wrapper(*args, kafka_version=None, **kwargs):
         from ..stack import kafka_versions
-        if kafka_version and (kwargs.get("bootstrap_servers") or kwargs.get("postgres_dsn")):
-            raise HarnessError("--kafka-version chooses the Kafka the harness starts; an existing cluster "
-                               "(--bootstrap-servers) runs the release it runs (the report names it)")
-        kafka_versions.request(kafka_version)
+        kafka_versions.request(kafka_version)      # refused for an existing cluster by get_stack
         return f(*args, **kwargs)
     return wrapper
 

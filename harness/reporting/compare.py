@@ -218,8 +218,10 @@ def _env_warnings(targets: list[dict], labels: list[str]) -> list[str]:
             envs = [getattr(t, "environment", {})] + [r.get("environment") or {} for r in t.values()]
             vals = list(dict.fromkeys(_show(e[key]) for e in envs if isinstance(e, dict) and e.get(key) is not None))
             shown.append("/".join(vals) if vals else "unknown")
-        if len(set(shown)) > 1:
+        if len({v for v in shown if v != "unknown"}) > 1:
             out.append(f"{key} differs: {_per_target(shown, labels)}")
+        elif len(set(shown)) > 1:           # not measured on one side: no claim that it differs
+            out.append(f"{key} is unknown in {', '.join(lab for lab, v in zip(labels, shown) if v == 'unknown')}")
     return out
 
 

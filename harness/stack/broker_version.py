@@ -100,8 +100,9 @@ def finalized_features(response_body: bytes) -> dict:
     return out
 
 
-def describe(bootstrap: str, timeout: float = 5.0) -> str | None:
-    """e.g. "metadata.version 4.1-IV1", or None when the broker cannot be asked this way."""
+def features(bootstrap: str, timeout: float = 5.0) -> dict | None:
+    """{feature: finalized level} as the first bootstrap broker answers, or None when it cannot be asked
+    this way. A feature the cluster has not finalized (transaction.version on 3.9) is absent."""
     host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
     try:
         with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout) as s:
@@ -110,12 +111,30 @@ def describe(bootstrap: str, timeout: float = 5.0) -> str | None:
             if not 0 < size < 1 << 20:
                 return None
             data = _recv(s, size)
-        level = finalized_features(data[4:]).get("metadata.version")
+        return finalized_features(data[4:])
     except (OSError, ValueError, struct.error):
         return None
-    if level is None:
-        return None
-    return f"metadata.version {LEVELS.get(level, f'level {level}')}"
+
+
+def metadata_version(found: dict | None) -> str | None:
+    """e.g. "4.1-IV1" from the finalized features, or None."""
+    level = (found or {}).get("metadata.version")
+    return None if level is None else LEVELS.get(level, f"level {level}")
+
+
+def transaction_version(found: dict | None) -> str:
+    """The transaction protocol the cluster finalized (KIP-890: transaction.version 2 bumps the producer
+    epoch on every transaction), e.g. "2"; "0" when the cluster names no such feature (before 4.0, or not
+    finalized); "unknown" when the broker could not be asked."""
+    if found is None:
+        return "unknown"
+    return str(found.get("transaction.version", 0))
+
+
+def describe(bootstrap: str, timeout: float = 5.0) -> str | None:
+    """e.g. "metadata.version 4.1-IV1", or None when the broker cannot be asked this way."""
+    said = metadata_version(features(bootstrap, timeout))
+    return None if said is None else f"metadata.version {said}"
 
 
 def _recv(s: socket.socket, n: int) -> bytes:

@@ -95,7 +95,8 @@ class LocalBrokers(ProxiedNodes):
             if None in proxied:
                 raise HarnessError(f"cannot restart {k.name} behind its proxy: its proxied ports are not "
                                    f"recorded in {self.state}")
-        pid = k.start(resolve_kafka(lambda _m: None, kafka_release(self.state)), port, ctrl[node - 1], owner, voters=voters(ctrl, hosts),
+        release = k.release() or kafka_release(self.state)       # the release its own data was formatted by
+        pid = k.start(resolve_kafka(lambda _m: None, release), port, ctrl[node - 1], owner, voters=voters(ctrl, hosts),
                       cluster_id=k.cluster_id(), proxied=proxied)
         self._started[node] = k.proc        # ours to reap, and to read its exit status from
         return f"pid {pid}"

@@ -23,12 +23,13 @@ import subprocess
 from pathlib import Path
 
 from .. import versions
-from ..errors import HarnessError, first_line
+from ..errors import HarnessError
 from ..paths import state_dir
 from . import health
+from .compose_images import (COMPOSE_DIR, IMAGE_ENV, NEEDED, PROJECT, RELEASE_FILE, ensure_images, kafka_image,
+                             recorded_release, release_for_up, reported_release)
 from .stack import Stack
 
-COMPOSE_DIR = Path(__file__).resolve().parents[2] / "compose"
 FILES = {"single": COMPOSE_DIR / "docker-compose.yml", "cluster": COMPOSE_DIR / "docker-compose.cluster.yml"}
 # The cluster's override that puts Toxiproxy in front of each node (`harness up --stack compose --brokers 3
 # --proxies`): clients then bootstrap through the proxies' ports, and Toxiproxy's API is on its own port.
@@ -41,7 +42,6 @@ KAFKA_PORT = 29092
 CLUSTER_KAFKA_PORTS = (29092, 29093, 29094)
 BROKERS = {"single": 1, "cluster": 3}
 POSTGRES_PORT = 25432
-PROJECT = "harness"
 # Pulling images on a first run can take minutes; healthchecks then settle in ~30 s.
 UP_TIMEOUT_S = 600
 
@@ -80,33 +80,6 @@ def _env(state: Path, release: str | None = None) -> dict:
         if isinstance(recorded, dict) else {}
     return {**images, **os.environ, "HARNESS_PG_PASSWORD": _password(state),
             "HARNESS_KAFKA_VERSION": release or recorded_release(state) or versions.KAFKA_VERSION}
-
-
-# The Kafka release that formatted this state folder's compose volumes: kept beside them (`down` keeps
-# both, `down --purge` removes both), so another release on the same data is refused in one line.
-RELEASE_FILE = "compose.kafka_version"
-
-
-def recorded_release(state: Path) -> str | None:
-    from ..safefile import read_tail
-    from .kafka_versions import RELEASE
-    got = read_tail(state / RELEASE_FILE, 64).strip()       # never blocks on a FIFO, never follows a link
-    return got if RELEASE.fullmatch(got) else None
-
-
-def _kafka_image(env: dict, release: str) -> None:
-    """The Kafka image for `release`: the official one of that release unless the user names one; a
-    named image whose tag is another release is refused in one line."""
-    from .kafka_versions import RELEASE
-    named = os.environ.get("HARNESS_KAFKA_IMAGE")
-    tag = named.rpartition(":")[2] if named else ""
-    if named and RELEASE.fullmatch(tag) and tag != release:
-        raise HarnessError(f"HARNESS_KAFKA_IMAGE names {named}, an image of Kafka {tag}, but this stack runs Kafka "
-                           f"{release}: unset it (the harness then uses apache/kafka:{release}, or builds it) or "
-                           f"name a Kafka {release} image")
-    if not named and release != versions.KAFKA_VERSION and \
-            not str(env.get("HARNESS_KAFKA_IMAGE", "")).endswith(f":{release}"):
-        env.pop("HARNESS_KAFKA_IMAGE", None)        # a recorded image of another release
 
 
 def _recorded(state: Path) -> dict:
@@ -157,6 +130,24 @@ def proxies_for(variant: str, proxies: bool | None) -> bool:
     return bool(proxies)
 
 
+SERVICES = {"single": {"kafka", "postgres"}, "cluster": {"kafka-1", "kafka-2", "kafka-3", "postgres", "toxiproxy"}}
+
+
+def _refuse_other_variant(variant: str) -> None:
+    """One line when the project runs containers of the other variant (its ports would clash, or its nodes
+    be left behind): `harness down` first, which keeps the data."""
+    try:
+        import docker
+        running = {c.labels.get("com.docker.compose.service") for c in docker.from_env(timeout=10).containers.list(
+            filters={"label": f"com.docker.compose.project={PROJECT}"})}
+    except Exception:  # noqa: BLE001 - unknown: compose itself says what clashes
+        return
+    other = sorted(s for s in running - SERVICES[variant] if s)
+    if other:
+        raise HarnessError(f"the compose project {PROJECT} runs {', '.join(other)} (the other variant): `harness down` "
+                           f"first (it keeps the data), then `harness up --stack compose --brokers {BROKERS[variant]}`")
+
+
 def _files(variant: str, proxies: bool) -> list[str]:
     return ["-f", str(FILES[variant]), *(["-f", str(PROXIES_FILE)] if proxies else [])]
 
@@ -167,99 +158,9 @@ def _stack(state: Path, variant: str = "single", proxies: bool = False) -> Stack
     bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
     return Stack(kind="compose", bootstrap_servers=bootstrap,
                  postgres_dsn=f"postgresql://harness:{_password(state)}@127.0.0.1:{POSTGRES_PORT}/harness",
-                 owned=True, kafka_version=recorded_release(state) or versions.KAFKA_VERSION, brokers=BROKERS[variant],
+                 owned=True, kafka_version=reported_release(state, _recorded(state).get("images")),
+                 brokers=BROKERS[variant],
                  kafka_config=kafka_client.resolve(bootstrap))
-
-
-# The compose files read their images from these variables; unset, they are the official images.
-IMAGE_VARS = {"kafka": ("HARNESS_KAFKA_IMAGE", f"apache/kafka:{versions.KAFKA_VERSION}"),
-              "postgres": ("HARNESS_POSTGRES_IMAGE", "postgres:15"),
-              "toxiproxy": ("HARNESS_TOXIPROXY_IMAGE", versions.TOXIPROXY_IMAGE)}
-NEEDED = ("kafka", "postgres")      # the images every compose stack needs (Toxiproxy's: only with --proxies)
-IMAGE_ENV = {var for var, _ in IMAGE_VARS.values()}
-BUILD_SCRIPT = COMPOSE_DIR.parent / "scripts" / "build-images.sh"
-BUILD_TIMEOUT_S = 1800
-
-
-def chosen_images(env: dict, services=NEEDED, release: str = versions.KAFKA_VERSION) -> dict:
-    """{service: image} the compose files will use with this environment, for this Kafka release."""
-    defaults = {**{svc: default for svc, (_, default) in IMAGE_VARS.items()}, "kafka": f"apache/kafka:{release}"}
-    return {svc: env.get(var) or defaults[svc] for svc, (var, _) in IMAGE_VARS.items() if svc in services}
-
-
-def _missing_image(client, image: str) -> str | None:
-    """None when the engine has `image` or can pull it; else why not (one line)."""
-    try:
-        client.images.get(image)
-        return None
-    except Exception:  # noqa: BLE001 - not here: try to pull it
-        pass
-    try:
-        client.images.pull(image)
-        return None
-    except Exception as e:  # noqa: BLE001
-        return first_line(e)
-
-
-def ensure_images(env: dict, build: bool = False, log=print, client=None, services=NEEDED,
-                  release: str = versions.KAFKA_VERSION) -> dict:
-    """The images for `docker compose up`, as environment variables to add.
-
-    The official images unless the user named others; built locally (the project's scripts/build-images.sh:
-    Debian's packages, Kafka's jars, Toxiproxy with go install) when asked (`build`), or when an official
-    image is neither on the engine nor pullable (no registry here), saying so: only those images, never one
-    the user named. An image the user named that cannot be had is one line: it is never silently replaced."""
-    if client is None:
-        import docker
-        client = docker.from_env(timeout=120)
-    images = chosen_images(env, services, release)
-    if not build:
-        missing = {img: why for img in images.values() if (why := _missing_image(client, img))}
-        named = [(var, images[svc]) for svc, (var, _) in IMAGE_VARS.items()
-                 if svc in images and env.get(var) and images[svc] in missing]
-        if named:
-            var, img = named[0]
-            raise HarnessError(f"the image {img} (set in {var}) is not on the Docker engine and cannot be pulled: "
-                               f"{missing[img]}")
-        if not missing:
-            log("images: " + ", ".join(f"{svc} {img}" for svc, img in images.items()))
-            # the compose files' own default is the pinned release's image: another release is named
-            return {} if release == versions.KAFKA_VERSION or env.get("HARNESS_KAFKA_IMAGE") else \
-                {"HARNESS_KAFKA_IMAGE": images["kafka"]}
-        first, why = next(iter(missing.items()))
-        todo = [svc for svc in images if images[svc] in missing]
-        log(f"cannot pull {first} ({why}); building {', '.join(todo)} here instead ({BUILD_SCRIPT.name}, a few "
-            f"minutes the first time)")
-    else:
-        todo = [svc for svc in images if not env.get(IMAGE_VARS[svc][0])]
-        log(f"building local images ({BUILD_SCRIPT.name}) ...")
-    built = build_images(env, only=todo) if todo else {}
-    log("images: " + ", ".join(f"{svc} {built.get(IMAGE_VARS[svc][0], images[svc])}" for svc in images) +
-        (f" ({', '.join(todo)} built here)" if todo else ""))
-    return {IMAGE_VARS[svc][0]: built[IMAGE_VARS[svc][0]] for svc in todo}
-
-
-def build_images(env: dict, only=NEEDED) -> dict:
-    """Run the project's image build for these services; the variables it prints for the compose files."""
-    import shlex
-    if not BUILD_SCRIPT.is_file():
-        raise HarnessError(f"cannot build the compose images: {BUILD_SCRIPT} is missing (a source checkout has it)")
-    try:
-        proc = subprocess.run(["bash", str(BUILD_SCRIPT), "--only", ",".join(only)], env=env, capture_output=True,
-                              text=True, timeout=BUILD_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise HarnessError(f"building the compose images took longer than {BUILD_TIMEOUT_S} s") from None
-    if proc.returncode != 0:
-        raise HarnessError("building the compose images failed", (proc.stdout + proc.stderr)[-2000:])
-    found = {}
-    for line in proc.stdout.splitlines():
-        if line.startswith("export "):
-            found.update(w.split("=", 1) for w in shlex.split(line)[1:] if "=" in w)
-    absent = [svc for svc in only if IMAGE_VARS[svc][0] not in found]
-    if absent:
-        said = (proc.stderr.strip().splitlines() or ["it said nothing"])[-1]
-        raise HarnessError(f"{BUILD_SCRIPT.name} built no {absent[0]} image ({said.removeprefix('build-images: ')})")
-    return {k: v for k, v in found.items() if k in IMAGE_ENV}
 
 
 def up(variant: str = "single", log=print, build_images: bool = False, proxies: bool | None = None) -> Stack:
@@ -270,13 +171,12 @@ def up(variant: str = "single", log=print, build_images: bool = False, proxies: 
                            f"needed) or --bootstrap-servers/--postgres-dsn")
     state = state_dir()
     proxies = proxies_for(variant, proxies)
-    from . import kafka_versions
-    release = kafka_versions.chosen(recorded_release(state), os.path.lexists(state / RELEASE_FILE),
-                                    f"the compose volumes of {state}")
+    _refuse_other_variant(variant)
+    release, existing = release_for_up(state)
     env = _env(state, release)
-    _kafka_image(env, release)
-    env.update(ensure_images(env, build=build_images, log=log,
-                             services=(*NEEDED, *(["toxiproxy"] if proxies else [])), release=release))
+    kafka_image(env, release)
+    env.update(ensure_images(env, build=build_images, log=log, services=(*NEEDED, *(["toxiproxy"] if proxies else [])),
+                             release=release, recorded={v for v in IMAGE_ENV if env.get(v) and not os.environ.get(v)}))
     if variant == "cluster" and not proxies and proxy_container():
         # the Toxiproxy of an earlier start with --proxies: only that service's container, of this project
         subprocess.run(["docker", "compose", "-p", PROJECT, *_files(variant, True), "rm", "-s", "-f", "toxiproxy"],
@@ -285,7 +185,8 @@ def up(variant: str = "single", log=print, build_images: bool = False, proxies: 
     log("Starting the compose stack: " + " ".join(cmd[2:]))
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=UP_TIMEOUT_S)
     from ..safefile import write_text
-    write_text(state / RELEASE_FILE, release + "\n")     # its volumes hold that release's data now
+    if proc.returncode == 0 or not existing:
+        write_text(state / RELEASE_FILE, release + "\n")     # new volumes, or these: that release's data now
     if proc.returncode != 0:
         raise HarnessError("docker compose up failed", (proc.stdout + proc.stderr)[-2000:])
     images = {var: env[var] for var in IMAGE_ENV if env.get(var)}

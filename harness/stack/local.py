@@ -41,7 +41,7 @@ from .claim import Claim
 from .local_kafka import every_node, nodes as kafka_nodes
 from .local_postgres import DATABASE, USER, LocalPostgres
 from .local_record import bootstrap_of, kafka_release, known_ports, port_names, proxied, read_record, record_damage, record_path, recorded_auth, size
-from .local_services import check_auth_size, check_size, key_of, mark_of, services, stack_from, start_with_free_ports, stop_all
+from .local_services import check_auth_size, check_size, key_of, mark_of, node_release, services, stack_from, start_with_free_ports, stop_all
 from .stack import Stack
 # Re-exported for cli.py only (its home is local_record.py).
 
@@ -87,7 +87,7 @@ def status(check: bool = True) -> Stack | None:
     if not any(running.values()) and not any(strays.values()):
         return None
     port = known_ports(state, kafka, pg)
-    stack = stack_from(port, kafka, pg, recorded_auth(state), proxies, kafka_release(state))
+    stack = stack_from(port, kafka, pg, recorded_auth(state), proxies, node_release(kafka) or kafka_release(state))
     if proxies:
         stack.pids["toxiproxy"] = proxy.pid()
     damage = record_damage(state, any(running.values()))

@@ -51,6 +51,7 @@ AUTHS = ("none", "scram")
 SCRAM_MECHANISM = "SCRAM-SHA-512"
 SCRAM_USER = "harness"
 CLIENT_PROPERTIES = "client.properties"
+RELEASE_FILE = "kafka_version"        # beside a node's data: the release that formatted it (--kafka-version)
 
 SERVER_SETTINGS = {
     # A single voter that is both broker and controller.
@@ -252,7 +253,14 @@ class LocalKafka(pidrecord.RecordedService):
     def formatted(self) -> bool:
         return (self.data / "meta.properties").exists()
 
-    def format(self, lib: Path, auth: str = "none", cluster_id: str | None = None) -> None:
+    def release(self) -> str | None:
+        """The Kafka release that formatted this node's data (written beside it at format time); None when
+        not formatted, or formatted by a harness that wrote none (it ran only the pinned release)."""
+        from .kafka_versions import RELEASE
+        got = safefile.read_tail(self.home / RELEASE_FILE, 64).strip()     # never a FIFO's wait, never a link
+        return got if RELEASE.fullmatch(got) else None
+
+    def format(self, lib: Path, auth: str = "none", cluster_id: str | None = None, release: str | None = None) -> None:
         if self.formatted():
             return
         safefile.make_folder(self.data)
@@ -273,15 +281,18 @@ class LocalKafka(pidrecord.RecordedService):
             from ..kafka_client import scrub
             raise HarnessError("Kafka storage format failed",
                                scrub((proc.stdout + proc.stderr)[-2000:], self.client_settings()))
+        if release:
+            safefile.write_text(self.home / RELEASE_FILE, release + "\n")
 
     def start(self, lib: Path, port: int, controller_port: int, owner: str, auth: str = "none",
-              voters: str | None = None, cluster_id: str | None = None, proxied: tuple[int, int] | None = None) -> int:
+              voters: str | None = None, cluster_id: str | None = None, proxied: tuple[int, int] | None = None,
+              release: str | None = None) -> int:
         """Start the node (formatting its storage first if new) and write its pid record at once.
 
         A broker fault's restart comes through here too, so a restarted node is recorded like the first start."""
         safefile.make_folder(self.logs)
         self.write_config(port, controller_port, auth, voters=voters, proxied=proxied)
-        self.format(lib, auth, cluster_id=cluster_id)
+        self.format(lib, auth, cluster_id=cluster_id, release=release)
         out_fd = os.open(self.home / "stdout.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         with open(out_fd, "ab") as out:
             java = self._java(lib, "kafka.Kafka", str(self.props))

@@ -38,6 +38,12 @@ def stack_from(port: dict, kafka: list, pg: LocalPostgres, auth: str = "none", p
                  kafka_config=kafka_client.resolve(bootstrap, own))
 
 
+def node_release(kafka: list) -> str | None:
+    """The release that formatted the nodes' data, as the first node that wrote one says (see
+    LocalKafka.release); None when none did."""
+    return next((r for k in kafka if (r := k.release())), None)
+
+
 def services(state: Path, brokers: int | None = None) -> dict:
     """The stack's services by key (kafka or kafka-1..N, postgres, and toxiproxy when it has one)."""
     nodes = kafka_nodes(state, brokers or size(state))
@@ -186,7 +192,7 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
     nodes_run = any(k.running() for k in kafka)
     auth = _choose_auth(state, kafka, nodes_run, auth)
     check_auth_size(auth, brokers)
-    release = kafka_versions.chosen(rec.get("kafka_version"), nodes_run or any(k.formatted() for k in kafka), str(state))
+    release = kafka_versions.chosen(node_release(kafka), nodes_run or any(k.formatted() for k in kafka), str(state))
     rec["kafka_version"] = release
     networks = _choose_networks(state, rec, nodes_run, node_networks)
     rec["node_networks"] = networks
@@ -267,7 +273,7 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
             log(f"Starting Kafka {release} on {kafka[0].host()}:{port['kafka']}{how} ...")
             started.append("kafka")
             with interrupts.step():
-                kafka[0].start(lib, port["kafka"], port["controller"], owner, auth=auth)
+                kafka[0].start(lib, port["kafka"], port["controller"], owner, auth=auth, release=release)
         elif brokers > 1:
             quorum = quorum_voters([port[f"controller-{i}"] for i in range(1, brokers + 1)], [k.host() for k in kafka])
             cluster_id = next((c for k in kafka if (c := k.cluster_id())), None) or _new_cluster_id()
@@ -278,7 +284,8 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
                     started.append(k.key)
                     with interrupts.step():
                         k.start(lib, port[k.key], port[f"controller-{k.node_id}"], owner, voters=quorum,
-                                cluster_id=cluster_id, proxied=proxied_ports(port, k.node_id) if proxies else None)
+                                cluster_id=cluster_id, proxied=proxied_ports(port, k.node_id) if proxies else None,
+                                release=release)
         stack = stack_from(port, kafka, pg, auth, proxies, release)
         _wait_ready(stack, kafka, pg, proxy if proxies else None)
     except BaseException:

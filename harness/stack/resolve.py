@@ -50,6 +50,10 @@ def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None
     External and compose stacks are never stopped by a command, so they come without a claim.
     """
     if (bootstrap or dsn) and not local.serves(bootstrap, dsn):
+        if kafka_versions.requested():
+            raise HarnessError("--kafka-version (or HARNESS_KAFKA_VERSION) chooses the Kafka the harness starts; "
+                               "an existing cluster (--bootstrap-servers) runs the release it runs (the report "
+                               "names it)")
         if brokers is not None:
             raise HarnessError("--brokers sizes a stack the harness starts; an existing cluster "
                                "(--bootstrap-servers) has the brokers it has")

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from harness.runner import EXIT_CODES
-from harness.stack import compose
+from harness.stack import compose, compose_images
 from tests.conftest import ROOT, harness, searchable_dir
 from tests.unit.sample_report import validate
 
@@ -56,7 +56,7 @@ def engine():
         env["DOCKER_HOST"] = shlex.split(last.split("=", 1)[1])[0]
         started = True
     try:
-        env.update(compose.build_images(env, only=tuple(compose.IMAGE_VARS)))  # the harness's own builder
+        env.update(compose_images.build_images(env, only=tuple(compose_images.IMAGE_VARS)))  # the harness's own builder
         assert env.get("HARNESS_KAFKA_IMAGE") and env.get("HARNESS_POSTGRES_IMAGE") and env.get("HARNESS_TOXIPROXY_IMAGE")
         yield env
     finally:
@@ -252,7 +252,7 @@ def test_another_kafka_release_on_compose_gets_its_own_image_and_its_data_keeps_
             refused.stderr[-2000:]
     finally:
         down_purge(env)
-    assert not (Path(env["HARNESS_HOME"]) / compose.RELEASE_FILE).exists()
+    assert not (Path(env["HARNESS_HOME"]) / compose_images.RELEASE_FILE).exists()
     assert leftovers(engine) == {"container": [], "volume": [], "network": []}
 
 

@@ -26,6 +26,7 @@ def test_a_stack_of_another_release_starts_runs_and_says_so(release, metadata, t
         st = json.loads(harness("status", "--json", env=env).stdout)
         assert st["healthy"] and st["kafka_version"] == release
         assert json.loads((home / "stack.json").read_text())["kafka_version"] == release
+        assert (home / "kafka" / "kafka_version").read_text().strip() == release     # beside the data it formatted
         out = tmp_path / "eos"
         run = harness("run", "eos", "--messages", "200", "--quiet", "--out", str(out), env=env, timeout=900)
         assert run.returncode == 0, run.stderr[-3000:]

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness.errors import HarnessError
-from harness.stack import compose
+from harness.stack import compose_images as compose
 
 OFFICIAL = compose.chosen_images({})
 
@@ -79,10 +79,11 @@ def test_a_later_compose_call_reuses_the_images_the_stack_was_started_with(tmp_p
     (tmp_path / "compose.password").write_text("pw\n")
     monkeypatch.delenv("HARNESS_KAFKA_IMAGE", raising=False)
     monkeypatch.delenv("HARNESS_PG_PASSWORD", raising=False)
-    env = compose._env(tmp_path)
+    from harness.stack import compose as stack_compose
+    env = stack_compose._env(tmp_path)
     assert env["HARNESS_KAFKA_IMAGE"] == "harness-kafka:x" and env["PATH"] != "/evil"
     monkeypatch.setenv("HARNESS_KAFKA_IMAGE", "mine/kafka:1")       # the user's own choice wins
-    assert compose._env(tmp_path)["HARNESS_KAFKA_IMAGE"] == "mine/kafka:1"
+    assert stack_compose._env(tmp_path)["HARNESS_KAFKA_IMAGE"] == "mine/kafka:1"
 
 
 def test_commands_follow_the_kind_of_stack_the_state_folder_holds(tmp_path, monkeypatch):
@@ -124,15 +125,16 @@ def test_a_missing_image_never_replaces_images_the_user_named(builds):
 
 def test_only_the_cluster_has_proxies_and_its_down_always_removes_them(tmp_path, monkeypatch):
     import json
+    from harness.stack import compose as stack_compose
     monkeypatch.setenv("HARNESS_HOME", str(tmp_path))
     with pytest.raises(HarnessError, match="--proxies puts Toxiproxy in front of the compose cluster's nodes: add "
                                            "--brokers 3"):
-        compose.proxies_for("single", True)
-    assert compose.proxies_for("cluster", None) is False
+        stack_compose.proxies_for("single", True)
+    assert stack_compose.proxies_for("cluster", None) is False
     (tmp_path / "stack.json").write_text(json.dumps({"kind": "compose", "variant": "cluster", "proxies": True}))
-    assert compose.proxies_for("cluster", None) is True and compose.proxies_for("single", None) is False
-    assert compose.proxies_for("cluster", False) is False
-    st = compose._stack(tmp_path, "cluster", True)
+    assert stack_compose.proxies_for("cluster", None) is True and stack_compose.proxies_for("single", None) is False
+    assert stack_compose.proxies_for("cluster", False) is False
+    st = stack_compose._stack(tmp_path, "cluster", True)
     assert st.bootstrap_servers == "127.0.0.1:29192,127.0.0.1:29193,127.0.0.1:29194"
-    down = compose._down_command("cluster", False)
-    assert str(compose.PROXIES_FILE) in down and str(compose.PROXIES_FILE) not in compose._down_command("single", True)
+    down = stack_compose._down_command("cluster", False)
+    assert str(stack_compose.PROXIES_FILE) in down and str(stack_compose.PROXIES_FILE) not in stack_compose._down_command("single", True)

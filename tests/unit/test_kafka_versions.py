@@ -54,7 +54,7 @@ def test_an_existing_cluster_takes_no_kafka_version(tmp_path):
     proc = harness("run", "offset-after", "--bootstrap-servers", "127.0.0.1:1", "--postgres-dsn", "host=x",
                    "--kafka-version", "4.4.0", env={"HARNESS_HOME": str(tmp_path)})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines()[-1] == ("error: --kafka-version chooses the Kafka the harness starts; an "
+    assert proc.stderr.strip().splitlines()[-1] == ("error: --kafka-version (or HARNESS_KAFKA_VERSION) chooses the Kafka the harness starts; an "
                                                     "existing cluster (--bootstrap-servers) runs the release it runs "
                                                     "(the report names it)")
     bad = harness("up", "--kafka-version", "3.8.0", env={"HARNESS_HOME": str(tmp_path)})
@@ -70,24 +70,24 @@ def test_the_report_says_what_the_broker_says_or_unknown():
 
 
 def test_compose_names_the_image_of_the_release_and_refuses_a_named_image_of_another(tmp_path, monkeypatch):
-    from harness.stack import compose
+    from harness.stack import compose_images as compose
     assert compose.chosen_images({}, release="4.4.0")["kafka"] == "apache/kafka:4.4.0"
     assert compose.chosen_images({"HARNESS_KAFKA_IMAGE": "mine:1"}, release="4.4.0")["kafka"] == "mine:1"
     monkeypatch.setenv("HARNESS_KAFKA_IMAGE", "harness-kafka:4.1.1")
     with pytest.raises(HarnessError, match=r"HARNESS_KAFKA_IMAGE names harness-kafka:4.1.1, an image of Kafka 4.1.1, "
                                            r"but this stack runs Kafka 4.4.0: unset it"):
-        compose._kafka_image({}, "4.4.0")
+        compose.kafka_image({}, "4.4.0")
     monkeypatch.setenv("HARNESS_KAFKA_IMAGE", "registry.local:5000/kafka")     # a port is no release tag
-    compose._kafka_image({}, "4.4.0")
+    compose.kafka_image({}, "4.4.0")
     monkeypatch.delenv("HARNESS_KAFKA_IMAGE")
     env = {"HARNESS_KAFKA_IMAGE": "harness-kafka:4.1.1"}                      # recorded for another release
-    compose._kafka_image(env, "4.4.0")
+    compose.kafka_image(env, "4.4.0")
     assert "HARNESS_KAFKA_IMAGE" not in env
 
 
 def test_compose_remembers_the_release_that_wrote_its_volumes_and_reads_it_safely(tmp_path):
     import os
-    from harness.stack import compose
+    from harness.stack import compose_images as compose
     assert compose.recorded_release(tmp_path) is None
     (tmp_path / compose.RELEASE_FILE).write_text("3.9.1\n")
     assert compose.recorded_release(tmp_path) == "3.9.1"
@@ -96,3 +96,44 @@ def test_compose_remembers_the_release_that_wrote_its_volumes_and_reads_it_safel
     (tmp_path / compose.RELEASE_FILE).unlink()
     os.mkfifo(tmp_path / compose.RELEASE_FILE)                  # never waited on
     assert compose.recorded_release(tmp_path) is None
+
+
+def test_the_suites_child_runs_never_inherit_the_release(monkeypatch):
+    """HARNESS_KAFKA_VERSION chose the suite's stack; its child runs get that stack's addresses and no
+    release (with both, every child was refused as if the stack were an existing cluster)."""
+    from harness.stack.stack import Stack
+    from harness.suite_runner import run_env
+    monkeypatch.setenv("HARNESS_KAFKA_VERSION", "3.9.1")
+    env = run_env(Stack(kind="local", bootstrap_servers="127.0.0.1:19092", postgres_dsn="x", owned=True))
+    assert "HARNESS_KAFKA_VERSION" not in env and env["HARNESS_BOOTSTRAP_SERVERS"] == "127.0.0.1:19092"
+
+
+def test_a_nodes_release_is_written_beside_its_data_and_read_safely(tmp_path):
+    import os
+    from harness.stack.local_kafka import RELEASE_FILE, LocalKafka
+    k = LocalKafka(tmp_path, 2)
+    assert k.release() is None
+    k.home.mkdir(parents=True)
+    (k.home / RELEASE_FILE).write_text("3.9.1\n")
+    assert k.release() == "3.9.1"
+    (k.home / RELEASE_FILE).unlink()
+    os.mkfifo(k.home / RELEASE_FILE)
+    assert k.release() is None
+
+
+def test_a_report_names_the_compose_release_only_when_its_image_is_that_releases(tmp_path):
+    from harness.stack import compose_images
+    (tmp_path / compose_images.RELEASE_FILE).write_text("4.4.0\n")
+    assert compose_images.reported_release(tmp_path, {}) == "4.4.0"
+    assert compose_images.reported_release(tmp_path, {"HARNESS_KAFKA_IMAGE": "harness-kafka:4.4.0"}) == "4.4.0"
+    assert compose_images.reported_release(tmp_path, {"HARNESS_KAFKA_IMAGE": "mykafka:latest"}) == \
+        "unknown (image mykafka:latest)"
+
+
+def test_compare_says_unknown_rather_than_differs_when_one_side_was_not_measured():
+    from types import SimpleNamespace
+    from harness.reporting.compare import _env_warnings
+    a = SimpleNamespace(environment={"kafka_version": "4.4.0", "kafka_metadata_version": "4.4-IV2"})
+    b = SimpleNamespace(environment={"kafka_version": "4.4.0"})
+    a.values = b.values = lambda: []
+    assert _env_warnings([a, b], ["a", "b"]) == ["kafka_metadata_version is unknown in b"]

@@ -28,7 +28,7 @@ LAYERS = [
     ("faults", "workers"),            # what breaks workers; the processes and their supervisor
     ("params", "reporting"),
     ("runner", "suite_runner"),
-    ("bench", "ui"),
+    ("bench", "ui", "matrix"),
     ("commands",),
     ("cli",),
 ]

@@ -1,0 +1,76 @@
+"""`harness matrix`: the same suite on several Kafka releases, side by side (harness/matrix.py).
+"""
+
+import sys
+
+import click
+
+from ..errors import HarnessError
+from ..options import click_options
+from .stack_options import say
+from .suite import SUITE_OPTIONS
+
+
+@click.command(epilog="\b\nExamples:\n  harness matrix --kafka-version 3.9.1,4.1.1,4.4.0 --group eos\n"
+               "  harness matrix --kafka-version 4.1.1,4.4.0 --experiments zombie,eos --messages 300")
+@click.option("--kafka-version", "releases", default=None, metavar="R1,R2,...",
+              help="The Kafka releases, comma-separated, each 3.9.0 or newer; one suite per release, in this order.")
+@click_options(SUITE_OPTIONS)
+@click.option("--experiments", "experiment_list", default=None, help="Comma-separated subset (as for suite).")
+@click.option("--group", default=None, metavar="NAME", help="Only the experiments of one group (as for suite).")
+@click.option("--parallel", type=int, default=None, help="Experiments at a time within each suite (as for suite).")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Matrix folder (default reports/<id>-matrix/); each release's suite goes in <out>/<release>/.")
+@click.option("--quiet", "-q", is_flag=True, help="Only the matrix folder on stdout (for CI).")
+def matrix(releases, experiment_list, group, parallel, out, quiet, **given):
+    """Run the same suite on several Kafka releases and compare them cell by cell.
+
+    Each release gets a local stack of its own, in a state folder of its own
+    ($HARNESS_HOME/matrix/<release>), started by that release's suite and
+    purged when it ends: your own stack is never touched. Same seed, same
+    payments, same crashes on every release. Writes matrix.json, matrix.md
+    and matrix.html: a row per experiment, a column per release (what its
+    broker says: metadata.version and transaction.version), each cell the
+    verdict and its key figures, rows that differ marked. Exit status: the
+    worst cell, as for suite (130 when interrupted).
+    """
+    from pathlib import Path
+    from .. import matrix as matrix_mod
+    from .. import suite_runner as suite_mod
+    from ..paths import reports_dir
+    from ..reporting.matrix_report import write_matrix
+    from ..rundir import check_creatable, mark_suite_dir
+    from ..safefile import check_folder
+    from ..ui import log_fn
+    names = matrix_mod.parse_releases(releases)
+    suite_mod.parse_experiments(experiment_list, group)          # bad input before any stack starts
+    suite_mod.check_brokers(group, 1)
+    if parallel is not None and parallel < 1:
+        raise HarnessError(f"--parallel must be at least 1, got {parallel}")
+    args = [x for o in SUITE_OPTIONS if given[o.name] is not None for x in (o.flag, str(given[o.name]))]
+    args += (["--experiments", experiment_list] if experiment_list else []) + (["--group", group] if group else [])
+    args += ["--parallel", str(parallel)] if parallel else []
+    folder = Path(out) if out else reports_dir() / f"{suite_mod.new_suite_id()}-matrix"
+    if (folder / "matrix.json").exists():
+        raise HarnessError(f"{folder} already holds a matrix; choose another --out")
+    check_folder(folder, "the matrix folder", "choose an --out that only you can write")
+    check_creatable(folder)
+    if any((folder / r).exists() for r in names):
+        raise HarnessError(f"{folder} already holds a folder of one of these releases; choose another --out")
+    mark_suite_dir(folder)
+    log = log_fn(quiet)
+    try:
+        summary = matrix_mod.run_matrix(names, args, folder, log=log)
+    except KeyboardInterrupt:
+        summary = None
+    import json
+    summary = summary or json.loads((folder / "matrix.json").read_text())
+    write_matrix(folder, summary)
+    if not quiet:
+        from ..reporting.matrix_report import cell_text
+        for e in summary["experiments"]:
+            say(f"{e['experiment']}{' (differs)' if e['differs'] else ''}: " +
+                " | ".join(f"{r} {cell_text(e['cells'].get(r))}" for r in names))
+    say(f"report: {folder / 'matrix.html'} (also matrix.md and matrix.json)")
+    click.echo(folder)
+    sys.exit(summary["exit_code"])

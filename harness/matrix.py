@@ -1,0 +1,193 @@
+"""`harness matrix`: the same suite on several Kafka releases, one stack after another, side by side.
+
+A user who runs Kafka 3.9 in production, or a teacher who wants to show what
+KIP-890 (transaction version 2) changed, needs the same experiments with the
+same seed on each release, and a table that says where the numbers differ.
+
+Each release runs as a child `harness suite --kafka-version R` in a state
+folder of its own (`<state>/matrix/<R>`): its own local stack, started by
+that suite and purged (`harness down --purge`) once it ends, so releases
+never share data and the user's own stack is never touched. A folder left by
+an interrupted or killed matrix is purged before the next matrix starts, and
+by `harness down` (see `leftover_homes`). The child's suite folder is
+`<out>/<R>/`; matrix.json copies from each suite.json only what its cells
+show (matrix.md and matrix.html are rendered from it alone). Exit status: the
+worst of the suites' runs, as `suite` (a release whose suite wrote nothing is
+"failed", an interrupted matrix 130).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .errors import HarnessError
+from .paths import state_dir
+from .procs import die_with_parent
+from .stack import kafka_versions
+
+MAX_RELEASES = 6
+RELEASE_TIME_LIMIT_S = 3600        # one suite on two cores: minutes; a hung one must not hold the matrix forever
+PURGE_TIMEOUT_S = 300
+SCHEMA_VERSION = 1
+
+
+def parse_releases(spec: str | None) -> list[str]:
+    """--kafka-version 3.9.1,4.1.1,4.4.0: each a release the harness starts, each once, in the given order."""
+    releases = [r.strip() for r in (spec or "").split(",") if r.strip()]
+    if not releases:
+        raise HarnessError("harness matrix needs --kafka-version with one or more releases, e.g. 3.9.1,4.1.1,4.4.0")
+    if len(releases) > MAX_RELEASES:
+        raise HarnessError(f"--kafka-version names {len(releases)} releases; a matrix runs at most {MAX_RELEASES}")
+    for r in releases:
+        kafka_versions.check(r)
+    if len(set(releases)) != len(releases):
+        raise HarnessError("--kafka-version names a release twice")
+    return releases
+
+
+def matrix_root(state: Path | None = None) -> Path:
+    return (state or state_dir()) / "matrix"
+
+
+def leftover_homes(state: Path | None = None) -> list[Path]:
+    """The per-release state folders a matrix left (an interrupted or SIGKILLed one): only folders named
+    like a release, never a link."""
+    root = matrix_root(state)
+    if root.is_symlink() or not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir()
+                  if kafka_versions.RELEASE.fullmatch(p.name) and p.is_dir() and not p.is_symlink())
+
+
+def _child_env(home: Path) -> dict:
+    env = {**os.environ, "HARNESS_HOME": str(home), "HARNESS_STACK": "local"}
+    for name in ("HARNESS_BOOTSTRAP_SERVERS", "HARNESS_POSTGRES_DSN", "HARNESS_KAFKA_VERSION"):
+        env.pop(name, None)
+    return env
+
+
+def purge(home: Path, log=print) -> None:
+    """Stop and delete a release's stack, then its state folder."""
+    import shutil
+    try:
+        proc = subprocess.run([sys.executable, "-m", "harness.cli", "down", "--purge"], env=_child_env(home),
+                              capture_output=True, text=True, timeout=PURGE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise HarnessError(f"`harness down --purge` of the matrix stack in {home} did not end within "
+                           f"{PURGE_TIMEOUT_S} s")
+    if proc.returncode != 0:
+        raise HarnessError(f"the matrix stack in {home} could not be stopped: "
+                           f"{(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+    shutil.rmtree(home, ignore_errors=True)
+    log(f"matrix: stopped and removed the stack of {home.name}")
+
+
+def run_matrix(releases: list[str], suite_args: list[str], out: Path, log=print) -> dict:
+    """One child suite per release, in order; returns the matrix summary (also written as matrix.json)."""
+    from .safefile import make_folder, write_text
+    for home in leftover_homes():
+        purge(home, log)
+    make_folder(matrix_root())
+    columns: dict[str, dict] = {}
+    t0, interrupted = time.time(), False
+    try:
+        for release in releases:
+            home = make_folder(matrix_root() / release)
+            folder = out / release
+            cmd = [sys.executable, "-m", "harness.cli", "suite", "--kafka-version", release, "--quiet",
+                   "--out", str(folder), *suite_args]
+            log(f"matrix: Kafka {release}: harness suite {' '.join(suite_args) or '(its defaults)'} (its stack in "
+                f"{home})")
+            started = time.time()
+            proc = subprocess.Popen(cmd, env=_child_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    stdin=subprocess.DEVNULL, text=True, preexec_fn=die_with_parent)
+            try:
+                _, err = proc.communicate(timeout=RELEASE_TIME_LIMIT_S)
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGINT)          # the suite writes what its runs reported, then ends
+                _, err = proc.communicate()
+            except KeyboardInterrupt:
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                    signal.signal(sig, signal.SIG_IGN)
+                proc.send_signal(signal.SIGINT)
+                proc.communicate()
+                columns[release] = column(out, release, proc.returncode, time.time() - started, "")
+                interrupted = True
+                raise
+            finally:
+                if proc.returncode is not None:
+                    purge(home, log)
+            columns[release] = column(out, release, proc.returncode, time.time() - started, err)
+            c = columns[release]
+            log(f"matrix: Kafka {release}: exit {c['exit_code']} in {c['seconds']:.0f} s "
+                f"(metadata.version {c['metadata_version']}, transaction.version {c['transaction_version']})")
+    finally:
+        summary = build_summary(releases, columns, suite_args, time.time() - t0, interrupted)
+        write_text(out / "matrix.json", json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def column(out: Path, release: str, rc: int | None, seconds: float, err: str) -> dict:
+    """What one release's suite left: its suite.json's rows and the broker's own answers, or why none."""
+    path = out / release / "suite.json"
+    try:
+        suite = json.loads(path.read_text())
+        rows = suite["experiments"]
+        env = suite.get("environment") or {}
+        if not isinstance(rows, list) or not isinstance(env, dict):
+            raise ValueError("not a suite")
+    except (OSError, ValueError, KeyError, TypeError):
+        why = (err or "").strip().splitlines()[-1:] or ["it wrote no suite.json"]
+        return {"release": release, "exit_code": rc, "seconds": round(seconds, 1), "suite": None,
+                "error": why[0][:300], "rows": [], "metadata_version": "unknown", "transaction_version": "unknown"}
+    return {"release": release, "exit_code": rc, "seconds": round(seconds, 1), "suite": f"{release}/suite.json",
+            "rows": rows, "kafka_version": env.get("kafka_version", "unknown"),
+            "metadata_version": env.get("kafka_metadata_version", "unknown"),
+            "transaction_version": env.get("kafka_transaction_version", "unknown")}
+
+
+CELL_FIGURES = ("verdict", "duplicates", "lost", "read_committed_duplicates", "read_committed_lost")
+
+
+def cell(row: dict, release: str) -> dict:
+    """One experiment on one release: its verdict and key figures, as its suite row gives them."""
+    c, ko = row.get("counts") or {}, row.get("kafka_output") or {}
+    rc = ko.get("read_committed") if isinstance(ko, dict) else None
+    t = row.get("timings") or {}
+    return {"verdict": row.get("verdict", "failed"), "duplicates": c.get("duplicates"), "lost": c.get("lost"),
+            "read_committed_duplicates": (rc or {}).get("duplicates"), "read_committed_lost": (rc or {}).get("lost"),
+            "crashes": row.get("crashes"), "restart_median_seconds": t.get("restart_median_seconds"),
+            "read_committed_stall_median_seconds": t.get("read_committed_stall_median_seconds"),
+            "report": f"{release}/{row['report']}" if isinstance(row.get("report"), str) else None}
+
+
+def build_summary(releases: list[str], columns: dict, suite_args: list[str], wall: float,
+                  interrupted: bool = False) -> dict:
+    from .suite_runner import exit_code
+    names: list[str] = []
+    for r in releases:
+        for row in (columns.get(r) or {}).get("rows", []):
+            if isinstance(row, dict) and isinstance(row.get("experiment"), str) and row["experiment"] not in names:
+                names.append(row["experiment"])
+    experiments = []
+    for name in names:
+        cells = {}
+        for r in releases:
+            row = next((x for x in (columns.get(r) or {}).get("rows", []) if x.get("experiment") == name), None)
+            cells[r] = cell(row, r) if row else None
+        shown = {tuple((c or {}).get(k) for k in CELL_FIGURES) for c in cells.values()}
+        experiments.append({"experiment": name, "cells": cells, "differs": len(shown) > 1})
+    every = [{"verdict": (c or {"verdict": "failed"})["verdict"]} for e in experiments for c in e["cells"].values()]
+    every += [{"verdict": "failed"} for r in releases if r not in columns or not columns[r]["rows"]]
+    every += [{"verdict": "interrupted"}] if interrupted else []
+    cols = [{k: v for k, v in columns[r].items() if k != "rows"} if r in columns else
+            {"release": r, "exit_code": None, "suite": None, "error": "not run (the matrix was interrupted)"}
+            for r in releases]
+    return {"schema_version": SCHEMA_VERSION, "releases": releases, "suite_args": suite_args, "columns": cols,
+            "experiments": experiments, "wall_seconds": round(wall, 1), "exit_code": exit_code(every)}

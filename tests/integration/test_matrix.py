@@ -1,0 +1,61 @@
+"""harness matrix for real: two Kafka releases, each in a local stack of its own that its suite starts and
+the matrix purges; the broker's own answers per column (KIP-890's transaction.version 2 on 4.x, none on
+3.9); a Ctrl-C mid-matrix that still writes matrix.json, exits 130 and leaves no process or folder."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import ROOT, harness, processes_of, searchable_dir
+
+pytestmark = pytest.mark.integration
+
+
+def env_of(home) -> dict:
+    return {"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "", "HARNESS_STACK": ""}
+
+
+def test_two_releases_side_by_side_each_in_its_own_purged_stack(tmp_path):
+    home = searchable_dir("harness-matrix-")
+    out = tmp_path / "m"
+    proc = harness("matrix", "--kafka-version", "3.9.1,4.4.0", "--experiments", "offset-after,eos", "--messages",
+                   "200", "--out", str(out), env=env_of(home), timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = json.loads((out / "matrix.json").read_text())
+    assert [(c["release"], c["metadata_version"], c["transaction_version"]) for c in m["columns"]] == \
+        [("3.9.1", "3.9-IV0", "0"), ("4.4.0", "4.4-IV2", "2")]
+    by = {e["experiment"]: e for e in m["experiments"]}
+    for r in ("3.9.1", "4.4.0"):
+        d = json.loads((out / by["eos"]["cells"][r]["report"]).read_text())     # the cell is its run's report
+        assert d["environment"]["kafka_version"] == r and d["verdict"] == "as-predicted"
+        assert by["eos"]["cells"][r]["read_committed_duplicates"] == 0
+        assert by["offset-after"]["cells"][r]["duplicates"] == json.loads(
+            (out / by["offset-after"]["cells"][r]["report"]).read_text())["counts"]["duplicates"] > 0
+    assert not by["eos"]["differs"] and (out / "matrix.md").exists() and (out / "matrix.html").exists()
+    assert not processes_of(home) and list((home / "matrix").iterdir()) == []
+
+
+def test_ctrl_c_mid_matrix_writes_what_finished_exits_130_and_leaves_nothing(tmp_path):
+    home = searchable_dir("harness-matrix-int-")
+    out = tmp_path / "m"
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "matrix", "--kafka-version", "4.4.0,3.9.1",
+                             "--experiments", "offset-after", "--messages", "3000", "--out", str(out)],
+                            cwd=ROOT, env={**os.environ, **env_of(home)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 300            # until the first release's run has workers: mid-way then
+    while time.time() < deadline and proc.poll() is None and \
+            not list((out / "4.4.0" / "offset-after" / "workers").glob("w*.log")):
+        time.sleep(0.2)
+    assert proc.poll() is None, "the matrix ended before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGINT)          # as a terminal's Ctrl-C: the whole foreground group
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 130, err[-3000:]
+    assert "Traceback" not in err
+    m = json.loads((out / "matrix.json").read_text())
+    assert m["exit_code"] == 130 and m["columns"][1]["error"].startswith("not run")
+    assert not processes_of(home) and list((home / "matrix").iterdir()) == []

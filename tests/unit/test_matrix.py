@@ -1,0 +1,77 @@
+"""harness matrix without services: which releases it takes, how its cells and exit status come from the
+suites' rows (hand-made), that rows differing between releases are marked, and that its pages escape what
+a matrix.json written by someone else holds."""
+
+import json
+
+import pytest
+
+from harness import matrix
+from harness.errors import HarnessError
+from harness.reporting import matrix_report
+
+
+def row(name, verdict="as-predicted", dup=0, lost=0, rc=None, report=True):
+    return {"experiment": name, "verdict": verdict, "counts": {"duplicates": dup, "lost": lost},
+            "kafka_output": {"read_committed": {"duplicates": rc[0], "lost": rc[1]}} if rc else None,
+            "crashes": 100, "timings": {"restart_median_seconds": 0.05},
+            "report": f"{name}/report.json" if report else None}
+
+
+def col(release, rows, tv="2"):
+    return {"release": release, "exit_code": 0, "seconds": 20.0, "suite": f"{release}/suite.json", "rows": rows,
+            "metadata_version": "x", "transaction_version": tv}
+
+
+def test_releases_are_checked_each_once_and_at_most_six():
+    assert matrix.parse_releases("3.9.1, 4.4.0") == ["3.9.1", "4.4.0"]
+    for spec, says in ((None, "needs --kafka-version"), ("", "needs --kafka-version"), ("4.4.0,4.4.0", "twice"),
+                       ("4.1.1,3.8.0", "3.9.0 or newer"), ("4.1.1;rm", "major.minor.patch"),
+                       (",".join(f"4.{i}.0" for i in range(7)), "at most 6")):
+        with pytest.raises(HarnessError, match=says):
+            matrix.parse_releases(spec)
+
+
+def test_cells_come_from_each_suite_and_a_row_that_differs_is_marked():
+    cols = {"3.9.1": col("3.9.1", [row("eos", rc=(0, 0)), row("zombie", rc=(0, 0))], tv="0"),
+            "4.4.0": col("4.4.0", [row("eos", rc=(0, 0)), row("zombie", verdict="unexpected", rc=(3, 0))])}
+    s = matrix.build_summary(["3.9.1", "4.4.0"], cols, ["--group", "eos"], 40.0)
+    by = {e["experiment"]: e for e in s["experiments"]}
+    assert not by["eos"]["differs"] and by["zombie"]["differs"]
+    assert by["zombie"]["cells"]["4.4.0"]["read_committed_duplicates"] == 3
+    assert by["eos"]["cells"]["3.9.1"]["report"] == "3.9.1/eos/report.json"
+    assert s["exit_code"] == 1                                   # the worst cell: one was unexpected
+    assert [c["transaction_version"] for c in s["columns"]] == ["0", "2"] and "rows" not in s["columns"][0]
+
+
+def test_a_release_whose_suite_wrote_nothing_fails_the_matrix_and_an_interrupted_one_is_130(tmp_path):
+    missing = matrix.column(tmp_path, "4.4.0", 2, 1.0, "error: mvn failed to resolve ...\n")
+    assert missing["suite"] is None and missing["error"] == "error: mvn failed to resolve ..."
+    cols = {"3.9.1": col("3.9.1", [row("eos")]), "4.4.0": missing}
+    s = matrix.build_summary(["3.9.1", "4.4.0"], cols, [], 10.0)
+    assert s["exit_code"] == 3 and s["experiments"][0]["cells"]["4.4.0"] is None
+    s = matrix.build_summary(["3.9.1", "4.4.0"], {"3.9.1": col("3.9.1", [row("eos")])}, [], 5.0, interrupted=True)
+    assert s["exit_code"] == 130 and "not run" in s["columns"][1]["error"]
+    (tmp_path / "4.1.1").mkdir()
+    (tmp_path / "4.1.1" / "suite.json").write_text(json.dumps({"experiments": "nope"}))
+    assert matrix.column(tmp_path, "4.1.1", 0, 1.0, "")["suite"] is None      # not a suite: no rows from it
+
+
+def test_the_pages_escape_what_the_matrix_json_holds(tmp_path):
+    hostile = "<script>alert(1)</script>|`x`"
+    cols = {"4.4.0": {**col("4.4.0", [row(hostile, verdict="<b>v</b>")]), "metadata_version": "<img src=x>"}}
+    s = matrix.build_summary(["4.4.0"], cols, ["--group", "<i>"], 1.0)
+    s["experiments"][0]["cells"]["4.4.0"]["report"] = "javascript:alert(1)//report.json"
+    page = matrix_report.render_html(s, tmp_path)
+    assert "<script>" not in page and "<img" not in page and "javascript:" not in page and "<b>v" not in page
+    text = matrix_report.render_md(s)
+    assert "<" not in text.replace("\\<", "") and "\\|\\`x\\`" in text       # Markdown's own escapes: text
+
+
+def test_leftover_homes_are_release_folders_only_never_links(tmp_path):
+    root = matrix.matrix_root(tmp_path)
+    root.mkdir()
+    (root / "4.4.0").mkdir()
+    (root / "notes").mkdir()
+    (root / "3.9.1").symlink_to(tmp_path)
+    assert matrix.leftover_homes(tmp_path) == [root / "4.4.0"]
