@@ -73,8 +73,18 @@ def _child_env(home: Path) -> dict:
 
 
 def purge(home: Path, log=print) -> None:
-    """Stop and delete a release's stack, then its state folder."""
+    """Stop and delete a release's stack, then its state folder. A folder whose suite never started a
+    stack (no state marker) holds nothing to stop: it is removed only when empty, else left and named."""
     import shutil
+    from .stack.marker import MARKER
+    if not (home / MARKER).exists():
+        try:
+            home.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            log(f"matrix: left {home}: it holds files but no stack of the harness")
+        return
     try:
         proc = subprocess.run([sys.executable, "-m", "harness.cli", "down", "--purge"], env=_child_env(home),
                               capture_output=True, text=True, timeout=PURGE_TIMEOUT_S)

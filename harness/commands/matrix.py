@@ -8,7 +8,7 @@ import click
 from ..errors import HarnessError
 from ..options import click_options
 from .stack_options import say
-from .suite import SUITE_OPTIONS
+from .suite import SUITE_OPTIONS, check_common_options
 
 
 @click.command(epilog="\b\nExamples:\n  harness matrix --kafka-version 3.9.1,4.1.1,4.4.0 --group eos\n"
@@ -43,7 +43,7 @@ def matrix(releases, experiment_list, group, parallel, out, quiet, **given):
     from ..safefile import check_folder
     from ..ui import log_fn
     names = matrix_mod.parse_releases(releases)
-    suite_mod.parse_experiments(experiment_list, group)          # bad input before any stack starts
+    check_common_options(suite_mod.parse_experiments(experiment_list, group), given)   # before any stack starts
     suite_mod.check_brokers(group, 1)
     if parallel is not None and parallel < 1:
         raise HarnessError(f"--parallel must be at least 1, got {parallel}")

@@ -16,6 +16,19 @@ from .stack_options import kafka_version_option, last_lines, stack_options, with
 SUITE_OPTIONS = (MESSAGES, CRASH_RATE, SEED, COMMIT_EVERY)
 
 
+def check_common_options(names: list[str], given: dict) -> list[str]:
+    """The run options every run of the suite gets, as arguments, once each run that accepts them has
+    checked them (bad input is one line before any stack starts)."""
+    from .. import suite_runner as suite_mod
+    from ..params import RunParams
+    opts = {o.name: o.default if given[o.name] is None else given[o.name] for o in SUITE_OPTIONS}
+    common = [x for o in SUITE_OPTIONS for x in (o.flag, str(opts[o.name]))]
+    for name in names:       # each run gets the common options it accepts (suite.accepted_args)
+        accepted = {a[2:].replace("-", "_") for a in suite_mod.accepted_args(name, common)[::2]}
+        RunParams(name, **{k: v for k, v in opts.items() if k in accepted}).validate()
+    return common
+
+
 def _group_help() -> str:
     from ..suite_runner import OPT_IN_GROUPS, groups
     return ("Only the experiments of one group (each declaration names its group): "
@@ -61,12 +74,7 @@ def suite(experiment_list, group, parallel, out, keep_stack, quiet, stack_kind, 
         suite_mod.check_brokers(group, size())      # the local stack's size, before starting anything
     if parallel < 1:
         raise HarnessError(f"--parallel must be at least 1, got {parallel}")
-    from ..params import RunParams
-    opts = {o.name: o.default if given[o.name] is None else given[o.name] for o in SUITE_OPTIONS}
-    common = [x for o in SUITE_OPTIONS for x in (o.flag, str(opts[o.name]))]
-    for name in names:       # each run gets the common options it accepts (suite.accepted_args)
-        given = {a[2:].replace("-", "_") for a in suite_mod.accepted_args(name, common)[::2]}
-        RunParams(name, **{k: v for k, v in opts.items() if k in given}).validate()
+    common = check_common_options(names, given)
     folder = Path(out) if out else reports_dir() / suite_mod.new_suite_id()
     if (folder / "suite.json").exists():
         raise HarnessError(f"{folder} already holds a suite; choose another --out")

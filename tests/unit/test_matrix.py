@@ -75,3 +75,22 @@ def test_leftover_homes_are_release_folders_only_never_links(tmp_path):
     (root / "notes").mkdir()
     (root / "3.9.1").symlink_to(tmp_path)
     assert matrix.leftover_homes(tmp_path) == [root / "4.4.0"]
+
+
+def test_bad_run_options_are_one_line_before_any_stack_and_leave_no_folder(tmp_path):
+    from tests.conftest import harness
+    proc = harness("matrix", "--kafka-version", "4.4.0", "--messages", "-5", env={"HARNESS_HOME": str(tmp_path / "h")})
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == "error: --messages must be at least 1, got -5"
+    assert not (tmp_path / "h").exists()
+
+
+def test_a_release_folder_whose_suite_started_nothing_is_removed_without_a_purge(tmp_path):
+    home = tmp_path / "4.4.0"
+    home.mkdir()
+    said = []
+    matrix.purge(home, log=said.append)                 # no state marker: nothing to stop, an empty folder
+    assert not home.exists() and said == []
+    home.mkdir()
+    (home / "notes.txt").write_text("mine")
+    matrix.purge(home, log=said.append)                 # not empty and not ours as a stack: left, and said
+    assert (home / "notes.txt").exists() and "holds files but no stack" in said[0]
