@@ -55,14 +55,56 @@ def matrix_root(state: Path | None = None) -> Path:
     return (state or state_dir()) / "matrix"
 
 
+OWNER = ".matrix-owner"        # in each release folder a matrix makes: "<pid> <start time>" of that matrix
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _owner(home: Path) -> tuple[int, str] | None:
+    """The matrix that made this release folder, as its owner file says (None: no readable owner file)."""
+    from .safefile import read_tail
+    words = read_tail(home / OWNER, 64).split()
+    return (int(words[0]), words[1]) if len(words) == 2 and words[0].isascii() and words[0].isdigit() else None
+
+
+def _alive(owner: tuple[int, str] | None) -> bool:
+    return owner is not None and _start_time(owner[0]) == owner[1]
+
+
 def leftover_homes(state: Path | None = None) -> list[Path]:
-    """The per-release state folders a matrix left (an interrupted or SIGKILLed one): only folders named
-    like a release, never a link."""
+    """The release folders a matrix made and left (an interrupted or SIGKILLed one): named like a release,
+    never a link, with an owner file of a matrix that no longer runs (a running matrix's are its own)."""
     root = matrix_root(state)
     if root.is_symlink() or not root.is_dir():
         return []
     return sorted(p for p in root.iterdir()
-                  if kafka_versions.RELEASE.fullmatch(p.name) and p.is_dir() and not p.is_symlink())
+                  if kafka_versions.RELEASE.fullmatch(p.name) and p.is_dir() and not p.is_symlink()
+                  and (owner := _owner(p)) is not None and not _alive(owner))
+
+
+def check_homes(releases: list[str], state: Path | None = None) -> None:
+    """One line, before anything starts, when a release's folder cannot be this matrix's: a link or a file
+    where it goes, one a running matrix uses, or one no matrix made."""
+    root = matrix_root(state)
+    if os.path.lexists(root) and (root.is_symlink() or not root.is_dir()):
+        raise HarnessError(f"{root} is not a folder the harness made (a link or a file): move it away")
+    for r in releases:
+        home = root / r
+        if not os.path.lexists(home):
+            continue
+        if home.is_symlink() or not home.is_dir():
+            raise HarnessError(f"{home} is a link or a file, not a matrix's folder: move it away")
+        owner = _owner(home)
+        if _alive(owner):
+            raise HarnessError(f"a matrix (pid {owner[0]}) runs Kafka {r} in {home} now: wait for it to end")
+        if owner is None:
+            raise HarnessError(f"{home} was not made by a matrix (it has no {OWNER}): move it away")
 
 
 def _child_env(home: Path) -> dict:
@@ -79,6 +121,7 @@ def purge(home: Path, log=print) -> None:
     from .stack.marker import MARKER
     if not (home / MARKER).exists():
         try:
+            (home / OWNER).unlink(missing_ok=True)
             home.rmdir()
         except FileNotFoundError:
             pass
@@ -87,7 +130,7 @@ def purge(home: Path, log=print) -> None:
         return
     try:
         proc = subprocess.run([sys.executable, "-m", "harness.cli", "down", "--purge"], env=_child_env(home),
-                              capture_output=True, text=True, timeout=PURGE_TIMEOUT_S)
+                              capture_output=True, text=True, timeout=PURGE_TIMEOUT_S, start_new_session=True)
     except subprocess.TimeoutExpired:
         raise HarnessError(f"`harness down --purge` of the matrix stack in {home} did not end within "
                            f"{PURGE_TIMEOUT_S} s")
@@ -98,45 +141,71 @@ def purge(home: Path, log=print) -> None:
     log(f"matrix: stopped and removed the stack of {home.name}")
 
 
+STOP_GRACE_S = 600      # an interrupted suite writes its runs' reports; after this it is killed
+
+
+def _quietly(fn, *args, **kwargs):
+    """`fn` with SIGINT, SIGTERM and SIGHUP held until it returns: a purge is never cut half-way."""
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+
+
+def _stop(proc: subprocess.Popen) -> str:
+    """One SIGINT to the child suite (its own session: the terminal's reaches only us), then its end, or
+    SIGKILL to its whole group after STOP_GRACE_S."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.communicate(timeout=STOP_GRACE_S)[1] or ""
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        return proc.communicate()[1] or ""
+
+
 def run_matrix(releases: list[str], suite_args: list[str], out: Path, log=print) -> dict:
-    """One child suite per release, in order; returns the matrix summary (also written as matrix.json)."""
+    """One child suite per release, in order; returns the matrix summary (also written as matrix.json).
+    Ctrl-C, SIGTERM or SIGHUP (as KeyboardInterrupt, see the command): the running suite gets one SIGINT and
+    writes its reports, its stack is purged, matrix.json says what finished, and the interrupt goes on."""
     from .safefile import make_folder, write_text
-    for home in leftover_homes():
-        purge(home, log)
-    make_folder(matrix_root())
+    check_homes(releases)
     columns: dict[str, dict] = {}
     t0, interrupted = time.time(), False
     try:
+        for home in leftover_homes():
+            _quietly(purge, home, log)
+        make_folder(matrix_root())
         for release in releases:
             home = make_folder(matrix_root() / release)
-            folder = out / release
+            write_text(home / OWNER, f"{os.getpid()} {_start_time(os.getpid())}\n")
             cmd = [sys.executable, "-m", "harness.cli", "suite", "--kafka-version", release, "--quiet",
-                   "--out", str(folder), *suite_args]
+                   "--out", str(out / release), *suite_args]
             log(f"matrix: Kafka {release}: harness suite {' '.join(suite_args) or '(its defaults)'} (its stack in "
                 f"{home})")
-            started = time.time()
+            started, err = time.time(), ""
             proc = subprocess.Popen(cmd, env=_child_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                    stdin=subprocess.DEVNULL, text=True, preexec_fn=die_with_parent)
+                                    stdin=subprocess.DEVNULL, text=True, preexec_fn=die_with_parent,
+                                    start_new_session=True)
             try:
-                _, err = proc.communicate(timeout=RELEASE_TIME_LIMIT_S)
-            except subprocess.TimeoutExpired:
-                proc.send_signal(signal.SIGINT)          # the suite writes what its runs reported, then ends
-                _, err = proc.communicate()
-            except KeyboardInterrupt:
-                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                    signal.signal(sig, signal.SIG_IGN)
-                proc.send_signal(signal.SIGINT)
-                proc.communicate()
-                columns[release] = column(out, release, proc.returncode, time.time() - started, "")
-                interrupted = True
-                raise
+                try:
+                    err = proc.communicate(timeout=RELEASE_TIME_LIMIT_S)[1] or ""
+                except subprocess.TimeoutExpired:
+                    err = _stop(proc)                # the suite writes what its runs reported, then ends
+                except KeyboardInterrupt:
+                    interrupted = True
+                    err = _stop(proc)
+                    raise
             finally:
-                if proc.returncode is not None:
-                    purge(home, log)
-            columns[release] = column(out, release, proc.returncode, time.time() - started, err)
+                columns[release] = column(out, release, proc.returncode, time.time() - started, err)
+                _quietly(purge, home, log)
             c = columns[release]
             log(f"matrix: Kafka {release}: exit {c['exit_code']} in {c['seconds']:.0f} s "
                 f"(metadata.version {c['metadata_version']}, transaction.version {c['transaction_version']})")
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
         summary = build_summary(releases, columns, suite_args, time.time() - t0, interrupted)
         write_text(out / "matrix.json", json.dumps(summary, indent=2) + "\n")
@@ -152,6 +221,7 @@ def column(out: Path, release: str, rc: int | None, seconds: float, err: str) ->
         env = suite.get("environment") or {}
         if not isinstance(rows, list) or not isinstance(env, dict):
             raise ValueError("not a suite")
+        rows = [r for r in rows if isinstance(r, dict) and isinstance(r.get("experiment"), str)]
     except (OSError, ValueError, KeyError, TypeError):
         why = (err or "").strip().splitlines()[-1:] or ["it wrote no suite.json"]
         return {"release": release, "exit_code": rc, "seconds": round(seconds, 1), "suite": None,
@@ -162,15 +232,18 @@ def column(out: Path, release: str, rc: int | None, seconds: float, err: str) ->
             "transaction_version": env.get("kafka_transaction_version", "unknown")}
 
 
+VERDICTS = ("as-predicted", "unexpected", "incomplete", "audit-failed", "interrupted", "failed")
 CELL_FIGURES = ("verdict", "duplicates", "lost", "read_committed_duplicates", "read_committed_lost")
 
 
 def cell(row: dict, release: str) -> dict:
     """One experiment on one release: its verdict and key figures, as its suite row gives them."""
-    c, ko = row.get("counts") or {}, row.get("kafka_output") or {}
-    rc = ko.get("read_committed") if isinstance(ko, dict) else None
-    t = row.get("timings") or {}
-    return {"verdict": row.get("verdict", "failed"), "duplicates": c.get("duplicates"), "lost": c.get("lost"),
+    def as_dict(v):
+        return v if isinstance(v, dict) else {}
+    c, ko, t = as_dict(row.get("counts")), as_dict(row.get("kafka_output")), as_dict(row.get("timings"))
+    rc = as_dict(ko.get("read_committed")) or None
+    verdict = row.get("verdict")
+    return {"verdict": verdict if verdict in VERDICTS else "failed", "duplicates": c.get("duplicates"), "lost": c.get("lost"),
             "read_committed_duplicates": (rc or {}).get("duplicates"), "read_committed_lost": (rc or {}).get("lost"),
             "crashes": row.get("crashes"), "restart_median_seconds": t.get("restart_median_seconds"),
             "read_committed_stall_median_seconds": t.get("read_committed_stall_median_seconds"),

@@ -57,15 +57,23 @@ def matrix(releases, experiment_list, group, parallel, out, quiet, **given):
     check_creatable(folder)
     if any((folder / r).exists() for r in names):
         raise HarnessError(f"{folder} already holds a folder of one of these releases; choose another --out")
+    matrix_mod.check_homes(names)
     mark_suite_dir(folder)
     log = log_fn(quiet)
+    from ..workers.supervisor import install_sigterm_as_interrupt
+    install_sigterm_as_interrupt()          # SIGTERM and SIGHUP as Ctrl-C: the running suite's stack is purged
+    summary, failure = None, None
     try:
         summary = matrix_mod.run_matrix(names, args, folder, log=log)
     except KeyboardInterrupt:
-        summary = None
+        pass
+    except HarnessError as e:               # a purge that failed: said once the pages are written
+        failure = e
     import json
     summary = summary or json.loads((folder / "matrix.json").read_text())
     write_matrix(folder, summary)
+    if failure is not None:
+        raise failure
     if not quiet:
         from ..reporting.matrix_report import cell_text
         for e in summary["experiments"]:

@@ -218,10 +218,11 @@ def _env_warnings(targets: list[dict], labels: list[str]) -> list[str]:
             envs = [getattr(t, "environment", {})] + [r.get("environment") or {} for r in t.values()]
             vals = list(dict.fromkeys(_show(e[key]) for e in envs if isinstance(e, dict) and e.get(key) is not None))
             shown.append("/".join(vals) if vals else "unknown")
-        if len({v for v in shown if v != "unknown"}) > 1:
+        known = ["/".join(p for p in v.split("/") if not p.startswith("unknown")) for v in shown]
+        if len({v for v in known if v}) > 1:
             out.append(f"{key} differs: {_per_target(shown, labels)}")
-        elif len(set(shown)) > 1:           # not measured on one side: no claim that it differs
-            out.append(f"{key} is unknown in {', '.join(lab for lab, v in zip(labels, shown) if v == 'unknown')}")
+        elif len(set(shown)) > 1:           # not measured (in part) on one side: no claim that it differs
+            out.append(f"{key} is unknown in {', '.join(lab for lab, v in zip(labels, shown) if 'unknown' in v)}")
     return out
 
 

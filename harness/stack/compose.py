@@ -172,7 +172,7 @@ def up(variant: str = "single", log=print, build_images: bool = False, proxies: 
     state = state_dir()
     proxies = proxies_for(variant, proxies)
     _refuse_other_variant(variant)
-    release, existing = release_for_up(state)
+    release, existing = release_for_up(state, variant)
     env = _env(state, release)
     kafka_image(env, release)
     env.update(ensure_images(env, build=build_images, log=log, services=(*NEEDED, *(["toxiproxy"] if proxies else [])),

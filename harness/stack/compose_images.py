@@ -28,23 +28,29 @@ PROJECT = "harness"
 RELEASE_FILE = "compose.kafka_version"
 
 
-def kafka_volumes() -> bool | None:
-    """Whether the project's Kafka data volumes exist on the engine (whoever made them); None: unknown."""
+# The Kafka data volumes of each compose file (compose/docker-compose*.yml), as the engine names them.
+KAFKA_VOLUMES = {"single": {f"{PROJECT}_kafka-data"},
+                 "cluster": {f"{PROJECT}_kafka-{n}-data" for n in (1, 2, 3)}}
+
+
+def kafka_volumes(variant: str) -> bool | None:
+    """Whether this variant's Kafka data volumes exist on the engine (whoever made them); None: unknown."""
     try:
         import docker
         found = docker.from_env(timeout=10).volumes.list(filters={"label": f"com.docker.compose.project={PROJECT}"})
     except Exception:  # noqa: BLE001 - unknown
         return None
-    return any("kafka" in (v.name or "").removeprefix(f"{PROJECT}_") for v in found)
+    return any(v.name in KAFKA_VOLUMES[variant] for v in found)
 
 
-def release_for_up(state: Path) -> tuple[str, bool]:
+def release_for_up(state: Path, variant: str) -> tuple[str, bool]:
     """(the release to start, whether its volumes exist already): as asked, else as recorded, else the
     pinned one; another release than the one that wrote existing volumes is refused in one line (volumes
-    without a record were written by a harness that ran only the pinned release)."""
+    without a record were written by a harness that ran only the pinned release). When the engine cannot
+    say whether they exist, a release other than the recorded one is refused too: never a guess."""
     from . import kafka_versions
-    have = kafka_volumes()
-    existing = bool(have) if have is not None else os.path.lexists(state / RELEASE_FILE)
+    have = kafka_volumes(variant)
+    existing = bool(have) if have is not None else True
     return kafka_versions.chosen(recorded_release(state) if existing else None, existing,
                                  f"the compose volumes of project {PROJECT}"), existing
 

@@ -192,7 +192,8 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
     nodes_run = any(k.running() for k in kafka)
     auth = _choose_auth(state, kafka, nodes_run, auth)
     check_auth_size(auth, brokers)
-    release = kafka_versions.chosen(node_release(kafka), nodes_run or any(k.formatted() for k in kafka), str(state))
+    release = kafka_versions.chosen(node_release(kafka) or rec.get("kafka_version"),
+                                    nodes_run or any(k.formatted() for k in kafka), str(state))
     rec["kafka_version"] = release
     networks = _choose_networks(state, rec, nodes_run, node_networks)
     rec["node_networks"] = networks

@@ -137,3 +137,15 @@ def test_compare_says_unknown_rather_than_differs_when_one_side_was_not_measured
     b = SimpleNamespace(environment={"kafka_version": "4.4.0"})
     a.values = b.values = lambda: []
     assert _env_warnings([a, b], ["a", "b"]) == ["kafka_metadata_version is unknown in b"]
+
+
+def test_compare_takes_an_unknown_image_release_for_unknown_not_for_another_release():
+    from types import SimpleNamespace
+    from harness.reporting.compare import _env_warnings
+    a = SimpleNamespace(environment={"kafka_version": "4.1.1"})
+    b = SimpleNamespace(environment={"kafka_version": "unknown (image mykafka:latest)"})
+    c = SimpleNamespace(environment={"kafka_version": "4.4.0"})
+    for t in (a, b, c):
+        t.values = lambda: []
+    assert _env_warnings([a, b], ["a", "b"]) == ["kafka_version is unknown in b"]
+    assert _env_warnings([a, c], ["a", "c"])[0].startswith("kafka_version differs")

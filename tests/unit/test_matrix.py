@@ -68,13 +68,33 @@ def test_the_pages_escape_what_the_matrix_json_holds(tmp_path):
     assert "<" not in text.replace("\\<", "") and "\\|\\`x\\`" in text       # Markdown's own escapes: text
 
 
-def test_leftover_homes_are_release_folders_only_never_links(tmp_path):
+def test_leftover_homes_are_folders_a_dead_matrix_made_never_links_nor_a_running_ones(tmp_path):
+    import os
     root = matrix.matrix_root(tmp_path)
     root.mkdir()
-    (root / "4.4.0").mkdir()
-    (root / "notes").mkdir()
+    for name in ("4.4.0", "4.1.1", "4.0.0", "notes"):
+        (root / name).mkdir()
+    (root / "4.4.0" / matrix.OWNER).write_text("999999999 123\n")                      # a matrix that is gone
+    (root / "4.1.1" / matrix.OWNER).write_text(f"{os.getpid()} {matrix._start_time(os.getpid())}\n")   # running
     (root / "3.9.1").symlink_to(tmp_path)
-    assert matrix.leftover_homes(tmp_path) == [root / "4.4.0"]
+    assert matrix.leftover_homes(tmp_path) == [root / "4.4.0"]       # 4.0.0: no owner file, not a matrix's
+    for release, says in (("4.1.1", "runs Kafka 4.1.1"), ("4.0.0", "was not made by a matrix"),
+                          ("3.9.1", "is a link or a file")):
+        with pytest.raises(HarnessError, match=says):
+            matrix.check_homes([release], tmp_path)
+    matrix.check_homes(["4.4.0", "4.3.0"], tmp_path)                # left by a dead one (purged first), or new
+    (root / "4.2.0").write_text("a file")
+    with pytest.raises(HarnessError, match="is a link or a file"):
+        matrix.check_homes(["4.2.0"], tmp_path)
+
+
+def test_a_suite_json_of_odd_shapes_gives_failed_cells_never_a_crash(tmp_path):
+    (tmp_path / "4.4.0").mkdir()
+    (tmp_path / "4.4.0" / "suite.json").write_text(json.dumps({"experiments": [
+        "x", {"experiment": "eos", "counts": [1], "verdict": ["a"], "timings": 5, "kafka_output": {"read_committed": 3}}]}))
+    c = matrix.column(tmp_path, "4.4.0", 0, 1.0, "")
+    s = matrix.build_summary(["4.4.0"], {"4.4.0": c}, [], 1.0)
+    assert s["experiments"][0]["cells"]["4.4.0"]["verdict"] == "failed" and s["exit_code"] == 3
 
 
 def test_bad_run_options_are_one_line_before_any_stack_and_leave_no_folder(tmp_path):
@@ -87,6 +107,7 @@ def test_bad_run_options_are_one_line_before_any_stack_and_leave_no_folder(tmp_p
 def test_a_release_folder_whose_suite_started_nothing_is_removed_without_a_purge(tmp_path):
     home = tmp_path / "4.4.0"
     home.mkdir()
+    (home / matrix.OWNER).write_text("1 2\n")
     said = []
     matrix.purge(home, log=said.append)                 # no state marker: nothing to stop, an empty folder
     assert not home.exists() and said == []
