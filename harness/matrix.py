@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .errors import HarnessError
 from .paths import state_dir
-from .procs import die_with_parent
+from .procs import die_with_parent, start_time
 from .stack import kafka_versions
 
 MAX_RELEASES = 6
@@ -58,14 +58,6 @@ def matrix_root(state: Path | None = None) -> Path:
 OWNER = ".matrix-owner"        # in each release folder a matrix makes: "<pid> <start time>" of that matrix
 
 
-def _start_time(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rpartition(")")[2].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
 def _owner(home: Path) -> tuple[int, str] | None:
     """The matrix that made this release folder, as its owner file says (None: no readable owner file)."""
     from .safefile import read_tail
@@ -74,7 +66,7 @@ def _owner(home: Path) -> tuple[int, str] | None:
 
 
 def _alive(owner: tuple[int, str] | None) -> bool:
-    return owner is not None and _start_time(owner[0]) == owner[1]
+    return owner is not None and str(start_time(owner[0])) == owner[1]
 
 
 def leftover_homes(state: Path | None = None) -> list[Path]:
@@ -179,7 +171,7 @@ def run_matrix(releases: list[str], suite_args: list[str], out: Path, log=print)
         make_folder(matrix_root())
         for release in releases:
             home = make_folder(matrix_root() / release)
-            write_text(home / OWNER, f"{os.getpid()} {_start_time(os.getpid())}\n")
+            write_text(home / OWNER, f"{os.getpid()} {start_time(os.getpid())}\n")
             cmd = [sys.executable, "-m", "harness.cli", "suite", "--kafka-version", release, "--quiet",
                    "--out", str(out / release), *suite_args]
             log(f"matrix: Kafka {release}: harness suite {' '.join(suite_args) or '(its defaults)'} (its stack in "

@@ -13,7 +13,6 @@ import sys
 import click
 
 
-
 def recorded_stack() -> str:
     """--stack's default: the kind of stack this state folder holds (a compose stack that `harness up
     --stack compose` started is what a later `run` means), else local."""

@@ -109,15 +109,22 @@ def recorded_proxies(state: Path | None = None) -> bool:
     return rec.get("kind") == "compose" and rec.get("variant") == "cluster" and rec.get("proxies") is True
 
 
+def _project_services(stopped_too: bool) -> set[str] | None:
+    """The compose services the project has containers of (running ones, or all); None: the engine cannot say."""
+    try:
+        import docker
+        found = docker.from_env(timeout=10).containers.list(
+            all=stopped_too, filters={"label": f"com.docker.compose.project={PROJECT}"})
+    except Exception:  # noqa: BLE001 - unknown
+        return None
+    return {s for c in found if (s := c.labels.get("com.docker.compose.service"))}
+
+
 def proxy_container() -> bool:
     """Whether the project has a Toxiproxy container, running or not (True when the engine cannot say: then
     the proxies' file goes to `down` too, so a container there is removed with the rest)."""
-    try:
-        import docker
-        return bool(docker.from_env(timeout=10).containers.list(all=True, filters={"label": [
-            f"com.docker.compose.project={PROJECT}", "com.docker.compose.service=toxiproxy"]}))
-    except Exception:  # noqa: BLE001 - unknown
-        return True
+    services = _project_services(stopped_too=True)
+    return services is None or "toxiproxy" in services
 
 
 def proxies_for(variant: str, proxies: bool | None) -> bool:
@@ -136,13 +143,10 @@ SERVICES = {"single": {"kafka", "postgres"}, "cluster": {"kafka-1", "kafka-2", "
 def _refuse_other_variant(variant: str) -> None:
     """One line when the project runs containers of the other variant (its ports would clash, or its nodes
     be left behind): `harness down` first, which keeps the data."""
-    try:
-        import docker
-        running = {c.labels.get("com.docker.compose.service") for c in docker.from_env(timeout=10).containers.list(
-            filters={"label": f"com.docker.compose.project={PROJECT}"})}
-    except Exception:  # noqa: BLE001 - unknown: compose itself says what clashes
+    running = _project_services(stopped_too=False)
+    if running is None:             # unknown: compose itself says what clashes
         return
-    other = sorted(s for s in running - SERVICES[variant] if s)
+    other = sorted(running - SERVICES[variant])
     if other:
         raise HarnessError(f"the compose project {PROJECT} runs {', '.join(other)} (the other variant): `harness down` "
                            f"first (it keeps the data), then `harness up --stack compose --brokers {BROKERS[variant]}`")

@@ -75,7 +75,7 @@ def test_leftover_homes_are_folders_a_dead_matrix_made_never_links_nor_a_running
     for name in ("4.4.0", "4.1.1", "4.0.0", "notes"):
         (root / name).mkdir()
     (root / "4.4.0" / matrix.OWNER).write_text("999999999 123\n")                      # a matrix that is gone
-    (root / "4.1.1" / matrix.OWNER).write_text(f"{os.getpid()} {matrix._start_time(os.getpid())}\n")   # running
+    (root / "4.1.1" / matrix.OWNER).write_text(f"{os.getpid()} {matrix.start_time(os.getpid())}\n")   # running
     (root / "3.9.1").symlink_to(tmp_path)
     assert matrix.leftover_homes(tmp_path) == [root / "4.4.0"]       # 4.0.0: no owner file, not a matrix's
     for release, says in (("4.1.1", "runs Kafka 4.1.1"), ("4.0.0", "was not made by a matrix"),
