@@ -39,7 +39,7 @@ from .reporting.run_report import RunReport
 from .reporting.writer import write_or_keep
 from .rundir import claim_run_dir
 from .stack.stack import Stack
-from .workload import tables
+from .workload import reuse, tables
 from .workload import registry
 from .workload.naming import RunNames, new_run_id
 from .workload.payments import make_payments, create_topic, produce
@@ -64,6 +64,7 @@ class Run:
     log: object = print
     progress: object = None
     accounts: dict = field(default_factory=dict)   # payment id -> account (experiments with balances)
+    reused: dict = field(default_factory=dict)     # payment id -> its reused request (workload/reuse.py), if any
     phases: dict = field(default_factory=dict)   # seconds per phase (see `phase`), for the time breakdown
     crash_log: Path = field(init=False)
     events: Path = field(init=False)
@@ -217,6 +218,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                 tables.create(stack.postgres_dsn, names.ledger_table,
                               names.dedupe_table if exp.stores.dedupe else None,
                               names.accounts_table if exp.stores.accounts else None, sorted(set(r.accounts.values())))
+            if exp.stores.rejects:
+                tables.create_rejects(stack.postgres_dsn, names.rejects_table)
             if exp.stores.rows:
                 tables.create_service_tables(stack.postgres_dsn, names.rows_table,
                                              names.outbox_table if exp.stores.outbox else None)
@@ -224,10 +227,11 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         with phase(r, "produce"):
             produce(stack.bootstrap_servers, names.input_topic, payments, positions=positions,
                     partitions=params.partitions)
+            r.reused = _produce_reused(r, payments)
         produced = True
         log(f"[{run_id}] produced {len(payments)} payments in {time.time() - t_prod:.1f} s; faults: "
             + "; ".join(_fault_line(f) for f in faults) + f" (seed {params.seed})")
-        r.progress = Progress(stack, names, params.partitions, params.messages, ui)
+        r.progress = Progress(stack, names, params.partitions, params.messages + len(r.reused), ui)
         with phase(r, "prepare_workers"):
             r.history.mkdir(exist_ok=True)
             launch = launcher.prepare(r)
@@ -273,9 +277,9 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                               finished=result.status == "complete", accounts=r.accounts,
                               deliveries=read_deliveries(run_dir / DELIVERIES) if exp.stores.deliveries else None,
                               histories=read_histories(r.history) if launch and not params.no_history else None,
-                              concurrent=watcher.placed() if watcher else None, **readers)
+                              concurrent=watcher.placed() if watcher else None, reused=r.reused, **readers)
         outcome = decide(r.exp, r.params, crashes, result, faults, audit, amounts=r.amounts,
-                         positions=r.positions, accounts=r.accounts, run_dir=r.run_dir)
+                         positions=r.positions, accounts=r.accounts, run_dir=r.run_dir, reused=r.reused)
         report = assemble(r, faults, launch.reports_deliveries if launch else False, result, crashes, audit,
                           outcome, stalls=watcher.stalls(crashes) if watcher else None,
                           stall_of=watcher.stalls if watcher else None)
@@ -287,6 +291,22 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     if problem:
         raise HarnessError(problem)
     return report, run_dir
+
+
+def _produce_reused(r: Run, payments: list) -> dict:
+    """The buggy client's requests (key-reuse, key-fingerprint): a seeded share of the payments again, same
+    id, another amount, produced after all of them and logged (reused.json) before any worker starts."""
+    rate = getattr(r.params, "reuse_rate", None)
+    again = reuse.plan(payments, rate or 0.0, r.params.seed)
+    if not again:
+        return {}
+    where: dict = {}
+    produce(r.stack.bootstrap_servers, r.names.input_topic, again, positions=where, partitions=r.params.partitions)
+    out = [reuse.Reused(p.id, p.amount, *where.get(p.id, (None, None))) for p in again]
+    reuse.save(r.run_dir, out)
+    r.log(f"[{r.names.run_id}] produced {len(out)} requests again with a reused key and another amount "
+          f"(a client bug; {reuse.FILE_NAME})")
+    return reuse.by_id(out)
 
 
 def _wait_for_unfenced_transactions(r: Run, result, log) -> None:

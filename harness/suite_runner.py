@@ -196,6 +196,8 @@ def build_summary(out: Path, stack: Stack, experiments: list[str], finished: dic
             ko = d.get("kafka_output") or {}
             row.update(counts=d["counts"], ledger=d["ledger"], crashes=len(d["crashes"]),
                        kafka_output={k: ko.get(k) for k in ("read_committed", "read_uncommitted")} if ko else None,
+                       reuse={k: (d.get("reuse") or {}).get(k) for k in ("reused", "hidden", "rejected")}
+                       if d.get("reuse") else None,
                        summary=d.get("summary"), timings={k: d["timings"].get(k) for k in
                                                            ("wall_seconds", "restart_median_seconds",
                                                             "read_committed_stall_median_seconds", "phases")},
@@ -221,14 +223,17 @@ def exact(row: dict) -> dict:
 
 def conclusion(rows: list[dict]) -> str:
     """The suite's last line: where exactly-once held, where it stopped, and why."""
-    held, lost_or_dup, boundary, keyed = [], [], [], []
+    held, lost_or_dup, boundary, keyed, hidden = [], [], [], [], []
     for r in rows:
         # Only a run whose every check passed says something about its guarantee; a run that did not
         # finish, or whose audit found something off, is listed at the end instead.
         if not r.get("counts") or r.get("verdict") != "as-predicted":
             continue
         x, name = exact(r), r["experiment"]
-        if x["effects"] is False and x["topic"]:
+        if (r.get("reuse") or {}).get("hidden"):
+            # Every payment charged once, but requests a client sent under a used key dropped without a word.
+            hidden.append(f"{name} ({r['reuse']['hidden']:,} of {r['reuse']['reused']:,} hidden)")
+        elif x["effects"] is False and x["topic"]:
             boundary.append(name)
         elif x["effects"] is False:
             lost_or_dup.append(f"{name} ({r['counts']['lost']:,} lost, {r['counts']['duplicates']:,} duplicated)")
@@ -246,6 +251,9 @@ def conclusion(rows: list[dict]) -> str:
     if boundary:
         parts.append(f"Kafka's exactly-once stopped at the first write outside Kafka: {', '.join(boundary)} "
                      f"kept an exact topic and a duplicated ledger.")
+    if hidden:
+        parts.append(f"An exact ledger hid requests sent again under a used key with another payload (a client "
+                     f"bug, neither applied nor rejected): {', '.join(hidden)}.")
     if keyed:
         parts.append(f"An idempotency key or a conditional write in the effect's own transaction made the "
                      f"database exact ({', '.join(keyed)}).")

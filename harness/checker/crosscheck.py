@@ -52,7 +52,7 @@ def crash_ids(report: dict) -> set:
 
 
 def compare(report: dict, sent: dict, ledger=None, outputs: dict | None = None, service=None,
-            accounts=None) -> list[Row]:
+            accounts=None, reuse=None) -> list[Row]:
     """Rows for the input, the ledger (with its dedupe table), a service's stores, the accounts and each
     output isolation."""
     c, an, vd = report.get("counts") or {}, report.get("anomalies") or {}, report.get("verdict_detail") or {}
@@ -92,6 +92,8 @@ def compare(report: dict, sent: dict, ledger=None, outputs: dict | None = None, 
         rows += service_rows(report.get("service") or {}, service, crashed)
     if accounts is not None:
         rows += account_rows(report.get("accounts") or {}, accounts)
+    if reuse is not None:
+        rows += reuse_rows(report.get("reuse") or {}, reuse)
     ko = report.get("kafka_output") or {}
     for iso, out in (outputs or {}).items():
         rep = ko.get(iso) or {}
@@ -156,7 +158,8 @@ def reader_rows(report: dict, outputs: dict) -> list[Row]:
 
 
 # The sections of a report.json that `compare` reads, each an object when present.
-SECTIONS = ("stack", "counts", "anomalies", "verdict_detail", "ledger", "kafka_output", "service", "accounts", "params")
+SECTIONS = ("stack", "counts", "anomalies", "verdict_detail", "ledger", "kafka_output", "service", "accounts", "params",
+            "reuse")
 
 
 def shape_error(report: dict) -> str | None:
@@ -171,14 +174,14 @@ def shape_error(report: dict) -> str | None:
 
 
 def judge(report: dict, sent: dict, ledger=None, outputs: dict | None = None, service=None,
-          accounts=None) -> tuple[list[Row], str | None]:
+          accounts=None, reuse=None) -> tuple[list[Row], str | None]:
     """(rows, None) from `compare`, or ([], why the report cannot be set beside the recount): a section
     of the wrong shape, a value of the wrong type inside one, a stated number that is not a whole number."""
     why = shape_error(report)
     if why:
         return [], why
     try:
-        rows = compare(report, sent, ledger, outputs, service, accounts)
+        rows = compare(report, sent, ledger, outputs, service, accounts, reuse)
     except (AttributeError, TypeError, KeyError, ValueError):
         return [], "a section holds a value of the wrong type (a list where ids belong, an object where a number does)"
     for r in rows:
@@ -205,6 +208,24 @@ def service_rows(svc: dict, rc, crashed: set) -> list[Row]:
     if rc.outbox_rows is not None:
         out += [Row("service", "outbox rows", svc.get("outbox_rows"), rc.outbox_rows),
                 Row("service", "outbox rows never marked sent", svc.get("outbox_unsent"), rc.outbox_unsent)]
+    return out
+
+
+def reuse_rows(section: dict, rc) -> list[Row]:
+    """Requests under a reused key (key-reuse, key-fingerprint) against the report's `reuse` section: the
+    input topic's keys whose later record carries another amount, and what the ledger and the rejects
+    table show of them."""
+    hidden = Row("reused keys", "hidden (neither applied nor rejected)", section.get("hidden"), len(rc.hidden_ids))
+    hidden.ids = _new_ids(rc.hidden_ids, section.get("hidden_ids"), set())
+    applied = Row("reused keys", "applied (a ledger row of the other amount)", section.get("applied"),
+                  len(rc.applied_ids))
+    applied.ids = sorted(rc.applied_ids)[:MAX_IDS]
+    out = [Row("reused keys", "requests under a used key, another amount (input topic)", section.get("reused"),
+               rc.reused), hidden, applied]
+    if rc.rejects is not None:
+        out += [Row("reused keys", "rejects (rows of the rejects table)", section.get("rejected"), rc.rejects),
+                Row("reused keys", "rejects that are a reused request (id and amount)", section.get("rejected"),
+                    rc.rejected_reused)]
     return out
 
 

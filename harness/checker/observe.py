@@ -56,6 +56,7 @@ class Observation:
     output: dict | None = None            # per isolation: StoreCounts; plus "aborted_records"
     accounts: list | None = None          # per account: {account, expected, actual, version, stale_updates}
     service: object = None                # a service's rows, outbox and events (checker/systems.py)
+    reuse: object = None                  # what became of the requests produced under a used key (checker/reuse.py)
     anomalies: dict | None = None         # class name -> anomalies.Found, over the histories and the logs
     history: dict | None = None           # what the histories held: processes, operations, lines set aside
     during_run: dict | None = None        # per output partition, what the read_committed reader during the run saw
@@ -86,9 +87,11 @@ def _unwritten(kout: dict) -> bool:
 def observe_run(exp, stack, names, amounts: dict, positions: dict | None, committed: dict | None,
               finished: bool, ledger_reader=read_ledger, output_reader=audit_output, accounts: dict | None = None,
               accounts_reader=read_accounts, deliveries: "delivery_log.DeliveryLog | None" = None,
-              order_reader=read_ids, histories=None, concurrent: dict | None = None) -> Observation:
+              order_reader=read_ids, histories=None, concurrent: dict | None = None,
+              reused: dict | None = None) -> Observation:
     """`histories`: the workers' (checker/histories.py), None when the run kept none; `concurrent`:
-    {(partition, offset): key} of the output topic as a read_committed reader saw it during the run."""
+    {(partition, offset): key} of the output topic as a read_committed reader saw it during the run;
+    `reused`: id -> the request the run produced again under that id (workload/reuse.py)."""
     a = Observation()
     kout = None
     sent = list(amounts)
@@ -117,6 +120,8 @@ def observe_run(exp, stack, names, amounts: dict, positions: dict | None, commit
         a.metrics.update({"ledger.duplicates": a.ledger.duplicates, "ledger.lost": a.ledger.lost,
                           "ledger.dedupe_hits": a.dedupe_hits})
         a.evidence.ids.update({"ledger.duplicates": a.ledger.duplicate_ids, "ledger.lost": a.ledger.lost_ids})
+        if reused or exp.stores.rejects:
+            _observe_reuse(a, exp, stack, names, reused or {}, rows.rows, finished, committed)
     if exp.stores.accounts:
         audit_accounts(a, accounts_reader(stack.postgres_dsn, names.accounts_table), amounts, accounts or {},
                        hits_from_accounts=not exp.stores.dedupe)
@@ -160,18 +165,33 @@ def observe_run(exp, stack, names, amounts: dict, positions: dict | None, commit
     if exp.stores.output:
         a.during_run = output_watcher.reach_of(concurrent)
     if histories is not None:
-        _check_histories(a, exp, names, histories, positions, kout, concurrent)
+        _check_histories(a, exp, names, histories, positions, kout, concurrent, reused)
     return a
 
 
+def _observe_reuse(a: Observation, exp, stack, names, reused: dict, ledger_rows, finished: bool,
+                   committed: dict | None) -> None:
+    from . import reuse
+    reject_rows = None
+    if exp.stores.rejects:
+        reject_rows, err = reuse.read_rejects(stack.postgres_dsn, names.rejects_table)
+        if err:
+            a.evidence.errors.append(f"rejects table: {err}")
+    a.reuse = found = reuse.compare(reused, ledger_rows, reject_rows, exp.stores.rejects, finished, committed)
+    a.metrics.update(found.metrics())
+    a.evidence.ids.update(found.ids)
+    a.evidence.integrity += found.integrity
+
+
 def _check_histories(a: Observation, exp, names, histories, positions: dict | None, kout: dict | None,
-                     concurrent: dict | None) -> None:
+                     concurrent: dict | None, reused: dict | None = None) -> None:
     """Jepsen's anomaly classes over the histories, the input log (where each payment was acknowledged)
     and the output topic's readers; each forbidden class becomes a metric the verdict holds to 0."""
     input_log = None
     if positions:
         input_log = {}
-        for p, o in positions.values():
+        for p, o in list(positions.values()) + [(r.partition, r.offset) for r in (reused or {}).values()
+                                                if r.partition is not None]:
             input_log.setdefault(p, []).append(o)
         input_log = {p: sorted(offs) for p, offs in input_log.items()}
     logs = None

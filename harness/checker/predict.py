@@ -110,6 +110,7 @@ class CrashFacts:
     planned_aborts: list = field(default_factory=list)   # the abort fault's, flushed first: as exact as crash records
     loosened: bool = False     # a fault struck that can abort transactions unseen by crash records (a broker fault)
     params: object = None      # the run's options (RunParams), for predictors that depend on them
+    reused: dict = field(default_factory=dict)   # payment id -> its reused request (workload/reuse.py), if any
 
     @property
     def described(self) -> list:
@@ -165,7 +166,7 @@ def check_declared_damage(exp, crashes: list) -> list[str]:
 def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int = 0, events: list | None = None,
             amounts: dict | None = None, accounts: dict | None = None, run_dir=None,
             positions: dict | None = None, aborts: list | None = None, loosened: bool = False,
-            params=None) -> Prediction:
+            params=None, reused: dict | None = None) -> Prediction:
     """`inflight_max`: the most records one worker holds unacknowledged (its commit_every, or every
     payment when it commits on a timer). `interruptions`: workers stopped at an instant nobody
     described (a zombie's freeze, a death no fault caused): like undescribed crashes, they turn the
@@ -173,14 +174,15 @@ def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int 
     are for predictors that need more than the crash log (when a redelivery happened, what each
     payment moved and where, evidence beside the crash log, each payment's input offset). `aborts`:
     the workers' abort events; `loosened`: a broker fault struck. `params`: the run's options, for
-    predictors that depend on them."""
+    predictors that depend on them. `reused`: the requests the run produced again under a used key."""
     # Only an experiment that writes Kafka output can have a transaction (or a produce) a broker fault
     # undoes behind its back; a consumer that commits offsets either succeeds or dies, and a death is counted.
     planned = [a for a in aborts or [] if a.get("event") == "txn_aborted" and a.get("planned") is True]
     facts = CrashFacts(crashes, inflight_max, interruptions, events=list(events or []),
                        amounts=dict(amounts or {}), accounts=dict(accounts or {}), run_dir=run_dir,
                        positions=dict(positions or {}), aborts=[a for a in aborts or [] if a not in planned],
-                       planned_aborts=planned, loosened=loosened and exp.stores.output, params=params)
+                       planned_aborts=planned, loosened=loosened and exp.stores.output, params=params,
+                       reused=dict(reused or {}))
     p = Prediction(exact=facts.exact)
     for pr in exp.predictors:
         pr.add(p, facts, exp)

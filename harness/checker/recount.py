@@ -48,6 +48,19 @@ STRAY = ("select distinct l.message_id from {t} l where not exists "
 WRONG_AMOUNT = ("select distinct l.message_id from {t} l join sent s on s.message_id = l.message_id "
                 "where l.amount is distinct from s.amount order by 1")
 
+# {j}: the rejects table (key-fingerprint). Against the requests read from the input topic under a key
+# already used, with another amount (temporary table `reused`); `harness audit` only, but for REJECTS_TOTALS.
+REJECTS_TOTALS = "select count(*) as rejects, count(distinct message_id) as ids from {j}"
+REUSED_REJECTED = ("select count(*) from {j} j join reused u on u.message_id = j.message_id "
+                   "and u.amount = j.amount")
+REUSED_APPLIED = ("select distinct u.message_id from reused u join {t} l on l.message_id = u.message_id "
+                  "and l.amount = u.amount order by 1")
+REUSED_UNSEEN = ("select u.message_id from reused u where not exists (select 1 from {t} l where l.message_id = "
+                 "u.message_id and l.amount = u.amount) and not exists (select 1 from {j} j where j.message_id = "
+                 "u.message_id and j.amount = u.amount) order by 1")
+REUSED_UNSEEN_NO_REJECTS = ("select u.message_id from reused u where not exists (select 1 from {t} l where "
+                            "l.message_id = u.message_id and l.amount = u.amount) order by 1")
+
 READ_TIMEOUT_S = 60
 
 
@@ -82,10 +95,11 @@ def _composed(template: str, ledger: str | None = None, dedupe: str | None = Non
 class TopicRead:
     records: int
     ids: Counter            # key -> records with that key
-    values: dict            # key -> the amount in the (last) value, for input topics
-    accounts: dict = field(default_factory=dict)   # key -> the account in the (last) value, when it names one
+    values: dict            # key -> the amount in its first value, for input topics
+    accounts: dict = field(default_factory=dict)   # key -> the account in its first value, when it names one
     txns: Counter = field(default_factory=Counter)  # (worker, attempt, txn) a value names -> records naming it
     offsets: dict = field(default_factory=dict)     # partition -> the offsets read there, in order
+    reused: dict = field(default_factory=dict)      # key -> the amount of a later record of that key with another
 
 
 def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
@@ -103,7 +117,7 @@ def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
         parts = sorted(meta.partitions)
         ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in parts}
         c.assign([TopicPartition(topic, p, 0) for p in parts])
-        ids, values, accounts, records, txns, offsets = Counter(), {}, {}, 0, Counter(), {}
+        ids, values, accounts, records, txns, offsets, reused = Counter(), {}, {}, 0, Counter(), {}, {}
         deadline = time.time() + READ_TIMEOUT_S
         while time.time() < deadline:
             for m in c.consume(num_messages=1000, timeout=0.3):
@@ -115,17 +129,21 @@ def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
                 ids[key] += 1
                 try:
                     body = json.loads(m.value())
-                    values[key] = body.get("amount")
-                    if body.get("account") is not None:
-                        accounts[key] = str(body["account"])
+                    amount = body.get("amount")
+                    if ids[key] == 1:
+                        values[key] = amount
+                        if body.get("account") is not None:
+                            accounts[key] = str(body["account"])
+                    elif amount != values.get(key):    # a key produced again with another amount
+                        reused[key] = amount
                     txn = _transaction_of(body)
                     if txn:
                         txns[txn] += 1
                 except (ValueError, TypeError, AttributeError, RecursionError):
-                    values[key] = None
+                    values.setdefault(key, None)
             positions = c.position([TopicPartition(topic, p) for p in parts])
             if all(tp.offset >= ends[tp.partition] for tp in positions if ends[tp.partition] > 0):
-                return TopicRead(records, ids, values, accounts, txns, offsets)
+                return TopicRead(records, ids, values, accounts, txns, offsets, reused)
         raise Unreadable(f"reading {topic} ({isolation}) took longer than {READ_TIMEOUT_S} s")
     finally:
         c.close()
@@ -290,6 +308,31 @@ def recount_service(dsn: str, rows_table: str, outbox_table: str | None, events:
         if outbox_table:
             total, unsent = conn.execute(_composed(OUTBOX_TOTALS, o=outbox_table)).fetchone()
             out.outbox_rows, out.outbox_unsent = int(total), int(unsent)
+        return out
+
+
+@dataclass
+class ReuseRecount:
+    reused: int              # keys of the input topic whose later record carries another amount
+    applied_ids: list        # of those, the ids with a ledger row of the later amount
+    hidden_ids: list         # neither applied nor rejected with that amount
+    rejects: int | None = None      # rows of the rejects table (None: the run has none)
+    rejected_reused: int | None = None   # of those, the ones with a reused request's id and amount
+
+
+def recount_reuse(dsn: str, ledger: str, rejects: str | None, reused: dict) -> ReuseRecount:
+    """Requests under a reused key (key-reuse, key-fingerprint): `reused` (id -> the later amount, from
+    the input topic) becomes a temporary table, joined in plain SQL with the ledger and the rejects table."""
+    with _recounting(dsn) as conn:
+        _temporary(conn, "reused", ("message_id text primary key", "amount bigint"),
+                   ((i, _whole(a)) for i, a in reused.items()))
+        applied = [r[0] for r in conn.execute(_composed(REUSED_APPLIED, ledger)).fetchall()]
+        unseen = _composed(REUSED_UNSEEN, ledger, j=rejects) if rejects else _composed(REUSED_UNSEEN_NO_REJECTS,
+                                                                                     ledger)
+        out = ReuseRecount(len(reused), applied, [r[0] for r in conn.execute(unseen).fetchall()])
+        if rejects:
+            out.rejects = int(conn.execute(_composed(REJECTS_TOTALS, j=rejects)).fetchone()[0])
+            out.rejected_reused = int(conn.execute(_composed(REUSED_REJECTED, j=rejects)).fetchone()[0])
         return out
 
 

@@ -72,6 +72,8 @@ def audit_folder(folder: Path, stack, audit_sql: str | None = None,
                                       f"nothing to recount there"))
         accounts = recount.recount_accounts(stack.postgres_dsn, st["accounts_table"], sent, inp.accounts) \
             if st.get("accounts_table") else None
+        reuse = recount.recount_reuse(stack.postgres_dsn, st["ledger_table"], st.get("rejects_table"), inp.reused) \
+            if st.get("ledger_table") and (inp.reused or report.get("reuse") or st.get("rejects_table")) else None
         service = None
         svc = recount.service_stores(report)
         if svc:
@@ -83,7 +85,7 @@ def audit_folder(folder: Path, stack, audit_sql: str | None = None,
         return [], f"cannot read the run's data: {e}"
     except (KeyError, TypeError):
         return [], f"{folder / 'report.json'} does not name the run's topics and tables"
-    rows, why = crosscheck.judge(report, sent, ledger, outputs, service, accounts)
+    rows, why = crosscheck.judge(report, sent, ledger, outputs, service, accounts, reuse)
     if skipped and not why:
         c = report.get("counts") or {}
         rows.insert(1, crosscheck.Row("ledger", "effects (not recounted)",
@@ -119,7 +121,7 @@ def foreign_stores(report: dict) -> str | None:
         names = RunNames(str(report.get("run_id")))
         own = {"input_topic": names.input_topic, "output_topic": names.output_topic,
                "ledger_table": names.ledger_table, "dedupe_table": names.dedupe_table,
-               "accounts_table": names.accounts_table}
+               "accounts_table": names.accounts_table, "rejects_table": names.rejects_table}
     except Exception:  # noqa: BLE001 - an id this harness could not have made
         return f"run id {report.get('run_id')!r}"
     for key, mine in own.items():

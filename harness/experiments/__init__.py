@@ -1,6 +1,6 @@
 """The experiment registry: every experiment, declared once, in the order reports show them.
 
-Each family has its own module (offsets, dedupe, eos, kafka_streams, keys, balances,
+Each family has its own module (offsets, dedupe, eos, kafka_streams, keys, reuse, balances,
 auto_commit, outbox, producer, and custom for a consumer the user brings) that
 declares its experiments with `model.Experiment`: steps, kill points and
 their damage, stores, predictors, worker loop. Everything else (the runner,
@@ -20,10 +20,11 @@ from .declaration import ANY, Experiment
 from .offsets import OFFSET_AFTER, OFFSET_BEFORE
 from .outbox import DUAL_WRITE, OUTBOX
 from .producer import PRODUCER
+from .reuse import KEY_FINGERPRINT, KEY_REUSE
 
 REGISTRY: dict[str, Experiment] = {e.name: e for e in (
     OFFSET_BEFORE, OFFSET_AFTER, DEDUPE, EOS, EOS_BOUNDARY, EOS_DEDUPE, EOS_STREAMS, ZOMBIE,
-    KEY_AFTER_EFFECT, KEY_BEFORE_EFFECT, KEY_PER_ATTEMPT, KEY_EXPIRY, INCREMENT, VERSIONED,
+    KEY_AFTER_EFFECT, KEY_BEFORE_EFFECT, KEY_PER_ATTEMPT, KEY_EXPIRY, KEY_REUSE, KEY_FINGERPRINT, INCREMENT, VERSIONED,
     AUTO_COMMIT, DUAL_WRITE, OUTBOX, PRODUCER, CUSTOM)}
 
 

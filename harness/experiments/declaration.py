@@ -52,9 +52,11 @@ class Stores:
     events: bool = False             # harness.<run>.events: the events a service (or relay) publishes
     output_if_written: bool = False  # the output topic is created, and audited only when records were written to it
     deliveries: bool = False         # the producer under test's delivery log (<run>/deliveries.jsonl)
+    rejects: bool = False            # harness.reject_<run>: requests refused because their key holds another payload
 
     def names(self) -> list[str]:
-        return [n for n in ("ledger", "dedupe", "output", "accounts", "rows", "outbox", "events", "deliveries")
+        return [n for n in ("ledger", "dedupe", "output", "accounts", "rows", "outbox", "events", "deliveries",
+                                       "rejects")
                 if getattr(self, n)] + (["output (audited when written to)"] if self.output_if_written else [])
 
     @property

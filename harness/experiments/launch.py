@@ -65,6 +65,8 @@ def python_worker_command(run, slot, partitions: list, group: str, topic: str) -
         cmd += ["--ledger", names.ledger_table]
     if exp.stores.dedupe:
         cmd += ["--dedupe", names.dedupe_table]
+    if exp.stores.rejects:
+        cmd += ["--rejects", names.rejects_table]
     if exp.stores.rows:
         cmd += ["--rows", names.rows_table]
     if exp.stores.outbox:

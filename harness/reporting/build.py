@@ -48,6 +48,7 @@ class Predicted:
     ranges: dict | None = None       # metric -> [low, high] when the prediction is a range
     evidence: list | None = None     # per crash, what the prediction read beyond the crash log
     service: dict | None = None      # a service's rows and events: unpublished, orphaned, event_duplicates
+    reuse: dict | None = None        # requests under a reused key: hidden, rejected, applied
 
 
 @dataclass
@@ -203,7 +204,9 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         evidence=pred.evidence or None,
         service=({"unpublished": pred.value("events.unpublished"), "orphaned": pred.value("events.orphaned"),
                   "event_duplicates": pred.value("events.duplicates"), "outbox_unsent": pred.value("outbox.unsent")}
-                 if exp.stores.events else None))
+                 if exp.stores.events else None),
+        reuse=({k: pred.value(f"reuse.{k}") for k in ("hidden", "rejected", "applied")}
+               if getattr(r, "reused", None) or exp.stores.rejects else None))
     crash_rows = crash_entries(crashes, restart_seconds(crashes, result.events), stalls)
     fault_rows = sorted((e for f in faults for e in f.entries(crashes, result.events)), key=lambda e: e.get("time") or 0)
     if stall_of is not None:
@@ -242,6 +245,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
                   "ledger_table": names.ledger_table if exp.stores.ledger else None,
                   "dedupe_table": names.dedupe_table if exp.stores.dedupe else None,
                   "accounts_table": names.accounts_table if exp.stores.accounts else None,
+                  "rejects_table": names.rejects_table if exp.stores.rejects else None,
                   "tables": written_tables(exp, names), "topics": written_topics(exp, names),
                   "consumer_groups": [names.group] + ([names.downstream_group] if exp.stores.events else [])},
         "faults_configured": [f.describe() for f in faults],
@@ -252,6 +256,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "predicted": asdict(predicted),
         "kafka_output": ko,
         "service": audit.service.section() if audit.service is not None else None,
+        "reuse": audit.reuse.section(r.reused) if getattr(audit, "reuse", None) is not None else None,
         "ledger": {"expected_total": sum(r.amounts.values()),
                    "actual_total": audit.ledger_total if exp.stores.ledger else None,
                    "dedupe_keys": audit.dedupe_keys if exp.stores.dedupe else None},
@@ -291,7 +296,7 @@ def written_tables(exp, names) -> list[str]:
     st = exp.stores
     return [t for t, on in ((names.ledger_table, st.ledger), (names.dedupe_table, st.dedupe),
                             (names.accounts_table, st.accounts), (names.rows_table, st.rows),
-                            (names.outbox_table, st.outbox)) if on]
+                            (names.outbox_table, st.outbox), (names.rejects_table, st.rejects)) if on]
 
 
 def written_topics(exp, names) -> list[str]:
@@ -345,6 +350,11 @@ def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
         parts.append(f"service rows {_n(svc['rows'])}, events {_n(svc['events'])}: {_n(svc['unpublished'])} rows "
                      f"without an event, {_n(svc['orphaned'])} events without a row, {_n(svc['event_duplicates'])} "
                      f"duplicate events in the topic")
+    ru = d.get("reuse")
+    if ru:
+        rejected = f"{_n(ru['rejected'])} rejected" if d["stack"].get("rejects_table") else "none rejected"
+        parts.append(f"of {ru['reused']:,} requests that reused a payment's id with another amount, "
+                     f"{_n(ru['hidden'])} hidden (skipped as redeliveries), {rejected} and {_n(ru['applied'])} applied")
     if c.get("unprocessed"):
         parts.append(f"{c['unprocessed']:,} payments not yet processed when the run stopped (not counted as lost)")
     faults = f"after {n:,} crashes" if n else "with no planned crash"

@@ -48,6 +48,12 @@ def commands(d: dict) -> list[tuple[str, str]]:
         out.append(("ledger: ids applied more than once", _psql(recount.LEDGER_DUPLICATES, st["ledger_table"])))
     if st.get("dedupe_table"):
         out.append(("dedupe table: keys and hits", _psql(recount.DEDUPE_TOTALS, dedupe=st["dedupe_table"])))
+    if d.get("reuse") and st.get("input_topic"):
+        out.append(("requests under a reused key: ids the input topic holds more than once",
+                    _kcat(st["input_topic"], settings=settings) + " | sort | uniq -d | wc -l"))
+    if st.get("rejects_table"):
+        out.append(("rejects: requests refused because their key holds another payload",
+                    "psql -c " + shlex.quote(recount.display(recount.REJECTS_TOTALS, j=st["rejects_table"]))))
     if st.get("accounts_table"):
         out.append(("accounts: each balance", "psql -c " + shlex.quote(recount.display(recount.ACCOUNT_BALANCES,
                                                                                      a=st["accounts_table"]))))

@@ -111,6 +111,15 @@ class RunReport:
             if svc.get("outbox_rows") is not None:
                 rows.append(("outbox rows unsent", fmt(svc["outbox_unsent"]),
                              _pred(ps, "outbox_unsent", exact=True)))
+        ru, pr = d.get("reuse"), p.get("reuse") or {}
+        if ru:
+            rows += [("requests under a reused key", fmt(ru["reused"]), "same id, another amount (a client bug)"),
+                     ("  hidden (skipped as redeliveries)", fmt(ru["hidden"]), _pred(pr, "hidden", exact=True)),
+                     ("  rejected", fmt(ru["rejected"]), _pred(pr, "rejected", exact=True))
+                     if (d.get("stack") or {}).get("rejects_table") else ("  rejected", "none: no rejects table", ""),
+                     ("  applied", fmt(ru["applied"]), _pred(pr, "applied", exact=True))]
+            if ru.get("unreached"):
+                rows.append(("  not reached when the run stopped", fmt(ru["unreached"]), ""))
         rows.append(("crashes", fmt(len(d["crashes"])), ""))
         others = [f for f in d.get("faults") or [] if f.get("fault") not in CRASH_FAULTS]
         if others:

@@ -34,6 +34,7 @@ def parse(argv=None):
     ap.add_argument("--partitions", type=lambda s: [int(x) for x in s.split(",") if x], required=True)
     ap.add_argument("--ledger")
     ap.add_argument("--dedupe")
+    ap.add_argument("--rejects")
     ap.add_argument("--commit-every", type=int, default=1)
     ap.add_argument("--crash-plan")
     ap.add_argument("--crash-log", required=True)

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 SCHEMA = "harness"
 TOPIC_PREFIX = "harness."
-# acct: the accounts and their balances (a short kind: `<kind>_` + slug must fit in SLUG_MAX below)
-TABLE_KINDS = ("ledger", "dedupe", "rows", "outbox", "acct")
+# acct: the accounts and their balances; reject: refused requests (short kinds: `<kind>_` + slug must fit
+# in SLUG_MAX below)
+TABLE_KINDS = ("ledger", "dedupe", "rows", "outbox", "acct", "reject")
 
 # Postgres truncates identifiers at 63 bytes (NAMEDATALEN - 1): `dedupe_` (as long as the longest kind) + slug must fit,
 # or two long run ids could silently name the same table.
@@ -104,6 +105,10 @@ class RunNames:
     @property
     def accounts_table(self) -> str:
         return f"{SCHEMA}.acct_{slug(self.run_id)}"
+
+    @property
+    def rejects_table(self) -> str:
+        return f"{SCHEMA}.reject_{slug(self.run_id)}"
 
     def topics(self) -> list[str]:
         """Every topic a run may create."""

@@ -6,6 +6,9 @@ re-check a run with psql. The dedupe table's primary key is what makes
 redeliveries harmless in `dedupe` and `eos-dedupe`; `hits` counts how many
 redeliveries it absorbed.
 
+The rejects table (key-fingerprint) holds each request refused because its
+key was stored with another fingerprint (the same id, another payload).
+
 The accounts table (experiments with balances) holds one row per account:
 its balance, its version and `stale_updates`, the conditional updates that
 found a newer version and changed nothing (redeliveries absorbed).
@@ -47,7 +50,8 @@ def create(dsn: str, ledger: str, dedupe: str | None, accounts_table: str | None
             conn.execute(sql.SQL("""create table {} (
                 message_id  text primary key,
                 first_at    timestamptz not null default clock_timestamp(),
-                hits        integer not null default 0)""").format(table_identifier(dedupe)))
+                hits        integer not null default 0,
+                fingerprint text)""").format(table_identifier(dedupe)))
         if accounts_table:
             conn.execute(sql.SQL("""create table {} (
                 account        text primary key,
@@ -57,6 +61,22 @@ def create(dsn: str, ledger: str, dedupe: str | None, accounts_table: str | None
             for a in accounts:
                 conn.execute(sql.SQL("insert into {} (account) values (%s)").format(table_identifier(accounts_table)),
                              (a,))
+
+
+def create_rejects(dsn: str, rejects: str) -> None:
+    """Requests refused because their key was already stored with another fingerprint: one row per input
+    record (its partition and offset), so a redelivered rejection adds none."""
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+        ensure_schema(conn)
+        conn.execute(sql.SQL("""create table {} (
+            message_id       text not null,
+            amount           bigint not null,
+            fingerprint      text not null,
+            key_fingerprint  text,
+            input_partition  integer not null,
+            input_offset     bigint not null,
+            rejected_at      timestamptz not null default clock_timestamp(),
+            primary key (input_partition, input_offset))""").format(table_identifier(rejects)))
 
 
 def create_service_tables(dsn: str, rows: str, outbox: str | None) -> None:

@@ -76,7 +76,7 @@ def test_an_output_topic_the_consumer_never_wrote_is_not_recounted_as_all_missin
                       dedupe_table=None, consumer_group=names.group)
     (tmp_path / "report.json").write_text(json.dumps(d))
     sent = {f"p{i}": 100 for i in range(3)}
-    topics = {names.input_topic: SimpleNamespace(values=sent, accounts={})}
+    topics = {names.input_topic: SimpleNamespace(values=sent, accounts={}, reused={})}
 
     def read_topic(bootstrap, topic, iso):
         if topic in topics:

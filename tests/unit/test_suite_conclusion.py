@@ -33,3 +33,13 @@ def test_no_finding_when_nothing_ran_as_predicted():
     assert "states no finding" in conclusion(rows) and "held in" not in conclusion(rows)
     assert exit_code(rows) == 130
     assert exit_code([{"experiment": "eos", "verdict": "audit-failed"}]) == 3
+
+
+def test_an_exact_ledger_that_hid_reused_requests_is_not_said_to_hold():
+    hid = {**row("key-reuse", "as-predicted", hits=150), "reuse": {"reused": 50, "hidden": 50, "rejected": None}}
+    fixed = {**row("key-fingerprint", "as-predicted", hits=150), "reuse": {"reused": 50, "hidden": 0, "rejected": 50}}
+    text = conclusion([hid, fixed])
+    assert text.startswith("Exactly-once held in key-fingerprint.")
+    assert "hid requests sent again under a used key with another payload (a client bug, neither applied nor " \
+           "rejected): key-reuse (50 of 50 hidden)." in text
+    assert "made the database exact (key-fingerprint)" in text
