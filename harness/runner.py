@@ -29,7 +29,7 @@ from .checker.outcome import decide
 from .checker.output_watcher import OutputWatcher
 from .errors import HarnessError
 from .experiments.launch import PythonWorkers
-from .runtime import crashlog
+from .runtime import crashlog, overlaps
 from .runtime.crashplan import CrashPlan
 from .workers.supervisor import Supervisor, SupervisorResult
 from .params import RunParams, resolve
@@ -206,7 +206,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         CrashPlan.make(r.sent_ids, 0.0, params.seed).save(r.crash_plan)    # each fault that plans amends its part
         with phase(r, "setup"):
             registry.register(stack.postgres_dsn, run_id)     # before its first name: `clean` knows it is ours
-            for f in faults:
+            for f in sorted(faults, key=lambda f: f.setup_order):
                 f.setup(r)
             log(f"[{run_id}] creating topic {names.input_topic} ({params.partitions} partitions) and tables")
             create_topic(stack.bootstrap_servers, names.input_topic, params.partitions)
@@ -217,7 +217,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
             if exp.stores.ledger:
                 tables.create(stack.postgres_dsn, names.ledger_table,
                               names.dedupe_table if exp.stores.dedupe else None,
-                              names.accounts_table if exp.stores.accounts else None, sorted(set(r.accounts.values())))
+                              names.accounts_table if exp.stores.accounts else None, sorted(set(r.accounts.values())),
+                              dedupe_unique=exp.stores.dedupe_unique)
             if exp.stores.rejects:
                 tables.create_rejects(stack.postgres_dsn, names.rejects_table)
             if exp.stores.rows:
@@ -279,7 +280,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                               histories=read_histories(r.history) if launch and not params.no_history else None,
                               concurrent=watcher.placed() if watcher else None, reused=r.reused, **readers)
         outcome = decide(r.exp, r.params, crashes, result, faults, audit, amounts=r.amounts,
-                         positions=r.positions, accounts=r.accounts, run_dir=r.run_dir, reused=r.reused)
+                         positions=r.positions, accounts=r.accounts, run_dir=r.run_dir, reused=r.reused,
+                         overlaps=overlaps.read(overlaps.path_beside(r.crash_log)))
         report = assemble(r, faults, launch.reports_deliveries if launch else False, result, crashes, audit,
                           outcome, stalls=watcher.stalls(crashes) if watcher else None,
                           stall_of=watcher.stalls if watcher else None)

@@ -20,6 +20,7 @@ from .errors import HarnessError
 from .environment import describe
 from .procs import die_with_parent
 from .reporting.run_report import RunReport
+from .reporting.shared import fmt
 from .stack.stack import Stack
 
 # The longest experiment (a JVM restart per crash) takes minutes on two cores.
@@ -232,7 +233,7 @@ def conclusion(rows: list[dict]) -> str:
         x, name = exact(r), r["experiment"]
         if (r.get("reuse") or {}).get("hidden"):
             # Every payment charged once, but requests a client sent under a used key dropped without a word.
-            hidden.append(f"{name} ({r['reuse']['hidden']:,} of {r['reuse']['reused']:,} hidden)")
+            hidden.append(f"{name} ({fmt(r['reuse']['hidden'])} of {fmt(r['reuse'].get('reused'))} hidden)")
         elif x["effects"] is False and x["topic"]:
             boundary.append(name)
         elif x["effects"] is False:

@@ -87,7 +87,7 @@ def compare(report: dict, sent: dict, ledger=None, outputs: dict | None = None, 
                 applied = None if c.get("effects") is None or c.get("duplicates") is None \
                     else c["effects"] - c["duplicates"]
                 rows.append(Row("dedupe table", "keys (= ids with an effect)", applied, ledger.dedupe_keys))
-            rows.append(Row("dedupe table", "hits (redeliveries absorbed)", c.get("dedupe_hits"), ledger.dedupe_hits))
+            rows.append(Row("dedupe table", "hits (deliveries that found their key)", c.get("dedupe_hits"), ledger.dedupe_hits))
     if service is not None:
         rows += service_rows(report.get("service") or {}, service, crashed)
     if accounts is not None:
@@ -215,8 +215,13 @@ def reuse_rows(section: dict, rc) -> list[Row]:
     """Requests under a reused key (key-reuse, key-fingerprint) against the report's `reuse` section: the
     input topic's keys whose later record carries another amount, and what the ledger and the rejects
     table show of them."""
-    hidden = Row("reused keys", "hidden (neither applied nor rejected)", section.get("hidden"), len(rc.hidden_ids))
-    hidden.ids = _new_ids(rc.hidden_ids, section.get("hidden_ids"), set())
+    # A stopped run never reached some of them: the recount cannot tell those from hidden ones.
+    unreached = section.get("unreached") or 0
+    hidden = Row("reused keys", "hidden (neither applied nor rejected)" + (", or not reached by the stopped run"
+                                                                        if unreached else ""),
+                 _plus(section.get("hidden"), unreached), len(rc.hidden_ids))
+    hidden.ids = _new_ids(rc.hidden_ids, (section.get("hidden_ids") or []) + (section.get("unreached_ids") or []),
+                          set())
     applied = Row("reused keys", "applied (a ledger row of the other amount)", section.get("applied"),
                   len(rc.applied_ids))
     applied.ids = sorted(rc.applied_ids)[:MAX_IDS]

@@ -116,7 +116,10 @@ def observe_run(exp, stack, names, amounts: dict, positions: dict | None, commit
             else:
                 a.dedupe_hits = rows.dedupe_hits
                 a.dedupe_keys = len(rows.dedupe_rows)
-                a.evidence.dedupe_hits_per_id = dict(rows.dedupe_rows)
+                per_id: dict = {}              # a table without a unique key may hold a key twice
+                for i, h in rows.dedupe_rows:
+                    per_id[i] = per_id.get(i, 0) + h
+                a.evidence.dedupe_hits_per_id = per_id
         a.metrics.update({"ledger.duplicates": a.ledger.duplicates, "ledger.lost": a.ledger.lost,
                           "ledger.dedupe_hits": a.dedupe_hits})
         a.evidence.ids.update({"ledger.duplicates": a.ledger.duplicate_ids, "ledger.lost": a.ledger.lost_ids})

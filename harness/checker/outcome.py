@@ -39,13 +39,14 @@ class Outcome:
 
 
 def decide(exp, params, crashes: list[dict], result, faults: list, audit, *, amounts: dict,
-           positions: dict, accounts: dict | None, run_dir, reused: dict | None = None) -> Outcome:
+           positions: dict, accounts: dict | None, run_dir, reused: dict | None = None,
+           overlaps: list | None = None) -> Outcome:
     """The Outcome of a finished run. `result` is the supervisor's (status, events, unplanned deaths,
     workers the stop killed); `faults` the run's faults, asked for their stories, the workers they
     stopped without a crash record, whether they can abort transactions unseen, and what they observed;
     `audit` the audit's result (metrics and evidence). `amounts`, `positions`, `accounts` and `run_dir`
     are for predictors that need more than the crash log; `reused` the requests produced again under a
-    used key (workload/reuse.py)."""
+    used key (workload/reuse.py); `overlaps` the overlap log's records (runtime/overlaps.py)."""
     stories = {f.name: f.story(result.events) for f in faults}
     # The most records one worker holds unacknowledged: its commit_every, or every payment on a timer.
     inflight_max = params.messages if params.commit_interval_ms else params.commit_every
@@ -55,7 +56,7 @@ def decide(exp, params, crashes: list[dict], result, faults: list, audit, *, amo
                          amounts=amounts, accounts=accounts, run_dir=run_dir, positions=positions,
                          aborts=[e for e in result.events if e.get("event") in ABORT_EVENTS],
                          loosened=any(f.bounds_aborts(stories[f.name]) for f in faults), params=params,
-                         reused=reused)
+                         reused=reused, overlaps=overlaps, stopped=result.status in UNFINISHED)
     observed = dict(audit.metrics)
     for f in faults:
         observed.update(f.observed(stories[f.name]))

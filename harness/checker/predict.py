@@ -111,6 +111,10 @@ class CrashFacts:
     loosened: bool = False     # a fault struck that can abort transactions unseen by crash records (a broker fault)
     params: object = None      # the run's options (RunParams), for predictors that depend on them
     reused: dict = field(default_factory=dict)   # payment id -> its reused request (workload/reuse.py), if any
+    frozen: list = field(default_factory=list)   # the overlap fault's `frozen` records: like crashes, their unacked
+                                                 # come again (to the replacement)
+    twins: list = field(default_factory=list)    # payments a resumed worker wrote a second time (finished overlaps)
+    stopped: bool = False      # the run ended before its workers finished (interrupted, time limit)
 
     @property
     def described(self) -> list:
@@ -125,7 +129,8 @@ class CrashFacts:
         return self.undescribed == 0 and not self.aborts and not self.loosened
 
     def ids(self, source: str) -> list[str]:
-        return [i for c in self.described + self.planned_aborts for i in (c.get(source) or []) if isinstance(i, str)]
+        return [i for c in self.described + self.planned_aborts + self.frozen for i in (c.get(source) or [])
+                if isinstance(i, str)]
 
     def slack(self, source: str | None = None) -> int:
         """How much more than the described crashes say a number may be: `inflight_max` per undescribed
@@ -135,6 +140,17 @@ class CrashFacts:
         extra = sum((max(1, self.inflight_max) if a.get("evidence_errors") else len(a.get(source) or []))
                     + (1 if source == "unacked" else 0) for a in self.aborts) if source else 0
         return self.undescribed * max(1, self.inflight_max) + extra
+
+
+def _frozen(records: list) -> list:
+    return [r for r in records if r.get("kind") == "frozen"]
+
+
+def _twins(records: list) -> list:
+    """The payments of the finished overlap episodes: frozen, then left by the same worker and attempt."""
+    left = {(r.get("message_id"), r.get("worker"), r.get("attempt")) for r in records if r.get("kind") == "left"}
+    return sorted({r["message_id"] for r in _frozen(records)
+                   if (r.get("message_id"), r.get("worker"), r.get("attempt")) in left})
 
 
 def expect_or_bound(p: Prediction, facts: CrashFacts, metric: str, known: int, can_happen: bool,
@@ -166,7 +182,8 @@ def check_declared_damage(exp, crashes: list) -> list[str]:
 def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int = 0, events: list | None = None,
             amounts: dict | None = None, accounts: dict | None = None, run_dir=None,
             positions: dict | None = None, aborts: list | None = None, loosened: bool = False,
-            params=None, reused: dict | None = None) -> Prediction:
+            params=None, reused: dict | None = None, overlaps: list | None = None,
+            stopped: bool = False) -> Prediction:
     """`inflight_max`: the most records one worker holds unacknowledged (its commit_every, or every
     payment when it commits on a timer). `interruptions`: workers stopped at an instant nobody
     described (a zombie's freeze, a death no fault caused): like undescribed crashes, they turn the
@@ -174,7 +191,9 @@ def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int 
     are for predictors that need more than the crash log (when a redelivery happened, what each
     payment moved and where, evidence beside the crash log, each payment's input offset). `aborts`:
     the workers' abort events; `loosened`: a broker fault struck. `params`: the run's options, for
-    predictors that depend on them. `reused`: the requests the run produced again under a used key."""
+    predictors that depend on them. `reused`: the requests the run produced again under a used key.
+    `overlaps`: the overlap log (runtime/overlaps.py's records): each frozen delivery's unacked come again,
+    and each finished episode is its payment written a second time. `stopped`: the run did not finish."""
     # Only an experiment that writes Kafka output can have a transaction (or a produce) a broker fault
     # undoes behind its back; a consumer that commits offsets either succeeds or dies, and a death is counted.
     planned = [a for a in aborts or [] if a.get("event") == "txn_aborted" and a.get("planned") is True]
@@ -182,7 +201,8 @@ def predict(exp, crashes: list[dict], inflight_max: int = 1, interruptions: int 
                        amounts=dict(amounts or {}), accounts=dict(accounts or {}), run_dir=run_dir,
                        positions=dict(positions or {}), aborts=[a for a in aborts or [] if a not in planned],
                        planned_aborts=planned, loosened=loosened and exp.stores.output, params=params,
-                       reused=dict(reused or {}))
+                       reused=dict(reused or {}), frozen=_frozen(overlaps or []), twins=_twins(overlaps or []),
+                       stopped=stopped)
     p = Prediction(exact=facts.exact)
     for pr in exp.predictors:
         pr.add(p, facts, exp)

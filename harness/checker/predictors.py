@@ -20,20 +20,25 @@ from .predict import CrashFacts, Expectation, Prediction, expect_or_bound
 @dataclass(frozen=True)
 class LedgerPredictor:
     """The Postgres ledger: duplicates from `unacked`, losses from `acked_unapplied`; with a dedupe
-    table, `unacked` become dedupe hits instead of duplicates."""
+    table, `unacked` become dedupe hits instead of duplicates. A payment written a second time by a
+    worker resumed after its key check (an overlap, `facts.twins`) is a dedupe hit when the key is
+    unique, and a duplicate when it is not (`unique_key` False: a check-then-insert)."""
     dedupe: bool = False
     unacked: str = "unacked"
     acked_unapplied: str = "acked_unapplied"
+    unique_key: bool = True
 
     def add(self, p: Prediction, facts: CrashFacts, exp) -> None:
         damage = exp.damage_anywhere()
         again = facts.ids(self.unacked)
         lost = set(facts.ids(self.acked_unapplied))
         if self.dedupe:
-            p.expectations.append(Expectation("ledger.duplicates", 0))
-            expect_or_bound(p, facts, "ledger.dedupe_hits", len(again), DEDUPED in damage or bool(facts.aborts), self.unacked)
+            hits, dup = (again + facts.twins, []) if self.unique_key else (again, list(facts.twins))
+            expect_or_bound(p, facts, "ledger.duplicates", len(dup), not self.unique_key and bool(facts.frozen))
+            expect_or_bound(p, facts, "ledger.dedupe_hits", len(hits), DEDUPED in damage or bool(facts.aborts),
+                            self.unacked)
             if facts.exact:
-                p.hit_counts = Counter(again)
+                p.hit_counts, p.duplicate_counts = Counter(hits), Counter(dup)
         else:
             expect_or_bound(p, facts, "ledger.duplicates", len(again), DUPLICATED in damage or bool(facts.aborts),
                     self.unacked)

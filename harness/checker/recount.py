@@ -320,10 +320,14 @@ class ReuseRecount:
     rejected_reused: int | None = None   # of those, the ones with a reused request's id and amount
 
 
-def recount_reuse(dsn: str, ledger: str, rejects: str | None, reused: dict) -> ReuseRecount:
+def recount_reuse(dsn: str, ledger: str, rejects: str, reused: dict) -> ReuseRecount:
     """Requests under a reused key (key-reuse, key-fingerprint): `reused` (id -> the later amount, from
-    the input topic) becomes a temporary table, joined in plain SQL with the ledger and the rejects table."""
+    the input topic) becomes a temporary table, joined in plain SQL with the ledger and with the run's
+    rejects table when it has one (`rejects`, the name the run id gives it: asked of Postgres, not of the
+    report, which anyone can edit)."""
     with _recounting(dsn) as conn:
+        if conn.execute("select to_regclass(%s)", (quoted(rejects),)).fetchone()[0] is None:
+            rejects = None
         _temporary(conn, "reused", ("message_id text primary key", "amount bigint"),
                    ((i, _whole(a)) for i, a in reused.items()))
         applied = [r[0] for r in conn.execute(_composed(REUSED_APPLIED, ledger)).fetchall()]

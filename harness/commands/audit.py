@@ -38,6 +38,7 @@ def audit_folder(folder: Path, stack, audit_sql: str | None = None,
     """(rows, None), or ([], why the data cannot be read). `audit_sql` is the user's --audit-sql (never the
     report's); ("error" or "note", text) lines on what was not recounted, and why, are appended to `notes`."""
     from ..checker import crosscheck, recount, user_sql
+    from ..workload.naming import RunNames
     from ..reporting.validate import read_report
     try:
         report, _notes = read_report(folder / "report.json")   # strict JSON, its schema: one line if not
@@ -72,7 +73,9 @@ def audit_folder(folder: Path, stack, audit_sql: str | None = None,
                                       f"nothing to recount there"))
         accounts = recount.recount_accounts(stack.postgres_dsn, st["accounts_table"], sent, inp.accounts) \
             if st.get("accounts_table") else None
-        reuse = recount.recount_reuse(stack.postgres_dsn, st["ledger_table"], st.get("rejects_table"), inp.reused) \
+        # The run's own rejects table, whatever the report says of it: it is used when it exists.
+        reuse = recount.recount_reuse(stack.postgres_dsn, st["ledger_table"],
+                                      RunNames(str(report.get("run_id"))).rejects_table, inp.reused) \
             if st.get("ledger_table") and (inp.reused or report.get("reuse") or st.get("rejects_table")) else None
         service = None
         svc = recount.service_stores(report)

@@ -1,6 +1,7 @@
 """The experiment registry: every experiment, declared once, in the order reports show them.
 
-Each family has its own module (offsets, dedupe, eos, kafka_streams, keys, reuse, balances,
+Each family has its own module (offsets, dedupe, eos, kafka_streams, keys, reuse, check_then_insert,
+balances,
 auto_commit, outbox, producer, and custom for a consumer the user brings) that
 declares its experiments with `model.Experiment`: steps, kill points and
 their damage, stores, predictors, worker loop. Everything else (the runner,
@@ -11,6 +12,7 @@ them from here.
 from ..errors import HarnessError
 from .auto_commit import AUTO_COMMIT
 from .balances import INCREMENT, VERSIONED
+from .check_then_insert import KEY_CHECK_THEN_INSERT
 from .custom import CUSTOM
 from .dedupe import DEDUPE
 from .eos import EOS, EOS_BOUNDARY, EOS_DEDUPE, ZOMBIE
@@ -24,7 +26,8 @@ from .reuse import KEY_FINGERPRINT, KEY_REUSE
 
 REGISTRY: dict[str, Experiment] = {e.name: e for e in (
     OFFSET_BEFORE, OFFSET_AFTER, DEDUPE, EOS, EOS_BOUNDARY, EOS_DEDUPE, EOS_STREAMS, ZOMBIE,
-    KEY_AFTER_EFFECT, KEY_BEFORE_EFFECT, KEY_PER_ATTEMPT, KEY_EXPIRY, KEY_REUSE, KEY_FINGERPRINT, INCREMENT, VERSIONED,
+    KEY_AFTER_EFFECT, KEY_BEFORE_EFFECT, KEY_PER_ATTEMPT, KEY_EXPIRY, KEY_REUSE, KEY_FINGERPRINT, KEY_CHECK_THEN_INSERT,
+    INCREMENT, VERSIONED,
     AUTO_COMMIT, DUAL_WRITE, OUTBOX, PRODUCER, CUSTOM)}
 
 

@@ -53,6 +53,7 @@ class Stores:
     output_if_written: bool = False  # the output topic is created, and audited only when records were written to it
     deliveries: bool = False         # the producer under test's delivery log (<run>/deliveries.jsonl)
     rejects: bool = False            # harness.reject_<run>: requests refused because their key holds another payload
+    dedupe_unique: bool = True       # the dedupe table's key is unique (False: a plain column, as a mistake has it)
 
     def names(self) -> list[str]:
         return [n for n in ("ledger", "dedupe", "output", "accounts", "rows", "outbox", "events", "deliveries",
@@ -107,6 +108,10 @@ class Experiment:
     client_faults: tuple = ()        # the client faults its worker loop carries out itself (faults/client.py)
     tagged_output: bool = False      # its workers put their worker, attempt and transaction number in each output value
     ordered_output: bool = False     # each output record goes to its input's partition, in the order polled
+    # The overlap fault (faults/overlap.py): the kill point between the key check and the write, where a
+    # delivery freezes while a replacement takes over, and the one its replacement reaches after its own write.
+    overlap_point: str | None = None
+    overlap_applied: str | None = None
     # Anomaly classes (checker/anomalies.py) its guarantees permit; every other one found makes the run
     # unexpected. `duplicate` follows the prediction instead: allowed unless read_committed must have none.
     allows: frozenset = frozenset()

@@ -39,6 +39,8 @@ DEDUPE = Experiment(
     predictors=(LedgerPredictor(dedupe=True),),
     loop=dedupe_loop,
     suite={"group": "core", "weight": 2},
+    overlap_point=D_POLL.name,       # its check is the insert itself: a delivery frozen before it
+    overlap_applied=D_EFFECT.name,
     options=GROUP_OPTIONS,
     rules=(group_rule,),
 )

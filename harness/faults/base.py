@@ -23,6 +23,7 @@ class Fault:
     options: dict = {}          # --fault NAME:option -> help
     run_options: tuple = ()     # the `harness run` options (harness.options.Option) that set this fault up
     excludes: dict = {}         # faults it cannot run with -> why, in a few words
+    setup_order = 0             # faults set up in this order (a fault whose plan avoids another's comes later)
 
     def unmet(self, exp) -> str | None:
         """What this fault needs that the experiment lacks (None: it can run there)."""

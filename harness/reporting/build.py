@@ -185,7 +185,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     head = audit.headline()
     prefix = "ledger." if exp.stores.ledger else "kafka.read_committed."
     delivered = [c.get("delivered") for c in crashes if c.get("by") != "supervisor"] + \
-        [e.get("delivered") for e in result.events if e.get("event") in ("done", "fenced", "txn_stuck")]
+        [e.get("delivered") for e in result.events if e.get("event") in ("done", "fenced", "txn_stuck", "overlap_left")]
     # Known only when every process reported its count: a supervisor's kill leaves no record, and
     # some workers (Streams) report deliveries only in their crash lines.
     described = all(c.get("by") != "supervisor" for c in crashes)

@@ -100,6 +100,9 @@ def timeline(tl: dict, total: int, width: int = 900) -> str:
     crashes, restarts = tl.get("crashes") or [], tl.get("restarts") or []
     faults = tl.get("faults") or []
     end = max([1.0] + [p[0] for p in prog] + crashes + restarts + [f.get("until", f["t"]) for f in faults])
+    # Committed records can outnumber the payments (requests produced again under a used key): the top of
+    # the chart is whichever is more.
+    total = max([total] + [p[1] for p in prog if isinstance(p[1], (int, float))])
     h, top, left = 160, 15, 50
     x = lambda t: left + (width - left - 10) * t / end  # noqa: E731
     y = lambda v: top + h - h * v / max(1, total)  # noqa: E731

@@ -86,6 +86,7 @@ class WorkerContext(GroupMember):
         plan = CrashPlan.load(Path(args.crash_plan)) if args.crash_plan else None
         self.kill = KillSwitch(plan, Path(args.crash_log), args.worker, args.attempt, args.experiment)
         self.kill.history = self.history       # its delivery reports written before a planned death
+        self.kill.events = self.events
         self.client_faults = ClientFaults(plan, self.events, args.worker, args.attempt)
 
     def option(self, name: str):

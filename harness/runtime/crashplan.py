@@ -12,7 +12,10 @@ The same file carries the client faults' plans, which the transactional
 workers carry out themselves (runtime/client_faults.py): `abort_rate` (the
 share of transactions a worker aborts instead of committing) and `pauses`
 (payment ids whose transaction freezes its worker at step `pause_at`, each
-for its seeded number of seconds). Each fault fills in its own part.
+for its seeded number of seconds), and the overlap fault's `overlaps` (payment ids
+whose first delivery freezes its worker right after its key check, at
+`overlap_at`, while a replacement takes the partitions over). Each fault fills in
+its own part.
 """
 
 import json
@@ -32,6 +35,9 @@ class CrashPlan:
     abort_rate: float = 0.0     # the abort fault: share of transactions aborted instead of committed
     pause_at: str | None = None # the client-pause fault: the step of a transaction where a worker freezes
     pauses: tuple = ()          # sorted (id, seconds) pairs: the payments whose transaction freezes, and how long
+    overlap_at: str | None = None       # the overlap fault: the kill point (after the check) where a delivery freezes
+    overlap_applied: str | None = None  # ... and the one its replacement reaches once its own write is done
+    overlaps: tuple = ()        # sorted payment ids whose first delivery freezes there while a replacement takes over
 
     @classmethod
     def make(cls, message_ids: list[str], crash_rate: float, seed: int, points: list[str] | None = None) -> "CrashPlan":
@@ -56,7 +62,8 @@ class CrashPlan:
     def to_json(self) -> dict:
         return {"seed": self.seed, "crash_rate": self.crash_rate, "crash_ids": sorted(self.crash_ids),
                 "points": dict(self.points), "abort_rate": self.abort_rate, "pause_at": self.pause_at,
-                "pauses": dict(self.pauses)}
+                "pauses": dict(self.pauses), "overlap_at": self.overlap_at, "overlap_applied": self.overlap_applied,
+                "overlaps": list(self.overlaps)}
 
     def save(self, path: Path) -> None:
         from ..safefile import write_text
@@ -75,7 +82,9 @@ class CrashPlan:
         d = json.loads(path.read_text())
         return cls(seed=d["seed"], crash_rate=d["crash_rate"], crash_ids=frozenset(d["crash_ids"]),
                    points=tuple(sorted((d.get("points") or {}).items())), abort_rate=float(d.get("abort_rate") or 0),
-                   pause_at=d.get("pause_at"), pauses=tuple(sorted((d.get("pauses") or {}).items())))
+                   pause_at=d.get("pause_at"), pauses=tuple(sorted((d.get("pauses") or {}).items())),
+                   overlap_at=d.get("overlap_at"), overlap_applied=d.get("overlap_applied"),
+                   overlaps=tuple(sorted(d.get("overlaps") or ())))
 
 
 def seeded_pauses(message_ids: list[str], count: int, seconds: float, seed: int) -> tuple:
@@ -84,6 +93,12 @@ def seeded_pauses(message_ids: list[str], count: int, seconds: float, seed: int)
     rng = random.Random(f"{seed}-pauses")
     chosen = sorted(rng.sample(sorted(message_ids), min(count, len(message_ids))))
     return tuple((i, round(rng.uniform(0.5 * seconds, 1.5 * seconds), 3)) for i in chosen)
+
+
+def seeded_overlaps(message_ids: list[str], count: int, seed: int, taken: frozenset = frozenset()) -> tuple:
+    """The overlap plan: `count` payment ids, none of them `taken` (the crash plan's), drawn apart from it."""
+    free = sorted(i for i in message_ids if i not in taken)
+    return tuple(sorted(random.Random(f"{seed}-overlaps").sample(free, min(count, len(free)))))
 
 
 def random_kill_delays(seed: int, kills: int, low: float = 0.05, high: float = 0.6) -> list[float]:

@@ -4,7 +4,9 @@
 revoked, commit_lost, fetch_stalled, done) to the run's events file; each names
 the worker's pid. `KillSwitch` writes the crash record (what a death at this
 point leaves applied, unacknowledged or aborted) to the crash log and then
-SIGKILLs the worker. Apart from context.py because this is the worker's
+SIGKILLs the worker; for the overlap fault it freezes the worker after its key
+check instead, and once resumed lets it leave at its next gap (runtime/overlaps.py
+says the story). Apart from context.py because this is the worker's
 evidence, append-only and read by other processes, while context.py is how it
 consumes and applies.
 """
@@ -15,7 +17,7 @@ import signal
 import time
 from pathlib import Path
 
-from . import crashlog
+from . import crashlog, overlaps
 from .crashplan import CrashPlan
 
 
@@ -57,6 +59,10 @@ class KillSwitch:
         self.before_crash = None       # e.g. flush a transactional producer so its aborted records are on the broker
         self.delivered = 0             # records this process began to handle, recorded with the crash
         self.history = None            # the process's History: what it knew is written before it dies
+        self.overlap_ids = frozenset(plan.overlaps) if plan else frozenset()
+        self.overlap_log = overlaps.path_beside(log_path)
+        self.resumed_from = None       # the payment this process froze on, once resumed: it leaves at its next gap
+        self.events = None             # the process's Events: a leaving worker says how many records it handled
 
     def planned(self, msg_id: str) -> bool:
         return msg_id in self.plan_ids and msg_id not in self.already
@@ -64,7 +70,11 @@ class KillSwitch:
     def at(self, point: str, msg, unacked=(), acked_unapplied=(), produced=(), **more) -> None:
         """`more`: other facts an experiment's predictors read: lists of records or ids (e.g. `row_only`,
         `event_only`), or a value, or a function called only when the crash happens (e.g. a key's age)."""
+        if self.resumed_from is not None:
+            self.leave(point)
         msg_id = msg.key().decode()
+        if msg_id in self.overlap_ids:
+            self.overlap(point, msg, unacked)
         if self.planned(msg_id) and self.plan.point_of(msg_id) in (None, point):
             self.crash(point, msg, unacked=_ids(unacked), acked_unapplied=_ids(acked_unapplied),
                        produced=_ids(produced), **{k: fact(v) for k, v in more.items()})
@@ -81,6 +91,38 @@ class KillSwitch:
             "attempt": self.attempt, "experiment": self.experiment, "delivered": self.delivered,
             "time": time.time()})
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+    def overlap(self, point: str, msg, unacked) -> None:
+        """The overlap fault's steps in this process: freeze right after the check on the payment's first
+        delivery; or, as the replacement, say when its own write of a payment another froze on is done."""
+        msg_id, mine = msg.key().decode(), (self.worker, self.attempt)
+        if point not in (self.plan.overlap_at, self.plan.overlap_applied):
+            return
+        steps = overlaps.episodes(overlaps.read(self.overlap_log)).get(msg_id, {})
+        if point == self.plan.overlap_at and not steps:
+            if self.history is not None:
+                self.history.flush()
+            overlaps.append(self.overlap_log, "frozen", message_id=msg_id, partition=msg.partition(),
+                            offset=msg.offset(), point=point, unacked=_ids(unacked), worker=self.worker,
+                            attempt=self.attempt, pid=os.getpid())
+            os.kill(os.getpid(), signal.SIGSTOP)       # returns when the fault resumes us (SIGCONT)
+            self.resumed_from = msg_id
+        elif point == self.plan.overlap_applied and "frozen" in steps and "applied" not in steps \
+                and (steps["frozen"].get("worker"), steps["frozen"].get("attempt")) != mine:
+            overlaps.append(self.overlap_log, "applied", message_id=msg_id, point=point, worker=self.worker,
+                            attempt=self.attempt)
+
+    def leave(self, point: str) -> None:
+        """A resumed worker's late write is done: say so and exit without committing (the replacement owns
+        its partitions now)."""
+        if self.history is not None:
+            self.history.flush()
+        overlaps.append(self.overlap_log, "left", message_id=self.resumed_from, point=point, worker=self.worker,
+                        attempt=self.attempt)
+        if self.events is not None:
+            self.events.emit("overlap_left", message_id=self.resumed_from, delivered=self.delivered)
+        os._exit(0)
 
 
 def _ids(x) -> list[str]:

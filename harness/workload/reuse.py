@@ -10,9 +10,10 @@ original first.
 
 The harness logs what it produced (`reused.json` in the run folder: id,
 amount, partition and offset of each reused request, as the broker
-acknowledged it) before any worker starts: the predictors and the audit read
-that log, and `harness audit` finds the same requests again in the input topic
-(a key whose later record carries another amount).
+acknowledged it) before any worker starts, for a reader; the run's predictor
+and audit take the same list from memory, and `harness audit` finds the same
+requests again in the input topic (a key whose later record carries another
+amount).
 
 The ids are drawn apart from the crash plan's (their own seeded stream), so
 adding reused keys moves no crash.
@@ -44,13 +45,13 @@ class Reused:
 
 
 def plan(payments: list[Payment], rate: float, seed: int) -> list[Payment]:
-    """The reused requests: round(len(payments) * rate) of them, each a payment's id with another amount
+    """The reused requests: round(len(payments) * rate) of them (at least one), each a payment's id with another amount
     (a seeded amount between 1 and twice the original, never the original) and the next `seq` numbers.
     In the payments' order, so their production order is the same for every run with this seed."""
     if not payments or rate <= 0:
         return []
     rng = random.Random(f"{seed}-reused-keys")
-    k = round(len(payments) * rate)
+    k = max(1, round(len(payments) * rate))       # a tiny run still shows one
     chosen = set(rng.sample(range(len(payments)), k))
     out, seq = [], max(p.seq for p in payments)
     for n, pay in enumerate(payments):

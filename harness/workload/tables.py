@@ -36,7 +36,7 @@ def ensure_schema(conn) -> None:
 
 
 def create(dsn: str, ledger: str, dedupe: str | None, accounts_table: str | None = None,
-           accounts: list | tuple = ()) -> None:
+           accounts: list | tuple = (), dedupe_unique: bool = True) -> None:
     with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
         ensure_schema(conn)
         conn.execute(sql.SQL("""create table {} (
@@ -47,11 +47,15 @@ def create(dsn: str, ledger: str, dedupe: str | None, accounts_table: str | None
             attempt     integer,
             applied_at  timestamptz not null default clock_timestamp())""").format(table_identifier(ledger)))
         if dedupe:
+            # Without `dedupe_unique` the key is a plain indexed column: nothing stops two rows of one key.
             conn.execute(sql.SQL("""create table {} (
-                message_id  text primary key,
+                message_id  text {},
                 first_at    timestamptz not null default clock_timestamp(),
                 hits        integer not null default 0,
-                fingerprint text)""").format(table_identifier(dedupe)))
+                fingerprint text)""").format(table_identifier(dedupe),
+                                             sql.SQL("primary key" if dedupe_unique else "not null")))
+            if not dedupe_unique:
+                conn.execute(sql.SQL("create index on {} (message_id)").format(table_identifier(dedupe)))
         if accounts_table:
             conn.execute(sql.SQL("""create table {} (
                 account        text primary key,

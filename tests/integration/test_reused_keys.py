@@ -8,6 +8,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from harness.runtime.crashplan import CrashPlan
 from harness.workload.sqlnames import table_identifier
 from tests.conftest import harness
 from tests.integration.test_experiments import run_exp
@@ -69,3 +70,24 @@ def test_a_reused_key_is_hidden_by_dedupe_and_rejected_by_a_fingerprint(stack, t
     rejected = rows(stack, "select message_id, amount, input_offset from {}", fixed["stack"]["rejects_table"])
     again = {r["id"]: (r["amount"], r["offset"]) for r in fixed["reuse"]["reused_requests"]}
     assert {i: (a, o) for i, a, o in rejected} == again and len(rejected) == 10
+    # Reusing keys moved no crash: both crashed on the payments the seed alone chooses.
+    plan = CrashPlan.make([f"pay-{i:06d}" for i in range(1, 201)], 0.1, 25).crash_ids
+    assert {c["message_id"] for c in hidden["crashes"]} == {c["message_id"] for c in fixed["crashes"]} == plan
+
+
+def test_the_audit_asks_postgres_for_the_rejects_table_not_the_report(stack, tmp_path):
+    """A report edited to say it had no rejects table, so every rejected request would read as hidden:
+    the audit finds the run's own table anyway, and the edited numbers differ from it."""
+    run_exp(stack, tmp_path, "key-fingerprint", "--messages", "100", "--crash-rate", "0")
+    path = tmp_path / "report" / "report.json"
+    d = json.loads(path.read_text())
+    assert d["reuse"]["rejected"] == 5
+    d["stack"]["rejects_table"] = None
+    d["reuse"].update(hidden=5, rejected=None)
+    path.write_text(json.dumps(d))
+    audit = harness("audit", str(tmp_path / "report"), "--json", env=stack["env"])
+    assert audit.returncode != 0, audit.stdout[-3000:]
+    got = {r["metric"]: r for r in json.loads(audit.stdout)["report"] if r["store"] == "reused keys"}
+    hidden = got["hidden (neither applied nor rejected)"]
+    assert (hidden["reported"], hidden["recounted"], hidden["agrees"]) == (5, 0, False)
+    assert got["rejects (rows of the rejects table)"]["recounted"] == 5     # found though the report names none

@@ -28,7 +28,7 @@ def full_report() -> dict:
     """A valid report with every optional section a renderer shows."""
     d = sample("custom", lost=1, dups=2, verdict="unexpected")
     d["lesson"] = "Mistake: x. Fix: y."
-    d["stack"].update(output_topic="harness.x.output", accounts_table="harness.acct_x",
+    d["stack"].update(output_topic="harness.x.output", accounts_table="harness.acct_x", rejects_table="harness.reject_x",
                       tables=["harness.ledger_x"], topics=["harness.x.input"], kafka_auth="SASL_SSL")
     d["params"].update(faults=["broker-pause"], audit_sql=None)
     d["faults"].append({"fault": "broker-pause", "time": 2.0, "target": "broker 1", "out_seconds": 1.5,
@@ -54,6 +54,12 @@ def full_report() -> dict:
                            "differing_totals": {"duplicated": 2}, "reason": "it differed",
                            "audit_errors": ["the output topic could not be read"],
                            "unplanned_deaths": [{"worker": "w0", "attempt": 2, "exit_code": 1, "time": 3.0}]}
+    d["reuse"] = {"reused": 3, "applied": 0, "rejected": 1, "hidden": 1, "unreached": 1,
+                  "reused_requests": [{"id": "pay-000002", "amount": 7, "partition": 0, "offset": 11}],
+                  "hidden_ids": ["pay-000002"], "unreached_ids": ["pay-000005"], "rejected_ids": ["pay-000004"]}
+    d["predicted"]["reuse"] = {"hidden": 0, "rejected": 3, "applied": 0}
+    d["faults"].append({"fault": "overlap", "time": 3.0, "target": "w0 attempt 2", "message_id": "pay-000006",
+                        "state": "done", "frozen_seconds": 0.05, "replaced_by": "attempt 3", "late_write": True})
     d["timings"]["phases"] = {"setup": 1.0, "workers": 2.0}
     d["timeline"]["faults"] = [{"fault": "broker-pause", "t": 1.0, "until": 2.0}]
     d["consumer"] = {

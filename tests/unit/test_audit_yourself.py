@@ -222,6 +222,10 @@ def test_audit_refuses_a_report_that_names_stores_its_run_cannot_have_written():
     assert foreign_stores(d) == "ledger_table 'public.users'"
     d["stack"]["ledger_table"], d["stack"]["input_topic"] = n.ledger_table, "payments-prod"
     assert "input_topic" in foreign_stores(d)
+    d["stack"].update(input_topic=n.input_topic, rejects_table=n.rejects_table)
+    assert foreign_stores(d) is None
+    d["stack"]["rejects_table"] = "public.refunds"
+    assert foreign_stores(d) == "rejects_table 'public.refunds'"
 
 
 def test_env_says_in_one_line_when_it_cannot_keep_the_password_file(tmp_path):

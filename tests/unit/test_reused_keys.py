@@ -10,7 +10,6 @@ from harness.checker.predict import predict
 from harness.checker.recount import ReuseRecount
 from harness.checker.reuse import compare
 from harness.experiments import get
-from harness.runtime.crashplan import CrashPlan
 from harness.workload import reuse
 from harness.workload.payments import Payment, make_payments
 
@@ -48,11 +47,8 @@ def test_an_amount_of_one_is_reused_with_two():
     assert {p.amount for p in again} == {2}
 
 
-def test_reusing_keys_moves_no_crash():
-    ids = [p.id for p in make_payments(1000, 100)]
-    before = CrashPlan.make(ids, 0.1, 25).crash_ids
-    reuse.plan(make_payments(1000, 100), 0.3, 25)
-    assert CrashPlan.make(ids, 0.1, 25).crash_ids == before
+def test_a_tiny_run_still_reuses_one_key():
+    assert len(reuse.plan(make_payments(5, 100), 0.05, 25)) == 1 and reuse.plan(make_payments(5, 100), 0.0, 25) == []
 
 
 def test_the_fingerprint_is_the_requests_parameters_not_its_delivery():
@@ -102,7 +98,7 @@ def test_what_could_not_be_read_is_unknown_never_zero():
     for a in (compare(reused(("a", 7, 10)), None, [], has_rejects=True),
               compare(reused(("a", 7, 10)), LEDGER, None, has_rejects=True),
               compare(reused(("a", 7, 10)), LEDGER, [], has_rejects=True, finished=False, committed=None)):
-        assert a.hidden is None and a.applied is None
+        assert a.hidden is None and a.applied is None and a.unreached is None
         assert a.metrics()["reuse.hidden"] is None and a.metrics()["reuse.rejected"] is None
 
 
@@ -110,6 +106,22 @@ def test_a_stopped_run_decides_only_the_requests_below_its_committed_offsets():
     got = compare(reused(("a", 7, 10), ("b", 150, 11), ("c", 3, 12)), LEDGER, None, has_rejects=False,
                   finished=False, committed={0: 12})
     assert (got.hidden, got.unreached) == (2, 1) and got.ids["reuse.hidden"] == ["a", "b"]
+    assert got.ids["reuse.unreached"] == ["c"] and got.section(reused(("c", 3, 12)))["unreached_ids"] == ["c"]
+
+
+def test_a_stopped_run_predicts_at_most_every_reused_request():
+    p = predict(get("key-reuse"), [crash("a", ["a"])], reused=reused(("a", 7, 10), ("b", 150, 11)), stopped=True)
+    assert expectations(p)["reuse.hidden"] == ("<=", 2) and "reuse.hidden" not in p.id_sets
+    p = predict(get("key-fingerprint"), [], reused=reused(("a", 7, 10)), stopped=True)
+    assert expectations(p)["reuse.rejected"] == ("<=", 1) and expectations(p)["reuse.hidden"] == ("==", 0)
+
+
+def test_the_audit_counts_a_stopped_runs_unreached_requests_with_the_hidden_ones():
+    section = {"reused": 3, "hidden": 1, "applied": 0, "rejected": None, "unreached": 2, "hidden_ids": ["a"],
+               "unreached_ids": ["b", "c"]}
+    rows = crosscheck.reuse_rows(section, ReuseRecount(3, [], ["a", "b", "c"]))
+    assert rows[1].metric == "hidden (neither applied nor rejected), or not reached by the stopped run"
+    assert (rows[1].reported, rows[1].recounted, rows[1].agrees, rows[1].ids) == (3, 3, True, [])
 
 
 # -- the predictor ------------------------------------------------------------------------------------------

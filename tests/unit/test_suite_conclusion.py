@@ -43,3 +43,8 @@ def test_an_exact_ledger_that_hid_reused_requests_is_not_said_to_hold():
     assert "hid requests sent again under a used key with another payload (a client bug, neither applied nor " \
            "rejected): key-reuse (50 of 50 hidden)." in text
     assert "made the database exact (key-fingerprint)" in text
+
+
+def test_a_reuse_section_with_unknown_counts_does_not_break_the_conclusion():
+    r = {**row("key-reuse", "as-predicted", hits=1), "reuse": {"reused": None, "hidden": 2, "rejected": None}}
+    assert "key-reuse (2 of unknown hidden)" in conclusion([r])
