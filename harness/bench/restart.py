@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import safefile
+from ..runtime import crashlog
 from ..errors import HarnessError
 from ..stack.stack import Stack
 
@@ -135,15 +136,8 @@ class _Run:
         return rec
 
     def _read(self) -> None:
-        try:
-            with open(self.events_path, "rb") as f:
-                f.seek(self._pos)
-                data = f.read()
-        except OSError:
-            return
-        end = data.rfind(b"\n") + 1
-        self._pos += end
-        for line in data[:end].splitlines():
+        data, self._pos = crashlog.tail(self.events_path, self._pos)
+        for line in data.splitlines():
             ev = json.loads(line)
             for r in self.procs:
                 if r.proc.pid == ev.get("pid"):

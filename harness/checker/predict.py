@@ -147,10 +147,11 @@ def _frozen(records: list) -> list:
 
 
 def _twins(records: list) -> list:
-    """The payments of the finished overlap episodes: frozen, then left by the same worker and attempt."""
+    """The payment of each finished overlap episode (frozen, then left by the same worker and attempt), once
+    per episode: two workers frozen on one payment wrote it twice more."""
     left = {(r.get("message_id"), r.get("worker"), r.get("attempt")) for r in records if r.get("kind") == "left"}
-    return sorted({r["message_id"] for r in _frozen(records)
-                   if (r.get("message_id"), r.get("worker"), r.get("attempt")) in left})
+    return sorted(r["message_id"] for r in _frozen(records)
+                  if (r.get("message_id"), r.get("worker"), r.get("attempt")) in left)
 
 
 def expect_or_bound(p: Prediction, facts: CrashFacts, metric: str, known: int, can_happen: bool,

@@ -80,6 +80,7 @@ def compare(reused: dict, ledger_rows: list | None, reject_rows: list | None, ha
         rejected = {i for i, amount in reject_rows if i in reused and amount == reused[i].amount}
     reached = set(reused) if finished else {i for i, r in reused.items() if r.partition is not None
                                             and r.offset is not None and r.offset < committed.get(r.partition, 0)}
+    reached |= rejected | set(applied)        # handled past the last commit: its trace says what became of it
     a.unreached = len(reused) - len(reached)
     a.ids["reuse.unreached"] = sorted(set(reused) - reached)
     hidden = sorted(i for i in reached if i not in rejected and i not in set(applied))

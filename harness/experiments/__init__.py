@@ -2,7 +2,7 @@
 
 Each family has its own module (offsets, dedupe, eos, kafka_streams, keys, reuse, check_then_insert,
 balances,
-auto_commit, outbox, producer, and custom for a consumer the user brings) that
+auto_commit, outbox, provider, producer, and custom for a consumer the user brings) that
 declares its experiments with `model.Experiment`: steps, kill points and
 their damage, stores, predictors, worker loop. Everything else (the runner,
 the checker, the reports, the suite, `harness experiments`, `--help`) reads
@@ -22,13 +22,14 @@ from .declaration import ANY, Experiment
 from .offsets import OFFSET_AFTER, OFFSET_BEFORE
 from .outbox import DUAL_WRITE, OUTBOX
 from .producer import PRODUCER
+from .provider import PROVIDER
 from .reuse import KEY_FINGERPRINT, KEY_REUSE
 
 REGISTRY: dict[str, Experiment] = {e.name: e for e in (
     OFFSET_BEFORE, OFFSET_AFTER, DEDUPE, EOS, EOS_BOUNDARY, EOS_DEDUPE, EOS_STREAMS, ZOMBIE,
     KEY_AFTER_EFFECT, KEY_BEFORE_EFFECT, KEY_PER_ATTEMPT, KEY_EXPIRY, KEY_REUSE, KEY_FINGERPRINT, KEY_CHECK_THEN_INSERT,
     INCREMENT, VERSIONED,
-    AUTO_COMMIT, DUAL_WRITE, OUTBOX, PRODUCER, CUSTOM)}
+    AUTO_COMMIT, DUAL_WRITE, OUTBOX, PROVIDER, PRODUCER, CUSTOM)}
 
 
 def names() -> list[str]:

@@ -28,6 +28,7 @@ import time
 
 from ..checker.damage import DEDUPED, LOST, ORPHANED, REPUBLISHED, UNPUBLISHED
 from ..checker.predictors import EventsPredictor, LedgerPredictor
+from ..runtime.evidence import KeyedRecord
 from .launch import RoleWorkers
 from .declaration import Experiment, KillPoint, Role, Stores
 from .offsets import at_least_once_loop
@@ -37,25 +38,6 @@ RELAY_BATCH = 200
 # A produce to a healthy local broker is acknowledged in milliseconds.
 PRODUCE_TIMEOUT_S = 30
 IDLE_S = 0.05
-
-
-class OutboxRecord:
-    """An outbox row as the kill switch sees a record: its payment id is the key."""
-
-    def __init__(self, message_id: str, payload: str):
-        self.message_id, self.payload = message_id, payload
-
-    def key(self) -> bytes:
-        return self.message_id.encode()
-
-    def value(self) -> bytes:
-        return self.payload.encode()
-
-    def partition(self):
-        return None
-
-    def offset(self):
-        return None
 
 
 def events_producer(ctx):
@@ -230,7 +212,7 @@ def relay_loop(ctx) -> None:
         rows = ctx.pg.execute(sql.SQL("select id, message_id, payload from {} where sent_at is null order by id "
                                       "limit %s").format(outbox), (RELAY_BATCH,)).fetchall()
         for oid, message_id, payload in rows:
-            rec = OutboxRecord(message_id, payload)
+            rec = KeyedRecord(message_id, payload.encode())      # an outbox row, as the kill switch sees it
             if first:
                 first = False
                 ctx.events.emit("first_message", message_id=message_id)

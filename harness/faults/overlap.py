@@ -24,7 +24,7 @@ from __future__ import annotations
 import signal
 import time
 
-from ..runtime import overlaps
+from ..runtime import crashlog, overlaps
 from ..runtime.crashplan import CrashPlan, seeded_overlaps
 from .base import Fault, number
 
@@ -55,8 +55,10 @@ class Overlap(Fault):
         self.count = count
         self.planned = 0
         self.log = None
-        self.episodes: dict[str, dict] = {}      # payment id -> its state, processes and times
-        self._seen = 0                          # overlap log records already taken in
+        # (payment id, worker, attempt) -> its state, processes and times: two members of a rebalancing
+        # group may both freeze on one payment, and each is an episode of its own.
+        self.episodes: dict[tuple, dict] = {}
+        self._pos = 0                           # bytes of the overlap log already taken in
 
     @classmethod
     def from_options(cls, spec: str, opts: dict, params) -> "Overlap":
@@ -79,37 +81,51 @@ class Overlap(Fault):
     def tick(self, sup) -> None:
         if self.log is None:
             return
-        records = overlaps.read(self.log)
-        for r in records[self._seen:]:
-            self._take(r, sup)
-        self._seen = len(records)
+        self._take_new(sup)
         now = time.time()
         for e in self.episodes.values():
             self._advance(e, sup, now)
 
+    def finish(self, sup) -> None:
+        """The run stops: the lines written since the last tick (a `left` just before its writer exited)."""
+        if self.log is not None:
+            self._take_new(sup)
+
+    def _take_new(self, sup) -> None:
+        """The overlap log's new complete lines, read from where the last read ended."""
+        data, self._pos = crashlog.tail(self.log, self._pos)
+        for r in overlaps.parse(data):
+            self._take(r, sup)
+
     def _take(self, r: dict, sup) -> None:
-        i, kind = r["message_id"], r["kind"]
-        if kind == "frozen" and i not in self.episodes:
-            slot = next((s for s in sup.slots if s.name == r.get("worker") and s.attempt == r.get("attempt")
-                         and s.proc is not None), None)
-            self.episodes[i] = {"id": i, "state": "frozen" if slot else "missed", "slot": slot,
-                                "proc": slot.proc if slot else None, "worker": r.get("worker"),
-                                "attempt": r.get("attempt"), "times": {"frozen": r["time"]}}
-        elif i in self.episodes and kind in ("applied", "left"):
-            self.episodes[i]["times"].setdefault(kind, r["time"])
-            if kind == "applied":
-                self.episodes[i]["applied_by"] = r.get("attempt")
+        i, kind, who = r["message_id"], r["kind"], (r.get("worker"), r.get("attempt"))
+        if kind == "frozen" and (i, *who) not in self.episodes:
+            slot = next((s for s in sup.slots if (s.name, s.attempt) == who and s.proc is not None), None)
+            self.episodes[(i, *who)] = {"id": i, "state": "frozen" if slot else "missed", "slot": slot,
+                                        "proc": slot.proc if slot else None, "worker": who[0], "attempt": who[1],
+                                        "times": {"frozen": r["time"]}}
+        elif kind == "applied":                   # a replacement's own write: every episode of that payment
+            for e in self.episodes.values():
+                if e["id"] == i and "applied" not in e["times"]:
+                    e["times"]["applied"], e["applied_by"] = r["time"], r.get("attempt")
+        elif kind == "left" and (i, *who) in self.episodes:
+            self.episodes[(i, *who)]["times"].setdefault("left", r["time"])
 
     def _advance(self, e: dict, sup, now: float) -> None:
         proc, t = e["proc"], e["times"]
         if e["state"] == "frozen":
-            if proc.poll() is not None or now > t["frozen"] + FREEZE_TIMEOUT_S:
-                e["state"] = "missed"             # it died (or never stopped) before anyone could take over
+            if proc.poll() is not None:
+                e["state"] = "missed"             # it died before anyone could take over
             elif _stopped(proc.pid):
                 sup.adopt(proc)                   # the supervisor still kills it on the way out
                 sup.start(e["slot"])              # the same slot: its partitions, from the committed offsets
                 t["replacement_started"] = now
                 e["state"] = "replaced"
+            elif now > t["frozen"] + FREEZE_TIMEOUT_S:
+                # It said it froze and never stopped: not an overlap. Killed, so its slot restarts (an
+                # unplanned death in the report), rather than left running beside a replacement.
+                proc.kill()
+                e["state"] = "missed"
         elif e["state"] == "replaced" and "applied" in t:
             proc.send_signal(signal.SIGCONT)
             t["resumed"] = now
@@ -117,6 +133,7 @@ class Overlap(Fault):
         elif e["state"] == "resumed":
             rc = proc.poll()
             if rc is not None:
+                self._take_new(sup)               # its `left`, written just before it exited
                 e["exit_code"], e["state"] = rc, "done"
             elif now > t["resumed"] + LEAVE_TIMEOUT_S:
                 proc.kill()
@@ -133,6 +150,8 @@ class Overlap(Fault):
                           "replacement_attempt": e.get("applied_by"),
                           "times_since_frozen": {k: round(v - base, 3) for k, v in e["times"].items()}})
         return {"planned": self.planned, "happened": len(eps),
+                "replaced": sum(1 for e in eps if "replacement_started" in e["times"]),
+                "resumed": sum(1 for e in eps if "resumed" in e["times"]),
                 "finished": sum(1 for e in eps if "left" in e["times"]),
                 # resumed, then killed before it said its late write was done: whether it wrote is unknown
                 "unknown_outcome": sum(1 for e in eps if "resumed" in e["times"] and "left" not in e["times"]),
@@ -147,7 +166,8 @@ class Overlap(Fault):
                         "message_id": e["id"], "state": e["state"],
                         "frozen_seconds": round(t["resumed"] - t["frozen"], 3) if "resumed" in t else None,
                         "replaced_by": f"attempt {e['applied_by']}" if e.get("applied_by") else None,
-                        "late_write": "left" in t})
+                        # done (it left), not done (never resumed), or unknown (resumed, killed before it left)
+                        "late_write": True if "left" in t else (None if "resumed" in t else False)})
         return out
 
     def interruptions(self, story: dict | None) -> int:
@@ -157,12 +177,18 @@ class Overlap(Fault):
     def sentence(self, story: dict | None) -> str:
         if not story:
             return ""
+        if not story["planned"]:
+            return " No overlap: every payment was the crash plan's, none left to freeze on."
         if not story["happened"]:
             return " No overlap: no planned payment reached its key check."
         med = story["frozen_median_seconds"]
-        return (f" {story['happened']} overlap episode(s): a worker frozen after its key check, a replacement that "
-                f"handled the payment, then the frozen worker resumed to finish its write; {story['finished']} "
-                f"finished" + (f" (frozen {med:.2f} s, median)" if med is not None else "") + ".")
+        text = (f" Overlaps: {story['happened']} worker(s) froze right after a key check, {story['replaced']} were "
+                f"replaced, {story['resumed']} resumed once the replacement had written the payment, and "
+                f"{story['finished']} finished their own write and left"
+                + (f" (frozen {med:.2f} s, median)" if med is not None else ""))
+        if story["unknown_outcome"]:
+            text += f"; {story['unknown_outcome']} resumed and killed before they left: their write is unknown"
+        return text + "."
 
     def shortfall(self, crashes: list[dict], story: dict | None) -> str:
         happened = (story or {}).get("happened", 0)

@@ -22,6 +22,7 @@ from ..environment import describe
 from ..runtime.crashlog import restart_seconds
 from ..stack.stack import redact
 from .run_report import CRASH_FAULTS, SCHEMA_VERSION, RunReport
+from .summary import summarize
 
 
 
@@ -188,7 +189,9 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         [e.get("delivered") for e in result.events if e.get("event") in ("done", "fenced", "txn_stuck", "overlap_left")]
     # Known only when every process reported its count: a supervisor's kill leaves no record, and
     # some workers (Streams) report deliveries only in their crash lines.
-    described = all(c.get("by") != "supervisor" for c in crashes)
+    # (and a resumed worker killed before it left said nothing either)
+    described = all(c.get("by") != "supervisor" for c in crashes) and not any(
+        isinstance(s, dict) and s.get("unknown_outcome") for s in fault_details.values())
     deliveries = (sum(x for x in delivered if isinstance(x, int))
                   if reports_deliveries and described and result.status == "complete" else None)
     counts = Counts(sent=len(r.sent_ids), deliveries=deliveries, effects=head.effects,
@@ -278,8 +281,12 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     }
     if params.assignment == "group":
         data["consumer_group"] = group_story(params.group_protocol or "classic", result.events, r.progress.t0)
-    data["summary"] = summarize(data, [f.sentence(fault_details[f.name]) + f.shortfall(crashes, fault_details[f.name])
-                                       for f in faults])
+    # A call to a system outside the transaction that got no answer: charged or not, its caller could not know.
+    unknown = sum(1 for e in result.events if e.get("event") == "call_unanswered" and e.get("outcome") == "unknown")
+    notes = [f" {unknown:,} call(s) to the provider got no answer once sent (whether each charged was unknown to "
+             f"its caller) and were made again."] if unknown else []
+    data["summary"] = summarize(data, notes + [f.sentence(fault_details[f.name])
+                                               + f.shortfall(crashes, fault_details[f.name]) for f in faults])
     return RunReport(data)
 
 
@@ -303,89 +310,3 @@ def written_topics(exp, names) -> list[str]:
     """Every Kafka topic the run created and wrote."""
     return [names.input_topic] + [t for t, on in ((names.output_topic, exp.stores.output),
                                                   (names.events_topic, exp.stores.events)) if on]
-
-
-def _n(v) -> str:
-    return "unknown" if v is None else f"{v:,}"
-
-
-def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
-    """One sentence that says what happened, for the terminal, Markdown and HTML alike."""
-    c, led, exp = d["counts"], d["ledger"], d["experiment"]
-    n = len(d["crashes"])
-    how = {"as-predicted": ("exactly as predicted from the crash log" if n else "exactly as predicted")
-           if d["predicted"]["exact"] else "within the predicted bounds",
-           "unexpected": "NOT as predicted", "incomplete": "but the run did not finish",
-           "interrupted": "but the run was interrupted",
-           "audit-failed": "but the audit could not measure everything"}[d["verdict"]]
-    parts = []
-    if led.get("actual_total") is not None or d["stack"].get("ledger_table"):
-        parts.append(f"{_n(c['lost'])} lost and {_n(c['duplicates'])} duplicated effects of {c['sent']:,} payments "
-                     f"(ledger {_n(led.get('actual_total'))} of {led['expected_total']:,})")
-    bal = d.get("accounts")
-    if bal:
-        off = [r for r in bal["accounts"] if r["actual"] is not None and r["actual"] != r["expected"]]
-        if bal["actual_total"] is None:
-            parts.append("balances unknown")
-        elif off:
-            parts.append(f"{len(off)} of {len(bal['accounts'])} account balances off by "
-                         f"{bal['actual_total'] - bal['expected_total']:+,} in total")
-        else:
-            parts.append(f"all {len(bal['accounts'])} account balances exact")
-    ko = d.get("kafka_output")
-    if ko:
-        rc, ru = ko["read_committed"], ko["read_uncommitted"]
-        parts.append(f"read_committed output {_n(rc['records'])} records with {_n(rc['duplicates'])} duplicates and "
-                     f"{_n(rc['lost'])} lost; read_uncommitted {_n(ru['records'])} records")
-    prod = (ko or {}).get("delivery_log")
-    if prod:
-        if (d.get("params") or {}).get("acks") == "0":
-            parts.append(f"the producer under test sent {_n(prod['acked'])} records with acks=0, none acknowledged "
-                         f"({_n(prod['unacked'])} failed before they left), and {_n(prod['reordered'])} reordered")
-        else:
-            parts.append(f"the producer under test had {_n(prod['acked'])} records acknowledged "
-                         f"({_n(prod['unacked'])} never acknowledged) and {_n(prod['reordered'])} reordered")
-    svc = d.get("service")
-    if svc:
-        parts.append(f"service rows {_n(svc['rows'])}, events {_n(svc['events'])}: {_n(svc['unpublished'])} rows "
-                     f"without an event, {_n(svc['orphaned'])} events without a row, {_n(svc['event_duplicates'])} "
-                     f"duplicate events in the topic")
-    ru = d.get("reuse")
-    if ru:
-        rejected = f"{_n(ru['rejected'])} rejected" if d["stack"].get("rejects_table") else "none rejected"
-        parts.append(f"of {ru['reused']:,} requests that reused a payment's id with another amount, "
-                     f"{_n(ru['hidden'])} hidden (skipped as redeliveries), {rejected} and {_n(ru['applied'])} applied")
-    if c.get("unprocessed"):
-        parts.append(f"{c['unprocessed']:,} payments not yet processed when the run stopped (not counted as lost)")
-    faults = f"after {n:,} crashes" if n else "with no planned crash"
-    text = f"{exp}: " + "; ".join(parts) + f" {faults}, {how}."
-    if ko and led.get("actual_total") is not None and c["duplicates"] and ko["read_committed"]["duplicates"] == 0:
-        text += (f" Kafka EOS covered the topic (0 duplicates) and not the database "
-                 f"({c['duplicates']:,} duplicate charges).")
-    text += "".join(s for s in (fault_sentences or []) if s)
-    med = d["timings"].get("read_committed_stall_median_seconds")
-    if med is not None:
-        text += f" read_committed readers of the crashed worker's output stalled {med:.2f} s (median) after each crash."
-    g = d.get("consumer_group")
-    if g:
-        text += (f" As members of a consumer group ({g['protocol']} protocol) the workers received "
-                 f"{g['assignments']} assignments and "
-                 f"{g['revocations']} revocations ({g['revoked_partitions']} partitions revoked, "
-                 f"{g['commits_lost']} commits lost to a rebalance).")
-    deaths = d["verdict_detail"].get("unplanned_deaths") or []
-    if deaths:
-        text += f" {len(deaths)} worker death(s) no fault caused (see verdict_detail.unplanned_deaths)."
-    stopped = d["verdict_detail"].get("killed_at_stop") or []
-    if stopped:
-        text += (f" The stop SIGKILLed {len(stopped)} busy worker(s) where they stood ("
-                 + ", ".join(f"{x['worker']} attempt {x['attempt']}" for x in stopped[:10])
-                 + "): what they had done since their last commit is undescribed, so the numbers it can "
-                   "change are bounds.")
-    bad = [f"{name} ({c['count']:,})" for name, c in ((d.get("anomaly_classes") or {}).get("classes") or {}).items()
-           if c["count"] and not c["allowed"]]
-    if bad:
-        text += f" Forbidden anomalies: {', '.join(bad)} (see anomaly_classes)."
-    errs = d["verdict_detail"].get("audit_errors") or []
-    if errs:
-        text += f" Audit error: {errs[0]}."
-    return text

@@ -31,7 +31,8 @@ FAULT_COLUMNS = (("step", "step"), ("message_id", "payment"), ("paused_seconds",
                  ("unknown_outcome_transactions", "outcome unknown"),
                  ("aborted_records_at_most", "aborted records at most"),
                  ("read_committed_stall_seconds", "read_committed stall s"),
-                 ("frozen_seconds", "frozen s"), ("replaced_by", "its replacement"), ("late_write", "late write done"))
+                 ("state", "state"), ("frozen_seconds", "frozen s"), ("replaced_by", "its replacement"),
+                 ("late_write", "late write done"))
 FAULT_ROWS_SHOWN = 50
 
 

@@ -32,6 +32,11 @@ def read(path: Path) -> list[dict]:
         text = path.read_text(errors="replace")
     except OSError:
         return []
+    return parse(text)
+
+
+def parse(text: str | bytes) -> list[dict]:
+    """The JSON objects of these lines; torn or foreign lines are skipped."""
     out = []
     for line in text.splitlines():
         try:
@@ -41,6 +46,19 @@ def read(path: Path) -> list[dict]:
         if isinstance(d, dict):
             out.append(d)
     return out
+
+
+def tail(path: Path, pos: int) -> tuple[bytes, int]:
+    """The complete lines appended to `path` since byte `pos`, and where the next read starts: a line still
+    being written waits for the next read. (b"", pos) when the file cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(pos)
+            data = f.read()
+    except OSError:
+        return b"", pos
+    end = data.rfind(b"\n") + 1
+    return data[:end], pos + end
 
 
 def crashed_ids(path: Path) -> set[str]:

@@ -125,6 +125,26 @@ class KillSwitch:
         os._exit(0)
 
 
+class KeyedRecord:
+    """Something a worker handles that is not a Kafka record (an outbox row, a provider's request), as the
+    kill switch sees a record: its payment id is the key, no partition, no offset."""
+
+    def __init__(self, message_id: str, value: bytes):
+        self.message_id, self._value = message_id, value
+
+    def key(self) -> bytes:
+        return self.message_id.encode()
+
+    def value(self) -> bytes:
+        return self._value
+
+    def partition(self):
+        return None
+
+    def offset(self):
+        return None
+
+
 def _ids(x) -> list[str]:
     return list(x()) if callable(x) else ids(x)
 

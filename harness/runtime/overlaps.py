@@ -41,7 +41,16 @@ def append(path: Path, kind: str, **fields) -> None:
 
 
 def read(path: Path) -> list[dict]:
-    return [r for r in crashlog.read(path) if r.get("kind") in KINDS and isinstance(r.get("message_id"), str)]
+    try:
+        return parse(Path(path).read_bytes())
+    except OSError:
+        return []
+
+
+def parse(data: bytes) -> list[dict]:
+    """The overlap records of these lines; torn or foreign lines are skipped."""
+    return [r for r in crashlog.parse(data) if r.get("kind") in KINDS and isinstance(r.get("message_id"), str)
+            and isinstance(r.get("time"), (int, float))]
 
 
 def episodes(records: list[dict]) -> dict[str, dict]:
@@ -53,11 +62,8 @@ def episodes(records: list[dict]) -> dict[str, dict]:
 
 
 def finished(records: list[dict]) -> list[dict]:
-    """The `frozen` records of the episodes whose frozen worker came back and left after its late write
-    (its own `left`, same worker and attempt): their second write is known to be done."""
-    out = []
-    for steps in episodes(records).values():
-        f, left = steps.get("frozen"), steps.get("left")
-        if f and left and (left.get("worker"), left.get("attempt")) == (f.get("worker"), f.get("attempt")):
-            out.append(f)
-    return out
+    """The `frozen` records whose worker came back and left after its late write (a `left` of the same
+    payment, worker and attempt): their second write is known to be done. Two workers frozen on one
+    payment (a rebalancing group) are two episodes."""
+    left = {(r["message_id"], r.get("worker"), r.get("attempt")) for r in records if r["kind"] == "left"}
+    return [r for r in records if r["kind"] == "frozen" and (r["message_id"], r.get("worker"), r.get("attempt")) in left]

@@ -225,15 +225,8 @@ class Supervisor:
 
     # -- events ---------------------------------------------------------------------------
     def _read_events(self) -> None:
-        try:
-            with open(self.events_path, "rb") as f:
-                f.seek(self._events_pos)
-                data = f.read()
-        except OSError:
-            return
-        end = data.rfind(b"\n") + 1
-        self._events_pos += end
-        for line in data[:end].splitlines():
+        data, self._events_pos = crashlog.tail(self.events_path, self._events_pos)
+        for line in data.splitlines():
             try:
                 ev = json.loads(line)
             except ValueError:

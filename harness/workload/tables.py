@@ -52,7 +52,8 @@ def create(dsn: str, ledger: str, dedupe: str | None, accounts_table: str | None
                 message_id  text {},
                 first_at    timestamptz not null default clock_timestamp(),
                 hits        integer not null default 0,
-                fingerprint text)""").format(table_identifier(dedupe),
+                fingerprint text,
+                response    text)""").format(table_identifier(dedupe),
                                              sql.SQL("primary key" if dedupe_unique else "not null")))
             if not dedupe_unique:
                 conn.execute(sql.SQL("create index on {} (message_id)").format(table_identifier(dedupe)))

@@ -56,3 +56,16 @@ def test_a_check_then_insert_lets_both_overlapping_deliveries_write_and_a_unique
                 fixed["stack"]["ledger_table"]) == [(200, 200, 20_000)]
     hits = dict(rows(stack, "select message_id, hits from {} where hits > 0", fixed["stack"]["dedupe_table"]))
     assert all(hits[i] == 1 for i in planned)
+
+
+def test_records_held_since_the_last_commit_by_a_frozen_worker_come_again_to_its_replacement(stack, tmp_path):
+    """With --commit-every 5 the frozen worker holds applied, uncommitted records: its replacement gets them
+    again (the check finds their keys: hits), and only the frozen payment itself is written twice."""
+    d = run_exp(stack, tmp_path, "key-check-then-insert", "--messages", "200", "--commit-every", "5",
+                "--crash-rate", "0")
+    log = steps(tmp_path / "report")
+    frozen = [r for r in log if r["kind"] == "frozen"]
+    held = sum(len(r["unacked"]) for r in frozen)
+    assert len(frozen) == 10 and held > 0
+    assert d["counts"]["duplicates"] == 10 and d["counts"]["dedupe_hits"] == d["predicted"]["dedupe_hits"] == held
+    assert rows(stack, "select coalesce(sum(hits), 0) from {}", d["stack"]["dedupe_table"]) == [(held,)]

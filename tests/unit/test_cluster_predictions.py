@@ -279,7 +279,7 @@ def test_compose_cluster_file_describes_the_same_topology():
 
 
 def test_an_acks_0_report_says_sent_never_acknowledged():
-    from harness.reporting.build import summarize
+    from harness.reporting.summary import summarize
     from harness.reporting.run_report import RunReport
     from tests.unit.hostile import full_report
     d = full_report()

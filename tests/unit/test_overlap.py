@@ -60,6 +60,14 @@ def test_an_episode_is_finished_only_when_the_frozen_worker_itself_left():
     assert overlaps.episodes(log)["b"].keys() == {"frozen", "applied"}
 
 
+def test_two_workers_frozen_on_one_payment_are_two_episodes_and_two_more_writes():
+    """A rebalancing group can hand one payment to two members at once: both may freeze on it."""
+    log = episode("a", 1) + [{**r, "worker": "w1"} for r in episode("a", 1) if r["kind"] != "applied"]
+    assert len(overlaps.finished(log)) == 2
+    p = predict(get("key-check-then-insert"), [], overlaps=log)
+    assert expectations(p)["ledger.duplicates"] == ("==", 2) and p.duplicate_counts == {"a": 2}
+
+
 def test_without_a_unique_key_each_finished_episode_is_one_duplicate():
     p = predict(get("key-check-then-insert"), [crash("x", ["x"]), crash("y", ["y"])],
                 overlaps=episode("a", 2, unacked=["q"]) + episode("b", 4))
@@ -134,7 +142,7 @@ def test_a_real_worker_freezes_after_its_check_and_leaves_at_its_next_gap_once_r
     CrashPlan(seed=1, crash_rate=0.0, overlap_at="after-check", overlap_applied="after-write",
               overlaps=("pay-000002",)).save(tmp_path / "plan.json")
     log = tmp_path / overlaps.FILE_NAME
-    first = _worker(tmp_path, 1)
+    first, second = _worker(tmp_path, 1), None
     try:
         _wait(lambda: _stopped(first.pid))
         assert [r["kind"] for r in overlaps.read(log)] == ["frozen"]
@@ -151,9 +159,80 @@ def test_a_real_worker_freezes_after_its_check_and_leaves_at_its_next_gap_once_r
         assert [(r["kind"], r["attempt"]) for r in recs] == [("frozen", 1), ("applied", 2), ("left", 1)]
         assert recs[2]["point"] == "after-write" and [r["message_id"] for r in overlaps.finished(recs)] == ["pay-000002"]
     finally:
-        for p in (first,):
+        for p in (first, second):
+            if p is not None and p.poll() is None:
+                p.kill()
+
+
+def _stopped_child():
+    return subprocess.Popen([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSTOP)"])
+
+
+def _fault(log):
+    fault = Overlap(count=1)
+    fault.log, fault.planned = log, 1
+    return fault
+
+
+def test_two_frozen_processes_on_one_payment_are_each_replaced_and_resumed(tmp_path):
+    log, fault = tmp_path / overlaps.FILE_NAME, _fault(tmp_path / overlaps.FILE_NAME)
+    a, b = _stopped_child(), _stopped_child()
+    try:
+        sup = FakeSupervisor(a)
+        sup.slots.append(SimpleNamespace(name="w1", attempt=1, proc=b))
+        for w in ("w0", "w1"):
+            overlaps.append(log, "frozen", message_id="pay-000007", worker=w, attempt=1, unacked=[])
+        _wait(lambda: _stopped(a.pid) and _stopped(b.pid))
+        fault.tick(sup)
+        assert sup.adopted == [a, b]
+        overlaps.append(log, "applied", message_id="pay-000007", worker="w0", attempt=2)
+        fault.tick(sup)
+        a.wait(timeout=10), b.wait(timeout=10)                # both resumed: nobody left stopped
+        fault.tick(sup)
+        assert not fault.busy() and fault.story([])["resumed"] == 2
+    finally:
+        for p in (a, b):
             if p.poll() is None:
                 p.kill()
+
+
+def test_a_worker_that_says_it_froze_and_never_stops_is_killed_not_left_beside_a_replacement(tmp_path):
+    log, fault = tmp_path / overlaps.FILE_NAME, _fault(tmp_path / overlaps.FILE_NAME)
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        crashlog_line = {"kind": "frozen", "message_id": "pay-000007", "worker": "w0", "attempt": 1, "unacked": [],
+                         "time": time.time() - 60}
+        log.write_text(json.dumps(crashlog_line) + "\n")
+        sup = FakeSupervisor(running)
+        fault.tick(sup)
+        assert running.wait(timeout=10) == -signal.SIGKILL and sup.started == [] and not fault.busy()
+        assert fault.story([])["happened"] == 1 and fault.story([])["replaced"] == 0
+    finally:
+        if running.poll() is None:
+            running.kill()
+
+
+def test_a_left_written_just_before_the_exit_is_still_read(tmp_path):
+    """The resumed worker writes `left` and exits between the fault's read of the log and its poll."""
+    log, fault = tmp_path / overlaps.FILE_NAME, _fault(tmp_path / overlaps.FILE_NAME)
+    child = _stopped_child()
+    try:
+        sup = FakeSupervisor(child)
+        overlaps.append(log, "frozen", message_id="pay-000007", worker="w0", attempt=1, unacked=[])
+        _wait(lambda: _stopped(child.pid))
+        fault.tick(sup)
+        overlaps.append(log, "applied", message_id="pay-000007", worker="w0", attempt=2)
+        fault.tick(sup)                                       # resumed: the child exits at once
+        child.wait(timeout=10)
+        overlaps.append(log, "left", message_id="pay-000007", worker="w0", attempt=1)
+        # The step after the tick's read: the process is gone, and its last line must still count.
+        fault._advance(next(iter(fault.episodes.values())), sup, time.time())
+        story = fault.story([])
+        assert (story["finished"], story["unknown_outcome"]) == (1, 0) and fault.interruptions(story) == 0
+        assert fault.entries([], [])[0]["late_write"] is True
+    finally:
+        if child.poll() is None:
+            child.kill()
 
 
 class FakeSupervisor:
@@ -192,7 +271,7 @@ def test_the_fault_replaces_a_frozen_worker_and_resumes_it_after_its_replacement
         assert fault.interruptions(story) == 1 == story["unknown_outcome"]   # resumed, no `left`: write unknown
         assert (story["happened"], story["finished"]) == (1, 0) and story["frozen_median_seconds"] >= 0
         row = fault.entries([], [])[0]
-        assert (row["message_id"], row["replaced_by"], row["late_write"]) == ("pay-000007", "attempt 2", False)
+        assert (row["message_id"], row["replaced_by"], row["late_write"]) == ("pay-000007", "attempt 2", None)
         assert json.dumps(story)                         # the report can hold it
     finally:
         if frozen.poll() is None:

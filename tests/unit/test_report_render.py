@@ -63,7 +63,7 @@ def test_an_unmeasured_number_shows_as_unknown_everywhere():
     d["ledger"]["actual_total"] = None
     d["verdict_detail"]["audit_errors"] = ["ledger: connection refused"]
     d["verdict_detail"]["failed"] = ["ledger.lost: not measured"]
-    from harness.reporting.build import summarize
+    from harness.reporting.summary import summarize
     d["summary"] = summarize(d)
     assert "unknown lost and unknown duplicated" in d["summary"] and "Audit error: ledger: connection refused" in d["summary"]
     r = RunReport(d)

@@ -109,6 +109,12 @@ def test_a_stopped_run_decides_only_the_requests_below_its_committed_offsets():
     assert got.ids["reuse.unreached"] == ["c"] and got.section(reused(("c", 3, 12)))["unreached_ids"] == ["c"]
 
 
+def test_a_request_rejected_past_the_last_commit_was_reached():
+    got = compare(reused(("a", 7, 10), ("b", 150, 11)), LEDGER, [("b", 150)], has_rejects=True, finished=False,
+                  committed={0: 5})
+    assert (got.rejected, got.hidden, got.unreached) == (1, 0, 1) and got.ids["reuse.unreached"] == ["a"]
+
+
 def test_a_stopped_run_predicts_at_most_every_reused_request():
     p = predict(get("key-reuse"), [crash("a", ["a"])], reused=reused(("a", 7, 10), ("b", 150, 11)), stopped=True)
     assert expectations(p)["reuse.hidden"] == ("<=", 2) and "reuse.hidden" not in p.id_sets

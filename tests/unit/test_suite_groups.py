@@ -24,7 +24,7 @@ def test_every_experiment_is_in_one_group_and_the_default_is_all_but_cluster():
     assert sorted(n for names in g.values() for n in names) == sorted(set(REGISTRY) - set(outside))
     assert g["core"] == ["offset-before", "offset-after", "dedupe"]
     assert g["mistakes"] == ["key-after-effect", "key-before-effect", "key-per-attempt", "key-expiry", "key-reuse",
-                             "key-fingerprint", "key-check-then-insert", "increment", "versioned", "auto-commit", "dual-write", "outbox"]
+                             "key-fingerprint", "key-check-then-insert", "increment", "versioned", "auto-commit", "dual-write", "outbox", "provider"]
     assert g["cluster"] == ["producer"]
     default = [n for n in REGISTRY if n not in outside and n not in g["cluster"]]
     assert suite_experiments() == default == parse_experiments(None)

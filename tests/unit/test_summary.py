@@ -1,6 +1,6 @@
 """The one-sentence summary shared by the terminal, Markdown and HTML."""
 
-from harness.reporting.build import summarize
+from harness.reporting.summary import summarize
 from tests.unit.sample_report import sample
 
 

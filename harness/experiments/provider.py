@@ -1,0 +1,165 @@
+"""provider: the effect is a call to a payment provider, outside Kafka and outside Postgres's transaction.
+
+The reference page (../shared/seeds, 004): "writes to an external system that
+is not part of the transaction (an email, a payment provider) need that
+system's own idempotency mechanism". The lab's reading is Stripe's
+`Idempotency-Key`. The run starts a provider of its own (provider_app.py: an
+HTTP service with its own ledger and key table) and consumers that, per
+payment, call it and then commit the offset:
+
+- `--idempotency-key off` (the mistake, the default): no key. A consumer
+  killed between the call and its offset commit gets the payment again and
+  charges it again: duplicates = those crashes.
+- `--idempotency-key on` (the fix): the payment id as the key. The redelivery
+  gets the stored response and charges nothing (a hit on the provider's key):
+  the provider's ledger is exact.
+
+The provider has kill points of its own (`--kill-point
+provider-after-charge-before-response`): it dies with the charge committed and
+its answer never sent. The consumer cannot tell whether it was charged (its
+call failed: the outcome is unknown, and it logs that), so it asks again until
+the restarted provider answers: without a key that charges again, with one it
+replays the first charge.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from ..checker.damage import DEDUPED, DUPLICATED
+from ..checker.key_predictors import NoHitsPredictor
+from ..checker.predictors import LedgerPredictor
+from ..options import Option
+from .declaration import Experiment, KillPoint, Role, Stores
+from .launch import RoleWorkers
+from .offsets import at_least_once_loop
+
+URL_ENV = "HARNESS_PROVIDER_URL"
+# One call's wait for an answer; the provider answers a healthy request in milliseconds.
+CALL_TIMEOUT_S = 10.0
+# A provider that stays unreachable this long (a restart takes well under a second) ends the worker.
+CALL_DEADLINE_S = 60.0
+RETRY_S = 0.02
+
+IDEMPOTENCY_KEY = Option("idempotency_key", str, "provider: send the payment id as the provider's Idempotency-Key "
+                         "(on), or call without one (off: a redelivery charges again).", default="off",
+                         choices=("off", "on"), worker=True, applies_to="the provider experiment")
+
+PC_POLL = KillPoint("after-poll-before-call", "poll", "call the provider", frozenset({DUPLICATED, DEDUPED}),
+                    "the calls since the last commit (none with --commit-every 1) are made again")
+PC_CALL = KillPoint("after-call-before-commit", "call the provider (charged)", "commit offset",
+                    frozenset({DUPLICATED, DEDUPED}),
+                    "this payment and every call since the last commit are made again: charged again without a key, "
+                    "replayed with one")
+PC_COMMIT = KillPoint("after-commit", "commit offset", None, frozenset({DUPLICATED, DEDUPED}),
+                      "nothing when the commit covered this payment; otherwise the uncommitted calls are made again")
+PV_TAKEN = KillPoint("provider-after-request-before-charge", "provider: take the request", "provider: charge",
+                     frozenset(), "nothing was charged: the caller's retry charges once")
+PV_CHARGED = KillPoint("provider-after-charge-before-response", "provider: charge (committed)",
+                       "provider: answer", frozenset({DUPLICATED, DEDUPED}),
+                       "charged, never answered: the caller cannot know and asks again, charged again without a "
+                       "key, replayed with one")
+
+_session = None
+
+
+def call_provider(ctx, msg) -> None:
+    """POST the charge and wait for the provider's answer; a call that gets none (a connection refused or
+    cut, a timeout) may or may not have charged: logged as such, and made again, with the same key."""
+    import requests
+    from ..runtime.context import amount_of
+    from .provider_app import KEY_HEADER
+    global _session
+    if _session is None:
+        _session = requests.Session()
+    payment_id = msg.key().decode()
+    headers = {KEY_HEADER: payment_id} if ctx.option("idempotency_key") == "on" else {}
+    deadline = time.monotonic() + CALL_DEADLINE_S
+    while True:
+        try:
+            r = _session.post(os.environ[URL_ENV] + "/v1/charges", timeout=CALL_TIMEOUT_S, headers=headers,
+                              json={"payment_id": payment_id, "amount": amount_of(msg)})
+        except requests.RequestException as e:
+            # Refused: the request never left, nothing charged. Cut or timed out: charged or not, unknown.
+            ctx.events.emit("call_unanswered", message_id=payment_id, error=type(e).__name__,
+                            outcome="not sent" if _never_sent(e) else "unknown")
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(RETRY_S)
+            continue
+        if r.status_code != 200:
+            raise RuntimeError(f"the provider refused {payment_id}: {r.status_code} {r.text[:200]}")
+        return
+
+
+def _never_sent(e) -> bool:
+    """A connection the provider refused: the request was never sent."""
+    from urllib3.exceptions import MaxRetryError, NewConnectionError
+    inner = e.args[0] if e.args else None
+    return isinstance(inner, NewConnectionError) or (isinstance(inner, MaxRetryError)
+                                                      and isinstance(inner.reason, NewConnectionError))
+
+
+def consumer_loop(ctx) -> None:
+    at_least_once_loop(ctx, lambda msg: call_provider(ctx, msg), (PC_POLL.name, None, PC_CALL.name, PC_COMMIT.name))
+
+
+def provider_loop(ctx) -> None:
+    """Serve charges on 127.0.0.1, one request at a time, until every consumer is done."""
+    import logging
+    from werkzeug.serving import make_server
+    from .provider_app import make_app
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)        # no access log line per charge
+    app = make_app(ctx, PV_TAKEN.name, PV_CHARGED.name)
+    server = make_server("127.0.0.1", urlsplit(os.environ[URL_ENV]).port, app, threaded=False)
+    server.timeout = 0.05
+    ctx.events.emit("started", partitions=[])
+    try:
+        while not ctx.finished(ctx.args.after):
+            server.handle_request()
+    finally:
+        server.server_close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class ProviderWorkers(RoleWorkers):
+    """The roles' workers, told where the run's provider listens (a free port on 127.0.0.1, kept across its
+    restarts: the server reuses the address)."""
+
+    def prepare(self, run):
+        launch = super().prepare(run)
+        launch.env = {**launch.env, URL_ENV: f"http://127.0.0.1:{_free_port()}"}
+        return launch
+
+
+PROVIDER = Experiment(
+    name="provider",
+    steps=("poll", "call the payment provider (an HTTP charge)", "commit offset"),
+    kill_points=(PC_POLL, PC_CALL, PC_COMMIT, PV_TAKEN, PV_CHARGED),
+    default_point=PC_CALL.name,
+    stores=Stores(ledger=True, dedupe=True),
+    proves="Mistake (reference page): a call to a system outside the transaction (a payment provider) made "
+           "again by each redelivery. Fix: that system's own idempotency key (--idempotency-key on).",
+    expected="duplicates = crashes between the call and the offset commit (or the provider's own, between charge "
+             "and answer), 0 with --idempotency-key on (dedupe hits instead)",
+    predictors=(LedgerPredictor(), NoHitsPredictor()),
+    roles=(Role("provider", provider_loop, consumes=None, after=("consumer",)), Role("consumer", consumer_loop)),
+    launcher=ProviderWorkers(),
+    options=(IDEMPOTENCY_KEY,),
+    variants={"idempotency_key=on": {
+        "predictors": (LedgerPredictor(dedupe=True),),
+        "expected": "0 duplicates, dedupe hits (the provider's replays) = calls made again"}},
+    lesson="Mistake: calling a payment provider without its idempotency key, so a redelivery (or a retry after "
+           "an unanswered call) charges again. Fix: the payment id as the provider's Idempotency-Key.",
+    suite={"group": "mistakes", "weight": 3},
+)
