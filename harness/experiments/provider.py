@@ -39,11 +39,13 @@ from .launch import RoleWorkers
 from .offsets import at_least_once_loop
 
 URL_ENV = "HARNESS_PROVIDER_URL"
-# One call's wait for an answer; the provider answers a healthy request in milliseconds.
-CALL_TIMEOUT_S = 10.0
-# A provider that stays unreachable this long (a restart takes well under a second) ends the worker.
-CALL_DEADLINE_S = 60.0
-RETRY_S = 0.02
+# A connection the provider does not accept in this long was never sent. Once sent, a call waits for its
+# answer without a limit: only the provider's death cuts it (a timeout would leave a charge nobody
+# described), and a provider that never comes back is the supervisor's to give up on, and the run's limit.
+CONNECT_TIMEOUT_S = 5.0
+RETRY_S = 0.02           # the first wait before asking again, doubled up to RETRY_MAX_S
+RETRY_MAX_S = 0.5
+FINISHED_EVERY_S = 0.2   # how often the provider asks whether every consumer is done
 
 IDEMPOTENCY_KEY = Option("idempotency_key", str, "provider: send the payment id as the provider's Idempotency-Key "
                          "(on), or call without one (off: a redelivery charges again).", default="off",
@@ -68,37 +70,45 @@ _session = None
 
 
 def call_provider(ctx, msg) -> None:
-    """POST the charge and wait for the provider's answer; a call that gets none (a connection refused or
-    cut, a timeout) may or may not have charged: logged as such, and made again, with the same key."""
+    """POST the charge and wait for the provider's answer. An attempt that gets none either was never sent
+    (the connection refused: nothing charged) or was cut once sent (charged or not: unknown); either way it
+    is made again, with the same key when there is one, and the call's one `call_unanswered` event says
+    how many of each it took."""
     import requests
     from ..runtime.context import amount_of
     from .provider_app import KEY_HEADER
     global _session
     if _session is None:
         _session = requests.Session()
+        _session.trust_env = False          # 127.0.0.1 directly: never through a proxy from the environment
     payment_id = msg.key().decode()
     headers = {KEY_HEADER: payment_id} if ctx.option("idempotency_key") == "on" else {}
-    deadline = time.monotonic() + CALL_DEADLINE_S
+    outcomes = {"not sent": 0, "unknown": 0}
+    wait = RETRY_S
     while True:
         try:
-            r = _session.post(os.environ[URL_ENV] + "/v1/charges", timeout=CALL_TIMEOUT_S, headers=headers,
-                              json={"payment_id": payment_id, "amount": amount_of(msg)})
+            r = _session.post(os.environ[URL_ENV] + "/v1/charges", timeout=(CONNECT_TIMEOUT_S, None),
+                              headers=headers, json={"payment_id": payment_id, "amount": amount_of(msg)})
         except requests.RequestException as e:
-            # Refused: the request never left, nothing charged. Cut or timed out: charged or not, unknown.
-            ctx.events.emit("call_unanswered", message_id=payment_id, error=type(e).__name__,
-                            outcome="not sent" if _never_sent(e) else "unknown")
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(RETRY_S)
+            outcomes["not sent" if _never_sent(e) else "unknown"] += 1
+            time.sleep(wait)
+            wait = min(RETRY_MAX_S, wait * 2)
             continue
+        if any(outcomes.values()):
+            ctx.events.emit("call_unanswered", message_id=payment_id, not_sent=outcomes["not sent"],
+                            unknown=outcomes["unknown"])
         if r.status_code != 200:
-            raise RuntimeError(f"the provider refused {payment_id}: {r.status_code} {r.text[:200]}")
+            raise RuntimeError(f"the provider at {os.environ[URL_ENV]} refused {payment_id}: {r.status_code} "
+                               f"{r.text[:200]}")
         return
 
 
 def _never_sent(e) -> bool:
-    """A connection the provider refused: the request was never sent."""
+    """A connection the provider refused, or did not accept in time: the request was never sent."""
+    import requests
     from urllib3.exceptions import MaxRetryError, NewConnectionError
+    if isinstance(e, requests.ConnectTimeout):
+        return True
     inner = e.args[0] if e.args else None
     return isinstance(inner, NewConnectionError) or (isinstance(inner, MaxRetryError)
                                                       and isinstance(inner.reason, NewConnectionError))
@@ -111,15 +121,25 @@ def consumer_loop(ctx) -> None:
 def provider_loop(ctx) -> None:
     """Serve charges on 127.0.0.1, one request at a time, until every consumer is done."""
     import logging
-    from werkzeug.serving import make_server
+    from werkzeug.serving import WSGIRequestHandler, make_server
     from .provider_app import make_app
+
+    class Handler(WSGIRequestHandler):
+        timeout = 5            # a connection that sends nothing does not hold the only thread for ever
+
     logging.getLogger("werkzeug").setLevel(logging.ERROR)        # no access log line per charge
-    app = make_app(ctx, PV_TAKEN.name, PV_CHARGED.name)
-    server = make_server("127.0.0.1", urlsplit(os.environ[URL_ENV]).port, app, threaded=False)
+    url = urlsplit(os.environ[URL_ENV])
+    app = make_app(ctx, PV_TAKEN.name, PV_CHARGED.name, prefix=url.path)
+    server = make_server("127.0.0.1", url.port, app, threaded=False, request_handler=Handler)
     server.timeout = 0.05
     ctx.events.emit("started", partitions=[])
+    asked = 0.0
     try:
-        while not ctx.finished(ctx.args.after):
+        while True:
+            if time.monotonic() - asked > FINISHED_EVERY_S:       # the events file is read whole: not per request
+                asked = time.monotonic()
+                if ctx.finished(ctx.args.after):
+                    return
             server.handle_request()
     finally:
         server.server_close()
@@ -133,12 +153,14 @@ def _free_port() -> int:
 
 @dataclass
 class ProviderWorkers(RoleWorkers):
-    """The roles' workers, told where the run's provider listens (a free port on 127.0.0.1, kept across its
-    restarts: the server reuses the address)."""
+    """The roles' workers, told where the run's provider listens: a free port on 127.0.0.1, kept across its
+    restarts (the server reuses the address), under a path named after the run, so that a consumer never
+    charges through another run's provider that took the port (it answers 404 there)."""
 
     def prepare(self, run):
+        from ..workload.naming import slug
         launch = super().prepare(run)
-        launch.env = {**launch.env, URL_ENV: f"http://127.0.0.1:{_free_port()}"}
+        launch.env = {**launch.env, URL_ENV: f"http://127.0.0.1:{_free_port()}/{slug(run.names.run_id)}"}
         return launch
 
 

@@ -37,9 +37,12 @@ def fingerprint(params: dict) -> str:
     return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def make_app(ctx, before_charge: str, after_charge: str):
+def make_app(ctx, before_charge: str, after_charge: str, prefix: str = ""):
     """The Flask app, charging into the run's ledger and keeping keys in its dedupe table; `before_charge`
-    and `after_charge` are its kill points (the request taken, nothing written / charged, not answered)."""
+    and `after_charge` are its kill points (the request taken, nothing written / charged, not answered);
+    `prefix` the path its charges live under (the run's)."""
+    import os
+    import psycopg
     from flask import Flask, jsonify, request
     from psycopg import sql
     from ..workload.sqlnames import table_identifier
@@ -48,7 +51,16 @@ def make_app(ctx, before_charge: str, after_charge: str):
     ledger, keys = table_identifier(ctx.args.ledger), table_identifier(ctx.args.dedupe)
     first = []
 
-    @app.post("/v1/charges")
+    @app.errorhandler(psycopg.OperationalError)
+    def database_gone(e):
+        # Its connection is broken for good: die, so the supervisor starts a provider with a new one (the
+        # caller's cut call is an unknown outcome, asked again), rather than answer 500 to every call.
+        from ..redaction import redact
+        print(f"provider: the database connection failed: {redact(str(e).splitlines()[0] if str(e) else repr(e))}",
+              flush=True)
+        os._exit(1)
+
+    @app.post(f"{prefix}/v1/charges")
     def charge():
         body = request.get_json(silent=True)
         if not isinstance(body, dict) or not isinstance(body.get("payment_id"), str) \

@@ -83,7 +83,7 @@ class Overlap(Fault):
             return
         self._take_new(sup)
         now = time.time()
-        for e in self.episodes.values():
+        for e in list(self.episodes.values()):      # _advance may take in new lines, new episodes among them
             self._advance(e, sup, now)
 
     def finish(self, sup) -> None:

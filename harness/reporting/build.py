@@ -281,13 +281,22 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     }
     if params.assignment == "group":
         data["consumer_group"] = group_story(params.group_protocol or "classic", result.events, r.progress.t0)
-    # A call to a system outside the transaction that got no answer: charged or not, its caller could not know.
-    unknown = sum(1 for e in result.events if e.get("event") == "call_unanswered" and e.get("outcome") == "unknown")
-    notes = [f" {unknown:,} call(s) to the provider got no answer once sent (whether each charged was unknown to "
-             f"its caller) and were made again."] if unknown else []
-    data["summary"] = summarize(data, notes + [f.sentence(fault_details[f.name])
-                                               + f.shortfall(crashes, fault_details[f.name]) for f in faults])
+    data["outside_calls"] = outside_calls(result.events)
+    data["summary"] = summarize(data, [f.sentence(fault_details[f.name]) + f.shortfall(crashes, fault_details[f.name])
+                                       for f in faults])
     return RunReport(data)
+
+
+def outside_calls(events: list) -> dict | None:
+    """Calls to a system outside the transaction (the provider) that needed more than one attempt, from each
+    call's `call_unanswered` event: attempts refused (never sent: nothing charged) and attempts cut once
+    sent (charged or not: the caller could not know). None when no call needed a second attempt."""
+    calls = [e for e in events if e.get("event") == "call_unanswered"]
+    if not calls:
+        return None
+    count = lambda k: sum(e[k] for e in calls if type(e.get(k)) is int)  # noqa: E731
+    return {"calls_retried": len(calls), "calls_with_unknown_outcome": sum(1 for e in calls if e.get("unknown")),
+            "attempts_not_sent": count("not_sent"), "attempts_unknown": count("unknown")}
 
 
 def anomaly_classes(found: dict | None, history: dict | None) -> dict | None:

@@ -63,6 +63,10 @@ def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
     if ko and led.get("actual_total") is not None and c["duplicates"] and ko["read_committed"]["duplicates"] == 0:
         text += (f" Kafka EOS covered the topic (0 duplicates) and not the database "
                  f"({c['duplicates']:,} duplicate charges).")
+    calls = d.get("outside_calls")
+    if calls and calls.get("calls_with_unknown_outcome"):
+        text += (f" {_n(calls['calls_with_unknown_outcome'])} call(s) to the provider got no answer once sent "
+                 f"(whether each charged was unknown to its caller) and were made again.")
     text += "".join(s for s in (fault_sentences or []) if s)
     med = d["timings"].get("read_committed_stall_median_seconds")
     if med is not None:

@@ -32,10 +32,10 @@ def test_the_provider_keeps_stripes_idempotency_semantics(stack, tmp_path):
                               events=Events(tmp_path / "events.jsonl", "provider-0", 1), worker="provider-0",
                               attempt=1, kill=KillSwitch(None, tmp_path / "crash-log.jsonl", "provider-0", 1, "provider"),
                               deliver=lambda r: r)
-        client = make_app(ctx, "before", "after").test_client()
+        client = make_app(ctx, "before", "after", prefix="/run-1").test_client()
 
         def post(amount, key=None, pid="pay-000001"):
-            return client.post("/v1/charges", json={"payment_id": pid, "amount": amount},
+            return client.post("/run-1/v1/charges", json={"payment_id": pid, "amount": amount},
                                headers={KEY_HEADER: key} if key else {})
         # Without a key, every call charges.
         assert post(100).status_code == post(100).status_code == 200
@@ -46,7 +46,10 @@ def test_the_provider_keeps_stripes_idempotency_semantics(stack, tmp_path):
         assert first.status_code == again.status_code == 200 and again.get_json() == first.get_json()
         assert REPLAYED_HEADER not in first.headers and again.headers[REPLAYED_HEADER] == "true"
         assert other.status_code == 422 and "same parameters" in other.get_json()["error"]
+        assert pg.info.transaction_status == psycopg.pq.TransactionStatus.IDLE     # nothing left open
         assert post(-5).status_code == post("x").status_code == 400
+        assert client.post("/run-1/v1/charges", data=b"not json", content_type="application/json").status_code == 400
+        assert client.post("/elsewhere/v1/charges", json={"payment_id": "p", "amount": 1}).status_code == 404
         assert rows(stack, "select message_id, amount from {} order by id", names.ledger_table) == [
             ("pay-000001", 100), ("pay-000001", 100), ("pay-000002", 100)]
         assert rows(stack, "select message_id, hits, response is not null from {}", names.dedupe_table) == [
@@ -76,6 +79,7 @@ def test_a_provider_killed_between_charge_and_answer_charges_again_unless_the_re
     for d in (off, on):
         assert len(d["crashes"]) == 10 and {c["worker"] for c in d["crashes"]} == {"provider-0"}
         assert "10 call(s) to the provider got no answer once sent" in d["summary"]
+        assert d["outside_calls"]["calls_with_unknown_outcome"] == d["outside_calls"]["attempts_unknown"] == 10
     assert off["counts"]["duplicates"] == 10 and on["counts"]["duplicates"] == 0
     assert on["counts"]["dedupe_hits"] == 10
     assert rows(stack, "select count(distinct attempt) from {}", off["stack"]["ledger_table"]) == [(11,)]

@@ -276,3 +276,30 @@ def test_the_fault_replaces_a_frozen_worker_and_resumes_it_after_its_replacement
     finally:
         if frozen.poll() is None:
             frozen.kill()
+
+
+def test_a_freeze_seen_while_another_episode_closes_does_not_break_the_tick(tmp_path):
+    """The episode that ends re-reads the log; a new worker's `frozen` line found then is a new episode,
+    added while the tick walks the others."""
+    log, fault = tmp_path / overlaps.FILE_NAME, _fault(tmp_path / overlaps.FILE_NAME)
+    done, frozen = subprocess.Popen([sys.executable, "-c", "pass"]), _stopped_child()
+    try:
+        done.wait(timeout=10)
+        sup = FakeSupervisor(done)
+        sup.slots.append(SimpleNamespace(name="w1", attempt=1, proc=frozen))
+        fault.episodes[("pay-000001", "w0", 1)] = {"id": "pay-000001", "state": "resumed", "slot": sup.slots[0],
+                                                   "proc": done, "worker": "w0", "attempt": 1,
+                                                   "times": {"frozen": 1.0, "resumed": time.time()}}
+        take, calls = fault._take_new, []
+
+        def take_new(s):
+            calls.append(1)
+            if len(calls) == 2:               # the closing episode's own read
+                overlaps.append(log, "frozen", message_id="pay-000002", worker="w1", attempt=1, unacked=[])
+            take(s)
+        fault._take_new = take_new
+        fault.tick(sup)
+        assert {k[0] for k in fault.episodes} == {"pay-000001", "pay-000002"}
+    finally:
+        if frozen.poll() is None:
+            frozen.kill()
