@@ -11,10 +11,16 @@ the witnesses of a violation come from what the harness saw on its own: its
 kill log (pid, worker, attempt, time) and the ledger rows' insert times
 (`applied_at`, a default column), placed side by side per id.
 
-Progress of a foreign worker is seen from outside: a slot counts as busy once
-the group's committed offsets of its partitions (HARNESS_PARTITIONS) grow after
-its attempt started; random kills strike only busy workers, and the restart
-time is the kill to the next such growth.
+Progress of a foreign worker is seen from outside, from the group's own
+timeline (runtime/group_sampler.py, read by checker/group_timeline.py): a
+consumer that subscribes owns the partitions the group assigned to its member
+(tied to the process by HARNESS_CLIENT_ID as its client.id, or by being the
+only new process when the member appeared); one that assigns owns
+HARNESS_PARTITIONS. An attempt counts as busy once it owns partitions and has
+worked since it started (an owned partition's committed offset grew, or an
+effect on it appeared, after it owned it); random kills strike only busy
+workers, and the report counts each kill by what it could damage and the
+group's stall after it.
 """
 
 from __future__ import annotations
@@ -25,12 +31,12 @@ import signal
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from ..checker import user_sql
+from ..checker import group_timeline, user_sql
 from ..checker.predictors import CLAIMS, ClaimPredictor
 from ..procs import dying_with_this_process
 from ..errors import HarnessError
 from ..options import Option
-from .custom_report import DEFAULT_CLAIM, annotate
+from .custom_report import DEFAULT_CLAIM, GROUP_TIMELINE, annotate, ends_of
 from .launch import Launch, assign_partitions
 from .declaration import Experiment, Stores
 
@@ -70,6 +76,8 @@ ENV = {
     "HARNESS_PARTITIONS": "comma-separated input partitions of this worker slot (for consumers that assign)",
     "HARNESS_WORKER": "the worker slot, w0, w1, ...",
     "HARNESS_ATTEMPT": "1 for the first start of the slot, +1 for each restart",
+    "HARNESS_CLIENT_ID": "a client.id naming the run, slot and attempt: give it to your Kafka client so that the "
+                         "harness can tell which group member is which process",
     "HARNESS_POSTGRES_DSN": "a libpq URI postgresql://user:password@host:port/dbname (environment only)",
     "HARNESS_LEDGER_TABLE": "schema-qualified ledger table: write one (message_id text, amount bigint) row per effect",
     "HARNESS_OUTPUT_TOPIC": "an output topic, created, for consumers that produce (key = id, value as the input)",
@@ -121,13 +129,14 @@ def audit_sql_reader(query: str, dsn: str, timeout_ms: int = AUDIT_SQL_TIMEOUT_M
 class CustomWorkers:
     """The user's --worker-cmd, run without a shell, one process per slot, restarted after each death."""
     _readers: dict = field(default_factory=dict, repr=False)   # run id -> its committed-offset consumer
+    _watches: dict = field(default_factory=dict, repr=False)   # run id -> its GroupWatch
 
     def prepare(self, run) -> Launch:
         p, names = run.params, run.names
         # It dies with the harness, even a SIGKILLed one (procs.EXEC_DYING_WITH_PARENT).
         argv = dying_with_this_process(shlex.split(p.worker_cmd))
         slots = assign_partitions(p.partitions, p.workers)
-        ends = _ends(run.positions)
+        ends = ends_of(run.positions)
         base = {**os.environ,
                 "HARNESS_BOOTSTRAP_SERVERS": run.stack.bootstrap_servers,
                 "HARNESS_INPUT_TOPIC": names.input_topic,
@@ -138,7 +147,8 @@ class CustomWorkers:
 
         def env(slot) -> dict:
             return {**base, "HARNESS_PARTITIONS": ",".join(map(str, slots[slot.index])),
-                    "HARNESS_WORKER": slot.name, "HARNESS_ATTEMPT": str(slot.attempt)}
+                    "HARNESS_WORKER": slot.name, "HARNESS_ATTEMPT": str(slot.attempt),
+                    "HARNESS_CLIENT_ID": group_timeline.client_id(names.run_id, slot.name, slot.attempt)}
 
         def at_end(committed: dict | None, partitions) -> bool:
             return committed is not None and all(committed.get(q, 0) >= ends.get(q, 0) for q in partitions)
@@ -150,10 +160,10 @@ class CustomWorkers:
             # An exit 0 ends the slot's work only when its partitions are consumed (read now, not the last sample).
             return at_end(self._committed(run), slots[slot.index])
 
-        announced: dict = {}
+        group = self._watches[names.run_id] = GroupWatch(run, slots, ends)
 
         def watch(sup) -> None:
-            _observe(sup, run, slots, announced)
+            group.observe(sup)
 
         def bad_input(result) -> str | None:
             if not result.gave_up_on or run.progress.first_commit_at is not None:
@@ -191,34 +201,104 @@ class CustomWorkers:
         reader = self._readers.pop(run.names.run_id, None)
         if reader is not None:
             reader.close()
+        group = self._watches.pop(run.names.run_id, None)
+        if group is not None:
+            group.close()
 
 
-def _ends(positions: dict) -> dict:
-    """partition -> its end offset, from the broker's acknowledgements of the produced payments."""
-    ends: dict = {}
-    for part, off in positions.values():
-        ends[part] = max(ends.get(part, 0), off + 1)
-    return ends
+def ledger_rows_since(dsn: str, ledger: str, positions: dict):
+    """A reader of the ledger rows inserted since a row id: [(row id, input partition, insert time)], for the
+    group sampler's thread (its own connection, a statement timeout). A row committed after a later one
+    was read is missed here (the report reads the whole ledger)."""
+    import psycopg
+    from psycopg import sql
+    from ..workload.sqlnames import table_identifier
+    state: dict = {}
+    query = sql.SQL("select id, message_id, extract(epoch from applied_at)::float8 from {} where id > %s "
+                    "order by id limit %s").format(table_identifier(ledger))
+
+    def read(after: int, limit: int):
+        conn = state.get("conn")
+        if conn is None or conn.closed:
+            conn = state["conn"] = psycopg.connect(dsn, autocommit=True, connect_timeout=5,
+                                                   options="-c statement_timeout=3000")
+        rows = conn.execute(query, (after, limit)).fetchall()
+        return [(i, (positions.get(mid) or (None, None))[0], t) for i, mid, t in rows]
+
+    def close() -> None:
+        if state.get("conn") is not None:
+            state["conn"].close()
+    read.close = close
+    return read
 
 
-def _observe(sup, run, slots, announced: dict) -> None:
-    """Write the events a harness worker would write itself: `started` per attempt, and `first_message`
-    when the committed offsets of the slot's partitions grow after the attempt started."""
-    import time
-    adv = run.progress.advanced_at if run.progress else {}
-    for s in sup.slots:
-        if s.proc is None:
-            continue
-        if announced.get(s.index) != s.attempt:
-            announced[s.index] = s.attempt
-            sup.result.events.append({"event": "started", "worker": s.name, "attempt": s.attempt,
-                                      "pid": s.proc.pid, "t": s.started_at or time.time()})
-        if s.first_message_at is None:
-            grew = [adv[q] for q in slots[s.index] if q in adv and adv[q] > s.started_at]
-            if grew:
-                s.first_message_at = min(grew)
-                sup.result.events.append({"event": "first_message", "worker": s.name, "attempt": s.attempt,
-                                          "t": s.first_message_at})
+class GroupWatch:
+    """The run's group, watched from the supervisor's loop: the `started` and `first_message` events a
+    harness worker would write itself, the first when an attempt starts, the second when the group's
+    timeline first shows it owning partitions and working (checker/group_timeline.first_work)."""
+
+    def __init__(self, run, slots: list, ends: dict):
+        self.run, self.slots, self.ends, self.path = run, slots, ends, run.run_dir / GROUP_TIMELINE
+        self.ties = group_timeline.MemberTies(run.names.run_id)
+        self.sampler = self.ledger = None
+        self.announced: dict = {}
+        self.poked: dict = {}
+        self.seen = 0
+
+    def _start(self) -> None:
+        """The sampler starts with the supervisor's loop (not when the launch is prepared)."""
+        from .. import kafka_client, kafka_logging
+        from ..runtime.group_sampler import GroupSampler
+        run, p, names = self.run, self.run.params, self.run.names
+        self.ledger = None if p.audit_sql else ledger_rows_since(run.stack.postgres_dsn, names.ledger_table,
+                                                                 run.positions)
+        self.sampler = GroupSampler(kafka_client.config(run.stack.bootstrap_servers, kafka_logging.client_config()),
+                                    names.group, names.input_topic, p.partitions, self.path, self.ledger).start()
+
+    def observe(self, sup) -> None:
+        import time
+        from ..runtime.group_sampler import append
+        for s in sup.slots:
+            if s.proc is not None and self.announced.get(s.index) != s.attempt:
+                self.announced[s.index] = s.attempt
+                sup.result.events.append({"event": "started", "worker": s.name, "attempt": s.attempt,
+                                          "pid": s.proc.pid, "t": s.started_at or time.time()})
+        if self.sampler is None:
+            self._start()
+        for s in sup.slots:
+            if s.proc is not None and s.proc.poll() is not None and self.poked.get(s.index) != s.attempt:
+                self.poked[s.index] = s.attempt
+                self.sampler.poke()
+        samples = self.sampler.snapshot()
+        if len(samples) == self.seen:
+            return
+        alive = [(s.name, s.attempt, s.started_at) for s in sup.slots if s.proc is not None and s.proc.poll() is None]
+        for sample in samples[self.seen:]:
+            for tie in self.ties.update(sample, alive):
+                append(self.path, tie)
+        self.seen = len(samples)
+        in_group = group_timeline.group_mode(samples)
+        for s in sup.slots:
+            if s.proc is None:
+                continue
+            mine = group_timeline.owned(samples[-1], self.ties, s.name, s.attempt, self.slots[s.index], in_group)
+            committed = samples[-1].get("committed")
+            # all it owns is committed to the end: a kill now could damage nothing (it is spared)
+            s.has_work = not (committed is not None and mine and all(
+                (committed.get(q) or 0) >= self.ends.get(q, 0) for q in mine))
+            if s.first_message_at is not None:
+                continue
+            t = group_timeline.first_work(samples, self.ties, s.name, s.attempt, s.started_at,
+                                          self.slots[s.index], in_group)
+            if t is not None:
+                s.first_message_at = t
+                sup.result.events.append({"event": "first_message", "worker": s.name, "attempt": s.attempt, "t": t})
+
+    def close(self) -> None:
+        if self.sampler is not None:
+            self.sampler.close()
+        if self.ledger is not None:
+            self.ledger.close()
 
 
 # -- what the report adds: the kills, their quality, the witnesses --------------------------------------

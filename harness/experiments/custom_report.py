@@ -2,20 +2,33 @@
 
 A foreign consumer keeps no crash records, so the report's consumer section is
 built here from what the harness saw itself: its kill log (worker, attempt,
-time), the workers' starts, and the ledger rows' insert times (`applied_at`),
-placed side by side per duplicated or lost id (the witnesses); and whether the
-kills were enough to say much (`kill_quality`).
+time), the workers' starts, the group's timeline (who owned which partition,
+the committed offsets: checker/group_timeline.py) and the ledger rows' insert
+times (`applied_at`). Each kill is counted by what its victim could damage, and
+timed until the partitions it owned committed again (the group's stall); each
+duplicated or lost id gets its witnesses (custom_witnesses.py); and warnings
+say when the kills could not say much (`kill_quality`).
 """
 
 from __future__ import annotations
 
 import statistics
 
+from ..checker import group_timeline
+from .custom_witnesses import Placer, witnesses
 from .launch import assign_partitions
 
 FEW_KILLS = 5                 # fewer kills than this say little about a consumer
-MAX_WITNESSES = 20
 DEFAULT_CLAIM = "exactly-once"
+GROUP_TIMELINE = "group.jsonl"   # the group's samples in the run folder (runtime/group_sampler.py)
+
+
+def ends_of(positions: dict) -> dict:
+    """partition -> its end offset, from the broker's acknowledgements of the produced payments."""
+    ends: dict = {}
+    for part, off in positions.values():
+        ends[part] = max(ends.get(part, 0), off + 1)
+    return ends
 
 
 def kill_quality(kills: list[dict], first_commit_at: float | None, requested: int | None) -> list[str]:
@@ -30,91 +43,75 @@ def kill_quality(kills: list[dict], first_commit_at: float | None, requested: in
     return out
 
 
-def slot_of(partition: int | None, slots: list[list[int]]) -> str | None:
-    for i, parts in enumerate(slots):
-        if partition in parts:
-            return f"w{i}"
-    return None
-
-
-def attempt_at(starts: list[dict], worker: str | None, t: float) -> int | None:
-    """The attempt of `worker` that was running at time t (the last one started before t)."""
-    runs = [s for s in starts if s["worker"] == worker and s["t"] <= t]
-    return max(runs, key=lambda s: s["t"])["attempt"] if runs else None
-
-
-def _explaining(times: list, worker: str | None, kills: list[dict]) -> list[dict]:
-    """The kills that can explain a duplicate: those between its first and last effect, its slot's first."""
-    if len(times) < 2:
-        return []
-    between = [k for k in kills if times[0] <= k["time"] <= times[-1]]
-    return [k for k in between if k.get("worker") == worker] or between
-
-
-def witnesses(dup_times: dict, lost_ids: list, kills: list[dict], starts: list[dict],
-              positions: dict, slots: list, t0: float) -> tuple[list[dict], dict]:
-    """Per violating id: its partition and slot, each effect's time and the attempt running then, and the
-    kills that explain it (for a duplicate: the kills between its first and last effect). Witnesses are
-    taken in turn from each explaining kill, so every kill that caused a duplicate is shown; also
-    returned: how many duplicated ids each kill explains (by its index in `kills`)."""
-    def rel(t):
-        return None if t is None else round(t - t0, 3)
-
-    def kill_row(k):
-        return {"worker": k.get("worker"), "attempt": k.get("attempt"), "pid": k.get("pid"), "t": rel(k["time"])}
-
-    def row(i, kind, near, times=()):
-        part = (positions.get(i) or (None, None))[0]
-        worker = slot_of(part, slots)
-        return {"id": i, "kind": kind, "partition": part, "worker": worker,
-                "effects": [{"t": rel(t), "attempt": attempt_at(starts, worker, t)} for t in times],
-                "kills": [kill_row(k) for k in near]}
-
-    by_kill: dict = {}                    # index of the first explaining kill -> ids, in id order
-    explained: dict = {}
-    for i in sorted(dup_times):
-        times = sorted(dup_times[i])
-        worker = slot_of((positions.get(i) or (None, None))[0], slots)
-        near = _explaining(times, worker, kills)
-        key = kills.index(near[0]) if near else None
-        if not times:                      # effects counted by --audit-sql: no insert times to place them
-            near = ([k for k in kills if k.get("worker") == worker] or kills)[:5]
-        by_kill.setdefault(key, []).append((i, times, near))
-        if key is not None:
-            explained[key] = explained.get(key, 0) + 1
-    out: list = []
-    room = MAX_WITNESSES - min(len(lost_ids), MAX_WITNESSES // 2)     # lost ids get their share of the rows
-    queues = [by_kill[k] for k in sorted(by_kill, key=lambda k: (k is None, k or 0))]
-    while queues and len(out) < room:
-        for q in list(queues):
-            if len(out) >= room:
-                break
-            i, times, near = q.pop(0)
-            out.append(row(i, "duplicated", near, times))
-            if not q:
-                queues.remove(q)
-    for i in lost_ids:
-        if len(out) >= MAX_WITNESSES:
-            break
-        worker = slot_of((positions.get(i) or (None, None))[0], slots)
-        out.append(row(i, "lost", ([k for k in kills if k.get("worker") == worker] or kills)[:5]))
-    return out, explained
-
-
-def _duplicate_times(dsn: str, ledger: str) -> dict | None:
-    """id -> the insert times (epoch seconds) of its ledger rows, for every id with more than one; None
-    when unreadable."""
+def _effects(dsn: str, ledger: str) -> list | None:
+    """(message_id, insert time in epoch seconds) of every ledger row, in insert order; None when unreadable."""
     import psycopg
     from psycopg import sql
     from ..workload.sqlnames import table_identifier
     try:
         with psycopg.connect(dsn, connect_timeout=10) as conn:
-            rows = conn.execute(sql.SQL(
-                "select message_id, array_agg(extract(epoch from applied_at)::float8 order by id) from {} "
-                "group by message_id having count(*) > 1").format(table_identifier(ledger))).fetchall()
+            return conn.execute(sql.SQL("select message_id, extract(epoch from applied_at)::float8 from {} "
+                                        "order by id").format(table_identifier(ledger))).fetchall()
     except Exception:  # noqa: BLE001 - witnesses are best effort; the verdict does not depend on them
         return None
-    return {mid: [float(t) for t in ts] for mid, ts in rows}
+
+
+def read_timeline(path) -> tuple[list, group_timeline.MemberTies | None, dict]:
+    """The group timeline's samples, its member ties and its closing facts (protocol, session timeout)."""
+    from ..runtime import crashlog
+    lines = crashlog.read(path)
+    samples = [group_timeline.normalize(x) for x in lines if isinstance(x.get("t"), (int, float)) and "members" in x]
+    samples.sort(key=lambda x: x["t"])
+    meta = next((x for x in reversed(lines) if "session_timeout_ms" in x), {})
+    return samples, [x for x in lines if "tie" in x], meta
+
+
+def kill_states(samples, ties, kills, starts, slots: dict, ends: dict, effects, positions) -> list[dict]:
+    """Per kill: what its victim owned and could damage, the effects it applied past its partitions' last
+    commit (their offsets at or after the commit, applied between its start and its death: work a
+    redelivery will do again, when the ledger shows it), and the group's stall after it."""
+    in_group = group_timeline.group_mode(samples) is True
+    started = {(s["worker"], s["attempt"]): s["t"] for s in starts}
+    by_part: dict = {}
+    for mid, t in effects or []:
+        part, offset = positions.get(mid) or (None, None)
+        if part is not None and t is not None:
+            by_part.setdefault(part, []).append((offset, t))
+    out = []
+    for k in kills:
+        key = (k.get("worker"), k.get("attempt"))
+        begun = started.get(key, 0.0)
+        st = group_timeline.kill_state(samples, ties, k, begun, slots.get(k.get("worker"), []), ends, in_group)
+        st["stall_seconds"] = group_timeline.stall_seconds(samples, k["time"], st["unfinished"], st["committed"])
+        st["effects_since_commit"] = None if effects is None else sum(
+            1 for p in st["partitions"] if st["committed"].get(p) is not None for off, t in by_part.get(p, ())
+            if off >= st["committed"][p] and begun <= t <= k["time"])
+        out.append(st)
+    return out
+
+
+def kill_warnings(states: list[dict], finished_at: float | None, first_start: float | None) -> list[str]:
+    """Warnings when most kills could damage nothing, or none could strike before the consumer finished."""
+    out = []
+    harmless = [x for x in states if x["state"] != group_timeline.DAMAGE]
+    if states and len(harmless) * 2 > len(states):
+        done = sum(1 for x in harmless if x["state"] == group_timeline.DONE)
+        out.append(f"{len(harmless)} of {len(states)} kill(s) struck a worker that could do no damage ({done} after "
+                   f"its partitions were committed to their end, {len(harmless) - done} before it owned partitions "
+                   f"and worked): the claim was hardly tested")
+    if not states and finished_at is not None and first_start is not None:
+        out.append(f"your consumer committed every payment {finished_at - first_start:.2f} s after it started, "
+                   f"before any kill could strike: the claim was not tested (give more --messages)")
+    return out
+
+
+def _finished_at(samples: list[dict], ends: dict) -> float | None:
+    """When the group's committed offsets first reached the end of every partition."""
+    for s in samples:
+        c = s.get("committed") or {}
+        if c and all((c.get(p) or 0) >= end for p, end in ends.items()):
+            return s["t"]
+    return None
 
 
 def annotate(run, result, report) -> None:
@@ -127,40 +124,75 @@ def annotate(run, result, report) -> None:
     claim = p.expect or DEFAULT_CLAIM
     kills = [c for c in crashlog.read(run.crash_log) if c.get("by") == "supervisor" and c.get("time")]
     starts = [e for e in result.events if e.get("event") == "started"]
-    slots = assign_partitions(p.partitions, p.workers)
+    slots = {f"w{i}": parts for i, parts in enumerate(assign_partitions(p.partitions, p.workers))}
+    samples, tie_records, meta = read_timeline(run.run_dir / GROUP_TIMELINE)
+    ties = group_timeline.MemberTies(run.names.run_id)
+    ties.load(tie_records)
+    in_group = group_timeline.group_mode(samples) is True       # never decided: nobody joined, so assign
+    ends = ends_of(run.positions)
+    effects = None if p.audit_sql else _effects(run.stack.postgres_dsn, run.names.ledger_table)
+    states = kill_states(samples, ties, kills, starts, slots, ends, effects, run.positions)
     vd = d["verdict_detail"]
     broken = d["verdict"] == "unexpected"
-    dup = vd["differing_ids"].get("duplicates", []) if broken else []
     lost = vd["differing_ids"].get("lost", []) if broken else []
     # With the ledger, every duplicated id with the times of its effects; with --audit-sql, the named ids.
-    dup_times = (_duplicate_times(run.stack.postgres_dsn, run.names.ledger_table) if broken and dup
-                 and not p.audit_sql else None)
-    if dup_times is None:
-        dup_times = {i: [] for i in dup}
+    if effects is not None:
+        times: dict = {}
+        for mid, t in effects:
+            times.setdefault(mid, []).append(t)
+        dup_times = {i: ts for i, ts in times.items() if len(ts) > 1}
+    else:
+        dup_times = {i: [] for i in (vd["differing_ids"].get("duplicates", []) if broken else [])}
     t0 = run.progress.t0
+    ended = {(k.get("worker"), k.get("attempt")): k["time"] for k in kills}
+    placer = Placer(samples, ties, in_group, starts, slots, ended)
+    seen, dup_explained, lost_explained = witnesses(dup_times, lost, kills, placer, run.positions, t0)
     random_asked = next((f.get("kills") for f in d["faults_configured"] if f.get("fault") == "random-kill"), None)
+    first_start = min((s["t"] for s in starts), default=None)
     warnings = kill_quality(kills, run.progress.first_commit_at, random_asked)
-    seen, explained = witnesses(dup_times, lost, kills, starts, run.positions, slots, t0)
-    rs = d["timings"].get("restart_seconds") or []
+    warnings += kill_warnings(states, _finished_at(samples, ends), first_start)
+    unknown = ties.unidentified(samples) if in_group else []
+    if unknown:
+        warnings.append(f"{len(unknown)} group member(s) could not be tied to a worker process (give your Kafka "
+                        f"client HARNESS_CLIENT_ID as its client.id): who owned what is uncertain for them")
+    stalls = [x["stall_seconds"] for x in states if x["stall_seconds"] is not None]
+    timed = any(dup_times.values())
+
+    def rel(t):
+        return None if t is None else round(t - t0, 3)
     d["consumer"] = {
         "command": redact(p.worker_cmd),
         "claim": claim,
         "claim_held": None if d["verdict"] not in ("as-predicted", "unexpected") else d["verdict"] == "as-predicted",
         "audit": "audit-sql" if p.audit_sql else "ledger",
+        "membership": "group" if in_group else "assign",
+        "protocol": meta.get("protocol") if in_group else None,
+        "session_timeout_ms": meta.get("session_timeout_ms") if in_group else None,
+        "members_tied": {by: sum(1 for _, _, b in ties.of.values() if b == by)
+                         for by in ("client.id", "first appearance")},
+        "members_unidentified": len(unknown),
         "kills_landed": len(kills),
+        "kills_by_state": {s: sum(1 for x in states if x["state"] == s) for s in group_timeline.KILL_STATES},
         "kills": [{"worker": k.get("worker"), "attempt": k.get("attempt"), "pid": k.get("pid"),
-                   "t": round(k["time"] - t0, 3), "by": k.get("point"),
-                   "duplicates_explained": explained.get(n, 0) if dup_times and any(dup_times.values()) else None}
-                  for n, k in enumerate(kills)],
+                   "t": rel(k["time"]), "by": k.get("point"), "state": st["state"], "partitions": st["partitions"],
+                   "committed": {str(q): v for q, v in st["committed"].items()},
+                   "effects_since_commit": st["effects_since_commit"], "stall_seconds": st["stall_seconds"],
+                   "duplicates_explained": dup_explained.get(n, 0) if timed else None,
+                   "lost_explained": lost_explained.get(n, 0)}
+                  for n, (k, st) in enumerate(zip(kills, states))],
         "first_commit_seconds": None if run.progress.first_commit_at is None
         else round(run.progress.first_commit_at - t0, 3),
-        "restart_median_seconds": round(statistics.median(rs), 3) if rs else None,
-        "restart_max_seconds": max(rs) if rs else None,
-        "starts": [{"worker": s["worker"], "attempt": s["attempt"], "pid": s.get("pid"), "t": round(s["t"] - t0, 3)}
+        "restart_median_seconds": round(statistics.median(stalls), 3) if stalls else None,
+        "restart_max_seconds": max(stalls) if stalls else None,
+        "starts": [{"worker": s["worker"], "attempt": s["attempt"], "pid": s.get("pid"), "t": rel(s["t"])}
                    for s in starts],
         "warnings": warnings,
         "witnesses": seen,
     }
+    _summary(d, claim, kills, dup_explained, lost_explained, warnings)
+
+
+def _summary(d: dict, claim: str, kills: list, dup_explained: dict, lost_explained: dict, warnings: list) -> None:
     c = d["consumer"]
     # A claim is tested, not predicted from crash records: say so in the sentence's verdict words.
     for said, meant in (("exactly as predicted from the crash log", "as claimed"), ("exactly as predicted", "as claimed"),
@@ -170,16 +202,27 @@ def annotate(run, result, report) -> None:
             break
     text = f" Claim {claim}: " + {True: "held", False: "BROKEN", None: "not judged"}[c["claim_held"]]
     text += f"; {len(kills)} kill(s) landed"
-    if rs:
-        text += f", restarts took {c['restart_median_seconds']:.2f} s (median) to commit again"
+    if kills:
+        text += f" ({c['kills_by_state'][group_timeline.DAMAGE]} could do damage)"
+    if c["restart_median_seconds"] is not None:
+        text += (f"; after a kill the victim's partitions committed again {c['restart_median_seconds']:.2f} s "
+                 f"later (median)")
+        if c["membership"] == "group":
+            text += f", the group's stall ({c['protocol'] or 'unknown'} protocol)"
     text += "."
-    if explained:
-        text += f" {len(explained)} of {len(kills)} kill(s) left duplicated effects behind."
+    if dup_explained:
+        text += f" {len(dup_explained)} of {len(kills)} kill(s) left duplicated effects behind."
+    if lost_explained:
+        text += f" {len(lost_explained)} of {len(kills)} kill(s) explain lost effects."
     w = c["witnesses"][0] if c["witnesses"] else None
     if w:
-        eff = ", ".join(f"+{e['t']:.3f} s (attempt {e['attempt']})" for e in w["effects"] if e["t"] is not None)
+        eff = ", ".join(f"+{e['t']:.3f} s (" + (f"{e['worker']} attempt {e['attempt']}" if e.get("worker")
+                                                 else " or ".join(e.get("owners") or ["unknown"])) + ")"
+                        for e in w["effects"] if e["t"] is not None)
         ks = ", ".join(f"{k['worker']} attempt {k['attempt']} at +{k['t']:.3f} s" for k in w["kills"][:3])
         text += (f" Witness: {w['id']} {w['kind']}" + (f", applied at {eff}" if eff else "")
-                 + (f"; kill(s): {ks}" if ks else "") + ".")
+                 + (f"; kill(s): {ks}" if ks else "")
+                 + (" (no kill: its partition moved at a group change)" if w.get("explained_by") == "group change"
+                    else "") + ".")
     text += "".join(f" Warning: {x}." for x in warnings)
     d["summary"] += text

@@ -1,7 +1,9 @@
 """random-kill: the supervisor SIGKILLs busy workers at seeded instants the worker did not choose.
 
 Each worker attempt, once it has processed its first record, is killed after a
-seeded delay (0.05-0.6 s of busy time), until `kills` kills are spent. The
+seeded delay (0.05-0.6 s of busy time), until `kills` kills are spent; a worker
+its launcher sees with nothing left to do (a foreign consumer whose partitions
+are committed to their end) is spared: that kill could damage nothing. The
 worker cannot say what it had in flight, so the predictions that a crash can
 change become upper bounds; the audit stays exact.
 """
@@ -50,7 +52,7 @@ class RandomKill(Fault):
             if key not in self.kill_at:
                 self.kill_at[key] = s.first_message_at + self.delays.pop(0) if self.delays else None
             at = self.kill_at[key]
-            if at is not None and now >= at and s.proc.poll() is None:
+            if at is not None and now >= at and s.proc.poll() is None and s.has_work:
                 self.kill_at[key] = None
                 s.proc.send_signal(signal.SIGKILL)
                 crashlog.append(sup.crash_log, {"point": RANDOM, "message_id": None, "partition": None,

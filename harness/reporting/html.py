@@ -190,9 +190,8 @@ def render(r) -> str:
             body += ["<h3>Witnesses (times since the workers started)</h3>", table(
                 consumer.witness_rows(cs), ("id", "what", "slot / partition", "effects applied at", "kills"))]
         if cs.get("kills"):
-            body += ["<h3>Kills</h3>", table(consumer.kill_rows(cs)[:200], ("#", "worker", "attempt", "pid", "at",
-                                                                         "duplicated ids it explains"),
-                                             numeric=(0, 2, 3, 4, 5))]
+            body += ["<h3>Kills</h3>", table(consumer.kill_rows(cs)[:200], consumer.KILL_HEADS,
+                                             numeric=(0, 2, 3, 4, 7, 8, 9))]
     for name, story in (d.get("fault_details") or {}).items():
         times = story.get("times_since_pause") or {}
         # a pause's story is times after it; any other fault's is plain facts (planned-crash: how many)

@@ -43,6 +43,7 @@ class Slot:
     unplanned_failures: int = 0
     stuck_in_a_row: int = 0              # attempts ended by their call deadline with no record handled between
     restart_at: float | None = None      # a dead worker's successor starts at this time (--restart-delay)
+    has_work: bool = True                # False once a launcher sees it has nothing left (a random kill spares it)
 
 
 @dataclass
@@ -108,6 +109,7 @@ class Supervisor:
     def start(self, slot: Slot) -> None:
         slot.attempt += 1
         slot.first_message_at = None
+        slot.has_work = True
         if not self.standby:
             slot.proc = self._spawn(slot, self.command(slot))
         else:

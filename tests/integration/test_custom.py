@@ -81,6 +81,64 @@ def test_the_wrong_python_consumer_is_caught_with_the_duplicates_and_their_kills
     assert "NOT as claimed" in d["summary"] and "Witness:" in d["summary"]
 
 
+SESSION_MS, HEARTBEAT_MS = 2000, 2000 // 3            # the group example's settings in the test below
+
+
+def test_a_consumer_in_a_real_group_is_killed_while_it_works_and_witnessed_by_the_member_that_applied(stack, tmp_path):
+    """examples/consumers/python/group.py subscribes (classic protocol, 2 s session), so the group decides who
+    reads what; it commits after every 20 payments, so a kill leaves applied work behind. Its ledger rows
+    carry the worker and attempt that applied them: the consumer's own record, checked against what the
+    harness placed from the group's timeline."""
+    d = run_custom(stack, tmp_path, python_example("group.py") + f" --session-timeout-ms {SESSION_MS} --commit-every 20",
+                   "--expect", "at-least-once", "--kills", "12", "--partitions", "2", "--workers", "2",
+                   "--messages", "8000")
+    c = d["consumer"]
+    assert c["membership"] == "group" and c["protocol"] == "classic" and c["members_unidentified"] == 0
+    assert c["members_tied"]["client.id"] >= c["kills_landed"] + 2
+    with psycopg.connect(stack["dsn"]) as conn:
+        rows = conn.execute(f"select message_id, worker, attempt from {d['stack']['ledger_table']} order by id").fetchall()
+    applied_by: dict = {}
+    for mid, worker, attempt in rows:
+        applied_by.setdefault(mid, []).append((worker, attempt))
+    workers = {wa for who in applied_by.values() for wa in who}
+    # every kill counted as landed struck a member that owned partitions and had applied payments since its start
+    assert c["kills_landed"] >= 8, c["warnings"]
+    for k in c["kills"]:
+        # (a kill may still land just after the victim's own last commit, before a sample showed it)
+        assert k["state"] in ("could do damage", "after its last commit") and k["partitions"], k
+        assert (k["worker"], k["attempt"]) in workers, f"{k} applied nothing"
+    # witnesses name the member that really applied each effect
+    dups = [w for w in c["witnesses"] if w["kind"] == "duplicated"]
+    assert dups, "commits every 20 payments: kills leave duplicates"
+    for w in dups:
+        named = [(e["worker"], e["attempt"]) for e in w["effects"]]
+        truth = applied_by[w["id"]]
+        assert len(named) == len(truth)
+        for (worker, attempt), real, e in zip(named, truth, w["effects"]):
+            assert (worker, attempt) == real or (worker is None and f"{real[0]} attempt {real[1]}" in e["owners"]), w
+        if w["explained_by"] == "kill":
+            k = w["kills"][0]
+            assert (k["worker"], k["attempt"]) == truth[0], "the kill that explains it is of the first applier"
+    assert sum(k["duplicates_explained"] for k in c["kills"]) >= 1
+    # the restart per kill is the group's stall: the dead member's session must expire first (it heartbeat at
+    # most HEARTBEAT_MS before its death)
+    stalls = [k["stall_seconds"] for k in c["kills"] if k["stall_seconds"] is not None]
+    assert len(stalls) >= len(c["kills"]) - 1
+    assert min(stalls) >= (SESSION_MS - HEARTBEAT_MS) / 1000, stalls
+    assert c["restart_median_seconds"] >= SESSION_MS / 1000 * 0.9
+    assert "the group's stall (classic protocol)" in d["summary"]
+    assert (tmp_path / "report" / "group.jsonl").exists()
+
+
+def test_a_consumer_that_finishes_before_any_kill_can_strike_is_told_so(stack, tmp_path):
+    # one payment: the sample that first shows the consumer's work shows it done, so no kill may strike
+    d = run_custom(stack, tmp_path, python_example("correct.py"), "--kills", "3", "--messages", "1")
+    c = d["consumer"]
+    assert c["kills_landed"] == 0 and c["claim_held"] is True
+    assert any("before any kill could strike" in w for w in c["warnings"]), c["warnings"]
+    assert "before any kill could strike" in d["summary"]
+
+
 @pytest.fixture(scope="module")
 def java_consumer():
     if shutil.which("mvn") is None or shutil.which("java") is None:

@@ -64,13 +64,19 @@ def full_report() -> dict:
     d["timeline"]["faults"] = [{"fault": "broker-pause", "t": 1.0, "until": 2.0}]
     d["consumer"] = {
         "command": "python my.py", "claim": "exactly-once", "claim_held": False, "audit": "ledger",
-        "kills_landed": 1, "first_commit_seconds": 1.0, "restart_median_seconds": 0.4, "restart_max_seconds": 0.5,
-        "kills": [{"worker": "w0", "attempt": 1, "pid": 4242, "t": 2.5, "by": "random", "duplicates_explained": 2}],
+        "membership": "group", "protocol": "classic", "session_timeout_ms": None,
+        "members_tied": {"client.id": 2, "first appearance": 0}, "members_unidentified": 0,
+        "kills_landed": 1, "kills_by_state": {"could do damage": 1, "after its last commit": 0, "before joining": 0},
+        "first_commit_seconds": 1.0, "restart_median_seconds": 0.4, "restart_max_seconds": 0.5,
+        "kills": [{"worker": "w0", "attempt": 1, "pid": 4242, "t": 2.5, "by": "random", "state": "could do damage",
+                   "partitions": [0], "committed": {"0": 5}, "effects_since_commit": 2, "stall_seconds": 0.4,
+                   "duplicates_explained": 2, "lost_explained": 0}],
         "starts": [{"worker": "w0", "attempt": 1, "pid": 4242, "t": 0.0}],
         "warnings": ["only 1 kill landed"],
         "witnesses": [{"id": "pay-000003", "kind": "duplicated", "partition": 0, "worker": "w0",
-                       "effects": [{"t": 2.0, "attempt": 1}],
-                       "kills": [{"worker": "w0", "attempt": 1, "pid": 4242, "t": 2.5}]}]}
+                       "effects": [{"t": 2.0, "worker": "w0", "attempt": 1},
+                                   {"t": 2.6, "worker": None, "attempt": None, "owners": ["w0 attempt 2", "member m"]}],
+                       "kills": [{"worker": "w0", "attempt": 1, "pid": 4242, "t": 2.5}], "explained_by": "kill"}]}
     return d
 
 

@@ -14,7 +14,8 @@ from harness.checker.verdict import Evidence, judge
 from harness.errors import HarnessError
 from harness.experiments import get
 from harness.experiments.custom import libpq_uri
-from harness.experiments.custom_report import attempt_at, kill_quality, slot_of, witnesses
+from harness.experiments.custom_report import kill_quality
+from harness.experiments.custom_witnesses import Placer, attempt_at, slot_of, witnesses
 from harness.faults import build
 from harness.runtime import crashlog
 from harness.faults.kill_every import KillEvery
@@ -76,41 +77,55 @@ def test_kill_quality_warns_about_few_or_early_kills():
     assert any("first committed" in w for w in kill_quality(kills, None, None))
 
 
+def assigned(starts=(), slots=None, samples=()):
+    """A Placer for consumers that assign: ownership from the slots, attempts from their starts."""
+    return Placer(list(samples), None, False, list(starts), slots or {"w0": [0], "w1": [1]}, {})
+
+
 def test_witnesses_name_the_kill_between_two_effects_and_spread_over_kills():
-    slots = [[0], [1]]
     positions = {"a": (0, 0), "b": (0, 1), "c": (1, 0), "lost1": (1, 5)}
     kills = [{"worker": "w0", "attempt": 1, "pid": 11, "time": 105.0},
              {"worker": "w1", "attempt": 1, "pid": 12, "time": 106.0},
              {"worker": "w0", "attempt": 2, "pid": 13, "time": 120.0}]
     starts = [{"worker": "w0", "attempt": 1, "t": 100.0}, {"worker": "w0", "attempt": 2, "t": 105.5},
               {"worker": "w1", "attempt": 1, "t": 100.0}, {"worker": "w1", "attempt": 2, "t": 106.5}]
+    # partition 1's commit passes offset 5 between +5.6 s and +5.8 s, while w1 attempt 1 runs
+    samples = [{"t": 105.6, "committed": {0: 0, 1: 5}}, {"t": 105.8, "committed": {0: 0, 1: 6}}]
     dup = {"a": [104.0, 107.0], "b": [104.5, 107.5], "c": [105.8, 108.0]}
-    seen, explained = witnesses(dup, ["lost1"], kills, starts, positions, slots, t0=100.0)
+    seen, explained, lost = witnesses(dup, ["lost1"], kills, assigned(starts, samples=samples), positions, t0=100.0)
     assert [w["id"] for w in seen] == ["a", "c", "b", "lost1"]     # one per explaining kill first, in kill order
     a = seen[0]
-    assert a["worker"] == "w0" and a["partition"] == 0
-    assert a["effects"] == [{"t": 4.0, "attempt": 1}, {"t": 7.0, "attempt": 2}]
+    assert a["worker"] == "w0" and a["partition"] == 0 and a["explained_by"] == "kill"
+    assert a["effects"] == [{"t": 4.0, "worker": "w0", "attempt": 1}, {"t": 7.0, "worker": "w0", "attempt": 2}]
     assert a["kills"] == [{"worker": "w0", "attempt": 1, "pid": 11, "t": 5.0}]
     assert seen[1]["kills"][0]["pid"] == 12
     assert explained == {0: 2, 1: 1}
     assert seen[-1]["kind"] == "lost" and [k["pid"] for k in seen[-1]["kills"]] == [12]
+    assert seen[-1]["committed_past_at"] == 5.8 and lost == {1: 1}
+
+
+def test_a_kill_of_another_attempt_between_the_effects_does_not_explain_a_duplicate():
+    kills = [{"worker": "w1", "attempt": 1, "pid": 12, "time": 105.0}]
+    starts = [{"worker": "w0", "attempt": 1, "t": 100.0}, {"worker": "w1", "attempt": 1, "t": 100.0}]
+    seen, explained, _ = witnesses({"a": [104.0, 107.0]}, [], kills, assigned(starts), {"a": (0, 0)}, t0=100.0)
+    assert seen[0]["kills"] == [] and seen[0]["explained_by"] == "unexplained" and explained == {}
 
 
 def test_without_insert_times_a_duplicate_lists_its_slots_kills_and_explains_none():
     kills = [{"worker": "w0", "attempt": 1, "pid": 11, "time": 105.0}, {"worker": "w1", "attempt": 1, "pid": 12, "time": 106.0}]
-    seen, explained = witnesses({"a": []}, [], kills, [], {"a": (1, 0)}, [[0], [1]], t0=100.0)
+    seen, explained, _ = witnesses({"a": []}, [], kills, assigned(), {"a": (1, 0)}, t0=100.0)
     assert seen[0]["effects"] == [] and [k["pid"] for k in seen[0]["kills"]] == [12] and explained == {}
 
 
 def test_many_duplicates_leave_room_for_lost_witnesses():
     kills = [{"worker": "w0", "attempt": 1, "pid": 11, "time": 105.0}]
     dups = {f"d{i:02d}": [104.0, 106.0] for i in range(40)}
-    seen, _ = witnesses(dups, ["x1", "x2"], kills, [], {}, [[0]], t0=100.0)
+    seen, _, _ = witnesses(dups, ["x1", "x2"], kills, assigned(slots={"w0": [0]}), {}, t0=100.0)
     assert len(seen) == 20 and [w["id"] for w in seen if w["kind"] == "lost"] == ["x1", "x2"]
 
 
 def test_slot_and_attempt_lookups():
-    assert slot_of(3, [[0, 2], [1, 3]]) == "w1" and slot_of(9, [[0]]) is None
+    assert slot_of(3, {"w0": [0, 2], "w1": [1, 3]}) == "w1" and slot_of(9, {"w0": [0]}) is None
     starts = [{"worker": "w0", "attempt": 1, "t": 1.0}, {"worker": "w0", "attempt": 2, "t": 5.0}]
     assert (attempt_at(starts, "w0", 0.5), attempt_at(starts, "w0", 4.9), attempt_at(starts, "w0", 5.0)) == (None, 1, 2)
 
@@ -185,14 +200,23 @@ def test_the_suite_leaves_custom_out():
 
 def consumer_section():
     return {"command": "python my.py", "claim": "exactly-once", "claim_held": False, "audit": "ledger",
-            "kills_landed": 2, "first_commit_seconds": 1.0, "restart_median_seconds": 0.4, "restart_max_seconds": 0.5,
-            "kills": [{"worker": "w0", "attempt": 1, "pid": 4242, "t": 2.5, "by": "random", "duplicates_explained": 3},
-                      {"worker": "w0", "attempt": 2, "pid": 4343, "t": 4.0, "by": "beat", "duplicates_explained": 0}],
+            "membership": "group", "protocol": "classic", "session_timeout_ms": None,
+            "members_tied": {"client.id": 3, "first appearance": 0}, "members_unidentified": 0,
+            "kills_landed": 2, "kills_by_state": {"could do damage": 1, "after its last commit": 1, "before joining": 0},
+            "first_commit_seconds": 1.0, "restart_median_seconds": 6.4, "restart_max_seconds": 6.5,
+            "kills": [{"worker": "w0", "attempt": 1, "pid": 4242, "t": 2.5, "by": "random", "state": "could do damage",
+                       "partitions": [0], "committed": {"0": 40}, "effects_since_commit": 3, "stall_seconds": 6.5,
+                       "duplicates_explained": 3, "lost_explained": 0},
+                      {"worker": "w0", "attempt": 2, "pid": 4343, "t": 4.0, "by": "beat",
+                       "state": "after its last commit", "partitions": [0], "committed": {"0": 100},
+                       "effects_since_commit": 0, "stall_seconds": None, "duplicates_explained": 0, "lost_explained": 0}],
             "starts": [{"worker": "w0", "attempt": 1, "pid": 4242, "t": 0.0}],
             "warnings": ["only 2 kill(s) landed of 12 asked: too few to mean much"],
             "witnesses": [{"id": "pay-000007", "kind": "duplicated", "partition": 0, "worker": "w0",
-                           "effects": [{"t": 2.0, "attempt": 1}, {"t": 3.0, "attempt": 2}],
-                           "kills": [{"worker": "w0", "attempt": 1, "pid": 4242, "t": 2.5}]}]}
+                           "effects": [{"t": 2.0, "worker": "w0", "attempt": 1}, {"t": 3.0, "worker": None,
+                                                                               "attempt": None,
+                                                                               "owners": ["w0 attempt 2", "w1 attempt 1"]}],
+                           "kills": [{"worker": "w0", "attempt": 1, "pid": 4242, "t": 2.5}], "explained_by": "kill"}]}
 
 
 def test_the_consumer_section_validates_and_renders_its_witnesses():
@@ -202,10 +226,14 @@ def test_the_consumer_section_validates_and_renders_its_witnesses():
     d = {**sample("custom", dups=1, verdict="unexpected"), "consumer": consumer_section()}
     validate(d)
     md, page = markdown.render(RunReport(d)), html.render(RunReport(d))
-    for text in ("Your consumer", "exactly-once: BROKEN", "pay-000007", "+2.000 s (attempt 1), +3.000 s (attempt 2)",
-                 "w0 attempt 1 pid 4242 at +2.500 s", "Warning:", "too few to mean much"):
+    for text in ("Your consumer", "exactly-once: BROKEN", "pay-000007",
+                 "+2.000 s (w0 attempt 1), +3.000 s (w0 attempt 2 or w1 attempt 1)",
+                 "w0 attempt 1 pid 4242 at +2.500 s", "Warning:", "too few to mean much",
+                 "the group (classic protocol; session timeout set by your client, not shown by the broker)",
+                 "2 (1 could do damage, 1 after its last commit, 0 before joining)"):
         assert text in md and text in page, text
-    assert "| 1 | w0 | 1 | 4242 | +2.500 s | 3 |" in md
+    assert "| 1 | w0 | 1 | 4242 | +2.500 s | could do damage | 0: 40 | 3 | 6.500 s | 3 |" in md
+    assert "| 2 | w0 | 2 | 4343 | +4.000 s | after its last commit | 0: 100 | 0 | unknown | 0 |" in md
     no_consumer = sample()
     assert "Your consumer" not in markdown.render(RunReport(no_consumer))
 

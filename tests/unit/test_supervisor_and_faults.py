@@ -192,7 +192,8 @@ def test_restart_seconds_join_each_crash_to_its_own_slot():
 # -- faults ----------------------------------------------------------------------------------------
 
 def fake_sup(tmp_path, proc, first_message_at):
-    slot = SimpleNamespace(index=0, name="w0", attempt=1, proc=proc, finished=False, first_message_at=first_message_at)
+    slot = SimpleNamespace(index=0, name="w0", attempt=1, proc=proc, finished=False, first_message_at=first_message_at,
+                           has_work=True)
     return SimpleNamespace(slots=[slot], crash_log=tmp_path / "crash-log.jsonl")
 
 
@@ -211,6 +212,27 @@ def test_random_kill_strikes_a_busy_worker_after_its_seeded_delay_and_records_it
     assert [e["fault"] for e in f.entries(crashlog.read(sup.crash_log), [])] == ["random-kill"]
     f.tick(sup)                       # no kills left: nothing more happens
     assert len(crashlog.read(sup.crash_log)) == 1
+
+
+def test_random_kill_spares_a_worker_with_nothing_left_to_do(tmp_path):
+    proc = subprocess.Popen(["sleep", "30"])
+    try:
+        sup = fake_sup(tmp_path, proc, time.time() - 5)      # its seeded delay has long passed
+        sup.slots[0].has_work = False                          # its launcher saw its partitions committed to the end
+        f = RandomKill(kills=1, seed=3)
+        f.setup(None)
+        for _ in range(20):
+            f.tick(sup)
+            time.sleep(0.01)
+        assert proc.poll() is None and crashlog.read(sup.crash_log) == []
+        sup.slots[0].has_work = True                           # work again (a partition moved to it): it may die
+        deadline = time.time() + 5
+        while proc.poll() is None and time.time() < deadline:
+            f.tick(sup)
+            time.sleep(0.01)
+        assert proc.wait(5) == -signal.SIGKILL
+    finally:
+        proc.kill()
 
 
 def test_zombie_freezes_replaces_resumes_and_reports_the_fencing(tmp_path):

@@ -1,0 +1,79 @@
+"""A consumer in a real group: it subscribes, applies each payment in a transaction, then commits its offset.
+
+Run it under the harness (from the repository root):
+
+    harness run custom --worker-cmd "python examples/consumers/python/group.py" --expect at-least-once \\
+        --kills 12 --partitions 2 --workers 2 --messages 3000
+
+It ignores HARNESS_PARTITIONS: it subscribes to the input topic as a member of
+HARNESS_GROUP_ID (the classic protocol, auto-commit off), so the group decides
+who reads what, and partitions move when a member dies. Its client.id is
+HARNESS_CLIENT_ID, so the harness can tell which member is which process. Each
+payment is one Postgres transaction (a ledger row, with the worker and attempt
+that applied it), and the offset is committed after it: nothing is lost, but a
+kill between the two applies the payment again when its partition's next owner
+reads it (with `--commit-every N`, up to N payments: it commits after every N). That is at-least-once, and the harness shows it: the claim
+`at-least-once` holds, `exactly-once` is broken with the kill behind each
+duplicate. `--session-timeout-ms` sets how long the group waits for a dead
+member before its partitions move (default 6000, the broker's smallest by
+default).
+"""
+
+import argparse
+import json
+import os
+import signal
+
+import psycopg
+from confluent_kafka import Consumer
+
+env = os.environ
+stopping = False
+
+
+def stop(signum, frame):
+    global stopping
+    stopping = True
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--session-timeout-ms", type=int, default=6000)
+    ap.add_argument("--commit-every", type=int, default=1, help="commit the offset after this many payments")
+    args = ap.parse_args()
+    signal.signal(signal.SIGTERM, stop)
+    ledger = env["HARNESS_LEDGER_TABLE"]             # schema.table, a plain SQL name
+    consumer = Consumer({"bootstrap.servers": env["HARNESS_BOOTSTRAP_SERVERS"], "group.id": env["HARNESS_GROUP_ID"],
+                         "client.id": env.get("HARNESS_CLIENT_ID", "group-example"),
+                         "group.protocol": "classic", "session.timeout.ms": args.session_timeout_ms,
+                         "heartbeat.interval.ms": max(100, args.session_timeout_ms // 3),
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer.subscribe([env["HARNESS_INPUT_TOPIC"]])
+    applied = 0
+    with psycopg.connect(env["HARNESS_POSTGRES_DSN"]) as db:
+        while not stopping:
+            msg = consumer.poll(0.5)
+            if msg is None and applied % args.commit_every:
+                applied = 0                            # nothing more for now: commit what was applied
+                try:
+                    consumer.commit(asynchronous=False)
+                except Exception:  # noqa: BLE001 - nothing to commit, or mid-rebalance
+                    pass
+            if msg is None or msg.error():
+                continue
+            payment = json.loads(msg.value())
+            with db.transaction():
+                db.execute(f"insert into {ledger} (message_id, amount, worker, attempt) values (%s, %s, %s, %s)",
+                           (payment["id"], payment["amount"], env["HARNESS_WORKER"], int(env["HARNESS_ATTEMPT"])))
+            applied += 1
+            if applied % args.commit_every:
+                continue
+            try:
+                consumer.commit(asynchronous=False)      # the positions of everything applied so far
+            except Exception:  # noqa: BLE001 - a commit refused mid-rebalance: the next owner reads it again
+                pass
+    consumer.close()
+
+
+if __name__ == "__main__":
+    main()
