@@ -26,6 +26,14 @@ READ_TIMEOUT_S = 60
 STABLE_WAIT_S = 30.0
 
 
+def audited(required: bool, records) -> bool:
+    """Whether an output topic is audited: always when the experiment requires it (`Stores.output`), else
+    (`Stores.output_if_written`: the consumer under test may never produce) only when a reader found
+    records in it or could not read it. `records`: each reader's count, None where it failed. The run's
+    own audit (observe.py) and `harness audit` decide by this one rule."""
+    return required or any(n != 0 for n in records)
+
+
 @dataclass
 class LogRead:
     """What one fresh reader got: each record as (key, value, partition, offset), and how far it got in

@@ -24,7 +24,7 @@ from . import deliveries as delivery_log
 from . import output_watcher
 from .effects import EffectCounts, count_effects, integrity, split_missing
 from .accounts import audit_accounts, read_accounts
-from .kafka_output import audit_output, read_ids
+from .kafka_output import audit_output, audited, read_ids
 from .ledger import LedgerRows, read_ledger
 from .verdict import Evidence
 
@@ -79,9 +79,9 @@ def _split(c: EffectCounts, positions, committed, finished: bool) -> StoreCounts
                        c.unexpected_ids, unprocessed, c.per_id)
 
 
-def _unwritten(kout: dict) -> bool:
-    """No reader saw a record and none failed: the consumer did not use its output topic."""
-    return all(not kout[iso].get("error") and not kout[iso].get("records") for iso in ISOLATIONS)
+def _counts(kout: dict) -> list:
+    """Each reader's record count, None for a reader that failed."""
+    return [None if kout[iso].get("error") else kout[iso].get("records") or 0 for iso in ISOLATIONS]
 
 
 def observe_run(exp, stack, names, amounts: dict, positions: dict | None, committed: dict | None,
@@ -130,7 +130,7 @@ def observe_run(exp, stack, names, amounts: dict, positions: dict | None, commit
                        hits_from_accounts=not exp.stores.dedupe)
     if exp.stores.output_topic:
         kout = output_reader(stack.bootstrap_servers, names.output_topic, sent, amounts)
-        if not exp.stores.output and _unwritten(kout):
+        if not audited(exp.stores.output, _counts(kout)):
             kout = None                    # an optional output topic nobody wrote to: nothing to audit
     if kout is not None:
         a.output = {"aborted_records": kout.get("aborted_records")}

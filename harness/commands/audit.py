@@ -7,6 +7,11 @@ the run's topics or tables are gone, or a report.json is not a valid report
 (checked before anything is read: reporting/validate.py). A suite folder audits
 each of its runs. Names and ids are printed escaped (harness/escape.py).
 
+An output topic is recounted by the run's own rule (checker/kafka_output.audited):
+one the experiment requires always, one it creates only for a consumer that may
+produce (custom's) only when it holds records; left out, the audit says so in one
+line instead of counting every id as missing there.
+
 No SQL is ever taken from a report (anyone can edit one): a custom run that
 counted its effects with `--audit-sql` is recounted by that query only when it
 is given again here, and then it runs as `checker/user_sql` runs SQL the
@@ -64,13 +69,12 @@ def audit_folder(folder: Path, stack, audit_sql: str | None = None,
                                         effects) if (st.get("ledger_table") or query) and not skipped else None
         outputs = {iso: recount.recount_output(recount.read_topic(stack.bootstrap_servers, st["output_topic"], iso), sent)
                    for iso in ("read_committed", "read_uncommitted")} if st.get("output_topic") else {}
-        ko = report.get("kafka_output") or {}
-        if outputs and all(o.records == 0 for o in outputs.values()) and not ko.get("read_committed"):
-            # an output topic the consumer may leave unused (custom): it wrote none, and the run judged none
+        unused = _unused_output(report, outputs)
+        if unused:
             outputs = {}
             if notes is not None:
-                notes.append(("note", f"{folder.name}: the output topic holds no record and the run judged none: "
-                                      f"nothing to recount there"))
+                notes.append(("note", f"{folder.name}: the output topic holds no record and {unused} does not "
+                                      f"require one: not audited (the run's own audit leaves such a topic out)"))
         accounts = recount.recount_accounts(stack.postgres_dsn, st["accounts_table"], sent, inp.accounts) \
             if st.get("accounts_table") else None
         # The run's own rejects table, whatever the report says of it: it is used when it exists.
@@ -94,6 +98,29 @@ def audit_folder(folder: Path, stack, audit_sql: str | None = None,
         rows.insert(1, crosscheck.Row("ledger", "effects (not recounted)",
                                       c.get("effects") if type(c.get("effects")) is int else None, None))
     return rows, (f"{folder / 'report.json'} is not a run's report: {why}" if why else None)
+
+
+def _unused_output(report: dict, outputs: dict) -> str | None:
+    """The experiment's name when its output topic is left out as the run's own audit leaves it out
+    (checker/kafka_output.audited): the experiment only creates it for a consumer that may produce
+    (custom's `Stores.output_if_written`), it holds no record, and the report states none read there
+    either (a report that does would differ from the empty topic, and is shown so). None: recount it.
+    The experiment's declaration decides, not the report: an experiment that requires its output topic,
+    or one this harness does not know, has it recounted even when it is empty."""
+    from ..checker.kafka_output import audited
+    from ..experiments import REGISTRY
+    exp = REGISTRY.get(str(report.get("experiment")))
+    if not outputs or exp is None:
+        return None
+    ko = report.get("kafka_output") or {}
+
+    def stated(iso):        # what the report says the run read (unknown: no claim; a wrong type: judged later)
+        rep = ko.get(iso)
+        if rep is None or isinstance(rep, dict) and rep.get("records") is None:
+            return 0
+        return rep.get("records") if isinstance(rep, dict) else rep
+    counts = [o.records for o in outputs.values()] + [stated(iso) for iso in outputs]
+    return None if audited(exp.stores.output, counts) else exp.name
 
 
 def _effects_query(folder: Path, report: dict, given: str | None, notes: list) -> tuple[str | None, bool]:

@@ -140,6 +140,17 @@ def table(rows, head=None, numeric=()) -> str:
     return "".join(out)
 
 
+def story_tables(story: dict) -> list[str]:
+    """A fault's story: a pause's times (seconds after it) in a table of their own under that heading, the
+    plain facts (planned-crash: how many crashes were planned; a zombie's state) under 'what | value'.
+    Facts under the times' heading read as seconds after the fault."""
+    times = story.get("times_since_pause") or {}
+    facts = [(k.replace("_", " "), v) for k, v in story.items() if k != "times_since_pause"]
+    out = [table([(k.replace("_", " "), f"{v:.3f} s") for k, v in times.items()],
+                 ("event (seconds after the fault)", "value"))] if times else []
+    return out + ([table(facts, ("what", "value"))] if facts else [])
+
+
 def page(title: str, body: str) -> str:
     return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{escape(title)}</title>"
             f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{CSS}</style></head>"
@@ -193,12 +204,7 @@ def render(r) -> str:
             body += ["<h3>Kills</h3>", table(consumer.kill_rows(cs)[:200], consumer.KILL_HEADS,
                                              numeric=(0, 2, 3, 4, 7, 8, 9))]
     for name, story in (d.get("fault_details") or {}).items():
-        times = story.get("times_since_pause") or {}
-        # a pause's story is times after it; any other fault's is plain facts (planned-crash: how many)
-        body += [f"<h2>Fault: {escape(name)}</h2>", table(
-            [(k.replace("_", " "), f"{v:.3f} s") for k, v in times.items()] +
-            [(k.replace("_", " "), v) for k, v in story.items() if k != "times_since_pause"],
-            ("event (seconds after the fault)", "value") if times else ("what", "value"))]
+        body += [f"<h2>Fault: {escape(name)}</h2>", *story_tables(story)]
     if d["predicted"].get("note"):
         body.append(f"<p class=muted>{escape(d['predicted']['note'])}</p>")
     if d["predicted"].get("evidence"):

@@ -290,3 +290,36 @@ def test_up_says_each_note_once(monkeypatch):
     monkeypatch.setattr(resolve, "get_stack", get_stack)
     out = CliRunner().invoke(up, [], standalone_mode=False).output
     assert out.count("is taken on 127.0.0.1") == 1 and out.count("reused the running stack") == 1
+
+
+def test_up_says_a_replaced_port_once_when_its_port_is_taken(tmp_path, monkeypatch):
+    """`harness up` through the local stack's own start, with the Kafka port it recorded held by a socket of
+    this test: the line saying the port is taken and another used appears once. Only the services' start
+    and wait are faked (no Kafka, no PostgreSQL, no jars)."""
+    import socket
+    from pathlib import Path
+    from click.testing import CliRunner
+    from harness.commands.up import up
+    from harness.stack import health, local_kafka, local_postgres, local_record, local_services, marker, ports
+    state = tmp_path / "state"
+    for k, v in {"HARNESS_HOME": str(state), "HARNESS_CACHE": str(tmp_path / "cache"),
+                 "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": ""}.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(local_services, "_tools", lambda log, release: (Path("/absent/bin"), Path("/absent/lib")))
+    monkeypatch.setattr(local_kafka.LocalKafka, "start", lambda self, *a, **k: None)
+    monkeypatch.setattr(local_postgres.LocalPostgres, "start", lambda self, *a, **k: None)
+    monkeypatch.setattr(local_postgres.LocalPostgres, "ensure_roles", lambda self, port: [])
+    monkeypatch.setattr(local_services, "_wait_ready", lambda *a, **k: None)
+    monkeypatch.setattr(health, "postgres_version", lambda dsn: "15")
+    with socket.socket() as held:
+        held.bind((ports.HOST, 0))
+        held.listen(1)
+        kafka_port = held.getsockname()[1]
+        state.mkdir()
+        marker.mark(state, in_the_way=[])
+        local_record.write_record(state, {"kind": "local", "kafka_port": kafka_port, "controller_port": ports.any_free(),
+                                          "postgres_port": ports.any_free()})
+        result = CliRunner().invoke(up, [])
+    assert result.exit_code == 0, result.output
+    said = [line for line in result.output.splitlines() if f"port {kafka_port} is taken" in line]
+    assert len(said) == 1, result.output

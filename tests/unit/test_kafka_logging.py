@@ -120,3 +120,19 @@ def test_a_routine_retry_worded_as_a_warning_stays_out_of_the_terminal():
     assert out.getvalue() == ""
     h.handle(record(refused(3), logging.WARNING))
     assert out.getvalue().count("\n") == 1              # other warnings still reach it
+
+
+def test_a_routine_retry_is_kept_in_the_runs_log_file_and_a_real_error_beside_it_is_shown(tmp_path, fresh_logger):
+    """The line a fresh broker makes the first idempotent producer log goes to the log file only; an
+    idempotence error that is not a retry (the producer cannot go on) still reaches the terminal."""
+    out = io.StringIO()
+    logger = kafka_logging.configure(tmp_path / "kafka-clients.log", stream=out, clock=Clock())
+    routine = ("[thrd:main]: Failed to acquire idempotence PID from broker 127.0.0.1:19092/1: "
+               "Broker: Coordinator load in progress: retrying")
+    fatal = "[thrd:main]: Fatal idempotent producer error: Broker: Cluster authorization failed"
+    logger.log(logging.WARNING, "%s [%s] %s", "GETPID", "rdkafka#producer-1", routine)
+    logger.log(logging.ERROR, "%s [%s] %s", "FATAL", "rdkafka#producer-1", fatal)
+    in_file = (tmp_path / "kafka-clients.log").read_text()
+    assert "Coordinator load in progress: retrying" in in_file and "Cluster authorization failed" in in_file
+    shown = out.getvalue().splitlines()
+    assert len(shown) == 1 and "Cluster authorization failed" in shown[0]

@@ -60,34 +60,86 @@ def test_stall_is_measured_on_the_crashed_records_partition():
     assert stalls_after(seen, [{"time": 10.0, "worker": "w0", "partition": None}]) == [0.1]
 
 
-def test_an_output_topic_the_consumer_never_wrote_is_not_recounted_as_all_missing(tmp_path, monkeypatch):
-    """custom creates an output topic its consumer may leave unused: `harness audit` said "ids missing 3,000"
-    for one the consumer never wrote, and the run never judged."""
+def _audit_with_output(tmp_path, monkeypatch, experiment: str, kafka_output, output_keys=()):
+    """`harness audit` of a hand-made report of `experiment` whose run sent p0..p2, its output topic holding
+    a record per key of `output_keys`: (rows, why, notes). Only Kafka and Postgres are faked."""
     import json
+    from collections import Counter
     from types import SimpleNamespace
     from harness.checker import recount
     from harness.commands import audit
-    from tests.unit.sample_report import sample
     from harness.workload.naming import RunNames
-    d = sample()
+    from tests.unit.sample_report import sample
+    d = sample(experiment)
     names = RunNames(d["run_id"])
-    d["kafka_output"] = None
+    d["kafka_output"] = kafka_output
     d["stack"].update(input_topic=names.input_topic, output_topic=names.output_topic, ledger_table=names.ledger_table,
                       dedupe_table=None, consumer_group=names.group)
     (tmp_path / "report.json").write_text(json.dumps(d))
     sent = {f"p{i}": 100 for i in range(3)}
-    topics = {names.input_topic: SimpleNamespace(values=sent, accounts={}, reused={})}
 
-    def read_topic(bootstrap, topic, iso):
-        if topic in topics:
-            return topics[topic]
-        return "empty output"
+    def read_topic(bootstrap, topic, isolation):
+        if topic == names.input_topic:
+            return recount.TopicRead(len(sent), Counter(sent), dict(sent))
+        assert topic == names.output_topic
+        return recount.TopicRead(len(output_keys), Counter(output_keys), {k: 100 for k in output_keys})
     monkeypatch.setattr(recount, "read_topic", read_topic)
-    monkeypatch.setattr(recount, "recount_output", lambda got, sent: SimpleNamespace(records=0, missing=len(sent)))
     monkeypatch.setattr(recount, "recount_ledger", lambda *a, **k: None)
     stack = SimpleNamespace(bootstrap_servers="127.0.0.1:1", postgres_dsn="postgresql://u@127.0.0.1:2/d")
     notes = []
     rows, why = audit.audit_folder(tmp_path, stack, notes=notes)
+    return rows, why, notes
+
+
+def _output_rows(rows) -> list:
+    return [r for r in rows if r.store.startswith("output")]
+
+
+UNREAD = {iso: {"records": None, "duplicates": None, "lost": None, "unprocessed": None}
+          for iso in ("read_committed", "read_uncommitted")}
+
+
+def test_an_output_topic_the_consumer_never_wrote_is_not_recounted_as_all_missing(tmp_path, monkeypatch):
+    """custom creates an output topic its consumer may leave unused: `harness audit` said "ids missing 3,000"
+    for one the consumer never wrote. The run's own audit leaves it out; so does the recount, in one line."""
+    rows, why, notes = _audit_with_output(tmp_path, monkeypatch, "custom", None)
     assert why is None, why
-    assert not [r for r in rows if str(getattr(r, "section", "")).startswith("output")]
-    assert any("holds no record" in text for _, text in notes)
+    assert rows and not _output_rows(rows)
+    said = [text for _, text in notes if "output topic" in text]
+    assert len(said) == 1 and "holds no record" in said[0] and "not audited" in said[0]
+
+
+def test_an_unused_optional_output_topic_is_not_recounted_when_the_run_could_not_read_it(tmp_path, monkeypatch):
+    """The run's readers failed (its report states unknown counts): the topic, empty, is still one the
+    consumer never wrote, and no "ids missing" row is shown for it."""
+    rows, why, notes = _audit_with_output(tmp_path, monkeypatch, "custom", {**UNREAD, "aborted_records": None})
+    assert why is None, why
+    assert not _output_rows(rows)
+    assert any("not audited" in text for _, text in notes)
+
+
+def test_an_output_topic_the_experiment_requires_is_recounted_even_empty(tmp_path, monkeypatch):
+    """eos requires its output topic: empty, every id is missing there, whatever the report states."""
+    rows, why, notes = _audit_with_output(tmp_path, monkeypatch, "eos", None)
+    assert why is None, why
+    missing = [r for r in _output_rows(rows) if r.metric.startswith("ids missing")]
+    assert [r.recounted for r in missing] == [3, 3]
+    assert not any("output topic" in text for _, text in notes)
+
+
+def test_an_optional_output_topic_is_recounted_when_written_or_when_the_report_says_it_was(tmp_path, monkeypatch):
+    written = _audit_with_output(tmp_path, monkeypatch, "custom", None, output_keys=("p0", "p1"))[0]
+    assert [r.recounted for r in _output_rows(written) if r.metric == "records"] == [2, 2]
+    stated = {iso: {"records": 3, "duplicates": 0, "lost": 0, "unprocessed": 0}
+              for iso in ("read_committed", "read_uncommitted")}
+    rows, why, _notes = _audit_with_output(tmp_path, monkeypatch, "custom", {**stated, "aborted_records": 0})
+    records = [r for r in _output_rows(rows) if r.metric == "records"]
+    assert why is None and records and all(r.agrees is False for r in records)     # 3 read by the run, 0 now
+
+
+def test_the_run_and_the_audit_leave_out_an_unused_output_topic_by_one_rule():
+    from harness.checker.kafka_output import audited
+    assert not audited(False, [0, 0])
+    assert audited(False, [0, None])            # a reader that failed: unknown, so audited (as unknown)
+    assert audited(False, [0, 2])
+    assert audited(True, [0, 0])

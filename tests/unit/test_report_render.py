@@ -89,3 +89,29 @@ def test_a_faults_facts_are_not_headed_as_times_after_a_pause():
     crash = page[page.index("Fault: planned-crash"):page.index("Fault: zombie-pause")]
     assert "seconds after the fault" not in crash and "<th>what</th>" in crash.replace(" ", "")
     assert "seconds after the fault" in page[page.index("Fault: zombie-pause"):]
+
+
+def test_a_timed_faults_facts_are_not_under_its_times_heading():
+    """A zombie's story is times after its pause and plain facts (its state, the pause asked for): the facts
+    were rows under "event (seconds after the fault)", as if "state | done" were a time. The times keep
+    that heading in a table of their own; the facts, as planned-crash's and broker-kill's, are 'what | value'."""
+    import re
+    d = sample()
+    d["fault_details"] = {
+        "planned-crash": {"planned": 100},
+        "broker-kill": {"planned": 1, "struck": 1, "skipped": [], "kind": "local"},
+        "zombie-pause": {"state": "done", "pause_seconds": 3.0, "zombie_exit_code": 0, "fenced": True,
+                         "fenced_error": "fenced", "times_since_pause": {"paused": 0.0, "resumed": 3.01,
+                                                                         "zombie_fenced": 3.2}}}
+    page = html.render(RunReport(d))
+
+    def tables(name):
+        section = page[page.index(f"Fault: {name}"):]
+        section = section[:section.index("<h2>", 1)] if "<h2>" in section[1:] else section
+        return [(re.findall(r"<th>(.*?)</th>", t), re.findall(r"<tr><td>(.*?)</td>", t))
+                for t in re.findall(r"<table>.*?</table>", section)]
+    assert tables("planned-crash") == [(["what", "value"], ["planned"])]
+    assert tables("broker-kill") == [(["what", "value"], ["planned", "struck", "skipped", "kind"])]
+    assert tables("zombie-pause") == [
+        (["event (seconds after the fault)", "value"], ["paused", "resumed", "zombie fenced"]),
+        (["what", "value"], ["state", "pause seconds", "zombie exit code", "fenced", "fenced error"])]
