@@ -259,6 +259,11 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
             watcher.stop()
         if r.progress:
             r.progress.close()
+        if launch is not None:
+            try:
+                launcher.finish(r, result)      # what the launcher holds (a sampler, its connections) is let go
+            except Exception:  # noqa: BLE001 - the first error is the one to raise
+                pass
         raise
     if not produced:
         # Only what the broker acknowledged was sent.

@@ -235,15 +235,21 @@ def ledger_rows_since(dsn: str, ledger: str, positions: dict):
 class GroupWatch:
     """The run's group, watched from the supervisor's loop: the `started` and `first_message` events a
     harness worker would write itself, the first when an attempt starts, the second when the group's
-    timeline first shows it owning partitions and working (checker/group_timeline.first_work)."""
+    timeline first shows it owning partitions and working (checker/group_timeline.Work), and each slot's
+    `has_work` (a random kill spares a worker whose partitions are all committed to their end). Its work
+    per new sample is bounded (incremental: the mode, the ties, each attempt's Work). An error here must not
+    end the run: it is kept (`failed`), the report says so, and no further worker is taken as busy."""
 
     def __init__(self, run, slots: list, ends: dict):
         self.run, self.slots, self.ends, self.path = run, slots, ends, run.run_dir / GROUP_TIMELINE
         self.ties = group_timeline.MemberTies(run.names.run_id)
+        self.mode = group_timeline.Mode()
+        self.work: dict = {}                         # slot index -> Work of its running attempt
         self.sampler = self.ledger = None
         self.announced: dict = {}
         self.poked: dict = {}
         self.seen = 0
+        self.failed: str | None = None
 
     def _start(self) -> None:
         """The sampler starts with the supervisor's loop (not when the launch is prepared)."""
@@ -256,11 +262,21 @@ class GroupWatch:
                                     names.group, names.input_topic, p.partitions, self.path, self.ledger).start()
 
     def observe(self, sup) -> None:
+        if self.failed:
+            return
+        try:
+            self._observe(sup)
+        except Exception as e:  # noqa: BLE001 - the run goes on; its report says the timeline stopped
+            self.failed = f"{type(e).__name__}: {str(e)[:200]}"
+            self.run.log(f"the group's timeline stopped ({self.failed}): no further worker is taken as busy")
+
+    def _observe(self, sup) -> None:
         import time
         from ..runtime.group_sampler import append
         for s in sup.slots:
             if s.proc is not None and self.announced.get(s.index) != s.attempt:
                 self.announced[s.index] = s.attempt
+                self.work[s.index] = group_timeline.Work(s.name, s.attempt, s.started_at, self.slots[s.index])
                 sup.result.events.append({"event": "started", "worker": s.name, "attempt": s.attempt,
                                           "pid": s.proc.pid, "t": s.started_at or time.time()})
         if self.sampler is None:
@@ -276,29 +292,37 @@ class GroupWatch:
         for sample in samples[self.seen:]:
             for tie in self.ties.update(sample, alive):
                 append(self.path, tie)
+            in_group = self.mode.add(sample)
+            for s in sup.slots:
+                work = self.work.get(s.index)
+                if s.proc is None or work is None or s.first_message_at is not None:
+                    continue
+                if work.add(sample, self.ties, in_group) is not None:
+                    s.first_message_at = work.at
+                    sup.result.events.append({"event": "first_message", "worker": s.name, "attempt": s.attempt,
+                                              "t": work.at})
         self.seen = len(samples)
-        in_group = group_timeline.group_mode(samples)
+        last = samples[-1]
         for s in sup.slots:
             if s.proc is None:
                 continue
-            mine = group_timeline.owned(samples[-1], self.ties, s.name, s.attempt, self.slots[s.index], in_group)
-            committed = samples[-1].get("committed")
+            mine = group_timeline.owned(last, self.ties, s.name, s.attempt, self.slots[s.index], self.mode.value)
+            committed = last.get("committed")
             # all it owns is committed to the end: a kill now could damage nothing (it is spared)
             s.has_work = not (committed is not None and mine and all(
                 (committed.get(q) or 0) >= self.ends.get(q, 0) for q in mine))
-            if s.first_message_at is not None:
-                continue
-            t = group_timeline.first_work(samples, self.ties, s.name, s.attempt, s.started_at,
-                                          self.slots[s.index], in_group)
-            if t is not None:
-                s.first_message_at = t
-                sup.result.events.append({"event": "first_message", "worker": s.name, "attempt": s.attempt, "t": t})
 
     def close(self) -> None:
+        from ..runtime.group_sampler import append
         if self.sampler is not None:
             self.sampler.close()
         if self.ledger is not None:
             self.ledger.close()
+        if self.failed:
+            try:
+                append(self.path, {"failed": self.failed})
+            except OSError:
+                pass
 
 
 # -- what the report adds: the kills, their quality, the witnesses --------------------------------------

@@ -56,21 +56,26 @@ def _effects(dsn: str, ledger: str) -> list | None:
         return None
 
 
-def read_timeline(path) -> tuple[list, group_timeline.MemberTies | None, dict]:
-    """The group timeline's samples, its member ties and its closing facts (protocol, session timeout)."""
+def read_timeline(path) -> tuple[group_timeline.Timeline, list, dict]:
+    """The group timeline's samples, its member ties and its closing facts (protocol, session timeout, a
+    failure). The file is read as anyone's: lines that are not what the sampler writes are skipped."""
     from ..runtime import crashlog
     lines = crashlog.read(path)
-    samples = [group_timeline.normalize(x) for x in lines if isinstance(x.get("t"), (int, float)) and "members" in x]
-    samples.sort(key=lambda x: x["t"])
-    meta = next((x for x in reversed(lines) if "session_timeout_ms" in x), {})
-    return samples, [x for x in lines if "tie" in x], meta
+    samples = [s for s in (group_timeline.normalize(x) for x in lines if "members" in x) if s is not None]
+    meta: dict = {}
+    for x in lines:
+        if "session_timeout_ms" in x or "failed" in x:
+            meta.update({k: v for k, v in x.items() if k in ("session_timeout_ms", "protocol", "failed")})
+    if not isinstance(meta.get("session_timeout_ms"), int) or isinstance(meta.get("session_timeout_ms"), bool):
+        meta["session_timeout_ms"] = None
+    meta["protocol"] = meta.get("protocol") if isinstance(meta.get("protocol"), str) else None
+    return group_timeline.Timeline(samples), [x for x in lines if "tie" in x], meta
 
 
-def kill_states(samples, ties, kills, starts, slots: dict, ends: dict, effects, positions) -> list[dict]:
+def kill_states(tl, ties, kills, starts, slots: dict, ends: dict, effects, positions, in_group) -> list[dict]:
     """Per kill: what its victim owned and could damage, the effects it applied past its partitions' last
-    commit (their offsets at or after the commit, applied between its start and its death: work a
-    redelivery will do again, when the ledger shows it), and the group's stall after it."""
-    in_group = group_timeline.group_mode(samples) is True
+    commit (their offsets at or after the commit, applied since it owned the partition and before its
+    death: work a redelivery will do again, when the ledger shows it), and the group's stall after it."""
     started = {(s["worker"], s["attempt"]): s["t"] for s in starts}
     by_part: dict = {}
     for mid, t in effects or []:
@@ -81,11 +86,12 @@ def kill_states(samples, ties, kills, starts, slots: dict, ends: dict, effects, 
     for k in kills:
         key = (k.get("worker"), k.get("attempt"))
         begun = started.get(key, 0.0)
-        st = group_timeline.kill_state(samples, ties, k, begun, slots.get(k.get("worker"), []), ends, in_group)
-        st["stall_seconds"] = group_timeline.stall_seconds(samples, k["time"], st["unfinished"], st["committed"])
-        st["effects_since_commit"] = None if effects is None else sum(
-            1 for p in st["partitions"] if st["committed"].get(p) is not None for off, t in by_part.get(p, ())
-            if off >= st["committed"][p] and begun <= t <= k["time"])
+        st = group_timeline.kill_state(tl, ties, k, begun, slots.get(k.get("worker"), []), ends, in_group)
+        st["stall_seconds"] = group_timeline.stall_seconds(tl, k["time"], st["unfinished"] or [], st["committed"])
+        known = effects is not None and all(st["committed"].get(p) is not None for p in st["partitions"])
+        st["effects_since_commit"] = None if not known else sum(
+            1 for p in st["partitions"] for off, t in by_part.get(p, ())
+            if off >= st["committed"][p] and st["owned_since"].get(p, begun) <= t <= k["time"])
         out.append(st)
     return out
 
@@ -125,13 +131,15 @@ def annotate(run, result, report) -> None:
     kills = [c for c in crashlog.read(run.crash_log) if c.get("by") == "supervisor" and c.get("time")]
     starts = [e for e in result.events if e.get("event") == "started"]
     slots = {f"w{i}": parts for i, parts in enumerate(assign_partitions(p.partitions, p.workers))}
-    samples, tie_records, meta = read_timeline(run.run_dir / GROUP_TIMELINE)
+    tl, tie_records, meta = read_timeline(run.run_dir / GROUP_TIMELINE)
+    samples = tl.samples
     ties = group_timeline.MemberTies(run.names.run_id)
     ties.load(tie_records)
-    in_group = group_timeline.group_mode(samples) is True       # never decided: nobody joined, so assign
+    mode = group_timeline.group_mode(samples)
+    in_group = mode is True
     ends = ends_of(run.positions)
     effects = None if p.audit_sql else _effects(run.stack.postgres_dsn, run.names.ledger_table)
-    states = kill_states(samples, ties, kills, starts, slots, ends, effects, run.positions)
+    states = kill_states(tl, ties, kills, starts, slots, ends, effects, run.positions, mode)
     vd = d["verdict_detail"]
     broken = d["verdict"] == "unexpected"
     lost = vd["differing_ids"].get("lost", []) if broken else []
@@ -145,13 +153,23 @@ def annotate(run, result, report) -> None:
         dup_times = {i: [] for i in (vd["differing_ids"].get("duplicates", []) if broken else [])}
     t0 = run.progress.t0
     ended = {(k.get("worker"), k.get("attempt")): k["time"] for k in kills}
-    placer = Placer(samples, ties, in_group, starts, slots, ended)
+    placer = Placer(tl, ties, in_group, starts, slots, ended)
     seen, dup_explained, lost_explained = witnesses(dup_times, lost, kills, placer, run.positions, t0)
     random_asked = next((f.get("kills") for f in d["faults_configured"] if f.get("fault") == "random-kill"), None)
     first_start = min((s["t"] for s in starts), default=None)
     warnings = kill_quality(kills, run.progress.first_commit_at, random_asked)
     warnings += kill_warnings(states, _finished_at(samples, ends), first_start)
     unknown = ties.unidentified(samples) if in_group else []
+    if meta.get("failed"):
+        warnings.append(f"the group's timeline stopped during the run ({meta['failed']}): no worker was taken "
+                        f"as busy after that, so no random kill struck it")
+    if mode is None and samples:
+        warnings.append("the broker never showed whether your consumers joined the group (no member, and the "
+                        "group never seen empty with its offsets): nobody's work could be placed, so no random "
+                        "kill struck")
+    if ties.disputed:
+        warnings.append(f"{len(ties.disputed)} attempt(s) were named by two group members' client.id at once: "
+                        f"those members are not tied to a process")
     if unknown:
         warnings.append(f"{len(unknown)} group member(s) could not be tied to a worker process (give your Kafka "
                         f"client HARNESS_CLIENT_ID as its client.id): who owned what is uncertain for them")
@@ -165,7 +183,7 @@ def annotate(run, result, report) -> None:
         "claim": claim,
         "claim_held": None if d["verdict"] not in ("as-predicted", "unexpected") else d["verdict"] == "as-predicted",
         "audit": "audit-sql" if p.audit_sql else "ledger",
-        "membership": "group" if in_group else "assign",
+        "membership": {True: "group", False: "assign", None: "unknown"}[mode],
         "protocol": meta.get("protocol") if in_group else None,
         "session_timeout_ms": meta.get("session_timeout_ms") if in_group else None,
         "members_tied": {by: sum(1 for _, _, b in ties.of.values() if b == by)
@@ -178,7 +196,7 @@ def annotate(run, result, report) -> None:
                    "committed": {str(q): v for q, v in st["committed"].items()},
                    "effects_since_commit": st["effects_since_commit"], "stall_seconds": st["stall_seconds"],
                    "duplicates_explained": dup_explained.get(n, 0) if timed else None,
-                   "lost_explained": lost_explained.get(n, 0)}
+                   "lost_explained": lost_explained.get(n, 0) if lost else None}
                   for n, (k, st) in enumerate(zip(kills, states))],
         "first_commit_seconds": None if run.progress.first_commit_at is None
         else round(run.progress.first_commit_at - t0, 3),

@@ -31,20 +31,21 @@ def slot_of(partition: int | None, slots: dict) -> str | None:
 class Placer:
     """Who may have applied an effect at a time, from the group's timeline or the slots' starts."""
 
-    def __init__(self, samples, ties, in_group: bool, starts: list[dict], slots: dict, ended: dict):
-        self.samples, self.ties, self.in_group = samples, ties, in_group
+    def __init__(self, tl, ties, in_group: bool, starts: list[dict], slots: dict, ended: dict):
+        self.tl, self.ties, self.in_group = tl, ties, in_group
         self.starts, self.slots, self.ended = starts, slots, ended
 
-    def owners(self, partition, t: float) -> list:
+    def owners(self, partition, t: float, ended: dict | None = None) -> list:
         if self.in_group:
-            return group_timeline.owners_at(self.samples, self.ties, partition, t, self.ended)
+            return group_timeline.owners_at(self.tl, self.ties, partition, t,
+                                            self.ended if ended is None else ended)
         worker = slot_of(partition, self.slots)
         return [(worker, attempt_at(self.starts, worker, t))] if worker else []
 
     def loss_window(self, partition, offset) -> tuple[float | None, float | None]:
         """(the last sample whose commit had not passed the offset, the first whose commit had)."""
         before = None
-        for s in self.samples:
+        for s in self.tl.samples:
             c = (s.get("committed") or {}).get(partition)
             if c is None:
                 continue
@@ -111,9 +112,15 @@ def witnesses(dup_times: dict, lost_ids: list, kills: list[dict], placer: Placer
     for n, i in enumerate(lost_ids):
         part, offset = positions.get(i) or (None, None)
         before, passed = placer.loss_window(part, offset) if part is not None else (None, None)
-        owners = {o for o in placer.owners(part, passed) if o[0] is not None} if passed else set()
-        near = [k for k in kills if (k.get("worker"), k.get("attempt")) in owners
-                and (before is None or k["time"] >= before)][:1]
+        # The owner that committed past it: the one around `before` (the sample that first shows the commit
+        # may be the one its death woke, when it no longer owns anything), dead or alive.
+        owners = set()
+        for t in (before, passed):
+            if t is not None and offset is not None:
+                owners |= {o for o in placer.owners(part, t, ended={}) if o[0] is not None}
+        window = [k for k in kills if (k.get("worker"), k.get("attempt")) in owners
+                  and (before is None or k["time"] >= before)]
+        near = ([k for k in window if passed is not None and k["time"] <= passed] or window)[:1]
         if near:
             lost_explained[kills.index(near[0])] = lost_explained.get(kills.index(near[0]), 0) + 1
         if len(out) < MAX_WITNESSES:

@@ -100,15 +100,17 @@ class GroupSampler:
     def sample(self) -> dict:
         t = time.time()
         out: dict = {"t": round(t, 4), "members": None, "state": None, "committed": None, "effects": None}
-        try:
-            out["members"], out["state"] = self._members()
-        except Exception:  # noqa: BLE001 - unknown for this sample; asked again at the next
-            pass
-        out["protocol"] = self.protocol
+        # The commits first, right after `t`: the sample a death wakes must show where the dead worker's
+        # commits stood before its successor (which starts after the death) commits anything.
         try:
             out["committed"] = self._committed()
+        except Exception:  # noqa: BLE001 - unknown for this sample; asked again at the next
+            pass
+        try:
+            out["members"], out["state"] = self._members()
         except Exception:  # noqa: BLE001
             pass
+        out["protocol"] = self.protocol
         try:
             out["effects"] = self._new_effects()
         except Exception:  # noqa: BLE001

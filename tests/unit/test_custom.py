@@ -79,7 +79,8 @@ def test_kill_quality_warns_about_few_or_early_kills():
 
 def assigned(starts=(), slots=None, samples=()):
     """A Placer for consumers that assign: ownership from the slots, attempts from their starts."""
-    return Placer(list(samples), None, False, list(starts), slots or {"w0": [0], "w1": [1]}, {})
+    from harness.checker.group_timeline import Timeline
+    return Placer(Timeline(list(samples)), None, False, list(starts), slots or {"w0": [0], "w1": [1]}, {})
 
 
 def test_witnesses_name_the_kill_between_two_effects_and_spread_over_kills():

@@ -25,7 +25,7 @@ import os
 import signal
 
 import psycopg
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaError, KafkaException
 
 env = os.environ
 stopping = False
@@ -39,7 +39,8 @@ def stop(signum, frame):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--session-timeout-ms", type=int, default=6000)
-    ap.add_argument("--commit-every", type=int, default=1, help="commit the offset after this many payments")
+    ap.add_argument("--commit-every", type=int, default=1, choices=range(1, 100_001), metavar="N",
+                    help="commit the offsets after every N payments (1 to 100000)")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, stop)
     ledger = env["HARNESS_LEDGER_TABLE"]             # schema.table, a plain SQL name
@@ -49,29 +50,25 @@ def main() -> None:
                          "heartbeat.interval.ms": max(100, args.session_timeout_ms // 3),
                          "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     consumer.subscribe([env["HARNESS_INPUT_TOPIC"]])
-    applied = 0
+    uncommitted = 0                                    # payments applied since the last commit that succeeded
     with psycopg.connect(env["HARNESS_POSTGRES_DSN"]) as db:
         while not stopping:
             msg = consumer.poll(0.5)
-            if msg is None and applied % args.commit_every:
-                applied = 0                            # nothing more for now: commit what was applied
+            if msg is not None and not msg.error():
+                payment = json.loads(msg.value())
+                with db.transaction():
+                    db.execute(f"insert into {ledger} (message_id, amount, worker, attempt) values (%s, %s, %s, %s)",
+                               (payment["id"], payment["amount"], env["HARNESS_WORKER"], int(env["HARNESS_ATTEMPT"])))
+                uncommitted += 1
+            # every N payments, and whenever nothing more comes while some are uncommitted (the last ones)
+            if uncommitted >= args.commit_every or (msg is None and uncommitted):
                 try:
-                    consumer.commit(asynchronous=False)
-                except Exception:  # noqa: BLE001 - nothing to commit, or mid-rebalance
-                    pass
-            if msg is None or msg.error():
-                continue
-            payment = json.loads(msg.value())
-            with db.transaction():
-                db.execute(f"insert into {ledger} (message_id, amount, worker, attempt) values (%s, %s, %s, %s)",
-                           (payment["id"], payment["amount"], env["HARNESS_WORKER"], int(env["HARNESS_ATTEMPT"])))
-            applied += 1
-            if applied % args.commit_every:
-                continue
-            try:
-                consumer.commit(asynchronous=False)      # the positions of everything applied so far
-            except Exception:  # noqa: BLE001 - a commit refused mid-rebalance: the next owner reads it again
-                pass
+                    consumer.commit(asynchronous=False)    # the positions of everything applied so far
+                    uncommitted = 0
+                except KafkaException as e:
+                    if e.args[0].code() == KafkaError._NO_OFFSET:
+                        uncommitted = 0                    # nothing left to commit here (partitions moved away)
+                    # else refused mid-rebalance: tried again at the next turn
     consumer.close()
 
 
