@@ -1,6 +1,8 @@
-"""Small things both benchmarks share: broker settings worth recording, summary statistics."""
+"""Small things the benchmarks share: broker settings worth recording, summary statistics, a child run."""
 
+import signal
 import statistics
+import subprocess
 
 from ..stack.stack import Stack
 
@@ -42,3 +44,18 @@ def clean_run(stack: Stack, run_id: str) -> None:
         clean_runs(stack, [run_id], False)
     except Exception:  # noqa: BLE001 - cleaning is best effort; `harness clean --all` remains
         pass
+
+
+def run_child(cmd: list[str], env: dict) -> tuple[int, str]:
+    """Run one `harness run` as a child process (it dies with us; Ctrl-C reaches it as SIGINT, so it still
+    stops its workers and reports): (exit code, stderr)."""
+    from ..procs import die_with_parent
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+    try:
+        _, err = proc.communicate()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        proc.wait()
+        raise
+    return proc.returncode, err or ""

@@ -17,15 +17,12 @@ table creation, the audit's reads) dominates small runs, so seconds per
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import HarnessError
-from ..procs import die_with_parent
 from ..stack.stack import Stack
 
 # Per experiment, what the bench passes besides the cell's size and shape. eos with a transaction per
@@ -118,16 +115,10 @@ def run_cell(stack: Stack, exp: str, messages: int, shape: tuple[int, int], opts
     from ..suite_runner import run_env
     env = run_env(stack)
     t0 = time.time()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
-    try:
-        _, err = proc.communicate()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        proc.wait()
-        raise
+    from .common import run_child
+    code, err = run_child(cmd, env)
     cell = {"experiment": exp, "messages": messages, "partitions": partitions, "workers": workers,
-            "seconds": round(time.time() - t0, 2), "exit_code": proc.returncode, "folder": out.name,
+            "seconds": round(time.time() - t0, 2), "exit_code": code, "folder": out.name,
             "load_average_1m": round(os.getloadavg()[0], 2)}
     try:
         d = json.loads((out / "report.json").read_text())

@@ -21,6 +21,11 @@ PROCESS = KillPoint("after-process-before-commit", "process (produce in the task
                     "every record processed since the last Streams commit is aborted and processed again; "
                     "with --effect postgres their ledger rows are written again")
 
+STREAMS_JVM = Option(
+    "streams_jvm", str, "eos-streams only: how each worker JVM starts: auto (a JDK 25's AOT cache when one is "
+    "installed, else the class-data archive), aot (JEP 483/515 AOT cache: classes loaded, linked and profiled "
+    "ahead of time), cds (a class-data archive, any JDK) or plain (neither). Speed only: the same worker and "
+    "checks.", default="auto", choices=("auto", "aot", "cds", "plain"), applies_to="eos-streams")
 EFFECT = Option("effect", str, "eos-streams only: also write each record to the Postgres ledger by JDBC.",
                 default="none", choices=("none", "postgres"), applies_to="eos-streams")
 
@@ -38,7 +43,7 @@ EOS_STREAMS = Experiment(
     predictors=(OutputPredictor(produced="unacked"),),
     launcher=StreamsWorkers(),
     # Streams keeps its own transactional ids and timeout: of the transaction options only the interval applies.
-    options=(EFFECT, COMMIT_INTERVAL_MS),
+    options=(EFFECT, COMMIT_INTERVAL_MS, STREAMS_JVM),
     variants={"effect=postgres": {"stores": Stores(ledger=True, output=True),
                                   "predictors": (LedgerPredictor(), OutputPredictor(produced="unacked"))}},
     suite={"group": "eos", "weight": 10, "args": ["--effect", "postgres"]},

@@ -165,7 +165,8 @@ class StreamsWorkers:
         from ..procs import dying_with_this_process
         p, names = run.params, run.names
         jar = streams.build(run.log)
-        archive = streams.class_archive(jar, run.log)
+        start = streams.worker_start(jar, p.streams_jvm or "auto", run.log)
+        run.log(f"Kafka Streams workers start as {start.said}")
         # The user's Kafka client settings in Java's names; they may hold secrets, so the environment.
         java = self._java_settings(run.stack)
         env = {**os.environ, "HARNESS_PG_PASSWORD": streams.jdbc(run.stack.postgres_dsn)[2],
@@ -178,15 +179,18 @@ class StreamsWorkers:
                                   state_dir=run.run_dir / "streams-state", crash_plan=run.crash_plan,
                                   crash_log=run.crash_log, commit_interval_ms=p.commit_interval_ms,
                                   ledger_table=names.ledger_table if run.exp.stores.ledger else None,
-                                  dsn=run.stack.postgres_dsn, archive=archive)
+                                  dsn=run.stack.postgres_dsn, start=start)
             # A JVM runs until told to stop, and nothing would tell it once a SIGKILLed harness is gone.
             return dying_with_this_process(cmd)
         # Streams runs until told to stop: the run is over when the group's commits reach the end.
         # No warm spare: with the class-data archive a cold start is ~0.45 s, and a spare (a second
         # JVM per restart) cost 10-15% more CPU for no faster restarts when other runs share the
         # cores (run eos-streams --seed 25: 68-80 vs 77-89 CPU-s, restart median 0.45-0.53 vs 0.61-0.69 s).
+        def annotate(run, result, report) -> None:
+            report.data["streams_jvm"] = {"asked": p.streams_jvm or "auto", "java": start.java,
+                                          "cache": start.kind.name if start.kind and start.cache else None}
         return Launch(command, env, slots, group_done=lambda: run.progress.done >= p.messages,
-                      reports_deliveries=False, standby=False)
+                      reports_deliveries=False, standby=False, annotate=annotate)
 
     def finish(self, run, result) -> None:
         from .streams_jvm import first_record_events

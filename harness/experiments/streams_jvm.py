@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg.conninfo
@@ -35,6 +36,9 @@ JAR = MODULE / "target" / "eos-streams.jar"
 # JVM options of every worker: short-lived processes (C1 only, the serial collector, no
 # hsperfdata file: jps and jcmd do not list the workers).
 JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx512m", "-XX:-UsePerfData"]
+# An AOT cache's JVM warns on stdout of each code stub it cannot reuse (harmless, one screen per start):
+# only its errors are shown.
+AOT_LOG = "-Xlog:aot*=error"
 TRAINING_MAIN = "harness.eosstreams.Training"
 TRAINING_TIMEOUT_S = 120
 PROBE_TIMEOUT_S = 30
@@ -81,18 +85,19 @@ def archive_stale(archive: Path, jar: Path) -> bool:
         return True
 
 
-def _probe(archive: Path, jar: Path) -> bool:
-    """Can a JVM map this archive for this jar? `-Xshare:on` turns a refusal (another jar, another
-    JDK, a damaged file) into an error instead of a silent fallback (or a crash, for a truncated file).
-    `-XX:+VerifySharedSpaces` checks every region's checksum: `-version` loads none of the worker's
-    classes, so bytes damaged inside an archive of the right size would pass unseen, and crash each
-    worker JVM once it loads them."""
+def _probe(archive: Path, jar: Path, kind: "CacheKind | None" = None) -> bool:
+    """Can a JVM map this archive for this jar? `-Xshare:on` (`-XX:AOTMode=on` for an AOT cache) turns a
+    refusal (another jar, another JDK, a damaged file) into an error instead of a silent fallback (or a
+    crash, for a truncated file). `-XX:+VerifySharedSpaces` checks every region's checksum: `-version`
+    loads none of the worker's classes, so bytes damaged inside an archive of the right size would pass
+    unseen, and crash each worker JVM once it loads them."""
+    kind = kind or CDS
     # Its working folder is where a crashing probe writes hs_err: beside the jar, not in /tmp, so a harness
     # SIGKILLed meanwhile leaves nothing outside the build folder (and the next one clears it: `_clear_stale`).
     try:
         with tempfile.TemporaryDirectory(prefix=f"{WORK_PREFIX}probe-", dir=jar.parent) as cwd:
             proc = subprocess.run(dying_with_this_process(
-                ["java", *JVM_OPTIONS, "-Xshare:on", "-XX:+VerifySharedSpaces", f"-XX:SharedArchiveFile={archive}",
+                [kind.java, *JVM_OPTIONS, *kind.probe(archive), "-XX:+VerifySharedSpaces",
                  "-XX:-CreateCoredumpOnCrash", "-cp", str(jar), "-version"]),
                 cwd=cwd, capture_output=True, timeout=PROBE_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):      # a build folder it cannot write in, too
@@ -116,14 +121,16 @@ def _clear_stale(folder: Path) -> None:
             continue
 
 
-def _train(jar: Path, archive: Path, log) -> bool:
+def _train(jar: Path, archive: Path, log, kind: "CacheKind | None" = None) -> bool:
     """Writes the archive: the training run dumps into a new file beside it, which replaces the old
     one only once it has passed the probe (so concurrent runs only ever see a checked archive)."""
-    log("Training the Kafka Streams worker's class-data archive (once per jar) ...")
+    kind = kind or CDS
+    log(f"Training the Kafka Streams worker's {kind.what} (once per jar) ...")
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=archive.name + ".", suffix=".part", dir=archive.parent)
+        fd, tmp_name = tempfile.mkstemp(prefix=archive.name + ".", suffix=".part" + archive.suffix,
+                                        dir=archive.parent)
     except OSError as e:
-        log(f"cannot write a class-data archive beside the jar ({e}); workers start without one")
+        log(f"cannot write a {kind.what} beside the jar ({e}); workers start without one")
         return False
     os.close(fd)
     tmp = Path(tmp_name)
@@ -132,30 +139,115 @@ def _train(jar: Path, archive: Path, log) -> bool:
         with tempfile.TemporaryDirectory(prefix=f"{WORK_PREFIX}training-", dir=jar.parent) as cwd:
             # Dies with the harness: a SIGKILLed one would leave it training, then its archive behind.
             proc = subprocess.run(dying_with_this_process(
-                ["java", *JVM_OPTIONS, f"-XX:ArchiveClassesAtExit={tmp}", "-cp", str(jar), TRAINING_MAIN]),
+                [kind.java, *JVM_OPTIONS, *kind.train(tmp), "-cp", str(jar), TRAINING_MAIN]),
                 cwd=cwd, capture_output=True, text=True, timeout=TRAINING_TIMEOUT_S)
-        if proc.returncode == 0 and tmp.exists() and _probe(tmp, jar):
+        if proc.returncode == 0 and tmp.exists() and _probe(tmp, jar, kind):
             os.replace(tmp, archive)
             return True
-        why = f"exit {proc.returncode}" + ("" if tmp.exists() else ", no archive written")
+        why = f"exit {proc.returncode}" + ("" if tmp.exists() else f", no {kind.what} written")
         last = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or [""]
-        log(f"the class-data archive could not be made ({why}: {last[0][:200]}); workers start without one")
+        log(f"the {kind.what} could not be made ({why}: {last[0][:200]}); workers start without one")
         return False
     except (OSError, subprocess.TimeoutExpired) as e:
-        log(f"the class-data archive could not be made ({e}); workers start without one")
+        log(f"the {kind.what} could not be made ({e}); workers start without one")
         return False
     finally:
         tmp.unlink(missing_ok=True)
 
 
-def class_archive(jar: Path = JAR, log=print) -> Path | None:
-    """The jar's class-data archive, (re)trained if it is stale or does not pass the probe; None if
-    there is none that works (the workers then start without one)."""
-    archive = jar.with_suffix(".jsa")
+def class_archive(jar: Path = JAR, log=print, kind: "CacheKind | None" = None) -> Path | None:
+    """The jar's class-data archive (or AOT cache), (re)trained if it is stale or does not pass the probe;
+    None if there is none that works (the workers then start without one)."""
+    kind = kind or CDS
+    archive = jar.with_suffix(kind.suffix)
     _clear_stale(jar.parent)
-    if not archive_stale(archive, jar) and _probe(archive, jar):
+    if not archive_stale(archive, jar) and _probe(archive, jar, kind):
         return archive
-    return archive if _train(jar, archive, log) else None
+    return archive if _train(jar, archive, log, kind) else None
+
+
+@dataclass(frozen=True)
+class CacheKind:
+    """How a worker JVM starts from a cache of its classes: the class-data archive of any JDK (CDS), or a
+    JDK 25's ahead-of-time cache (JEP 483: classes loaded and linked; JEP 515: method profiles; made in
+    one training run, JEP 514)."""
+    name: str
+    what: str
+    java: str
+    suffix: str
+    train_flag: str
+    probe_flags: tuple
+    run_flag: str
+    quiet: tuple = ()
+
+    def train(self, path: Path) -> list[str]:
+        return [*self.quiet, f"{self.train_flag}={path}"]
+
+    def probe(self, path: Path) -> list[str]:
+        return [*self.probe_flags, f"{self.run_flag}={path}"]
+
+    def run(self, path: Path) -> list[str]:
+        return [*self.quiet, f"{self.run_flag}={path}"]
+
+
+CDS = CacheKind("cds", "class-data archive", "java", ".jsa", "-XX:ArchiveClassesAtExit", ("-Xshare:on",),
+                "-XX:SharedArchiveFile")
+AOT_RELEASE = 25
+JDK_HOMES = Path("/usr/lib/jvm")
+
+
+def aot_kind(java: str) -> CacheKind:
+    return CacheKind("aot", "AOT cache", java, ".aot", "-XX:AOTCacheOutput", ("-XX:AOTMode=on",), "-XX:AOTCache",
+                     (AOT_LOG,))
+
+
+def aot_java(homes: Path = JDK_HOMES) -> str | None:
+    """The `java` of the newest installed JDK of release AOT_RELEASE or later (its `release` file says
+    which), JAVA_HOME's first; None when there is none."""
+    found = []
+    for home in [*([Path(os.environ["JAVA_HOME"])] if os.environ.get("JAVA_HOME") else []), *sorted(homes.glob("*"))]:
+        try:
+            text = (home / "release").read_text(errors="replace")
+        except OSError:
+            continue
+        m = re.search(r'^JAVA_VERSION="(\d+)', text, re.M)
+        java = home / "bin" / "java"
+        if m and int(m[1]) >= AOT_RELEASE and os.access(java, os.X_OK) and not java.is_symlink():
+            found.append((int(m[1]), str(java)))
+    return max(found)[1] if found else None
+
+
+@dataclass(frozen=True)
+class WorkerStart:
+    """How each worker JVM of a run starts: which java, with which cache (None: none), and in words."""
+    java: str
+    kind: CacheKind | None
+    cache: Path | None
+    said: str
+
+    def flags(self) -> list[str]:
+        return self.kind.run(self.cache) if self.kind and self.cache else []
+
+
+def worker_start(jar: Path, choice: str, log=print) -> WorkerStart:
+    """The start each worker gets (--streams-jvm): `aot` a JDK 25's AOT cache, `cds` the class-data archive,
+    `plain` neither, `auto` the AOT cache when a JDK 25 is installed and its cache works, else the archive."""
+    if choice == "plain":
+        return WorkerStart("java", None, None, "java without a class cache")
+    java25 = aot_java() if choice in ("auto", "aot") else None
+    if choice == "aot" and java25 is None:
+        raise HarnessError(f"--streams-jvm aot needs a JDK {AOT_RELEASE} or later (none under {JDK_HOMES} nor "
+                           f"JAVA_HOME); use --streams-jvm cds")
+    if java25:
+        kind = aot_kind(java25)
+        cache = class_archive(jar, log, kind)
+        if cache:
+            return WorkerStart(java25, kind, cache, f"{java25} with its AOT cache {cache.name}")
+        if choice == "aot":
+            raise HarnessError(f"--streams-jvm aot: the AOT cache of {java25} could not be made (see above)")
+    cache = class_archive(jar, log, CDS)
+    return WorkerStart("java", CDS if cache else None, cache,
+                       f"java with the class-data archive {cache.name}" if cache else "java without a class cache")
 
 
 def jdbc(dsn: str) -> tuple[str, str, str]:
@@ -169,9 +261,9 @@ def jdbc(dsn: str) -> tuple[str, str, str]:
 
 def command(jar: Path, slot, *, bootstrap: str, input_topic: str, output_topic: str, application_id: str,
             state_dir: Path, crash_plan: Path, crash_log: Path, commit_interval_ms: int | None,
-            ledger_table: str | None, dsn: str, archive: Path | None = None) -> list[str]:
-    cds = [f"-XX:SharedArchiveFile={archive}"] if archive else []
-    cmd = ["java", *JVM_OPTIONS, *cds, "-Dharness.worker=true", "-jar", str(jar),
+            ledger_table: str | None, dsn: str, start: WorkerStart | None = None) -> list[str]:
+    start = start or WorkerStart("java", None, None, "java without a class cache")
+    cmd = [start.java, *JVM_OPTIONS, *start.flags(), "-Dharness.worker=true", "-jar", str(jar),
            "--bootstrap", bootstrap, "--input", input_topic, "--output", output_topic,
            "--application-id", application_id, "--state-dir", str(state_dir / slot.name),
            "--crash-plan", str(crash_plan), "--crash-log", str(crash_log),

@@ -93,3 +93,27 @@ def test_tiny_scale_bench_measures_every_cell(stack, tmp_path):
     assert all(g["marginal_seconds_per_1000"] is not None for g in d["growth"])
     assert "## Growth" in (out / "scale.md").read_text() and 'id="chart-scale"' in (out / "scale.html").read_text()
     assert not _bench_workers()
+
+
+def test_tiny_streams_bench_times_each_restart_phase_per_lever(stack, tmp_path):
+    """Each lever really starts its JVMs as it says (the report's streams_jvm), and the phases of a restart
+    are read from the workers' own timestamps: none unknown, and none longer than the restart itself."""
+    from harness.experiments.streams_jvm import aot_java
+    from tests.conftest import harness
+    levers = ["plain", "cds"] + (["aot"] if aot_java() else [])
+    out = tmp_path / "streams"
+    proc = harness("bench", "streams", "--levers", ",".join(levers), "--repetitions", "1", "--messages", "100",
+                   "--quiet", "--out", str(out), env=stack["env"], timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    d = json.loads((out / "streams.json").read_text())
+    assert d["status"] == "complete" and [c["lever"] for c in d["cells"]] == levers
+    for c in d["cells"]:
+        assert c["verdict"] == "as-predicted" and c["crashes"] == 10 and c["restarts_timed"] == 10
+        assert c["jvm"]["asked"] == c["lever"] and c["jvm"]["cache"] == {"plain": None}.get(c["lever"], c["lever"])
+        phases = c["phase_medians"]
+        assert all(v is not None and v >= 0 for v in phases.values()), phases
+        assert max(phases.values()) <= c["restart_p90_seconds"], (phases, c["restart_p90_seconds"])
+        assert c["cpu_seconds_per_crash"] > 0
+    report = json.loads((out / f"{levers[-1]}-1" / "report.json").read_text())
+    assert report["params"]["streams_jvm"] == levers[-1]
+    assert "## Per lever" in (out / "streams.md").read_text() and "<h2>Per lever</h2>" in (out / "streams.html").read_text()

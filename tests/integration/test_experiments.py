@@ -110,36 +110,48 @@ def test_eos_boundary_duplicates_in_postgres_only(stack, tmp_path):
     assert "not the database" in d["summary"]
 
 
-def test_streams_class_archive_damaged_or_stale_is_retrained(tmp_path):
+def cache_kinds():
+    """The class-data archive always; a JDK 25's AOT cache where one is installed."""
+    from harness.experiments import streams_jvm
+    java25 = streams_jvm.aot_java()
+    return [pytest.param(streams_jvm.CDS, id="cds"),
+            pytest.param(streams_jvm.aot_kind(java25 or "java"), id="aot",
+                         marks=pytest.mark.skipif(java25 is None, reason="no JDK 25 installed"))]
+
+
+@pytest.mark.parametrize("kind", cache_kinds())
+def test_streams_class_archive_damaged_or_stale_is_retrained(tmp_path, kind):
     """A truncated archive crashes a JVM even under -Xshare:auto: the probe must catch it and retrain."""
     from harness.experiments import streams_jvm
     jar = tmp_path / "eos-streams.jar"
     jar.write_bytes(streams_jvm.build(lambda *_: None).read_bytes())
-    archive = jar.with_suffix(".jsa")
-    assert streams_jvm.class_archive(jar, lambda *_: None) == archive      # missing: trained
+    archive = jar.with_suffix(kind.suffix)
+    assert streams_jvm.class_archive(jar, lambda *_: None, kind) == archive      # missing: trained
     good = archive.read_bytes()
     archive.write_bytes(good[: len(good) // 3])                           # damaged, and newer than the jar
-    assert not streams_jvm._probe(archive, jar)
-    assert streams_jvm.class_archive(jar, lambda *_: None) == archive and streams_jvm._probe(archive, jar)
+    assert not streams_jvm._probe(archive, jar, kind)
+    assert streams_jvm.class_archive(jar, lambda *_: None, kind) == archive and streams_jvm._probe(archive, jar, kind)
     os.utime(archive, (jar.stat().st_mtime - 10,) * 2)                    # older than the jar: stale
-    assert streams_jvm.class_archive(jar, lambda *_: None) == archive and not streams_jvm.archive_stale(archive, jar)
-    assert not list(tmp_path.glob("*.part")) and not list(tmp_path.glob("hs_err*"))
+    assert streams_jvm.class_archive(jar, lambda *_: None, kind) == archive
+    assert not streams_jvm.archive_stale(archive, jar)
+    assert not list(tmp_path.glob("*.part*")) and not list(tmp_path.glob("hs_err*"))
 
 
-def test_streams_class_archive_damaged_inside_fails_the_probe_and_is_retrained(tmp_path):
+@pytest.mark.parametrize("kind", cache_kinds())
+def test_streams_class_archive_damaged_inside_fails_the_probe_and_is_retrained(tmp_path, kind):
     """Bytes flipped inside an archive of the right size: a JVM mapping it passes `-version` but
     crashes once it loads the worker's classes. The probe must refuse it, and the run retrain it."""
     from harness.experiments import streams_jvm
     jar = tmp_path / "eos-streams.jar"
     jar.write_bytes(streams_jvm.build(lambda *_: None).read_bytes())
-    archive = streams_jvm.class_archive(jar, lambda *_: None)
+    archive = streams_jvm.class_archive(jar, lambda *_: None, kind)
     data = bytearray(archive.read_bytes())
     for start in (len(data) // 2, len(data) * 3 // 4):
         data[start:start + 4096] = bytes(b ^ 0xFF for b in data[start:start + 4096])
     archive.chmod(0o644)
     archive.write_bytes(bytes(data))                                      # same size, newer than the jar
-    assert not streams_jvm._probe(archive, jar), "a damaged archive passed the probe"
-    assert streams_jvm.class_archive(jar, lambda *_: None) == archive and archive.read_bytes() != bytes(data)
+    assert not streams_jvm._probe(archive, jar, kind), "a damaged archive passed the probe"
+    assert streams_jvm.class_archive(jar, lambda *_: None, kind) == archive and archive.read_bytes() != bytes(data)
 
 
 def test_a_training_jvm_dies_with_a_sigkilled_harness(tmp_path):
@@ -187,7 +199,7 @@ def test_streams_run_with_a_damaged_class_archive_is_exact(stack, tmp_path):
     archive = streams_jvm.class_archive(jar, lambda *_: None)
     assert archive is not None
     archive.write_bytes(archive.read_bytes()[:1_000_000])
-    d = run_exp(stack, tmp_path, "eos-streams", "--messages", "40", "--crash-rate", "0.05")
+    d = run_exp(stack, tmp_path, "eos-streams", "--messages", "40", "--crash-rate", "0.05", "--streams-jvm", "cds")
     rc = d["kafka_output"]["read_committed"]
     assert (rc["records"], rc["duplicates"], rc["lost"]) == (40, 0, 0) and len(d["crashes"]) == 2
     assert streams_jvm._probe(archive, jar)
@@ -306,7 +318,7 @@ def test_eos_streams_exact_output_and_postgres_duplicates(stack, tmp_path):
     assert "not the database" in d["summary"]
     # Every attempt ran under one Streams process id, so one transactional.id that fenced the halted one.
     log = (tmp_path / "report" / "workers" / "w0.log").read_text()
-    ids = re.findall(r"eos-streams RUNNING worker=w0 attempt=\d+ process-id=(\S+)", log)
+    ids = re.findall(r"eos-streams RUNNING worker=w0 attempt=\d+ time=\S+ process-id=(\S+)", log)
     assert len(ids) == 4 and len(set(ids)) == 1 and ids[0] != "unknown"
 
 

@@ -29,22 +29,62 @@ def test_archive_as_new_as_jar_or_newer_is_fresh(tmp_path):
     assert not streams_jvm.archive_stale(_touch(tmp_path / "w.jsa", 3000), jar)
 
 
-def _command(archive):
+def _command(start):
     return streams_jvm.command(Path("/x/eos-streams.jar"), SimpleNamespace(name="w0", attempt=3),
                                bootstrap="127.0.0.1:9092", input_topic="in", output_topic="out",
                                application_id="app", state_dir=Path("/s"), crash_plan=Path("/p"),
                                crash_log=Path("/c"), commit_interval_ms=None, ledger_table=None,
-                               dsn="postgresql://u@127.0.0.1:5432/db", archive=archive)
+                               dsn="postgresql://u@127.0.0.1:5432/db", start=start)
 
 
 def test_command_maps_the_archive_before_the_jar_only_when_there_is_one():
-    with_archive = _command(Path("/x/eos-streams.jsa"))
+    cds = streams_jvm.WorkerStart("java", streams_jvm.CDS, Path("/x/eos-streams.jsa"), "")
+    with_archive = _command(cds)
     jar = with_archive.index("-jar")
     assert "-XX:SharedArchiveFile=/x/eos-streams.jsa" in with_archive[:jar]
     assert with_archive[jar + 1] == "/x/eos-streams.jar"
     without = _command(None)
     assert not any("SharedArchiveFile" in a for a in without)
     assert [a for a in with_archive if "SharedArchiveFile" not in a] == without
+
+
+def test_an_aot_start_runs_the_newer_java_with_its_cache():
+    java = "/usr/lib/jvm/jdk-25/bin/java"
+    aot = streams_jvm.WorkerStart(java, streams_jvm.aot_kind(java), Path("/x/eos-streams.aot"), "")
+    cmd = _command(aot)
+    assert cmd[0] == java and "-XX:AOTCache=/x/eos-streams.aot" in cmd[:cmd.index("-jar")]
+    assert not any("SharedArchiveFile" in a for a in cmd)
+
+
+def _jdk(homes: Path, name: str, version: str, java=True) -> Path:
+    home = homes / name
+    (home / "bin").mkdir(parents=True)
+    (home / "release").write_text(f'IMPLEMENTOR="x"\nJAVA_VERSION="{version}"\n')
+    if java:
+        (home / "bin" / "java").write_text("#!/bin/sh\n")
+        (home / "bin" / "java").chmod(0o755)
+    return home / "bin" / "java"
+
+
+def test_the_aot_java_is_the_newest_jdk_of_release_25_or_later(tmp_path, monkeypatch):
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    _jdk(tmp_path, "java-17-openjdk-amd64", "17.0.13")
+    assert streams_jvm.aot_java(tmp_path) is None
+    j25 = _jdk(tmp_path, "temurin-25-jdk-amd64", "25.0.3")
+    _jdk(tmp_path, "jdk-26-broken", "26", java=False)          # no java in it: not a choice
+    assert streams_jvm.aot_java(tmp_path) == str(j25)
+    j26 = _jdk(tmp_path, "jdk-26", "26.0.1")
+    assert streams_jvm.aot_java(tmp_path) == str(j26)
+
+
+def test_asking_for_aot_without_a_jdk_25_is_one_clear_error(tmp_path, monkeypatch):
+    import pytest
+    from harness.errors import HarnessError
+    monkeypatch.setattr(streams_jvm, "aot_java", lambda: None)
+    with pytest.raises(HarnessError, match="needs a JDK 25 or later"):
+        streams_jvm.worker_start(tmp_path / "w.jar", "aot", log=lambda _: None)
+    plain = streams_jvm.worker_start(tmp_path / "w.jar", "plain", log=lambda _: None)
+    assert (plain.java, plain.flags()) == ("java", [])
 
 
 def test_a_harness_killed_while_it_probes_the_archive_leaves_nothing_in_the_temporary_folder(tmp_path):

@@ -38,7 +38,36 @@ public final class Main {
     private Main() {
     }
 
+    /** Seconds since the epoch, as the harness's own timestamps. */
+    static String now() {
+        return String.format(java.util.Locale.ROOT, "%.6f", System.currentTimeMillis() / 1000.0);
+    }
+
+    /**
+     * When the kernel started this process, in seconds since the epoch, to about 10 ms: its start in clock
+     * ticks since boot (/proc/self/stat) set against the time since boot now (/proc/uptime). The JDK's
+     * ProcessHandle start instant adds the boot time, which the kernel gives in whole seconds only.
+     */
+    static String processStart() {
+        try {
+            String stat = new String(java.nio.file.Files.readAllBytes(java.nio.file.Paths.get("/proc/self/stat")),
+                                     java.nio.charset.StandardCharsets.US_ASCII);
+            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            long ticks = Long.parseLong(f[19]);                 // field 22, starttime (USER_HZ = 100)
+            String uptime = new String(java.nio.file.Files.readAllBytes(java.nio.file.Paths.get("/proc/uptime")),
+                                       java.nio.charset.StandardCharsets.US_ASCII);
+            double now = System.currentTimeMillis() / 1000.0;
+            double up = Double.parseDouble(uptime.split(" ")[0]);
+            return String.format(java.util.Locale.ROOT, "%.6f", now - (up - ticks / 100.0));
+        } catch (Exception e) {
+            return "unknown";
+        }
+    }
+
     public static void main(String[] args) {
+        // When the JVM reached our code: with the process's start time (the kernel's) the harness times a
+        // start-up's phases (its bench: JVM start, Kafka Streams start, first record).
+        String mainAt = now();
         // --standby (the last argument): a warm spare. It warms up, then takes its real
         // command line from stdin and starts as below; see Standby.
         boolean standby = args.length > 0 && Standby.FLAG.equals(args[args.length - 1]);
@@ -50,6 +79,9 @@ public final class Main {
             opts = a.options();
             ledger = a.ledger();
         }
+        String jvmStart = processStart();
+        System.err.println("eos-streams MAIN worker=" + opts.worker + " attempt=" + opts.attempt + " process-start="
+                           + jvmStart + " main=" + (standby ? now() : mainAt));
         start(opts, ledger, json);
     }
 
@@ -153,7 +185,7 @@ public final class Main {
         streams.setStateListener((now, before) -> {
             if (now == KafkaStreams.State.RUNNING && announced.compareAndSet(false, true)) {
                 // The process id: the same on every attempt of a worker (see ProcessIdAnchor).
-                System.err.println("eos-streams RUNNING " + who + " process-id="
+                System.err.println("eos-streams RUNNING " + who + " time=" + now() + " process-id="
                                    + ProcessIdAnchor.processId(opts.stateDir, opts.applicationId, json));
             } else if (now == KafkaStreams.State.ERROR && !closing.get()) {
                 fatal(who, "Kafka Streams went to ERROR (from " + before + ")");
@@ -175,6 +207,7 @@ public final class Main {
             Runtime.getRuntime().halt(0);
         }, "eos-streams-shutdown"));
 
+        System.err.println("eos-streams STARTING " + who + " time=" + now());
         try {
             streams.start();
         } catch (RuntimeException e) {

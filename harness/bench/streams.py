@@ -1,0 +1,185 @@
+"""`harness bench streams`: what a Kafka Streams restart costs, with each start-up lever on and off.
+
+eos-streams pays a new JVM per planned crash, so its restarts set the suite's
+pace. Each cell is one real `harness run eos-streams` (a child process, as in
+the suite) with one `--streams-jvm` lever: `plain` (no class cache), `cds` (a
+class-data archive, any JDK) or `aot` (a JDK 25's ahead-of-time cache: classes
+loaded, linked and profiled before the run). Levers take turns within each
+repetition, so a busy moment of the machine does not fall on one lever alone.
+
+Per cell: the restart median and 90th percentile (SIGKILL or Runtime.halt to
+the replacement's first record, from the run's report), the CPU-seconds of
+the whole run per crash (the run's process tree, all its work included: an
+upper bound on a restart's CPU), and where each restart's time went, from the
+timestamps the worker prints and the kernel's start time of its process:
+
+    kill -> process start      fork and exec of the JVM
+    process start -> main      the JVM's own start-up (class loading and linking: the caches' work)
+    main -> Streams start      the worker's own set-up (crash plan, ledger connection, topology)
+    Streams start -> running   Kafka Streams: group join and assignment, producer id, task set-up
+    running -> first record    the first fetch and the record's processing
+
+A phase the logs cannot place is unknown, never 0.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import resource
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import HarnessError
+from ..stack.stack import Stack
+from .streams_report import PHASES, write_all
+
+LEVERS = ("plain", "cds", "aot")
+CELL_TIME_LIMIT_S = 900
+LINE = re.compile(r"eos-streams (MAIN|STARTING|RUNNING|FIRST-RECORD) worker=(\S+) attempt=(\d+)(.*)")
+FIELD = re.compile(r"(process-start|main|time)=([0-9.]+)")
+
+
+@dataclass
+class StreamsBenchOptions:
+    levers: list = field(default_factory=lambda: list(LEVERS))
+    repetitions: int = 3
+    messages: int = 1000
+    seed: int = 25
+    keep_data: bool = False
+
+    def validate(self) -> None:
+        unknown = [x for x in self.levers if x not in LEVERS]
+        if unknown or not self.levers:
+            raise HarnessError(f"--levers: choose among {', '.join(LEVERS)} (got {', '.join(unknown) or 'none'})")
+        if not 1 <= self.repetitions <= 50:
+            raise HarnessError("--repetitions must be between 1 and 50")
+        from ..params import MAX_MESSAGES
+        if not 10 <= self.messages <= MAX_MESSAGES:
+            raise HarnessError(f"--messages must be between 10 and {MAX_MESSAGES:,}")
+
+
+def start_times(log_text: str) -> dict:
+    """(worker, attempt) -> {process_start, main, starting, running, first_record}: the epoch seconds the
+    worker's log gives for each (absent when it does not)."""
+    out: dict = {}
+    for kind, worker, attempt, rest in LINE.findall(log_text):
+        got = out.setdefault((worker, int(attempt)), {})
+        fields = dict(FIELD.findall(rest))
+        if kind == "MAIN":
+            for name, key in (("process-start", "process_start"), ("main", "main")):
+                if name in fields:
+                    got[key] = float(fields[name])
+        elif "time" in fields:
+            got[{"STARTING": "starting", "RUNNING": "running", "FIRST-RECORD": "first_record"}[kind]] = \
+                float(fields["time"])
+    return out
+
+
+def restart_phases(crashes: list[dict], starts: dict) -> list[dict]:
+    """Per crash, the seconds of each phase of its slot's next attempt (None where a timestamp is missing
+    or out of order: unknown)."""
+    out = []
+    for c in crashes:
+        nxt = starts.get((c.get("worker"), (c.get("attempt") or 0) + 1))
+        if nxt is None or not isinstance(c.get("time"), (int, float)):
+            continue
+        times = {"kill": c["time"], **nxt}
+        row = {}
+        for a, b, _ in PHASES:
+            d = times[b] - times[a] if a in times and b in times else None
+            row[f"{a}->{b}"] = round(d, 4) if d is not None and d >= -0.001 else None
+        out.append(row)
+    return out
+
+
+def _median(values) -> float | None:
+    got = [v for v in values if v is not None]
+    return round(statistics.median(got), 3) if got else None
+
+
+def _p90(values) -> float | None:
+    got = sorted(v for v in values if v is not None)
+    return round(got[min(len(got) - 1, int(len(got) * 0.9))], 3) if got else None
+
+
+def run_cell(stack: Stack, lever: str, rep: int, opts: StreamsBenchOptions, folder: Path) -> dict:
+    out = folder / f"{lever}-{rep}"
+    cmd = [sys.executable, "-m", "harness.cli", "run", "eos-streams", "--streams-jvm", lever, "--messages",
+           str(opts.messages), "--seed", str(opts.seed), "--quiet", "--out", str(out),
+           "--time-limit", str(CELL_TIME_LIMIT_S)]
+    from ..suite_runner import run_env
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.time()
+    from .common import run_child
+    code, err = run_child(cmd, run_env(stack))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cell = {"lever": lever, "repetition": rep, "folder": out.name, "exit_code": code,
+            "seconds": round(time.time() - t0, 2), "cpu_seconds": round(cpu, 2)}
+    try:
+        d = json.loads((out / "report.json").read_text())
+    except (OSError, ValueError):
+        cell.update(verdict="no report", error=((err or "").strip().splitlines() or [""])[-1][:300])
+        return cell
+    crashes = d.get("crashes") or []
+    restarts = [r for r in (d["timings"].get("restart_seconds") or []) if r is not None]
+    starts: dict = {}
+    for log in sorted((out / "workers").glob("*.log")):
+        starts.update(start_times(log.read_text(errors="replace")))
+    phases = restart_phases(crashes, starts)
+    cell.update(verdict=d["verdict"], crashes=len(crashes), restart_median_seconds=_median(restarts),
+                restart_p90_seconds=_p90(restarts),
+                cpu_seconds_per_crash=round(cpu / len(crashes), 3) if crashes else None,
+                phase_medians={f"{a}->{b}": _median(p[f"{a}->{b}"] for p in phases) for a, b, _ in PHASES},
+                restarts_timed=len(phases), jvm=d.get("streams_jvm"))
+    if not opts.keep_data:
+        from .common import clean_run
+        clean_run(stack, d["run_id"])
+    return cell
+
+
+def summary(cells: list[dict], levers: list) -> list[dict]:
+    """Per lever, over its as-predicted cells: medians of the cells' restart medians, p90s, CPU per crash and
+    phase medians."""
+    out = []
+    for lever in levers:
+        ok = [c for c in cells if c["lever"] == lever and c.get("verdict") == "as-predicted"]
+        out.append({"lever": lever, "runs": len(ok),
+                    "restart_median_seconds": _median(c.get("restart_median_seconds") for c in ok),
+                    "restart_p90_seconds": _median(c.get("restart_p90_seconds") for c in ok),
+                    "cpu_seconds_per_crash": _median(c.get("cpu_seconds_per_crash") for c in ok),
+                    "run_seconds": _median(c.get("seconds") for c in ok),
+                    "phases": {f"{a}->{b}": _median((c.get("phase_medians") or {}).get(f"{a}->{b}") for c in ok)
+                               for a, b, _ in PHASES},
+                    "jvm": next((c.get("jvm") for c in ok if c.get("jvm")), None)})
+    return out
+
+
+def run_streams_bench(stack: Stack, opts: StreamsBenchOptions, folder: Path, bench_id: str,
+                      log=print) -> tuple[dict, Path]:
+    from ..environment import describe
+    folder.mkdir(parents=True, exist_ok=True)
+    cells, status, t0 = [], "complete", time.time()
+    total = opts.repetitions * len(opts.levers)
+    try:
+        for rep in range(1, opts.repetitions + 1):
+            for lever in opts.levers:
+                log(f"bench streams [{len(cells) + 1}/{total}] --streams-jvm {lever}, repetition {rep} ...")
+                cells.append(run_cell(stack, lever, rep, opts, folder))
+                c = cells[-1]
+                log(f"  {c.get('verdict')}: restart median {c.get('restart_median_seconds')} s, "
+                    f"{c.get('cpu_seconds_per_crash')} CPU-s per crash")
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        data = {"bench_id": bench_id, "kind": "streams", "status": status, "environment": describe(stack),
+                "parameters": {"levers": opts.levers, "repetitions": opts.repetitions, "messages": opts.messages,
+                               "seed": opts.seed},
+                "cells": cells, "summary": summary(cells, opts.levers), "wall_seconds": round(time.time() - t0, 1)}
+        write_all(data, folder)
+    return data, folder

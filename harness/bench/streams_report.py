@@ -1,0 +1,80 @@
+"""streams.json, streams.md and streams.html of `harness bench streams`, from one dict (so they agree)."""
+
+import json
+from html import escape
+from pathlib import Path
+
+from ..reporting import html as h
+from ..reporting.shared import fmt
+
+# A restart's phases: (from, to, what it is), each from a timestamp of the kill or of the worker's log.
+PHASES = (("kill", "process_start", "kill -> process start"),
+          ("process_start", "main", "process start -> main (JVM start-up)"),
+          ("main", "starting", "main -> Streams start (worker set-up)"),
+          ("starting", "running", "Streams start -> running (join, assignment, producer id)"),
+          ("running", "first_record", "running -> first record (fetch, process)"))
+
+SUMMARY_HEADS = ("lever", "java and cache", "runs", "restart median s", "restart p90 s", "CPU-s per crash",
+                 *(label for _, _, label in PHASES), "run s")
+CELL_HEADS = ("lever", "repetition", "verdict", "crashes", "restart median s", "restart p90 s", "CPU-s per crash",
+              "run s", "restarts timed")
+
+
+def _jvm(j) -> str:
+    if not isinstance(j, dict):
+        return "unknown"
+    return f"{j.get('java')} ({j.get('cache') or 'no cache'})"
+
+
+def summary_rows(d: dict) -> list[tuple]:
+    return [(s["lever"], _jvm(s.get("jvm")), fmt(s["runs"]), fmt(s["restart_median_seconds"]),
+             fmt(s["restart_p90_seconds"]), fmt(s["cpu_seconds_per_crash"]),
+             *(fmt((s.get("phases") or {}).get(f"{a}->{b}")) for a, b, _ in PHASES), fmt(s["run_seconds"]))
+            for s in d["summary"]]
+
+
+def cell_rows(d: dict) -> list[tuple]:
+    return [(c["lever"], fmt(c.get("repetition")), c.get("verdict", ""), fmt(c.get("crashes")),
+             fmt(c.get("restart_median_seconds")), fmt(c.get("restart_p90_seconds")),
+             fmt(c.get("cpu_seconds_per_crash")), fmt(c.get("seconds")), fmt(c.get("restarts_timed")))
+            for c in d["cells"]]
+
+
+def how_measured(d: dict) -> list[str]:
+    p, env = d["parameters"], d["environment"]
+    return [f"Each cell is one `harness run eos-streams --streams-jvm LEVER --messages {p['messages']:,} --seed "
+            f"{p['seed']}` (a child process) on this machine's {env.get('cpus')} CPUs; levers take turns within "
+            f"each of {p['repetitions']} repetition(s). Figures per lever are medians over its as-predicted runs.",
+            "Restart: a worker's death (Runtime.halt at a planned record) to its replacement's first record, "
+            "from each run's report. CPU-s per crash: the run's whole process tree (the harness, the JVMs and "
+            "all their work) divided by its crashes: an upper bound on one restart's CPU.",
+            "Phases: medians of each restart's timestamps: the kill (crash log), the JVM process's start (the "
+            "kernel's), main() entered, Kafka Streams started, RUNNING, the first record (the worker's log). "
+            "unknown where a log line is missing."]
+
+
+def render_md(d: dict) -> str:
+    out = [f"# Kafka Streams restart bench {d['bench_id']}", "", *[f"> {line}  " for line in how_measured(d)], "",
+           "## Per lever", "", "| " + " | ".join(SUMMARY_HEADS) + " |", "| " + " | ".join("---" for _ in SUMMARY_HEADS) + " |"]
+    out += ["| " + " | ".join(str(x) for x in r) + " |" for r in summary_rows(d)]
+    out += ["", "## Every run", "", "| " + " | ".join(CELL_HEADS) + " |", "| " + " | ".join("---" for _ in CELL_HEADS) + " |"]
+    out += ["| " + " | ".join(str(x) for x in r) + " |" for r in cell_rows(d)]
+    out += ["", f"Status: {d['status']}; wall time {fmt(d['wall_seconds'])} s.", ""]
+    return "\n".join(out)
+
+
+def render_html(d: dict) -> str:
+    body = [f"<h1>Kafka Streams restart bench {escape(d['bench_id'])}</h1>",
+            *[f"<p class=muted>{escape(line)}</p>" for line in how_measured(d)],
+            "<h2>Per lever</h2>", "<div class=wide>", h.table(summary_rows(d), SUMMARY_HEADS), "</div>",
+            "<h2>Every run</h2>", h.table(cell_rows(d), CELL_HEADS, numeric=(1, 3, 4, 5, 6, 7, 8)),
+            f"<p class=muted>Status: {escape(d['status'])}; wall time {fmt(d['wall_seconds'])} s.</p>"]
+    return h.page(f"streams bench {d['bench_id']}", "".join(body))
+
+
+def write_all(d: dict, folder: Path) -> None:
+    texts = (("streams.json", json.dumps(d, indent=2) + "\n"), ("streams.md", render_md(d)),
+             ("streams.html", render_html(d)))
+    from ..safefile import write_text
+    for name, text in texts:
+        write_text(folder / name, text)

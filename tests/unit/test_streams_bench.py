@@ -1,0 +1,58 @@
+"""`harness bench streams` reads each restart's phases from the workers' logs (on hand-made logs)."""
+
+from harness.bench.streams import StreamsBenchOptions, restart_phases, start_times, summary
+from harness.bench.streams_report import render_html, render_md
+from harness.errors import HarnessError
+
+LOG = """[0.028s][warning][aot] a line of the JVM's own
+eos-streams MAIN worker=w0 attempt=1 process-start=100.000000 main=100.300000
+eos-streams STARTING worker=w0 attempt=1 time=100.350000
+eos-streams RUNNING worker=w0 attempt=1 time=100.500000 process-id=abc
+eos-streams FIRST-RECORD worker=w0 attempt=1 message_id=pay-000001 partition=0 offset=0 time=100.600000
+eos-streams MAIN worker=w0 attempt=2 process-start=101.020000 main=101.270000
+eos-streams STARTING worker=w0 attempt=2 time=101.300000
+eos-streams RUNNING worker=w0 attempt=2 time=101.550000 process-id=abc
+eos-streams FIRST-RECORD worker=w0 attempt=2 message_id=pay-000002 partition=0 offset=1 time=101.700000
+eos-streams MAIN worker=w0 attempt=3 process-start=unknown main=103.000000
+"""
+
+
+def test_each_restart_is_split_into_its_phases_from_the_logs_and_the_kill():
+    starts = start_times(LOG)
+    assert starts[("w0", 2)] == {"process_start": 101.02, "main": 101.27, "starting": 101.3, "running": 101.55,
+                                 "first_record": 101.7}
+    crashes = [{"worker": "w0", "attempt": 1, "time": 101.0}, {"worker": "w0", "attempt": 2, "time": 102.5},
+               {"worker": "w0", "attempt": 9, "time": 200.0}]          # no successor logged: not timed
+    rows = restart_phases(crashes, starts)
+    assert len(rows) == 2
+    assert rows[0] == {"kill->process_start": 0.02, "process_start->main": 0.25, "main->starting": 0.03,
+                       "starting->running": 0.25, "running->first_record": 0.15}
+    # the third attempt's log ends after main(), and its process start could not be read: unknown, not 0
+    assert rows[1]["kill->process_start"] is None and rows[1]["process_start->main"] is None
+    assert rows[1]["main->starting"] is None and rows[1]["running->first_record"] is None
+
+
+def test_a_lever_is_summarised_over_its_as_predicted_runs_only():
+    cells = [{"lever": "aot", "verdict": "as-predicted", "restart_median_seconds": 0.5, "restart_p90_seconds": 0.7,
+              "cpu_seconds_per_crash": 1.0, "seconds": 60, "phase_medians": {"kill->process_start": 0.01}},
+             {"lever": "aot", "verdict": "as-predicted", "restart_median_seconds": 0.7, "restart_p90_seconds": 0.9,
+              "cpu_seconds_per_crash": 1.2, "seconds": 70, "phase_medians": {}},
+             {"lever": "aot", "verdict": "unexpected", "restart_median_seconds": 9.0}]
+    got = summary(cells, ["aot", "cds"])
+    assert got[0]["runs"] == 2 and got[0]["restart_median_seconds"] == 0.6 and got[0]["cpu_seconds_per_crash"] == 1.1
+    assert got[0]["phases"]["kill->process_start"] == 0.01 and got[0]["phases"]["starting->running"] is None
+    assert got[1]["runs"] == 0 and got[1]["restart_median_seconds"] is None
+    d = {"bench_id": "b", "status": "complete", "environment": {"cpus": 2}, "wall_seconds": 1.0, "cells": cells,
+         "parameters": {"levers": ["aot", "cds"], "repetitions": 2, "messages": 1000, "seed": 25}, "summary": got}
+    md = render_md(d)
+    assert "| aot | unknown | 2 | 0.60 | 0.80 | 1.10 |" in md and "| cds | unknown | 0 | unknown |" in md
+    assert "<h2>Per lever</h2>" in render_html(d)
+
+
+def test_bad_levers_and_sizes_are_one_clear_error():
+    import pytest
+    for opts, needle in ((StreamsBenchOptions(levers=["jit"]), "--levers"),
+                         (StreamsBenchOptions(levers=[]), "--levers"),
+                         (StreamsBenchOptions(messages=5), "--messages")):
+        with pytest.raises(HarnessError, match=needle):
+            opts.validate()
