@@ -25,6 +25,7 @@ A phase the logs cannot place is unknown, never 0.
 from __future__ import annotations
 
 import json
+import math
 import re
 import resource
 import statistics
@@ -39,8 +40,10 @@ from .streams_report import PHASES, write_all
 
 LEVERS = ("plain", "cds", "aot")
 CELL_TIME_LIMIT_S = 900
-LINE = re.compile(r"eos-streams (MAIN|STARTING|RUNNING|FIRST-RECORD) worker=(\S+) attempt=(\d+)(.*)")
-FIELD = re.compile(r"(process-start|main|time)=([0-9.]+)")
+LINE = re.compile(r"^eos-streams (MAIN|STARTING|RUNNING|FIRST-RECORD) worker=(\S+) attempt=(\d{1,9})(.*)$", re.M)
+FIELD = re.compile(r"(process-start|main|time)=(\d{1,12}\.\d{1,9})(?!\S)")
+# The process's start is the kernel's, in 10 ms ticks: a phase this little below 0 is 0 within that resolution.
+RESOLUTION_S = 0.011
 
 
 @dataclass
@@ -55,6 +58,8 @@ class StreamsBenchOptions:
         unknown = [x for x in self.levers if x not in LEVERS]
         if unknown or not self.levers:
             raise HarnessError(f"--levers: choose among {', '.join(LEVERS)} (got {', '.join(unknown) or 'none'})")
+        if len(set(self.levers)) != len(self.levers):
+            raise HarnessError(f"--levers names a lever twice: {', '.join(self.levers)}")
         if not 1 <= self.repetitions <= 50:
             raise HarnessError("--repetitions must be between 1 and 50")
         from ..params import MAX_MESSAGES
@@ -91,7 +96,7 @@ def restart_phases(crashes: list[dict], starts: dict) -> list[dict]:
         row = {}
         for a, b, _ in PHASES:
             d = times[b] - times[a] if a in times and b in times else None
-            row[f"{a}->{b}"] = round(d, 4) if d is not None and d >= -0.001 else None
+            row[f"{a}->{b}"] = None if d is None or d < -RESOLUTION_S else round(max(0.0, d), 4)
         out.append(row)
     return out
 
@@ -102,8 +107,9 @@ def _median(values) -> float | None:
 
 
 def _p90(values) -> float | None:
+    """The 90th percentile by nearest rank."""
     got = sorted(v for v in values if v is not None)
-    return round(got[min(len(got) - 1, int(len(got) * 0.9))], 3) if got else None
+    return round(got[max(0, math.ceil(len(got) * 0.9) - 1)], 3) if got else None
 
 
 def run_cell(stack: Stack, lever: str, rep: int, opts: StreamsBenchOptions, folder: Path) -> dict:
@@ -132,7 +138,7 @@ def run_cell(stack: Stack, lever: str, rep: int, opts: StreamsBenchOptions, fold
         starts.update(start_times(log.read_text(errors="replace")))
     phases = restart_phases(crashes, starts)
     cell.update(verdict=d["verdict"], crashes=len(crashes), restart_median_seconds=_median(restarts),
-                restart_p90_seconds=_p90(restarts),
+                restart_p90_seconds=_p90(restarts), restarts=restarts, phases=phases,
                 cpu_seconds_per_crash=round(cpu / len(crashes), 3) if crashes else None,
                 phase_medians={f"{a}->{b}": _median(p[f"{a}->{b}"] for p in phases) for a, b, _ in PHASES},
                 restarts_timed=len(phases), jvm=d.get("streams_jvm"))
@@ -142,19 +148,28 @@ def run_cell(stack: Stack, lever: str, rep: int, opts: StreamsBenchOptions, fold
     return cell
 
 
+def warm_up(levers: list, log) -> None:
+    """Build the worker's jar and train each lever's cache before any cell is timed: a cell pays no
+    one-off cost (a stale jar, a missing cache) the others do not."""
+    from ..experiments import streams_jvm
+    jar = streams_jvm.build(log)
+    for lever in levers:
+        streams_jvm.worker_start(jar, lever, log)
+
+
 def summary(cells: list[dict], levers: list) -> list[dict]:
-    """Per lever, over its as-predicted cells: medians of the cells' restart medians, p90s, CPU per crash and
-    phase medians."""
+    """Per lever, over its as-predicted cells: the median and 90th percentile of all their restarts pooled,
+    the median of each phase over all their timed restarts, and the median run's CPU per crash and time."""
     out = []
     for lever in levers:
         ok = [c for c in cells if c["lever"] == lever and c.get("verdict") == "as-predicted"]
-        out.append({"lever": lever, "runs": len(ok),
-                    "restart_median_seconds": _median(c.get("restart_median_seconds") for c in ok),
-                    "restart_p90_seconds": _median(c.get("restart_p90_seconds") for c in ok),
+        restarts = [r for c in ok for r in c.get("restarts") or []]
+        phases = [p for c in ok for p in c.get("phases") or []]
+        out.append({"lever": lever, "runs": len(ok), "restarts": len(restarts),
+                    "restart_median_seconds": _median(restarts), "restart_p90_seconds": _p90(restarts),
                     "cpu_seconds_per_crash": _median(c.get("cpu_seconds_per_crash") for c in ok),
                     "run_seconds": _median(c.get("seconds") for c in ok),
-                    "phases": {f"{a}->{b}": _median((c.get("phase_medians") or {}).get(f"{a}->{b}") for c in ok)
-                               for a, b, _ in PHASES},
+                    "phases": {f"{a}->{b}": _median(p.get(f"{a}->{b}") for p in phases) for a, b, _ in PHASES},
                     "jvm": next((c.get("jvm") for c in ok if c.get("jvm")), None)})
     return out
 
@@ -165,6 +180,7 @@ def run_streams_bench(stack: Stack, opts: StreamsBenchOptions, folder: Path, ben
     folder.mkdir(parents=True, exist_ok=True)
     cells, status, t0 = [], "complete", time.time()
     total = opts.repetitions * len(opts.levers)
+    warm_up(opts.levers, log)
     try:
         for rep in range(1, opts.repetitions + 1):
             for lever in opts.levers:

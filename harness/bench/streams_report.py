@@ -8,26 +8,28 @@ from ..reporting import html as h
 from ..reporting.shared import fmt
 
 # A restart's phases: (from, to, what it is), each from a timestamp of the kill or of the worker's log.
-PHASES = (("kill", "process_start", "kill -> process start"),
-          ("process_start", "main", "process start -> main (JVM start-up)"),
+PHASES = (("kill", "process_start", "kill -> worker process start"),
+          ("process_start", "main", "process start -> main (a Python wrapper execs java; JVM start-up)"),
           ("main", "starting", "main -> Streams start (worker set-up)"),
           ("starting", "running", "Streams start -> running (join, assignment, producer id)"),
           ("running", "first_record", "running -> first record (fetch, process)"))
 
-SUMMARY_HEADS = ("lever", "java and cache", "runs", "restart median s", "restart p90 s", "CPU-s per crash",
+SUMMARY_HEADS = ("lever", "java and cache", "runs", "restarts", "restart median s", "restart p90 s",
+                 "harness tree CPU-s per crash",
                  *(label for _, _, label in PHASES), "run s")
-CELL_HEADS = ("lever", "repetition", "verdict", "crashes", "restart median s", "restart p90 s", "CPU-s per crash",
+CELL_HEADS = ("lever", "repetition", "verdict", "crashes", "restart median s", "restart p90 s",
+              "harness tree CPU-s per crash",
               "run s", "restarts timed")
 
 
 def _jvm(j) -> str:
     if not isinstance(j, dict):
         return "unknown"
-    return f"{j.get('java')} ({j.get('cache') or 'no cache'})"
+    return f"{j.get('java')} {j.get('release') or ''} ({j.get('cache') or 'no cache'})".replace("  ", " ")
 
 
 def summary_rows(d: dict) -> list[tuple]:
-    return [(s["lever"], _jvm(s.get("jvm")), fmt(s["runs"]), fmt(s["restart_median_seconds"]),
+    return [(s["lever"], _jvm(s.get("jvm")), fmt(s["runs"]), fmt(s.get("restarts")), fmt(s["restart_median_seconds"]),
              fmt(s["restart_p90_seconds"]), fmt(s["cpu_seconds_per_crash"]),
              *(fmt((s.get("phases") or {}).get(f"{a}->{b}")) for a, b, _ in PHASES), fmt(s["run_seconds"]))
             for s in d["summary"]]
@@ -44,13 +46,17 @@ def how_measured(d: dict) -> list[str]:
     p, env = d["parameters"], d["environment"]
     return [f"Each cell is one `harness run eos-streams --streams-jvm LEVER --messages {p['messages']:,} --seed "
             f"{p['seed']}` (a child process) on this machine's {env.get('cpus')} CPUs; levers take turns within "
-            f"each of {p['repetitions']} repetition(s). Figures per lever are medians over its as-predicted runs.",
+            f"each of {p['repetitions']} repetition(s), after an untimed warm-up that built the jar and trained "
+            f"each lever's cache. Per lever: the median and 90th percentile of all its runs' restarts pooled.",
             "Restart: a worker's death (Runtime.halt at a planned record) to its replacement's first record, "
-            "from each run's report. CPU-s per crash: the run's whole process tree (the harness, the JVMs and "
-            "all their work) divided by its crashes: an upper bound on one restart's CPU.",
-            "Phases: medians of each restart's timestamps: the kill (crash log), the JVM process's start (the "
-            "kernel's), main() entered, Kafka Streams started, RUNNING, the first record (the worker's log). "
-            "unknown where a log line is missing."]
+            "from each run's report. Harness tree CPU-s per crash: the CPU of the run's process tree (the "
+            "harness and its JVMs, all their work, not the broker's or PostgreSQL's) over its crashes; the "
+            "median run's.",
+            "Phases: medians over every timed restart of the time between its timestamps: the kill (the crash "
+            "log), the worker process's start (the kernel's, 10 ms ticks: about +-0.01 s), main() entered, "
+            "Kafka Streams started, RUNNING, the first record (the worker's log); unknown where a line is "
+            "missing. The aot lever runs a JDK 25 (its own java), the others the java on PATH: the java and "
+            "its release are named per lever."]
 
 
 def render_md(d: dict) -> str:

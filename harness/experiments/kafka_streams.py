@@ -22,10 +22,10 @@ PROCESS = KillPoint("after-process-before-commit", "process (produce in the task
                     "with --effect postgres their ledger rows are written again")
 
 STREAMS_JVM = Option(
-    "streams_jvm", str, "eos-streams only: how each worker JVM starts: auto (a JDK 25's AOT cache when one is "
-    "installed, else the class-data archive), aot (JEP 483/515 AOT cache: classes loaded, linked and profiled "
-    "ahead of time), cds (a class-data archive, any JDK) or plain (neither). Speed only: the same worker and "
-    "checks.", default="auto", choices=("auto", "aot", "cds", "plain"), applies_to="eos-streams")
+    "streams_jvm", str, "eos-streams only: how each worker JVM starts: cds (a class-data archive trained beside "
+    "the jar), aot (a JDK 25's ahead-of-time cache, JEP 483: classes loaded and linked before the run; "
+    "needs a JDK 25 installed) or plain (neither). Speed only: the same worker and checks; `harness bench "
+    "streams` measures each.", default="cds", choices=("cds", "aot", "plain"), applies_to="eos-streams")
 EFFECT = Option("effect", str, "eos-streams only: also write each record to the Postgres ledger by JDBC.",
                 default="none", choices=("none", "postgres"), applies_to="eos-streams")
 

@@ -165,7 +165,7 @@ class StreamsWorkers:
         from ..procs import dying_with_this_process
         p, names = run.params, run.names
         jar = streams.build(run.log)
-        start = streams.worker_start(jar, p.streams_jvm or "auto", run.log)
+        start = streams.worker_start(jar, p.streams_jvm or "cds", run.log)
         run.log(f"Kafka Streams workers start as {start.said}")
         # The user's Kafka client settings in Java's names; they may hold secrets, so the environment.
         java = self._java_settings(run.stack)
@@ -187,7 +187,8 @@ class StreamsWorkers:
         # JVM per restart) cost 10-15% more CPU for no faster restarts when other runs share the
         # cores (run eos-streams --seed 25: 68-80 vs 77-89 CPU-s, restart median 0.45-0.53 vs 0.61-0.69 s).
         def annotate(run, result, report) -> None:
-            report.data["streams_jvm"] = {"asked": p.streams_jvm or "auto", "java": start.java,
+            report.data["streams_jvm"] = {"asked": p.streams_jvm or "cds", "java": start.java,
+                                          "release": streams.java_release(start.java),
                                           "cache": start.kind.name if start.kind and start.cache else None}
         return Launch(command, env, slots, group_done=lambda: run.progress.done >= p.messages,
                       reports_deliveries=False, standby=False, annotate=annotate)

@@ -36,9 +36,6 @@ JAR = MODULE / "target" / "eos-streams.jar"
 # JVM options of every worker: short-lived processes (C1 only, the serial collector, no
 # hsperfdata file: jps and jcmd do not list the workers).
 JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx512m", "-XX:-UsePerfData"]
-# An AOT cache's JVM warns on stdout of each code stub it cannot reuse (harmless, one screen per start):
-# only its errors are shown.
-AOT_LOG = "-Xlog:aot*=error"
 TRAINING_MAIN = "harness.eosstreams.Training"
 TRAINING_TIMEOUT_S = 120
 PROBE_TIMEOUT_S = 30
@@ -114,45 +111,41 @@ def _clear_stale(folder: Path) -> None:
         return
     for entry in entries:
         try:
-            if entry.name.startswith(WORK_PREFIX) and entry.is_dir() and not entry.is_symlink() and \
-                    time.time() - entry.stat().st_mtime > STALE_WORK_S:
+            old = time.time() - entry.lstat().st_mtime > STALE_WORK_S
+            if entry.name.startswith(WORK_PREFIX) and entry.is_dir() and not entry.is_symlink() and old:
                 shutil.rmtree(entry, ignore_errors=True)
+            elif ".part" in entry.name and entry.name.startswith(JAR.stem + ".") and old and \
+                    entry.is_file() and not entry.is_symlink():
+                entry.unlink()      # an archive an older harness was writing beside the jar when it died
         except OSError:
             continue
 
 
 def _train(jar: Path, archive: Path, log, kind: "CacheKind | None" = None) -> bool:
-    """Writes the archive: the training run dumps into a new file beside it, which replaces the old
-    one only once it has passed the probe (so concurrent runs only ever see a checked archive)."""
+    """Writes the archive: the training runs in a working folder beside the jar (every file it makes, the
+    new archive included, stays there), whose archive replaces the old one only once it has passed the
+    probe (so concurrent runs only ever see a checked archive). Each JVM of the training dies with the
+    harness; a folder a SIGKILLed harness left is cleared later (`_clear_stale`)."""
     kind = kind or CDS
     log(f"Training the Kafka Streams worker's {kind.what} (once per jar) ...")
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=archive.name + ".", suffix=".part" + archive.suffix,
-                                        dir=archive.parent)
-    except OSError as e:
-        log(f"cannot write a {kind.what} beside the jar ({e}); workers start without one")
-        return False
-    os.close(fd)
-    tmp = Path(tmp_name)
-    tmp.unlink()           # the JVM creates it at its exit
-    try:
         with tempfile.TemporaryDirectory(prefix=f"{WORK_PREFIX}training-", dir=jar.parent) as cwd:
-            # Dies with the harness: a SIGKILLed one would leave it training, then its archive behind.
-            proc = subprocess.run(dying_with_this_process(
-                [kind.java, *JVM_OPTIONS, *kind.train(tmp), "-cp", str(jar), TRAINING_MAIN]),
-                cwd=cwd, capture_output=True, text=True, timeout=TRAINING_TIMEOUT_S)
-        if proc.returncode == 0 and tmp.exists() and _probe(tmp, jar, kind):
-            os.replace(tmp, archive)
-            return True
-        why = f"exit {proc.returncode}" + ("" if tmp.exists() else f", no {kind.what} written")
-        last = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or [""]
+            tmp = Path(cwd) / ("new" + archive.suffix)
+            for step in kind.train_steps(tmp, Path(cwd), jar):
+                proc = subprocess.run(dying_with_this_process([kind.java, *JVM_OPTIONS, *step]),
+                                      cwd=cwd, capture_output=True, text=True, timeout=TRAINING_TIMEOUT_S)
+                if proc.returncode != 0:
+                    break
+            if proc.returncode == 0 and tmp.exists() and _probe(tmp, jar, kind):
+                os.replace(tmp, archive)
+                return True
+            why = f"exit {proc.returncode}" + ("" if tmp.exists() else f", no {kind.what} written")
+            last = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or [""]
         log(f"the {kind.what} could not be made ({why}: {last[0][:200]}); workers start without one")
         return False
     except (OSError, subprocess.TimeoutExpired) as e:
         log(f"the {kind.what} could not be made ({e}); workers start without one")
         return False
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def class_archive(jar: Path = JAR, log=print, kind: "CacheKind | None" = None) -> Path | None:
@@ -169,41 +162,43 @@ def class_archive(jar: Path = JAR, log=print, kind: "CacheKind | None" = None) -
 @dataclass(frozen=True)
 class CacheKind:
     """How a worker JVM starts from a cache of its classes: the class-data archive of any JDK (CDS), or a
-    JDK 25's ahead-of-time cache (JEP 483: classes loaded and linked; JEP 515: method profiles; made in
-    one training run, JEP 514)."""
+    JDK 25's ahead-of-time cache (JEP 483: classes loaded and linked before the run; JEP 515's method
+    profiles ride along but feed only C2, which the workers turn off)."""
     name: str
     what: str
     java: str
     suffix: str
-    train_flag: str
     probe_flags: tuple
     run_flag: str
-    quiet: tuple = ()
 
-    def train(self, path: Path) -> list[str]:
-        return [*self.quiet, f"{self.train_flag}={path}"]
+    def train_steps(self, out: Path, work: Path, jar: Path) -> list[list[str]]:
+        """The JVMs that make the cache at `out`, each started by itself (so each dies with the harness: a
+        JVM that forks another, as JEP 514's one-step -XX:AOTCacheOutput does, would leave that one behind)."""
+        if self.name == "aot":
+            conf = work / "training.aotconf"
+            return [["-XX:AOTMode=record", f"-XX:AOTConfiguration={conf}", "-cp", str(jar), TRAINING_MAIN],
+                    ["-XX:AOTMode=create", f"-XX:AOTConfiguration={conf}", f"-XX:AOTCache={out}", "-cp", str(jar)]]
+        return [[f"-XX:ArchiveClassesAtExit={out}", "-cp", str(jar), TRAINING_MAIN]]
 
     def probe(self, path: Path) -> list[str]:
         return [*self.probe_flags, f"{self.run_flag}={path}"]
 
     def run(self, path: Path) -> list[str]:
-        return [*self.quiet, f"{self.run_flag}={path}"]
+        return [f"{self.run_flag}={path}"]
 
 
-CDS = CacheKind("cds", "class-data archive", "java", ".jsa", "-XX:ArchiveClassesAtExit", ("-Xshare:on",),
-                "-XX:SharedArchiveFile")
+CDS = CacheKind("cds", "class-data archive", "java", ".jsa", ("-Xshare:on",), "-XX:SharedArchiveFile")
 AOT_RELEASE = 25
 JDK_HOMES = Path("/usr/lib/jvm")
 
 
 def aot_kind(java: str) -> CacheKind:
-    return CacheKind("aot", "AOT cache", java, ".aot", "-XX:AOTCacheOutput", ("-XX:AOTMode=on",), "-XX:AOTCache",
-                     (AOT_LOG,))
+    return CacheKind("aot", "AOT cache", java, ".aot", ("-XX:AOTMode=on",), "-XX:AOTCache")
 
 
 def aot_java(homes: Path = JDK_HOMES) -> str | None:
     """The `java` of the newest installed JDK of release AOT_RELEASE or later (its `release` file says
-    which), JAVA_HOME's first; None when there is none."""
+    which), JAVA_HOME's among them; None when there is none."""
     found = []
     for home in [*([Path(os.environ["JAVA_HOME"])] if os.environ.get("JAVA_HOME") else []), *sorted(homes.glob("*"))]:
         try:
@@ -215,6 +210,16 @@ def aot_java(homes: Path = JDK_HOMES) -> str | None:
         if m and int(m[1]) >= AOT_RELEASE and os.access(java, os.X_OK) and not java.is_symlink():
             found.append((int(m[1]), str(java)))
     return max(found)[1] if found else None
+
+
+def java_release(java: str) -> str | None:
+    """The release `java -version` names (e.g. 17.0.13), None when it cannot be read."""
+    try:
+        proc = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r'version "([0-9][0-9._+a-z-]{0,40})"', proc.stderr or "")
+    return m[1] if m else None
 
 
 @dataclass(frozen=True)
@@ -230,21 +235,21 @@ class WorkerStart:
 
 
 def worker_start(jar: Path, choice: str, log=print) -> WorkerStart:
-    """The start each worker gets (--streams-jvm): `aot` a JDK 25's AOT cache, `cds` the class-data archive,
-    `plain` neither, `auto` the AOT cache when a JDK 25 is installed and its cache works, else the archive."""
+    """The start each worker gets (--streams-jvm): `cds` the class-data archive (the default: `harness bench
+    streams` measured a JDK 25's AOT cache no faster per restart), `aot` a JDK 25's AOT cache (refused in
+    one line without one), `plain` neither."""
     if choice == "plain":
         return WorkerStart("java", None, None, "java without a class cache")
-    java25 = aot_java() if choice in ("auto", "aot") else None
-    if choice == "aot" and java25 is None:
-        raise HarnessError(f"--streams-jvm aot needs a JDK {AOT_RELEASE} or later (none under {JDK_HOMES} nor "
-                           f"JAVA_HOME); use --streams-jvm cds")
-    if java25:
+    if choice == "aot":
+        java25 = aot_java()
+        if java25 is None:
+            raise HarnessError(f"--streams-jvm aot needs a JDK {AOT_RELEASE} or later (none under {JDK_HOMES} "
+                               f"nor JAVA_HOME); use --streams-jvm cds")
         kind = aot_kind(java25)
         cache = class_archive(jar, log, kind)
-        if cache:
-            return WorkerStart(java25, kind, cache, f"{java25} with its AOT cache {cache.name}")
-        if choice == "aot":
+        if cache is None:
             raise HarnessError(f"--streams-jvm aot: the AOT cache of {java25} could not be made (see above)")
+        return WorkerStart(java25, kind, cache, f"{java25} with its AOT cache {cache.name}")
     cache = class_archive(jar, log, CDS)
     return WorkerStart("java", CDS if cache else None, cache,
                        f"java with the class-data archive {cache.name}" if cache else "java without a class cache")

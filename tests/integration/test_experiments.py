@@ -154,15 +154,18 @@ def test_streams_class_archive_damaged_inside_fails_the_probe_and_is_retrained(t
     assert streams_jvm.class_archive(jar, lambda *_: None, kind) == archive and archive.read_bytes() != bytes(data)
 
 
-def test_a_training_jvm_dies_with_a_sigkilled_harness(tmp_path):
-    """The harness SIGKILLed while it trains the class-data archive: the training JVM must die with it,
-    not train on and leave its archive (tens of MB, `*.part`) beside the jar."""
+@pytest.mark.parametrize("kind", cache_kinds())
+def test_a_training_jvm_dies_with_a_sigkilled_harness(tmp_path, kind):
+    """The harness SIGKILLed while it trains the class-data archive (or the AOT cache): the training JVM must
+    die with it, not train on and leave its archive (tens of MB) beside the jar."""
     from harness.experiments import streams_jvm
     jar = tmp_path / "eos-streams.jar"
     jar.write_bytes(streams_jvm.build(lambda *_: None).read_bytes())
-    code = f"from pathlib import Path; from harness.experiments import streams_jvm as s; s.class_archive(Path({str(jar)!r}))"
+    make = "s.CDS" if kind.name == "cds" else "s.aot_kind(s.aot_java())"
+    code = (f"from pathlib import Path; from harness.experiments import streams_jvm as s; "
+            f"s.class_archive(Path({str(jar)!r}), kind={make})")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    marker = f"-XX:ArchiveClassesAtExit={tmp_path}"
+    marker = f"-XX:ArchiveClassesAtExit={tmp_path}" if kind.name == "cds" else f"-XX:AOTConfiguration={tmp_path}"
 
     def training():
         return pids_where(lambda c: marker in c and "java" in c)
@@ -178,7 +181,8 @@ def test_a_training_jvm_dies_with_a_sigkilled_harness(tmp_path):
     while training() and time.time() < deadline:
         time.sleep(0.2)
     assert not training()
-    assert not list(tmp_path.glob("*.part")), "a training JVM outlived the SIGKILLed harness and left its archive"
+    assert not list(tmp_path.glob("*.part*")) and not list(tmp_path.glob(f"*{kind.suffix}")), \
+        "a training JVM outlived the SIGKILLed harness and left its archive"
 
 
 def test_streams_class_archive_cannot_be_written_then_workers_start_without(tmp_path):

@@ -32,27 +32,49 @@ def test_each_restart_is_split_into_its_phases_from_the_logs_and_the_kill():
     assert rows[1]["main->starting"] is None and rows[1]["running->first_record"] is None
 
 
-def test_a_lever_is_summarised_over_its_as_predicted_runs_only():
-    cells = [{"lever": "aot", "verdict": "as-predicted", "restart_median_seconds": 0.5, "restart_p90_seconds": 0.7,
-              "cpu_seconds_per_crash": 1.0, "seconds": 60, "phase_medians": {"kill->process_start": 0.01}},
-             {"lever": "aot", "verdict": "as-predicted", "restart_median_seconds": 0.7, "restart_p90_seconds": 0.9,
-              "cpu_seconds_per_crash": 1.2, "seconds": 70, "phase_medians": {}},
-             {"lever": "aot", "verdict": "unexpected", "restart_median_seconds": 9.0}]
+def test_a_lever_is_summarised_over_all_restarts_of_its_as_predicted_runs():
+    cells = [{"lever": "aot", "verdict": "as-predicted", "restarts": [0.4, 0.5, 0.6], "cpu_seconds_per_crash": 1.0,
+              "seconds": 60, "phases": [{"kill->process_start": 0.01}, {"kill->process_start": 0.03}]},
+             {"lever": "aot", "verdict": "as-predicted", "restarts": [0.7, 0.8, 0.9, 2.0], "cpu_seconds_per_crash": 1.2,
+              "seconds": 70, "phases": [{"kill->process_start": None}]},
+             {"lever": "aot", "verdict": "unexpected", "restarts": [9.0, 9.0]}]
     got = summary(cells, ["aot", "cds"])
-    assert got[0]["runs"] == 2 and got[0]["restart_median_seconds"] == 0.6 and got[0]["cpu_seconds_per_crash"] == 1.1
-    assert got[0]["phases"]["kill->process_start"] == 0.01 and got[0]["phases"]["starting->running"] is None
+    a = got[0]
+    assert (a["runs"], a["restarts"], a["restart_median_seconds"]) == (2, 7, 0.7)      # pooled, not a median of medians
+    assert a["restart_p90_seconds"] == 2.0 and a["cpu_seconds_per_crash"] == 1.1       # nearest rank: ceil(6.3) = 7th
+    assert a["phases"]["kill->process_start"] == 0.02 and a["phases"]["starting->running"] is None
     assert got[1]["runs"] == 0 and got[1]["restart_median_seconds"] is None
     d = {"bench_id": "b", "status": "complete", "environment": {"cpus": 2}, "wall_seconds": 1.0, "cells": cells,
          "parameters": {"levers": ["aot", "cds"], "repetitions": 2, "messages": 1000, "seed": 25}, "summary": got}
     md = render_md(d)
-    assert "| aot | unknown | 2 | 0.60 | 0.80 | 1.10 |" in md and "| cds | unknown | 0 | unknown |" in md
+    assert "| aot | unknown | 2 | 7 | 0.70 | 2.00 | 1.10 |" in md and "| cds | unknown | 0 | 0 | unknown |" in md
     assert "<h2>Per lever</h2>" in render_html(d)
+
+
+def test_a_p90_of_ten_is_the_ninth_not_the_largest():
+    from harness.bench.streams import _p90
+    assert _p90([float(i) for i in range(1, 11)]) == 9.0 and _p90([]) is None
+
+
+def test_garbled_or_foreign_log_lines_are_not_read_and_never_raise():
+    text = ("eos-streams RUNNING worker=w0 attempt=2 time=1.2.3 process-id=x\n"
+            "a line that says eos-streams MAIN worker=w0 attempt=2 process-start=5.0 main=6.0\n"
+            "eos-streams STARTING worker=w0 attempt=2 time=101.300000\n")
+    assert start_times(text) == {("w0", 2): {"starting": 101.3}}
+
+
+def test_a_phase_just_below_zero_is_zero_within_the_clocks_resolution():
+    starts = {("w0", 2): {"process_start": 100.995, "main": 101.2}}
+    rows = restart_phases([{"worker": "w0", "attempt": 1, "time": 101.0}, {"worker": "w0", "attempt": 1, "time": 101.5}],
+                          starts)
+    assert rows[0]["kill->process_start"] == 0.0 and rows[1]["kill->process_start"] is None
 
 
 def test_bad_levers_and_sizes_are_one_clear_error():
     import pytest
     for opts, needle in ((StreamsBenchOptions(levers=["jit"]), "--levers"),
                          (StreamsBenchOptions(levers=[]), "--levers"),
-                         (StreamsBenchOptions(messages=5), "--messages")):
+                         (StreamsBenchOptions(messages=5), "--messages"),
+                         (StreamsBenchOptions(levers=["cds", "cds"]), "twice")):
         with pytest.raises(HarnessError, match=needle):
             opts.validate()
