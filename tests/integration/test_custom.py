@@ -131,12 +131,19 @@ def test_a_consumer_in_a_real_group_is_killed_while_it_works_and_witnessed_by_th
 
 
 def test_a_consumer_that_finishes_before_any_kill_can_strike_is_told_so(stack, tmp_path):
-    # one payment: the sample that first shows the consumer's work shows it done, so no kill may strike
+    """One payment: the consumer applies and commits it at once. Either no kill strikes, or one strikes a worker
+    whose partition is committed to its end (the sample that showed its commit came a moment after the kill
+    was due): each time the report says the kills could test nothing, in those words."""
     d = run_custom(stack, tmp_path, python_example("correct.py"), "--kills", "3", "--messages", "1")
     c = d["consumer"]
-    assert c["kills_landed"] == 0 and c["claim_held"] is True
-    assert any("before any kill could strike" in w for w in c["warnings"]), c["warnings"]
-    assert "before any kill could strike" in d["summary"]
+    assert c["claim_held"] is True
+    if c["kills_landed"] == 0:
+        said = "before any kill could strike"
+    else:
+        assert all(k["state"] == "after its last commit" for k in c["kills"]), c["kills"]
+        said = f"{c['kills_landed']} of {c['kills_landed']} kill(s) struck a worker that could do no damage"
+    assert any(said in w for w in c["warnings"]), c["warnings"]
+    assert said in d["summary"]
 
 
 @pytest.fixture(scope="module")
