@@ -94,7 +94,8 @@ def test_a_consumer_in_a_real_group_is_killed_while_it_works_and_witnessed_by_th
                    "--messages", "8000")
     c = d["consumer"]
     assert c["membership"] == "group" and c["protocol"] == "classic" and c["members_unidentified"] == 0
-    assert c["members_tied"]["client.id"] >= c["kills_landed"] + 2
+    # every attempt that joined was tied by its client.id (the last replacements may end before they join)
+    assert c["members_tied"]["client.id"] >= 2 and c["members_tied"]["first appearance"] == 0
     with psycopg.connect(stack["dsn"]) as conn:
         rows = conn.execute(f"select message_id, worker, attempt from {d['stack']['ledger_table']} order by id").fetchall()
     applied_by: dict = {}
