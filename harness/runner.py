@@ -100,7 +100,6 @@ class Progress:
         self.total, self.ui, self.samples, self.t0 = total, ui, [], time.time()
         self.done = 0
         self.committed: dict | None = None     # partition -> committed offset, at the last good sample
-        self.advanced_at: dict = {}            # partition -> when a sample last saw its committed offset grow
         self.first_commit_at: float | None = None   # when a sample first saw any committed offset
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, name="progress", daemon=True)
@@ -113,11 +112,8 @@ class Progress:
             return
         if any(tp.error for tp in got):
             return
-        now, before = time.time(), self.committed or {}
+        now = time.time()
         self.committed = {tp.partition: max(0, tp.offset) for tp in got}
-        for p, off in self.committed.items():
-            if off > before.get(p, 0):
-                self.advanced_at[p] = now
         self.done = sum(self.committed.values())
         if self.done and self.first_commit_at is None:
             self.first_commit_at = now

@@ -285,11 +285,11 @@ class GroupWatch:
             if s.proc is not None and s.proc.poll() is not None and self.poked.get(s.index) != s.attempt:
                 self.poked[s.index] = s.attempt
                 self.sampler.poke()
-        samples = self.sampler.snapshot()
-        if len(samples) == self.seen:
+        new = self.sampler.snapshot(self.seen)
+        if not new:
             return
         alive = [(s.name, s.attempt, s.started_at) for s in sup.slots if s.proc is not None and s.proc.poll() is None]
-        for sample in samples[self.seen:]:
+        for sample in new:
             for tie in self.ties.update(sample, alive):
                 append(self.path, tie)
             in_group = self.mode.add(sample)
@@ -301,8 +301,8 @@ class GroupWatch:
                     s.first_message_at = work.at
                     sup.result.events.append({"event": "first_message", "worker": s.name, "attempt": s.attempt,
                                               "t": work.at})
-        self.seen = len(samples)
-        last = samples[-1]
+        self.seen += len(new)
+        last = new[-1]
         for s in sup.slots:
             if s.proc is None:
                 continue

@@ -17,12 +17,15 @@ import os
 from pathlib import Path
 
 
-def append(path: Path, entry: dict) -> None:
+def append(path: Path, entry: dict, sync: bool = True) -> None:
+    """One line, one O_APPEND write (writers never interleave), never through a link; fsynced unless
+    `sync` is False (a record that need not survive the machine, only the process)."""
     line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         os.write(fd, line)
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
 

@@ -15,11 +15,11 @@ the sample None (unknown), and the next sample asks again.
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import time
 from pathlib import Path
+
+from . import crashlog
 
 SAMPLE_EVERY_S = 0.2
 CALL_TIMEOUT_S = 5.0
@@ -27,12 +27,8 @@ LEDGER_BATCH = 20_000
 
 
 def append(path: Path, entry: dict) -> None:
-    """One line, one O_APPEND write (two threads append: lines never interleave), never through a link."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    try:
-        os.write(fd, (json.dumps(entry, separators=(",", ":")) + "\n").encode())
-    finally:
-        os.close(fd)
+    """One line of the timeline (two threads append: crashlog's single write keeps lines whole), not fsynced."""
+    crashlog.append(path, entry, sync=False)
 
 
 class GroupSampler:
@@ -58,9 +54,10 @@ class GroupSampler:
         self._thread.start()
         return self
 
-    def snapshot(self) -> list[dict]:
+    def snapshot(self, start: int = 0) -> list[dict]:
+        """The samples from index `start` on (the supervisor's loop asks for the new ones only)."""
         with self._lock:
-            return list(self.samples)
+            return self.samples[start:]
 
     def _members(self):
         got = self.admin.describe_consumer_groups([self.group], request_timeout=CALL_TIMEOUT_S)[self.group]
