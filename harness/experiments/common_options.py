@@ -16,8 +16,8 @@ FRESH_ID_TRANSACTION_TIMEOUT_MS = 10_000
 TRANSACTION_TIMEOUT_MS = 60_000
 
 ON_TRANSACTIONS = "experiments with Kafka transactions"
-# Kafka Streams keeps its own transactional ids and timeout: these two are the Python workers'.
-ON_OWN_TRANSACTIONS = "experiments with Kafka transactions of their own (the eos family's Python workers)"
+# Kafka Streams keeps its own transactional ids and timeout: these are the eos family's own workers' (Python or Java).
+ON_OWN_TRANSACTIONS = "experiments with Kafka transactions of their own (eos, eos-boundary, eos-dedupe, zombie)"
 
 COMMIT_INTERVAL_MS = Option(
     "commit_interval_ms", int, "eos family: commit the transaction at least this often (instead of every N records).",
@@ -40,7 +40,12 @@ TXN_STUCK_AFTER = Option(
     "retries) may block; past them the worker exits for a restart and its transaction's outcome is unknown "
     "(the numbers it can change become bounds) instead of stalling the run.", default=TXN_STUCK_AFTER_S, low=0.5,
     high=3600, why_high="an hour; a run's own time limit ends it sooner", worker=True, applies_to=ON_OWN_TRANSACTIONS)
-TRANSACTION_OPTIONS = (COMMIT_INTERVAL_MS, FRESH_TRANSACTIONAL_ID, TRANSACTION_TIMEOUT, TXN_STUCK_AFTER)
+CLIENT = Option(
+    "client", str, "eos family: the transactional client of the workers: python (librdkafka, transaction "
+    "version 1 on every broker) or java (Kafka's own kafka-clients, which speaks transaction version 2 where "
+    "the broker offers it: a new producer epoch per transaction). Same steps, kill points and checks.",
+    default="python", choices=("python", "java"), applies_to=ON_OWN_TRANSACTIONS)
+TRANSACTION_OPTIONS = (COMMIT_INTERVAL_MS, FRESH_TRANSACTIONAL_ID, TRANSACTION_TIMEOUT, TXN_STUCK_AFTER, CLIENT)
 
 ASSIGNMENT = Option(
     "assignment", str, "Consumer experiments: assign (each worker a fixed set of partitions: fastest restarts) or "

@@ -42,6 +42,7 @@ from ..runtime.call_deadline import CallDeadline
 from ..runtime.client_faults import AFTER_SEND_OFFSETS, BEFORE_COMMIT, MID_PRODUCE, PLANNED_ABORT
 from .common_options import TRANSACTION_OPTIONS, TRANSACTION_TIMEOUT_MS, TXN_STUCK_AFTER_S
 from .declaration import Experiment, KillPoint, Stores
+from .txn_java import TxnJavaWorkers
 
 FENCED_EXIT = 3
 POLL_BATCH = 500
@@ -317,6 +318,14 @@ def _points(ledger_damage=None) -> tuple:
     return tuple(pts)
 
 
+# What the four share: their options, the coordinator as the leader a leader-kill kills, the client faults
+# their loop carries out, output tagged and in poll order (records to their input's partition), and
+# --client java: the same loop on Kafka's Java client (txn_java.py), without the Python loop's client faults.
+TRANSACTIONAL = dict(
+    warm_up=warm_producer, options=TRANSACTION_OPTIONS, leader="coordinator", client_faults=CLIENT_FAULTS,
+    tagged_output=True, ordered_output=True,
+    variants={"client=java": {"launcher": TxnJavaWorkers(), "client_faults": (), "warm_up": None}})
+
 EOS = Experiment(
     name="eos",
     steps=("poll", "produce (in the transaction)", "send_offsets_to_transaction", "commit_transaction"),
@@ -327,13 +336,8 @@ EOS = Experiment(
     expected="read_committed output: 0 lost, 0 duplicates; read_uncommitted shows the aborted copies",
     predictors=(OutputPredictor(),),
     loop=eos_loop,
-    warm_up=warm_producer,
     suite={"group": "eos", "weight": 8},
-    options=TRANSACTION_OPTIONS,
-    leader="coordinator",
-    client_faults=CLIENT_FAULTS,
-    tagged_output=True,
-    ordered_output=True,      # records to their input's partition, in poll order
+    **TRANSACTIONAL,
 )
 
 EOS_BOUNDARY = Experiment(
@@ -346,13 +350,8 @@ EOS_BOUNDARY = Experiment(
     expected="Kafka output exact; Postgres ledger duplicates = aborted records",
     predictors=(LedgerPredictor(), OutputPredictor()),
     loop=eos_boundary_loop,
-    warm_up=warm_producer,
     suite={"group": "eos", "weight": 7},
-    options=TRANSACTION_OPTIONS,
-    leader="coordinator",
-    client_faults=CLIENT_FAULTS,
-    tagged_output=True,
-    ordered_output=True,      # records to their input's partition, in poll order
+    **TRANSACTIONAL,
 )
 
 EOS_DEDUPE = Experiment(
@@ -366,13 +365,8 @@ EOS_DEDUPE = Experiment(
     expected="Kafka output exact and Postgres exact",
     predictors=(LedgerPredictor(dedupe=True), OutputPredictor()),
     loop=eos_dedupe_loop,
-    warm_up=warm_producer,
     suite={"group": "eos", "weight": 6},
-    options=TRANSACTION_OPTIONS,
-    leader="coordinator",
-    client_faults=CLIENT_FAULTS,
-    tagged_output=True,
-    ordered_output=True,      # records to their input's partition, in poll order
+    **TRANSACTIONAL,
 )
 
 ZOMBIE = Experiment(
@@ -385,12 +379,7 @@ ZOMBIE = Experiment(
     expected="the zombie gets a fatal fenced error; read_committed output exact",
     predictors=(OutputPredictor(), FencedPredictor()),
     loop=eos_loop,
-    warm_up=warm_producer,
     default_faults=("zombie",),
     suite={"group": "eos", "weight": 5},
-    options=TRANSACTION_OPTIONS,
-    leader="coordinator",
-    client_faults=CLIENT_FAULTS,
-    tagged_output=True,
-    ordered_output=True,      # records to their input's partition, in poll order
+    **TRANSACTIONAL,
 )

@@ -42,7 +42,8 @@ DEFAULT_PAUSES = 3
 
 def _takes(fault: str, exp) -> str | None:
     return None if fault in exp.client_faults else \
-        f"a worker loop that carries out the {fault} fault (the eos family: eos, eos-boundary, eos-dedupe, zombie)"
+        f"a worker loop that carries out the {fault} fault (the eos family's Python workers: eos, eos-boundary, " \
+        f"eos-dedupe, zombie without --client java)"
 
 
 class Abort(Fault):

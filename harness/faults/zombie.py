@@ -53,7 +53,7 @@ class ZombiePause(Fault):
         return {"fault": self.name, "pause": self.pause_s}
 
     def unmet(self, exp) -> str | None:
-        return None if exp.stores.output and exp.loop else "a Python worker that writes its output in Kafka transactions"
+        return None if exp.stores.output and exp.loop else "a worker of ours that writes its output in Kafka transactions"
 
     def busy(self) -> bool:
         return self.state in ("paused", "replaced", "resumed")

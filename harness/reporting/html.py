@@ -231,7 +231,8 @@ def render(r) -> str:
             [(k["name"], k["after"], k["before"] or "(last step)", k["says"]) for k in d["kill_points"]],
             ("point", "after", "before", "a crash here"))]
     body += ["<h2>Parameters</h2>", table(r.parameter_rows())]
-    body += ["<h2>Stack and environment</h2>", table(list(d["stack"].items()) + list(d["environment"].items()))]
+    body += ["<h2>Stack and environment</h2>", table(list(d["stack"].items()) + list(d["environment"].items())
+                                                          + r.client_rows())]
     if d["crashes"]:
         body += [f"<h2>Crashes ({len(d['crashes'])})</h2>", table(
             [(i, cr["point"], cr.get("message_id") or "", cr.get("worker") or "", fmt(cr.get("partition")),

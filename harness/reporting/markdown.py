@@ -102,7 +102,7 @@ def render(r) -> str:
     out += ["", "## Parameters", "", "| parameter | value |", "| --- | --- |"]
     out += [_row(row) for row in r.parameter_rows()]
     out += ["", "## Stack and environment", "", "| | |", "| --- | --- |"]
-    out += [_row(row) for row in {**d["stack"], **d["environment"]}.items()]
+    out += [_row(row) for row in [*{**d["stack"], **d["environment"]}.items(), *r.client_rows()]]
     crashes = d["crashes"]
     if crashes:
         out += ["", f"## Crashes ({len(crashes)})", "",

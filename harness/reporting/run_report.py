@@ -65,6 +65,24 @@ class RunReport:
             rows.append((k.replace("_", "-"), v if isinstance(v, str) else fmt(v)))
         return rows
 
+    def client_rows(self) -> list[tuple[str, str]]:
+        """How the workers' clients ran, for the "Stack and environment" table: the JVM of a Kafka Streams
+        run, and the transaction protocol a Java transactional client was seen to speak (with its evidence)."""
+        rows = []
+        jvm = self.data.get("streams_jvm")
+        if jvm:
+            rows.append(("Kafka Streams workers' JVM", f"{jvm.get('release') or 'java'} ({jvm.get('java')}), "
+                         f"class cache {jvm.get('cache') or 'none'} (--streams-jvm {jvm.get('asked')})"))
+        tp = self.data.get("transaction_protocol")
+        if tp:
+            said = {"2": "transaction version 2 (KIP-890): a new producer epoch at every transaction's end",
+                    "before 2": "before transaction version 2: the producer epoch changes only when a worker "
+                                "starts", "mixed": "partly version 2 (some transactions ended with a new epoch)",
+                    "unknown": "unknown (the client's log showed no epochs)"}.get(tp.get("version_seen"), "unknown")
+            rows.append(("transaction protocol of the Java client", f"{said}; {fmt(tp.get('epoch_bumped'))} of "
+                         f"{fmt(tp.get('with_epoch_known'))} transactions ended with a new epoch (the client's log)"))
+        return rows
+
     def scoreboard(self) -> list[tuple[str, str, str]]:
         """(metric, observed, predicted) rows, formatted, shared by Markdown, HTML and terminal."""
         d = self.data

@@ -11,12 +11,13 @@ from tests.conftest import harness, processes_of, searchable_dir
 
 pytestmark = pytest.mark.integration
 
-# (release, the metadata.version a fresh cluster of it finalizes, as its own MetadataVersion names it)
-RELEASES = [("3.9.1", "3.9-IV0"), ("4.4.0", "4.4-IV2")]
+# (release, the metadata.version a fresh cluster of it finalizes, as its own MetadataVersion names it, and
+# the transaction protocol Kafka's Java client is seen to speak there: KIP-890's version 2 from 4.0 on)
+RELEASES = [("3.9.1", "3.9-IV0", "before 2"), ("4.4.0", "4.4-IV2", "2")]
 
 
-@pytest.mark.parametrize("release, metadata", RELEASES, ids=[r for r, _ in RELEASES])
-def test_a_stack_of_another_release_starts_runs_and_says_so(release, metadata, tmp_path):
+@pytest.mark.parametrize("release, metadata, protocol", RELEASES, ids=[r for r, _, _ in RELEASES])
+def test_a_stack_of_another_release_starts_runs_and_says_so(release, metadata, protocol, tmp_path):
     home = searchable_dir(f"harness-kafka-{release}-")
     env = {"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "", "HARNESS_STACK": ""}
     try:
@@ -33,6 +34,14 @@ def test_a_stack_of_another_release_starts_runs_and_says_so(release, metadata, t
         d = json.loads((out / "report.json").read_text())
         assert d["verdict"] == "as-predicted" and d["kafka_output"]["read_committed"]["duplicates"] == 0
         assert (d["environment"]["kafka_version"], d["environment"]["kafka_metadata_version"]) == (release, metadata)
+        # the Java client: a new producer epoch at every transaction's end on 4.x, never on 3.9
+        out = tmp_path / "eos-java"
+        run = harness("run", "eos", "--client", "java", "--messages", "100", "--quiet", "--out", str(out), env=env,
+                      timeout=900)
+        assert run.returncode == 0, run.stderr[-3000:]
+        tp = json.loads((out / "report.json").read_text())["transaction_protocol"]
+        assert tp["version_seen"] == protocol and tp["transactions_ended"] == tp["with_epoch_known"] > 0, tp
+        assert tp["epoch_bumped"] == (tp["transactions_ended"] if protocol == "2" else 0)
         other = "4.1.1" if release != "4.1.1" else "4.4.0"
         refused = harness("run", "offset-after", "--messages", "10", "--kafka-version", other, env=env, timeout=300)
         assert refused.returncode == 2 and "Traceback" not in refused.stderr

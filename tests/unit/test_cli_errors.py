@@ -107,7 +107,7 @@ def test_help_ends_with_an_example():
     (["eos", "--kill-point", "after-commit-before-effect"], ["for eos", "after-send-offsets-before-txn-commit"]),
     (["zombie", "--kill-point", "any"], ["applies to planned crashes"]),
     (["dedupe", "--fault", "nope"], ["unknown --fault 'nope'", "random-kill"]),
-    (["dedupe", "--fault", "zombie"], ["--fault zombie needs a Python worker", "dedupe has none"]),
+    (["dedupe", "--fault", "zombie"], ["--fault zombie needs a worker of ours", "dedupe has none"]),
     (["dedupe", "--effect", "postgres"], ["--effect applies to eos-streams only"]),
 ])
 def test_kill_points_and_faults_are_checked_before_anything_starts(isolated, args, needles):

@@ -1,22 +1,16 @@
 package harness.eosstreams;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import harness.common.CrashPlan;
+import harness.common.Halt;
+import harness.common.JsonLines;
+
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Instant;
-import java.util.Collections;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 
 /**
  * The planned crashes: each id of the crash plan crashes the process on its
@@ -35,26 +29,24 @@ final class CrashSwitch {
 
     private final ObjectMapper json;
     private final Path logPath;
-    private final Set<String> planned;
-    private final Set<String> already;
+    private final CrashPlan plan;
 
     CrashSwitch(ObjectMapper json, Path planPath, Path logPath) throws IOException {
         this.json = json;
         this.logPath = logPath;
-        this.planned = readPlan(json, planPath);
-        this.already = readCrashedIds(json, logPath);
+        this.plan = CrashPlan.read(json, planPath, logPath);
     }
 
     int plannedCount() {
-        return planned.size();
+        return plan.plannedCount();
     }
 
     int alreadyCrashedCount() {
-        return already.size();
+        return plan.alreadyCrashedCount();
     }
 
     boolean shouldCrash(String messageId) {
-        return planned.contains(messageId) && !already.contains(messageId);
+        return plan.crashesAt(messageId, POINT);
     }
 
     /** Appends the crash line, forces it to disk and halts the JVM; never returns. */
@@ -78,15 +70,7 @@ final class CrashSwitch {
             e.put("committed_offset", committedOffset);
         }
         try {
-            byte[] line = (json.writeValueAsString(e) + "\n").getBytes(StandardCharsets.UTF_8);
-            try (FileChannel ch = FileChannel.open(logPath, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                                                   StandardOpenOption.APPEND)) {
-                ByteBuffer buf = ByteBuffer.wrap(line);
-                while (buf.hasRemaining()) {
-                    ch.write(buf);
-                }
-                ch.force(true);
-            }
+            JsonLines.append(json, logPath, e, true);
         } catch (IOException | RuntimeException ex) {
             // Without its crash line the run cannot be checked: say so, and still crash.
             System.err.println("eos-streams: could not write the crash log " + logPath + ": " + ex);
@@ -95,49 +79,5 @@ final class CrashSwitch {
                            + offset + " unacked=" + unacked.size());
         System.err.flush();
         Halt.now(EXIT_CRASH);
-    }
-
-    private static Set<String> readPlan(ObjectMapper json, Path planPath) throws IOException {
-        JsonNode plan = json.readTree(Files.readString(planPath, StandardCharsets.UTF_8));
-        JsonNode ids = plan == null ? null : plan.get("crash_ids");
-        if (ids == null || ids.isNull()) {
-            return Collections.emptySet();
-        }
-        if (!ids.isArray()) {
-            throw new IOException("crash plan " + planPath + ": crash_ids is not a list");
-        }
-        Set<String> out = new HashSet<>();
-        for (JsonNode id : ids) {
-            if (id.isTextual()) {
-                out.add(id.asText());
-            }
-        }
-        return out;
-    }
-
-    /** Ids in the crash log; torn or foreign lines are skipped, a missing log is empty. */
-    private static Set<String> readCrashedIds(ObjectMapper json, Path logPath) throws IOException {
-        List<String> lines;
-        try {
-            lines = Files.readAllLines(logPath, StandardCharsets.UTF_8);
-        } catch (NoSuchFileException e) {
-            return Collections.emptySet();
-        }
-        Set<String> out = new HashSet<>();
-        for (String line : lines) {
-            if (line.isBlank()) {
-                continue;
-            }
-            try {
-                JsonNode n = json.readTree(line);
-                JsonNode id = n == null ? null : n.get("message_id");
-                if (id != null && id.isTextual()) {
-                    out.add(id.asText());
-                }
-            } catch (IOException torn) {
-                // a line cut by a crash, or not ours
-            }
-        }
-        return out;
     }
 }

@@ -1,5 +1,8 @@
 package harness.eosstreams;
 
+import harness.common.Halt;
+import harness.common.Ledger;
+
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -89,7 +92,7 @@ public final class Main {
     static Options parseOrExit(String[] args) {
         try {
             return Options.parse(args);
-        } catch (Options.UsageError e) {
+        } catch (harness.common.CommandLine.UsageError e) {
             System.err.println("eos-streams: " + e.getMessage());
             System.err.println(Options.USAGE);
             System.exit(EXIT_USAGE);
@@ -113,7 +116,7 @@ public final class Main {
 
         if (opts.ledgerTable != null && ledger == null) {
             try {
-                ledger = new Ledger(opts.jdbcUrl, opts.jdbcUser, System.getenv(Options.PASSWORD_ENV), opts.ledgerTable);
+                ledger = new Ledger(opts.jdbcUrl, opts.jdbcUser, System.getenv(Options.PASSWORD_ENV), opts.ledgerTable, "eos-streams");
             } catch (Exception e) {
                 // The driver's message never contains the password.
                 System.err.println("eos-streams FATAL worker=" + opts.worker + " attempt=" + opts.attempt

@@ -1,5 +1,7 @@
 package harness.eosstreams;
 
+import harness.common.Ledger;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;

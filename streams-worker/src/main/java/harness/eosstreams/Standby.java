@@ -1,5 +1,7 @@
 package harness.eosstreams;
 
+import harness.common.Ledger;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -270,7 +272,7 @@ final class Standby {
             return "none";
         }
         Ledger l = new Ledger(provisional.jdbcUrl, provisional.jdbcUser, System.getenv(Options.PASSWORD_ENV),
-                              provisional.ledgerTable);
+                              provisional.ledgerTable, "eos-streams");
         l.usable(2);   // one round trip
         synchronized (handover) {
             if (!claimed) {

@@ -1,4 +1,4 @@
-package harness.eosstreams;
+package harness.common;
 
 /**
  * {@code Runtime.halt} without HotSpot's ~300 ms wait at exit.
@@ -20,7 +20,7 @@ package harness.eosstreams;
  * future client renames its threads, they are simply not found and the exit
  * takes the old ~0.3 s.
  */
-final class Halt {
+public final class Halt {
     /** Thread name prefixes of the Kafka clients' I/O threads (KafkaProducer, KafkaAdminClient). */
     private static final String[] IO_THREADS = {"kafka-producer-network-thread", "kafka-admin-client-thread"};
 
@@ -28,7 +28,7 @@ final class Halt {
     }
 
     /** Halts the JVM with {@code status}; never returns. */
-    static void now(int status) {
+    public static void now(int status) {
         try {
             wakeIoThreads();
         } catch (RuntimeException ignored) {

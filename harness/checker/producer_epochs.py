@@ -1,0 +1,110 @@
+"""Which producer epoch each transaction ended with, read from the Java transactional workers' logs.
+
+KIP-890 (transaction version 2) bumps the producer epoch at every EndTxn, so a
+late EndTxn or produce of an old transaction is fenced instead of touching the
+next one. Whether a run's transactions had that defense depends on the broker
+(its finalized `transaction.version`, in the report's environment) and on the
+client: Kafka's Java client speaks version 2 where the broker offers it,
+librdkafka does not yet. The Java client logs each producer id and epoch it
+takes (`ProducerId set to P with epoch E`, at InitProducerId and, under
+version 2, in every EndTxn response), and our worker prints each transaction's
+end after the call returned (`eos-txn TXN-END ... txn=N result=commit`), so
+the order of those lines in a worker's log says which epoch each transaction
+ended with (a line per process, `eos-txn START`, separates the attempts
+appended to one slot's log). Pure: text in, counts out; nothing here guesses
+a version it did not see.
+"""
+
+import re
+from pathlib import Path
+
+EPOCH = re.compile(r"ProducerId set to (-?\d+) with epoch (-?\d+)")
+TXN_END = re.compile(r"eos-txn TXN-END worker=(\S+) attempt=(\d+) txn=(\d+) result=(\w+)")
+START = re.compile(r"eos-txn START ")
+TV2 = re.compile(r"Updating isTV2 enabled to (true|false)")
+EXAMPLES = 5
+
+
+def client_tv2(text: str) -> list[bool]:
+    """What the client said, per process, of transaction version 2 (its `Updating isTV2 enabled to B` line,
+    from the broker's finalized features): the last word of each process that said anything."""
+    out, said = [], None
+    for line in text.splitlines():
+        if START.search(line):
+            if said is not None:
+                out.append(said)
+            said = None
+            continue
+        m = TV2.search(line)
+        if m:
+            said = m.group(1) == "true"
+    return out + ([said] if said is not None else [])
+
+
+def transactions(text: str) -> list[dict]:
+    """Each ended transaction of one log, in order: its worker, attempt, number, result, and the producer
+    (id, epoch) in force when it began and when its end returned. A producer id of -1 (the client's reset
+    before InitProducerId) is no epoch."""
+    out, current, at_begin = [], None, None
+    for line in text.splitlines():
+        if START.search(line):           # a new process: its producer starts from nothing
+            current = at_begin = None
+            continue
+        m = EPOCH.search(line)
+        if m:
+            pid, epoch = int(m.group(1)), int(m.group(2))
+            if pid >= 0:
+                current = (pid, epoch)
+                if at_begin is None:
+                    at_begin = current
+            continue
+        m = TXN_END.search(line)
+        if m:
+            out.append({"worker": m.group(1), "attempt": int(m.group(2)), "txn": int(m.group(3)),
+                        "result": m.group(4), "began": list(at_begin) if at_begin else None,
+                        "ended": list(current) if current else None})
+            at_begin = current
+    return out
+
+
+def bumped(t: dict) -> bool | None:
+    """Did this transaction end with a new epoch (or, on epoch overflow, a new producer id)? None: unknown."""
+    if not t["began"] or not t["ended"]:
+        return None
+    return t["ended"] != t["began"]
+
+
+def summary(txns: list[dict], client: str, tv2: list[bool] | None = None) -> dict:
+    """The report's `transaction_protocol`: how many ended transactions moved the epoch, and what that shows."""
+    known = [t for t in txns if bumped(t) is not None]
+    moved = sum(1 for t in known if bumped(t))
+    if not known:
+        seen = "unknown"
+    elif moved == len(known):
+        seen = "2"
+    elif moved == 0:
+        seen = "before 2"
+    else:
+        # KIP-890: a producer may end its first transaction the old way and upgrade for the next one.
+        seen = "mixed"
+    return {"client": client, "transactions_ended": len(txns), "with_epoch_known": len(known),
+            "epoch_bumped": moved, "version_seen": seen,
+            "processes_said_tv2": {"enabled": sum(1 for x in tv2 or () if x),
+                                   "disabled": sum(1 for x in tv2 or () if not x)},
+            "evidence": "the Java client's log: its 'ProducerId set to P with epoch E' lines before each "
+                        "'eos-txn TXN-END' line of the worker, and its 'Updating isTV2 enabled to B' line per process",
+            "examples": [{k: t[k] for k in ("worker", "attempt", "txn", "result", "began", "ended")}
+                         for t in txns[:EXAMPLES]]}
+
+
+def summarize(logs: Path, client: str) -> dict:
+    """`summary` over every worker log of a run's `workers` folder (one log per slot, attempts appended)."""
+    txns: list[dict] = []
+    tv2: list[bool] = []
+    for log in sorted(logs.glob("*.log")):
+        if log.is_symlink() or not log.is_file():
+            continue
+        text = log.read_text(errors="replace")
+        txns += transactions(text)
+        tv2 += client_tv2(text)
+    return summary(txns, client, tv2)

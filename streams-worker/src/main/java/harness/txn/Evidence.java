@@ -1,0 +1,92 @@
+package harness.txn;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import harness.common.CrashPlan;
+import harness.common.Halt;
+import harness.common.JsonLines;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.function.Consumer;
+
+/**
+ * What this worker leaves for the supervisor and the checker, in the Python
+ * workers' formats (harness/runtime/evidence.py): its events (started,
+ * first_message, txn_initialized, txn_aborted, fenced, txn_stuck, done), and at
+ * a planned kill point its crash record, forced to disk before the JVM halts
+ * with status 137, so the same predictors judge it.
+ */
+final class Evidence {
+    static final int EXIT_CRASH = 137;
+
+    private final ObjectMapper json;
+    private final TxnOptions opts;
+    private final CrashPlan plan;
+    private final long pid = ProcessHandle.current().pid();
+    long delivered;                      // records this process began to handle
+    Runnable beforeCrash = () -> { };    // flush the producer: the aborted copies are then really in the log
+
+    Evidence(ObjectMapper json, TxnOptions opts, CrashPlan plan) {
+        this.json = json;
+        this.opts = opts;
+        this.plan = plan;
+    }
+
+    static double now() {
+        return System.currentTimeMillis() / 1000.0;
+    }
+
+    /** One event line; {@code fields} adds the event's own fields. A failed write is said, never fatal. */
+    void emit(String event, Consumer<ObjectNode> fields) {
+        ObjectNode e = json.createObjectNode();
+        e.put("event", event);
+        e.put("worker", opts.worker);
+        e.put("attempt", opts.attempt);
+        e.put("pid", pid);
+        e.put("t", now());
+        fields.accept(e);
+        try {
+            JsonLines.append(json, opts.events, e, false);
+        } catch (IOException | RuntimeException ex) {
+            System.err.println("eos-txn: could not write the events file " + opts.events + ": " + ex);
+        }
+    }
+
+    /**
+     * A gap between two steps: on the first delivery of a planned id at its planned point, the crash record
+     * (what a death here leaves applied but unacknowledged, and what the open transaction held), then halt.
+     */
+    void at(String point, String messageId, int partition, long offset, List<String> unacked, List<String> produced) {
+        if (!plan.crashesAt(messageId, point)) {
+            return;
+        }
+        beforeCrash.run();
+        ObjectNode e = json.createObjectNode();
+        e.put("point", point);
+        e.put("message_id", messageId);
+        e.put("partition", partition);
+        e.put("offset", offset);
+        e.putPOJO("unacked", unacked);
+        e.putPOJO("acked_unapplied", List.of());
+        e.putPOJO("produced", produced);
+        e.put("worker", opts.worker);
+        e.put("attempt", opts.attempt);
+        e.put("experiment", opts.experiment);
+        e.put("delivered", delivered);
+        e.put("time", now());
+        e.put("client", "java");
+        try {
+            JsonLines.append(json, opts.crashLog, e, true);
+        } catch (IOException | RuntimeException ex) {
+            // Without its crash line the run cannot be checked: say so, and still crash.
+            System.err.println("eos-txn: could not write the crash log " + opts.crashLog + ": " + ex);
+        }
+        System.err.println("eos-txn CRASH worker=" + opts.worker + " attempt=" + opts.attempt + " message_id="
+                           + messageId + " point=" + point + " produced=" + produced.size());
+        System.err.flush();
+        Halt.now(EXIT_CRASH);
+    }
+}
