@@ -7,7 +7,10 @@ same seed on each release, and a table that says where the numbers differ.
 Each release runs as a child `harness suite --kafka-version R` in a state
 folder of its own (`<state>/matrix/<R>`): its own local stack, started by
 that suite and purged (`harness down --purge`) once it ends, so releases
-never share data and the user's own stack is never touched. A folder left by
+never share data and the user's own stack is never touched. With `--client
+python,java` a release gets a second suite on the same stack, of the
+experiments whose workers can be Kafka's Java client (`--client java`), as a
+column of its own (`<R> java`, its folder `<out>/<R>-java/`). A folder left by
 an interrupted or killed matrix is purged before the next matrix starts, and
 by `harness down` (see `leftover_homes`). The child's suite folder is
 `<out>/<R>/`; matrix.json copies from each suite.json only what its cells
@@ -49,6 +52,38 @@ def parse_releases(spec: str | None) -> list[str]:
     if len(set(releases)) != len(releases):
         raise HarnessError("--kafka-version names a release twice")
     return releases
+
+
+CLIENTS = ("python", "java")
+
+
+def parse_clients(spec: str | None) -> list[str]:
+    """--client python,java: the eos family's transactional clients, each a column of its own per release
+    (python, the default, runs the whole suite; java only the experiments that take --client)."""
+    clients = [c.strip() for c in (spec or "python").split(",") if c.strip()]
+    bad = [c for c in clients if c not in CLIENTS]
+    if bad or not clients:
+        raise HarnessError(f"--client takes python, java or both (comma-separated), got {spec!r}")
+    if len(set(clients)) != len(clients):
+        raise HarnessError("--client names a client twice")
+    return clients
+
+
+def client_experiments(names: list[str]) -> list[str]:
+    """Of these experiments, those whose workers can be another client (they declare --client)."""
+    from .experiments import REGISTRY
+    from .experiments.common_options import CLIENT
+    return [n for n in names if CLIENT in REGISTRY[n].options]
+
+
+def column_key(release: str, client: str = "python") -> str:
+    """A column of the matrix: a release, with the Python workers, or `<release> java`."""
+    return release if client == "python" else f"{release} {client}"
+
+
+def folder_of(release: str, client: str = "python") -> str:
+    """A column's suite folder in the matrix folder: <release>/, or <release>-java/."""
+    return release if client == "python" else f"{release}-{client}"
 
 
 def matrix_root(state: Path | None = None) -> Path:
@@ -157,13 +192,17 @@ def _stop(proc: subprocess.Popen) -> str:
         return proc.communicate()[1] or ""
 
 
-def run_matrix(releases: list[str], suite_args: list[str], out: Path, log=print) -> dict:
-    """One child suite per release, in order; returns the matrix summary (also written as matrix.json).
-    Ctrl-C, SIGTERM or SIGHUP (as KeyboardInterrupt, see the command): the running suite gets one SIGINT and
-    writes its reports, its stack is purged, matrix.json says what finished, and the interrupt goes on."""
+def run_matrix(releases: list[str], suite_args: list[str], out: Path, log=print, clients: tuple = ("python",),
+               client_args: dict | None = None) -> dict:
+    """One child suite per release and client, in order (a release's clients share its stack); returns the
+    matrix summary (also written as matrix.json). `client_args`: the suite arguments of each client other
+    than python (its experiments and --client). Ctrl-C, SIGTERM or SIGHUP (as KeyboardInterrupt, see the
+    command): the running suite gets one SIGINT and writes its reports, its stack is purged, matrix.json
+    says what finished, and the interrupt goes on."""
     from .safefile import make_folder, write_text
     check_homes(releases)
     columns: dict[str, dict] = {}
+    keys = [column_key(r, c) for r in releases for c in clients]
     t0, interrupted = time.time(), False
     try:
         for home in leftover_homes():
@@ -172,41 +211,51 @@ def run_matrix(releases: list[str], suite_args: list[str], out: Path, log=print)
         for release in releases:
             home = make_folder(matrix_root() / release)
             write_text(home / OWNER, f"{os.getpid()} {start_time(os.getpid())}\n")
-            cmd = [sys.executable, "-m", "harness.cli", "suite", "--kafka-version", release, "--quiet",
-                   "--out", str(out / release), *suite_args]
-            log(f"matrix: Kafka {release}: harness suite {' '.join(suite_args) or '(its defaults)'} (its stack in "
-                f"{home})")
-            started, err = time.time(), ""
-            proc = subprocess.Popen(cmd, env=_child_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                    stdin=subprocess.DEVNULL, text=True, preexec_fn=die_with_parent,
-                                    start_new_session=True)
             try:
-                try:
-                    err = proc.communicate(timeout=RELEASE_TIME_LIMIT_S)[1] or ""
-                except subprocess.TimeoutExpired:
-                    err = _stop(proc)                # the suite writes what its runs reported, then ends
-                except KeyboardInterrupt:
-                    interrupted = True
-                    err = _stop(proc)
-                    raise
+                for client in clients:
+                    args = suite_args if client == "python" else (client_args or {})[client]
+                    columns[column_key(release, client)] = _one_suite(release, client, args, out, home, log)
             finally:
-                columns[release] = column(out, release, proc.returncode, time.time() - started, err)
                 _quietly(purge, home, log)
-            c = columns[release]
-            log(f"matrix: Kafka {release}: exit {c['exit_code']} in {c['seconds']:.0f} s "
-                f"(metadata.version {c['metadata_version']}, transaction.version {c['transaction_version']})")
     except KeyboardInterrupt:
         interrupted = True
         raise
     finally:
-        summary = build_summary(releases, columns, suite_args, time.time() - t0, interrupted)
+        summary = build_summary(keys, columns, suite_args, time.time() - t0, interrupted)
         write_text(out / "matrix.json", json.dumps(summary, indent=2) + "\n")
     return summary
 
 
-def column(out: Path, release: str, rc: int | None, seconds: float, err: str) -> dict:
-    """What one release's suite left: its suite.json's rows and the broker's own answers, or why none."""
-    path = out / release / "suite.json"
+def _one_suite(release: str, client: str, args: list[str], out: Path, home: Path, log) -> dict:
+    """A child `harness suite` of one column, in the release's home; its column, whatever happened."""
+    name = column_key(release, client)
+    cmd = [sys.executable, "-m", "harness.cli", "suite", "--kafka-version", release, "--quiet",
+           "--out", str(out / folder_of(release, client)), *args]
+    log(f"matrix: Kafka {name}: harness suite {' '.join(args) or '(its defaults)'} (its stack in {home})")
+    started, err = time.time(), ""
+    proc = subprocess.Popen(cmd, env=_child_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True, preexec_fn=die_with_parent, start_new_session=True)
+    column_of = None
+    try:
+        try:
+            err = proc.communicate(timeout=RELEASE_TIME_LIMIT_S)[1] or ""
+        except subprocess.TimeoutExpired:
+            err = _stop(proc)                # the suite writes what its runs reported, then ends
+        except KeyboardInterrupt:
+            err = _stop(proc)
+            raise
+    finally:
+        column_of = column(out, release, proc.returncode, time.time() - started, err, client)
+    log(f"matrix: Kafka {name}: exit {column_of['exit_code']} in {column_of['seconds']:.0f} s "
+        f"(metadata.version {column_of['metadata_version']}, transaction.version {column_of['transaction_version']})")
+    return column_of
+
+
+def column(out: Path, release: str, rc: int | None, seconds: float, err: str, client: str = "python") -> dict:
+    """What one column's suite left: its suite.json's rows and the broker's own answers, or why none."""
+    folder = folder_of(release, client)
+    path = out / folder / "suite.json"
+    who = {"key": column_key(release, client), "release": release, "client": client}
     try:
         suite = json.loads(path.read_text())
         rows = suite["experiments"]
@@ -216,9 +265,9 @@ def column(out: Path, release: str, rc: int | None, seconds: float, err: str) ->
         rows = [r for r in rows if isinstance(r, dict) and isinstance(r.get("experiment"), str)]
     except (OSError, ValueError, KeyError, TypeError):
         why = (err or "").strip().splitlines()[-1:] or ["it wrote no suite.json"]
-        return {"release": release, "exit_code": rc, "seconds": round(seconds, 1), "suite": None,
+        return {**who, "exit_code": rc, "seconds": round(seconds, 1), "suite": None,
                 "error": why[0][:300], "rows": [], "metadata_version": "unknown", "transaction_version": "unknown"}
-    return {"release": release, "exit_code": rc, "seconds": round(seconds, 1), "suite": f"{release}/suite.json",
+    return {**who, "exit_code": rc, "seconds": round(seconds, 1), "suite": f"{folder}/suite.json",
             "rows": rows, "kafka_version": env.get("kafka_version", "unknown"),
             "metadata_version": env.get("kafka_metadata_version", "unknown"),
             "transaction_version": env.get("kafka_transaction_version", "unknown")}
@@ -228,8 +277,8 @@ VERDICTS = ("as-predicted", "unexpected", "incomplete", "audit-failed", "interru
 CELL_FIGURES = ("verdict", "duplicates", "lost", "read_committed_duplicates", "read_committed_lost")
 
 
-def cell(row: dict, release: str) -> dict:
-    """One experiment on one release: its verdict and key figures, as its suite row gives them."""
+def cell(row: dict, folder: str) -> dict:
+    """One experiment in one column: its verdict and key figures, as its suite row gives them."""
     def as_dict(v):
         return v if isinstance(v, dict) else {}
     c, ko, t = as_dict(row.get("counts")), as_dict(row.get("kafka_output")), as_dict(row.get("timings"))
@@ -239,30 +288,52 @@ def cell(row: dict, release: str) -> dict:
             "read_committed_duplicates": (rc or {}).get("duplicates"), "read_committed_lost": (rc or {}).get("lost"),
             "crashes": row.get("crashes"), "restart_median_seconds": t.get("restart_median_seconds"),
             "read_committed_stall_median_seconds": t.get("read_committed_stall_median_seconds"),
-            "report": f"{release}/{row['report']}" if isinstance(row.get("report"), str) else None}
+            "report": f"{folder}/{row['report']}" if isinstance(row.get("report"), str) else None}
 
 
-def build_summary(releases: list[str], columns: dict, suite_args: list[str], wall: float,
+def _split(key: str) -> tuple[str, str]:
+    release, _, client = key.partition(" ")
+    return release, client or "python"
+
+
+def build_summary(keys: list[str], columns: dict, suite_args: list[str], wall: float,
                   interrupted: bool = False) -> dict:
+    """`keys`: the columns in order (column_key: a release, or `<release> java`). A cell of an experiment a
+    client column does not run (it takes no --client) is not applicable: neither a difference nor a failure."""
     from .suite_runner import exit_code
     names: list[str] = []
-    for r in releases:
-        for row in (columns.get(r) or {}).get("rows", []):
+    for k in keys:
+        for row in (columns.get(k) or {}).get("rows", []):
             if isinstance(row, dict) and isinstance(row.get("experiment"), str) and row["experiment"] not in names:
                 names.append(row["experiment"])
+    takes_client = set(client_experiments([n for n in names if _known(n)]))
     experiments = []
     for name in names:
-        cells = {}
-        for r in releases:
-            row = next((x for x in (columns.get(r) or {}).get("rows", []) if x.get("experiment") == name), None)
-            cells[r] = cell(row, r) if row else None
-        shown = {tuple((c or {}).get(k) for k in CELL_FIGURES) for c in cells.values()}
-        experiments.append({"experiment": name, "cells": cells, "differs": len(shown) > 1})
+        cells, not_applicable = {}, []
+        for k in keys:
+            release, client = _split(k)
+            if client != "python" and name not in takes_client:
+                not_applicable.append(k)
+                continue
+            row = next((x for x in (columns.get(k) or {}).get("rows", []) if x.get("experiment") == name), None)
+            cells[k] = cell(row, folder_of(release, client)) if row else None
+        shown = {tuple((c or {}).get(f) for f in CELL_FIGURES) for c in cells.values()}
+        experiments.append({"experiment": name, "cells": cells, "differs": len(shown) > 1,
+                            **({"not_applicable": not_applicable} if not_applicable else {})})
     every = [{"verdict": (c or {"verdict": "failed"})["verdict"]} for e in experiments for c in e["cells"].values()]
-    every += [{"verdict": "failed"} for r in releases if r not in columns or not columns[r]["rows"]]
+    every += [{"verdict": "failed"} for k in keys if k not in columns or not columns[k]["rows"]]
     every += [{"verdict": "interrupted"}] if interrupted else []
-    cols = [{k: v for k, v in columns[r].items() if k != "rows"} if r in columns else
-            {"release": r, "exit_code": None, "suite": None, "error": "not run (the matrix was interrupted)"}
-            for r in releases]
-    return {"schema_version": SCHEMA_VERSION, "releases": releases, "suite_args": suite_args, "columns": cols,
-            "experiments": experiments, "wall_seconds": round(wall, 1), "exit_code": exit_code(every)}
+    cols = [{f: v for f, v in columns[k].items() if f != "rows"} if k in columns else
+            {"key": k, "release": _split(k)[0], "client": _split(k)[1], "exit_code": None, "suite": None,
+             "error": "not run (the matrix was interrupted)"}
+            for k in keys]
+    releases = list(dict.fromkeys(_split(k)[0] for k in keys))
+    clients = list(dict.fromkeys(_split(k)[1] for k in keys))
+    return {"schema_version": SCHEMA_VERSION, "releases": releases, "clients": clients, "keys": keys,
+            "suite_args": suite_args, "columns": cols, "experiments": experiments, "wall_seconds": round(wall, 1),
+            "exit_code": exit_code(every)}
+
+
+def _known(name: str) -> bool:
+    from .experiments import REGISTRY
+    return name in REGISTRY

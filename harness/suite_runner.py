@@ -73,10 +73,13 @@ def suite_args(name: str) -> list[str]:
 
 def accepted_args(name: str, common_args: list[str]) -> list[str]:
     """The suite's common options (pairs of `--option VALUE`) without those this experiment refuses
-    (its declaration's `refuses`: auto-commit takes no --commit-every), so a suite option that does not
-    apply to one experiment is left out of its run instead of failing it."""
+    (its declaration's `refuses`: auto-commit takes no --commit-every) or that only other experiments
+    declare (--client: the eos family's), so a suite option that does not apply to one experiment is left
+    out of its run instead of failing it."""
     from .experiments import REGISTRY
-    refused = {"--" + o.replace("_", "-") for o in REGISTRY[name].refuses}
+    exp = REGISTRY[name]
+    others = {o.flag for e in REGISTRY.values() for o in e.options} - {o.flag for o in exp.options}
+    refused = {"--" + o.replace("_", "-") for o in exp.refuses} | others
     return [x for opt, value in zip(common_args[::2], common_args[1::2]) if opt not in refused for x in (opt, value)]
 
 

@@ -12,6 +12,7 @@ from .suite import SUITE_OPTIONS, check_common_options
 
 
 @click.command(epilog="\b\nExamples:\n  harness matrix --kafka-version 3.9.1,4.1.1,4.4.0 --group eos\n"
+               "  harness matrix --kafka-version 3.9.1,4.4.0 --group eos --client python,java\n"
                "  harness matrix --kafka-version 4.1.1,4.4.0 --experiments zombie,eos --messages 300")
 @click.option("--kafka-version", "releases", default=None, metavar="R1,R2,...",
               help="The Kafka releases, comma-separated, each 3.9.0 or newer; one suite per release, in this order.")
@@ -19,10 +20,14 @@ from .suite import SUITE_OPTIONS, check_common_options
 @click.option("--experiments", "experiment_list", default=None, help="Comma-separated subset (as for suite).")
 @click.option("--group", default=None, metavar="NAME", help="Only the experiments of one group (as for suite).")
 @click.option("--parallel", type=int, default=None, help="Experiments at a time within each suite (as for suite).")
+@click.option("--client", "client_list", default=None, metavar="python,java",
+              help="The eos family's transactional clients, a column each per release (default python): java "
+                   "adds a suite of the experiments that take --client, on the same stack, with Kafka's own "
+                   "client (transaction version 2 where the release offers it).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Matrix folder (default reports/<id>-matrix/); each release's suite goes in <out>/<release>/.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the matrix folder on stdout (for CI).")
-def matrix(releases, experiment_list, group, parallel, out, quiet, **given):
+def matrix(releases, experiment_list, group, parallel, client_list, out, quiet, **given):
     """Run the same suite on several Kafka releases and compare them cell by cell.
 
     Each release gets a local stack of its own, in a state folder of its own
@@ -43,19 +48,27 @@ def matrix(releases, experiment_list, group, parallel, out, quiet, **given):
     from ..safefile import check_folder
     from ..ui import log_fn
     names = matrix_mod.parse_releases(releases)
-    check_common_options(suite_mod.parse_experiments(experiment_list, group), given)   # before any stack starts
+    clients = matrix_mod.parse_clients(client_list)
+    chosen = suite_mod.parse_experiments(experiment_list, group)
+    check_common_options(chosen, given)   # before any stack starts
+    java = matrix_mod.client_experiments(chosen)
+    if "java" in clients and not java:
+        raise HarnessError("--client java applies to eos, eos-boundary, eos-dedupe and zombie; none of the "
+                           "chosen experiments is one")
     suite_mod.check_brokers(group, 1)
     if parallel is not None and parallel < 1:
         raise HarnessError(f"--parallel must be at least 1, got {parallel}")
-    args = [x for o in SUITE_OPTIONS if given[o.name] is not None for x in (o.flag, str(given[o.name]))]
-    args += (["--experiments", experiment_list] if experiment_list else []) + (["--group", group] if group else [])
-    args += ["--parallel", str(parallel)] if parallel else []
+    common = [x for o in SUITE_OPTIONS if given[o.name] is not None for x in (o.flag, str(given[o.name]))]
+    at_once = ["--parallel", str(parallel)] if parallel else []
+    args = [*common, *(["--experiments", experiment_list] if experiment_list else []),
+            *(["--group", group] if group else []), *at_once]
+    client_args = {"java": [*common, "--experiments", ",".join(java), "--client", "java", *at_once]}
     folder = Path(out) if out else reports_dir() / f"{suite_mod.new_suite_id()}-matrix"
     if (folder / "matrix.json").exists():
         raise HarnessError(f"{folder} already holds a matrix; choose another --out")
     check_folder(folder, "the matrix folder", "choose an --out that only you can write")
     check_creatable(folder)
-    if any((folder / r).exists() for r in names):
+    if any((folder / matrix_mod.folder_of(r, c)).exists() for r in names for c in clients):
         raise HarnessError(f"{folder} already holds a folder of one of these releases; choose another --out")
     matrix_mod.check_homes(names)
     mark_suite_dir(folder)
@@ -64,7 +77,7 @@ def matrix(releases, experiment_list, group, parallel, out, quiet, **given):
     install_sigterm_as_interrupt()          # SIGTERM and SIGHUP as Ctrl-C: the running suite's stack is purged
     summary, failure = None, None
     try:
-        summary = matrix_mod.run_matrix(names, args, folder, log=log)
+        summary = matrix_mod.run_matrix(names, args, folder, log=log, clients=tuple(clients), client_args=client_args)
     except KeyboardInterrupt:
         pass
     except HarnessError as e:               # a purge that failed: said once the pages are written
@@ -75,10 +88,10 @@ def matrix(releases, experiment_list, group, parallel, out, quiet, **given):
     if failure is not None:
         raise failure
     if not quiet:
-        from ..reporting.matrix_report import cell_text
+        from ..reporting.matrix_report import cell_of, keys
         for e in summary["experiments"]:
             say(f"{e['experiment']}{' (differs)' if e['differs'] else ''}: " +
-                " | ".join(f"{r} {cell_text(e['cells'].get(r))}" for r in names))
+                " | ".join(f"{k} {cell_of(e, k)}" for k in keys(summary)))
     say(f"report: {folder / 'matrix.html'} (also matrix.md and matrix.json)")
     click.echo(folder)
     sys.exit(summary["exit_code"])

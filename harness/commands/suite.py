@@ -8,6 +8,7 @@ import click
 
 from ..errors import HarnessError
 from ..options import click_options
+from ..experiments.common_options import CLIENT
 from ..params import COMMIT_EVERY, CRASH_RATE, MESSAGES, SEED
 from .stack_options import kafka_version_option, last_lines, stack_options, with_stack
 
@@ -47,12 +48,15 @@ def _group_help() -> str:
 @click.option("--parallel", type=int, default=3, show_default=True,
               help="Experiments run at the same time (each in its own topics, tables and consumer group).")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Suite folder (default reports/<suite-id>/).")
+@click.option("--client", type=click.Choice(CLIENT.choices), default=None,
+              help="The eos family's transactional workers: python (librdkafka) or java (Kafka's own client, "
+                   "transaction version 2 where the broker offers it); the other experiments are not affected.")
 @click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the suite folder on stdout (for CI).")
 @kafka_version_option
 @stack_options
-def suite(experiment_list, group, parallel, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn,
-          **given):
+def suite(experiment_list, group, parallel, out, client, keep_stack, quiet, stack_kind, bootstrap_servers,
+          postgres_dsn, **given):
     """Run every experiment (or one --group) with one seed and compare them side by side.
 
     Writes <suite>/suite.json, suite.md and suite.html (one row per experiment,
@@ -75,6 +79,11 @@ def suite(experiment_list, group, parallel, out, keep_stack, quiet, stack_kind, 
     if parallel < 1:
         raise HarnessError(f"--parallel must be at least 1, got {parallel}")
     common = check_common_options(names, given)
+    if client:
+        from ..matrix import client_experiments
+        if not client_experiments(names):
+            raise HarnessError(f"--client applies to {CLIENT.applies_to}; none of this suite's experiments takes it")
+        common += ["--client", client]
     folder = Path(out) if out else reports_dir() / suite_mod.new_suite_id()
     if (folder / "suite.json").exists():
         raise HarnessError(f"{folder} already holds a suite; choose another --out")

@@ -19,6 +19,18 @@ from ..escape import html as escape
 from .shared import fmt
 
 
+NOT_APPLICABLE = "n/a (its workers are Python only)"
+
+
+def keys(summary: dict) -> list[str]:
+    """The columns in order: a release (Python workers), or `<release> java` (matrix.column_key)."""
+    return summary.get("keys") or summary["releases"]
+
+
+def cell_of(e: dict, key: str) -> str:
+    return NOT_APPLICABLE if key in (e.get("not_applicable") or ()) else cell_text(e["cells"].get(key))
+
+
 def cell_text(c: dict | None) -> str:
     """e.g. "as-predicted: dup 0, lost 100" or "as-predicted: rc dup 0, rc lost 0, dup 100"."""
     if not c:
@@ -37,7 +49,7 @@ def differs_note(e: dict) -> str:
     (auto-commit's interval, Streams' commits) and each run predicted its own from its crash log."""
     if not e.get("differs"):
         return ""
-    cells = [c for c in e["cells"].values()]
+    cells = list(e["cells"].values())
     if cells and all(c and c.get("verdict") == "as-predicted" for c in cells):
         return "differs (each as predicted from its own crash log)"
     return "differs"
@@ -48,12 +60,16 @@ def suite_line(summary: dict) -> str:
 
 
 def column_heads(summary: dict) -> list[str]:
-    return [f"Kafka {c.get('release')} (metadata.version {c.get('metadata_version', 'unknown')}, "
+    return [f"Kafka {c.get('release')}{client_text(c)} (metadata.version {c.get('metadata_version', 'unknown')}, "
             f"transaction.version {c.get('transaction_version', 'unknown')})" for c in summary["columns"]]
 
 
+def client_text(c: dict) -> str:
+    return ", Java client" if c.get("client") == "java" else ""
+
+
 def render_md(summary: dict) -> str:
-    releases = summary["releases"]
+    releases, cols = summary["releases"], keys(summary)
     heads = column_heads(summary)
     out = [f"# Kafka releases side by side: {md(', '.join(releases))}", "",
            f"The same suite (`{md(suite_line(summary))}`) on each release, one stack after another, with the same "
@@ -63,30 +79,31 @@ def render_md(summary: dict) -> str:
            "| --- |" + " --- |" * len(heads)]
     for e in summary["experiments"]:
         name = md(e["experiment"]) + (f" **{differs_note(e)}**" if e.get("differs") else "")
-        out.append(f"| {name} | " + " | ".join(md(cell_text(e["cells"].get(r))) for r in releases) + " |")
+        out.append(f"| {name} | " + " | ".join(md(cell_of(e, k)) for k in cols) + " |")
     out += ["", "rc: the output topic as read_committed readers see it; dup and lost: effects in the ledger "
             "when the experiment has one, else output records; restart: the median from a kill to the "
             "replacement's first record.", ""]
     for c in summary["columns"]:
         what = f"exit {fmt(c.get('exit_code'))}, {fmt(c.get('seconds'))} s"
-        out.append(f"- Kafka {md(c.get('release'))}: {md(what)}" + (f"; {md(c['error'])}" if c.get("error") else ""))
+        out.append(f"- Kafka {md(c.get('release'))}{md(client_text(c))}: {md(what)}"
+                   + (f"; {md(c['error'])}" if c.get("error") else ""))
     out.append(f"\nMatrix wall time {fmt(summary.get('wall_seconds'))} s; exit status {fmt(summary.get('exit_code'))}.")
     return "\n".join(out) + "\n"
 
 
 def render_html(summary: dict, folder: Path | None = None) -> str:
-    releases = summary["releases"]
+    releases, cols = summary["releases"], keys(summary)
     rows = ["<table id=matrix><tr><th>experiment</th>" +
             "".join(f"<th>{escape(x)}</th>" for x in column_heads(summary)) + "</tr>"]
     for e in summary["experiments"]:
         mark = f" <b>{escape(differs_note(e))}</b>" if e.get("differs") else ""
         cells = []
-        for r in releases:
-            c = e["cells"].get(r)
-            text = escape(cell_text(c))
+        for k in cols:
+            c = e["cells"].get(k)
+            text = escape(cell_of(e, k))
             link = href(c["report"][:-len("report.json")] + "report.html", folder) \
                 if c and isinstance(c.get("report"), str) and c["report"].endswith("report.json") else None
-            verdict = escape((c or {}).get("verdict", "failed"))
+            verdict = "na" if k in (e.get("not_applicable") or ()) else escape((c or {}).get("verdict", "failed"))
             body = f'<a href="{escape(link)}">{text}</a>' if link else text
             cells.append(f"<td class='{verdict}'>{body}</td>")
         style = " style='background:#fff8e1'" if e.get("differs") else ""
@@ -101,7 +118,7 @@ def render_html(summary: dict, folder: Path | None = None) -> str:
             "ledger when the experiment has one, else output records; restart: the median from a kill to the "
             "replacement's first record.</p>",
             "<h2>Releases</h2>",
-            h.table([(c.get("release"), c.get("metadata_version", "unknown"), c.get("transaction_version", "unknown"),
+            h.table([(f"{c.get('release')}{client_text(c)}", c.get("metadata_version", "unknown"), c.get("transaction_version", "unknown"),
                       fmt(c.get("exit_code")), fmt(c.get("seconds")), c.get("error", ""))
                      for c in summary["columns"]],
                     ("release", "metadata.version", "transaction.version", "suite exit", "seconds", "error"))]

@@ -115,3 +115,34 @@ def test_a_release_folder_whose_suite_started_nothing_is_removed_without_a_purge
     (home / "notes.txt").write_text("mine")
     matrix.purge(home, log=said.append)                 # not empty and not ours as a stack: left, and said
     assert (home / "notes.txt").exists() and "holds files but no stack" in said[0]
+
+
+def test_a_java_client_column_judges_only_what_it_can_run():
+    assert matrix.parse_clients(None) == ["python"] and matrix.parse_clients("python, java") == ["python", "java"]
+    for spec in ("rust", "python,python", ","):
+        with pytest.raises(HarnessError, match="--client"):
+            matrix.parse_clients(spec)
+    java = {**col("3.9.1", [row("eos", rc=(0, 0), report=True)], tv="0"), "client": "java", "key": "3.9.1 java",
+            "suite": "3.9.1-java/suite.json"}
+    cols = {"3.9.1": col("3.9.1", [row("eos", rc=(0, 0)), row("offset-before", lost=20)], tv="0"), "3.9.1 java": java}
+    s = matrix.build_summary(["3.9.1", "3.9.1 java"], cols, [], 10.0)
+    by = {e["experiment"]: e for e in s["experiments"]}
+    assert (s["keys"], s["releases"], s["clients"]) == (["3.9.1", "3.9.1 java"], ["3.9.1"], ["python", "java"])
+    # offset-before takes no --client: its java cell is not applicable, neither a difference nor a failure
+    assert by["offset-before"]["not_applicable"] == ["3.9.1 java"] and not by["offset-before"]["differs"]
+    assert "3.9.1 java" not in by["offset-before"]["cells"] and s["exit_code"] == 0
+    assert by["eos"]["cells"]["3.9.1 java"]["report"] == "3.9.1-java/eos/report.json" and not by["eos"]["differs"]
+    text = matrix_report.render_md(s)
+    assert "Kafka 3.9.1, Java client (metadata.version x" in text and matrix_report.NOT_APPLICABLE in text
+    assert "3.9.1-java/eos/report.html" in matrix_report.render_html(s)
+    # a java column whose suite wrote nothing fails the matrix
+    s = matrix.build_summary(["3.9.1", "3.9.1 java"], {"3.9.1": cols["3.9.1"]}, [], 10.0)
+    assert s["exit_code"] != 0 and s["columns"][1]["client"] == "java"
+
+
+def test_the_suite_passes_client_only_to_the_experiments_that_take_it():
+    from harness.suite_runner import accepted_args
+    common = ["--messages", "100", "--client", "java"]
+    assert accepted_args("eos", common) == common
+    assert accepted_args("offset-before", common) == ["--messages", "100"]
+    assert accepted_args("eos-streams", common) == ["--messages", "100"]
