@@ -6,6 +6,7 @@ import sys
 import click
 
 from ..errors import HarnessError
+from ..experiments.common_options import CLIENT
 from ..options import click_options
 from .stack_options import say
 from .suite import SUITE_OPTIONS, check_common_options
@@ -20,7 +21,7 @@ from .suite import SUITE_OPTIONS, check_common_options
 @click.option("--experiments", "experiment_list", default=None, help="Comma-separated subset (as for suite).")
 @click.option("--group", default=None, metavar="NAME", help="Only the experiments of one group (as for suite).")
 @click.option("--parallel", type=int, default=None, help="Experiments at a time within each suite (as for suite).")
-@click.option("--client", "client_list", default=None, metavar="python,java",
+@click.option(CLIENT.flag, "client_list", default=None, metavar="python,java",
               help="The eos family's transactional clients, a column each per release (default python): java "
                    "adds a suite of the experiments that take --client, on the same stack, with Kafka's own "
                    "client (transaction version 2 where the release offers it).")
@@ -62,7 +63,7 @@ def matrix(releases, experiment_list, group, parallel, client_list, out, quiet, 
     at_once = ["--parallel", str(parallel)] if parallel else []
     args = [*common, *(["--experiments", experiment_list] if experiment_list else []),
             *(["--group", group] if group else []), *at_once]
-    client_args = {"java": [*common, "--experiments", ",".join(java), "--client", "java", *at_once]}
+    client_args = {"java": [*common, "--experiments", ",".join(java), CLIENT.flag, "java", *at_once]}
     folder = Path(out) if out else reports_dir() / f"{suite_mod.new_suite_id()}-matrix"
     if (folder / "matrix.json").exists():
         raise HarnessError(f"{folder} already holds a matrix; choose another --out")

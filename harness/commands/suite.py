@@ -48,7 +48,7 @@ def _group_help() -> str:
 @click.option("--parallel", type=int, default=3, show_default=True,
               help="Experiments run at the same time (each in its own topics, tables and consumer group).")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Suite folder (default reports/<suite-id>/).")
-@click.option("--client", type=click.Choice(CLIENT.choices), default=None,
+@click.option(CLIENT.flag, type=click.Choice(CLIENT.choices), default=None,
               help="The eos family's transactional workers: python (librdkafka) or java (Kafka's own client, "
                    "transaction version 2 where the broker offers it); the other experiments are not affected.")
 @click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
@@ -83,7 +83,7 @@ def suite(experiment_list, group, parallel, out, client, keep_stack, quiet, stac
         from ..matrix import client_experiments
         if not client_experiments(names):
             raise HarnessError(f"--client applies to {CLIENT.applies_to}; none of this suite's experiments takes it")
-        common += ["--client", client]
+        common += [CLIENT.flag, client]
     folder = Path(out) if out else reports_dir() / suite_mod.new_suite_id()
     if (folder / "suite.json").exists():
         raise HarnessError(f"{folder} already holds a suite; choose another --out")
