@@ -4,7 +4,7 @@ The local stack resolves exactly this Kafka from Maven Central; the compose
 files name the same version (a test checks that they agree).
 """
 
-KAFKA_VERSION = "4.1.1"
+KAFKA_VERSION = "4.4.0"
 SCALA_VERSION = "2.13"
 # Kafka's server jars log through SLF4J; this is the log4j2 backend we put beside them.
 LOG4J_VERSION = "2.24.3"

@@ -233,22 +233,22 @@ def test_the_cluster_with_its_proxies_takes_latency_and_nothing_of_a_delay_outli
 
 
 def test_another_kafka_release_on_compose_gets_its_own_image_and_its_data_keeps_it(engine, tmp_path):
-    """`--kafka-version 4.4.0`: the official image of that release, or one built here for it (never the
-    pinned release's image the engine fixture names); the broker says 4.4; another release on its volumes is
+    """`--kafka-version 4.1.1`: the official image of that release, or one built here for it (never the
+    pinned release's image the engine fixture names); the broker says 4.1; another release on its volumes is
     refused; `down --purge` forgets the release with the volumes."""
     env = {**{k: v for k, v in engine.items() if k != "HARNESS_KAFKA_IMAGE"}, **home("harness-compose-release-")}
     try:
-        up = harness("up", "--stack", "compose", "--kafka-version", "4.4.0", env=env, timeout=1200)
+        up = harness("up", "--stack", "compose", "--kafka-version", "4.1.1", env=env, timeout=1200)
         assert up.returncode == 0, up.stdout + up.stderr
         st = json.loads(harness("status", "--json", env=env).stdout)
-        assert st["healthy"] and st["kafka_version"] == "4.4.0", st
+        assert st["healthy"] and st["kafka_version"] == "4.1.1", st
         image = _docker(env, "inspect", "-f", "{{.Config.Image}}", f"{PROJECT}-kafka-1").stdout.strip()
-        assert image.endswith(":4.4.0"), image
+        assert image.endswith(":4.1.1"), image
         d = run(env, tmp_path, "eos", "--messages", "200", name="eos")
-        assert (d["environment"]["kafka_version"], d["environment"]["kafka_metadata_version"]) == ("4.4.0", "4.4-IV2")
+        assert (d["environment"]["kafka_version"], d["environment"]["kafka_metadata_version"]) == ("4.1.1", "4.1-IV1")
         assert d["kafka_output"]["read_committed"]["duplicates"] == 0
-        refused = harness("up", "--stack", "compose", "--kafka-version", "4.1.1", env=env, timeout=300)
-        assert refused.returncode == 2 and "was written by Kafka 4.4.0; to run Kafka 4.1.1" in refused.stderr, \
+        refused = harness("up", "--stack", "compose", "--kafka-version", "4.4.0", env=env, timeout=300)
+        assert refused.returncode == 2 and "was written by Kafka 4.1.1; to run Kafka 4.4.0" in refused.stderr, \
             refused.stderr[-2000:]
     finally:
         down_purge(env)

@@ -1,5 +1,5 @@
-"""--kafka-version on the local stack for real: Kafka 3.9.1 and 4.4.0 resolved with mvn, formatted and
-started, a run on each as-predicted and naming the release the harness started and the metadata.version
+"""--kafka-version on the local stack for real: Kafka 3.9.1 and 4.1.1 resolved with mvn, formatted and
+started (beside the default 4.4.0), a run on each as-predicted and naming the release the harness started and the metadata.version
 the broker itself answers; another release on the same data refused in one line; nothing left after
 `down --purge`."""
 
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.integration
 
 # (release, the metadata.version a fresh cluster of it finalizes, as its own MetadataVersion names it, and
 # the transaction protocol Kafka's Java client is seen to speak there: KIP-890's version 2 from 4.0 on)
-RELEASES = [("3.9.1", "3.9-IV0", "before 2"), ("4.4.0", "4.4-IV2", "2")]
+RELEASES = [("3.9.1", "3.9-IV0", "before 2"), ("4.1.1", "4.1-IV1", "2")]
 
 
 @pytest.mark.parametrize("release, metadata, protocol", RELEASES, ids=[r for r, _, _ in RELEASES])

@@ -24,11 +24,12 @@ def test_two_releases_side_by_side_each_in_its_own_purged_stack(tmp_path):
     home = searchable_dir("harness-matrix-")
     out = tmp_path / "m"
     proc = harness("matrix", "--kafka-version", "3.9.1,4.4.0", "--experiments", "offset-after,eos", "--messages",
-                   "200", "--out", str(out), env=env_of(home), timeout=1200)
+                   "200", "--client", "python,java", "--out", str(out), env=env_of(home), timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     m = json.loads((out / "matrix.json").read_text())
-    assert [(c["release"], c["metadata_version"], c["transaction_version"]) for c in m["columns"]] == \
-        [("3.9.1", "3.9-IV0", "0"), ("4.4.0", "4.4-IV2", "2")]
+    assert [(c["key"], c["metadata_version"], c["transaction_version"]) for c in m["columns"]] == \
+        [("3.9.1", "3.9-IV0", "0"), ("3.9.1 java", "3.9-IV0", "0"), ("4.4.0", "4.4-IV2", "2"),
+         ("4.4.0 java", "4.4-IV2", "2")]
     by = {e["experiment"]: e for e in m["experiments"]}
     for r in ("3.9.1", "4.4.0"):
         d = json.loads((out / by["eos"]["cells"][r]["report"]).read_text())     # the cell is its run's report
@@ -36,6 +37,13 @@ def test_two_releases_side_by_side_each_in_its_own_purged_stack(tmp_path):
         assert by["eos"]["cells"][r]["read_committed_duplicates"] == 0
         assert by["offset-after"]["cells"][r]["duplicates"] == json.loads(
             (out / by["offset-after"]["cells"][r]["report"]).read_text())["counts"]["duplicates"] > 0
+    # the Java client's column: eos only (offset-after's workers are Python only), the same exact output, and the
+    # client's own log: a new producer epoch at every transaction's end on 4.4, never on 3.9
+    assert by["offset-after"]["not_applicable"] == ["3.9.1 java", "4.4.0 java"]
+    for r, seen in (("3.9.1", "before 2"), ("4.4.0", "2")):
+        d = json.loads((out / by["eos"]["cells"][f"{r} java"]["report"]).read_text())
+        assert d["params"]["client"] == "java" and d["verdict"] == "as-predicted"
+        assert d["transaction_protocol"]["version_seen"] == seen, d["transaction_protocol"]
     assert not by["eos"]["differs"] and (out / "matrix.md").exists() and (out / "matrix.html").exists()
     assert not processes_of(home) and list((home / "matrix").iterdir()) == []
 

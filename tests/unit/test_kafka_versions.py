@@ -34,10 +34,10 @@ def test_the_release_is_the_asked_one_else_the_recorded_one_else_the_default():
     assert kafka_versions.chosen(None, False, "/s") == versions.KAFKA_VERSION
     assert kafka_versions.chosen("3.9.1", True, "/s") == "3.9.1"                   # as the data was formatted
     assert kafka_versions.chosen("rm -rf /", False, "/s") == versions.KAFKA_VERSION  # a damaged record: ignored
-    kafka_versions.request("4.4.0")
-    assert kafka_versions.chosen("3.9.1", False, "/s") == "4.4.0"                  # no data yet: as asked
+    kafka_versions.request("4.1.1")
+    assert kafka_versions.chosen("3.9.1", False, "/s") == "4.1.1"                  # no data yet: as asked
     with pytest.raises(HarnessError, match=r"the Kafka data under /s was written by Kafka 3.9.1; to run Kafka "
-                                           r"4.4.0, run `harness down --purge` first"):
+                                           r"4.1.1, run `harness down --purge` first"):
         kafka_versions.chosen("3.9.1", True, "/s")
     with pytest.raises(HarnessError, match=f"written by Kafka {versions.KAFKA_VERSION}"):
         kafka_versions.chosen(None, True, "/s")                # data of a harness that recorded no release
@@ -71,17 +71,17 @@ def test_the_report_says_what_the_broker_says_or_unknown():
 
 def test_compose_names_the_image_of_the_release_and_refuses_a_named_image_of_another(tmp_path, monkeypatch):
     from harness.stack import compose_images as compose
-    assert compose.chosen_images({}, release="4.4.0")["kafka"] == "apache/kafka:4.4.0"
-    assert compose.chosen_images({"HARNESS_KAFKA_IMAGE": "mine:1"}, release="4.4.0")["kafka"] == "mine:1"
-    monkeypatch.setenv("HARNESS_KAFKA_IMAGE", "harness-kafka:4.1.1")
-    with pytest.raises(HarnessError, match=r"HARNESS_KAFKA_IMAGE names harness-kafka:4.1.1, an image of Kafka 4.1.1, "
-                                           r"but this stack runs Kafka 4.4.0: unset it"):
-        compose.kafka_image({}, "4.4.0")
+    assert compose.chosen_images({}, release="4.1.1")["kafka"] == "apache/kafka:4.1.1"
+    assert compose.chosen_images({"HARNESS_KAFKA_IMAGE": "mine:1"}, release="4.1.1")["kafka"] == "mine:1"
+    monkeypatch.setenv("HARNESS_KAFKA_IMAGE", "harness-kafka:4.4.0")
+    with pytest.raises(HarnessError, match=r"HARNESS_KAFKA_IMAGE names harness-kafka:4.4.0, an image of Kafka 4.4.0, "
+                                           r"but this stack runs Kafka 4.1.1: unset it"):
+        compose.kafka_image({}, "4.1.1")
     monkeypatch.setenv("HARNESS_KAFKA_IMAGE", "registry.local:5000/kafka")     # a port is no release tag
-    compose.kafka_image({}, "4.4.0")
+    compose.kafka_image({}, "4.1.1")
     monkeypatch.delenv("HARNESS_KAFKA_IMAGE")
-    env = {"HARNESS_KAFKA_IMAGE": "harness-kafka:4.1.1"}                      # recorded for another release
-    compose.kafka_image(env, "4.4.0")
+    env = {"HARNESS_KAFKA_IMAGE": "harness-kafka:4.4.0"}                      # recorded for another release
+    compose.kafka_image(env, "4.1.1")
     assert "HARNESS_KAFKA_IMAGE" not in env
 
 
