@@ -9,61 +9,70 @@ librdkafka does not yet. The Java client logs each producer id and epoch it
 takes (`ProducerId set to P with epoch E`, at InitProducerId and, under
 version 2, in every EndTxn response), and our worker prints each transaction's
 end after the call returned (`eos-txn TXN-END ... txn=N result=commit`), so
-the order of those lines in a worker's log says which epoch each transaction
-ended with (a line per process, `eos-txn START`, separates the attempts
-appended to one slot's log). Pure: text in, counts out; nothing here guesses
-a version it did not see.
+the order of those lines says which epoch each transaction ended with. Every
+line names its process (pid=): one slot's log holds its attempts one after
+another, and a zombie's lines among its replacement's. Pure: text in,
+counts out; nothing here guesses a version it did not see.
 """
 
 import re
 from pathlib import Path
 
-EPOCH = re.compile(r"ProducerId set to (-?\d+) with epoch (-?\d+)")
-TXN_END = re.compile(r"eos-txn TXN-END worker=(\S+) attempt=(\d+) txn=(\d+) result=(\w+)")
-START = re.compile(r"eos-txn START ")
-TV2 = re.compile(r"Updating isTV2 enabled to (true|false)")
+EPOCH = re.compile(r"pid=(\d+) .*ProducerId set to (-?\d+) with epoch (-?\d+)")
+TXN_END = re.compile(r"eos-txn TXN-END pid=(\d+) worker=(\S+) attempt=(\d+) txn=(\d+) result=(\w+)")
+START = re.compile(r"eos-txn START pid=(\d+) ")
+TV2 = re.compile(r"pid=(\d+) .*Updating isTV2 enabled to (true|false)")
 EXAMPLES = 5
 
 
 def client_tv2(text: str) -> list[bool]:
-    """What the client said, per process, of transaction version 2 (its `Updating isTV2 enabled to B` line,
-    from the broker's finalized features): the last word of each process that said anything."""
-    out, said = [], None
+    """What the client said of transaction version 2 (its `Updating isTV2 enabled to B` line, from the
+    broker's finalized features), per process that said anything: its last word."""
+    said: list[list] = []                 # [pid, last word], one per process in the order they started
     for line in text.splitlines():
-        if START.search(line):
-            if said is not None:
-                out.append(said)
-            said = None
+        m = START.search(line)
+        if m:
+            said.append([m.group(1), None])
             continue
         m = TV2.search(line)
         if m:
-            said = m.group(1) == "true"
-    return out + ([said] if said is not None else [])
+            mine = next((x for x in reversed(said) if x[0] == m.group(1)), None)
+            if mine is None:
+                said.append(mine := [m.group(1), None])
+            mine[1] = m.group(2) == "true"
+    return [word for _pid, word in said if word is not None]
 
 
 def transactions(text: str) -> list[dict]:
     """Each ended transaction of one log, in order: its worker, attempt, number, result, and the producer
-    (id, epoch) in force when it began and when its end returned. A producer id of -1 (the client's reset
-    before InitProducerId) is no epoch."""
-    out, current, at_begin = [], None, None
+    (id, epoch) in force in its process when it began and when its end returned. Lines are told apart by
+    the process that wrote them (pid=): a zombie and its replacement write to the same log at once. A
+    producer id of -1 (the client's reset before InitProducerId) is no epoch."""
+    out = []
+    current: dict = {}        # pid -> (producer id, epoch) now
+    at_begin: dict = {}       # pid -> (producer id, epoch) when its open transaction began
     for line in text.splitlines():
-        if START.search(line):           # a new process: its producer starts from nothing
-            current = at_begin = None
+        m = START.search(line)
+        if m:                            # a new process: its producer starts from nothing
+            current.pop(m.group(1), None)
+            at_begin.pop(m.group(1), None)
             continue
         m = EPOCH.search(line)
         if m:
-            pid, epoch = int(m.group(1)), int(m.group(2))
-            if pid >= 0:
-                current = (pid, epoch)
-                if at_begin is None:
-                    at_begin = current
+            pid, producer, epoch = m.group(1), int(m.group(2)), int(m.group(3))
+            if producer >= 0:
+                current[pid] = (producer, epoch)
+                at_begin.setdefault(pid, current[pid])
             continue
         m = TXN_END.search(line)
         if m:
-            out.append({"worker": m.group(1), "attempt": int(m.group(2)), "txn": int(m.group(3)),
-                        "result": m.group(4), "began": list(at_begin) if at_begin else None,
-                        "ended": list(current) if current else None})
-            at_begin = current
+            pid = m.group(1)
+            began, now = at_begin.get(pid), current.get(pid)
+            out.append({"worker": m.group(2), "attempt": int(m.group(3)), "txn": int(m.group(4)),
+                        "result": m.group(5), "began": list(began) if began else None,
+                        "ended": list(now) if now else None})
+            if now:
+                at_begin[pid] = now
     return out
 
 

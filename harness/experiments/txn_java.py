@@ -42,6 +42,8 @@ def command(run, slot, partitions: list, jar, start) -> list[str]:
            "--txn-stuck-after-ms", str(max(stuck_ms, 500))]
     if p.commit_interval_ms:
         cmd += ["--commit-interval-ms", str(p.commit_interval_ms)]
+    if not p.no_history:
+        cmd += ["--history", str(run.history)]
     if exp.stores.ledger:
         url, user, _password = streams_jvm.jdbc(run.stack.postgres_dsn)
         cmd += ["--ledger", names.ledger_table, "--jdbc-url", url] + (["--jdbc-user", user] if user else [])

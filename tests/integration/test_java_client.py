@@ -1,5 +1,6 @@
 """--client java on the real stack: the eos family's loop on Kafka's own Java client, killed at its kill
-points (real halts, real SIGSTOP for the zombie) and judged by the same predictors as the Python workers;
+points (real halts, real SIGSTOP for the zombie) and judged by the same predictors and anomaly checker as
+the Python workers;
 an independent reader agrees; the client's own log shows a new producer epoch at every transaction's end
 (transaction version 2, which the default 4.x broker finalizes). The 3.9 side is in test_kafka_versions.py."""
 
@@ -41,6 +42,10 @@ def test_java_workers_crash_at_every_point_and_are_judged_like_the_python_ones(s
     assert len(seen) == 300 and sorted(seen.values()) == sorted(set(seen.values())) and stable == ends
     _epochs_rose_per_transaction(d)
     assert len(d["timings"]["restart_seconds"]) == 30
+    # the Java workers' histories feed the anomaly checker as the Python ones do: every class checked, none found
+    classes = d["anomaly_classes"]["classes"]
+    assert len(classes) == 11 and {n: c["count"] for n, c in classes.items()} == {n: 0 for n in classes}
+    assert d["anomaly_classes"]["history"]["processes"] == 32      # two slots, 30 crashes
 
 
 def test_a_java_zombie_is_fenced(stack, tmp_path):

@@ -371,6 +371,14 @@ def test_aborted_read_is_found_from_a_records_tag_when_its_writer_died_before_th
     assert "tag" in w["known_from"]
 
 
+def test_without_any_writer_history_a_tagged_output_s_aborted_reads_are_unknown_never_0():
+    # --no-history: the records' tags name their transactions, and nothing says which of them aborted
+    lg = logs([(0, 0, "a"), (0, 1, "b")], reached={0: 2})
+    lg.tags = tags((0, 0, "w0/1", 1), (0, 1, "w0/1", 2))
+    found = check([], IN, None, lg, tagged=True)
+    assert found["aborted-read"].count is None and "history" in found["aborted-read"].unchecked
+
+
 def test_a_tagged_record_of_a_committed_or_unknown_transaction_is_no_aborted_read():
     p = proc(*txn(1, end="commit"), *txn(2, end="committing"))
     lg = logs([(0, 0, "a"), (0, 1, "b")], reached={0: 2})

@@ -2,20 +2,24 @@
 
 from harness.checker import producer_epochs as pe
 
-PREFIX = "13:26:48.844 DEBUG [kafka-producer-network-thread | p] o.a.k.c.p.i.TransactionManager: [Producer clientId=p, " \
-         "transactionalId=t] "
+def prefix(proc: int = 100) -> str:
+    return (f"13:26:48.844 DEBUG pid={proc} [kafka-producer-network-thread | p] o.a.k.c.p.i.TransactionManager: "
+            f"[Producer clientId=p, transactionalId=t] ")
 
 
-def epoch(pid: int, e: int) -> str:
-    return f"{PREFIX}ProducerId set to {pid} with epoch {e}"
+PREFIX = prefix()
 
 
-def end(txn: int, attempt: int = 1, result: str = "commit") -> str:
-    return f"eos-txn TXN-END worker=w0 attempt={attempt} txn={txn} result={result} records=1"
+def epoch(pid: int, e: int, proc: int = 100) -> str:
+    return f"{prefix(proc)}ProducerId set to {pid} with epoch {e}"
 
 
-def start(attempt: int) -> str:
-    return f"eos-txn START worker=w0 attempt={attempt} transactional_id=t"
+def end(txn: int, attempt: int = 1, result: str = "commit", proc: int = 100) -> str:
+    return f"eos-txn TXN-END pid={proc} worker=w0 attempt={attempt} txn={txn} result={result} records=1"
+
+
+def start(attempt: int, proc: int = 100) -> str:
+    return f"eos-txn START pid={proc} worker=w0 attempt={attempt} transactional_id=t"
 
 
 TV2_LOG = "\n".join([start(1), epoch(-1, -1), f"{PREFIX}Updating isTV2 enabled to true with FinalizedFeaturesEpoch 9",
@@ -41,12 +45,27 @@ def test_before_version_2_the_epoch_stays_for_the_producer_s_life():
 
 def test_a_restart_s_new_epoch_is_not_counted_as_a_transaction_s_bump():
     # attempt 2 fences attempt 1 with InitProducerId: epoch 0 -> 1, then its transactions keep epoch 1
-    text = "\n".join([start(1), epoch(7, 0), end(1), start(2), epoch(-1, -1), epoch(7, 1), end(1, attempt=2),
-                      end(2, attempt=2)])
+    text = "\n".join([start(1), epoch(7, 0), end(1), start(2, proc=200), epoch(-1, -1, proc=200),
+                      epoch(7, 1, proc=200), end(1, attempt=2, proc=200), end(2, attempt=2, proc=200)])
     txns = pe.transactions(text)
     assert [(t["attempt"], t["began"], t["ended"]) for t in txns] == [(1, [7, 0], [7, 0]), (2, [7, 1], [7, 1]),
                                                                      (2, [7, 1], [7, 1])]
     assert pe.summary(txns, "java")["version_seen"] == "before 2"
+    # a later process that got the same pid starts from nothing too
+    reused = "\n".join([start(1), epoch(7, 0), end(1), start(2), epoch(7, 1), end(1, attempt=2)])
+    assert [t["began"] for t in pe.transactions(reused)] == [[7, 0], [7, 1]]
+
+
+def test_a_zombie_s_lines_among_its_replacement_s_are_told_apart_by_process():
+    # process 100 (attempt 1) is frozen inside its transaction 2; 200 (attempt 2) fences it (epoch 2 -> 3) and
+    # commits; the zombie wakes up and its late lines land between the replacement's
+    text = "\n".join([start(1), epoch(7, 0), epoch(7, 1), end(1), start(2, proc=200), epoch(7, 3, proc=200),
+                      epoch(7, 4, proc=200), end(1, attempt=2, proc=200), epoch(7, 2), end(2),
+                      epoch(7, 5, proc=200), end(2, attempt=2, proc=200)])
+    txns = pe.transactions(text)
+    assert [(t["attempt"], t["txn"], t["began"], t["ended"]) for t in txns] == [
+        (1, 1, [7, 0], [7, 1]), (2, 1, [7, 3], [7, 4]), (1, 2, [7, 1], [7, 2]), (2, 2, [7, 4], [7, 5])]
+    assert pe.summary(txns, "java")["version_seen"] == "2"
 
 
 def test_an_epoch_overflow_s_new_producer_id_counts_as_a_bump():

@@ -22,7 +22,7 @@ def test_client_java_is_a_variant_of_each_with_the_java_launcher_and_no_client_f
 
 def _run(exp, **params):
     p = dict(txn_stuck_after=None, commit_every=1, transaction_timeout_ms=None, commit_interval_ms=None,
-             fresh_transactional_id=False)
+             fresh_transactional_id=False, no_history=False)
     p.update(params)
     names = SimpleNamespace(group="g", input_topic="in", output_topic="out", ledger_table="harness.l",
                             dedupe_table="harness.d", transactional_id=lambda i: f"tid-{i}")
@@ -30,7 +30,7 @@ def _run(exp, **params):
                             postgres_dsn="postgresql://harness:s3cret@127.0.0.1:5432/harness")
     return SimpleNamespace(params=SimpleNamespace(**p), names=names, exp=exp, stack=stack,
                            crash_plan=Path("/r/plan.json"), crash_log=Path("/r/crashes.jsonl"),
-                           events=Path("/r/events.jsonl"))
+                           events=Path("/r/events.jsonl"), history=Path("/r/history"))
 
 
 def _flags(cmd: list[str]) -> dict:
@@ -49,6 +49,6 @@ def test_the_command_line_names_the_slot_s_partitions_and_transactional_id_and_n
     assert (f["--ledger"], f["--dedupe"], f["--jdbc-url"], f["--jdbc-user"]) == (
         "harness.l", "harness.d", "jdbc:postgresql://127.0.0.1:5432/harness", "harness")
     assert f["--txn-stuck-after-ms"] == "2500" and f["--transaction-timeout-ms"] == "60000"
-    assert not any("s3cret" in a for a in cmd)
-    plain = _flags(txn_java.command(_run(EOS), slot, [0], Path("/j/x.jar"), WorkerStart("java", None, None, "")))
-    assert "--ledger" not in plain and "--dedupe" not in plain and plain["--transactional-id"] == "tid-1"
+    assert not any("s3cret" in a for a in cmd) and f["--history"] == "/r/history"
+    plain = _flags(txn_java.command(_run(EOS, no_history=True), slot, [0], Path("/j/x.jar"), WorkerStart("java", None, None, "")))
+    assert "--ledger" not in plain and "--dedupe" not in plain and "--history" not in plain and plain["--transactional-id"] == "tid-1"

@@ -18,6 +18,7 @@ final class TxnOptions {
         "         --crash-plan FILE --crash-log FILE --events FILE",
         "         [--commit-every N | --commit-interval-ms MS] [--transaction-timeout-ms MS]",
         "         [--txn-stuck-after-ms MS] [--ledger TABLE [--dedupe TABLE] --jdbc-url URL [--jdbc-user USER]]",
+        "         [--history FOLDER]",
         "  The JDBC password is taken from $" + CommandLine.PASSWORD_ENV + " only; Kafka client settings",
         "  (security, credentials) from $" + CommandLine.KAFKA_PROPERTIES_ENV + " (properties text).");
 
@@ -25,7 +26,7 @@ final class TxnOptions {
     private static final Set<String> REQUIRED = Set.of("experiment", "bootstrap", "group", "input-topic",
         "output-topic", "transactional-id", "partitions", "worker", "attempt", "crash-plan", "crash-log", "events");
     private static final Set<String> OPTIONAL = Set.of("commit-every", "commit-interval-ms", "transaction-timeout-ms",
-        "txn-stuck-after-ms", "ledger", "dedupe", "jdbc-url", "jdbc-user");
+        "txn-stuck-after-ms", "ledger", "dedupe", "jdbc-url", "jdbc-user", "history");
 
     final String experiment;
     final String bootstrap;
@@ -47,6 +48,7 @@ final class TxnOptions {
     final String dedupe;                // null: the ledger row is not guarded (eos-boundary)
     final String jdbcUrl;
     final String jdbcUser;
+    final Path history;                 // null: no history (the run's --no-history)
 
     private TxnOptions(Map<String, String> v) throws UsageError {
         experiment = v.get("experiment");
@@ -79,6 +81,7 @@ final class TxnOptions {
         dedupe = CommandLine.table(v, "dedupe");
         jdbcUrl = v.get("jdbc-url");
         jdbcUser = v.get("jdbc-user");
+        history = v.containsKey("history") ? Path.of(v.get("history")) : null;
         if (dedupe != null && ledger == null) {
             throw new UsageError("--dedupe guards the --ledger table: give both");
         }

@@ -67,6 +67,7 @@ public final class TxnWorker {
     static final int EXIT_FENCED = 3;
     static final int EXIT_STUCK = 4;
     static final int POLL_MS = 100;
+    static final long PID = ProcessHandle.current().pid();
     /** max.block.ms: how long one try of a blocking call may wait (see {@link #blocking}). */
     static final long BLOCK_SLICE_MS = 1000;
 
@@ -81,6 +82,7 @@ public final class TxnWorker {
     private final TxnOptions opts;
     private final ObjectMapper json;
     private final Evidence ev;
+    private final History history;
     private final Ledger ledger;
     private final KafkaProducer<String, String> producer;
     private KafkaConsumer<String, String> consumer;
@@ -88,13 +90,13 @@ public final class TxnWorker {
     private final Map<Integer, Long> committed = new HashMap<>();
     private final Map<Integer, Long> positions = new HashMap<>();
     private final List<ConsumerRecord<String, String>> inTxn = new ArrayList<>();
-    private int txnNo;
     private long txnStarted;
 
-    private TxnWorker(TxnOptions opts, ObjectMapper json, Evidence ev, Ledger ledger) {
+    private TxnWorker(TxnOptions opts, ObjectMapper json, Evidence ev, History history, Ledger ledger) {
         this.opts = opts;
         this.json = json;
         this.ev = ev;
+        this.history = history;
         this.ledger = ledger;
         this.producer = new KafkaProducer<>(producerConfig(opts), new StringSerializer(), new StringSerializer());
     }
@@ -119,6 +121,14 @@ public final class TxnWorker {
             return;
         }
         Evidence ev = new Evidence(json, opts, plan);
+        History history;
+        try {
+            history = new History(json, opts.history, opts);
+        } catch (IOException | RuntimeException e) {
+            System.err.println("eos-txn: cannot open the history in " + opts.history + ": " + e);
+            System.exit(EXIT_USAGE);
+            return;
+        }
         Ledger ledger = null;
         if (opts.ledger != null) {
             try {
@@ -132,9 +142,9 @@ public final class TxnWorker {
             }
         }
         // Where this process's lines begin in its slot's log (checker/producer_epochs.py reads them per process).
-        System.err.println("eos-txn START worker=" + opts.worker + " attempt=" + opts.attempt + " transactional_id="
-                           + opts.transactionalId);
-        TxnWorker w = new TxnWorker(opts, json, ev, ledger);
+        System.err.println("eos-txn START pid=" + ProcessHandle.current().pid() + " worker=" + opts.worker + " attempt="
+                           + opts.attempt + " transactional_id=" + opts.transactionalId);
+        TxnWorker w = new TxnWorker(opts, json, ev, history, ledger);
         int status = w.run();
         System.err.flush();
         Halt.now(status);
@@ -224,6 +234,7 @@ public final class TxnWorker {
             positions.put(tp.partition(), from);
             high.put(tp.partition(), end.get(tp));
         }
+        history.positions("assign", opts.input, committed);
         ev.emit("started", e -> {
             e.putPOJO("partitions", opts.partitions);
             ObjectNode offsets = e.putObject("offsets");
@@ -238,6 +249,7 @@ public final class TxnWorker {
             for (ConsumerRecord<String, String> r : batch) {
                 positions.put(r.partition(), r.offset() + 1);
             }
+            history.poll(opts.input, batch);
             if (!first && !batch.isEmpty()) {
                 first = true;
                 String id = batch.iterator().next().key();
@@ -268,7 +280,7 @@ public final class TxnWorker {
         ev.delivered++;
         if (inTxn.isEmpty()) {
             producer.beginTransaction();
-            txnNo++;
+            history.txn("begin");
             txnStarted = System.nanoTime();
         }
         if (ledger != null) {
@@ -290,7 +302,7 @@ public final class TxnWorker {
             ev.at(POLL_PRODUCE, id, r.partition(), r.offset(), List.of(), ids());
         }
         // Same partition as the input: a dead transaction blocks exactly the crashed worker's partitions.
-        producer.send(new ProducerRecord<>(opts.output, r.partition(), id, tagged(r)));
+        producer.send(new ProducerRecord<>(opts.output, r.partition(), id, tagged(r)), history.onDelivery(opts.output, id));
         inTxn.add(r);
         ev.at(PRODUCE, id, r.partition(), r.offset(), unacked(), ids());
         if (commitDue()) {
@@ -314,8 +326,10 @@ public final class TxnWorker {
         for (ConsumerRecord<String, String> r : new ArrayList<>(inTxn)) {
             ev.at(SEND_OFFSETS, r.key(), r.partition(), r.offset(), unacked(), ids());
         }
+        history.txn("committing");
         blocking("commit_transaction", null, producer::commitTransaction);
-        System.err.println("eos-txn TXN-END worker=" + opts.worker + " attempt=" + opts.attempt + " txn=" + txnNo
+        history.txn("commit");
+        System.err.println("eos-txn TXN-END pid=" + PID + " worker=" + opts.worker + " attempt=" + opts.attempt + " txn=" + history.txnNo()
                            + " result=commit records=" + inTxn.size());
         offsets.forEach((tp, o) -> committed.merge(tp.partition(), o.offset(), Math::max));
         inTxn.clear();
@@ -333,8 +347,10 @@ public final class TxnWorker {
         });
         inTxn.clear();
         blocking("abort_transaction", "aborted", producer::abortTransaction);   // a stuck abort can only end aborted
-        System.err.println("eos-txn TXN-END worker=" + opts.worker + " attempt=" + opts.attempt + " txn=" + txnNo
+        history.txn("abort");
+        System.err.println("eos-txn TXN-END pid=" + PID + " worker=" + opts.worker + " attempt=" + opts.attempt + " txn=" + history.txnNo()
                            + " result=abort records=" + produced.size());
+        history.positions("seek", opts.input, committed);
         committed.forEach((p, off) -> {
             consumer.seek(new TopicPartition(opts.input, p), off);
             positions.put(p, off);
@@ -445,7 +461,7 @@ public final class TxnWorker {
         ObjectNode out = json.createObjectNode();
         out.put("worker", opts.worker);
         out.put("attempt", opts.attempt);
-        out.put("txn", txnNo);
+        out.put("txn", history.txnNo());
         JsonNode value = null;
         try {
             value = r.value() == null ? null : json.readTree(r.value());
