@@ -386,18 +386,14 @@ def check(procs: list[Process], input_topic: str, input_log: dict | None, logs: 
             for name in ("lost-write", "unseen", "nonmonotonic-send"):
                 out[name] = Found(name, None, unchecked="no acknowledgement named an offset (acks=0 returns none)")
         if not recorded and logs.tags and (logs.committed is not None or logs.concurrent is not None):
-            # no delivery report at all (every writer died first): the records' tags still name their transactions,
-            # and the writers' histories say how each ended; without histories (--no-history) nothing does
-            if any(op[1] == "txn" for p in procs for op in p.ops):
-                found = tagged_aborted_reads(procs, logs, set())
-                out["aborted-read"] = Found("aborted-read", len(found), witnesses=found)
-            else:
-                out["aborted-read"] = Found("aborted-read", None,
-                                            unchecked="no writer's history says which transactions aborted")
+            # no delivery report (every writer died first): the tags name the transactions, the histories their ends
+            ends = any(op[1] == "txn" for p in procs for op in p.ops)
+            found = tagged_aborted_reads(procs, logs, set()) if ends else []
+            out["aborted-read"] = Found("aborted-read", len(found) if ends else None, witnesses=found,
+                                        unchecked=None if ends else "no writer's history says how its transactions ended")
         if ordered:
             out["out-of-order"] = out_of_order(logs.committed, positions)
-        torn = torn_transactions(logs, tagged)
-        if torn is not None:
+        if (torn := torn_transactions(logs, tagged)) is not None:
             out[torn.name] = torn
     for f in out.values():
         f.allowed = f.name in allowed
