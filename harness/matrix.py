@@ -214,7 +214,7 @@ def run_matrix(releases: list[str], suite_args: list[str], out: Path, log=print,
             try:
                 for client in clients:
                     args = suite_args if client == "python" else (client_args or {})[client]
-                    columns[column_key(release, client)] = _one_suite(release, client, args, out, home, log)
+                    _one_suite(release, client, args, out, home, log, columns)
             finally:
                 _quietly(purge, home, log)
     except KeyboardInterrupt:
@@ -226,8 +226,9 @@ def run_matrix(releases: list[str], suite_args: list[str], out: Path, log=print,
     return summary
 
 
-def _one_suite(release: str, client: str, args: list[str], out: Path, home: Path, log) -> dict:
-    """A child `harness suite` of one column, in the release's home; its column, whatever happened."""
+def _one_suite(release: str, client: str, args: list[str], out: Path, home: Path, log, columns: dict) -> None:
+    """A child `harness suite` of one column, in the release's home; its column goes into `columns` whatever
+    happened (an interrupted suite's too: it wrote what its runs reported)."""
     name = column_key(release, client)
     cmd = [sys.executable, "-m", "harness.cli", "suite", "--kafka-version", release, "--quiet",
            "--out", str(out / folder_of(release, client)), *args]
@@ -235,7 +236,6 @@ def _one_suite(release: str, client: str, args: list[str], out: Path, home: Path
     started, err = time.time(), ""
     proc = subprocess.Popen(cmd, env=_child_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, text=True, preexec_fn=die_with_parent, start_new_session=True)
-    column_of = None
     try:
         try:
             err = proc.communicate(timeout=RELEASE_TIME_LIMIT_S)[1] or ""
@@ -245,10 +245,9 @@ def _one_suite(release: str, client: str, args: list[str], out: Path, home: Path
             err = _stop(proc)
             raise
     finally:
-        column_of = column(out, release, proc.returncode, time.time() - started, err, client)
-    log(f"matrix: Kafka {name}: exit {column_of['exit_code']} in {column_of['seconds']:.0f} s "
-        f"(metadata.version {column_of['metadata_version']}, transaction.version {column_of['transaction_version']})")
-    return column_of
+        c = columns[name] = column(out, release, proc.returncode, time.time() - started, err, client)
+    log(f"matrix: Kafka {name}: exit {c['exit_code']} in {c['seconds']:.0f} s "
+        f"(metadata.version {c['metadata_version']}, transaction.version {c['transaction_version']})")
 
 
 def column(out: Path, release: str, rc: int | None, seconds: float, err: str, client: str = "python") -> dict:

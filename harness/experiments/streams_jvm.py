@@ -255,13 +255,21 @@ def worker_start(jar: Path, choice: str, log=print) -> WorkerStart:
                        f"java with the class-data archive {cache.name}" if cache else "java without a class cache")
 
 
+# libpq TLS settings the JDBC driver takes under the same names (a certificate check the DSN asks for must not
+# be dropped on the way to the Java workers); the driver reads sslrootcert as a PEM file, as libpq does.
+JDBC_TLS = ("sslmode", "sslrootcert")
+
+
 def jdbc(dsn: str) -> tuple[str, str, str]:
     """(jdbc url, user, password) from a libpq DSN or URL; without a password in it, from the
     libpq password file (PGPASSFILE, as `harness env` sets it), which the JDBC driver does not read."""
+    from urllib.parse import quote, urlencode
     d = psycopg.conninfo.conninfo_to_dict(dsn)
     host, port, db, user = d.get("host", "127.0.0.1"), d.get("port", 5432), d.get("dbname", "postgres"), d.get("user", "")
     password = d.get("password") or pgpass.lookup(host, port, db, user) or ""
-    return f"jdbc:postgresql://{host}:{port}/{db}", user, password
+    tls = {k: d[k] for k in JDBC_TLS if d.get(k)}
+    return (f"jdbc:postgresql://{host}:{port}/{quote(str(db), safe='')}" + (f"?{urlencode(tls)}" if tls else ""),
+            user, password)
 
 
 def command(jar: Path, slot, *, bootstrap: str, input_topic: str, output_topic: str, application_id: str,

@@ -73,7 +73,8 @@ def render_md(summary: dict) -> str:
     heads = column_heads(summary)
     out = [f"# Kafka releases side by side: {md(', '.join(releases))}", "",
            f"The same suite (`{md(suite_line(summary))}`) on each release, one stack after another, with the same "
-           f"seed. Rows marked **differs** have other figures on some release; where every cell is as-predicted, "
+           f"seed. Rows marked **differs** have other figures in some column (release or client); where every cell is "
+           f"as-predicted, "
            f"the experiment's numbers depend on timing and each run predicted its own.", "",
            "| experiment | " + " | ".join(md(x) for x in heads) + " |",
            "| --- |" + " --- |" * len(heads)]
@@ -111,7 +112,8 @@ def render_html(summary: dict, folder: Path | None = None) -> str:
     rows.append("</table>")
     body = [f"<h1>Kafka releases side by side: {escape(', '.join(releases))}</h1>",
             f"<p class=summary>The same suite ({escape(suite_line(summary))}) on each release, one stack after "
-            f"another, with the same seed; highlighted rows have other figures on some release (where every cell "
+            f"another, with the same seed; highlighted rows have other figures in some column, release or client (where "
+            f"every cell "
             f"is as-predicted, the numbers depend on timing and each run predicted its own).</p>",
             "<div class=wide>", *rows, "</div>",
             "<p class=muted>rc: the output topic as read_committed readers see it; dup and lost: effects in the "

@@ -78,9 +78,10 @@ class RunReport:
             said = {"2": "transaction version 2 (KIP-890): a new producer epoch at every transaction's end",
                     "before 2": "before transaction version 2: the producer epoch changes only when a worker "
                                 "starts", "mixed": "partly version 2 (some transactions ended with a new epoch)",
-                    "unknown": "unknown (the client's log showed no epochs)"}.get(tp.get("version_seen"), "unknown")
-            rows.append(("transaction protocol of the Java client", f"{said}; {fmt(tp.get('epoch_bumped'))} of "
-                         f"{fmt(tp.get('with_epoch_known'))} transactions ended with a new epoch (the client's log)"))
+                    "unknown": "unknown (the client's log showed no committed transaction's epochs)"}.get(tp.get("version_seen"), "unknown")
+            rows.append(("transaction protocol of the Java client", f"{said}; {fmt(tp.get('commits_epoch_bumped'))} of "
+                         f"{fmt(tp.get('commits_with_epoch_known'))} committed transactions ended with a new epoch "
+                         f"(the client's log)"))
         return rows
 
     def scoreboard(self) -> list[tuple[str, str, str]]:

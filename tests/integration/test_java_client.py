@@ -19,7 +19,7 @@ def _epochs_rose_per_transaction(d) -> None:
     assert d["environment"]["kafka_transaction_version"] == "2"
     tp = d["transaction_protocol"]
     assert tp["client"] == "java" and tp["version_seen"] == "2", tp
-    assert tp["transactions_ended"] == tp["with_epoch_known"] == tp["epoch_bumped"] > 0
+    assert tp["transactions_ended"] == tp["commits_with_epoch_known"] == tp["commits_epoch_bumped"] > 0
     assert tp["processes_said_tv2"]["enabled"] > 0 == tp["processes_said_tv2"]["disabled"]
     for t in tp["examples"]:
         assert t["ended"] == [t["began"][0], t["began"][1] + 1], t

@@ -146,3 +146,37 @@ def test_the_suite_passes_client_only_to_the_experiments_that_take_it():
     assert accepted_args("eos", common) == common
     assert accepted_args("offset-before", common) == ["--messages", "100"]
     assert accepted_args("eos-streams", common) == ["--messages", "100"]
+
+
+def test_an_interrupted_suite_s_column_keeps_what_its_runs_reported(tmp_path, monkeypatch):
+    """Ctrl-C in the middle of a release's suite: the suite writes its runs' reports, and matrix.json has them."""
+    monkeypatch.setenv("HARNESS_HOME", str(tmp_path / "home"))
+    out = tmp_path / "m"
+    (out / "4.4.0").mkdir(parents=True)
+
+    class Suite:
+        returncode = None
+        calls = 0
+
+        def __init__(self, cmd, **kwargs):
+            pass
+
+        def communicate(self, timeout=None):
+            Suite.calls += 1
+            if Suite.calls == 1:
+                raise KeyboardInterrupt
+            (out / "4.4.0" / "suite.json").write_text(json.dumps(
+                {"experiments": [row("eos", rc=(0, 0))], "environment": {"kafka_metadata_version": "4.4-IV2"}}))
+            self.returncode = 130
+            return "", "interrupted\n"
+
+        def send_signal(self, sig):
+            pass
+
+    monkeypatch.setattr(matrix.subprocess, "Popen", Suite)
+    monkeypatch.setattr(matrix, "purge", lambda home, log=print: None)
+    with pytest.raises(KeyboardInterrupt):
+        matrix.run_matrix(["4.4.0"], [], out, log=lambda *a: None)
+    m = json.loads((out / "matrix.json").read_text())
+    assert m["columns"][0]["exit_code"] == 130 and m["columns"][0]["metadata_version"] == "4.4-IV2"
+    assert [e["experiment"] for e in m["experiments"]] == ["eos"] and m["exit_code"] == 130

@@ -33,13 +33,14 @@ def test_version_2_moves_the_epoch_at_every_transaction_end():
     assert [(t["txn"], t["result"], t["began"], t["ended"]) for t in txns] == [
         (1, "commit", [7, 0], [7, 1]), (2, "commit", [7, 1], [7, 2]), (3, "abort", [7, 2], [7, 3])]
     s = pe.summary(txns, "java", pe.client_tv2(TV2_LOG))
-    assert (s["transactions_ended"], s["epoch_bumped"], s["version_seen"]) == (3, 3, "2")
+    # judged on the two commits; the abort is counted apart
+    assert (s["transactions_ended"], s["commits_epoch_bumped"], s["aborts"], s["version_seen"]) == (3, 2, 1, "2")
     assert s["processes_said_tv2"] == {"enabled": 1, "disabled": 0}
 
 
 def test_before_version_2_the_epoch_stays_for_the_producer_s_life():
     s = pe.summary(pe.transactions(TV1_LOG), "java", pe.client_tv2(TV1_LOG))
-    assert (s["transactions_ended"], s["epoch_bumped"], s["version_seen"]) == (3, 0, "before 2")
+    assert (s["transactions_ended"], s["commits_epoch_bumped"], s["version_seen"]) == (3, 0, "before 2")
     assert s["processes_said_tv2"] == {"enabled": 0, "disabled": 1}
 
 
@@ -68,6 +69,19 @@ def test_a_zombie_s_lines_among_its_replacement_s_are_told_apart_by_process():
     assert pe.summary(txns, "java")["version_seen"] == "2"
 
 
+def test_an_abort_does_not_decide_the_version():
+    # before version 2, an abort after an error the client recovers from bumps the epoch: not version 2
+    text = "\n".join([start(1), epoch(7, 0), end(1), epoch(7, 1), end(2, result="abort"), end(3)])
+    s = pe.summary(pe.transactions(text), "java")
+    assert (s["version_seen"], s["aborts"], s["aborts_epoch_bumped"]) == ("before 2", 1, 1)
+
+
+def test_a_hostile_log_is_read_without_failing_and_big_numbers_are_not_epochs():
+    text = "\n".join([start(1), f"{PREFIX}ProducerId set to {'9' * 5000} with epoch 1", epoch(7, 0),
+                      "eos-txn TXN-END pid=100 worker=w0 attempt=1 txn=" + "9" * 5000 + " result=commit", end(1)])
+    assert [(t["txn"], t["began"]) for t in pe.transactions(text)] == [(1, [7, 0])]
+
+
 def test_an_epoch_overflow_s_new_producer_id_counts_as_a_bump():
     assert pe.bumped({"began": [7, 32766], "ended": [8, 0]}) is True
 
@@ -78,7 +92,7 @@ def test_mixed_and_unknown_are_said_as_such():
     assert pe.summary(pe.transactions(upgraded), "java")["version_seen"] == "mixed"
     no_epochs = "\n".join([start(1), end(1), end(2)])
     s = pe.summary(pe.transactions(no_epochs), "java")
-    assert (s["transactions_ended"], s["with_epoch_known"], s["version_seen"]) == (2, 0, "unknown")
+    assert (s["transactions_ended"], s["commits_with_epoch_known"], s["version_seen"]) == (2, 0, "unknown")
     assert pe.summary([], "java")["version_seen"] == "unknown"
 
 
@@ -87,4 +101,4 @@ def test_summarize_reads_every_slot_log_and_never_follows_a_link(tmp_path):
     (tmp_path / "w1.log").write_text(TV1_LOG)
     (tmp_path / "planted.log").symlink_to(tmp_path / "w0.log")
     s = pe.summarize(tmp_path, "java")
-    assert (s["transactions_ended"], s["epoch_bumped"], s["version_seen"]) == (6, 3, "mixed")
+    assert (s["transactions_ended"], s["commits_epoch_bumped"], s["version_seen"]) == (6, 2, "mixed")

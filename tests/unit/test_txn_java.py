@@ -52,3 +52,12 @@ def test_the_command_line_names_the_slot_s_partitions_and_transactional_id_and_n
     assert not any("s3cret" in a for a in cmd) and f["--history"] == "/r/history"
     plain = _flags(txn_java.command(_run(EOS, no_history=True), slot, [0], Path("/j/x.jar"), WorkerStart("java", None, None, "")))
     assert "--ledger" not in plain and "--dedupe" not in plain and "--history" not in plain and plain["--transactional-id"] == "tid-1"
+
+
+def test_the_jdbc_url_keeps_the_dsn_s_certificate_check_and_quotes_the_database():
+    from harness.experiments.streams_jvm import jdbc
+    url, user, password = jdbc("postgresql://u:pw@db.example:6543/my%20db?sslmode=verify-full&sslrootcert=/etc/ca.pem")
+    assert url == "jdbc:postgresql://db.example:6543/my%20db?sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem"
+    assert (user, password) == ("u", "pw") and "pw" not in url
+    assert jdbc("host=127.0.0.1 port=5432 dbname=harness user=h password=x")[0] == \
+        "jdbc:postgresql://127.0.0.1:5432/harness"

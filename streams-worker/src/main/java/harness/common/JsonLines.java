@@ -1,7 +1,9 @@
 package harness.common;
 
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectReader;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -41,21 +43,26 @@ public final class JsonLines {
         }
     }
 
-    /** The JSON objects of the file's lines; a missing file has none. */
+    /**
+     * The JSON objects of the file's lines, read as the Python side reads them (harness/runtime/crashlog.py):
+     * bytes that are not UTF-8 replaced, a line that is not exactly one JSON object skipped (trailing junk
+     * too); a missing file has none.
+     */
     public static List<JsonNode> read(ObjectMapper json, Path path) throws IOException {
-        List<String> lines;
+        String text;
         try {
-            lines = Files.readAllLines(path, StandardCharsets.UTF_8);
+            text = new String(Files.readAllBytes(path), StandardCharsets.UTF_8);    // malformed bytes: U+FFFD
         } catch (NoSuchFileException e) {
             return List.of();
         }
+        ObjectReader strict = json.reader().with(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
         List<JsonNode> out = new ArrayList<>();
-        for (String line : lines) {
+        for (String line : text.split("\n")) {
             if (line.isBlank()) {
                 continue;
             }
             try {
-                JsonNode n = json.readTree(line);
+                JsonNode n = strict.readTree(line);
                 if (n != null && n.isObject()) {
                     out.add(n);
                 }

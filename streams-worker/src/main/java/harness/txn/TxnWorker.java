@@ -19,11 +19,10 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.AuthorizationException;
-import org.apache.kafka.common.errors.FencedInstanceIdException;
-import org.apache.kafka.common.errors.InvalidProducerEpochException;
-import org.apache.kafka.common.errors.OutOfOrderSequenceException;
+import org.apache.kafka.common.errors.ClusterAuthorizationException;
+import org.apache.kafka.common.errors.InvalidPidMappingException;
 import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.errors.TransactionalIdAuthorizationException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -55,14 +54,22 @@ import java.util.Properties;
  * lets them through), so the harness reads from the worker's log which epoch
  * each transaction began and ended with.
  *
- * <p>Errors, as the KafkaProducer documentation sorts them: fenced and other
- * fatal ones end the worker with status 3 and a {@code fenced} event (a restart
- * follows); abortable ones abort the transaction and rewind to the committed
- * offsets; a transactional call blocked past --txn-stuck-after-ms (in
- * slices of max.block.ms) ends it with status 4 and a {@code txn_stuck} event,
- * its transaction's outcome unknown. Exit 2: a bad command line or crash plan.
+ * <p>Errors, as the client itself sorts them (TransactionManager's
+ * maybeTransitionToErrorState, as the Python workers leave it to librdkafka):
+ * a producer error the client makes fatal (fenced, unsupported version,
+ * authorization of the transactional id or cluster, an unknown producer id
+ * mapping), or an abort the client refuses, ends the worker with status 3 and
+ * a {@code fenced} event (a restart follows); any other producer error aborts
+ * the transaction and rewinds to the committed offsets (a zombie's produce
+ * with an old epoch is abortable: the abort then meets the fencing); a
+ * transactional call blocked past --txn-stuck-after-ms (in slices of
+ * max.block.ms) ends it with status 4 and a {@code txn_stuck} event, its
+ * transaction's outcome unknown. Anything else (the consumer, the ledger,
+ * offsets that cannot be fetched) is an unplanned death: status 1 with its
+ * stack trace. Exit 2: a bad command line, crash plan or crash log.
  */
 public final class TxnWorker {
+    static final int EXIT_FAILED = 1;
     static final int EXIT_USAGE = 2;
     static final int EXIT_FENCED = 3;
     static final int EXIT_STUCK = 4;
@@ -70,6 +77,7 @@ public final class TxnWorker {
     static final long PID = ProcessHandle.current().pid();
     /** max.block.ms: how long one try of a blocking call may wait (see {@link #blocking}). */
     static final long BLOCK_SLICE_MS = 1000;
+    static final long FLUSH_BEFORE_CRASH_MS = 30_000;
 
     static final String POLL = "after-poll-before-effect";
     static final String INSIDE = "inside-effect-txn";
@@ -135,9 +143,9 @@ public final class TxnWorker {
                 ledger = new Ledger(opts.jdbcUrl, opts.jdbcUser, System.getenv(CommandLine.PASSWORD_ENV), opts.ledger,
                                     opts.dedupe, "eos-txn");
             } catch (Exception e) {
-                // The driver's message never contains the password.
+                // The driver's message never contains the password. Not a fencing: an unplanned death.
                 System.err.println("eos-txn: cannot connect to the ledger database: " + e.getMessage());
-                System.exit(EXIT_FENCED);
+                System.exit(EXIT_FAILED);
                 return;
             }
         }
@@ -183,7 +191,6 @@ public final class TxnWorker {
 
     /** The worker's whole life; its exit status. */
     int run() {
-        String call = "init_transactions";
         try {
             long t0 = System.nanoTime();
             // first: fences the dead predecessor and aborts its transaction
@@ -194,10 +201,11 @@ public final class TxnWorker {
                 e.put("calls", 1);
                 e.put("transactional_id", opts.transactionalId);
             });
-            ev.beforeCrash = producer::flush;
-            call = "fetch the committed offsets";
+            ev.beforeCrash = this::flushBeforeCrash;
+            // The output's metadata now, under the call bound: with max.block.ms at one slice, a send() that
+            // had to wait for it would fail its transaction instead.
+            blocking("output metadata", null, () -> producer.partitionsFor(opts.output));
             assign();                        // then: the committed offsets are stable and can be fetched
-            call = null;
             loop();
             ev.emit("done", e -> e.put("delivered", ev.delivered));
             producer.close(Duration.ofSeconds(5));
@@ -205,13 +213,26 @@ public final class TxnWorker {
             return 0;
         } catch (Stuck s) {
             return stuck(s.call, s.outcome);
-        } catch (TimeoutException e) {
-            return stuck(call == null ? "kafka call" : call, null);
         } catch (KafkaException e) {
-            if (fatal(e)) {
+            if (producerFatal(e)) {
                 return fenced(e);
             }
             throw e;
+        }
+    }
+
+    /**
+     * Before a planned death: the open transaction's records to the broker, so its aborted copies are really in
+     * the log, for at most FLUSH_BEFORE_CRASH_MS (as the Python workers' flush) whatever the broker does.
+     */
+    private void flushBeforeCrash() {
+        Thread t = new Thread(producer::flush, "flush-before-crash");
+        t.setDaemon(true);
+        t.start();
+        try {
+            t.join(FLUSH_BEFORE_CRASH_MS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
@@ -221,10 +242,19 @@ public final class TxnWorker {
         for (int p : opts.partitions) {
             tps.add(new TopicPartition(opts.input, p));
         }
-        Duration wait = Duration.ofMillis(opts.txnStuckAfterMs);
-        Map<TopicPartition, OffsetAndMetadata> got = consumer.committed(new java.util.HashSet<>(tps), wait);
-        Map<TopicPartition, Long> begin = consumer.beginningOffsets(tps, wait);
-        Map<TopicPartition, Long> end = consumer.endOffsets(tps, wait);
+        // Within --txn-stuck-after-ms in all; past it, an unplanned death (no transaction is open: nothing is stuck).
+        long deadline = System.nanoTime() + opts.txnStuckAfterMs * 1_000_000;
+        Map<TopicPartition, OffsetAndMetadata> got;
+        Map<TopicPartition, Long> begin;
+        Map<TopicPartition, Long> end;
+        try {
+            got = consumer.committed(new java.util.HashSet<>(tps), left(deadline));
+            begin = consumer.beginningOffsets(tps, left(deadline));
+            end = consumer.endOffsets(tps, left(deadline));
+        } catch (TimeoutException e) {
+            throw new IllegalStateException("the input's committed offsets or ends could not be fetched within "
+                                            + opts.txnStuckAfterMs + " ms", e);
+        }
         consumer.assign(tps);
         for (TopicPartition tp : tps) {
             OffsetAndMetadata c = got.get(tp);
@@ -240,6 +270,10 @@ public final class TxnWorker {
             ObjectNode offsets = e.putObject("offsets");
             committed.forEach((p, o) -> offsets.put(String.valueOf(p), o));
         });
+    }
+
+    private static Duration left(long deadline) {
+        return Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));
     }
 
     private void loop() {
@@ -263,10 +297,10 @@ public final class TxnWorker {
                     commitTxn();
                 }
             } catch (KafkaException e) {
-                if (fatal(e) || e instanceof TimeoutException) {
+                if (producerFatal(e)) {
                     throw e;
                 }
-                abortTxn(String.valueOf(e));       // abortable: abort, rewind, go on
+                abortTxn(String.valueOf(e));       // abortable: abort (a fenced producer's abort fails), rewind, go on
                 continue;
             }
             if (inTxn.isEmpty() && caughtUp()) {
@@ -364,9 +398,12 @@ public final class TxnWorker {
      * already waiting when its producer is fenced meanwhile (seen on 3.9: a zombie resumed inside
      * sendOffsetsToTransaction waited out all of max.block.ms); the retry's first check of the producer's
      * state throws the fencing at once. A slice that spans a SIGSTOP counts once, as in the Python workers.
+     * sendOffsetsToTransaction is not one of the documented resumable calls: its retry sends the same offsets
+     * again (AddOffsetsToTxn and TxnOffsetCommit of identical offsets, which the coordinator takes as often as
+     * asked); the bound is a floor, as in the Python workers (whole slices, rounded up).
      */
     private void blocking(String call, String outcome, Runnable body) {
-        long slices = Math.max(1, opts.txnStuckAfterMs / BLOCK_SLICE_MS);
+        long slices = Math.max(1, (opts.txnStuckAfterMs + BLOCK_SLICE_MS - 1) / BLOCK_SLICE_MS);
         for (long i = 1; ; i++) {
             try {
                 body.run();
@@ -412,15 +449,16 @@ public final class TxnWorker {
         return EXIT_FENCED;
     }
 
-    /** Fatal for this producer (the KafkaProducer documentation's list), anywhere in the cause chain. */
-    static boolean fatal(Throwable e) {
+    /**
+     * Fatal for this producer, as the client decides (TransactionManager.maybeTransitionToErrorState in
+     * kafka-clients 4.1), anywhere in the cause chain: every other producer error leaves the transaction
+     * abortable. A call on a producer already in its fatal state throws a KafkaException caused by the error.
+     */
+    static boolean producerFatal(Throwable e) {
         for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t instanceof ProducerFencedException || t instanceof InvalidProducerEpochException
-                || t instanceof FencedInstanceIdException || t instanceof OutOfOrderSequenceException
-                || t instanceof AuthorizationException || t instanceof UnsupportedVersionException) {
-                return true;
-            }
-            if (t.getMessage() != null && t.getMessage().toLowerCase(java.util.Locale.ROOT).contains("fenced")) {
+            if (t instanceof ProducerFencedException || t instanceof UnsupportedVersionException
+                || t instanceof TransactionalIdAuthorizationException || t instanceof ClusterAuthorizationException
+                || t instanceof InvalidPidMappingException) {
                 return true;
             }
         }
