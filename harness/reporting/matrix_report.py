@@ -19,7 +19,7 @@ from ..escape import html as escape
 from .shared import fmt
 
 
-NOT_APPLICABLE = "n/a (its workers are Python only)"
+NOT_APPLICABLE = "n/a (takes no --client)"
 
 
 def keys(summary: dict) -> list[str]:
