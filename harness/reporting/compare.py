@@ -57,7 +57,7 @@ ALIASES["len(crashes)"] = "crashes"
 ENV_KEYS = ("kafka_version", "kafka_metadata_version", "librdkafka_version", "postgres_version", "cpus")
 # Parameters whose difference changes what is counted or how fast.
 PARAM_KEYS = ("messages", "amount", "seed", "crash_rate", "commit_every", "commit_interval_ms", "partitions",
-              "workers", "kill_mode", "kills", "kill_point", "payload_bytes")
+              "workers", "kill_mode", "kills", "kill_point", "payload_bytes", "client")
 
 
 # Metrics every report of a known schema must have (docs/report.schema.json requires them; a count may be
@@ -192,6 +192,12 @@ def _missing_warnings(groups: dict, labels: list[str]) -> list[str]:
     return out
 
 
+def _param(report: dict, key: str):
+    """A run's parameter as compared; a report from before --client ran the Python workers (the only ones)."""
+    v = (report.get("params") or {}).get(key)
+    return "python" if key == "client" and v is None else v
+
+
 def _show(v) -> str:
     if v is None:
         return "unset"
@@ -238,7 +244,7 @@ def _param_warnings(groups: dict, labels: list[str]) -> list[str]:
                 continue   # kills only matters with --kill-mode random
             if key == "kill_point" and len({r.get("experiment") for _, r in here}) > 1:
                 continue   # different experiments have different kill points by design
-            shown = tuple((lab, _show((r.get("params") or {}).get(key))) for lab, r in here)
+            shown = tuple((lab, _show(_param(r, key))) for lab, r in here)
             if len({v for _, v in shown}) > 1:
                 diffs.setdefault(shown, []).append(exp)
         for shown, exps in diffs.items():

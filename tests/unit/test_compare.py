@@ -581,3 +581,12 @@ def test_compare_reads_a_schema_1_report_beside_a_schema_2_one(tmp_path):
     new = write_run(tmp_path / "new", report(dups=5))
     c = compare([load_target(str(old)), load_target(str(new))])
     assert "+2" in to_text(c)
+
+
+def test_runs_of_another_client_are_said_to_differ_and_a_report_from_before_the_option_ran_python(tmp_path):
+    from harness.reporting.compare import _param_warnings
+    old, py, java = report(), report(), report()
+    old["params"].pop("client", None)
+    py["params"]["client"], java["params"]["client"] = "python", "java"
+    assert _param_warnings({"eos": [old, py]}, ["a", "b"]) == []
+    assert _param_warnings({"eos": [py, java]}, ["a", "b"]) == ["params differ: client python (a) vs java (b)"]
