@@ -134,11 +134,11 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
                                                       stdin=subprocess.DEVNULL, preexec_fn=die_with_parent),
                                      time.time())
             for name, (proc, started) in list(running.items()):
-                rc = proc.poll()
-                if rc is None:
+                ended = reaped(proc)
+                if ended is None:
                     continue
                 del running[name]
-                finished[name] = _entry(name, out, rc, time.time() - started)
+                finished[name] = _entry(name, out, ended[0], time.time() - started, cpu=ended[1])
                 log(f"suite: {name} finished: {finished[name]['verdict']} ({finished[name]['seconds']:.0f} s)")
                 if on_done:
                     on_done(name, finished[name])
@@ -168,12 +168,26 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
     return summary
 
 
-def _entry(name: str, out: Path, rc: int, seconds: float) -> dict:
+def reaped(proc: subprocess.Popen) -> tuple[int, float] | None:
+    """(exit status, CPU-seconds) of a child `harness run` that has ended, else None. The CPU time is the
+    kernel's account of the run process and of every process it waited for (its workers, JVMs and fork
+    server's children included; the brokers' and Postgres' are not its children and not counted)."""
+    if proc.returncode is not None:
+        return proc.returncode, None
+    pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+    if pid == 0:
+        return None
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_utime + usage.ru_stime
+
+
+def _entry(name: str, out: Path, rc: int, seconds: float, cpu: float | None = None) -> dict:
     rep = out / name / "report.json"
+    cpu_seconds = {"cpu_seconds": round(cpu, 1)} if cpu is not None else {}
     if rep.exists():
         try:
             return {"experiment": name, "report": f"{name}/report.json", "exit_code": rc,
-                    "verdict": json.loads(rep.read_text())["verdict"], "seconds": round(seconds, 1)}
+                    "verdict": json.loads(rep.read_text())["verdict"], "seconds": round(seconds, 1), **cpu_seconds}
         except (ValueError, KeyError):
             pass
     tail = ""
@@ -182,7 +196,7 @@ def _entry(name: str, out: Path, rc: int, seconds: float) -> dict:
     except (OSError, IndexError):
         pass
     return {"experiment": name, "report": None, "exit_code": rc, "verdict": "failed",
-            "error": tail[:300], "seconds": round(seconds, 1)}
+            "error": tail[:300], "seconds": round(seconds, 1), **cpu_seconds}
 
 
 def build_summary(out: Path, stack: Stack, experiments: list[str], finished: dict, wall: float,

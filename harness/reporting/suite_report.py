@@ -43,12 +43,26 @@ def time_rows(summary: dict) -> list[tuple]:
     runs = sorted(summary["experiments"], key=lambda r: -(r.get("seconds") or 0))
     for r in runs:
         ph = ((r.get("timings") or {}).get("phases")) or {}
-        out.append((r["experiment"], fmt(r.get("seconds")), *(fmt(ph.get(k)) for k, _ in PHASES),
+        out.append((r["experiment"], fmt(r.get("seconds")), fmt(r.get("cpu_seconds")), *(fmt(ph.get(k)) for k, _ in PHASES),
                     fmt((r.get("timings") or {}).get("restart_median_seconds")), fmt(r.get("crashes"))))
     return out
 
 
-TIME_COLUMNS = ("experiment", "total s", *(label for _, label in PHASES), "restart median s", "crashes")
+TIME_COLUMNS = ("experiment", "total s", "CPU s", *(label for _, label in PHASES), "restart median s", "crashes")
+
+
+def cpu_line(summary: dict) -> str:
+    """How busy the machine was: the runs' CPU-seconds against its cores over the wall time ('' unmeasured)."""
+    cpu = [r.get("cpu_seconds") for r in summary["experiments"]]
+    known = [c for c in cpu if isinstance(c, (int, float))]
+    cores = (summary.get("environment") or {}).get("cpus")
+    wall = summary["timings"]["wall_seconds"]
+    if not known or not isinstance(cores, int) or cores < 1 or not wall:
+        return ""
+    part = "" if len(known) == len(cpu) else f" ({len(known)} of {len(cpu)} runs measured)"
+    return (f"The runs used {fmt(round(sum(known), 1))} CPU-seconds{part}: {100 * sum(known) / (cores * wall):.0f}% "
+            f"of {cores} cores over the wall time (CPU s: each run's process and its workers; the brokers' and "
+            f"Postgres' CPU is not counted).")
 
 
 def render_md(summary: dict) -> str:
@@ -66,7 +80,7 @@ def render_md(summary: dict) -> str:
             "| " + " | ".join("---" for _ in TIME_COLUMNS) + " |"]
     out += [_row(row) for row in time_rows(summary)]
     out += ["", "Seconds as each run measured them (its total includes starting the `harness run` process). "
-            "A restart wait is a SIGKILL to the restarted worker's first record."]
+            "A restart wait is a SIGKILL to the restarted worker's first record. " + md(cpu_line(summary))]
     env = summary.get("environment") or {}
     out += ["", f"Wall time: {summary['timings']['wall_seconds']:.0f} s, {md(summary.get('parallel', 1))} experiments "
             f"at a time (timings inside each run include that contention). "
@@ -93,9 +107,9 @@ def render_html(summary: dict, folder: Path | None = None) -> str:
         text = r.get("summary") or f"{r.get('verdict')}: {r.get('error', '')}"
         body.append(f"<li><b>{escape(r['experiment'])}</b>: {escape(text)}</li>")
     body.append("</ul>")
-    body += ["<h2>Where the time went</h2>", h.table(time_rows(summary), TIME_COLUMNS, numeric=tuple(range(1, 10))),
+    body += ["<h2>Where the time went</h2>", h.table(time_rows(summary), TIME_COLUMNS, numeric=tuple(range(1, 11))),
              "<p class=muted>Seconds as each run measured them; a restart wait is a SIGKILL to the restarted "
-             "worker's first record.</p>"]
+             f"worker's first record. {escape(cpu_line(summary))}</p>"]
     body += ["<h2>Parameters and environment</h2>",
              h.table([("arguments", " ".join(map(str, summary.get("command_args", [])))),
                       ("wall seconds", fmt(summary["timings"]["wall_seconds"])),

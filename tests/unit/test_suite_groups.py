@@ -94,3 +94,30 @@ def test_every_mistake_states_its_lesson_the_same_way():
     for name in groups()["mistakes"]:
         lesson = REGISTRY[name].lesson
         assert lesson.startswith("Mistake: ") and " Fix: " in lesson and "\n" not in lesson, name
+
+
+def test_a_finished_run_s_cpu_seconds_are_the_kernel_s_account_of_it_and_its_children():
+    import subprocess
+    import sys
+    import time
+    from harness.suite_runner import reaped
+    # the run's own process burns a little, a child of it burns more: both are counted
+    burn = "import time\nt=time.process_time()\nwhile time.process_time()-t<0.3: pass\n"
+    proc = subprocess.Popen([sys.executable, "-c", f"import subprocess,sys\n{burn}"
+                             f"subprocess.run([sys.executable,'-c',{burn!r}])\nsys.exit(3)"])
+    deadline = time.time() + 30
+    while (ended := reaped(proc)) is None and time.time() < deadline:
+        time.sleep(0.05)
+    rc, cpu = ended
+    assert rc == 3 and cpu >= 0.55
+    assert reaped(proc) == (3, None)          # asked again: the status stays, the CPU was given once
+
+
+def test_the_suite_says_how_busy_the_machine_was_or_nothing_when_unmeasured():
+    from harness.reporting.suite_report import cpu_line
+    s = {"experiments": [{"cpu_seconds": 30.0}, {"cpu_seconds": 50.0}], "timings": {"wall_seconds": 50.0},
+         "environment": {"cpus": 2}}
+    assert cpu_line(s).startswith("The runs used 80.00 CPU-seconds: 80% of 2 cores over the wall time")
+    s["experiments"].append({"verdict": "interrupted"})
+    assert "(2 of 3 runs measured)" in cpu_line(s)
+    assert cpu_line({**s, "environment": {}}) == "" and cpu_line({**s, "experiments": [{}]}) == ""
