@@ -4,8 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import harness.common.CrashPlan;
-import harness.common.Halt;
-import harness.common.JsonLines;
+import harness.common.CrashRecord;
 
 import java.io.IOException;
 import java.nio.file.Path;
@@ -19,13 +18,12 @@ import java.util.List;
  *
  * <p>The crash line is written with one append, then forced to disk, before the
  * JVM halts with status 137: nothing after the halt commits, so the open Kafka
- * transaction is left for the broker to abort. ({@link Halt} wakes the Kafka
+ * transaction is left for the broker to abort. ({@link harness.common.Halt} wakes the Kafka
  * I/O threads first, so the process is gone in milliseconds, not ~0.3 s.)
  */
 final class CrashSwitch {
     static final String POINT = "after-process-before-commit";
     static final String MODE = "eos-streams";
-    static final int EXIT_CRASH = 137;
 
     private final ObjectMapper json;
     private final Path logPath;
@@ -52,12 +50,7 @@ final class CrashSwitch {
     /** Appends the crash line, forces it to disk and halts the JVM; never returns. */
     void crash(String messageId, int partition, long offset, List<String> unacked, String worker, int attempt,
                long delivered, Long committedOffset) {
-        ObjectNode e = json.createObjectNode();
-        e.put("point", POINT);
-        e.put("message_id", messageId);
-        e.put("partition", partition);
-        e.put("offset", offset);
-        e.putPOJO("unacked", unacked);
+        ObjectNode e = CrashRecord.of(json, POINT, messageId, partition, offset, unacked);
         e.put("worker", worker);
         e.put("attempt", attempt);
         Instant now = Instant.now();
@@ -69,15 +62,7 @@ final class CrashSwitch {
         } else {
             e.put("committed_offset", committedOffset);
         }
-        try {
-            JsonLines.append(json, logPath, e, true);
-        } catch (IOException | RuntimeException ex) {
-            // Without its crash line the run cannot be checked: say so, and still crash.
-            System.err.println("eos-streams: could not write the crash log " + logPath + ": " + ex);
-        }
-        System.err.println("eos-streams CRASH message_id=" + messageId + " partition=" + partition + " offset="
-                           + offset + " unacked=" + unacked.size());
-        System.err.flush();
-        Halt.now(EXIT_CRASH);
+        CrashRecord.writeAndHalt(json, logPath, e, "eos-streams", "message_id=" + messageId + " partition="
+                                 + partition + " offset=" + offset + " unacked=" + unacked.size());
     }
 }

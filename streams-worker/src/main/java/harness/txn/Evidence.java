@@ -4,11 +4,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import harness.common.CrashPlan;
-import harness.common.Halt;
+import harness.common.CrashRecord;
 import harness.common.JsonLines;
 
 import java.io.IOException;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.function.Consumer;
 
@@ -20,7 +19,6 @@ import java.util.function.Consumer;
  * with status 137, so the same predictors judge it.
  */
 final class Evidence {
-    static final int EXIT_CRASH = 137;
 
     private final ObjectMapper json;
     private final TxnOptions opts;
@@ -64,12 +62,7 @@ final class Evidence {
             return;
         }
         beforeCrash.run();
-        ObjectNode e = json.createObjectNode();
-        e.put("point", point);
-        e.put("message_id", messageId);
-        e.put("partition", partition);
-        e.put("offset", offset);
-        e.putPOJO("unacked", unacked);
+        ObjectNode e = CrashRecord.of(json, point, messageId, partition, offset, unacked);
         e.putPOJO("acked_unapplied", List.of());
         e.putPOJO("produced", produced);
         e.put("worker", opts.worker);
@@ -78,15 +71,8 @@ final class Evidence {
         e.put("delivered", delivered);
         e.put("time", now());
         e.put("client", "java");
-        try {
-            JsonLines.append(json, opts.crashLog, e, true);
-        } catch (IOException | RuntimeException ex) {
-            // Without its crash line the run cannot be checked: say so, and still crash.
-            System.err.println("eos-txn: could not write the crash log " + opts.crashLog + ": " + ex);
-        }
-        System.err.println("eos-txn CRASH worker=" + opts.worker + " attempt=" + opts.attempt + " message_id="
-                           + messageId + " point=" + point + " produced=" + produced.size());
-        System.err.flush();
-        Halt.now(EXIT_CRASH);
+        CrashRecord.writeAndHalt(json, opts.crashLog, e, "eos-txn", "worker=" + opts.worker + " attempt="
+                                 + opts.attempt + " message_id=" + messageId + " point=" + point + " produced="
+                                 + produced.size());
     }
 }
