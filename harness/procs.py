@@ -11,8 +11,11 @@ with it.
 """
 
 import ctypes
+import functools
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import time
 
@@ -168,6 +171,13 @@ def die_with(parent: int | None) -> None:
 # the parent's death (PR_SET_PDEATHSIG), then exec the command in the same process, so that the
 # supervisor's signals reach the command itself. Done here rather than in a preexec_fn, which is
 # unsafe in a parent with threads (ours has the progress sampler and the Kafka client's).
+#
+# util-linux's setpriv makes the request and execs a POSIX shell that checks its parent is still the
+# harness (a parent that died before the request is not covered by it) and execs the command: about
+# 2 ms and no measurable CPU per start. The Python wrapper below does the same in about 0.05-0.07
+# CPU-s and 0.09-0.2 s (an interpreter and ctypes, measured on a busy 2-core machine), which every
+# Kafka Streams restart paid; it remains for a machine without setpriv.
+EXEC_CHECKING_PARENT = 'if [ "$PPID" != "$1" ]; then exit 0; fi; shift; exec "$@"'
 EXEC_DYING_WITH_PARENT = (
     "import ctypes, os, signal, sys\n"
     "parent = int(sys.argv[1])\n"
@@ -184,7 +194,29 @@ EXEC_DYING_WITH_PARENT = (
     "    sys.exit(127)\n")
 
 
+@functools.lru_cache(maxsize=1)
+def setpriv() -> str | None:
+    """setpriv's path when it can ask for the parent-death signal (util-linux 2.33 or later), else None."""
+    path, sh = shutil.which("setpriv"), shutil.which("sh")
+    if path is None or sh is None:
+        return None
+    try:
+        ok = subprocess.run([path, "--pdeathsig", "KILL", "--", sh, "-c", "exit 0"], capture_output=True,
+                            timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return path if ok else None
+
+
+def dying_with(argv: list[str], parent: int, use_setpriv: bool = True) -> list[str]:
+    """`argv` started so that it dies with the process `parent`, which must be the one that starts it."""
+    path = setpriv() if use_setpriv else None
+    if path is not None:
+        return [path, "--pdeathsig", "KILL", "--", shutil.which("sh") or "/bin/sh", "-c", EXEC_CHECKING_PARENT,
+                "dying-with-parent", str(parent), *argv]
+    return [sys.executable, "-S", "-c", EXEC_DYING_WITH_PARENT, str(parent), *argv]
+
+
 def dying_with_this_process(argv: list[str]) -> list[str]:
-    """`argv`, started through EXEC_DYING_WITH_PARENT so that it dies with the calling process (which
-    must be the one that starts it). No site packages: the wrapper needs only the standard library."""
-    return [sys.executable, "-S", "-c", EXEC_DYING_WITH_PARENT, str(os.getpid()), *argv]
+    """`argv`, started so that it dies with the calling process (which must be the one that starts it)."""
+    return dying_with(argv, os.getpid())
