@@ -109,9 +109,12 @@ def run_env(stack: Stack) -> dict:
     return env
 
 
-def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out: Path, parallel: int,
-              log=print, on_done=None, group: str | None = None) -> dict:
-    """Run each experiment in its own `harness run` process; return the suite summary (also written)."""
+def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out: Path, parallel: int | None,
+              log=print, on_done=None, group: str | None = None, scheduler=None) -> dict:
+    """Run each experiment in its own `harness run` process; return the suite summary (also written).
+    `parallel` None: as many at once as the cores have room for (suite_schedule), else exactly that many."""
+    from .suite_schedule import Scheduler
+    sched = scheduler or Scheduler(parallel)
     check_stack(stack, group)
     from .rundir import mark_suite_dir
     mark_suite_dir(out)
@@ -122,12 +125,14 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
     finished: dict[str, dict] = {}
     try:
         while pending or running:
-            while pending and len(running) < parallel:
+            sched.sample()
+            while pending and sched.may_start(len(running)):
                 name = pending.pop(0)
                 folder = out / name
                 cmd = [sys.executable, "-m", "harness.cli", "run", name, *accepted_args(name, common_args), "--quiet",
                        "--out", str(folder), "--time-limit", str(PER_EXPERIMENT_TIME_LIMIT_S), *suite_args(name)]
-                log(f"suite: starting {name}")
+                log(f"suite: starting {name}" + _room(sched))
+                sched.started(name, len(running), time.time() - t0)
                 log_fd = os.open(out / f"{name}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
                 with open(log_fd, "wb") as f:
                     running[name] = (subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT,
@@ -160,12 +165,18 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
         raise
     finally:
         summary = build_summary(out, stack, experiments, finished, time.time() - t0, common_args)
-        summary["parallel"] = parallel
+        summary["parallel"] = sched.cap
+        summary["scheduling"] = sched.describe()
         summary["group"] = group
         summary["exit_code"] = exit_code(summary["experiments"])
         from .safefile import write_text
         write_text(out / "suite.json", json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def _room(sched) -> str:
+    idle = sched.idle_cores()
+    return "" if sched.fixed is not None or idle is None else f" ({idle:.2f} of {sched.n_cores} cores idle)"
 
 
 def reaped(proc: subprocess.Popen) -> tuple[int, float] | None:

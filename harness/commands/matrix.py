@@ -20,7 +20,8 @@ from .suite import SUITE_OPTIONS, check_common_options
 @click_options(SUITE_OPTIONS)
 @click.option("--experiments", "experiment_list", default=None, help="Comma-separated subset (as for suite).")
 @click.option("--group", default=None, metavar="NAME", help="Only the experiments of one group (as for suite).")
-@click.option("--parallel", type=int, default=None, help="Experiments at a time within each suite (as for suite).")
+@click.option("--parallel", default=None, metavar="auto|N",
+              help="Experiments at a time within each suite (as for suite; default auto).")
 @click.option(CLIENT.flag, "client_list", default=None, metavar="python,java",
               help="The eos family's transactional clients, a column each per release (default python): java "
                    "adds a suite of the experiments that take --client, on the same stack, with Kafka's own "
@@ -57,8 +58,12 @@ def matrix(releases, experiment_list, group, parallel, client_list, out, quiet, 
         raise HarnessError("--client java applies to eos, eos-boundary, eos-dedupe and zombie; none of the "
                            "chosen experiments is one")
     suite_mod.check_brokers(group, 1)
-    if parallel is not None and parallel < 1:
-        raise HarnessError(f"--parallel must be at least 1, got {parallel}")
+    if parallel is not None:
+        from ..suite_schedule import parse_parallel
+        try:
+            parse_parallel(parallel)
+        except ValueError:
+            raise HarnessError(f"--parallel must be auto or a whole number of at least 1, got {parallel!r}")
     common = [x for o in SUITE_OPTIONS if given[o.name] is not None for x in (o.flag, str(given[o.name]))]
     at_once = ["--parallel", str(parallel)] if parallel else []
     args = [*common, *(["--experiments", experiment_list] if experiment_list else []),

@@ -45,8 +45,11 @@ def _group_help() -> str:
               help="Comma-separated subset (default: every group's but the opt-in ones', eos-streams with "
                    "--effect postgres).")
 @click.option("--group", default=None, metavar="NAME", help=_group_help())
-@click.option("--parallel", type=int, default=3, show_default=True,
-              help="Experiments run at the same time (each in its own topics, tables and consumer group).")
+@click.option("--parallel", default="auto", show_default=True, metavar="auto|N",
+              help="Experiments run at the same time (each in its own topics, tables and consumer group). "
+                   "auto: the next one starts while at least 0.75 of the cores were idle over the last second "
+                   "(the broker's and Postgres' work counted), at most two per core, one whenever none runs; "
+                   "N: exactly N at once.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Suite folder (default reports/<suite-id>/).")
 @click.option(CLIENT.flag, type=click.Choice(CLIENT.choices), default=None,
               help="The eos family's transactional workers: python (librdkafka) or java (Kafka's own client, "
@@ -76,8 +79,11 @@ def suite(experiment_list, group, parallel, out, client, keep_stack, quiet, stac
     if stack_kind == "local" and not (bootstrap_servers or postgres_dsn):
         from ..stack.local_record import size
         suite_mod.check_brokers(group, size())      # the local stack's size, before starting anything
-    if parallel < 1:
-        raise HarnessError(f"--parallel must be at least 1, got {parallel}")
+    from ..suite_schedule import parse_parallel
+    try:
+        parallel = parse_parallel(parallel)
+    except ValueError:
+        raise HarnessError(f"--parallel must be auto or a whole number of at least 1, got {parallel!r}")
     common = check_common_options(names, given)
     if client:
         from ..matrix import client_experiments

@@ -13,6 +13,7 @@ from . import html as h
 from ..escape import href, md, md_code
 from ..escape import html as escape
 from .shared import fmt
+from ..suite_schedule import summary_line
 
 COLUMNS = ("experiment", "sent", "deliveries", "effects", "duplicates", "lost", "ledger total",
            "output read_committed", "output read_uncommitted", "crashes", "verdict", "seconds")
@@ -82,8 +83,9 @@ def render_md(summary: dict) -> str:
     out += ["", "Seconds as each run measured them (its total includes starting the `harness run` process). "
             "A restart wait is a SIGKILL to the restarted worker's first record. " + md(cpu_line(summary))]
     env = summary.get("environment") or {}
-    out += ["", f"Wall time: {summary['timings']['wall_seconds']:.0f} s, {md(summary.get('parallel', 1))} experiments "
-            f"at a time (timings inside each run include that contention). "
+    out += ["", f"Wall time: {summary['timings']['wall_seconds']:.0f} s; "
+            f"{md(summary_line(summary.get('scheduling'), summary.get('parallel', 1)))} "
+            f"(timings inside each run include that contention). "
             f"Arguments: {md_code(' '.join(map(str, summary.get('command_args', []))))}",
             "", "| environment | |", "| --- | --- |"] + [_row(row) for row in env.items()] + [""]
     return "\n".join(out)
@@ -113,7 +115,7 @@ def render_html(summary: dict, folder: Path | None = None) -> str:
     body += ["<h2>Parameters and environment</h2>",
              h.table([("arguments", " ".join(map(str, summary.get("command_args", [])))),
                       ("wall seconds", fmt(summary["timings"]["wall_seconds"])),
-                      ("experiments at a time", summary.get("parallel", 1))] +
+                      ("experiments at a time", summary_line(summary.get("scheduling"), summary.get("parallel", 1)))] +
                      list((summary.get("environment") or {}).items()))]
     return h.page(f"suite {summary['suite_id']}", "".join(body))
 

@@ -17,7 +17,7 @@ MAX_LINES = 400
 
 # From the bottom up: what each layer may import is everything below it.
 LAYERS = [
-    ("errors", "versions", "procs", "consume", "escape", "redaction"),   # no harness imports
+    ("errors", "versions", "procs", "consume", "escape", "redaction", "suite_schedule"),   # no harness imports
     ("safefile", "options", "kafka_java"),
     ("paths", "kafka_client", "rundir"),
     ("kafka_logging", "secret_args"),
