@@ -176,7 +176,9 @@ def die_with(parent: int | None) -> None:
 # harness (a parent that died before the request is not covered by it) and execs the command: about
 # 2 ms and no measurable CPU per start. The Python wrapper below does the same in about 0.05-0.07
 # CPU-s and 0.09-0.2 s (an interpreter and ctypes, measured on a busy 2-core machine), which every
-# Kafka Streams restart paid; it remains for a machine without setpriv.
+# Kafka Streams restart paid; it remains for a machine without setpriv. The shell's exec differs only
+# for a command that cannot run: a missing one is exit 127 with its name either way, one without
+# permission 126, and a file without a #! line the shell runs as a script where the Python wrapper failed.
 EXEC_CHECKING_PARENT = 'if [ "$PPID" != "$1" ]; then exit 0; fi; shift; exec "$@"'
 EXEC_DYING_WITH_PARENT = (
     "import ctypes, os, signal, sys\n"

@@ -133,7 +133,7 @@ class CustomWorkers:
 
     def prepare(self, run) -> Launch:
         p, names = run.params, run.names
-        # It dies with the harness, even a SIGKILLed one (procs.EXEC_DYING_WITH_PARENT).
+        # It dies with the harness, even a SIGKILLed one (procs.dying_with).
         argv = dying_with_this_process(shlex.split(p.worker_cmd))
         slots = assign_partitions(p.partitions, p.workers)
         ends = ends_of(run.positions)

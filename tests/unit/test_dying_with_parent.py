@@ -78,9 +78,11 @@ def test_a_command_that_does_not_exist_is_exit_127_with_its_name(use_setpriv):
     assert p.returncode == 127 and "no-such-command-here" in p.stderr
 
 
-def test_arguments_reach_the_command_unchanged():
-    odd = ["$PPID", "a b", "'q'", '"d"', "; rm -rf /", "*", "-c", ""]
+@pytest.mark.parametrize("use_setpriv", WRAPPERS)
+def test_arguments_reach_the_command_unchanged(use_setpriv):
+    odd = ["$PPID", "a b", "'q'", '"d"', "; rm -rf /", "*", "-c", "", "--", "$1"]
     p = subprocess.run(procs.dying_with([sys.executable, "-c", "import sys, json; print(json.dumps(sys.argv[1:]))",
-                                         *odd], os.getpid()), capture_output=True, text=True, timeout=30)
+                                         *odd], os.getpid(), use_setpriv=use_setpriv),
+                       capture_output=True, text=True, timeout=30)
     import json
     assert json.loads(p.stdout) == odd
