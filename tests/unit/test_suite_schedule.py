@@ -17,35 +17,61 @@ class Clock:
         return self.t
 
 
-def machine(clock, idle_share_per_second):
-    """A /proc/stat reader whose cores were idle the given share (0..1) in each second of the clock."""
-    state = {"idle": 0.0, "total": 0.0, "t": clock.t}
+def machine(clock, busy_cores):
+    """A reader of busy core-seconds whose cores were busy busy_cores() on average in each step of the clock."""
+    state = {"busy": 0.0, "t": clock.t}
 
     def read():
-        dt = clock.t - state["t"]
-        state["idle"] += dt * 100 * idle_share_per_second()
-        state["total"] += dt * 100
+        state["busy"] += (clock.t - state["t"]) * busy_cores()
         state["t"] = clock.t
-        return state["idle"], state["total"]
+        return state["busy"]
     return read
 
 
-def test_the_kernel_count_is_read_and_anything_else_is_unknown(tmp_path):
+def test_the_kernel_count_is_read_per_cpu_of_this_process_and_anything_else_is_unknown(tmp_path):
     stat = tmp_path / "stat"
-    stat.write_text("cpu  100 5 50 800 20 1 2 3 0 0\ncpu0 50 2 25 400 10 0 1 1 0 0\n")
-    assert ss.cpu_times(str(stat)) == (820.0, 981.0)
-    for bad in ("", "intr 1 2 3\n", "cpu  a b c d e\n", "cpu  1 2\n"):
+    stat.write_text("cpu  300 5 50 800 20 1 2 3 0 0\ncpu0 100 0 0 400 10 0 0 0 0 0\n"
+                    "cpu1 200 5 50 400 10 1 2 3 0 0\nintr 1 2 3\n")
+    assert ss.busy_seconds({0, 1}, str(stat)) == 3.61       # user+nice+system+irq+softirq+steal, 100 ticks a second
+    assert ss.busy_seconds({0}, str(stat)) == 1.0           # only the CPUs this process may use
+    assert ss.busy_seconds({7}, str(stat)) is None
+    for bad in ("", "intr 1 2 3\n", "cpu0 a b c d e\n", "cpu0 1 2\n"):
         stat.write_text(bad)
-        assert ss.cpu_times(str(stat)) is None
-    stat.write_bytes(b"cpu \xff\xfe 1 2 3 4 5\n")
-    assert ss.cpu_times(str(stat)) is None
-    assert ss.cpu_times(str(tmp_path / "missing")) is None
+        assert ss.busy_seconds({0}, str(stat)) is None
+    stat.write_bytes(b"cpu0 \xff\xfe 1 2 3 4 5\n")
+    assert ss.busy_seconds({0}, str(stat)) is None
+    assert ss.busy_seconds({0}, str(tmp_path / "missing")) is None
+
+
+def test_a_cgroup_quota_is_the_cores_and_its_usage_the_busy_time(tmp_path):
+    own = tmp_path / "cgroup"
+    root = tmp_path / "fs"
+    (root / "job").mkdir(parents=True)
+    own.write_text("0::/job\n")
+    assert ss.cgroup_quota(str(root), str(own)) is None                       # no cpu.max: no quota
+    (root / "job" / "cpu.max").write_text("max 100000\n")
+    assert ss.cgroup_quota(str(root), str(own)) is None
+    (root / "job" / "cpu.max").write_text("150000 100000\n")
+    (root / "job" / "cpu.stat").write_text("usage_usec 2500000\nuser_usec 1\n")
+    cores, read = ss.cgroup_quota(str(root), str(own))
+    assert cores == 1.5 and read() == 2.5
+    (root / "job" / "cpu.stat").write_text("garbage\n")
+    assert read() is None
+    # cgroup v1: cpu and cpuacct controllers
+    own.write_text("4:cpu,cpuacct:/ci\n")
+    (root / "cpu,cpuacct" / "ci").mkdir(parents=True)
+    for name, text in (("cpu.cfs_quota_us", "200000"), ("cpu.cfs_period_us", "100000"), ("cpuacct.usage", "3000000000")):
+        (root / "cpu,cpuacct" / "ci" / name).write_text(text + "\n")
+    cores, read = ss.cgroup_quota(str(root), str(own))
+    assert cores == 2.0 and read() == 3.0
+    (root / "cpu,cpuacct" / "ci" / "cpu.cfs_quota_us").write_text("-1\n")
+    assert ss.cgroup_quota(str(root), str(own)) is None
 
 
 def test_auto_starts_one_at_once_then_more_only_while_the_cores_have_room():
-    clock, share = Clock(), {"v": 0.9}
-    s = ss.Scheduler(None, n_cores=2, read=machine(clock, lambda: share["v"]), clock=clock)
-    assert s.cap == 4
+    clock, busy = Clock(), {"v": 0.2}
+    s = ss.Scheduler(None, n_cores=2.0, read=machine(clock, lambda: busy["v"]), clock=clock)
+    assert s.cap == 4 and s.measured
     s.sample()
     assert s.may_start(0)                      # nothing runs: always one, before anything was measured
     s.started("a", 0, 0.0)
@@ -53,38 +79,62 @@ def test_auto_starts_one_at_once_then_more_only_while_the_cores_have_room():
     clock.t += 0.5
     s.sample()
     assert not s.may_start(1)                  # no whole second measured yet, and too soon after a start
-    clock.t += 0.6
-    s.sample()
+    for _ in range(15):
+        clock.t += 0.2
+        s.sample()
     assert s.idle_cores() == 1.8 and s.may_start(1)
-    s.started("b", 1, 1.1)
-    assert not s.may_start(2)                  # settling: the new run's start-up is not in the count yet
-    share["v"] = 0.25                          # the cores got busy: 0.5 of 2 idle
-    for _ in range(10):
+    s.started("b", 1, 3.5)
+    clock.t += 1.0
+    s.sample()
+    assert not s.may_start(2)                  # settling: the new run's start-up and workers are not counted yet
+    busy["v"] = 1.5                            # the cores got busy: 0.5 of 2 idle
+    for _ in range(15):
         clock.t += 0.2
         s.sample()
     assert s.idle_cores() == 0.5 and not s.may_start(2)
-    share["v"] = 0.5
+    busy["v"] = 1.0
     for _ in range(10):
         clock.t += 0.2
         s.sample()
     assert s.idle_cores() == 1.0 and s.may_start(2) and not s.may_start(4)
+    clock.t += 5                               # no sample for 5 s: the last window is too old to trust
+    assert s.idle_cores() is None and not s.may_start(2)
     d = s.describe()
     assert d["mode"] == "auto" and d["cap"] == 4 and d["room_cores"] == ss.ROOM_CORES and d["max_running"] == 2
     assert [x["experiment"] for x in d["starts"]] == ["a", "b"] and d["starts"][1]["idle_cores"] == 1.8
 
 
-def test_auto_without_the_kernel_count_runs_one_at_a_time():
-    clock = Clock()
-    s = ss.Scheduler(None, n_cores=2, read=lambda: None, clock=clock)
+def test_a_failed_read_forgets_the_window():
+    clock, ok = Clock(), {"v": True}
+    inner = machine(clock, lambda: 0.0)
+    s = ss.Scheduler(None, n_cores=2.0, read=lambda: inner() if ok["v"] else None, clock=clock)
+    for _ in range(8):
+        clock.t += 0.2
+        s.sample()
+    assert s.idle_cores() == 2.0
+    ok["v"] = False
     s.sample()
-    clock.t += 5
-    s.sample()
-    assert s.may_start(0) and not s.may_start(1) and s.idle_cores() is None
+    assert s.idle_cores() is None and not s.may_start(1)
+
+
+def test_auto_without_any_count_runs_cores_plus_one_and_says_so():
+    s = ss.Scheduler(None, n_cores=2.0, read=lambda: None, clock=Clock())
+    assert not s.measured and s.cap == 3 and [s.may_start(n) for n in range(4)] == [True, True, True, False]
+    d = s.describe()
+    assert d["mode"] == "auto" and d["measured"] is False
+    assert "could not measure" in ss.summary_line(d, 3)
+
+
+def test_memory_bounds_the_runs_at_once():
+    s = ss.Scheduler(None, n_cores=16.0, read=lambda: 0.0, clock=Clock(), memory_gib=5.5)
+    assert s.cap == 5
+    s = ss.Scheduler(None, n_cores=2.0, read=lambda: 0.0, clock=Clock(), memory_gib=0.4)
+    assert s.cap == 1
 
 
 def test_a_fixed_count_starts_exactly_that_many_whatever_the_load():
     clock = Clock()
-    s = ss.Scheduler(3, n_cores=2, read=machine(clock, lambda: 0.0), clock=clock)
+    s = ss.Scheduler(3, n_cores=2.0, read=machine(clock, lambda: 2.0), clock=clock)
     assert [s.may_start(n) for n in range(5)] == [True, True, True, False, False]
     assert s.describe()["mode"] == "fixed" and s.describe()["room_cores"] is None
 
@@ -119,10 +169,8 @@ def test_run_suite_starts_runs_as_the_scheduler_allows_and_records_why(tmp_path,
     monkeypatch.setattr(sr, "run_env", lambda stack: {})
     monkeypatch.setattr("harness.rundir.mark_suite_dir", lambda out: None)
 
-    class OneAtATime(ss.Scheduler):
-        def may_start(self, running):
-            return running == 0
-    sched = OneAtATime(None, n_cores=2, read=lambda: None)
+    # The real decision path: the cores stay fully busy, so the second run waits until the first has ended.
+    sched = ss.Scheduler(None, n_cores=2.0, read=lambda: __import__("time").monotonic() * 2.0)
     out = tmp_path / "suite"
     out.mkdir()
     summary = sr.run_suite(types.SimpleNamespace(), ["offset-before", "dedupe"], [], out, None, log=lambda m: None,
