@@ -15,9 +15,13 @@ timestamps the worker prints and the kernel's start time of its process:
 
     kill -> process start      fork and exec of the JVM
     process start -> main      the JVM's own start-up (class loading and linking: the caches' work)
-    main -> Streams start      the worker's own set-up (crash plan, ledger connection, topology)
+    main -> Streams start      the worker's own set-up (crash plan, logging, topology, its clients)
     Streams start -> running   Kafka Streams: group join and assignment, producer id, task set-up
     running -> first record    the first fetch and the record's processing
+
+and the set-up step by step (the worker's SETUP and LEDGER lines): crash plan
+read, logging started, Kafka Streams built (topology, configuration, its
+clients), and the ledger connection, which opens beside all that.
 
 A phase the logs cannot place is unknown, never 0.
 """
@@ -36,12 +40,20 @@ from pathlib import Path
 
 from ..errors import HarnessError
 from ..stack.stack import Stack
-from .streams_report import PHASES, write_all
+from .streams_report import ALL_PHASES, write_all
 
 LEVERS = ("plain", "cds", "aot")
 CELL_TIME_LIMIT_S = 900
-LINE = re.compile(r"^eos-streams (MAIN|STARTING|RUNNING|FIRST-RECORD) worker=(\S+) attempt=(\d{1,9})(.*)$", re.M)
-FIELD = re.compile(r"(process-start|main|time)=(\d{1,12}\.\d{1,9})(?!\S)")
+LINE = re.compile(r"^eos-streams (MAIN|SETUP|LEDGER|STARTING|RUNNING|FIRST-RECORD) worker=(\S+) attempt=(\d{1,9})(.*)$",
+                  re.M)
+FIELD = re.compile(r"(process-start|main|time|logging|crash-plan|built|start|connected)=(\d{1,12}\.\d{1,9})(?!\S)")
+# A planned death's line, with the CPU-seconds its JVM used from its start to the halt (the kernel's count).
+CRASH_CPU = re.compile(r"^eos-streams CRASH .* cpu=(\d{1,6}\.\d{1,3})$", re.M)
+# Per line kind: its fields and the names they take in start_times.
+FIELDS = {"MAIN": {"process-start": "process_start", "main": "main"},
+          "SETUP": {"crash-plan": "crash_plan", "logging": "logging", "built": "built"},
+          "LEDGER": {"start": "ledger_start", "connected": "ledger_connected"},
+          "STARTING": {"time": "starting"}, "RUNNING": {"time": "running"}, "FIRST-RECORD": {"time": "first_record"}}
 # The process's start is the kernel's, in 10 ms ticks: a phase this little below 0 is 0 within that resolution.
 RESOLUTION_S = 0.011
 
@@ -68,20 +80,22 @@ class StreamsBenchOptions:
 
 
 def start_times(log_text: str) -> dict:
-    """(worker, attempt) -> {process_start, main, starting, running, first_record}: the epoch seconds the
-    worker's log gives for each (absent when it does not)."""
+    """(worker, attempt) -> {process_start, main, logging, crash_plan, built, starting, running, first_record,
+    ledger_start, ledger_connected}: the epoch seconds the worker's log gives for each (absent when it does
+    not)."""
     out: dict = {}
     for kind, worker, attempt, rest in LINE.findall(log_text):
         got = out.setdefault((worker, int(attempt)), {})
         fields = dict(FIELD.findall(rest))
-        if kind == "MAIN":
-            for name, key in (("process-start", "process_start"), ("main", "main")):
-                if name in fields:
-                    got[key] = float(fields[name])
-        elif "time" in fields:
-            got[{"STARTING": "starting", "RUNNING": "running", "FIRST-RECORD": "first_record"}[kind]] = \
-                float(fields["time"])
+        for name, key in FIELDS[kind].items():
+            if name in fields:
+                got[key] = float(fields[name])
     return out
+
+
+def crash_cpu(log_text: str) -> list[float]:
+    """The CPU-seconds of each JVM that died a planned death, from its CRASH line."""
+    return [float(v) for v in CRASH_CPU.findall(log_text)]
 
 
 def restart_phases(crashes: list[dict], starts: dict) -> list[dict]:
@@ -94,7 +108,7 @@ def restart_phases(crashes: list[dict], starts: dict) -> list[dict]:
             continue
         times = {"kill": c["time"], **nxt}
         row = {}
-        for a, b, _ in PHASES:
+        for a, b, _ in ALL_PHASES:
             d = times[b] - times[a] if a in times and b in times else None
             row[f"{a}->{b}"] = None if d is None or d < -RESOLUTION_S else round(max(0.0, d), 4)
         out.append(row)
@@ -137,10 +151,12 @@ def run_cell(stack: Stack, lever: str, rep: int, opts: StreamsBenchOptions, fold
     for log in sorted((out / "workers").glob("*.log")):
         starts.update(start_times(log.read_text(errors="replace")))
     phases = restart_phases(crashes, starts)
+    jvm_cpu = [v for log in sorted((out / "workers").glob("*.log")) for v in crash_cpu(log.read_text(errors="replace"))]
     cell.update(verdict=d["verdict"], crashes=len(crashes), restart_median_seconds=_median(restarts),
                 restart_p90_seconds=_p90(restarts), restarts=restarts, phases=phases,
                 cpu_seconds_per_crash=round(cpu / len(crashes), 3) if crashes else None,
-                phase_medians={f"{a}->{b}": _median(p[f"{a}->{b}"] for p in phases) for a, b, _ in PHASES},
+                jvm_cpu=jvm_cpu, jvm_cpu_median=_median(jvm_cpu),
+                phase_medians={f"{a}->{b}": _median(p[f"{a}->{b}"] for p in phases) for a, b, _ in ALL_PHASES},
                 restarts_timed=len(phases), jvm=d.get("streams_jvm"))
     if not opts.keep_data:
         from .common import clean_run
@@ -168,8 +184,9 @@ def summary(cells: list[dict], levers: list) -> list[dict]:
         out.append({"lever": lever, "runs": len(ok), "restarts": len(restarts),
                     "restart_median_seconds": _median(restarts), "restart_p90_seconds": _p90(restarts),
                     "cpu_seconds_per_crash": _median(c.get("cpu_seconds_per_crash") for c in ok),
+                    "jvm_cpu_median": _median(v for c in ok for v in c.get("jvm_cpu") or []),
                     "run_seconds": _median(c.get("seconds") for c in ok),
-                    "phases": {f"{a}->{b}": _median(p.get(f"{a}->{b}") for p in phases) for a, b, _ in PHASES},
+                    "phases": {f"{a}->{b}": _median(p.get(f"{a}->{b}") for p in phases) for a, b, _ in ALL_PHASES},
                     "jvm": next((c.get("jvm") for c in ok if c.get("jvm")), None)})
     return out
 

@@ -39,7 +39,9 @@ public final class CrashRecord {
             // Without its crash line the run cannot be checked: say so, and still crash.
             System.err.println(who + ": could not write the crash log " + log + ": " + ex);
         }
-        System.err.println(who + " CRASH " + said);
+        // cpu=: the CPU-seconds this process used from its start to its death (the Streams worker's are read
+        // by `harness bench streams`; nothing parses the transactional worker's line).
+        System.err.println(who + " CRASH " + said + " cpu=" + SelfStat.cpuSeconds());
         System.err.flush();
         Halt.now(EXIT_CRASH);
     }

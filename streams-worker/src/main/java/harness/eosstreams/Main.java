@@ -2,6 +2,8 @@ package harness.eosstreams;
 
 import harness.common.Halt;
 import harness.common.Ledger;
+import harness.common.Logging;
+import harness.common.SelfStat;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 
@@ -17,6 +19,7 @@ import org.apache.kafka.streams.state.StoreBuilder;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Properties;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -46,28 +49,8 @@ public final class Main {
         return String.format(java.util.Locale.ROOT, "%.6f", System.currentTimeMillis() / 1000.0);
     }
 
-    /**
-     * When the kernel started this process, in seconds since the epoch, to about 10 ms: its start in clock
-     * ticks since boot (/proc/self/stat) set against the time since boot now (/proc/uptime). The JDK's
-     * ProcessHandle start instant adds the boot time, which the kernel gives in whole seconds only.
-     */
-    static String processStart() {
-        try {
-            String stat = new String(java.nio.file.Files.readAllBytes(java.nio.file.Paths.get("/proc/self/stat")),
-                                     java.nio.charset.StandardCharsets.US_ASCII);
-            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-            long ticks = Long.parseLong(f[19]);                 // field 22, starttime (USER_HZ = 100)
-            String uptime = new String(java.nio.file.Files.readAllBytes(java.nio.file.Paths.get("/proc/uptime")),
-                                       java.nio.charset.StandardCharsets.US_ASCII);
-            double now = System.currentTimeMillis() / 1000.0;
-            double up = Double.parseDouble(uptime.split(" ")[0]);
-            return String.format(java.util.Locale.ROOT, "%.6f", now - (up - ticks / 100.0));
-        } catch (Exception e) {
-            return "unknown";
-        }
-    }
-
     public static void main(String[] args) {
+        Logging.use(Logging.SIMPLE);
         // When the JVM reached our code: with the process's start time (the kernel's) the harness times a
         // start-up's phases (its bench: JVM start, Kafka Streams start, first record).
         String mainAt = now();
@@ -82,7 +65,7 @@ public final class Main {
             opts = a.options();
             ledger = a.ledger();
         }
-        String jvmStart = processStart();
+        String jvmStart = SelfStat.startTime();
         System.err.println("eos-streams MAIN worker=" + opts.worker + " attempt=" + opts.attempt + " process-start="
                            + jvmStart + " main=" + (standby ? now() : mainAt));
         start(opts, ledger, json);
@@ -101,10 +84,16 @@ public final class Main {
     }
 
     /**
-     * The normal start: crash plan and crash log, ledger connection, Kafka Streams. {@code ledger} is a connection a warm spare opened already
-     * (for these very --jdbc-url, --jdbc-user and --ledger-table), else null.
+     * The normal start: crash plan and crash log, Kafka Streams, and the ledger connection beside them.
+     * {@code spareLedger} is a connection a warm spare opened already (for these very --jdbc-url,
+     * --jdbc-user and --ledger-table), else null.
+     *
+     * <p>Each step's end goes on one SETUP line (epoch seconds), and the ledger connection's start and end
+     * on a LEDGER line: with MAIN, STARTING, RUNNING and FIRST-RECORD they say where a restart's time went
+     * ({@code harness bench streams}).
      */
-    static void start(Options opts, Ledger ledger, ObjectMapper json) {
+    static void start(Options opts, Ledger spareLedger, ObjectMapper json) {
+        String who = "worker=" + opts.worker + " attempt=" + opts.attempt;
         CrashSwitch crash;
         try {
             crash = new CrashSwitch(json, opts.crashPlan, opts.crashLog);
@@ -113,23 +102,46 @@ public final class Main {
             System.exit(EXIT_USAGE);
             return;
         }
-
-        if (opts.ledgerTable != null && ledger == null) {
-            try {
-                ledger = new Ledger(opts.jdbcUrl, opts.jdbcUser, System.getenv(Options.PASSWORD_ENV), opts.ledgerTable, "eos-streams");
-            } catch (Exception e) {
-                // The driver's message never contains the password.
-                System.err.println("eos-streams FATAL worker=" + opts.worker + " attempt=" + opts.attempt
-                                   + ": cannot connect to the ledger database: " + e.getMessage());
-                System.exit(EXIT_FATAL);
-                return;
-            }
-        }
-
+        String crashPlan = now();
+        // First the crash plan (a few ms): an unreadable one is exit 2 and no connection is opened for nothing.
+        CompletableFuture<Ledger> ledger = opts.ledgerTable == null || spareLedger != null
+            ? CompletableFuture.completedFuture(spareLedger) : connectLedger(opts, who);
+        Logging.start();
+        String logging = now();
         CapturingClientSupplier clients = new CapturingClientSupplier();
         PaymentProcessor.State state = new PaymentProcessor.State(opts, json, crash, ledger, clients);
         KafkaStreams streams = new KafkaStreams(topology(opts, state), config(opts), clients);
+        System.err.println("eos-streams SETUP " + who + " crash-plan=" + crashPlan + " logging=" + logging
+                           + " built=" + now());
         run(streams, opts, ledger, json);
+    }
+
+    /**
+     * Opens the ledger connection on a thread of its own (the JDBC driver, the password exchange: a few
+     * round trips to PostgreSQL), while the main thread sets Kafka Streams up and its stream thread joins the
+     * group; the first record waits for it ({@link PaymentProcessor}). A connection that fails is the FATAL
+     * line and exit 3, as when it was opened first.
+     */
+    static CompletableFuture<Ledger> connectLedger(Options opts, String who) {
+        CompletableFuture<Ledger> out = new CompletableFuture<>();
+        Thread t = new Thread(() -> {
+            String began = now();
+            try {
+                Ledger l = new Ledger(opts.jdbcUrl, opts.jdbcUser, System.getenv(Options.PASSWORD_ENV),
+                                      opts.ledgerTable, "eos-streams");
+                System.err.println("eos-streams LEDGER " + who + " start=" + began + " connected=" + now());
+                out.complete(l);
+            } catch (Throwable e) {
+                // The driver's message never contains the password. Whatever ends this thread ends the worker:
+                // the first record must not wait for a connection that will never come.
+                if (!out.isDone()) {         // done: the worker is stopping, and its shutdown hook decides
+                    fatal(who, "cannot connect to the ledger database: " + e.getMessage());
+                }
+            }
+        }, "eos-streams-ledger");
+        t.setDaemon(true);
+        t.start();
+        return out;
     }
 
     static Topology topology(Options opts, PaymentProcessor.State state) {
@@ -180,7 +192,7 @@ public final class Main {
         return p;
     }
 
-    private static void run(KafkaStreams streams, Options opts, Ledger ledger, ObjectMapper json) {
+    private static void run(KafkaStreams streams, Options opts, CompletableFuture<Ledger> ledger, ObjectMapper json) {
         String who = "worker=" + opts.worker + " attempt=" + opts.attempt;
         AtomicBoolean closing = new AtomicBoolean(false);
         AtomicBoolean announced = new AtomicBoolean(false);
@@ -195,14 +207,20 @@ public final class Main {
             }
         });
         streams.setUncaughtExceptionHandler(e -> {
-            fatal(who, describe(e));
-            return StreamThreadExceptionResponse.SHUTDOWN_CLIENT;   // not reached: fatal halts
+            if (!closing.get()) {            // while closing (SIGTERM), the shutdown hook decides the exit
+                fatal(who, describe(e));
+            }
+            return StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             closing.set(true);
+            // A stream thread still waiting for the ledger stops waiting; a connection opened after this is
+            // not handed over (and dies with the JVM).
+            ledger.completeExceptionally(new IllegalStateException("the worker is stopping"));
             boolean closed = streams.close(CLOSE_TIMEOUT);
-            if (ledger != null) {
-                ledger.close();
+            Ledger open = ledger.isCompletedExceptionally() ? null : ledger.getNow(null);
+            if (open != null) {
+                open.close();
             }
             System.err.println("eos-streams STOPPED " + who + (closed ? "" : " (close timed out)"));
             System.err.flush();

@@ -50,20 +50,37 @@ final class PaymentProcessor implements Processor<String, String, String, String
         final Options opts;
         final ObjectMapper json;
         final CrashSwitch crash;
-        final Ledger ledger;                     // null without --ledger-table
+        /** Completes with the ledger, or null without --ledger-table; it may still be connecting (see Main). */
+        final CompletableFuture<Ledger> ledger;
         final CapturingClientSupplier clients;
         final Map<Integer, ArrayDeque<Processed>> processed = new HashMap<>();
         long delivered;
         boolean firstSeen;
 
-        State(Options opts, ObjectMapper json, CrashSwitch crash, Ledger ledger, CapturingClientSupplier clients) {
+        State(Options opts, ObjectMapper json, CrashSwitch crash, CompletableFuture<Ledger> ledger,
+              CapturingClientSupplier clients) {
             this.opts = opts;
             this.json = json;
             this.crash = crash;
             this.ledger = ledger;
             this.clients = clients;
         }
+
+        /** The ledger (null without --ledger-table), once its connection is open. */
+        Ledger ledger() {
+            try {
+                return ledger.get(LEDGER_WAIT_S, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while waiting for the ledger connection", e);
+            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+                throw new IllegalStateException("no ledger connection after " + LEDGER_WAIT_S + " s: " + e, e);
+            }
+        }
     }
+
+    /** The ledger connection's own timeouts (connect 10 s, socket 30 s) end its attempt well before this. */
+    static final long LEDGER_WAIT_S = 60;
 
     record Processed(long offset, String id) {
     }
@@ -96,19 +113,21 @@ final class PaymentProcessor implements Processor<String, String, String, String
         }
         long amount = amountNode.asLong();
 
+        // The first record waits for the ledger connection, so its line says the worker was ready to apply it.
+        Ledger ledger = s.ledger();
         s.delivered++;
         if (!s.firstSeen) {
             s.firstSeen = true;
             System.err.println("eos-streams FIRST-RECORD worker=" + s.opts.worker + " attempt=" + s.opts.attempt
                                + " message_id=" + id + " partition=" + meta.partition() + " offset=" + meta.offset()
-                               + " time=" + unixTime());
+                               + " time=" + unixTime() + " cpu=" + harness.common.SelfStat.cpuSeconds());
         }
         remember(meta.partition(), meta.offset(), id);
 
         // (a) the external effect, committed on its own
-        if (s.ledger != null) {
+        if (ledger != null) {
             try {
-                s.ledger.insert(id, amount, s.opts.worker, s.opts.attempt);
+                ledger.insert(id, amount, s.opts.worker, s.opts.attempt);
             } catch (SQLException e) {
                 throw new IllegalStateException("ledger insert for " + id + " failed: " + e.getMessage(), e);
             }

@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Stream;
 
@@ -45,6 +46,7 @@ final class Training {
     }
 
     public static void main(String[] args) {
+        harness.common.Logging.use(harness.common.Logging.SIMPLE);   // as the worker: its provider's classes
         int status = 0;
         Path dir = null;
         try {
@@ -87,7 +89,8 @@ final class Training {
         // Twice on one state directory: the first start writes the process id, a restart reads it.
         for (int i = 0; i < 2; i++) {
             CapturingClientSupplier clients = new CapturingClientSupplier();
-            PaymentProcessor.State state = new PaymentProcessor.State(opts, json, crash, null, clients);
+            PaymentProcessor.State state = new PaymentProcessor.State(opts, json, crash,
+                                                                         CompletableFuture.completedFuture(null), clients);
             KafkaStreams streams = new KafkaStreams(Main.topology(opts, state), Main.config(opts), clients);
             streams.close(Duration.ofSeconds(5));
         }

@@ -8,6 +8,7 @@ import harness.common.CommandLine;
 import harness.common.CrashPlan;
 import harness.common.Halt;
 import harness.common.Ledger;
+import harness.common.Logging;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -110,6 +111,7 @@ public final class TxnWorker {
     }
 
     public static void main(String[] args) {
+        Logging.use(Logging.LOG4J);
         TxnOptions opts;
         try {
             opts = TxnOptions.parse(args);
