@@ -131,12 +131,13 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
                 folder = out / name
                 cmd = [sys.executable, "-m", "harness.cli", "run", name, *accepted_args(name, common_args), "--quiet",
                        "--out", str(folder), "--time-limit", str(PER_EXPERIMENT_TIME_LIMIT_S), *suite_args(name)]
+                nice = sched.nice()
                 log(f"suite: starting {name}" + _room(sched))
-                sched.started(name, len(running), time.time() - t0)
+                sched.started(name, len(running), time.time() - t0, nice)
                 log_fd = os.open(out / f"{name}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
                 with open(log_fd, "wb") as f:
                     running[name] = (subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT,
-                                                      stdin=subprocess.DEVNULL, preexec_fn=die_with_parent),
+                                                      stdin=subprocess.DEVNULL, preexec_fn=_child_setup(nice)),
                                      time.time())
             for name, (proc, started) in list(running.items()):
                 ended = reaped(proc)
@@ -172,6 +173,15 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
         from .safefile import write_text
         write_text(out / "suite.json", json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def _child_setup(nice: int):
+    """The child's set-up before exec: die with the suite, and yield the cores at `nice` (0: as the suite)."""
+    def setup():
+        die_with_parent()
+        if nice:
+            os.nice(nice)
+    return setup
 
 
 def _room(sched) -> str:

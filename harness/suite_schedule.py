@@ -1,26 +1,28 @@
-"""How many of a suite's runs go at once: as many as the cores have room for.
+"""How many of a suite's runs go at once, and which one gets the cores first.
 
-On a small machine the suite is bound by CPU (measured: 180 CPU-seconds of
-two cores' 206 over a 103 s suite). A fixed number of runs at a time is wrong
-both ways: while every running experiment waits (key-expiry's restart delays,
-a transaction's timeout, a broker fault's recovery) the cores sit idle, and
-when all of them restart JVMs at once each restart waits for a core, which
-stretches exactly the restart times the suite reports. So with `--parallel
-auto` (the default) the next run starts when the cores were at least
-`ROOM_CORES` idle over the last `WINDOW_S`, and not sooner than `SETTLE_S`
-after the previous start (a run's own start-up and its workers show only a
-few seconds after it began); at most two per core (and one per GiB of
-available memory), and always one when none runs. `--parallel N` keeps
-exactly N at once, as before.
+The suite's wall time is its longest run (eos-streams: a JVM per crash) or
+its CPU, whichever is larger. Measured on a quiet 2-core machine with the
+default suite (2026-12-03, all 21 as-predicted each time): 3 runs at once at
+equal priority took 143 s, eos-streams among them 125 s with its restarts at
+1.03 s (median), because every other run took cores from it; admitting a run
+only while 0.75 or 0.25 of the cores were idle took 182 and 135 s (the runs
+wait a lot: restart delays, transactions; the cores were idle half the time);
+4 at once with every run after the first at nice 10 took 123 s, and 6 at once
+116 s, near the floor the CPU sets (about 165 CPU-s of runs and 40 of the
+broker and PostgreSQL over 2 cores).
 
-The cores are the ones this process may use: its CPU affinity, each CPU's
-own count in /proc/stat (so the broker's and PostgreSQL's work counts too),
-or, under a cgroup CPU quota (a container's `--cpus`), the quota and the
-cgroup's own usage. Without either count the suite runs a fixed
-`cores + 1` at once and says it could not measure.
+So with `--parallel auto` (the default): up to `PER_CORE` runs per core (and
+one per GiB of available memory) at once, started `SETTLE_S` apart (a run's
+own start-up is a burst), the first, heaviest one (the declarations' launch
+weight) at the suite's priority and every later one, with all its processes,
+at nice `YIELDING_NICE`, so they take what the long pole leaves. `--parallel
+N` keeps exactly N at once at equal priority, as before.
 
-Every start is recorded with the running count and the idle cores it saw, so
-suite.json says why the suite ran as it did.
+The cores are the ones this process may use: its CPU affinity, or a cgroup
+CPU quota (a container's `--cpus`) when that is smaller. Each start records
+how many ran, its nice level and how many cores were idle over the last second
+(each CPU's own line of /proc/stat, or the cgroup's usage; null when
+unreadable), so suite.json says how the suite ran.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOM_CORES = 0.75
+PER_CORE = 3
 WINDOW_S = 1.0
 SETTLE_S = 3.0
+YIELDING_NICE = 10
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -146,8 +149,8 @@ def parse_parallel(text: str | int) -> int | None:
 
 @dataclass
 class Scheduler:
-    """Says when the next run may start. `fixed` None: by room, up to `cap`; else exactly `fixed` at once.
-    `read` gives the busy core-seconds so far of the `n_cores` the suite may use (None: unreadable)."""
+    """Says when the next run may start and at which nice level. `fixed` None: auto, else exactly `fixed`
+    at once. `read` gives the busy core-seconds so far of the `n_cores` the suite may use (None: unreadable)."""
     fixed: int | None
     n_cores: float | None = None
     read: object = None
@@ -156,21 +159,17 @@ class Scheduler:
     samples: deque = field(default_factory=deque)
     last_start: float | None = None
     starts: list = field(default_factory=list)
-    measured: bool = True
 
     def __post_init__(self):
         if self.n_cores is None or self.read is None:
             self.n_cores, self.read = machine()
             self.memory_gib = available_gib()
-        if self.fixed is None and self.read() is None:
-            # No count to decide by: a fixed number, said so in the report.
-            self.fixed, self.measured = math.ceil(self.n_cores) + 1, False
 
     @property
     def cap(self) -> int:
         if self.fixed is not None:
             return self.fixed
-        cap = max(1, round(2 * self.n_cores))
+        cap = max(1, round(PER_CORE * self.n_cores))
         return max(1, min(cap, int(self.memory_gib))) if self.memory_gib is not None else cap
 
     def sample(self) -> None:
@@ -198,21 +197,21 @@ class Scheduler:
             return False
         if self.fixed is not None or running == 0:
             return True
-        if self.last_start is not None and self.clock() - self.last_start < SETTLE_S:
-            return False
-        idle = self.idle_cores()
-        return idle is not None and idle >= ROOM_CORES
+        return self.last_start is None or self.clock() - self.last_start >= SETTLE_S
 
-    def started(self, name: str, running: int, since: float) -> None:
+    def nice(self) -> int:
+        """The next run's nice level: auto, 0 for the first (the long pole) and YIELDING_NICE after it."""
+        return YIELDING_NICE if self.fixed is None and self.starts else 0
+
+    def started(self, name: str, running: int, since: float, nice: int = 0) -> None:
         """Records a start: `running` is how many ran before it, `since` the seconds since the suite began."""
         self.last_start = self.clock()
         self.starts.append({"experiment": name, "at_seconds": round(since, 1), "running": running,
-                            "idle_cores": self.idle_cores() if self.measured else None})
+                            "nice": nice, "idle_cores": self.idle_cores()})
 
     def describe(self) -> dict:
-        auto = self.fixed is None or not self.measured
-        return {"mode": "auto" if auto else "fixed", "measured": self.measured, "cores": round(self.n_cores, 2),
-                "cap": self.cap, "room_cores": ROOM_CORES if self.fixed is None else None,
+        return {"mode": "auto" if self.fixed is None else "fixed", "cores": round(self.n_cores, 2), "cap": self.cap,
+                "yielding_nice": YIELDING_NICE if self.fixed is None else None,
                 "max_running": max((s["running"] + 1 for s in self.starts), default=0), "starts": self.starts}
 
 
@@ -221,10 +220,8 @@ def summary_line(scheduling: dict | None, parallel) -> str:
     if not isinstance(scheduling, dict):
         return f"{parallel} experiments at a time"
     cores, cap, most = scheduling.get("cores"), scheduling.get("cap"), scheduling.get("max_running")
-    if scheduling.get("mode") == "auto" and scheduling.get("measured") is False:
-        return (f"{cap} experiments at a time: auto could not measure how busy the {cores} cores were "
-                f"(no readable /proc/stat or cgroup count), so it ran cores + 1")
     if scheduling.get("mode") == "auto":
-        return (f"experiments started while at least {scheduling.get('room_cores')} of the {cores} cores were "
-                f"idle (at most {cap}, and one whenever none ran): up to {most} ran at once")
+        return (f"up to {cap} experiments at a time ({PER_CORE} per core of {cores}), started {SETTLE_S:.0f} s "
+                f"apart, the first at the suite's priority and the others at nice {scheduling.get('yielding_nice')}: "
+                f"up to {most} ran at once")
     return f"{cap} experiments at a time (--parallel {cap})"

@@ -47,9 +47,8 @@ def _group_help() -> str:
 @click.option("--group", default=None, metavar="NAME", help=_group_help())
 @click.option("--parallel", default="auto", show_default=True, metavar="auto|N",
               help="Experiments run at the same time (each in its own topics, tables and consumer group). "
-                   "auto: the next one starts while at least 0.75 of the cores were idle over the last second "
-                   "(the broker's and Postgres' work counted), at most two per core, one whenever none runs; "
-                   "N: exactly N at once.")
+                   "auto: up to 3 per core, started 3 s apart, the first (the longest) at normal priority and "
+                   "the others at nice 10, so they take what it leaves; N: exactly N at once, equal priority.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Suite folder (default reports/<suite-id>/).")
 @click.option(CLIENT.flag, type=click.Choice(CLIENT.choices), default=None,
               help="The eos family's transactional workers: python (librdkafka) or java (Kafka's own client, "

@@ -1,7 +1,9 @@
 """How many suite runs go at once (harness/suite_schedule.py), on hand-made CPU counts and a hand-made clock."""
 
 import json
+import os
 import subprocess
+import sys
 import types
 
 import pytest
@@ -68,40 +70,42 @@ def test_a_cgroup_quota_is_the_cores_and_its_usage_the_busy_time(tmp_path):
     assert ss.cgroup_quota(str(root), str(own)) is None
 
 
-def test_auto_starts_one_at_once_then_more_only_while_the_cores_have_room():
+def test_auto_starts_up_to_three_per_core_a_few_seconds_apart_and_the_later_ones_yield():
     clock, busy = Clock(), {"v": 0.2}
     s = ss.Scheduler(None, n_cores=2.0, read=machine(clock, lambda: busy["v"]), clock=clock)
-    assert s.cap == 4 and s.measured
+    assert s.cap == 6
     s.sample()
-    assert s.may_start(0)                      # nothing runs: always one, before anything was measured
-    s.started("a", 0, 0.0)
-    assert s.starts[0]["idle_cores"] is None
-    clock.t += 0.5
-    s.sample()
-    assert not s.may_start(1)                  # no whole second measured yet, and too soon after a start
-    for _ in range(15):
-        clock.t += 0.2
-        s.sample()
-    assert s.idle_cores() == 1.8 and s.may_start(1)
-    s.started("b", 1, 3.5)
+    assert s.may_start(0) and s.nice() == 0            # the first, the long pole: the suite's own priority
+    s.started("eos-streams", 0, 0.0, s.nice())
+    assert s.starts[0]["idle_cores"] is None            # nothing measured yet: unknown, not 0
     clock.t += 1.0
     s.sample()
-    assert not s.may_start(2)                  # settling: the new run's start-up and workers are not counted yet
-    busy["v"] = 1.5                            # the cores got busy: 0.5 of 2 idle
-    for _ in range(15):
-        clock.t += 0.2
-        s.sample()
-    assert s.idle_cores() == 0.5 and not s.may_start(2)
-    busy["v"] = 1.0
+    assert not s.may_start(1)                           # too soon after a start: its start-up is a burst
     for _ in range(10):
         clock.t += 0.2
         s.sample()
-    assert s.idle_cores() == 1.0 and s.may_start(2) and not s.may_start(4)
-    clock.t += 5                               # no sample for 5 s: the last window is too old to trust
-    assert s.idle_cores() is None and not s.may_start(2)
+    assert s.may_start(1) and s.nice() == ss.YIELDING_NICE
+    s.started("eos", 1, 3.0, s.nice())
+    assert s.starts[1] == {"experiment": "eos", "at_seconds": 3.0, "running": 1, "nice": 10, "idle_cores": 1.8}
+    clock.t += 3.0
+    assert s.may_start(5) and not s.may_start(6)
     d = s.describe()
-    assert d["mode"] == "auto" and d["cap"] == 4 and d["room_cores"] == ss.ROOM_CORES and d["max_running"] == 2
-    assert [x["experiment"] for x in d["starts"]] == ["a", "b"] and d["starts"][1]["idle_cores"] == 1.8
+    assert d["mode"] == "auto" and d["cap"] == 6 and d["yielding_nice"] == 10 and d["max_running"] == 2
+
+
+def test_idle_cores_are_measured_over_a_recent_window_only():
+    clock, busy = Clock(), {"v": 1.5}
+    s = ss.Scheduler(None, n_cores=2.0, read=machine(clock, lambda: busy["v"]), clock=clock)
+    s.sample()
+    clock.t += 0.5
+    s.sample()
+    assert s.idle_cores() is None                       # less than a second measured
+    for _ in range(10):
+        clock.t += 0.2
+        s.sample()
+    assert s.idle_cores() == 0.5
+    clock.t += 5                                        # no sample for 5 s: too old to say anything now
+    assert s.idle_cores() is None
 
 
 def test_a_failed_read_forgets_the_window():
@@ -114,15 +118,18 @@ def test_a_failed_read_forgets_the_window():
     assert s.idle_cores() == 2.0
     ok["v"] = False
     s.sample()
-    assert s.idle_cores() is None and not s.may_start(1)
+    assert s.idle_cores() is None
 
 
-def test_auto_without_any_count_runs_cores_plus_one_and_says_so():
-    s = ss.Scheduler(None, n_cores=2.0, read=lambda: None, clock=Clock())
-    assert not s.measured and s.cap == 3 and [s.may_start(n) for n in range(4)] == [True, True, True, False]
-    d = s.describe()
-    assert d["mode"] == "auto" and d["measured"] is False
-    assert "could not measure" in ss.summary_line(d, 3)
+def test_auto_without_any_count_still_runs_and_records_unknown_idle_cores():
+    clock = Clock()
+    s = ss.Scheduler(None, n_cores=2.0, read=lambda: None, clock=clock)
+    s.sample()
+    assert s.may_start(0)
+    s.started("a", 0, 0.0)
+    clock.t += 5
+    s.sample()
+    assert s.may_start(1) and s.starts[0]["idle_cores"] is None
 
 
 def test_memory_bounds_the_runs_at_once():
@@ -136,7 +143,9 @@ def test_a_fixed_count_starts_exactly_that_many_whatever_the_load():
     clock = Clock()
     s = ss.Scheduler(3, n_cores=2.0, read=machine(clock, lambda: 2.0), clock=clock)
     assert [s.may_start(n) for n in range(5)] == [True, True, True, False, False]
-    assert s.describe()["mode"] == "fixed" and s.describe()["room_cores"] is None
+    assert s.describe()["mode"] == "fixed" and s.describe()["yielding_nice"] is None
+    s.started("a", 0, 0.0)
+    assert s.nice() == 0                                # a fixed count: every run at equal priority
 
 
 def test_parallel_is_auto_or_a_positive_whole_number():
@@ -148,8 +157,9 @@ def test_parallel_is_auto_or_a_positive_whole_number():
 
 
 def test_the_suite_lines_say_how_the_runs_were_started():
-    auto = {"mode": "auto", "cores": 2, "cap": 4, "room_cores": 0.75, "max_running": 3}
-    assert "0.75 of the 2 cores were idle" in ss.summary_line(auto, 4) and "up to 3 ran at once" in ss.summary_line(auto, 4)
+    auto = {"mode": "auto", "cores": 2, "cap": 6, "yielding_nice": 10, "max_running": 5}
+    line = ss.summary_line(auto, 6)
+    assert "up to 6 experiments at a time (3 per core of 2)" in line and "nice 10" in line and "up to 5 ran" in line
     assert ss.summary_line({"mode": "fixed", "cap": 3}, 3).startswith("3 experiments at a time")
     assert ss.summary_line(None, 2) == "2 experiments at a time"      # a suite from before scheduling
 
@@ -160,16 +170,17 @@ def test_run_suite_starts_runs_as_the_scheduler_allows_and_records_why(tmp_path,
     started = []
     real_popen = subprocess.Popen
 
-    def popen(cmd, **kw):
+    def popen(cmd, **kw):        # each "run" prints its nice level into its log, after the suite's own set-up
         started.append(cmd[cmd.index("run") + 1])
-        return real_popen(["sleep", "0.3"], **{k: v for k, v in kw.items() if k != "env"})
+        return real_popen([sys.executable, "-c", "import os, time; print(os.nice(0)); time.sleep(0.3)"],
+                          **{k: v for k, v in kw.items() if k != "env"})
     monkeypatch.setattr(sr.subprocess, "Popen", popen)
     monkeypatch.setattr(sr, "check_stack", lambda stack, group: None)
     monkeypatch.setattr(sr, "describe", lambda stack: {"cpus": 2})
     monkeypatch.setattr(sr, "run_env", lambda stack: {})
     monkeypatch.setattr("harness.rundir.mark_suite_dir", lambda out: None)
 
-    # The real decision path: the cores stay fully busy, so the second run waits until the first has ended.
+    # The real decision path: the second run may start 3 s after the first, which ends long before.
     sched = ss.Scheduler(None, n_cores=2.0, read=lambda: __import__("time").monotonic() * 2.0)
     out = tmp_path / "suite"
     out.mkdir()
@@ -178,7 +189,11 @@ def test_run_suite_starts_runs_as_the_scheduler_allows_and_records_why(tmp_path,
     assert sorted(started) == ["dedupe", "offset-before"]
     d = json.loads((out / "suite.json").read_text())
     assert d["scheduling"]["mode"] == "auto" and d["scheduling"]["max_running"] == 1
-    assert [s["running"] for s in d["scheduling"]["starts"]] == [0, 0] and d["parallel"] == 4
+    assert [s["running"] for s in d["scheduling"]["starts"]] == [0, 0] and d["parallel"] == 6
+    assert [s["nice"] for s in d["scheduling"]["starts"]] == [0, 10]
+    base = os.nice(0)
+    assert (out / "offset-before.log").read_text().split() == [str(base)]
+    assert (out / "dedupe.log").read_text().split() == [str(min(19, base + 10))]     # the kernel's own count
     assert summary["scheduling"] == d["scheduling"]
     from harness.reporting.suite_report import render_md
     assert "up to 1 ran at once" in render_md(d)
