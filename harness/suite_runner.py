@@ -131,13 +131,12 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
                 folder = out / name
                 cmd = [sys.executable, "-m", "harness.cli", "run", name, *accepted_args(name, common_args), "--quiet",
                        "--out", str(folder), "--time-limit", str(PER_EXPERIMENT_TIME_LIMIT_S), *suite_args(name)]
-                nice = sched.nice()
                 log(f"suite: starting {name}" + _room(sched))
-                sched.started(name, len(running), time.time() - t0, nice)
+                sched.started(name, len(running), time.time() - t0)
                 log_fd = os.open(out / f"{name}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
                 with open(log_fd, "wb") as f:
                     running[name] = (subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT,
-                                                      stdin=subprocess.DEVNULL, preexec_fn=_child_setup(nice)),
+                                                      stdin=subprocess.DEVNULL, preexec_fn=die_with_parent),
                                      time.time())
             for name, (proc, started) in list(running.items()):
                 ended = reaped(proc)
@@ -175,18 +174,9 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
     return summary
 
 
-def _child_setup(nice: int):
-    """The child's set-up before exec: die with the suite, and yield the cores at `nice` (0: as the suite)."""
-    def setup():
-        die_with_parent()
-        if nice:
-            os.nice(nice)
-    return setup
-
-
 def _room(sched) -> str:
     idle = sched.idle_cores()
-    return "" if sched.fixed is not None or idle is None else f" ({idle:.2f} of {sched.n_cores} cores idle)"
+    return "" if idle is None else f" ({idle:.2f} of {sched.n_cores:g} cores idle)"
 
 
 def reaped(proc: subprocess.Popen) -> tuple[int, float] | None:

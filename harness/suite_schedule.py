@@ -1,28 +1,28 @@
-"""How many of a suite's runs go at once, and which one gets the cores first.
+"""How many of a suite's runs go at once: one more than the cores.
 
 The suite's wall time is its longest run (eos-streams: a JVM per crash) or
-its CPU, whichever is larger. Measured on a quiet 2-core machine with the
-default suite (2026-12-03, all 21 as-predicted each time): 3 runs at once at
-equal priority took 143 s, eos-streams among them 125 s with its restarts at
-1.03 s (median), because every other run took cores from it; admitting a run
-only while 0.75 or 0.25 of the cores were idle took 182 and 135 s (the runs
-wait a lot: restart delays, transactions; the cores were idle half the time);
-4 at once with every run after the first at nice 10 took 123 s, and 6 at once
-116 s, near the floor the CPU sets (about 165 CPU-s of runs and 40 of the
-broker and PostgreSQL over 2 cores).
+its CPU, whichever is larger, and on a small machine they are close. Measured
+with the default suite on a 2-core machine (2026-12-03, all 21 runs
+as-predicted every time; the machine's speed drifted during the day, so only
+runs side by side compare):
 
-So with `--parallel auto` (the default): up to `PER_CORE` runs per core (and
-one per GiB of available memory) at once, started `SETTLE_S` apart (a run's
-own start-up is a burst), the first, heaviest one (the declarations' launch
-weight) at the suite's priority and every later one, with all its processes,
-at nice `YIELDING_NICE`, so they take what the long pole leaves. `--parallel
-N` keeps exactly N at once at equal priority, as before.
+    3 at once, equal priority                      143 s; later 161, 160 s
+    admit while 0.75 / 0.25 cores were idle        182 / 135 s (the runs wait a lot:
+                                                   restart delays, transactions)
+    4 or 6 at once 3 s apart, all but the longest
+    at nice 10                                     123 and 116 s; later 164, 169 s
+
+Nothing beat cores + 1 at equal priority when measured side by side (a nice
+level does not shield the longest run from the broker and PostgreSQL that every
+run shares), so `--parallel auto` (the default) is exactly that: cores + 1 at
+once, the longest first, as `--parallel 3` was on our machines; `--parallel N`
+runs N.
 
 The cores are the ones this process may use: its CPU affinity, or a cgroup
 CPU quota (a container's `--cpus`) when that is smaller. Each start records
-how many ran, its nice level and how many cores were idle over the last second
+how many ran and how many cores were idle over the last second before it
 (each CPU's own line of /proc/stat, or the cgroup's usage; null when
-unreadable), so suite.json says how the suite ran.
+unreadable), so suite.json says how busy the machine was as the suite ran.
 """
 
 from __future__ import annotations
@@ -34,10 +34,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PER_CORE = 3
 WINDOW_S = 1.0
-SETTLE_S = 3.0
-YIELDING_NICE = 10
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -149,15 +146,14 @@ def parse_parallel(text: str | int) -> int | None:
 
 @dataclass
 class Scheduler:
-    """Says when the next run may start and at which nice level. `fixed` None: auto, else exactly `fixed`
-    at once. `read` gives the busy core-seconds so far of the `n_cores` the suite may use (None: unreadable)."""
+    """Says when the next run may start: `fixed` None (auto) cores + 1 at once, else exactly `fixed`. `read`
+    gives the busy core-seconds so far of the `n_cores` the suite may use (None: unreadable)."""
     fixed: int | None
     n_cores: float | None = None
     read: object = None
     clock: object = time.monotonic
     memory_gib: float | None = None
     samples: deque = field(default_factory=deque)
-    last_start: float | None = None
     starts: list = field(default_factory=list)
 
     def __post_init__(self):
@@ -167,10 +163,7 @@ class Scheduler:
 
     @property
     def cap(self) -> int:
-        if self.fixed is not None:
-            return self.fixed
-        cap = max(1, round(PER_CORE * self.n_cores))
-        return max(1, min(cap, int(self.memory_gib))) if self.memory_gib is not None else cap
+        return self.fixed if self.fixed is not None else math.ceil(self.n_cores) + 1
 
     def sample(self) -> None:
         got = self.read()
@@ -193,25 +186,15 @@ class Scheduler:
         return round(max(0.0, self.n_cores - (busy1 - busy0) / (t1 - t0)), 2)
 
     def may_start(self, running: int) -> bool:
-        if running >= self.cap:
-            return False
-        if self.fixed is not None or running == 0:
-            return True
-        return self.last_start is None or self.clock() - self.last_start >= SETTLE_S
+        return running < self.cap
 
-    def nice(self) -> int:
-        """The next run's nice level: auto, 0 for the first (the long pole) and YIELDING_NICE after it."""
-        return YIELDING_NICE if self.fixed is None and self.starts else 0
-
-    def started(self, name: str, running: int, since: float, nice: int = 0) -> None:
+    def started(self, name: str, running: int, since: float) -> None:
         """Records a start: `running` is how many ran before it, `since` the seconds since the suite began."""
-        self.last_start = self.clock()
         self.starts.append({"experiment": name, "at_seconds": round(since, 1), "running": running,
-                            "nice": nice, "idle_cores": self.idle_cores()})
+                            "idle_cores": self.idle_cores()})
 
     def describe(self) -> dict:
         return {"mode": "auto" if self.fixed is None else "fixed", "cores": round(self.n_cores, 2), "cap": self.cap,
-                "yielding_nice": YIELDING_NICE if self.fixed is None else None,
                 "max_running": max((s["running"] + 1 for s in self.starts), default=0), "starts": self.starts}
 
 
@@ -219,9 +202,8 @@ def summary_line(scheduling: dict | None, parallel) -> str:
     """One sentence for suite.md and suite.html: how many ran at once and why."""
     if not isinstance(scheduling, dict):
         return f"{parallel} experiments at a time"
-    cores, cap, most = scheduling.get("cores"), scheduling.get("cap"), scheduling.get("max_running")
     if scheduling.get("mode") == "auto":
-        return (f"up to {cap} experiments at a time ({PER_CORE} per core of {cores}), started {SETTLE_S:.0f} s "
-                f"apart, the first at the suite's priority and the others at nice {scheduling.get('yielding_nice')}: "
-                f"up to {most} ran at once")
-    return f"{cap} experiments at a time (--parallel {cap})"
+        cores = scheduling.get("cores")
+        cores = f"{cores:g}" if isinstance(cores, (int, float)) and not isinstance(cores, bool) else "unknown"
+        return f"{scheduling.get('cap')} experiments at a time (--parallel auto: one more than the {cores} cores)"
+    return f"{scheduling.get('cap')} experiments at a time (--parallel {scheduling.get('cap')})"

@@ -1,9 +1,7 @@
 """How many suite runs go at once (harness/suite_schedule.py), on hand-made CPU counts and a hand-made clock."""
 
 import json
-import os
 import subprocess
-import sys
 import types
 
 import pytest
@@ -70,27 +68,21 @@ def test_a_cgroup_quota_is_the_cores_and_its_usage_the_busy_time(tmp_path):
     assert ss.cgroup_quota(str(root), str(own)) is None
 
 
-def test_auto_starts_up_to_three_per_core_a_few_seconds_apart_and_the_later_ones_yield():
+def test_auto_runs_one_more_than_the_cores_and_records_how_idle_they_were():
     clock, busy = Clock(), {"v": 0.2}
     s = ss.Scheduler(None, n_cores=2.0, read=machine(clock, lambda: busy["v"]), clock=clock)
-    assert s.cap == 6
+    assert s.cap == 3 and [s.may_start(n) for n in range(4)] == [True, True, True, False]
     s.sample()
-    assert s.may_start(0) and s.nice() == 0            # the first, the long pole: the suite's own priority
-    s.started("eos-streams", 0, 0.0, s.nice())
+    s.started("eos-streams", 0, 0.0)
     assert s.starts[0]["idle_cores"] is None            # nothing measured yet: unknown, not 0
-    clock.t += 1.0
-    s.sample()
-    assert not s.may_start(1)                           # too soon after a start: its start-up is a burst
-    for _ in range(10):
+    for _ in range(6):
         clock.t += 0.2
         s.sample()
-    assert s.may_start(1) and s.nice() == ss.YIELDING_NICE
-    s.started("eos", 1, 3.0, s.nice())
-    assert s.starts[1] == {"experiment": "eos", "at_seconds": 3.0, "running": 1, "nice": 10, "idle_cores": 1.8}
-    clock.t += 3.0
-    assert s.may_start(5) and not s.may_start(6)
+    s.started("eos", 1, 1.2)
+    assert s.starts[1] == {"experiment": "eos", "at_seconds": 1.2, "running": 1, "idle_cores": 1.8}
     d = s.describe()
-    assert d["mode"] == "auto" and d["cap"] == 6 and d["yielding_nice"] == 10 and d["max_running"] == 2
+    assert d["mode"] == "auto" and d["cap"] == 3 and d["cores"] == 2.0 and d["max_running"] == 2
+    assert ss.Scheduler(None, n_cores=1.5, read=lambda: 0.0, clock=clock).cap == 3    # a quota of 1.5 cores
 
 
 def test_idle_cores_are_measured_over_a_recent_window_only():
@@ -125,27 +117,17 @@ def test_auto_without_any_count_still_runs_and_records_unknown_idle_cores():
     clock = Clock()
     s = ss.Scheduler(None, n_cores=2.0, read=lambda: None, clock=clock)
     s.sample()
-    assert s.may_start(0)
     s.started("a", 0, 0.0)
     clock.t += 5
     s.sample()
-    assert s.may_start(1) and s.starts[0]["idle_cores"] is None
-
-
-def test_memory_bounds_the_runs_at_once():
-    s = ss.Scheduler(None, n_cores=16.0, read=lambda: 0.0, clock=Clock(), memory_gib=5.5)
-    assert s.cap == 5
-    s = ss.Scheduler(None, n_cores=2.0, read=lambda: 0.0, clock=Clock(), memory_gib=0.4)
-    assert s.cap == 1
+    assert s.may_start(1) and s.starts[0]["idle_cores"] is None and s.idle_cores() is None
 
 
 def test_a_fixed_count_starts_exactly_that_many_whatever_the_load():
     clock = Clock()
     s = ss.Scheduler(3, n_cores=2.0, read=machine(clock, lambda: 2.0), clock=clock)
     assert [s.may_start(n) for n in range(5)] == [True, True, True, False, False]
-    assert s.describe()["mode"] == "fixed" and s.describe()["yielding_nice"] is None
-    s.started("a", 0, 0.0)
-    assert s.nice() == 0                                # a fixed count: every run at equal priority
+    assert s.describe()["mode"] == "fixed" and s.describe()["cap"] == 3
 
 
 def test_parallel_is_auto_or_a_positive_whole_number():
@@ -157,9 +139,8 @@ def test_parallel_is_auto_or_a_positive_whole_number():
 
 
 def test_the_suite_lines_say_how_the_runs_were_started():
-    auto = {"mode": "auto", "cores": 2, "cap": 6, "yielding_nice": 10, "max_running": 5}
-    line = ss.summary_line(auto, 6)
-    assert "up to 6 experiments at a time (3 per core of 2)" in line and "nice 10" in line and "up to 5 ran" in line
+    auto = {"mode": "auto", "cores": 2, "cap": 3, "max_running": 3}
+    assert ss.summary_line(auto, 3) == "3 experiments at a time (--parallel auto: one more than the 2 cores)"
     assert ss.summary_line({"mode": "fixed", "cap": 3}, 3).startswith("3 experiments at a time")
     assert ss.summary_line(None, 2) == "2 experiments at a time"      # a suite from before scheduling
 
@@ -170,30 +151,25 @@ def test_run_suite_starts_runs_as_the_scheduler_allows_and_records_why(tmp_path,
     started = []
     real_popen = subprocess.Popen
 
-    def popen(cmd, **kw):        # each "run" prints its nice level into its log, after the suite's own set-up
-        started.append(cmd[cmd.index("run") + 1])
-        return real_popen([sys.executable, "-c", "import os, time; print(os.nice(0)); time.sleep(0.3)"],
-                          **{k: v for k, v in kw.items() if k != "env"})
+    def popen(cmd, **kw):
+        started.append(cmd[cmd.index("run") + 1])          # eos (launched first, the heaviest) runs longest
+        return real_popen(["sleep", "2" if started[-1] == "eos" else "0.3"], **{k: v for k, v in kw.items() if k != "env"})
     monkeypatch.setattr(sr.subprocess, "Popen", popen)
     monkeypatch.setattr(sr, "check_stack", lambda stack, group: None)
     monkeypatch.setattr(sr, "describe", lambda stack: {"cpus": 2})
     monkeypatch.setattr(sr, "run_env", lambda stack: {})
     monkeypatch.setattr("harness.rundir.mark_suite_dir", lambda out: None)
 
-    # The real decision path: the second run may start 3 s after the first, which ends long before.
-    sched = ss.Scheduler(None, n_cores=2.0, read=lambda: __import__("time").monotonic() * 2.0)
+    # The real decision path with one core: two runs at once, the third waits for one of them to end.
+    sched = ss.Scheduler(None, n_cores=1.0, read=lambda: __import__("time").monotonic() * 0.5)
     out = tmp_path / "suite"
     out.mkdir()
-    summary = sr.run_suite(types.SimpleNamespace(), ["offset-before", "dedupe"], [], out, None, log=lambda m: None,
-                           scheduler=sched)
-    assert sorted(started) == ["dedupe", "offset-before"]
+    summary = sr.run_suite(types.SimpleNamespace(), ["offset-before", "dedupe", "eos"], [], out, None,
+                           log=lambda m: None, scheduler=sched)
+    assert started == ["eos", "offset-before", "dedupe"]
     d = json.loads((out / "suite.json").read_text())
-    assert d["scheduling"]["mode"] == "auto" and d["scheduling"]["max_running"] == 1
-    assert [s["running"] for s in d["scheduling"]["starts"]] == [0, 0] and d["parallel"] == 6
-    assert [s["nice"] for s in d["scheduling"]["starts"]] == [0, 10]
-    base = os.nice(0)
-    assert (out / "offset-before.log").read_text().split() == [str(base)]
-    assert (out / "dedupe.log").read_text().split() == [str(min(19, base + 10))]     # the kernel's own count
+    assert d["scheduling"]["mode"] == "auto" and d["scheduling"]["max_running"] == 2 and d["parallel"] == 2
+    assert [x["running"] for x in d["scheduling"]["starts"]] == [0, 1, 1]
     assert summary["scheduling"] == d["scheduling"]
     from harness.reporting.suite_report import render_md
-    assert "up to 1 ran at once" in render_md(d)
+    assert "2 experiments at a time (--parallel auto: one more than the 1 cores)" in render_md(d)
