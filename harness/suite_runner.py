@@ -112,7 +112,7 @@ def run_env(stack: Stack) -> dict:
 def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out: Path, parallel: int | None,
               log=print, on_done=None, group: str | None = None, scheduler=None) -> dict:
     """Run each experiment in its own `harness run` process; return the suite summary (also written).
-    `parallel` None: as many at once as the cores have room for (suite_schedule), else exactly that many."""
+    `parallel` None: one more than the cores (suite_schedule), else exactly that many at once."""
     from .suite_schedule import Scheduler
     sched = scheduler or Scheduler(parallel)
     check_stack(stack, group)

@@ -2,21 +2,24 @@
 
 The suite's wall time is its longest run (eos-streams: a JVM per crash) or
 its CPU, whichever is larger, and on a small machine they are close. Measured
-with the default suite on a 2-core machine (2026-12-03, all 21 runs
-as-predicted every time; the machine's speed drifted during the day, so only
-runs side by side compare):
+with the default suite on a 2-core machine on 2026-12-03 (all 21 runs
+as-predicted every time). The machine's speed drifted that afternoon (the same
+runs took about 20 % more CPU later), so only runs side by side compare:
 
-    3 at once, equal priority                      143 s; later 161, 160 s
-    admit while 0.75 / 0.25 cores were idle        182 / 135 s (the runs wait a lot:
-                                                   restart delays, transactions)
-    4 or 6 at once 3 s apart, all but the longest
-    at nice 10                                     123 and 116 s; later 164, 169 s
+    earlier:  3 at once, equal priority                               143 s
+              admit a run only while 0.75 idle cores                   182 s
+              admit a run only while 0.25 idle cores                   135 s
+              4 at once, 3 s apart, all but the longest at nice 10     123 s
+              6 at once, the same                                      116 s
+    later:    3 at once, equal priority                                161, 160 s
+              6 at once, all but the longest at nice 10                164, 169 s
 
-Nothing beat cores + 1 at equal priority when measured side by side (a nice
-level does not shield the longest run from the broker and PostgreSQL that every
-run shares), so `--parallel auto` (the default) is exactly that: cores + 1 at
-once, the longest first, as `--parallel 3` was on our machines; `--parallel N`
-runs N.
+Only the last pair was measured side by side, twice each, and there 6 at once
+with nice levels was no better (a nice level does not shield the longest run
+from the broker and PostgreSQL that every run shares); the earlier batch's
+faster schedules were not repeated. So `--parallel auto` (the default) is the
+old default, 3 on two cores, made to follow the cores: the cores rounded up,
+plus one, at equal priority, the longest first; `--parallel N` runs N.
 
 The cores are the ones this process may use: its CPU affinity, or a cgroup
 CPU quota (a container's `--cpus`) when that is smaller. Each start records
@@ -112,16 +115,6 @@ def _safe(read):
     return reader
 
 
-def available_gib(path: str = "/proc/meminfo") -> float | None:
-    try:
-        for line in Path(path).read_text(encoding="ascii").splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / (1 << 20)
-    except (OSError, ValueError, IndexError, UnicodeDecodeError):
-        return None
-    return None
-
-
 def machine() -> tuple[float, object]:
     """(cores, busy core-seconds reader) for this process: a cgroup quota's, else its affinity's CPUs."""
     quota = cgroup_quota()
@@ -132,7 +125,8 @@ def machine() -> tuple[float, object]:
 
 
 def parse_parallel(text: str | int) -> int | None:
-    """`auto` -> None (decided by room), else a count of at least 1; anything else raises ValueError."""
+    """`auto` -> None (the cores rounded up, plus one), else a count of at least 1; anything else raises
+    ValueError."""
     if isinstance(text, int):
         value = text
     elif str(text).strip().lower() == "auto":
@@ -146,20 +140,19 @@ def parse_parallel(text: str | int) -> int | None:
 
 @dataclass
 class Scheduler:
-    """Says when the next run may start: `fixed` None (auto) cores + 1 at once, else exactly `fixed`. `read`
+    """Says when the next run may start: `fixed` None (auto) the cores rounded up plus one at once, else exactly
+    `fixed`. `read`
     gives the busy core-seconds so far of the `n_cores` the suite may use (None: unreadable)."""
     fixed: int | None
     n_cores: float | None = None
     read: object = None
     clock: object = time.monotonic
-    memory_gib: float | None = None
     samples: deque = field(default_factory=deque)
     starts: list = field(default_factory=list)
 
     def __post_init__(self):
         if self.n_cores is None or self.read is None:
             self.n_cores, self.read = machine()
-            self.memory_gib = available_gib()
 
     @property
     def cap(self) -> int:
@@ -205,5 +198,6 @@ def summary_line(scheduling: dict | None, parallel) -> str:
     if scheduling.get("mode") == "auto":
         cores = scheduling.get("cores")
         cores = f"{cores:g}" if isinstance(cores, (int, float)) and not isinstance(cores, bool) else "unknown"
-        return f"{scheduling.get('cap')} experiments at a time (--parallel auto: one more than the {cores} cores)"
+        return (f"{scheduling.get('cap')} experiments at a time (--parallel auto: this process's {cores} "
+                f"core(s) rounded up, plus one)")
     return f"{scheduling.get('cap')} experiments at a time (--parallel {scheduling.get('cap')})"

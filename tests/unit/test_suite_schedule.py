@@ -140,7 +140,7 @@ def test_parallel_is_auto_or_a_positive_whole_number():
 
 def test_the_suite_lines_say_how_the_runs_were_started():
     auto = {"mode": "auto", "cores": 2, "cap": 3, "max_running": 3}
-    assert ss.summary_line(auto, 3) == "3 experiments at a time (--parallel auto: one more than the 2 cores)"
+    assert ss.summary_line(auto, 3) == "3 experiments at a time (--parallel auto: this process's 2 core(s) rounded up, plus one)"
     assert ss.summary_line({"mode": "fixed", "cap": 3}, 3).startswith("3 experiments at a time")
     assert ss.summary_line(None, 2) == "2 experiments at a time"      # a suite from before scheduling
 
@@ -172,4 +172,4 @@ def test_run_suite_starts_runs_as_the_scheduler_allows_and_records_why(tmp_path,
     assert [x["running"] for x in d["scheduling"]["starts"]] == [0, 1, 1]
     assert summary["scheduling"] == d["scheduling"]
     from harness.reporting.suite_report import render_md
-    assert "2 experiments at a time (--parallel auto: one more than the 1 cores)" in render_md(d)
+    assert "2 experiments at a time (--parallel auto: this process's 1 core(s) rounded up, plus one)" in render_md(d)

@@ -8,8 +8,8 @@ import java.util.Locale;
 
 /**
  * This process's own numbers from the kernel ({@code /proc/self/stat}, Linux): the CPU time it has used
- * and when it started. Read without the JDK's management beans, whose start-up alone costs a short-lived
- * worker about 65 ms. Clock ticks are USER_HZ, 100 a second on Linux.
+ * and when it started; a file read, where the JDK's management beans would need their server started
+ * first (the transactional worker never starts it). Clock ticks are USER_HZ, 100 a second on Linux.
  */
 public final class SelfStat {
     private static final double TICKS = 100.0;

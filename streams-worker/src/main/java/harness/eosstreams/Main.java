@@ -154,7 +154,8 @@ public final class Main {
                 // The driver's message never contains the password. Whatever ends this thread ends the worker:
                 // the first record must not wait for a connection that will never come.
                 if (!out.isDone()) {         // done: the worker is stopping, and its shutdown hook decides
-                    fatal(who, "cannot connect to the ledger database: " + e.getMessage());
+                    fatal(who, "cannot connect to the ledger database: "
+                               + (e.getMessage() != null ? e.getMessage() : describe(e)));
                 }
             }
         }, "eos-streams-ledger");

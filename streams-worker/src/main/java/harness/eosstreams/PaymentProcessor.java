@@ -73,8 +73,11 @@ final class PaymentProcessor implements Processor<String, String, String, String
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new IllegalStateException("interrupted while waiting for the ledger connection", e);
-            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
-                throw new IllegalStateException("no ledger connection after " + LEDGER_WAIT_S + " s: " + e, e);
+            } catch (java.util.concurrent.ExecutionException e) {
+                // Only the shutdown hook fails it: the worker is stopping.
+                throw new IllegalStateException("no ledger connection: " + e.getCause().getMessage(), e);
+            } catch (java.util.concurrent.TimeoutException e) {
+                throw new IllegalStateException("no ledger connection after " + LEDGER_WAIT_S + " s", e);
             }
         }
     }
