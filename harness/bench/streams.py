@@ -19,9 +19,9 @@ timestamps the worker prints and the kernel's start time of its process:
     Streams start -> running   Kafka Streams: group join and assignment, producer id, task set-up
     running -> first record    the first fetch and the record's processing
 
-and the set-up step by step (the worker's SETUP and LEDGER lines): crash plan
-read, logging started, Kafka Streams built (topology, configuration, its
-clients), and the ledger connection, which opens beside all that.
+and the set-up step by step (the worker's SETUP line): crash plan read,
+logging started, Kafka Streams built (topology, configuration, its clients).
+The runs have no ledger (eos-streams' default), so no ledger connection.
 
 A phase the logs cannot place is unknown, never 0.
 """
@@ -44,15 +44,13 @@ from .streams_report import ALL_PHASES, write_all
 
 LEVERS = ("plain", "cds", "aot")
 CELL_TIME_LIMIT_S = 900
-LINE = re.compile(r"^eos-streams (MAIN|SETUP|LEDGER|STARTING|RUNNING|FIRST-RECORD) worker=(\S+) attempt=(\d{1,9})(.*)$",
-                  re.M)
-FIELD = re.compile(r"(process-start|main|time|logging|crash-plan|built|start|connected)=(\d{1,12}\.\d{1,9})(?!\S)")
+LINE = re.compile(r"^eos-streams (MAIN|SETUP|STARTING|RUNNING|FIRST-RECORD) worker=(\S+) attempt=(\d{1,9})(.*)$", re.M)
+FIELD = re.compile(r"(process-start|main|time|logging|crash-plan|built)=(\d{1,12}\.\d{1,9})(?!\S)")
 # A planned death's line, with the CPU-seconds its JVM used from its start to the halt (the kernel's count).
 CRASH_CPU = re.compile(r"^eos-streams CRASH .* cpu=(\d{1,6}\.\d{1,3})$", re.M)
 # Per line kind: its fields and the names they take in start_times.
 FIELDS = {"MAIN": {"process-start": "process_start", "main": "main"},
           "SETUP": {"crash-plan": "crash_plan", "logging": "logging", "built": "built"},
-          "LEDGER": {"start": "ledger_start", "connected": "ledger_connected"},
           "STARTING": {"time": "starting"}, "RUNNING": {"time": "running"}, "FIRST-RECORD": {"time": "first_record"}}
 # The process's start is the kernel's, in 10 ms ticks: a phase this little below 0 is 0 within that resolution.
 RESOLUTION_S = 0.011
@@ -80,8 +78,8 @@ class StreamsBenchOptions:
 
 
 def start_times(log_text: str) -> dict:
-    """(worker, attempt) -> {process_start, main, logging, crash_plan, built, starting, running, first_record,
-    ledger_start, ledger_connected}: the epoch seconds the worker's log gives for each (absent when it does
+    """(worker, attempt) -> {process_start, main, crash_plan, logging, built, starting, running, first_record}:
+    the epoch seconds the worker's log gives for each (absent when it does
     not)."""
     out: dict = {}
     for kind, worker, attempt, rest in LINE.findall(log_text):

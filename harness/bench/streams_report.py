@@ -13,12 +13,12 @@ PHASES = (("kill", "process_start", "kill -> worker process start"),
           ("main", "starting", "main -> Streams start (worker set-up)"),
           ("starting", "running", "Streams start -> running (join, assignment, producer id)"),
           ("running", "first_record", "running -> first record (fetch, process)"))
-# The worker's set-up (main -> Streams start) step by step, and the ledger connection that opens beside it.
+# The worker's set-up (main -> Streams start) step by step. (The bench's runs have no ledger, eos-streams'
+# default: the connection that opens beside the set-up with --effect postgres is on the worker's LEDGER line.)
 SETUP_PHASES = (("main", "crash_plan", "main -> crash plan and log read"),
                 ("crash_plan", "logging", "crash plan -> logging started (SLF4J provider)"),
                 ("logging", "built", "logging -> Kafka Streams built (topology, configuration, clients)"),
-                ("built", "starting", "built -> Streams start"),
-                ("ledger_start", "ledger_connected", "ledger connection (beside the set-up and the join)"))
+                ("built", "starting", "built -> Streams start"))
 ALL_PHASES = PHASES + SETUP_PHASES
 
 SUMMARY_HEADS = ("lever", "java and cache", "runs", "restarts", "restart median s", "restart p90 s",
@@ -68,8 +68,8 @@ def how_measured(d: dict) -> list[str]:
             "death of the CPU it used from its start to that death (the kernel's count, on its CRASH line).",
             "Phases: medians over every timed restart of the time between its timestamps: the kill (the crash "
             "log), the worker process's start (the kernel's, 10 ms ticks: about +-0.01 s), main() entered, "
-            "Kafka Streams started, RUNNING, the first record, and the set-up's steps and the ledger connection's "
-            "start and end (the worker's log); unknown where a line is missing. The aot lever runs a JDK 25 "
+            "Kafka Streams started, RUNNING, the first record, and the set-up's steps (the worker's log); unknown "
+            "where a line is missing. The aot lever runs a JDK 25 "
             "(its own java), the others the java on PATH: the java and its release are named per lever."]
 
 

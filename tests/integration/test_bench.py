@@ -98,6 +98,7 @@ def test_tiny_scale_bench_measures_every_cell(stack, tmp_path):
 def test_tiny_streams_bench_times_each_restart_phase_per_lever(stack, tmp_path):
     """Each lever really starts its JVMs as it says (the report's streams_jvm), and the phases of a restart
     are read from the workers' own timestamps: none unknown, and none longer than the restart itself."""
+    from harness.bench.streams_report import ALL_PHASES, PHASES
     from harness.experiments.streams_jvm import aot_java
     from tests.conftest import harness
     levers = ["plain", "cds"] + (["aot"] if aot_java() else [])
@@ -111,8 +112,11 @@ def test_tiny_streams_bench_times_each_restart_phase_per_lever(stack, tmp_path):
         assert c["verdict"] == "as-predicted" and c["crashes"] == 10 and c["restarts_timed"] == 10
         assert c["jvm"]["asked"] == c["lever"] and c["jvm"]["cache"] == {"plain": None}.get(c["lever"], c["lever"])
         phases = c["phase_medians"]
+        assert set(phases) == {f"{a}->{b}" for a, b, _ in ALL_PHASES}
         assert all(v is not None and v >= 0 for v in phases.values()), phases
-        assert max(phases.values()) <= c["restart_p90_seconds"], (phases, c["restart_p90_seconds"])
+        restart = [phases[f"{a}->{b}"] for a, b, _ in PHASES]
+        assert max(restart) <= c["restart_p90_seconds"], (phases, c["restart_p90_seconds"])
+        assert 0 < c["jvm_cpu_median"] <= c["cpu_seconds_per_crash"] * 2, c      # the JVM's own CPU, from CRASH
         assert c["cpu_seconds_per_crash"] > 0
     report = json.loads((out / f"{levers[-1]}-1" / "report.json").read_text())
     assert report["params"]["streams_jvm"] == levers[-1]

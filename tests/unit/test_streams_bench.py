@@ -22,7 +22,7 @@ eos-streams MAIN worker=w0 attempt=3 process-start=unknown main=103.000000
 def test_each_restart_is_split_into_its_phases_from_the_logs_and_the_kill():
     starts = start_times(LOG)
     assert starts[("w0", 2)] == {"process_start": 101.02, "main": 101.27, "crash_plan": 101.275, "logging": 101.28,
-                                 "built": 101.295, "ledger_start": 101.271, "ledger_connected": 101.4,
+                                 "built": 101.295,
                                  "starting": 101.3, "running": 101.55, "first_record": 101.7}
     crashes = [{"worker": "w0", "attempt": 1, "time": 101.0}, {"worker": "w0", "attempt": 2, "time": 102.5},
                {"worker": "w0", "attempt": 9, "time": 200.0}]          # no successor logged: not timed
@@ -31,7 +31,7 @@ def test_each_restart_is_split_into_its_phases_from_the_logs_and_the_kill():
     assert rows[0] == {"kill->process_start": 0.02, "process_start->main": 0.25, "main->starting": 0.03,
                        "starting->running": 0.25, "running->first_record": 0.15,
                        "main->crash_plan": 0.005, "crash_plan->logging": 0.005, "logging->built": 0.015,
-                       "built->starting": 0.005, "ledger_start->ledger_connected": 0.129}
+                       "built->starting": 0.005}
     # the third attempt's log ends after main(), and its process start could not be read: unknown, not 0
     assert rows[1]["kill->process_start"] is None and rows[1]["process_start->main"] is None
     assert rows[1]["main->starting"] is None and rows[1]["running->first_record"] is None
@@ -55,7 +55,7 @@ def test_a_lever_is_summarised_over_all_restarts_of_its_as_predicted_runs():
     assert "| aot | unknown | 2 | 7 | 0.70 | 2.00 | 1.10 | unknown |" in md and "| cds | unknown | 0 | 0 | unknown |" in md
     assert "<h2>Per lever</h2>" in render_html(d)
     # the set-up's steps: a table of their own, unknown where no log gave them
-    assert "| aot | unknown | unknown | unknown | unknown | unknown |" in md
+    assert "| aot | unknown | unknown | unknown | unknown |" in md
     assert "set-up, step by step" in render_html(d)
 
 
