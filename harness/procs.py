@@ -197,8 +197,9 @@ EXEC_DYING_WITH_PARENT = (
 
 
 @functools.lru_cache(maxsize=1)
-def setpriv() -> str | None:
-    """setpriv's path when it can ask for the parent-death signal (util-linux 2.33 or later), else None."""
+def setpriv() -> tuple[str, str] | None:
+    """The paths of setpriv and sh when setpriv can ask for the parent-death signal (util-linux 2.33 or
+    later), else None."""
     path, sh = shutil.which("setpriv"), shutil.which("sh")
     if path is None or sh is None:
         return None
@@ -207,15 +208,16 @@ def setpriv() -> str | None:
                             timeout=10).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return path if ok else None
+    return (path, sh) if ok else None
 
 
 def dying_with(argv: list[str], parent: int, use_setpriv: bool = True) -> list[str]:
     """`argv` started so that it dies with the process `parent`, which must be the one that starts it."""
-    path = setpriv() if use_setpriv else None
-    if path is not None:
-        return [path, "--pdeathsig", "KILL", "--", shutil.which("sh") or "/bin/sh", "-c", EXEC_CHECKING_PARENT,
-                "dying-with-parent", str(parent), *argv]
+    found = setpriv() if use_setpriv else None
+    if found is not None:
+        path, sh = found
+        return [path, "--pdeathsig", "KILL", "--", sh, "-c", EXEC_CHECKING_PARENT, "dying-with-parent", str(parent),
+                *argv]
     return [sys.executable, "-S", "-c", EXEC_DYING_WITH_PARENT, str(parent), *argv]
 
 

@@ -140,9 +140,9 @@ def parse_parallel(text: str | int) -> int | None:
 
 @dataclass
 class Scheduler:
-    """Says when the next run may start: `fixed` None (auto) the cores rounded up plus one at once, else exactly
-    `fixed`. `read`
-    gives the busy core-seconds so far of the `n_cores` the suite may use (None: unreadable)."""
+    """Says when the next run may start: `fixed` None (auto) the cores rounded up plus one at once, else
+    exactly `fixed`. `read` gives the busy core-seconds so far of the `n_cores` the suite may use (None:
+    unreadable)."""
     fixed: int | None
     n_cores: float | None = None
     read: object = None

@@ -79,8 +79,7 @@ class StreamsBenchOptions:
 
 def start_times(log_text: str) -> dict:
     """(worker, attempt) -> {process_start, main, crash_plan, logging, built, starting, running, first_record}:
-    the epoch seconds the worker's log gives for each (absent when it does
-    not)."""
+    the epoch seconds the worker's log gives for each (absent when it does not)."""
     out: dict = {}
     for kind, worker, attempt, rest in LINE.findall(log_text):
         got = out.setdefault((worker, int(attempt)), {})
@@ -146,10 +145,12 @@ def run_cell(stack: Stack, lever: str, rep: int, opts: StreamsBenchOptions, fold
     crashes = d.get("crashes") or []
     restarts = [r for r in (d["timings"].get("restart_seconds") or []) if r is not None]
     starts: dict = {}
+    jvm_cpu: list[float] = []
     for log in sorted((out / "workers").glob("*.log")):
-        starts.update(start_times(log.read_text(errors="replace")))
+        text = log.read_text(errors="replace")
+        starts.update(start_times(text))
+        jvm_cpu += crash_cpu(text)
     phases = restart_phases(crashes, starts)
-    jvm_cpu = [v for log in sorted((out / "workers").glob("*.log")) for v in crash_cpu(log.read_text(errors="replace"))]
     cell.update(verdict=d["verdict"], crashes=len(crashes), restart_median_seconds=_median(restarts),
                 restart_p90_seconds=_p90(restarts), restarts=restarts, phases=phases,
                 cpu_seconds_per_crash=round(cpu / len(crashes), 3) if crashes else None,
