@@ -25,7 +25,12 @@ The cores are the ones this process may use: its CPU affinity, or a cgroup
 CPU quota (a container's `--cpus`) when that is smaller. Each start records
 how many ran and how many cores were idle over the last second before it
 (each CPU's own line of /proc/stat, or the cgroup's usage; null when
-unreadable), so suite.json says how busy the machine was as the suite ran.
+unreadable), so suite.json says how busy the machine was as the suite ran,
+and the cores' busy core-seconds over the whole suite, every process on them
+counted (the broker's and PostgreSQL's too). That total over the cores is a
+floor no schedule beats for the same work: on 2026-12-03 the default suite
+kept 2 cores busy 210.7 core-seconds in 117 s (the runs 159.1, the broker
+about 32, PostgreSQL about 19), so it needs at least 105 s there.
 """
 
 from __future__ import annotations
@@ -149,6 +154,7 @@ class Scheduler:
     clock: object = time.monotonic
     samples: deque = field(default_factory=deque)
     starts: list = field(default_factory=list)
+    first: tuple | None = None          # (time, busy core-seconds) of the first readable sample
 
     def __post_init__(self):
         if self.n_cores is None or self.read is None:
@@ -164,6 +170,8 @@ class Scheduler:
             self.samples.clear()        # a failed read: nothing old is trusted
             return
         now = self.clock()
+        if self.first is None:
+            self.first = (now, got)
         self.samples.append((now, got))
         while len(self.samples) > 2 and now - self.samples[1][0] >= WINDOW_S:
             self.samples.popleft()
@@ -186,9 +194,19 @@ class Scheduler:
         self.starts.append({"experiment": name, "at_seconds": round(since, 1), "running": running,
                             "idle_cores": self.idle_cores()})
 
+    def busy(self) -> dict | None:
+        """How busy the cores were from the first sample to now: {core_seconds, over_seconds}, or None when
+        either end is unreadable. Every process on these cores counts (the broker's and PostgreSQL's too, and
+        anything else running), or under a cgroup quota every process in the cgroup."""
+        end, now = self.read(), self.clock()
+        if self.first is None or end is None or end < self.first[1] or now <= self.first[0]:
+            return None
+        return {"core_seconds": round(end - self.first[1], 1), "over_seconds": round(now - self.first[0], 1)}
+
     def describe(self) -> dict:
         return {"mode": "auto" if self.fixed is None else "fixed", "cores": round(self.n_cores, 2), "cap": self.cap,
-                "max_running": max((s["running"] + 1 for s in self.starts), default=0), "starts": self.starts}
+                "max_running": max((s["running"] + 1 for s in self.starts), default=0), "starts": self.starts,
+                "busy": self.busy()}
 
 
 def summary_line(scheduling: dict | None, parallel) -> str:

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..errors import HarnessError
-from .shared import fmt
+from .shared import fmt, is_number
 
 # -- metrics ---------------------------------------------------------------------------------
 
@@ -80,10 +80,6 @@ def metric_value(report: dict, name: str):
     if name == "crashes":
         return len(v) if isinstance(v, list) else None
     return v
-
-
-def is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 # -- the comparison --------------------------------------------------------------------------

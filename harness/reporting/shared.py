@@ -12,6 +12,11 @@ import a rendering.
 CRASH_FAULTS = ("planned-crash", "random-kill", "kill-every")
 
 
+def is_number(v) -> bool:
+    """A JSON number (a bool is not one)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def fmt(v) -> str:
     if v is None:
         return "unknown"

@@ -12,7 +12,7 @@ from pathlib import Path
 from . import html as h
 from ..escape import href, md, md_code
 from ..escape import html as escape
-from .shared import fmt
+from .shared import fmt, is_number
 from ..suite_schedule import summary_line
 
 COLUMNS = ("experiment", "sent", "deliveries", "effects", "duplicates", "lost", "ledger total",
@@ -53,7 +53,9 @@ TIME_COLUMNS = ("experiment", "total s", "CPU s", *(label for _, label in PHASES
 
 
 def cpu_line(summary: dict) -> str:
-    """How busy the machine was: the runs' CPU-seconds against its cores over the wall time ('' unmeasured)."""
+    """How busy the machine was: the runs' CPU-seconds against its cores over the wall time, then the cores'
+    whole busy time (the broker's and Postgres' too) and the wall time that much work needs at least on them
+    ('' when the runs' CPU is unmeasured; the second part only when the cores' count was read)."""
     cpu = [r.get("cpu_seconds") for r in summary["experiments"]]
     known = [c for c in cpu if isinstance(c, (int, float))]
     cores = (summary.get("environment") or {}).get("cpus")
@@ -63,7 +65,24 @@ def cpu_line(summary: dict) -> str:
     part = "" if len(known) == len(cpu) else f" ({len(known)} of {len(cpu)} runs measured)"
     return (f"The runs used {fmt(round(sum(known), 1))} CPU-seconds{part}: {100 * sum(known) / (cores * wall):.0f}% "
             f"of {cores} cores over the wall time (CPU s: each run's process and its workers; the brokers' and "
-            f"Postgres' CPU is not counted).")
+            f"Postgres' CPU is not counted).{busy_line(summary, sum(known) if len(known) == len(cpu) else None)}")
+
+
+def busy_line(summary: dict, runs_cpu: float | None) -> str:
+    """' The cores were busy ...' from suite.json's scheduling.busy, or '' when it was not measured."""
+    sched = summary.get("scheduling") if isinstance(summary.get("scheduling"), dict) else {}
+    busy, cores = sched.get("busy"), sched.get("cores")
+    if not isinstance(busy, dict) or not is_number(cores) or cores <= 0:
+        return ""
+    used, over = busy.get("core_seconds"), busy.get("over_seconds")
+    if not is_number(used) or not is_number(over) or over <= 0:
+        return ""
+    rest = ""
+    if runs_cpu is not None and used >= runs_cpu:
+        rest = f": the runs {fmt(round(runs_cpu, 1))}, everything else {fmt(round(used - runs_cpu, 1))}"
+    return (f" All processes on the suite's {cores:g} cores (the broker's, Postgres' and any other's) kept them "
+            f"busy {fmt(used)} core-seconds over {fmt(over)} s ({100 * used / (cores * over):.0f}%){rest}; so much "
+            f"CPU work needs at least {used / cores:.0f} s on {cores:g} cores, whatever the schedule.")
 
 
 def render_md(summary: dict) -> str:

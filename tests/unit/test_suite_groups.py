@@ -121,3 +121,18 @@ def test_the_suite_says_how_busy_the_machine_was_or_nothing_when_unmeasured():
     s["experiments"].append({"verdict": "interrupted"})
     assert "(2 of 3 runs measured)" in cpu_line(s)
     assert cpu_line({**s, "environment": {}}) == "" and cpu_line({**s, "experiments": [{}]}) == ""
+
+
+def test_the_suite_says_how_busy_its_cores_were_in_all_and_the_time_that_needs():
+    from harness.reporting.suite_report import cpu_line
+    s = {"experiments": [{"cpu_seconds": 30.0}, {"cpu_seconds": 50.0}], "timings": {"wall_seconds": 50.0},
+         "environment": {"cpus": 2}, "scheduling": {"cores": 2.0, "busy": {"core_seconds": 90.0, "over_seconds": 49.5}}}
+    line = cpu_line(s)
+    assert ("All processes on the suite's 2 cores (the broker's, Postgres' and any other's) kept them busy 90.00 "
+            "core-seconds over 49.50 s (91%): the runs 80.00, everything else 10.00; so much CPU work needs at "
+            "least 45 s on 2 cores, whatever the schedule.") in line
+    s["experiments"].append({"verdict": "interrupted"})
+    assert "kept them busy 90.00" in cpu_line(s) and "everything else" not in cpu_line(s)   # the runs' share unknown
+    for busy in (None, {"core_seconds": None, "over_seconds": 3}, {"core_seconds": 1, "over_seconds": 0}, "x"):
+        assert "kept them busy" not in cpu_line({**s, "scheduling": {"cores": 2.0, "busy": busy}})
+    assert "kept them busy" not in cpu_line({**s, "scheduling": None})

@@ -123,6 +123,36 @@ def test_auto_without_any_count_still_runs_and_records_unknown_idle_cores():
     assert s.may_start(1) and s.starts[0]["idle_cores"] is None and s.idle_cores() is None
 
 
+def test_the_whole_suite_busy_time_is_from_the_first_readable_sample_to_the_end():
+    clock, busy, ok = Clock(), {"v": 1.5}, {"v": False}
+    inner = machine(clock, lambda: busy["v"])
+    s = ss.Scheduler(None, n_cores=2.0, read=lambda: inner() if ok["v"] else None, clock=clock)
+    s.sample()
+    assert s.busy() is None                             # nothing read yet: unknown, not 0
+    clock.t += 1
+    ok["v"] = True
+    s.sample()                                          # the first readable sample starts the count
+    for _ in range(10):
+        clock.t += 1
+        s.sample()
+    busy["v"] = 0.5
+    ok["v"] = False
+    clock.t += 4
+    s.sample()                                          # a failed read in between does not matter
+    ok["v"] = True
+    assert s.describe()["busy"] == {"core_seconds": 17.0, "over_seconds": 14.0}
+    ok["v"] = False
+    assert s.busy() is None                             # the end unreadable: unknown
+    t = ss.Scheduler(None, n_cores=2.0, read=lambda: 5.0, clock=clock)
+    t.sample()
+    assert t.busy() is None                             # no time passed
+    counts = iter([5.0, 3.0])
+    t = ss.Scheduler(None, n_cores=2.0, read=lambda: next(counts), clock=clock)
+    t.sample()
+    clock.t += 1
+    assert t.busy() is None                             # a count that went backwards is not believed
+
+
 def test_a_fixed_count_starts_exactly_that_many_whatever_the_load():
     clock = Clock()
     s = ss.Scheduler(3, n_cores=2.0, read=machine(clock, lambda: 2.0), clock=clock)
