@@ -4,6 +4,7 @@
 #   bash scripts/docker-engine.sh start     # prints `export DOCKER_HOST=...` last
 #   bash scripts/docker-engine.sh status
 #   bash scripts/docker-engine.sh stop
+#   bash scripts/docker-engine.sh stop-after PID   # stop it once process PID is gone
 #
 # `start` uses an engine that already answers (`docker info` succeeds with the
 # current DOCKER_HOST or the default socket) and then changes nothing.
@@ -21,6 +22,11 @@
 # `stop` stops only the dockerd this script started (its pid file, command line
 # and start time must all agree), its containerd child, and deletes the folder.
 # Every command is safe to repeat.
+#
+# `stop-after PID` leaves a watcher in a session of its own that runs `stop`
+# once process PID (the one with the start time PID has now) has ended,
+# however it ended: a CI job that starts an engine through its tests and is
+# killed before they stop it leaves no engine behind. It returns at once.
 set -euo pipefail
 
 DIR="${HARNESS_DOCKER_DIR:-/tmp/harness-docker}"
@@ -231,9 +237,26 @@ cmd_status() {
   fi
 }
 
+cmd_stop_after() {
+  local pid="${1:-}" start self
+  [[ "$pid" =~ ^[1-9][0-9]{0,9}$ ]] || die "usage: $0 stop-after PID (a process id, got '$pid')"
+  start="$(start_time_of "$pid")" || die "no process $pid to wait for"
+  self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
+  setsid bash "$self" wait-then-stop "$pid" "$start" </dev/null >/dev/null 2>&1 &
+  log "a watcher (pid $!) stops the private engine in $DIR once process $pid has ended"
+}
+
+# The watcher itself: the same pid with another start time is another process.
+cmd_wait_then_stop() {
+  while [ "$(start_time_of "$1" 2>/dev/null)" = "$2" ]; do sleep 1; done
+  cmd_stop
+}
+
 case "${1:-}" in
   start) cmd_start ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
-  *) die "usage: $0 start|stop|status" ;;
+  stop-after) cmd_stop_after "${2:-}" ;;
+  wait-then-stop) cmd_wait_then_stop "${2:?}" "${3:?}" ;;
+  *) die "usage: $0 start|stop|status|stop-after PID" ;;
 esac

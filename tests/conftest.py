@@ -61,7 +61,8 @@ def stack_home():
 def stack(stack_home):
     """A real Kafka + PostgreSQL, started with `harness up`, stopped (and checked gone) at the end.
     A SIGTERM or SIGHUP to pytest (a CI job cancelled, a terminal closed) stops it as Ctrl-C would:
-    pytest then still tears this down, instead of leaving the stack running."""
+    pytest then still tears this down, instead of leaving the stack running. A SIGKILL runs no teardown:
+    then tests/stack_watcher.py stops the stack once pytest has gone."""
     import signal
 
     def interrupt(signum, frame):
@@ -69,6 +70,8 @@ def stack(stack_home):
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, interrupt)
     env = {"HARNESS_HOME": str(stack_home)}
+    from tests.stack_watcher import watch
+    watch(stack_home)                   # a SIGKILLed pytest runs no teardown: the watcher stops the stack then
     harness("up", env=env, check=True)
     st = json.loads(harness("status", "--json", env=env, check=True).stdout)
     # The status output hides the password; read the DSN the way the harness does.

@@ -84,3 +84,22 @@ def test_sigterm_during_up_stops_what_it_started_or_holds_it(home):
         assert not running, (f"SIGTERM during `up` left processes with no hold: "
                              f"{[procs.cmdline(p)[:200] for p in running]}\n{rest}")
         assert rc == 130, rest
+
+
+def test_a_sigkilled_test_session_leaves_no_stack(home):
+    """Before: a SIGKILLed pytest (a CI job killed) ran no teardown, and its session's Kafka and PostgreSQL
+    ran on. tests/stack_watcher.py stops them once the watched process has gone."""
+    from tests.stack_watcher import watch
+    h, env = home
+    session = subprocess.Popen(["sleep", "600"])          # stands in for pytest
+    watcher = watch(h, session.pid)
+    try:
+        harness("up", env=env, check=True, timeout=600)
+        assert processes_of(h)
+        time.sleep(2.5)
+        assert watcher.poll() is None and h.is_dir()      # the session still runs: nothing touched
+    finally:
+        session.kill()
+        session.wait()
+    watcher.wait(timeout=300)
+    assert not live_processes_of(h, wait=30) and not h.exists()
