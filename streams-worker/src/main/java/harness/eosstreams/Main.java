@@ -1,5 +1,6 @@
 package harness.eosstreams;
 
+import harness.common.CommandLine;
 import harness.common.Halt;
 import harness.common.Ledger;
 import harness.common.Logging;
@@ -206,10 +207,7 @@ public final class Main {
         // The stream thread blocks in poll() up to poll.ms, also while its new task waits to be
         // initialised (partitions paused): 100 ms by default, i.e. ~50 ms more per restart.
         p.put(StreamsConfig.POLL_MS_CONFIG, 10);
-        // Start-up CPU: no JMX reporter registering an MBean per metric group of every client
-        // (nothing reads them; every planned crash is a new JVM). Metrics are still recorded.
-        p.put(StreamsConfig.METRIC_REPORTER_CLASSES_CONFIG, "");
-        return p;
+        return CommandLine.shortLived(p);
     }
 
     private static void run(KafkaStreams streams, Options opts, CompletableFuture<Ledger> ledger, ObjectMapper json) {
