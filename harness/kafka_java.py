@@ -1,8 +1,8 @@
-"""The user's Kafka client settings (librdkafka names) as Java client properties, for the Streams app.
+"""The user's Kafka client settings (librdkafka names) as Java client properties, for the Java workers.
 
 The harness takes client settings in librdkafka's names (kcat's `-F` files);
-the Kafka Streams worker of eos-streams is a Java client with other names for
-the same things:
+the Kafka Streams worker of eos-streams and the transactional worker of
+`--client java` are Java clients with other names for the same things:
 
 - `sasl.username` + `sasl.password` become `sasl.jaas.config` with the login
   module of the mechanism (ScramLoginModule for SCRAM-SHA-256/512,
@@ -14,7 +14,7 @@ the same things:
 - `ssl.endpoint.identification.algorithm=none` is Java's empty value.
 
 A setting with no Java equivalent is an error naming it, never silently
-dropped: the Streams app would otherwise talk to the cluster differently from
+dropped: the Java worker would otherwise talk to the cluster differently from
 every other client of the run. The result travels to the JVM in the
 environment variable `ENV` as properties text (it holds secrets).
 """
@@ -44,11 +44,16 @@ LOGIN_MODULES = {"SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramL
                  "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule"}
 
 
-def java_properties(settings: dict) -> dict:
-    """The Java client properties for librdkafka `settings`; HarnessError naming what has no equivalent."""
+STREAMS_APP = "the Kafka Streams app (eos-streams)"
+TXN_APP = "the Java transactional client (--client java)"
+
+
+def java_properties(settings: dict, app: str = STREAMS_APP) -> dict:
+    """The Java client properties for librdkafka `settings`; HarnessError naming `app` (the Java program that
+    would take them) and what has no equivalent."""
     missing = sorted(k for k in settings if k not in SAME | IGNORED | TRANSLATED)
     if missing:
-        raise HarnessError(f"the Kafka Streams app (eos-streams) has no Java equivalent for client setting(s) "
+        raise HarnessError(f"{app} has no Java equivalent for client setting(s) "
                            f"{', '.join(missing)} (the translated ones are listed in harness/kafka_java.py)")
     out = {k: v for k, v in settings.items() if k in SAME}
     mech = settings.get("sasl.mechanism") or settings.get("sasl.mechanisms")
@@ -57,7 +62,7 @@ def java_properties(settings: dict) -> dict:
     if "sasl.username" in settings or "sasl.password" in settings:
         module = LOGIN_MODULES.get((mech or "GSSAPI").upper())
         if module is None:
-            raise HarnessError(f"the Kafka Streams app (eos-streams) gets sasl.username/sasl.password only for "
+            raise HarnessError(f"{app} gets sasl.username/sasl.password only for "
                                f"the mechanisms {', '.join(LOGIN_MODULES)}, not {mech or 'GSSAPI (the default)'}")
         out["sasl.jaas.config"] = (f'{module} required username="{_jaas(settings.get("sasl.username", ""))}" '
                                    f'password="{_jaas(settings.get("sasl.password", ""))}";')
@@ -66,10 +71,10 @@ def java_properties(settings: dict) -> dict:
         out["ssl.truststore.location"] = settings["ssl.ca.location"]
     if "ssl.certificate.location" in settings or "ssl.key.location" in settings:
         if not ("ssl.certificate.location" in settings and "ssl.key.location" in settings):
-            raise HarnessError("ssl.certificate.location and ssl.key.location go together for the Kafka Streams app")
+            raise HarnessError(f"ssl.certificate.location and ssl.key.location go together for {app}")
         out["ssl.keystore.type"] = "PEM"
-        out["ssl.keystore.certificate.chain"] = _read(settings["ssl.certificate.location"])
-        out["ssl.keystore.key"] = _read(settings["ssl.key.location"])
+        out["ssl.keystore.certificate.chain"] = _read(settings["ssl.certificate.location"], app)
+        out["ssl.keystore.key"] = _read(settings["ssl.key.location"], app)
     elif "ssl.keystore.location" in settings:
         out["ssl.keystore.type"] = "PKCS12"     # librdkafka's keystore is always PKCS#12
     algo = settings.get("ssl.endpoint.identification.algorithm")
@@ -83,11 +88,11 @@ def _jaas(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def _read(path: str) -> str:
+def _read(path: str, app: str) -> str:
     try:
         return Path(path).read_text()
     except OSError as e:
-        raise HarnessError(f"cannot read {path} for the Kafka Streams app: {e.strerror or e}")
+        raise HarnessError(f"cannot read {path} for {app}: {e.strerror or e}")
 
 
 def properties_text(props: dict) -> str:

@@ -146,18 +146,21 @@ class RoleWorkers:
         pass
 
 
+def java_client_settings(stack, app: str | None = None) -> dict:
+    """The stack's Kafka client settings as a Java worker's properties (kafka_java); HarnessError naming `app`
+    (default: the Kafka Streams app) and any setting it cannot take."""
+    from .. import kafka_client, kafka_java
+    return kafka_java.java_properties(kafka_client.settings_for(stack.bootstrap_servers),
+                                      app or kafka_java.STREAMS_APP)
+
+
 @dataclass
 class StreamsWorkers:
     """The Kafka Streams application of streams-worker, one JVM per slot (built with mvn)."""
 
     def check(self, stack) -> None:
         """Client settings the Java app cannot take are an error before the run starts."""
-        self._java_settings(stack)
-
-    @staticmethod
-    def _java_settings(stack) -> dict:
-        from .. import kafka_client, kafka_java
-        return kafka_java.java_properties(kafka_client.settings_for(stack.bootstrap_servers))
+        java_client_settings(stack)
 
     def prepare(self, run) -> Launch:
         from . import streams_jvm as streams
@@ -168,7 +171,7 @@ class StreamsWorkers:
         start = streams.worker_start(jar, p.streams_jvm or "cds", run.log)
         run.log(f"Kafka Streams workers start as {start.said}")
         # The user's Kafka client settings in Java's names; they may hold secrets, so the environment.
-        java = self._java_settings(run.stack)
+        java = java_client_settings(run.stack)
         env = {**os.environ, "HARNESS_PG_PASSWORD": streams.jdbc(run.stack.postgres_dsn)[2],
                kafka_java.ENV: kafka_java.properties_text(java)}
         slots = [list(range(p.partitions))] * min(p.workers, p.partitions)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ..runtime.call_deadline import STUCK_EXIT
 from .common_options import TRANSACTION_TIMEOUT_MS, TXN_STUCK_AFTER_S
-from .launch import Launch, assign_partitions, transactional_id_of
+from .launch import Launch, assign_partitions, java_client_settings, transactional_id_of
 
 MAIN_CLASS = "harness.txn.TxnWorker"
 
@@ -58,17 +58,17 @@ class TxnJavaWorkers:
 
     def check(self, stack) -> None:
         """Client settings the Java client cannot take are an error before the run starts."""
-        from .launch import StreamsWorkers
-        StreamsWorkers._java_settings(stack)
+        from ..kafka_java import TXN_APP
+        java_client_settings(stack, TXN_APP)
 
     def prepare(self, run) -> Launch:
         from . import streams_jvm
-        from .. import kafka_client, kafka_java
+        from .. import kafka_java
         from ..procs import dying_with_this_process
         jar = streams_jvm.build(run.log)
         start = streams_jvm.worker_start(jar, "cds", run.log)
         run.log(f"Java transactional workers start as {start.said}")
-        java = kafka_java.java_properties(kafka_client.settings_for(run.stack.bootstrap_servers))
+        java = java_client_settings(run.stack, kafka_java.TXN_APP)
         env = {**os.environ, "HARNESS_PG_PASSWORD": streams_jvm.jdbc(run.stack.postgres_dsn)[2],
                kafka_java.ENV: kafka_java.properties_text(java)}
         slots = assign_partitions(run.params.partitions, run.params.workers)

@@ -3,7 +3,7 @@
 import pytest
 
 from harness.errors import HarnessError
-from harness.kafka_java import java_properties, properties_text
+from harness.kafka_java import TXN_APP, java_properties, properties_text
 
 SCRAM = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice",
          "sasl.password": 'p"w\\1'}
@@ -45,6 +45,23 @@ def test_client_certificate_and_key_become_an_inline_pem_keystore(tmp_path):
 def test_a_setting_without_java_equivalent_is_named():
     with pytest.raises(HarnessError, match="enable.ssl.certificate.verification"):
         java_properties({"security.protocol": "SSL", "enable.ssl.certificate.verification": "false"})
+
+
+def test_the_error_names_the_java_worker_that_would_take_the_settings(monkeypatch, tmp_path):
+    """Before: `--client java` refused a setting saying "the Kafka Streams app (eos-streams)"."""
+    import types
+    from harness import kafka_client
+    from harness.experiments.txn_java import TxnJavaWorkers
+    from harness.experiments.launch import StreamsWorkers
+    monkeypatch.setattr(kafka_client, "settings_for", lambda servers: {"enable.ssl.certificate.verification": "false"})
+    stack = types.SimpleNamespace(bootstrap_servers="127.0.0.1:9092")
+    with pytest.raises(HarnessError, match=r"^the Java transactional client \(--client java\) has no Java equivalent"):
+        TxnJavaWorkers().check(stack)
+    with pytest.raises(HarnessError, match=r"^the Kafka Streams app \(eos-streams\) has no Java equivalent"):
+        StreamsWorkers().check(stack)
+    with pytest.raises(HarnessError, match=r"cannot read .* for the Java transactional client"):
+        java_properties({"ssl.certificate.location": str(tmp_path / "no"), "ssl.key.location": str(tmp_path / "no")},
+                        TXN_APP)
 
 
 def test_credentials_for_an_untranslatable_mechanism_are_refused():
