@@ -48,7 +48,8 @@ def _group_help() -> str:
 @click.option("--parallel", default="auto", show_default=True, metavar="auto|N",
               help="Experiments run at the same time (each in its own topics, tables and consumer group), the "
                    "longest first. auto: the cores this process may use (its CPU affinity, or a cgroup quota) "
-                   "rounded up, plus one: 3 on two cores; N: exactly N.")
+                   "rounded up, plus one: 3 on two cores; N: N at a time (as many as there are experiments, or more: all "
+                   "at once).")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Suite folder (default reports/<suite-id>/).")
 @click.option(CLIENT.flag, type=click.Choice(CLIENT.choices), default=None,
               help="The eos family's transactional workers: python (librdkafka) or java (Kafka's own client, "
