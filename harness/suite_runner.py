@@ -164,6 +164,7 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
             finished[name] = _entry(name, out, proc.returncode, time.time() - started)
         raise
     finally:
+        sched.finish()
         summary = build_summary(out, stack, experiments, finished, time.time() - t0, common_args)
         summary["parallel"] = sched.cap
         summary["scheduling"] = sched.describe()

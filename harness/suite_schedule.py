@@ -25,12 +25,16 @@ The cores are the ones this process may use: its CPU affinity, or a cgroup
 CPU quota (a container's `--cpus`) when that is smaller. Each start records
 how many ran and how many cores were idle over the last second before it
 (each CPU's own line of /proc/stat, or the cgroup's usage; null when
-unreadable), so suite.json says how busy the machine was as the suite ran,
-and the cores' busy core-seconds over the whole suite, every process on them
-counted (the broker's and PostgreSQL's too). That total over the cores is a
-floor no schedule beats for the same work: on 2026-12-03 the default suite
-kept 2 cores busy 210.7 core-seconds in 117 s (the runs 159.1, the broker
-about 32, PostgreSQL about 19), so it needs at least 105 s there.
+unreadable), so suite.json says how busy the machine was as the suite ran.
+It also gets the cores' busy core-seconds over the whole suite: from the CPU
+lines every process on them counts (the broker's and PostgreSQL's when they
+run here), from a cgroup every process in it. That much CPU work takes at
+least its core-seconds over the cores, on any schedule that needs no less
+(another schedule may need more or less CPU). On 2026-12-03 the default suite
+kept 2 cores busy 210.7 core-seconds in 117 s, so that work took at least
+105 s there; the runs' own share was 159.1, and the broker's and
+PostgreSQL's about 32 and 19 (their processes' /proc/PID/stat before and
+after, read by hand).
 """
 
 from __future__ import annotations
@@ -54,8 +58,9 @@ def affinity() -> set[int]:
 
 
 def busy_seconds(cpus: set[int], path: str = "/proc/stat") -> float | None:
-    """Core-seconds the given CPUs have been busy since boot (not idle, not waiting for I/O), from each
-    CPU's own line of /proc/stat; None when the kernel's count cannot be read or names none of them."""
+    """Core-seconds the given CPUs have been busy since boot (not idle, not waiting for I/O, not stolen by a
+    hypervisor), from each CPU's own line of /proc/stat; None when the kernel's count cannot be read or names
+    none of them."""
     try:
         with open(path, encoding="ascii") as f:
             lines = f.read(1 << 20).splitlines()
@@ -72,7 +77,7 @@ def busy_seconds(cpus: set[int], path: str = "/proc/stat") -> float | None:
             return None
         if len(ticks) < 5:
             return None
-        busy += sum(ticks) - ticks[3] - ticks[4]
+        busy += sum(ticks[:7]) - ticks[3] - ticks[4]       # not idle, not I/O wait, not stolen by a hypervisor
         seen += 1
     return busy / CLOCK_TICKS if seen else None
 
@@ -120,13 +125,17 @@ def _safe(read):
     return reader
 
 
-def machine() -> tuple[float, object]:
-    """(cores, busy core-seconds reader) for this process: a cgroup quota's, else its affinity's CPUs."""
+CPU_LINES, CGROUP = "cpu-lines", "cgroup"      # where the busy count comes from
+
+
+def machine() -> tuple[float, object, str]:
+    """(cores, busy core-seconds reader, its source) for this process: a cgroup quota's (the cgroup's usage),
+    else its affinity's CPUs (every process on them, from their /proc/stat lines)."""
     quota = cgroup_quota()
     cpus = affinity()
     if quota is not None and quota[0] < len(cpus):
-        return quota
-    return float(len(cpus)), lambda: busy_seconds(cpus)
+        return quota[0], quota[1], CGROUP
+    return float(len(cpus)), lambda: busy_seconds(cpus), CPU_LINES
 
 
 def parse_parallel(text: str | int) -> int | None:
@@ -152,13 +161,15 @@ class Scheduler:
     n_cores: float | None = None
     read: object = None
     clock: object = time.monotonic
+    source: str = CPU_LINES
     samples: deque = field(default_factory=deque)
     starts: list = field(default_factory=list)
-    first: tuple | None = None          # (time, busy core-seconds) of the first readable sample
+    first_sample: tuple | None = None   # (time, busy core-seconds) of the first readable sample
+    total: dict | None = None           # busy() when the suite ended (finish())
 
     def __post_init__(self):
         if self.n_cores is None or self.read is None:
-            self.n_cores, self.read = machine()
+            self.n_cores, self.read, self.source = machine()
 
     @property
     def cap(self) -> int:
@@ -170,8 +181,8 @@ class Scheduler:
             self.samples.clear()        # a failed read: nothing old is trusted
             return
         now = self.clock()
-        if self.first is None:
-            self.first = (now, got)
+        if self.first_sample is None:
+            self.first_sample = (now, got)
         self.samples.append((now, got))
         while len(self.samples) > 2 and now - self.samples[1][0] >= WINDOW_S:
             self.samples.popleft()
@@ -195,18 +206,26 @@ class Scheduler:
                             "idle_cores": self.idle_cores()})
 
     def busy(self) -> dict | None:
-        """How busy the cores were from the first sample to now: {core_seconds, over_seconds}, or None when
-        either end is unreadable. Every process on these cores counts (the broker's and PostgreSQL's too, and
-        anything else running), or under a cgroup quota every process in the cgroup."""
+        """How busy the cores were from the first readable sample to now: {core_seconds, over_seconds, source},
+        or None when either end is unreadable or no time passed. From the CPU lines every process on these
+        cores counts (the broker's and PostgreSQL's when they run here, and anyone else's); from a cgroup,
+        every process in it."""
         end, now = self.read(), self.clock()
-        if self.first is None or end is None or end < self.first[1] or now <= self.first[0]:
+        if self.first_sample is None or end is None or end < self.first_sample[1]:
             return None
-        return {"core_seconds": round(end - self.first[1], 1), "over_seconds": round(now - self.first[0], 1)}
+        over = round(now - self.first_sample[0], 1)
+        if over <= 0:
+            return None
+        return {"core_seconds": round(end - self.first_sample[1], 1), "over_seconds": over, "source": self.source}
+
+    def finish(self) -> None:
+        """The suite has ended: its busy time is taken now, with its wall time."""
+        self.total = self.busy()
 
     def describe(self) -> dict:
         return {"mode": "auto" if self.fixed is None else "fixed", "cores": round(self.n_cores, 2), "cap": self.cap,
                 "max_running": max((s["running"] + 1 for s in self.starts), default=0), "starts": self.starts,
-                "busy": self.busy()}
+                "busy": self.total if self.total is not None else self.busy()}
 
 
 def summary_line(scheduling: dict | None, parallel) -> str:

@@ -238,17 +238,28 @@ cmd_status() {
 }
 
 cmd_stop_after() {
-  local pid="${1:-}" start self
+  local pid="${1:-}" start self watcher
   [[ "$pid" =~ ^[1-9][0-9]{0,9}$ ]] || die "usage: $0 stop-after PID (a process id, got '$pid')"
   start="$(start_time_of "$pid")" || die "no process $pid to wait for"
-  self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
-  setsid bash "$self" wait-then-stop "$pid" "$start" </dev/null >/dev/null 2>&1 &
-  log "a watcher (pid $!) stops the private engine in $DIR once process $pid has ended"
+  self="$(readlink -f -- "$0")"
+  setsid bash "$self" _wait-then-stop "$pid" "$start" </dev/null >/dev/null 2>&1 &
+  watcher=$!
+  sleep 0.2
+  kill -0 "$watcher" 2>/dev/null || die "the watcher (pid $watcher) ended at once; nothing will stop the engine"
+  log "a watcher (pid $watcher) stops the private engine in $DIR once process $pid has ended"
 }
 
-# The watcher itself: the same pid with another start time is another process.
+# The watcher itself (internal: stop-after starts it). Process PID has ended when it is gone, a zombie, or
+# another process under the same pid (another start time).
 cmd_wait_then_stop() {
-  while [ "$(start_time_of "$1" 2>/dev/null)" = "$2" ]; do sleep 1; done
+  local pid="${1:-}" start="${2:-}" stat
+  [[ "$pid" =~ ^[1-9][0-9]{0,9}$ && "$start" =~ ^[0-9]{1,20}$ ]] || die "usage: $0 _wait-then-stop PID START_TIME (internal)"
+  while stat="$(cat "/proc/$pid/stat" 2>/dev/null)"; do
+    stat="${stat##*) }"
+    set -- $stat
+    [ "$1" != Z ] && [ "${20}" = "$start" ] || break
+    sleep 1
+  done
   cmd_stop
 }
 
@@ -257,6 +268,6 @@ case "${1:-}" in
   stop) cmd_stop ;;
   status) cmd_status ;;
   stop-after) cmd_stop_after "${2:-}" ;;
-  wait-then-stop) cmd_wait_then_stop "${2:?}" "${3:?}" ;;
+  _wait-then-stop) cmd_wait_then_stop "${2:-}" "${3:-}" ;;
   *) die "usage: $0 start|stop|status|stop-after PID" ;;
 esac

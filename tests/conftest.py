@@ -71,7 +71,7 @@ def stack(stack_home):
         signal.signal(sig, interrupt)
     env = {"HARNESS_HOME": str(stack_home)}
     from tests.stack_watcher import watch
-    watch(stack_home)                   # a SIGKILLed pytest runs no teardown: the watcher stops the stack then
+    watcher = watch(stack_home)         # a SIGKILLed pytest runs no teardown: the watcher stops the stack then
     harness("up", env=env, check=True)
     st = json.loads(harness("status", "--json", env=env, check=True).stdout)
     # The status output hides the password; read the DSN the way the harness does.
@@ -87,3 +87,5 @@ def stack(stack_home):
     left = {k: v for k, v in st["pids"].items() if procs.alive(v)}
     assert not left, f"processes left after `harness down`: {left}"
     assert not processes_of(stack_home), "processes from the test state folder survived `harness down`"
+    watcher.terminate()                 # the stack is down: nothing left to watch
+    watcher.wait(timeout=30)

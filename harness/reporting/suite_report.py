@@ -7,6 +7,7 @@ escaped (harness/escape.py), and a run's link is rendered only when it
 is a relative path that stays inside the suite folder.
 """
 
+import math
 from pathlib import Path
 
 from . import html as h
@@ -53,36 +54,44 @@ TIME_COLUMNS = ("experiment", "total s", "CPU s", *(label for _, label in PHASES
 
 
 def cpu_line(summary: dict) -> str:
-    """How busy the machine was: the runs' CPU-seconds against its cores over the wall time, then the cores'
-    whole busy time (the broker's and Postgres' too) and the wall time that much work needs at least on them
-    ('' when the runs' CPU is unmeasured; the second part only when the cores' count was read)."""
+    """How busy the machine was: the runs' CPU-seconds against its cores over the wall time ('' when no run's
+    CPU was measured), then the cores' whole busy time (busy_line)."""
     cpu = [r.get("cpu_seconds") for r in summary["experiments"]]
-    known = [c for c in cpu if isinstance(c, (int, float))]
+    known = [c for c in cpu if is_number(c)]
     cores = (summary.get("environment") or {}).get("cpus")
     wall = summary["timings"]["wall_seconds"]
-    if not known or not isinstance(cores, int) or cores < 1 or not wall:
-        return ""
-    part = "" if len(known) == len(cpu) else f" ({len(known)} of {len(cpu)} runs measured)"
-    return (f"The runs used {fmt(round(sum(known), 1))} CPU-seconds{part}: {100 * sum(known) / (cores * wall):.0f}% "
-            f"of {cores} cores over the wall time (CPU s: each run's process and its workers; the brokers' and "
-            f"Postgres' CPU is not counted).{busy_line(summary, sum(known) if len(known) == len(cpu) else None)}")
+    runs = ""
+    if known and is_number(cores) and cores >= 1 and wall:
+        part = "" if len(known) == len(cpu) else f" ({len(known)} of {len(cpu)} runs measured)"
+        runs = (f"The runs used {fmt(round(sum(known), 1))} CPU-seconds{part}: "
+                f"{100 * sum(known) / (cores * wall):.0f}% of {cores} cores over the wall time (CPU s: each run's "
+                f"process and its workers; the brokers' and Postgres' CPU is not counted).")
+    busy = busy_line(summary, sum(known) if known and len(known) == len(cpu) else None)
+    return " ".join(x for x in (runs, busy) if x)
 
 
 def busy_line(summary: dict, runs_cpu: float | None) -> str:
-    """' The cores were busy ...' from suite.json's scheduling.busy, or '' when it was not measured."""
+    """'... kept them busy ...' from suite.json's scheduling.busy, or '' when it was not measured. It never
+    names more than was counted: the CPU lines count every process on the cores, a cgroup only its own."""
     sched = summary.get("scheduling") if isinstance(summary.get("scheduling"), dict) else {}
     busy, cores = sched.get("busy"), sched.get("cores")
     if not isinstance(busy, dict) or not is_number(cores) or cores <= 0:
         return ""
     used, over = busy.get("core_seconds"), busy.get("over_seconds")
-    if not is_number(used) or not is_number(over) or over <= 0:
+    if not is_number(used) or not is_number(over) or over <= 0 or used < 0:
         return ""
+    if busy.get("source") == "cgroup":
+        who = (f"The processes of the suite's cgroup (a quota of {cores:g} cores; a broker or PostgreSQL outside "
+               f"it is not counted) used {used:.1f} core-seconds over {over:.1f} s")
+    else:
+        who = (f"Every process on the suite's {cores:g} cores (the runs', the broker's and PostgreSQL's where they "
+               f"run here, anyone else's) kept them busy {used:.1f} core-seconds over {over:.1f} s")
     rest = ""
     if runs_cpu is not None and used >= runs_cpu:
-        rest = f": the runs {fmt(round(runs_cpu, 1))}, everything else {fmt(round(used - runs_cpu, 1))}"
-    return (f" All processes on the suite's {cores:g} cores (the broker's, Postgres' and any other's) kept them "
-            f"busy {fmt(used)} core-seconds over {fmt(over)} s ({100 * used / (cores * over):.0f}%){rest}; so much "
-            f"CPU work needs at least {used / cores:.0f} s on {cores:g} cores, whatever the schedule.")
+        rest = f": the runs {runs_cpu:.1f}, the rest {used - runs_cpu:.1f}"
+    floor = math.floor(10 * used / cores) / 10
+    return (f"{who} ({100 * used / (cores * over):.0f}%){rest}. That much CPU work takes at least {floor:.1f} s on "
+            f"{cores:g} cores (another schedule may need more or less CPU).")
 
 
 def render_md(summary: dict) -> str:

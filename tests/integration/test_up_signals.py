@@ -103,3 +103,4 @@ def test_a_sigkilled_test_session_leaves_no_stack(home):
         session.wait()
     watcher.wait(timeout=300)
     assert not live_processes_of(h, wait=30) and not h.exists()
+    assert not h.with_name(h.name + ".stack-watcher.log").exists()      # all went well: nothing to tell

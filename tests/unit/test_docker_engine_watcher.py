@@ -51,12 +51,37 @@ def test_the_engine_folder_goes_only_after_the_watched_process_is_killed(env):
 
 def test_bad_or_missing_pids_are_one_line_and_start_no_watcher(env):
     env, folder = env
-    for arg in ("", "x", "0", "-1", "12 34", "1;true", "99999999999"):
+    for arg in ("", "x", "0", "-1", "12 34", "1;true", "99999999999", "$(id)"):
         got = engine(env, "stop-after", arg)
         assert got.returncode == 1 and len(got.stderr.strip().splitlines()) == 1, (arg, got.stderr)
     dead = subprocess.Popen(["true"])
     dead.wait()
     got = engine(env, "stop-after", str(dead.pid))
     assert got.returncode == 1 and "no process" in got.stderr
+    got = engine(env, "stop-after", "9999999999")               # ten digits: a pid no process has
+    assert got.returncode == 1 and "no process" in got.stderr
+    for args in ((), ("1",), ("x", "1"), ("1", "x"), ("1", "-1")):
+        got = engine(env, "_wait-then-stop", *args)
+        assert got.returncode == 1 and "internal" in got.stderr, args
     time.sleep(1.5)
     assert folder.exists()
+
+
+def test_the_same_pid_with_another_start_time_or_a_zombie_has_ended(env):
+    env, folder = env
+    job = subprocess.Popen(["sleep", "60"])
+    try:
+        got = engine(env, "_wait-then-stop", str(job.pid), "1")    # the pid, but not the process that started then
+        assert got.returncode == 0 and not folder.exists()
+    finally:
+        job.kill()
+        job.wait()
+    folder.mkdir(mode=0o700)
+    zombie = subprocess.Popen(["true"])
+    assert wait_until(lambda: open(f"/proc/{zombie.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z")
+    start = open(f"/proc/{zombie.pid}/stat").read().rsplit(")", 1)[1].split()[19]
+    try:
+        got = engine(env, "_wait-then-stop", str(zombie.pid), start)   # exited, not yet reaped: ended
+        assert got.returncode == 0 and not folder.exists()
+    finally:
+        zombie.wait()

@@ -126,13 +126,23 @@ def test_the_suite_says_how_busy_the_machine_was_or_nothing_when_unmeasured():
 def test_the_suite_says_how_busy_its_cores_were_in_all_and_the_time_that_needs():
     from harness.reporting.suite_report import cpu_line
     s = {"experiments": [{"cpu_seconds": 30.0}, {"cpu_seconds": 50.0}], "timings": {"wall_seconds": 50.0},
-         "environment": {"cpus": 2}, "scheduling": {"cores": 2.0, "busy": {"core_seconds": 90.0, "over_seconds": 49.5}}}
+         "environment": {"cpus": 2}, "scheduling": {"cores": 2.0, "busy": {"core_seconds": 90.15, "over_seconds": 49.5,
+                                                                          "source": "cpu-lines"}}}
     line = cpu_line(s)
-    assert ("All processes on the suite's 2 cores (the broker's, Postgres' and any other's) kept them busy 90.00 "
-            "core-seconds over 49.50 s (91%): the runs 80.00, everything else 10.00; so much CPU work needs at "
-            "least 45 s on 2 cores, whatever the schedule.") in line
+    assert ("Every process on the suite's 2 cores (the runs', the broker's and PostgreSQL's where they run here, "
+            "anyone else's) kept them busy 90.2 core-seconds over 49.5 s (91%): the runs 80.0, the rest 10.2. That "
+            "much CPU work takes at least 45.0 s on 2 cores (another schedule may need more or less CPU).") in line
+    s["scheduling"]["busy"]["core_seconds"] = 201.2
+    s["scheduling"]["busy"]["over_seconds"] = 115.0
+    assert "at least 100.6 s" in cpu_line(s)                   # rounded down, never up
+    s["scheduling"]["busy"]["source"] = "cgroup"
+    assert "The processes of the suite's cgroup (a quota of 2 cores; a broker or PostgreSQL outside it is not " \
+           "counted) used 201.2 core-seconds" in cpu_line(s)
     s["experiments"].append({"verdict": "interrupted"})
-    assert "kept them busy 90.00" in cpu_line(s) and "everything else" not in cpu_line(s)   # the runs' share unknown
-    for busy in (None, {"core_seconds": None, "over_seconds": 3}, {"core_seconds": 1, "over_seconds": 0}, "x"):
-        assert "kept them busy" not in cpu_line({**s, "scheduling": {"cores": 2.0, "busy": busy}})
-    assert "kept them busy" not in cpu_line({**s, "scheduling": None})
+    assert "used 201.2" in cpu_line(s) and "the rest" not in cpu_line(s)      # the runs' share unknown
+    unmeasured = {**s, "experiments": [{"verdict": "interrupted"}]}
+    assert cpu_line(unmeasured).startswith("The processes of the suite's cgroup")  # no run's CPU, still the cores'
+    for busy in (None, {"core_seconds": None, "over_seconds": 3}, {"core_seconds": 1, "over_seconds": 0},
+                 {"core_seconds": True, "over_seconds": 3}, {"core_seconds": -1, "over_seconds": 3}, "x"):
+        assert "core-seconds over" not in cpu_line({**s, "scheduling": {"cores": 2.0, "busy": busy}})
+    assert "core-seconds over" not in cpu_line({**s, "scheduling": None})

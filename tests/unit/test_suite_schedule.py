@@ -32,7 +32,7 @@ def test_the_kernel_count_is_read_per_cpu_of_this_process_and_anything_else_is_u
     stat = tmp_path / "stat"
     stat.write_text("cpu  300 5 50 800 20 1 2 3 0 0\ncpu0 100 0 0 400 10 0 0 0 0 0\n"
                     "cpu1 200 5 50 400 10 1 2 3 0 0\nintr 1 2 3\n")
-    assert ss.busy_seconds({0, 1}, str(stat)) == 3.61       # user+nice+system+irq+softirq+steal, 100 ticks a second
+    assert ss.busy_seconds({0, 1}, str(stat)) == 3.58       # user+nice+system+irq+softirq (not steal), 100 ticks a s
     assert ss.busy_seconds({0}, str(stat)) == 1.0           # only the CPUs this process may use
     assert ss.busy_seconds({7}, str(stat)) is None
     for bad in ("", "intr 1 2 3\n", "cpu0 a b c d e\n", "cpu0 1 2\n"):
@@ -140,12 +140,17 @@ def test_the_whole_suite_busy_time_is_from_the_first_readable_sample_to_the_end(
     clock.t += 4
     s.sample()                                          # a failed read in between does not matter
     ok["v"] = True
-    assert s.describe()["busy"] == {"core_seconds": 17.0, "over_seconds": 14.0}
+    assert s.describe()["busy"] == {"core_seconds": 17.0, "over_seconds": 14.0, "source": "cpu-lines"}
+    s.finish()
+    clock.t += 100
+    assert s.describe()["busy"]["over_seconds"] == 14.0             # taken when the suite ended
     ok["v"] = False
     assert s.busy() is None                             # the end unreadable: unknown
     t = ss.Scheduler(None, n_cores=2.0, read=lambda: 5.0, clock=clock)
     t.sample()
     assert t.busy() is None                             # no time passed
+    clock.t += 0.04
+    assert t.busy() is None                             # nor any a tenth of a second shows
     counts = iter([5.0, 3.0])
     t = ss.Scheduler(None, n_cores=2.0, read=lambda: next(counts), clock=clock)
     t.sample()
