@@ -16,11 +16,11 @@ import re
 from dataclasses import dataclass
 
 from ..errors import HarnessError
-from .compare import ALIASES, METRIC_NAMES, MUST_KNOW, Comparison, is_number
+from .compare import ALIASES, METRIC_NAMES, MUST_KNOW, Comparison
 from .compare_render import signed
 from ..escape import term
 from .run_report import VERDICTS
-from .shared import fmt
+from .shared import fmt, is_number
 
 OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
        "not in": lambda a, b: a not in b}
