@@ -92,20 +92,6 @@ public final class CommandLine {
         return t;
     }
 
-    /**
-     * Start-up CPU of a client that lives until its planned crash (every crash is a new JVM), on top of
-     * {@code p}: no JMX reporter registering an MBean per metric group, and no KIP-714 metrics push (its
-     * reporter follows every metric, and each client asks the broker for a subscription at start). Nothing
-     * reads either; the metrics are still recorded. Measured with {@code harness bench streams} side by side
-     * on 2 cores: the push alone cost each Kafka Streams JVM 0.04 CPU-s (0.57-0.59 against 0.53-0.56) and its
-     * restart 0.02 s.
-     */
-    public static Properties shortLived(Properties p) {
-        p.put("metric.reporters", "");
-        p.put("enable.metrics.push", "false");
-        return p;
-    }
-
     /** The Kafka client settings of $HARNESS_KAFKA_JAVA_PROPERTIES (empty when unset). */
     public static Properties kafkaClientSettings() {
         Properties p = new Properties();

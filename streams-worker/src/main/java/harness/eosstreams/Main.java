@@ -1,6 +1,6 @@
 package harness.eosstreams;
 
-import harness.common.CommandLine;
+import harness.common.ClientMetrics;
 import harness.common.Halt;
 import harness.common.Ledger;
 import harness.common.Logging;
@@ -207,7 +207,7 @@ public final class Main {
         // The stream thread blocks in poll() up to poll.ms, also while its new task waits to be
         // initialised (partitions paused): 100 ms by default, i.e. ~50 ms more per restart.
         p.put(StreamsConfig.POLL_MS_CONFIG, 10);
-        return CommandLine.shortLived(p);
+        return ClientMetrics.notExported(p);
     }
 
     private static void run(KafkaStreams streams, Options opts, CompletableFuture<Ledger> ledger, ObjectMapper json) {

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import harness.common.ClientMetrics;
 import harness.common.CommandLine;
 import harness.common.CrashPlan;
 import harness.common.Halt;
@@ -175,7 +176,7 @@ public final class TxnWorker {
         p.put(ProducerConfig.RETRY_BACKOFF_MAX_MS_CONFIG, 50);
         // One slice of a blocking call (see blocking()); --txn-stuck-after-ms bounds their sum.
         p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, Math.min(BLOCK_SLICE_MS, opts.txnStuckAfterMs));
-        return CommandLine.shortLived(p);
+        return ClientMetrics.notExported(p);
     }
 
     static Properties consumerConfig(TxnOptions opts) {
@@ -188,7 +189,7 @@ public final class TxnWorker {
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 20);
         p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 500);
-        return CommandLine.shortLived(p);
+        return ClientMetrics.notExported(p);
     }
 
     /** The worker's whole life; its exit status. */
