@@ -166,6 +166,7 @@ class Scheduler:
     starts: list = field(default_factory=list)
     first_sample: tuple | None = None   # (time, busy core-seconds) of the first readable sample
     total: dict | None = None           # busy() when the suite ended (finish())
+    finished: bool = False
 
     def __post_init__(self):
         if self.n_cores is None or self.read is None:
@@ -189,7 +190,8 @@ class Scheduler:
 
     def idle_cores(self) -> float | None:
         """Idle cores over the last window (at least WINDOW_S, ending at the last sample, which is recent), or
-        None before a window's worth of samples."""
+        None before a window's worth of samples. Time a hypervisor stole counts as idle here (busy_seconds
+        leaves it out)."""
         if len(self.samples) < 2:
             return None
         (t0, busy0), (t1, busy1) = self.samples[0], self.samples[-1]
@@ -207,25 +209,24 @@ class Scheduler:
 
     def busy(self) -> dict | None:
         """How busy the cores were from the first readable sample to now: {core_seconds, over_seconds, source},
-        or None when either end is unreadable or no time passed. From the CPU lines every process on these
+        or None when either end is unreadable, the count went backwards, or less than 0.1 s passed. From the CPU lines every process on these
         cores counts (the broker's and PostgreSQL's when they run here, and anyone else's); from a cgroup,
         every process in it."""
         end, now = self.read(), self.clock()
-        if self.first_sample is None or end is None or end < self.first_sample[1]:
+        if self.first_sample is None or end is None or end < self.first_sample[1] \
+                or now - self.first_sample[0] < 0.1:
             return None
-        over = round(now - self.first_sample[0], 1)
-        if over <= 0:
-            return None
-        return {"core_seconds": round(end - self.first_sample[1], 1), "over_seconds": over, "source": self.source}
+        return {"core_seconds": round(end - self.first_sample[1], 1),
+                "over_seconds": round(now - self.first_sample[0], 1), "source": self.source}
 
     def finish(self) -> None:
         """The suite has ended: its busy time is taken now, with its wall time."""
-        self.total = self.busy()
+        self.total, self.finished = self.busy(), True
 
     def describe(self) -> dict:
         return {"mode": "auto" if self.fixed is None else "fixed", "cores": round(self.n_cores, 2), "cap": self.cap,
                 "max_running": max((s["running"] + 1 for s in self.starts), default=0), "starts": self.starts,
-                "busy": self.total if self.total is not None else self.busy()}
+                "busy": self.total if self.finished else self.busy()}
 
 
 def summary_line(scheduling: dict | None, parallel) -> str:

@@ -144,7 +144,9 @@ cmd_start() {
     log "$DIR is left from an engine that no longer runs; starting over in it"
     cleanup_dir
   fi
-  mkdir -m 700 -p "$DIR"
+  # A new folder of ours, not one planted between the check above and here (no -p: it accepts what exists).
+  mkdir -m 700 -- "$DIR" || die "cannot create $DIR"
+  [ -d "$DIR" ] && [ ! -L "$DIR" ] && [ -O "$DIR" ] || die "$DIR is not a folder of ours"
 
   local t=$SECONDS
   log "starting a private dockerd in $DIR"
@@ -257,7 +259,7 @@ cmd_wait_then_stop() {
   while stat="$(cat "/proc/$pid/stat" 2>/dev/null)"; do
     stat="${stat##*) }"
     set -- $stat
-    [ "$1" != Z ] && [ "${20}" = "$start" ] || break
+    [ "${1:-}" != Z ] && [ "${20:-}" = "$start" ] || break
     sleep 1
   done
   cmd_stop

@@ -40,8 +40,8 @@ def main() -> int:
     args = ap.parse_args()
 
     logs = Path(tempfile.mkdtemp(prefix="eos-streams-classes-"))
-    jvm = (f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx512m -XX:-UsePerfData -Dharness.worker=true "
-           f"-Xlog:class+load=info:file={logs}/load-%p.log:uptime")
+    jvm = (f"-XX:TieredStopAtLevel=1 -XX:CompileThresholdScaling=5 -XX:+UseSerialGC -Xmx512m -XX:-UsePerfData "
+           f"-Dharness.worker=true -Xlog:class+load=info:file={logs}/load-%p.log:uptime")
     rc = subprocess.run([sys.executable, str(HERE / "standby_smoke.py"), "--mode", "cold", "--jar", args.jar,
                          "--count", "40", "--crashes", "2", "--dwell", "0.5", "--jvm", jvm]).returncode
     if rc != 0:

@@ -53,7 +53,8 @@ from smoke import CommittedWatcher, Workspace, log, print_checks, read_all  # no
 
 
 # What the harness puts in front of `-jar` (harness/experiments/streams_jvm.py).
-HARNESS_JVM = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx512m", "-XX:-UsePerfData", "-Dharness.worker=true"]
+HARNESS_JVM = ["-XX:TieredStopAtLevel=1", "-XX:CompileThresholdScaling=5", "-XX:+UseSerialGC", "-Xmx512m",
+               "-XX:-UsePerfData", "-Dharness.worker=true"]
 
 
 class Proc:

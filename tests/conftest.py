@@ -54,7 +54,8 @@ def stack_home():
     import shutil
     home = searchable_dir("harness-test-state-")
     yield home
-    shutil.rmtree(home, ignore_errors=True)
+    if not processes_of(home):          # never delete a folder under running services: its watcher needs it
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

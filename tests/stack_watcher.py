@@ -24,7 +24,7 @@ from harness import procs
 
 ROOT = Path(__file__).resolve().parents[1]
 POLL_S = 1.0
-# `down` waits up to leases.LOCK_TIMEOUT_S (600 s) for an orphaned `up` holding the stack's lock, then stops.
+# `down` waits up to leases.LOCK_TIMEOUT_S (600 s) for an orphaned `up` holding the stack's lock, then gives up.
 DOWN_TIMEOUT_S = 900
 
 

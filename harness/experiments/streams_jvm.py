@@ -38,8 +38,9 @@ JAR = MODULE / "target" / "eos-streams.jar"
 # Streams worker's CPU (about 0.23 of 0.66 CPU-s, async-profiler's samples of a whole clean run), so
 # methods compile after 5 times as many calls and loops as by default: side by side on 2 cores
 # (eos-streams --messages 300 --seed 25, one run each way in turn, 3 pairs) each crashed JVM used
-# 0.55-0.56 CPU-s against 0.61-0.64 and restarted in 0.39-0.41 s against 0.40-0.42 s. Without
-# inlining as well it used more (0.57-0.59); with no compiler at all (-Xint) 0.88 against 0.65.
+# 0.55-0.56 CPU-s against 0.61-0.64 and restarted in 0.39-0.41 s against 0.40-0.42 s. The scaling
+# with -XX:-Inline added used more than the scaling alone (0.57-0.59); no compiler at all (-Xint)
+# 0.88 against 0.65. Measured with the Streams worker; the transactional worker shares the options.
 JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:CompileThresholdScaling=5", "-XX:+UseSerialGC", "-Xmx512m",
                "-XX:-UsePerfData"]
 TRAINING_MAIN = "harness.eosstreams.Training"

@@ -1,11 +1,12 @@
 """What the report model and every rendering share: how a value is written, and which faults are crashes.
 
 `fmt` (a number with thousands separators, None as "unknown"), `is_number`
-(a JSON number, never a bool) and `CRASH_FAULTS` are read by the report model
-(run_report.py, build.py), by the renderings (html.py, markdown.py, consumer.py,
-suite_report.py), by the comparison and by the bench's scale report. They
-live in this small module below all of them, so a rendering imports them
-without importing the model, and the model never has to import a rendering.
+(a JSON number, never a bool), `CRASH_FAULTS` and the fault table are read by
+the report model (run_report.py, build.py), by the renderings of runs, suites
+and matrices, by the comparison, by the suite runner and by the benches'
+reports. They live in this small module below all of them, so a rendering
+imports them without importing the model, and the model never has to import a
+rendering.
 """
 
 # Faults whose occurrences are the report's `crashes`; the others get their own rows and sections.

@@ -58,13 +58,15 @@ def cpu_line(summary: dict) -> str:
     CPU was measured), then the cores' whole busy time (busy_line)."""
     cpu = [r.get("cpu_seconds") for r in summary["experiments"]]
     known = [c for c in cpu if is_number(c)]
-    cores = (summary.get("environment") or {}).get("cpus")
+    sched = summary.get("scheduling") if isinstance(summary.get("scheduling"), dict) else {}
+    cores = sched.get("cores") if is_number(sched.get("cores")) and sched.get("cores") > 0 \
+        else (summary.get("environment") or {}).get("cpus")     # the suite's cores, else the machine's (older)
     wall = summary["timings"]["wall_seconds"]
     runs = ""
-    if known and is_number(cores) and cores >= 1 and wall:
+    if known and is_number(cores) and cores > 0 and wall:
         part = "" if len(known) == len(cpu) else f" ({len(known)} of {len(cpu)} runs measured)"
         runs = (f"The runs used {fmt(round(sum(known), 1))} CPU-seconds{part}: "
-                f"{100 * sum(known) / (cores * wall):.0f}% of {cores} cores over the wall time (CPU s: each run's "
+                f"{100 * sum(known) / (cores * wall):.0f}% of {cores:g} cores over the wall time (CPU s: each run's "
                 f"process and its workers; the brokers' and Postgres' CPU is not counted).")
     busy = busy_line(summary, sum(known) if known and len(known) == len(cpu) else None)
     return " ".join(x for x in (runs, busy) if x)
@@ -83,9 +85,11 @@ def busy_line(summary: dict, runs_cpu: float | None) -> str:
     if busy.get("source") == "cgroup":
         who = (f"The processes of the suite's cgroup (a quota of {cores:g} cores; a broker or PostgreSQL outside "
                f"it is not counted) used {used:.1f} core-seconds over {over:.1f} s")
-    else:
+    elif busy.get("source") == "cpu-lines":
         who = (f"Every process on the suite's {cores:g} cores (the runs', the broker's and PostgreSQL's where they "
                f"run here, anyone else's) kept them busy {used:.1f} core-seconds over {over:.1f} s")
+    else:                               # a suite.json that does not say how it counted
+        who = f"The suite's {cores:g} cores were busy {used:.1f} core-seconds over {over:.1f} s"
     rest = ""
     if runs_cpu is not None and used >= runs_cpu:
         rest = f": the runs {runs_cpu:.1f}, the rest {used - runs_cpu:.1f}"

@@ -132,14 +132,19 @@ def test_the_suite_says_how_busy_its_cores_were_in_all_and_the_time_that_needs()
     assert ("Every process on the suite's 2 cores (the runs', the broker's and PostgreSQL's where they run here, "
             "anyone else's) kept them busy 90.2 core-seconds over 49.5 s (91%): the runs 80.0, the rest 10.2. That "
             "much CPU work takes at least 45.0 s on 2 cores (another schedule may need more or less CPU).") in line
-    s["scheduling"]["busy"]["core_seconds"] = 201.2
-    s["scheduling"]["busy"]["over_seconds"] = 115.0
-    assert "at least 100.6 s" in cpu_line(s)                   # rounded down, never up
+    s["scheduling"]["busy"]["core_seconds"] = 221.3
+    s["scheduling"]["busy"]["over_seconds"] = 125.4
+    assert "at least 110.6 s" in cpu_line(s)                   # 110.65: rounded down, never up
+    del s["scheduling"]["busy"]["source"]                      # an older suite.json: it does not say how it counted
+    assert "The suite's 2 cores were busy 221.3 core-seconds over 125.4 s (88%)" in cpu_line(s)
+    s["environment"]["cpus"] = 8                               # a quota of 2 on an 8-core machine: the suite's 2
+    assert "of 2 cores over the wall time" in cpu_line(s)
     s["scheduling"]["busy"]["source"] = "cgroup"
+    s["environment"]["cpus"] = 2
     assert "The processes of the suite's cgroup (a quota of 2 cores; a broker or PostgreSQL outside it is not " \
-           "counted) used 201.2 core-seconds" in cpu_line(s)
+           "counted) used 221.3 core-seconds" in cpu_line(s)
     s["experiments"].append({"verdict": "interrupted"})
-    assert "used 201.2" in cpu_line(s) and "the rest" not in cpu_line(s)      # the runs' share unknown
+    assert "used 221.3" in cpu_line(s) and "the rest" not in cpu_line(s)      # the runs' share unknown
     unmeasured = {**s, "experiments": [{"verdict": "interrupted"}]}
     assert cpu_line(unmeasured).startswith("The processes of the suite's cgroup")  # no run's CPU, still the cores'
     for busy in (None, {"core_seconds": None, "over_seconds": 3}, {"core_seconds": 1, "over_seconds": 0},
