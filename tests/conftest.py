@@ -13,9 +13,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def harness(*args, env=None, timeout=900, check=False):
-    """Run the real CLI in a subprocess; return CompletedProcess (text)."""
+    """Run the real CLI in a subprocess; return CompletedProcess (text). It dies with pytest (a SIGKILLed
+    session leaves no `harness run` going on; tests/stack_watcher.py then stops the stacks)."""
+    from harness.procs import die_with_parent
     proc = subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=timeout, cwd=ROOT)
+                          env={**os.environ, **(env or {})}, timeout=timeout, cwd=ROOT, preexec_fn=die_with_parent)
     if check and proc.returncode != 0:
         raise AssertionError(f"harness {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -41,12 +43,30 @@ def processes_of(home: Path) -> list[int]:
     return pids_where(lambda cmd: mark in cmd and "pytest" not in cmd)
 
 
+_registry: dict = {}
+
+
 def searchable_dir(prefix: str) -> Path:
-    """A fresh folder that the `postgres` user can enter (pytest's tmp_path is mode 0700)."""
+    """A fresh folder that the `postgres` user can enter (pytest's tmp_path is mode 0700), registered with
+    the session's watcher (tests/stack_watcher.py: after a SIGKILLed pytest it stops the stacks of these
+    folders and deletes them)."""
     import tempfile
     d = Path(tempfile.mkdtemp(prefix=prefix))
     d.chmod(0o755)
+    _register(d)
     return d
+
+
+def _register(folder: Path) -> None:
+    """Adds `folder` to the session's registry; the first one starts the watcher."""
+    import tempfile
+    from tests.stack_watcher import watch
+    if "file" not in _registry:
+        registry = Path(tempfile.mkdtemp(prefix="harness-test-registry-")) / "state-folders"
+        registry.touch(mode=0o600)
+        _registry["file"], _registry["watcher"] = registry, watch(registry)
+    with open(_registry["file"], "a") as f:
+        f.write(f"{folder}\n")
 
 
 @pytest.fixture(scope="session")
@@ -63,7 +83,7 @@ def stack(stack_home):
     """A real Kafka + PostgreSQL, started with `harness up`, stopped (and checked gone) at the end.
     A SIGTERM or SIGHUP to pytest (a CI job cancelled, a terminal closed) stops it as Ctrl-C would:
     pytest then still tears this down, instead of leaving the stack running. A SIGKILL runs no teardown:
-    then tests/stack_watcher.py stops the stack once pytest has gone."""
+    then tests/stack_watcher.py stops the stack once pytest has gone (as for every searchable_dir)."""
     import signal
 
     def interrupt(signum, frame):
@@ -71,8 +91,6 @@ def stack(stack_home):
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, interrupt)
     env = {"HARNESS_HOME": str(stack_home)}
-    from tests.stack_watcher import watch
-    watcher = watch(stack_home)         # a SIGKILLed pytest runs no teardown: the watcher stops the stack then
     harness("up", env=env, check=True)
     st = json.loads(harness("status", "--json", env=env, check=True).stdout)
     # The status output hides the password; read the DSN the way the harness does.
@@ -88,5 +106,3 @@ def stack(stack_home):
     left = {k: v for k, v in st["pids"].items() if procs.alive(v)}
     assert not left, f"processes left after `harness down`: {left}"
     assert not processes_of(stack_home), "processes from the test state folder survived `harness down`"
-    watcher.terminate()                 # the stack is down: nothing left to watch
-    watcher.wait(timeout=30)

@@ -86,13 +86,16 @@ def test_sigterm_during_up_stops_what_it_started_or_holds_it(home):
         assert rc == 130, rest
 
 
-def test_a_sigkilled_test_session_leaves_no_stack(home):
+def test_a_sigkilled_test_session_leaves_no_stack(home, tmp_path):
     """Before: a SIGKILLed pytest (a CI job killed) ran no teardown, and its session's Kafka and PostgreSQL
     ran on. tests/stack_watcher.py stops them once the watched process has gone."""
     from tests.stack_watcher import watch
     h, env = home
+    registry = tmp_path / "registry" / "state-folders"
+    registry.parent.mkdir()
+    registry.write_text(f"{h}\n")
     session = subprocess.Popen(["sleep", "600"])          # stands in for pytest
-    watcher = watch(h, session.pid)
+    watcher = watch(registry, session.pid)
     try:
         harness("up", env=env, check=True, timeout=600)
         assert processes_of(h)
@@ -104,3 +107,4 @@ def test_a_sigkilled_test_session_leaves_no_stack(home):
     watcher.wait(timeout=300)
     assert not live_processes_of(h, wait=30) and not h.exists()
     assert not h.with_name(h.name + ".stack-watcher.log").exists()      # all went well: nothing to tell
+    assert not registry.parent.exists()                                  # every folder gone: the registry too
