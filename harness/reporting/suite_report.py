@@ -63,10 +63,11 @@ def cpu_line(summary: dict) -> str:
         else (summary.get("environment") or {}).get("cpus")     # the suite's cores, else the machine's (older)
     wall = summary["timings"]["wall_seconds"]
     runs = ""
-    if known and is_number(cores) and cores > 0 and wall:
+    share = _ratio(100 * sum(known), cores * wall) if known and is_number(cores) and is_number(wall) else None
+    if share is not None and cores > 0:
         part = "" if len(known) == len(cpu) else f" ({len(known)} of {len(cpu)} runs measured)"
         runs = (f"The runs used {fmt(round(sum(known), 1))} CPU-seconds{part}: "
-                f"{100 * sum(known) / (cores * wall):.0f}% of {cores:g} cores over the wall time (CPU s: each run's "
+                f"{share:.0f}% of {cores:g} cores over the wall time (CPU s: each run's "
                 f"process and its workers; the brokers' and Postgres' CPU is not counted).")
     busy = busy_line(summary, sum(known) if known and len(known) == len(cpu) else None)
     return " ".join(x for x in (runs, busy) if x)
@@ -82,6 +83,9 @@ def busy_line(summary: dict, runs_cpu: float | None) -> str:
     used, over = busy.get("core_seconds"), busy.get("over_seconds")
     if not is_number(used) or not is_number(over) or over <= 0 or used < 0:
         return ""
+    share, least = _ratio(100 * used, cores * over), _ratio(10 * used, cores)
+    if share is None or least is None:
+        return ""                       # numbers no measurement gives (a hand-made suite.json)
     if busy.get("source") == "cgroup":
         who = (f"The processes of the suite's cgroup (a quota of {cores:g} cores; a broker or PostgreSQL outside "
                f"it is not counted) used {used:.1f} core-seconds over {over:.1f} s")
@@ -93,9 +97,17 @@ def busy_line(summary: dict, runs_cpu: float | None) -> str:
     rest = ""
     if runs_cpu is not None and used >= runs_cpu:
         rest = f": the runs {runs_cpu:.1f}, the rest {used - runs_cpu:.1f}"
-    floor = math.floor(10 * used / cores) / 10
-    return (f"{who} ({100 * used / (cores * over):.0f}%){rest}. That much CPU work takes at least {floor:.1f} s on "
+    floor = math.floor(least) / 10
+    return (f"{who} ({share:.0f}%){rest}. That much CPU work takes at least {floor:.1f} s on "
             f"{cores:g} cores (another schedule may need more or less CPU).")
+
+
+def _ratio(a: float, b: float) -> float | None:
+    """a / b, or None when b is not positive or the result is not a finite number."""
+    if not b > 0:
+        return None
+    q = a / b
+    return q if math.isfinite(q) else None
 
 
 def render_md(summary: dict) -> str:

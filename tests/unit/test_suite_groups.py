@@ -151,3 +151,14 @@ def test_the_suite_says_how_busy_its_cores_were_in_all_and_the_time_that_needs()
                  {"core_seconds": True, "over_seconds": 3}, {"core_seconds": -1, "over_seconds": 3}, "x"):
         assert "core-seconds over" not in cpu_line({**s, "scheduling": {"cores": 2.0, "busy": busy}})
     assert "core-seconds over" not in cpu_line({**s, "scheduling": None})
+
+
+def test_numbers_no_measurement_gives_leave_the_sentences_out_instead_of_failing():
+    """Before: a suite.json with a tiny (schema-valid) core count or time stopped `harness report` with
+    ZeroDivisionError."""
+    from harness.reporting.suite_report import cpu_line
+    s = {"experiments": [{"cpu_seconds": 1.0}], "timings": {"wall_seconds": 1e-300}, "environment": {"cpus": 2},
+         "scheduling": {"cores": 1e-300, "busy": {"core_seconds": 1e308, "over_seconds": 1e-300, "source": "cgroup"}}}
+    assert cpu_line(s) == ""
+    s["scheduling"]["busy"]["over_seconds"] = 10.0
+    assert cpu_line(s) == ""                                    # 1e308 / 1e-300 is no number
