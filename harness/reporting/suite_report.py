@@ -14,7 +14,7 @@ from . import html as h
 from ..escape import href, md, md_code
 from ..escape import html as escape
 from .shared import fmt, is_number
-from ..suite_schedule import summary_line
+from ..suite_schedule import CGROUP, CPU_LINES, summary_line
 
 COLUMNS = ("experiment", "sent", "deliveries", "effects", "duplicates", "lost", "ledger total",
            "output read_committed", "output read_uncommitted", "crashes", "verdict", "seconds")
@@ -86,10 +86,10 @@ def busy_line(summary: dict, runs_cpu: float | None) -> str:
     share, least = _ratio(100 * used, cores * over), _ratio(10 * used, cores)
     if share is None or least is None:
         return ""                       # numbers no measurement gives (a hand-made suite.json)
-    if busy.get("source") == "cgroup":
+    if busy.get("source") == CGROUP:
         who = (f"The processes of the suite's cgroup (a quota of {cores:g} cores; a broker or PostgreSQL outside "
                f"it is not counted) used {used:.1f} core-seconds over {over:.1f} s")
-    elif busy.get("source") == "cpu-lines":
+    elif busy.get("source") == CPU_LINES:
         who = (f"Every process on the suite's {cores:g} cores (the runs', the broker's and PostgreSQL's where they "
                f"run here, anyone else's) kept them busy {used:.1f} core-seconds over {over:.1f} s")
     else:                               # a suite.json that does not say how it counted
