@@ -47,6 +47,10 @@ from .workload.payments import make_payments, create_topic, produce
 # The broker checks for timed-out transactions every second (our broker setting), then writes the abort markers.
 TXN_ABORT_MARGIN_S = 3.0
 
+# How long the workers wait for the output topic's read_committed reader to have read every partition to its
+# end once (it assigns itself the partitions, so this is a metadata request and a fetch, well under a second).
+WATCHER_READY_S = 15.0
+
 # Exit status of `harness run` (and the worst of a suite's runs) per verdict.
 EXIT_CODES = {"as-predicted": 0, "unexpected": 1, "incomplete": 3, "audit-failed": 3, "interrupted": 130}
 
@@ -233,6 +237,10 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
             r.history.mkdir(exist_ok=True)
             launch = launcher.prepare(r)
         watcher = OutputWatcher(stack.bootstrap_servers, names.output_topic) if exp.stores.output else None
+        if watcher and not watcher.wait_ready(WATCHER_READY_S):
+            log(f"[{run_id}] the read_committed reader of {names.output_topic} has not reached the end of every "
+                f"partition after {WATCHER_READY_S:.0f} s ({watcher.failed or 'still fetching'}); the workers start "
+                "anyway, and the report says only what it saw")
         sup = Supervisor(run_dir, len(launch.slots), launch.command, launch.env, params.time_limit, r.crash_log,
                          r.events, faults=faults, progress=r.progress, group_done=launch.group_done,
                          standby=launch.standby, names=launch.names, watch=launch.watch,

@@ -12,6 +12,12 @@ transaction blocks exactly the partition it was working on: the stall of a
 crash is measured on the crashed record's partition (other partitions, and
 other workers, stay readable meanwhile), or on the crashed worker's records
 when the crash names no partition (a supervisor's random kill).
+
+The reader assigns itself every partition from the beginning (no group to
+join, no rebalance to wait for) and says when it has reached the end of each
+once (`wait_ready`): the run starts its workers only then, so a short run is
+not over before the reader has fetched anything, and a crash's stall is not
+measured by a reader that is still starting.
 """
 
 import json
@@ -30,26 +36,44 @@ class OutputWatcher:
         self.seen: list[tuple] = []
         self.failed: str | None = None    # why the reader stopped early, if it did
         self._stop = threading.Event()
+        self._ready = threading.Event()   # every partition read to its end once (or the reader failed)
         self._thread = threading.Thread(target=self._run, name="output-watcher", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         try:
-            from confluent_kafka import Consumer
+            from confluent_kafka import Consumer, KafkaError, OFFSET_BEGINNING, TopicPartition
             from .. import kafka_client, kafka_logging
             c = Consumer(kafka_client.config(self.bootstrap, {
                 "group.id": f"harness-watch-{uuid.uuid4().hex[:8]}", "isolation.level": "read_committed",
-                "auto.offset.reset": "earliest", "enable.auto.commit": False, "fetch.wait.max.ms": 10,
+                "enable.auto.commit": False, "fetch.wait.max.ms": 10, "enable.partition.eof": True,
                 **kafka_logging.client_config()}))
-            c.subscribe([self.topic])
+            md = c.list_topics(self.topic, timeout=15)
+            t = md.topics.get(self.topic)
+            if t is None or t.error is not None or not t.partitions:
+                raise RuntimeError(f"topic {self.topic} not found")
+            unread = set(t.partitions)
+            c.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in sorted(unread)])
             while not self._stop.is_set():
                 for m in consume.ready(c, 1000, 0.1):
-                    if not m.error():
-                        self.seen.append((time.time(), m.timestamp()[1] / 1000.0, _worker(m.value()), m.partition(),
-                                          m.offset(), m.key().decode(errors="replace") if m.key() is not None else None))
+                    if m.error():
+                        if m.error().code() == KafkaError._PARTITION_EOF:
+                            unread.discard(m.partition())
+                            if not unread:
+                                self._ready.set()
+                        continue
+                    self.seen.append((time.time(), m.timestamp()[1] / 1000.0, _worker(m.value()), m.partition(),
+                                      m.offset(), m.key().decode(errors="replace") if m.key() is not None else None))
             c.close()
         except Exception as e:  # noqa: BLE001 - a watcher that fails leaves the stall unknown, never breaks a run
             self.failed = str(e)[:200] or type(e).__name__
+        finally:
+            self._ready.set()
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait until the reader has read every partition to its end once; False when it has not within
+        `timeout` seconds or has failed (the run goes on: the reader only says what it saw)."""
+        return self._ready.wait(timeout) and self.failed is None
 
     def stop(self) -> None:
         self._stop.set()
