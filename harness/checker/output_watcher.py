@@ -46,7 +46,7 @@ class OutputWatcher:
             from .. import kafka_client, kafka_logging
             c = Consumer(kafka_client.config(self.bootstrap, {
                 "group.id": f"harness-watch-{uuid.uuid4().hex[:8]}", "isolation.level": "read_committed",
-                "enable.auto.commit": False, "fetch.wait.max.ms": 10, "enable.partition.eof": True,
+                "enable.auto.commit": False, "fetch.wait.max.ms": consume.FETCH_WAIT_MS, "enable.partition.eof": True,
                 **kafka_logging.client_config()}))
             md = c.list_topics(self.topic, timeout=15)
             t = md.topics.get(self.topic)

@@ -50,7 +50,7 @@ class WorkerContext(GroupMember):
         self.activate(args)
         conf = kafka_client.config(args.bootstrap, {
             "group.id": args.group, "enable.auto.commit": False, "enable.auto.offset.store": False,
-            "auto.offset.reset": "earliest", "fetch.wait.max.ms": 20, "isolation.level": args.isolation,
+            "auto.offset.reset": "earliest", "fetch.wait.max.ms": consume.FETCH_WAIT_MS, "isolation.level": args.isolation,
             "log_level": 3, **(consumer or {})})
         if self.option("auto_commit_interval_ms"):
             conf["auto.commit.interval.ms"] = self.option("auto_commit_interval_ms")
