@@ -208,6 +208,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
             registry.register(stack.postgres_dsn, run_id)     # before its first name: `clean` knows it is ours
             for f in sorted(faults, key=lambda f: f.setup_order):
                 f.setup(r)
+            if any(f.moves_partitions for f in faults):
+                CrashPlan.amend(r.crash_plan, partitions_move=True)
             log(f"[{run_id}] creating topic {names.input_topic} ({params.partitions} partitions) and tables")
             create_topic(stack.bootstrap_servers, names.input_topic, params.partitions)
             if exp.stores.output_topic:

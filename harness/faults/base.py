@@ -24,6 +24,9 @@ class Fault:
     run_options: tuple = ()     # the `harness run` options (harness.options.Option) that set this fault up
     excludes: dict = {}         # faults it cannot run with -> why, in a few words
     setup_order = 0             # faults set up in this order (a fault whose plan avoids another's comes later)
+    # True when the fault moves where a worker fetches (a seek after an abort, a partition's new leader): the
+    # workers then keep idle fetches short, as one held at the end of the log delays the next (harness/consume.py)
+    moves_partitions = False
 
     def unmet(self, exp) -> str | None:
         """What this fault needs that the experiment lacks (None: it can run there)."""

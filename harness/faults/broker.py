@@ -46,6 +46,7 @@ MAX_COUNT = 100
 
 class BrokerFault(Fault):
     name = "broker-fault"
+    moves_partitions = True     # a node that stops answering hands its partitions' leadership to another
     action = "SIGKILL"          # or SIGSTOP
     verb = "killed"
     options = {"count": "how many faults, one node at a time (default 2)",

@@ -48,6 +48,7 @@ def _takes(fault: str, exp) -> str | None:
 
 class Abort(Fault):
     name = "abort"
+    moves_partitions = True     # each abort rewinds the worker to its committed offsets
     options = {"rate": f"share of transactions aborted instead of committed (0..{MAX_ABORT_RATE:g}, default "
                        f"{DEFAULT_ABORT_RATE:g})"}
 

@@ -42,22 +42,32 @@ FETCH_STALL_S = 15.0
 STALL_RESEEKS = 6
 
 
+def consumer_settings(args, options: dict, plan, consumer: dict | None = None) -> dict:
+    """A worker's consumer config: its run's group and isolation, `options` the experiment declared
+    (assignment, group protocol, auto-commit interval), `consumer` the settings an experiment puts
+    instead of ours. A worker whose partitions move under it (its group hands them out, or a fault in
+    `plan` seeks or moves their leader) keeps idle fetches short (harness/consume.py says why)."""
+    group = options.get("assignment") == "group"
+    moves = group or (plan is not None and plan.partitions_move)
+    conf = kafka_client.config(args.bootstrap, {
+        "group.id": args.group, "enable.auto.commit": False, "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest", "fetch.wait.max.ms": consume.fetch_wait_ms(moves),
+        "isolation.level": args.isolation, "log_level": 3, **(consumer or {})})
+    if options.get("auto_commit_interval_ms"):
+        conf["auto.commit.interval.ms"] = options["auto_commit_interval_ms"]
+    if group:
+        conf.update(GROUP_SETTINGS[options.get("group_protocol") or "classic"])
+    return conf
+
+
 class WorkerContext(GroupMember):
     def __init__(self, args, consumer: dict | None = None):
         """`consumer`: settings the experiment declares instead of ours (auto-commit's client defaults)."""
         from confluent_kafka import Consumer
 
         self.activate(args)
-        conf = kafka_client.config(args.bootstrap, {
-            "group.id": args.group, "enable.auto.commit": False, "enable.auto.offset.store": False,
-            "auto.offset.reset": "earliest", "fetch.wait.max.ms": consume.FETCH_WAIT_MS, "isolation.level": args.isolation,
-            "log_level": 3, **(consumer or {})})
-        if self.option("auto_commit_interval_ms"):
-            conf["auto.commit.interval.ms"] = self.option("auto_commit_interval_ms")
         self.group_mode = self.option("assignment") == "group"
-        if self.group_mode:
-            conf.update(GROUP_SETTINGS[self.option("group_protocol") or "classic"])
-        self.consumer = Consumer(conf)
+        self.consumer = Consumer(consumer_settings(args, self.options, self.plan, consumer))
         self.high: dict = {}
         self.committed: dict = {}
         self.positions: dict = {}
@@ -83,7 +93,7 @@ class WorkerContext(GroupMember):
         self.history = History(getattr(args, "history", None), args.worker, args.attempt,
                                transactional_id=getattr(args, "transactional_id", None))
         self._last_record_at = time.monotonic()      # a standby's wait for its turn is no stall
-        plan = CrashPlan.load(Path(args.crash_plan)) if args.crash_plan else None
+        self.plan = plan = CrashPlan.load(Path(args.crash_plan)) if args.crash_plan else None
         self.kill = KillSwitch(plan, Path(args.crash_log), args.worker, args.attempt, args.experiment)
         self.kill.history = self.history       # its delivery reports written before a planned death
         self.kill.events = self.events

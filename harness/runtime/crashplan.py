@@ -38,6 +38,7 @@ class CrashPlan:
     overlap_at: str | None = None       # the overlap fault: the kill point (after the check) where a delivery freezes
     overlap_applied: str | None = None  # ... and the one its replacement reaches once its own write is done
     overlaps: tuple = ()        # sorted payment ids whose first delivery freezes there while a replacement takes over
+    partitions_move: bool = False       # a fault moves where workers fetch (Fault.moves_partitions)
 
     @classmethod
     def make(cls, message_ids: list[str], crash_rate: float, seed: int, points: list[str] | None = None) -> "CrashPlan":
@@ -63,7 +64,7 @@ class CrashPlan:
         return {"seed": self.seed, "crash_rate": self.crash_rate, "crash_ids": sorted(self.crash_ids),
                 "points": dict(self.points), "abort_rate": self.abort_rate, "pause_at": self.pause_at,
                 "pauses": dict(self.pauses), "overlap_at": self.overlap_at, "overlap_applied": self.overlap_applied,
-                "overlaps": list(self.overlaps)}
+                "overlaps": list(self.overlaps), "partitions_move": self.partitions_move}
 
     def save(self, path: Path) -> None:
         from ..safefile import write_text
@@ -84,7 +85,7 @@ class CrashPlan:
                    points=tuple(sorted((d.get("points") or {}).items())), abort_rate=float(d.get("abort_rate") or 0),
                    pause_at=d.get("pause_at"), pauses=tuple(sorted((d.get("pauses") or {}).items())),
                    overlap_at=d.get("overlap_at"), overlap_applied=d.get("overlap_applied"),
-                   overlaps=tuple(sorted(d.get("overlaps") or ())))
+                   overlaps=tuple(sorted(d.get("overlaps") or ())), partitions_move=d.get("partitions_move") is True)
 
 
 def seeded_pauses(message_ids: list[str], count: int, seconds: float, seed: int) -> tuple:

@@ -55,3 +55,17 @@ def test_any_point_is_seeded_and_keeps_the_same_ids():
     assert p1.crash_ids == CrashPlan.make(IDS, 0.1, 7).crash_ids == CrashPlan.make(IDS, 0.1, 7, ["x"]).crash_ids
     assert {p1.point_of(i) for i in p1.crash_ids} == set(points)
     assert p1.point_of("not-planned") is None
+
+
+def test_a_fault_that_moves_partitions_is_in_the_plan_and_old_plans_have_none(tmp_path):
+    import json
+    path = tmp_path / "plan.json"
+    CrashPlan.make(IDS, 0.1, 7).save(path)
+    assert CrashPlan.load(path).partitions_move is False
+    assert CrashPlan.amend(path, partitions_move=True) == CrashPlan.load(path)
+    assert CrashPlan.load(path).partitions_move is True
+    d = json.loads(path.read_text())
+    for value in (None, "yes", 1):                  # only a JSON true says so (an older plan has no key)
+        d["partitions_move"] = value
+        path.write_text(json.dumps(d))
+        assert CrashPlan.load(path).partitions_move is False

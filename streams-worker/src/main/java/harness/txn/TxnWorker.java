@@ -187,9 +187,8 @@ public final class TxnWorker {
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
         p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 20);
         p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 500);
-        // fetch.max.wait.ms stays the client's 500 ms, as for the Python workers: a held fetch is answered as
-        // soon as records come, so a shorter wait only makes the broker answer idle fetches (harness/consume.py)
         return ClientMetrics.notExported(p);
     }
 
