@@ -48,7 +48,8 @@ from .workload.payments import make_payments, create_topic, produce
 TXN_ABORT_MARGIN_S = 3.0
 
 # How long the workers wait for the output topic's read_committed reader to have read every partition to its
-# end once (it assigns itself the partitions, so this is a metadata request and a fetch, well under a second).
+# end once. It starts before the payments are produced; its end-of-partition answer comes from a fetch the
+# broker holds for up to consume.FETCH_WAIT_MS, so it is usually ready before the workers are prepared.
 WATCHER_READY_S = 15.0
 
 # Exit status of `harness run` (and the worst of a suite's runs) per verdict.
@@ -226,6 +227,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
             if exp.stores.rows:
                 tables.create_service_tables(stack.postgres_dsn, names.rows_table,
                                              names.outbox_table if exp.stores.outbox else None)
+        # started before the payments are produced, so its first fetches overlap their production
+        watcher = OutputWatcher(stack.bootstrap_servers, names.output_topic) if exp.stores.output else None
         t_prod = time.time()
         with phase(r, "produce"):
             produce(stack.bootstrap_servers, names.input_topic, payments, positions=positions,
@@ -238,11 +241,10 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         with phase(r, "prepare_workers"):
             r.history.mkdir(exist_ok=True)
             launch = launcher.prepare(r)
-        watcher = OutputWatcher(stack.bootstrap_servers, names.output_topic) if exp.stores.output else None
-        if watcher and not watcher.wait_ready(WATCHER_READY_S):
-            log(f"[{run_id}] the read_committed reader of {names.output_topic} has not reached the end of every "
-                f"partition after {WATCHER_READY_S:.0f} s ({watcher.failed or 'still fetching'}); the workers start "
-                "anyway, and the report says only what it saw")
+            if watcher and not watcher.wait_ready(WATCHER_READY_S):
+                log(f"[{run_id}] the read_committed reader of {names.output_topic} has not reached the end of "
+                    f"every partition after {WATCHER_READY_S:.0f} s ({watcher.failed or 'still fetching'}); the "
+                    "workers start anyway, and the stalls of crashes before it was ready are unknown")
         sup = Supervisor(run_dir, len(launch.slots), launch.command, launch.env, params.time_limit, r.crash_log,
                          r.events, faults=faults, progress=r.progress, group_done=launch.group_done,
                          standby=launch.standby, names=launch.names, watch=launch.watch,

@@ -16,8 +16,9 @@ when the crash names no partition (a supervisor's random kill).
 The reader assigns itself every partition from the beginning (no group to
 join, no rebalance to wait for) and says when it has reached the end of each
 once (`wait_ready`): the run starts its workers only then, so a short run is
-not over before the reader has fetched anything, and a crash's stall is not
-measured by a reader that is still starting.
+not over before the reader has fetched anything. A crash before that moment
+(the workers started anyway after a long wait) has no stall: the reader may
+still have been catching up.
 """
 
 import json
@@ -28,6 +29,8 @@ import uuid
 
 from .. import consume
 
+METADATA_WAIT_S = 15.0
+
 
 class OutputWatcher:
     def __init__(self, bootstrap: str, topic: str):
@@ -37,10 +40,12 @@ class OutputWatcher:
         self.failed: str | None = None    # why the reader stopped early, if it did
         self._stop = threading.Event()
         self._ready = threading.Event()   # every partition read to its end once (or the reader failed)
+        self.ready_at: float | None = None  # when it was (time.time()); None: never
         self._thread = threading.Thread(target=self._run, name="output-watcher", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
+        c = None
         try:
             from confluent_kafka import Consumer, KafkaError, OFFSET_BEGINNING, TopicPartition
             from .. import kafka_client, kafka_logging
@@ -48,27 +53,41 @@ class OutputWatcher:
                 "group.id": f"harness-watch-{uuid.uuid4().hex[:8]}", "isolation.level": "read_committed",
                 "enable.auto.commit": False, "fetch.wait.max.ms": consume.FETCH_WAIT_MS, "enable.partition.eof": True,
                 **kafka_logging.client_config()}))
-            md = c.list_topics(self.topic, timeout=15)
-            t = md.topics.get(self.topic)
-            if t is None or t.error is not None or not t.partitions:
-                raise RuntimeError(f"topic {self.topic} not found")
-            unread = set(t.partitions)
+            unread = set(self._partitions(c))
             c.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in sorted(unread)])
             while not self._stop.is_set():
                 for m in consume.ready(c, 1000, 0.1):
                     if m.error():
                         if m.error().code() == KafkaError._PARTITION_EOF:
                             unread.discard(m.partition())
-                            if not unread:
+                            if not unread and not self._ready.is_set():
+                                self.ready_at = time.time()
                                 self._ready.set()
                         continue
                     self.seen.append((time.time(), m.timestamp()[1] / 1000.0, _worker(m.value()), m.partition(),
                                       m.offset(), m.key().decode(errors="replace") if m.key() is not None else None))
-            c.close()
         except Exception as e:  # noqa: BLE001 - a watcher that fails leaves the stall unknown, never breaks a run
             self.failed = str(e)[:200] or type(e).__name__
         finally:
             self._ready.set()
+            if c is not None:
+                try:
+                    c.close()
+                except Exception:  # noqa: BLE001 - closing is all that is left to do
+                    pass
+
+    def _partitions(self, c) -> list:
+        """The topic's partitions; a topic the metadata does not show yet (a cluster's lagging broker) is
+        asked for again until METADATA_WAIT_S has passed."""
+        deadline = time.monotonic() + METADATA_WAIT_S
+        while True:
+            t = c.list_topics(self.topic, timeout=METADATA_WAIT_S).topics.get(self.topic)
+            if t is not None and t.error is None and t.partitions:
+                return sorted(t.partitions)
+            if time.monotonic() >= deadline or self._stop.is_set():
+                raise RuntimeError(f"topic {self.topic} not found"
+                                   + (f" ({t.error.str()})" if t is not None and t.error is not None else ""))
+            time.sleep(0.2)
 
     def wait_ready(self, timeout: float) -> bool:
         """Wait until the reader has read every partition to its end once; False when it has not within
@@ -89,8 +108,9 @@ class OutputWatcher:
         return reach_of(self.placed())
 
     def stalls(self, crashes: list[dict]) -> list[float | None]:
-        """Per crash: seconds until a record of the crashed worker, produced after it, became visible."""
-        return stalls_after(self.seen, crashes)
+        """Per crash: seconds until a record of the crashed worker, produced after it, became visible;
+        None for a crash before this reader was ready (it may have seen that record late)."""
+        return stalls_after(self.seen, crashes, self.ready_at)
 
 
 def reach_of(placed: dict | None) -> dict | None:
@@ -116,19 +136,20 @@ def _worker(value: bytes | None) -> str | None:
         return None
 
 
-def stalls_after(seen: list[tuple], crashes: list) -> list[float | None]:
+def stalls_after(seen: list[tuple], crashes: list, ready_at: float | None = 0.0) -> list[float | None]:
     """`seen` holds (visible_at, created_at[, worker[, partition]]) tuples; `crashes` crash records (time,
     partition, worker) or bare times. Records written before a crash but read late (a reader catching up)
     say nothing about the crash, so only records created after it count; and only those on the crashed
     record's partition, or of the crashed worker when no partition is known. None where no such record
-    was seen (the stall is unknown)."""
+    was seen (the stall is unknown), and for a crash before `ready_at`, when the reader had first read
+    every partition to its end (None: it never had), as it may have been catching up then."""
     out: list = []
     for c in crashes:
         if isinstance(c, (int, float)):
             t, worker, partition = c, None, None
         else:
             t, worker, partition = c.get("time"), c.get("worker"), c.get("partition")
-        if t is None:
+        if t is None or ready_at is None or t < ready_at:
             out.append(None)
             continue
         visible = [s[0] for s in seen if s[1] > t and _same_place(s, worker, partition)]

@@ -60,6 +60,15 @@ def test_stall_is_measured_on_the_crashed_records_partition():
     assert stalls_after(seen, [{"time": 10.0, "worker": "w0", "partition": None}]) == [0.1]
 
 
+def test_a_crash_before_the_reader_was_ready_has_no_stall():
+    # The reader first read every partition to its end at 10.5: a record it saw at 11.0 may have waited for it.
+    seen = [(11.0, 10.2, "w0", 0), (13.0, 12.4, "w0", 0)]
+    crashes = [{"time": 10.0, "worker": "w0", "partition": 0}, {"time": 12.0, "worker": "w0", "partition": 0}]
+    assert stalls_after(seen, crashes, ready_at=10.5) == [None, 1.0]
+    assert stalls_after(seen, crashes, ready_at=None) == [None, None]     # never ready: every stall unknown
+    assert stalls_after(seen, crashes) == [1.0, 1.0]
+
+
 def _audit_with_output(tmp_path, monkeypatch, experiment: str, kafka_output, output_keys=()):
     """`harness audit` of a hand-made report of `experiment` whose run sent p0..p2, its output topic holding
     a record per key of `output_keys`: (rows, why, notes). Only Kafka and Postgres are faked."""
