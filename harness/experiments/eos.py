@@ -61,20 +61,17 @@ ABORTS = "records already in the open transaction are aborted (read_uncommitted 
 def _new_producer(ctx):
     """A transactional producer for this slot, connected to the cluster (not yet initialised: that
     would fence whoever holds the transactional.id now)."""
-    from confluent_kafka import Producer
     args = ctx.args
-    p = Producer(kafka_client.config(args.bootstrap, {
+    # With no broker connection up yet, init_transactions() cannot look up its coordinator and tries
+    # again only 500 ms later (about half of our cold starts did): connected first.
+    return kafka_client.connected_producer(args.bootstrap, {
                   "transactional.id": args.transactional_id,
                   "enable.idempotence": True, "acks": "all", "linger.ms": 5, "log_level": 3,
                   # Right after a commit the coordinator is still writing the previous transaction's markers
                   # and answers CONCURRENT_TRANSACTIONS; librdkafka's default 100 ms backoff made every
                   # send_offsets_to_transaction cost ~100 ms here. Retry sooner (measured: ~105 ms -> ~8 ms).
                   "retry.backoff.ms": 5, "retry.backoff.max.ms": 50,
-                  "transaction.timeout.ms": ctx.option("transaction_timeout_ms") or TRANSACTION_TIMEOUT_MS}))
-    # With no broker connection up yet, init_transactions() cannot look up its coordinator and tries
-    # again only 500 ms later (about half of our cold starts did): connect first.
-    p.list_topics(timeout=TXN_CALL_TIMEOUT_S)
-    return p
+                  "transaction.timeout.ms": ctx.option("transaction_timeout_ms") or TRANSACTION_TIMEOUT_MS})
 
 
 def warm_producer(ctx) -> None:

@@ -41,10 +41,9 @@ IDLE_S = 0.05
 
 
 def events_producer(ctx):
-    from confluent_kafka import Producer
     from .. import kafka_client
-    return Producer(kafka_client.config(ctx.args.bootstrap, {"enable.idempotence": True, "acks": "all",
-                                                             "linger.ms": 0, "log_level": 3}))
+    return kafka_client.connected_producer(ctx.args.bootstrap, {"enable.idempotence": True, "acks": "all",
+                                                                "linger.ms": 0, "log_level": 3})
 
 
 def publish(ctx, producer, key: bytes, value: bytes) -> None:

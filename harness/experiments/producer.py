@@ -91,14 +91,13 @@ def settings(params) -> dict:
 def producer_loop(ctx) -> None:
     """Consume the payments, produce each (paced) with the producer under test, log every delivery report,
     then commit the input offsets once every report is in."""
-    from confluent_kafka import Producer
     from .. import kafka_client
     from ..checker import deliveries
 
     conf = ctx.option("producer")
     fd = os.open(ctx.args.delivery_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     # The cluster's client settings (e.g. credentials) under the settings the run tests, which win.
-    producer = Producer(kafka_client.config(ctx.args.bootstrap, {"log_level": 3, **conf}))
+    producer = kafka_client.connected_producer(ctx.args.bootstrap, {"log_level": 3, **conf})
 
     def report(err, msg):
         deliveries.append(fd, msg.key().decode(), err, msg.partition(), msg.offset())

@@ -105,8 +105,6 @@ def produce(bootstrap: str, topic: str, payments: Iterable[Payment], progress=No
     tells lost payments from ones a stopped run never reached by comparing these with committed offsets.
     `partitions`, when given, sends a payment with an account to its account's partition.
     """
-    from confluent_kafka import Producer
-
     acked = sent = 0
     errors: list[str] = []
 
@@ -119,10 +117,10 @@ def produce(bootstrap: str, topic: str, payments: Iterable[Payment], progress=No
         else:
             errors.append(str(err))
 
-    p = Producer(kafka_client.config(bootstrap, {"enable.idempotence": True, "acks": "all",
+    p = kafka_client.connected_producer(bootstrap, {"enable.idempotence": True, "acks": "all",
                                                  "partitioner": "murmur2_random", "linger.ms": 5,
                                                  "message.timeout.ms": PRODUCE_TIMEOUT_S * 1000,
-                                                 **kafka_logging.client_config()}))
+                                                 **kafka_logging.client_config()})
     for pay in payments:
         sent += 1
         while True:

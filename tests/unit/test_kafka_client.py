@@ -219,3 +219,23 @@ def test_the_kafka_probe_reports_a_silent_timeout_instead_of_dying(monkeypatch):
             return 0
     monkeypatch.setattr(admin_mod, "AdminClient", Admin)
     assert health.kafka_probe("127.0.0.1:1", 0.5) == "TimeoutError"
+
+
+def test_a_producer_is_connected_first_and_a_broker_that_does_not_answer_changes_nothing(monkeypatch):
+    import confluent_kafka
+    from harness import kafka_client
+    calls = []
+
+    class Fake:
+        def __init__(self, conf):
+            self.conf = conf
+
+        def list_topics(self, timeout=None):
+            calls.append(timeout)
+            if self.conf.get("down"):
+                raise confluent_kafka.KafkaException("no broker")
+    monkeypatch.setattr(confluent_kafka, "Producer", Fake)
+    p = kafka_client.connected_producer("127.0.0.1:1", {"enable.idempotence": True})
+    assert p.conf["bootstrap.servers"] == "127.0.0.1:1" and p.conf["enable.idempotence"] is True
+    assert calls == [kafka_client.CONNECT_S]
+    assert kafka_client.connected_producer("127.0.0.1:1", {"down": True}).conf["down"] is True
