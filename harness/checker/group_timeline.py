@@ -283,6 +283,10 @@ def kill_state(tl: Timeline, ties, kill: dict, started_at: float, slot_partition
     mine = owned(last, ties, w, a, slot_partitions, in_group) if last else None
     mine = sorted(mine or [])
     stood = tl.just_after(t) or tl.before(t, "committed")
+    if in_group and mine:
+        later = before_takeover(tl, ties, w, a, t, mine)
+        if later is not None and (stood is None or later["t"] > stood["t"]):
+            stood = later
     committed = stood["committed"] if stood else None
     worked = first_work(tl.upto(t), ties, w, a, started_at, slot_partitions, in_group)
     left = None if committed is None else [p for p in mine if committed.get(p) is None
@@ -293,9 +297,27 @@ def kill_state(tl: Timeline, ties, kill: dict, started_at: float, slot_partition
         state = DONE
     else:
         state = DAMAGE
-    return {"state": state, "partitions": mine,
+    return {"state": state, "partitions": mine, "stood_at": stood["t"] if stood else None,
             "committed": {p: (committed or {}).get(p) for p in mine}, "unfinished": left,
             "owned_since": _owned_since(tl, ties, w, a, started_at, slot_partitions, in_group, mine, t)}
+
+
+def before_takeover(tl: Timeline, ties, w, a, t: float, partitions) -> dict | None:
+    """The last sample after the kill at `t` in which no other member owned any of the victim's
+    `partitions` yet (a group hands them over only once the dead member's session has expired): a commit
+    it shows on them is the victim's own, sent before its death; None when the first sample after the kill
+    already shows another owner, or cannot say (no members or no commits read)."""
+    victim = ties.member_of(w, a) or set()
+    found = None
+    for s in tl.samples[bisect.bisect_right(tl.times, t):]:
+        members, committed = s.get("members"), s.get("committed")
+        if members is None or committed is None:
+            break
+        if any(p in (m.get("partitions") or []) for m in members if m.get("member") not in victim
+               for p in partitions):
+            break
+        found = s
+    return found
 
 
 def _owned_since(tl: Timeline, ties, w, a, started_at, slot_partitions, in_group, partitions, t) -> dict:
@@ -315,17 +337,20 @@ def _owned_since(tl: Timeline, ties, w, a, started_at, slot_partitions, in_group
     return since
 
 
-def stall_seconds(tl: Timeline, kill_time: float, partitions, committed_then: dict) -> float | None:
+def stall_seconds(tl: Timeline, kill_time: float, partitions, committed_then: dict,
+                  stood_at: float | None = None) -> float | None:
     """From the kill until each of these partitions (the victim's unfinished ones) committed past where it
     stood at the kill, whoever owned it by then; None when they never did, when there were none, or when
-    where they stood is unknown. Where it stood is the sample taken right after the death (the sampler is
-    woken by it) when there is one within BASELINE_WINDOW_S: the victim's commits between the last sample
-    before the kill and its death are its own, not the group's recovery."""
+    where they stood is unknown. Where it stood (`committed_then`) is read at `stood_at` when kill_state
+    found it after the kill (a sample before any other member owned them); else it is the sample taken
+    right after the death (the sampler is woken by it) when there is one within BASELINE_WINDOW_S: the
+    victim's commits between the last sample before the kill and its death are its own, not the group's
+    recovery."""
     if not partitions or any(committed_then.get(p) is None for p in partitions):
         return None
     waiting = {p: committed_then[p] for p in partitions}
-    woken = tl.just_after(kill_time)
-    if woken is not None:
+    woken = {"t": stood_at} if stood_at is not None and stood_at > kill_time else tl.just_after(kill_time)
+    if woken is not None and "committed" in woken:
         waiting = {p: max(off, woken["committed"].get(p) or 0) for p, off in waiting.items()}
     start = bisect.bisect_right(tl.times, (woken or {"t": kill_time})["t"])
     for s in tl.samples[start:]:

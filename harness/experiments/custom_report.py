@@ -87,7 +87,8 @@ def kill_states(tl, ties, kills, starts, slots: dict, ends: dict, effects, posit
         key = (k.get("worker"), k.get("attempt"))
         begun = started.get(key, 0.0)
         st = group_timeline.kill_state(tl, ties, k, begun, slots.get(k.get("worker"), []), ends, in_group)
-        st["stall_seconds"] = group_timeline.stall_seconds(tl, k["time"], st["unfinished"] or [], st["committed"])
+        st["stall_seconds"] = group_timeline.stall_seconds(tl, k["time"], st["unfinished"] or [], st["committed"],
+                                                           st.pop("stood_at", None))
         known = effects is not None and all(st["committed"].get(p) is not None for p in st["partitions"])
         st["effects_since_commit"] = None if not known else sum(
             1 for p in st["partitions"] for off, t in by_part.get(p, ())

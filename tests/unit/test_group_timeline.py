@@ -144,6 +144,27 @@ def test_warnings_when_most_kills_could_do_nothing_or_none_could_strike():
     assert kill_warnings([], finished_at=None, first_start=10.0) == []
 
 
+def test_in_a_group_the_victims_commits_until_another_member_owns_its_partition_are_its_own():
+    # The sample the death woke came late (10.3, a busy machine), but the group had not handed partition 0
+    # to anyone yet (w1 took it at 11.5, once w0's session expired): the 14 it shows is w0's, sent before
+    # it died. Before: the stall was counted from the last sample before the kill, so w0's own commit looked
+    # like the group's recovery 0.3 s after the kill.
+    w0, w1 = member("m-0", "w0", 1, [0]), member("m-1", "w1", 1, [1])
+    samples = [sample(9.9, [w0, w1], {0: 10, 1: 50}), sample(10.3, [w0, w1], {0: 14, 1: 51}),
+               sample(11.5, [member("m-1", "w1", 1, [0, 1])], {0: 14, 1: 52}),
+               sample(12.5, [member("m-1", "w1", 1, [0, 1])], {0: 15, 1: 53})]
+    tl, ties = gt.Timeline(samples), tied(samples)
+    st = gt.kill_state(tl, ties, {"worker": "w0", "attempt": 1, "time": 10.0}, 9.0, [0], {0: 100, 1: 100}, True)
+    assert (st["committed"], st["stood_at"]) == ({0: 14}, 10.3)
+    assert gt.stall_seconds(tl, 10.0, st["unfinished"], st["committed"], st["stood_at"]) == 2.5
+    # another member already owned it in the first sample after the kill: nothing after the kill is the baseline
+    early = [samples[0], sample(10.3, [member("m-1", "w1", 1, [0, 1])], {0: 14, 1: 51}), samples[3]]
+    st = gt.kill_state(gt.Timeline(early), tied(early), {"worker": "w0", "attempt": 1, "time": 10.0}, 9.0, [0],
+                       {0: 100, 1: 100}, True)
+    assert (st["committed"], st["stood_at"]) == ({0: 10}, 9.9)
+    assert gt.stall_seconds(gt.Timeline(early), 10.0, [0], st["committed"], st["stood_at"]) == 0.3
+
+
 def test_the_victims_own_commits_before_its_death_are_not_the_groups_recovery():
     # the last sample before the kill at 10.0 shows 10; the victim committed 14 before dying; the sample the
     # death woke (10.02) shows it; the group commits again only at 12.5
