@@ -129,10 +129,13 @@ def test_three_brokers_each_with_its_own_folder_and_ports(cluster):
 def test_eos_with_broker_kills_and_crashes_stays_exact_under_read_committed(cluster, tmp_path):
     d = run_exp(cluster, tmp_path, "eos", "--messages", "200", "--fault", "planned-crash",
                 "--fault", "broker-kill:count=2,every=1,down=2")
+    # The second kill strikes only if the workers are still busy once the first node is back, which depends
+    # on how fast the machine restarts a JVM (as in the eos-dedupe test below): either way the report says so.
     kills = [f for f in d["faults"] if f["fault"] == "broker-kill"]
-    assert len(kills) == 2 and all(f["back_at"] and f["target"].startswith("kafka-") for f in kills)
+    assert 1 <= len(kills) <= 2 and all(f["back_at"] and f["target"].startswith("kafka-") for f in kills)
+    assert (f"Only {len(kills)} of 2 broker-kill faults struck" in d["summary"]) == (len(kills) < 2), d["summary"]
     assert all("aborted_transactions" in f and "read_committed_stall_seconds" in f for f in kills)
-    assert [t["fault"] for t in d["timeline"]["faults"]] == ["broker-kill", "broker-kill"]
+    assert [t["fault"] for t in d["timeline"]["faults"]] == ["broker-kill"] * len(kills)
     ko = d["kafka_output"]
     assert (ko["read_committed"]["records"], ko["read_committed"]["duplicates"], ko["read_committed"]["lost"]) == \
         (200, 0, 0)

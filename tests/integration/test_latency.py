@@ -60,7 +60,8 @@ def test_a_delay_is_a_real_delay_on_the_wire_and_goes_when_removed(cluster):
         assert round_trip() >= 0.65
     finally:
         api.remove_latency(1)
-    assert toxics(cluster["home"]) == {} and round_trip() < 0.65
+    # the fastest of a few: one trip slowed by a busy machine (a GC pause, the scheduler) is not the toxic
+    assert toxics(cluster["home"]) == {} and min(round_trip() for _ in range(3)) < 0.65
     api.remove_latency(1)           # removing what is gone is no error
 
 
@@ -71,8 +72,12 @@ def test_a_producer_under_latency_past_its_request_timeout_duplicates_only_witho
     on = run_exp(cluster, tmp_path / "on", "producer", "--messages", "400", "--idempotence", "on", "--fault", fault)
     off = run_exp(cluster, tmp_path / "off", "producer", "--messages", "400", "--idempotence", "off", "--fault", fault)
     for d in (on, off):
+        # The producer is paced (about 8 s for 400): the second delay strikes only if the first node answered
+        # again soon enough, which depends on the machine; either way the report says so.
         rows = [f for f in d["faults"] if f["fault"] == "latency"]
-        assert len(rows) == 2 and all(r["back_at"] and r["process"].startswith("toxic on proxy kafka-") for r in rows)
+        assert 1 <= len(rows) <= 2 and all(r["back_at"] and r["process"].startswith("toxic on proxy kafka-")
+                                           for r in rows)
+        assert (f"Only {len(rows)} of 2 latency faults struck" in d["summary"]) == (len(rows) < 2), d["summary"]
         assert all("leader of" in r["target"] for r in rows) and d["counts"]["lost"] == 0
         keys = read_keys(d["stack"]["bootstrap_servers"], d["stack"]["output_topic"], "read_committed")
         assert len(keys) == 400 and sum(n - 1 for n in keys.values()) == d["counts"]["duplicates"]  # a reader agrees

@@ -167,7 +167,7 @@ def test_a_killed_harness_takes_every_role_along(stack, tmp_path):
     _roles_running(out)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
-    deadline = time.time() + 10
+    deadline = time.time() + 30        # each role dies by its parent's death signal: a loaded machine is slow to say so
     while worker_pids(str(out)) and time.time() < deadline:
         time.sleep(0.1)
     assert worker_pids(str(out)) == []
