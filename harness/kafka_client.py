@@ -196,19 +196,22 @@ def config(bootstrap: str, extra: dict | None = None) -> dict:
 CONNECT_S = 15.0
 
 
-def connected_producer(bootstrap: str, extra: dict | None = None):
-    """A Producer with `config(bootstrap, extra)` whose first broker connection is up. An idempotent (or
-    transactional) producer that starts with no connection asks for its producer id, or looks up its
-    transaction coordinator, again only 500 ms later: its first acknowledgement came after 0.50-1.00 s,
-    against 0.06 s when it was connected first (librdkafka 2.16, local broker, 4 producers each way).
-    A connection that does not come within CONNECT_S changes nothing: the producer is handed out as it
-    is, and its own timeouts say what went wrong."""
+def connected_producer(bootstrap: str, extra: dict | None = None, topic: str | None = None,
+                       connect_s: float = CONNECT_S, required: bool = False):
+    """A Producer with `config(bootstrap, extra)` whose first broker connection is up (and which knows
+    `topic`'s leaders, when given). An idempotent (or transactional) producer that starts with no
+    connection asks for its producer id, or looks up its transaction coordinator, again only 500 ms later:
+    its first acknowledgement came after 0.50-1.00 s, against 0.06 s when it was connected first
+    (librdkafka 2.16, local broker, 4 producers each way). When no answer comes within `connect_s`, a
+    `required` connection raises the client's error; otherwise the producer is handed out as it is, and
+    its own timeouts say what went wrong."""
     from confluent_kafka import KafkaException, Producer
     p = Producer(config(bootstrap, extra))
     try:
-        p.list_topics(timeout=CONNECT_S)
+        p.list_topics(topic, timeout=connect_s)
     except KafkaException:
-        pass
+        if required:
+            raise
     return p
 
 

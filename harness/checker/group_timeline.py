@@ -303,18 +303,23 @@ def kill_state(tl: Timeline, ties, kill: dict, started_at: float, slot_partition
 
 
 def before_takeover(tl: Timeline, ties, w, a, t: float, partitions) -> dict | None:
-    """The last sample after the kill at `t` in which no other member owned any of the victim's
-    `partitions` yet (a group hands them over only once the dead member's session has expired): a commit
-    it shows on them is the victim's own, sent before its death; None when the first sample after the kill
-    already shows another owner, or cannot say (no members or no commits read)."""
-    victim = ties.member_of(w, a) or set()
+    """The last sample after the kill at `t` in which the group still listed the dead victim as the owner
+    of all its `partitions` and nobody else owned any (a group hands them over only once the dead member's
+    session has expired): a commit it shows on them is the victim's own, sent before its death. None when
+    the first sample after the kill already shows otherwise, or cannot say (no members or no commits read,
+    a victim tied to no member). A sample listing nobody (a rebalance, an empty group) ends the search: the
+    partitions may have been someone else's since the sample before."""
+    victim = ties.member_of(w, a)
+    if not victim:
+        return None
     found = None
     for s in tl.samples[bisect.bisect_right(tl.times, t):]:
         members, committed = s.get("members"), s.get("committed")
         if members is None or committed is None:
             break
-        if any(p in (m.get("partitions") or []) for m in members if m.get("member") not in victim
-               for p in partitions):
+        held = {p for m in members if m.get("member") in victim for p in m.get("partitions") or []}
+        others = {p for m in members if m.get("member") not in victim for p in m.get("partitions") or []}
+        if not set(partitions) <= held or others & set(partitions):
             break
         found = s
     return found

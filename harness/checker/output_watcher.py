@@ -79,14 +79,20 @@ class OutputWatcher:
     def _partitions(self, c) -> list:
         """The topic's partitions; a topic the metadata does not show yet (a cluster's lagging broker) is
         asked for again until METADATA_WAIT_S has passed."""
+        from confluent_kafka import KafkaException
         deadline = time.monotonic() + METADATA_WAIT_S
         while True:
-            t = c.list_topics(self.topic, timeout=METADATA_WAIT_S).topics.get(self.topic)
+            why = ""
+            try:
+                t = c.list_topics(self.topic, timeout=2).topics.get(self.topic)     # short: stop() waits 10 s
+            except KafkaException as e:
+                t, why = None, f" ({str(e)[:120]})"
             if t is not None and t.error is None and t.partitions:
                 return sorted(t.partitions)
+            if t is not None and t.error is not None:
+                why = f" ({t.error.str()})"
             if time.monotonic() >= deadline or self._stop.is_set():
-                raise RuntimeError(f"topic {self.topic} not found"
-                                   + (f" ({t.error.str()})" if t is not None and t.error is not None else ""))
+                raise RuntimeError(f"topic {self.topic} not found{why}")
             time.sleep(0.2)
 
     def wait_ready(self, timeout: float) -> bool:

@@ -71,7 +71,8 @@ def _new_producer(ctx):
                   # and answers CONCURRENT_TRANSACTIONS; librdkafka's default 100 ms backoff made every
                   # send_offsets_to_transaction cost ~100 ms here. Retry sooner (measured: ~105 ms -> ~8 ms).
                   "retry.backoff.ms": 5, "retry.backoff.max.ms": 50,
-                  "transaction.timeout.ms": ctx.option("transaction_timeout_ms") or TRANSACTION_TIMEOUT_MS})
+                  "transaction.timeout.ms": ctx.option("transaction_timeout_ms") or TRANSACTION_TIMEOUT_MS},
+                  args.output_topic, connect_s=TXN_CALL_TIMEOUT_S, required=True)
 
 
 def warm_producer(ctx) -> None:

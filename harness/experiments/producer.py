@@ -97,7 +97,7 @@ def producer_loop(ctx) -> None:
     conf = ctx.option("producer")
     fd = os.open(ctx.args.delivery_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     # The cluster's client settings (e.g. credentials) under the settings the run tests, which win.
-    producer = kafka_client.connected_producer(ctx.args.bootstrap, {"log_level": 3, **conf})
+    producer = kafka_client.connected_producer(ctx.args.bootstrap, {"log_level": 3, **conf}, ctx.args.output_topic)
 
     def report(err, msg):
         deliveries.append(fd, msg.key().decode(), err, msg.partition(), msg.offset())

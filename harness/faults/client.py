@@ -114,6 +114,7 @@ def _own(sup, pid: int):
 
 class ClientPause(Fault):
     name = "client-pause"
+    moves_partitions = True     # a pause past the transaction timeout wakes to an abort, then a rewind
     excludes = {ZombiePause.name: "both freeze a worker with SIGSTOP, and each would wake or miss the other's"}
     options = {"at": "the step where the worker freezes: " + "; ".join(f"{k} ({v})" for k, v in PAUSE_STEPS.items())
                      + f" (default {BEFORE_COMMIT})",

@@ -120,7 +120,7 @@ def produce(bootstrap: str, topic: str, payments: Iterable[Payment], progress=No
     p = kafka_client.connected_producer(bootstrap, {"enable.idempotence": True, "acks": "all",
                                                  "partitioner": "murmur2_random", "linger.ms": 5,
                                                  "message.timeout.ms": PRODUCE_TIMEOUT_S * 1000,
-                                                 **kafka_logging.client_config()})
+                                                 **kafka_logging.client_config()}, topic)
     for pay in payments:
         sent += 1
         while True:

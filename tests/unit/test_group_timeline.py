@@ -165,6 +165,19 @@ def test_in_a_group_the_victims_commits_until_another_member_owns_its_partition_
     assert gt.stall_seconds(gt.Timeline(early), 10.0, [0], st["committed"], st["stood_at"]) == 0.3
 
 
+def test_a_sample_that_lists_nobody_or_a_victim_without_its_partitions_ends_the_search():
+    # w1 took partition 0 at 11.0 and committed 20 by 11.4; no sample showed it; at 11.5 a rebalance listed
+    # nobody: the 20 there is the recovery's, not the victim's, and must not be where the victim stood.
+    w0, w1 = member("m-0", "w0", 1, [0]), member("m-1", "w1", 1, [1])
+    samples = [sample(9.9, [w0, w1], {0: 10, 1: 50}), sample(10.3, [w0, w1], {0: 14, 1: 51}),
+               sample(11.5, [], {0: 20, 1: 52}), sample(12.5, [member("m-1", "w1", 1, [0, 1])], {0: 25, 1: 53})]
+    tl, ties = gt.Timeline(samples), tied(samples)
+    assert gt.before_takeover(tl, ties, "w0", 1, 10.0, [0])["t"] == 10.3
+    rebalancing = [samples[0], sample(10.3, [member("m-0", "w0", 1, []), w1], {0: 20, 1: 51}), samples[3]]
+    assert gt.before_takeover(gt.Timeline(rebalancing), tied(samples), "w0", 1, 10.0, [0]) is None
+    assert gt.before_takeover(tl, gt.MemberTies(RUN), "w0", 1, 10.0, [0]) is None     # untied: cannot say
+
+
 def test_the_victims_own_commits_before_its_death_are_not_the_groups_recovery():
     # the last sample before the kill at 10.0 shows 10; the victim committed 14 before dying; the sample the
     # death woke (10.02) shows it; the group commits again only at 12.5

@@ -223,6 +223,7 @@ def test_the_kafka_probe_reports_a_silent_timeout_instead_of_dying(monkeypatch):
 
 def test_a_producer_is_connected_first_and_a_broker_that_does_not_answer_changes_nothing(monkeypatch):
     import confluent_kafka
+    import pytest
     from harness import kafka_client
     calls = []
 
@@ -230,12 +231,16 @@ def test_a_producer_is_connected_first_and_a_broker_that_does_not_answer_changes
         def __init__(self, conf):
             self.conf = conf
 
-        def list_topics(self, timeout=None):
-            calls.append(timeout)
+        def list_topics(self, topic=None, timeout=None):
+            calls.append((topic, timeout))
             if self.conf.get("down"):
                 raise confluent_kafka.KafkaException("no broker")
     monkeypatch.setattr(confluent_kafka, "Producer", Fake)
-    p = kafka_client.connected_producer("127.0.0.1:1", {"enable.idempotence": True})
+    p = kafka_client.connected_producer("127.0.0.1:1", {"enable.idempotence": True}, "harness.t")
     assert p.conf["bootstrap.servers"] == "127.0.0.1:1" and p.conf["enable.idempotence"] is True
-    assert calls == [kafka_client.CONNECT_S]
+    assert calls == [("harness.t", kafka_client.CONNECT_S)]
     assert kafka_client.connected_producer("127.0.0.1:1", {"down": True}).conf["down"] is True
+    # a transactional worker that cannot reach the cluster says so at once, as before
+    with pytest.raises(confluent_kafka.KafkaException):
+        kafka_client.connected_producer("127.0.0.1:1", {"down": True}, connect_s=30, required=True)
+    assert calls[-1] == (None, 30)

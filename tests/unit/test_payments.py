@@ -26,8 +26,8 @@ class FakeProducer:
         assert "logger" in config, "the payments producer logs through harness.kafka_logging"
         self.pending = []
 
-    def list_topics(self, timeout=None):
-        self.log.append(("connect",))
+    def list_topics(self, topic=None, timeout=None):
+        self.log.append(("connect", topic))
 
     def produce(self, topic, key, value, on_delivery):
         self.log.append(("produce", key.decode()))
@@ -58,7 +58,7 @@ def test_produce_reads_the_payments_one_at_a_time(fake_producer):
             yield p
     assert payments.produce("127.0.0.1:1", "t", source()) == 3
     # connected first: an idempotent producer without a connection asks for its producer id 500 ms later
-    assert fake_producer.log == [("connect",), ("made", "pay-000001"), ("produce", "pay-000001"),
+    assert fake_producer.log == [("connect", "t"), ("made", "pay-000001"), ("produce", "pay-000001"),
                                  ("made", "pay-000002"), ("produce", "pay-000002"),
                                  ("made", "pay-000003"), ("produce", "pay-000003")]
 
