@@ -103,7 +103,10 @@ def test_a_consumer_in_a_real_group_is_killed_while_it_works_and_witnessed_by_th
         applied_by.setdefault(mid, []).append((worker, attempt))
     workers = {wa for who in applied_by.values() for wa in who}
     # every kill counted as landed struck a member that owned partitions and had applied payments since its start
-    assert c["kills_landed"] >= 8, c["warnings"]
+    # how many of the 12 land depends on how the machine paces the workers against their rejoins; at least
+    # as many as the report needs to call them meaningful (FEW_KILLS), and it does not warn
+    from harness.experiments.custom_report import FEW_KILLS
+    assert c["kills_landed"] >= FEW_KILLS and not any("kill(s) landed" in w for w in c["warnings"]), c["warnings"]
     for k in c["kills"]:
         # (a kill may still land just after the victim's own last commit, before a sample showed it)
         assert k["state"] in ("could do damage", "after its last commit") and k["partitions"], k
