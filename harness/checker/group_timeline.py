@@ -354,10 +354,13 @@ def stall_seconds(tl: Timeline, kill_time: float, partitions, committed_then: di
     if not partitions or any(committed_then.get(p) is None for p in partitions):
         return None
     waiting = {p: committed_then[p] for p in partitions}
-    woken = {"t": stood_at} if stood_at is not None and stood_at > kill_time else tl.just_after(kill_time)
-    if woken is not None and "committed" in woken:
+    since = kill_time
+    if stood_at is not None and stood_at > kill_time:
+        since = stood_at                       # committed_then was read there already
+    elif (woken := tl.just_after(kill_time)) is not None:
         waiting = {p: max(off, woken["committed"].get(p) or 0) for p, off in waiting.items()}
-    start = bisect.bisect_right(tl.times, (woken or {"t": kill_time})["t"])
+        since = woken["t"]
+    start = bisect.bisect_right(tl.times, since)
     for s in tl.samples[start:]:
         c = s.get("committed") or {}
         for p in [p for p, off in waiting.items() if (c.get(p) or 0) > off]:
