@@ -57,8 +57,9 @@ def test_produce_reads_the_payments_one_at_a_time(fake_producer):
             fake_producer.log.append(("made", p.id))
             yield p
     assert payments.produce("127.0.0.1:1", "t", source()) == 3
-    # connected first: an idempotent producer without a connection asks for its producer id 500 ms later
-    assert fake_producer.log == [("connect", "t"), ("made", "pay-000001"), ("produce", "pay-000001"),
+    # connected first (two metadata answers): an idempotent producer without a connection asks for its producer
+    # id 500 ms later
+    assert fake_producer.log == [("connect", "t"), ("connect", "t"), ("made", "pay-000001"), ("produce", "pay-000001"),
                                  ("made", "pay-000002"), ("produce", "pay-000002"),
                                  ("made", "pay-000003"), ("produce", "pay-000003")]
 
