@@ -54,7 +54,40 @@ def searchable_dir(prefix: str) -> Path:
     d = Path(tempfile.mkdtemp(prefix=prefix))
     d.chmod(0o755)
     _register(d)
+    _made.append(d)
     return d
+
+
+_made: list[Path] = []      # every searchable_dir of the session, in the order made
+
+
+@pytest.fixture(autouse=True)
+def _delete_the_tests_own_state_folders():
+    """The state folders a test made itself (not those of a module or session fixture, made before it starts)
+    are deleted when it ends, once no process of theirs is left. The session's watcher would delete them only
+    after pytest has ended, and a CI job that stops when its command does may end the watcher first: one
+    such run left 12 empty folders and the registry in /tmp."""
+    import shutil
+    first = len(_made)
+    yield
+    for home in _made[first:]:
+        if home.is_dir() and not home.is_symlink() and not processes_of(home):
+            shutil.rmtree(home, ignore_errors=True)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """At a normal end with every registered folder gone, the watcher has nothing to do: stop it and delete the
+    registry now, rather than leave that to it."""
+    import shutil
+    registry, watcher = _registry.get("file"), _registry.get("watcher")
+    if registry is None or any(home.exists() for home in _made):
+        return
+    watcher.terminate()
+    try:
+        watcher.wait(10)
+    except subprocess.TimeoutExpired:
+        return
+    shutil.rmtree(registry.parent, ignore_errors=True)
 
 
 def _register(folder: Path) -> None:
