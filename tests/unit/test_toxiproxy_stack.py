@@ -4,7 +4,6 @@ left toxic refused at start, and a purge that deletes only the harness's own fil
 
 import http.server
 import json
-import tempfile
 import threading
 from pathlib import Path
 
@@ -115,12 +114,12 @@ def test_a_delay_whose_request_failed_removes_what_may_have_been_added(tmp_path,
     assert calls == ["add", "remove"]
 
 
-def test_a_stack_with_a_node_left_delayed_is_refused_at_start(server):
+def test_a_stack_with_a_node_left_delayed_is_refused_at_start(server, tmp_path):
     from types import SimpleNamespace
     port, answer = server
     answer["body"] = json.dumps({"kafka-1": {"toxics": []}, "kafka-3": {"toxics": [{"name": "x"}]}}).encode()
     assert toxiproxy.Api(port).delayed_nodes() == [3]
-    proxy = toxiproxy.LocalToxiproxy(Path(tempfile.mkdtemp()))
+    proxy = toxiproxy.LocalToxiproxy(tmp_path)         # a folder of pytest's: mkdtemp() left one in /tmp
     assert proxy.api() is None                          # not running: no API to ask
     proxy.running = lambda: SimpleNamespace(ports={"toxiproxy": port})
     assert proxy.api().delayed_nodes() == [3]
