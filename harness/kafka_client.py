@@ -192,36 +192,50 @@ def config(bootstrap: str, extra: dict | None = None) -> dict:
     return {**settings_for(bootstrap), "bootstrap.servers": bootstrap, **(extra or {})}
 
 
-# How long a new producer waits for its first broker connection before it is handed out anyway.
+# How long a new producer waits for its broker connections, in all, before it is handed out anyway.
 CONNECT_S = 15.0
+
+
+def _asks_for_a_producer_id(conf: dict) -> bool:
+    return str(conf.get("enable.idempotence", "")).lower() in ("true", "1") or bool(conf.get("transactional.id"))
 
 
 def connected_producer(bootstrap: str, extra: dict | None = None, topic: str | None = None,
                        connect_s: float = CONNECT_S, required: bool = False):
-    """A Producer with `config(bootstrap, extra)` connected to a broker by its id (and which knows `topic`'s
-    leaders, when given). An idempotent (or transactional) producer that finds no connection up asks for
-    its producer id, or looks up its transaction coordinator, again only 500 ms later: its first
+    """A Producer with `config(bootstrap, extra)` whose first broker connection is up (and which knows
+    `topic`'s leaders, when given). An idempotent (or transactional) producer that finds no connection up
+    asks for its producer id, or looks up its transaction coordinator, again only 500 ms later: its first
     acknowledgement came after 0.50-1.00 s, against 0.06 s when it was connected first (librdkafka 2.16,
     local broker, 4 producers each way).
 
-    One metadata answer is not enough: it may come through the bootstrap connection, which librdkafka
-    drops as soon as that answer names the brokers, so the producer id is asked for while no connection
-    is up (its eos trace: `RequestPID -> WaitTransport`, "No brokers available"). The next metadata
-    answer, from a broker by its id, makes it ask at once. So it asks twice. Measured by that trace, with
-    one answer 2 of 12 producers were handed out still waiting on a quiet machine and 6 of 12 with both
-    cores busy; with two, none of 36. The outbox relay (a new producer per restart) waited 0.5 s in 36 of
-    100 restarts, and in none with two answers (`harness run outbox` alone: its workers 27.6 -> 10.9 s).
+    For such a producer one metadata answer is not enough: it may come through the bootstrap connection,
+    which librdkafka drops as soon as that answer names the brokers, so the producer id is asked for while
+    no connection is up (its eos trace: `RequestPID -> WaitTransport`, "No brokers available"). Every
+    metadata answer runs its producer-id state machine again (rdkafka_metadata.c), and the next one comes
+    from a broker by its id, so it asks at once. Measured by that trace, with one answer 2 of 12 producers
+    were handed out still waiting on a quiet machine and 6 of 12 with both cores busy; with two, none of 36.
+    The outbox relay (a new producer per restart) waited 0.5 s in 36 of 100 restarts, and in none with two
+    answers (`harness run outbox` alone, one run each: its workers 27.6 -> 10.9 s).
 
-    When no answer comes within `connect_s`, a `required` connection raises the client's error; otherwise
-    the producer is handed out as it is, and its own timeouts say what went wrong."""
+    Both answers share `connect_s`. When the first does not come, a `required` connection raises the
+    client's error; otherwise, or when only the second does not come, the producer is handed out as it is,
+    and its own timeouts say what went wrong."""
+    import time
     from confluent_kafka import KafkaException, Producer
-    p = Producer(config(bootstrap, extra))
+    conf = config(bootstrap, extra)
+    p = Producer(conf)
+    deadline = time.monotonic() + connect_s
     try:
-        for _ in range(2):
-            p.list_topics(topic, timeout=connect_s)
+        p.list_topics(topic, timeout=connect_s)
     except KafkaException:
         if required:
             raise
+        return p
+    if _asks_for_a_producer_id(conf):
+        try:
+            p.list_topics(topic, timeout=max(0.1, deadline - time.monotonic()))
+        except KafkaException:
+            pass
     return p
 
 

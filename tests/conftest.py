@@ -64,14 +64,17 @@ _made: list[Path] = []      # every searchable_dir of the session, in the order 
 @pytest.fixture(autouse=True)
 def _delete_the_tests_own_state_folders():
     """The state folders a test made itself (not those of a module or session fixture, made before it starts)
-    are deleted when it ends, once no process of theirs is left. The session's watcher would delete them only
-    after pytest has ended, and a CI job that stops when its command does may end the watcher first: one
-    such run left 12 empty folders and the registry in /tmp."""
+    are deleted when it ends, once no process of theirs is left and no stack is recorded in them (`harness
+    down` removes stack.json; a recorded stack may own containers or namespaces outside the folder, so its
+    folder is left for the watcher's `harness down --purge`). The watcher would delete them only after pytest
+    has ended, and a CI job that stops when its command does may end the watcher first: one such run left 12
+    empty folders and the registry in /tmp. tests/unit/test_state_folders.py."""
     import shutil
     first = len(_made)
     yield
     for home in _made[first:]:
-        if home.is_dir() and not home.is_symlink() and not processes_of(home):
+        if home.is_dir() and not home.is_symlink() and not (home / "stack.json").exists() and \
+                not processes_of(home):
             shutil.rmtree(home, ignore_errors=True)
 
 

@@ -125,8 +125,8 @@ logger.state.name = state.change.logger
 logger.state.level = WARN
 """
 
-# C1 only: a broker the harness starts lives for a run, a suite or a test module, and C2 spent most of that life
-# compiling (first suite after `up`: 43.5-47.6 broker CPU-s, 24.5-27.7 compiling, against 32.7-33.2; README).
+# C1 only: over the first default suite after `up` the broker used 32.7-33.2 CPU-s against 43.5-47.6 with C2;
+# a broker kept up and warm pays instead (a second suite: 31.7 against 26.6). README, Numbers, 2026-12-04.
 JVM_OPTS = ["-Xms512m", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:TieredStopAtLevel=1",
             "-Djava.awt.headless=true", "-XX:+ExitOnOutOfMemoryError"]
 # A cold JVM on two busy cores takes 5-15 s to serve metadata; a broker that is not up after this is broken.

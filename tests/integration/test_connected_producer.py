@@ -5,7 +5,10 @@ Before: one metadata answer was awaited. It could come through the bootstrap con
 drops once the answer names the brokers, so the producer asked for its id while no connection was up
 (`RequestPID -> WaitTransport`) and asked again only 500 ms later: 2 of 12 such producers on a quiet machine,
 6 of 12 on a loaded one, and 36 of 100 restarts of the outbox relay waited so. The producer's own eos trace
-(librdkafka's `debug=eos`, written to stderr as it happens) says which state it was in when handed out."""
+(librdkafka's `debug=eos`, written to stderr by the thread that logs, as it happens) says which state it was in
+when handed out: librdkafka's metadata handler runs the producer-id state machine before it sends the reply
+that ends `list_topics` (rdkafka_metadata.c), so a state change that answer caused is written before the
+marker."""
 
 import re
 import subprocess

@@ -233,17 +233,33 @@ def test_a_producer_is_connected_first_and_a_broker_that_does_not_answer_changes
 
         def list_topics(self, topic=None, timeout=None):
             calls.append((topic, timeout))
-            if self.conf.get("down"):
+            if self.conf.get("down") or (self.conf.get("no second answer") and len(calls) > 1):
                 raise confluent_kafka.KafkaException("no broker")
     monkeypatch.setattr(confluent_kafka, "Producer", Fake)
     p = kafka_client.connected_producer("127.0.0.1:1", {"enable.idempotence": True}, "harness.t")
     assert p.conf["bootstrap.servers"] == "127.0.0.1:1" and p.conf["enable.idempotence"] is True
-    # twice: the first answer may come through the bootstrap connection (tests/integration/test_connected_producer)
-    assert calls == [("harness.t", kafka_client.CONNECT_S)] * 2
+    # an idempotent producer asks twice (the first answer may come through the bootstrap connection:
+    # tests/integration/test_connected_producer.py), the second within what is left of the same connect_s
+    assert [c[0] for c in calls] == ["harness.t"] * 2 and calls[0][1] == kafka_client.CONNECT_S
+    assert 0.1 <= calls[1][1] <= kafka_client.CONNECT_S
+    del calls[:]
+    kafka_client.connected_producer("127.0.0.1:1", {"transactional.id": "t"})
+    kafka_client.connected_producer("127.0.0.1:1", {"enable.idempotence": "true"})
+    assert len(calls) == 4
+    del calls[:]
+    kafka_client.connected_producer("127.0.0.1:1", {"acks": "1"}, "harness.t")     # no producer id: once
+    assert len(calls) == 1
     del calls[:]
     assert kafka_client.connected_producer("127.0.0.1:1", {"down": True}).conf["down"] is True
-    assert len(calls) == 1          # no answer: not asked again (at most connect_s in all)
+    assert len(calls) == 1          # no answer: not asked again
     # a transactional worker that cannot reach the cluster says so at once, as before
     with pytest.raises(confluent_kafka.KafkaException):
-        kafka_client.connected_producer("127.0.0.1:1", {"down": True}, connect_s=30, required=True)
+        kafka_client.connected_producer("127.0.0.1:1", {"down": True, "transactional.id": "t"}, connect_s=30,
+                                        required=True)
     assert calls[-1] == (None, 30)
+    # reached once but not twice: handed out as it is, required or not (its own calls then say what is wrong)
+    for required in (False, True):
+        del calls[:]
+        p = kafka_client.connected_producer("127.0.0.1:1", {"no second answer": True, "transactional.id": "t"},
+                                            required=required)
+        assert p.conf["transactional.id"] == "t" and len(calls) == 2
