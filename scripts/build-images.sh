@@ -32,6 +32,10 @@ START=$SECONDS
 step() { STEP_T=$SECONDS; echo "build-images: $*" >&2; }
 took() { echo "build-images:   done in $((SECONDS - STEP_T)) s" >&2; }
 die() { echo "build-images: error: $*" >&2; exit 1; }
+# The Python that has the harness installed: the harness passes its own; by hand, the checkout's
+# virtual environment (scripts/setup.sh makes it), else python3.
+PYTHON="${HARNESS_PYTHON:-}"
+[ -n "$PYTHON" ] || { [ -x .venv/bin/python ] && PYTHON=.venv/bin/python; } || PYTHON=python3
 
 REBUILD= ONLY=
 while [ $# -gt 0 ]; do
@@ -55,7 +59,7 @@ docker info >/dev/null 2>&1 || die "no Docker engine answers at ${DOCKER_HOST:-t
 
 # The release: $HARNESS_KAFKA_VERSION (as `harness up --stack compose --kafka-version` passes it), else the pinned one.
 KAFKA_VERSION=
-if wanted kafka; then KAFKA_VERSION="$(python3 -c '
+if wanted kafka; then KAFKA_VERSION="$("$PYTHON" -c '
 import os, sys
 from harness import versions
 from harness.errors import HarnessError
@@ -72,7 +76,7 @@ export KAFKA_VERSION
 BASE_IMAGE=harness-base:bookworm
 KAFKA_IMAGE="harness-kafka:${KAFKA_VERSION}"
 POSTGRES_IMAGE=harness-postgres:15
-TOXIPROXY_VERSION="$(python3 -c 'from harness import versions; print(versions.TOXIPROXY_VERSION)')"
+TOXIPROXY_VERSION="$("$PYTHON" -c 'from harness import versions; print(versions.TOXIPROXY_VERSION)')"
 TOXIPROXY_IMAGE="harness-toxiproxy:${TOXIPROXY_VERSION}"
 
 # build TAG CONTEXT [docker build options]: the build's output goes to a log, shown when it fails.
@@ -140,7 +144,7 @@ elif have_image "$KAFKA_IMAGE"; then
   echo "build-images: $KAFKA_IMAGE exists (--rebuild makes it again)" >&2
 else
   step "resolving Kafka ${KAFKA_VERSION}'s jars and command-line tools with mvn (cached after the first time)"
-  LIB="$(python3 - <<'EOF'
+  LIB="$("$PYTHON" - <<'EOF'
 # The local stack's class path (harness/stack/kafka-pom.xml) plus kafka-tools,
 # whose classes the image's scripts (kafka-topics.sh, ...) run.
 import os, subprocess, sys

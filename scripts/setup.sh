@@ -36,8 +36,22 @@ for tool in java mvn; do
   command -v "$tool" >/dev/null || { echo "setup: $tool is missing: install Java 17 and Maven (apt-get install openjdk-17-jdk-headless maven)" >&2; exit 1; }
 done
 
-step "installing the harness into $(python3 -c 'import sys; print(sys.prefix)') with pip (editable, with its test extra)"
-python3 -m pip install -q --disable-pip-version-check -e '.[test]'
+# A virtual environment of the checkout's own: a distribution's Python (Debian 12 and later, Ubuntu 24.04)
+# refuses `pip install` into itself (PEP 668, externally-managed-environment), and nothing is installed
+# beside the system's packages. $HARNESS_VENV names another folder.
+VENV="${HARNESS_VENV:-$PWD/.venv}"
+if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  step "installing Debian's python3-venv system-wide with apt-get (python3 -m venv needs it)"
+  apt_install python3-venv
+  took
+fi
+if [ ! -x "$VENV/bin/python" ]; then
+  step "making a virtual environment in $VENV (python3 -m venv)"
+  python3 -m venv "$VENV"
+  took
+fi
+step "installing the harness into $VENV with pip (editable, with its test extra)"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
 took
 step "installing actionlint into $(go env GOPATH 2>/dev/null || echo "Go's GOPATH")/bin with go install (for the workflow test; best effort)"
 bash .ci/install-actionlint.sh >/dev/null 2>&1 || echo "setup: actionlint not installed; the workflow test will skip" >&2
@@ -45,4 +59,4 @@ took
 step "installing toxiproxy-server into $(go env GOPATH 2>/dev/null || echo "Go's GOPATH")/bin with go install (for \`harness up --proxies\` and the latency fault)"
 bash .ci/install-toxiproxy.sh || echo "setup: toxiproxy-server not installed; \`harness up --proxies\` will say so, and its tests fail in CI" >&2
 took
-echo "setup: done in $((SECONDS - START)) s" >&2
+echo "setup: done in $((SECONDS - START)) s; the harness is $VENV/bin/harness" >&2

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 from .. import versions
@@ -162,7 +163,8 @@ def build_images(env: dict, only=NEEDED) -> dict:
     if not BUILD_SCRIPT.is_file():
         raise HarnessError(f"cannot build the compose images: {BUILD_SCRIPT} is missing (a source checkout has it)")
     try:
-        proc = subprocess.run(["bash", str(BUILD_SCRIPT), "--only", ",".join(only)], env=env, capture_output=True,
+        proc = subprocess.run(["bash", str(BUILD_SCRIPT), "--only", ",".join(only)],
+                              env={**env, "HARNESS_PYTHON": sys.executable}, capture_output=True,
                               text=True, timeout=BUILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise HarnessError(f"building the compose images took longer than {BUILD_TIMEOUT_S} s") from None

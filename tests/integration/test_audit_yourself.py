@@ -2,8 +2,10 @@
 then catching a row someone added, then saying the data is gone after `harness clean`."""
 
 import json
+import shlex
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -21,7 +23,8 @@ def test_env_then_plain_psql_works_and_never_shows_the_password(stack):
     assert password not in json.dumps(js) and js["HARNESS_BOOTSTRAP_SERVERS"] == stack["bootstrap_servers"]
     if not shutil.which("psql"):
         pytest.skip("psql is not installed")
-    script = f'unset PGPASSWORD; eval "$(python3 -m harness.cli env)"; psql -w -At -c "select 40 + 2"'
+    # The Python that runs the tests has the harness: a fresh machine's python3 may not (scripts/setup.sh's venv).
+    script = f'unset PGPASSWORD; eval "$({shlex.quote(sys.executable)} -m harness.cli env)"; psql -w -At -c "select 40 + 2"'
     proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60,
                           env={**__import__("os").environ, **stack["env"]})
     assert proc.returncode == 0 and proc.stdout.strip() == "42", proc.stderr
