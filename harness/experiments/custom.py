@@ -141,7 +141,7 @@ class CustomWorkers:
                 "HARNESS_BOOTSTRAP_SERVERS": run.stack.bootstrap_servers,
                 "HARNESS_INPUT_TOPIC": names.input_topic,
                 "HARNESS_GROUP_ID": names.group,
-                "HARNESS_POSTGRES_DSN": libpq_uri(run.stack.postgres_dsn),
+                "HARNESS_POSTGRES_DSN": libpq_uri(run.worker_dsn),
                 "HARNESS_LEDGER_TABLE": names.ledger_table,
                 "HARNESS_OUTPUT_TOPIC": names.output_topic}
 

@@ -204,9 +204,11 @@ with psycopg.connect(env["HARNESS_POSTGRES_DSN"], autocommit=True) as db:
 @pytest.fixture
 def own_table(stack):
     # The run role may create tables only in the `harness` schema (and the read-only role reads only there).
+    # A run's consumers connect as the run's own role: a table of the user's is the user's to grant them.
     table = f"harness.custom_test_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(stack["dsn"], autocommit=True) as conn:
         conn.execute(f"create table {table} (pid text primary key, cents bigint not null)")
+        conn.execute(f"grant select, insert, update on {table} to public")
     yield table
     with psycopg.connect(stack["dsn"], autocommit=True) as conn:
         conn.execute(f"drop table {table}")
