@@ -133,8 +133,8 @@ def test_slot_and_attempt_lookups():
 
 def test_the_dsn_reaches_consumers_as_one_uri_form():
     assert libpq_uri("host=127.0.0.1 port=5433 user=harness password='p@ss:w/rd' dbname=harness") == \
-        "postgresql://harness:p%40ss%3Aw%2Frd@127.0.0.1:5433/harness"
-    assert libpq_uri("postgresql://u:pw@127.0.0.1:1234/db") == "postgresql://u:pw@127.0.0.1:1234/db"
+        "postgresql://harness:p%40ss%3Aw%2Frd@127.0.0.1:5433/harness?require_auth=scram-sha-256"
+    assert libpq_uri("postgresql://u:pw@127.0.0.1:1234/db", require_scram=False) == "postgresql://u:pw@127.0.0.1:1234/db"
 
 
 def test_kill_every_alone_replaces_the_random_kills_and_both_can_be_asked():
