@@ -89,6 +89,9 @@ def create(maker_dsn: str, dsn: str, run_id: str, run_tables: list[str]) -> Gran
         with psycopg.connect(maker_dsn, connect_timeout=10) as conn:
             if not _can_make_roles(conn):
                 return Grant(dsn, None, f"{_user(dsn)} (no role of its own: the role may not create roles; {GIVEN_UP})")
+            conn.commit()
+        drop(maker_dsn, run_id)             # one an earlier, killed attempt of this run id left behind
+        with psycopg.connect(maker_dsn, connect_timeout=10) as conn:
             with conn.transaction():
                 conn.execute(sql.SQL("create role {} " + LIMITED + " password {}").format(
                     r, sql.Literal(_verifier(conn, role, password))))

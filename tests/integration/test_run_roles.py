@@ -88,3 +88,25 @@ def test_clean_drops_a_role_a_killed_run_left_and_no_other(stack):
             conn.execute(f'drop role if exists "{decoy}"')
             if role_exists(stack["admin_dsn"], role):
                 run_role.drop(stack["admin_dsn"], run_id)
+
+
+def test_a_dsn_whose_role_may_not_make_roles_falls_back_and_says_what_it_gives_up(stack):
+    run_id = f"20261207T000000.000-probe-{uuid.uuid4().hex[:6]}"
+    grant = run_role.create(stack["dsn"], stack["dsn"], run_id, [])   # `harness` has no CREATEROLE
+    assert grant.role is None and grant.dsn == stack["dsn"]
+    assert "no role of its own" in grant.said and "mark runs finished" in grant.said
+    assert not role_exists(stack["dsn"], run_role.role_name(run_id))
+
+
+def test_a_role_left_by_an_earlier_attempt_of_the_run_id_is_replaced(stack):
+    run_id = f"20261207T000000.000-probe-{uuid.uuid4().hex[:6]}"
+    first = run_role.create(stack["admin_dsn"], stack["dsn"], run_id, [])
+    second = run_role.create(stack["admin_dsn"], stack["dsn"], run_id, [])
+    try:
+        assert first.role == second.role == run_role.role_name(run_id), second.said
+        with psycopg.connect(second.dsn) as conn:
+            assert conn.execute("select current_user").fetchone()[0] == second.role
+        with pytest.raises(psycopg.OperationalError):
+            psycopg.connect(first.dsn, connect_timeout=10).close()
+    finally:
+        run_role.drop(stack["admin_dsn"], run_id)
