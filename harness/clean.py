@@ -120,17 +120,22 @@ def clean_runs(stack: Stack, run_ids: list[str], all_runs: bool) -> Plan:
                 pass
     admin.poll(0)   # hand the client's log lines to the logger
     tables.drop(stack.postgres_dsn, p.tables)
-    _drop_roles(stack, p, set(live) if all_runs else None)
+    _drop_roles(stack, p, all_runs)
     registry.forget(stack.postgres_dsn, p.runs)
     return p
 
 
-def _drop_roles(stack: Stack, p: Plan, live: set | None) -> None:
-    """The run roles of the cleaned runs (and with --all, `live` given, of every run not live)."""
+def _drop_roles(stack: Stack, p: Plan, all_runs: bool) -> None:
+    """The run roles of the cleaned runs, and with --all those of every run not live. The roles are
+    listed before the registry is read again: a run registers before it makes its role, so a run that
+    started after this command's first look is in that read, live, and keeps its role."""
     import psycopg
     try:
-        runs = set(p.runs) | ({r for r in run_role.run_ids(stack.role_maker_dsn) if r not in live}
-                              if live is not None else set())
+        runs = set(p.runs)
+        if all_runs:
+            roles = run_role.run_ids(stack.role_maker_dsn)
+            entries = registry.entries(stack.postgres_dsn)
+            runs |= {r for r in roles if r not in entries or not entries[r].live()}
         for run_id in sorted(runs):
             run_role.drop(stack.role_maker_dsn, run_id)
     except psycopg.errors.InsufficientPrivilege:

@@ -110,3 +110,19 @@ def test_a_role_left_by_an_earlier_attempt_of_the_run_id_is_replaced(stack):
             psycopg.connect(first.dsn, connect_timeout=10).close()
     finally:
         run_role.drop(stack["admin_dsn"], run_id)
+
+
+def test_clean_all_drops_the_roles_of_runs_not_live_and_keeps_a_live_runs(stack):
+    from harness.workload import registry
+    live, orphan = (f"20261207T000000.000-probe-{uuid.uuid4().hex[:6]}" for _ in range(2))
+    registry.register(stack["dsn"], live)              # this process: a live run
+    try:
+        for run_id in (live, orphan):
+            assert run_role.create(stack["admin_dsn"], stack["dsn"], run_id, []).role
+        cleaned = harness("clean", "--all", env=stack["env"], timeout=180)
+        assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+        assert role_exists(stack["dsn"], run_role.role_name(live)), "a live run's role was dropped"
+        assert not role_exists(stack["dsn"], run_role.role_name(orphan))
+    finally:
+        run_role.drop(stack["admin_dsn"], live)
+        registry.forget(stack["dsn"], [live])
