@@ -6,7 +6,10 @@ exactly one of the names (naming.RunNames, naming.run_tables) of a run id
 the harness knows: one it registered in the database (workload.registry),
 one of its reports under the reports folder names, or one the user named on
 the command line. Never a run still in progress (its registry entry names a
-live process), whoever asks. Every other `harness.*` topic and every other
+live process), whoever asks. A cleaned run's own PostgreSQL role
+(workload.run_role: one with the harness's comment naming that run) is
+dropped with its tables; `--all` also drops such a role of any run that is
+not live, whose tables are already gone. Every other `harness.*` topic and every other
 table of the `harness` schema is kept, and the command says which and why.
 Table names read back from Postgres are never trusted as SQL: they are
 compared with the names the harness makes and quoted as identifiers when
@@ -21,7 +24,7 @@ from pathlib import Path
 
 from . import kafka_client, kafka_logging
 from .stack.stack import Stack
-from .workload import registry, tables
+from .workload import registry, run_role, tables
 from .workload.naming import SCHEMA, TOPIC_PREFIX, RunNames, run_tables
 
 REPORT_MAX_BYTES = 64 * 1024 * 1024
@@ -117,5 +120,23 @@ def clean_runs(stack: Stack, run_ids: list[str], all_runs: bool) -> Plan:
                 pass
     admin.poll(0)   # hand the client's log lines to the logger
     tables.drop(stack.postgres_dsn, p.tables)
+    _drop_roles(stack, p, all_runs)
     registry.forget(stack.postgres_dsn, p.runs)
     return p
+
+
+def _drop_roles(stack: Stack, p: Plan, all_runs: bool) -> None:
+    """The run roles of the cleaned runs, and with --all those of every run not live. The roles are
+    listed before the registry is read again: a run registers before it makes its role, so a run that
+    started after this command's first look is in that read, live, and keeps its role."""
+    import psycopg
+    try:
+        runs = set(p.runs)
+        if all_runs:
+            roles = run_role.run_ids(stack.role_maker_dsn)
+            entries = registry.entries(stack.postgres_dsn)
+            runs |= {r for r in roles if r not in entries or not entries[r].live()}
+        for run_id in sorted(runs):
+            run_role.drop(stack.role_maker_dsn, run_id)
+    except psycopg.errors.InsufficientPrivilege:
+        pass            # a role that may not make roles made none (run_role's fallback): none to drop

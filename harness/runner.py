@@ -40,7 +40,7 @@ from .reporting.writer import write_or_keep
 from .rundir import claim_run_dir
 from .stack.stack import Stack
 from .workload import reuse, tables
-from .workload import registry
+from .workload import registry, run_role
 from .workload.naming import RunNames, new_run_id
 from .workload.payments import make_payments, create_topic, produce
 
@@ -75,6 +75,8 @@ class Run:
     events: Path = field(init=False)
     crash_plan: Path = field(init=False)
     history: Path = field(init=False)     # the workers' histories (runtime/history.py), one file per process
+    worker_dsn: str = ""           # the DSN every consumer of the run gets: its own role's (workload.run_role)
+    db_role: object = None         # the run_role.Grant behind worker_dsn, once made
 
     @property
     def sent_ids(self) -> list:
@@ -85,6 +87,7 @@ class Run:
         self.events = self.run_dir / "events.jsonl"
         self.crash_plan = self.run_dir / "crash-plan.json"
         self.history = self.run_dir / "history"
+        self.worker_dsn = self.worker_dsn or self.stack.postgres_dsn
 
 
 class Progress:
@@ -217,16 +220,22 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                 create_topic(stack.bootstrap_servers, names.output_topic, params.partitions)
             if exp.stores.events:
                 create_topic(stack.bootstrap_servers, names.events_topic, params.partitions)
+            made = []
             if exp.stores.ledger:
                 tables.create(stack.postgres_dsn, names.ledger_table,
                               names.dedupe_table if exp.stores.dedupe else None,
                               names.accounts_table if exp.stores.accounts else None, sorted(set(r.accounts.values())),
                               dedupe_unique=exp.stores.dedupe_unique)
+                made += [names.ledger_table] + [t for t, on in ((names.dedupe_table, exp.stores.dedupe),
+                                                                (names.accounts_table, exp.stores.accounts)) if on]
             if exp.stores.rejects:
                 tables.create_rejects(stack.postgres_dsn, names.rejects_table)
+                made.append(names.rejects_table)
             if exp.stores.rows:
                 tables.create_service_tables(stack.postgres_dsn, names.rows_table,
                                              names.outbox_table if exp.stores.outbox else None)
+                made += [names.rows_table] + ([names.outbox_table] if exp.stores.outbox else [])
+            _give_the_run_its_role(r, made)
         # started before the payments are produced, so its first fetches overlap their production
         watcher = OutputWatcher(stack.bootstrap_servers, names.output_topic) if exp.stores.output else None
         t_prod = time.time()
@@ -263,6 +272,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         else:
             result.status, result.reason = "interrupted", "interrupted while waiting for dead transactions to end"
     except BaseException:
+        _drop_the_run_role(r)
         if watcher:
             watcher.stop()
         if r.progress:
@@ -280,6 +290,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         r.progress = _NoProgress()
     with signals_deferred():
         launcher.finish(r, result)
+        _drop_the_run_role(r)           # the workers are gone: nothing the run started writes during the audit
         r.progress({"crashes": len(crashlog.read(r.crash_log)), "restarts": result.restarts})
         r.progress.close()
         crashes = crashlog.read(r.crash_log)
@@ -306,6 +317,26 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     if problem:
         raise HarnessError(problem)
     return report, run_dir
+
+
+def _give_the_run_its_role(r: Run, made: list[str]) -> None:
+    """The run's own PostgreSQL role, allowed only `made`: its consumers connect as it (run_role)."""
+    r.db_role = run_role.create(r.stack.role_maker_dsn, r.stack.postgres_dsn, r.names.run_id, made)
+    r.worker_dsn = r.db_role.dsn
+    if r.db_role.role is None:
+        r.log(f"[{r.names.run_id}] warning: PostgreSQL role {r.db_role.said}")
+
+
+def _drop_the_run_role(r: Run) -> None:
+    """Its sessions end and the role goes (its tables stay, owned by the stack's role); never raises."""
+    if r.db_role is None or r.db_role.role is None or r.db_role.dropped:
+        return
+    try:
+        run_role.drop(r.stack.role_maker_dsn, r.names.run_id)
+    except Exception as e:  # noqa: BLE001 - `harness clean` drops it later; the report matters more
+        r.log(f"[{r.names.run_id}] the run's PostgreSQL role {r.db_role.role} was not dropped "
+              f"({type(e).__name__}); `harness clean {r.names.run_id}` drops it")
+    r.db_role.dropped = True
 
 
 def _produce_reused(r: Run, payments: list) -> dict:

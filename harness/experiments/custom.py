@@ -35,6 +35,7 @@ from ..checker import group_timeline, user_sql
 from ..checker.predictors import CLAIMS, ClaimPredictor
 from ..procs import dying_with_this_process
 from ..errors import HarnessError
+from .. import REQUIRED_AUTH
 from ..options import Option
 from .custom_report import DEFAULT_CLAIM, GROUP_TIMELINE, annotate, ends_of
 from .launch import Launch, assign_partitions
@@ -78,21 +79,28 @@ ENV = {
     "HARNESS_ATTEMPT": "1 for the first start of the slot, +1 for each restart",
     "HARNESS_CLIENT_ID": "a client.id naming the run, slot and attempt: give it to your Kafka client so that the "
                          "harness can tell which group member is which process",
-    "HARNESS_POSTGRES_DSN": "a libpq URI postgresql://user:password@host:port/dbname (environment only)",
+    "HARNESS_POSTGRES_DSN": "a libpq URI postgresql://user:password@host:port/dbname?require_auth=scram-sha-256 "
+                            "(environment only)",
+    "HARNESS_POSTGRES_DSN_NO_REQUIRE_AUTH": "the same URI without ?require_auth, for drivers that are not libpq "
+                                            "(Go's pgx sends an unknown parameter to the server, which refuses it)",
     "HARNESS_LEDGER_TABLE": "schema-qualified ledger table: write one (message_id text, amount bigint) row per effect",
     "HARNESS_OUTPUT_TOPIC": "an output topic, created, for consumers that produce (key = id, value as the input)",
 }
 
 
-def libpq_uri(dsn: str) -> str:
-    """Any libpq DSN as a postgresql:// URI, one format for every language's client to parse."""
+def libpq_uri(dsn: str, require_scram: bool = True) -> str:
+    """Any libpq DSN as a postgresql:// URI, one format for every language's client to parse; with
+    `require_scram`, ending in `?require_auth=scram-sha-256` (libpq 16+ then sends no password to a
+    server that does not run SCRAM; JDBC ignores the parameter, Go's pgx sends it to the server as a
+    setting, which refuses it: such clients read the bare URI)."""
     import psycopg.conninfo
     d = psycopg.conninfo.conninfo_to_dict(dsn)
     auth = quote(d.get("user", ""), safe="")
     if d.get("password"):
         auth += ":" + quote(d["password"], safe="")
     host = d.get("host", "127.0.0.1")
-    return f"postgresql://{auth}@{host}:{d.get('port', 5432)}/{quote(d.get('dbname', 'postgres'), safe='')}"
+    return (f"postgresql://{auth}@{host}:{d.get('port', 5432)}/{quote(d.get('dbname', 'postgres'), safe='')}"
+            + (f"?require_auth={REQUIRED_AUTH}" if require_scram else ""))
 
 
 # -- the audit by the user's own query -----------------------------------------------------------------
@@ -141,7 +149,8 @@ class CustomWorkers:
                 "HARNESS_BOOTSTRAP_SERVERS": run.stack.bootstrap_servers,
                 "HARNESS_INPUT_TOPIC": names.input_topic,
                 "HARNESS_GROUP_ID": names.group,
-                "HARNESS_POSTGRES_DSN": libpq_uri(run.stack.postgres_dsn),
+                "HARNESS_POSTGRES_DSN": libpq_uri(run.worker_dsn),
+                "HARNESS_POSTGRES_DSN_NO_REQUIRE_AUTH": libpq_uri(run.worker_dsn, require_scram=False),
                 "HARNESS_LEDGER_TABLE": names.ledger_table,
                 "HARNESS_OUTPUT_TOPIC": names.output_topic}
 

@@ -100,7 +100,7 @@ class PythonWorkers:
                                          run.names.input_topic) + self.extra_args
 
         # Our own workers also end with STUCK_EXIT when a transactional call outlives its deadline.
-        return Launch(command, {**os.environ, "HARNESS_WORKER_DSN": run.stack.postgres_dsn}, slots, forked=True,
+        return Launch(command, {**os.environ, "HARNESS_WORKER_DSN": run.worker_dsn}, slots, forked=True,
                       planned_exits=(-9, 137, 3, STUCK_EXIT))
 
     def finish(self, run, result) -> None:
@@ -139,7 +139,7 @@ class RoleWorkers:
             after = [n for r in role.after for n in by_role[r]]
             return cmd + (["--after", ",".join(after)] if after else [])
 
-        return Launch(command, {**os.environ, "HARNESS_WORKER_DSN": run.stack.postgres_dsn}, slots,
+        return Launch(command, {**os.environ, "HARNESS_WORKER_DSN": run.worker_dsn}, slots,
                       reports_deliveries=False, standby=False, names=slot_names, forked=True)
 
     def finish(self, run, result) -> None:
@@ -172,7 +172,7 @@ class StreamsWorkers:
         run.log(f"Kafka Streams workers start as {start.said}")
         # The user's Kafka client settings in Java's names; they may hold secrets, so the environment.
         java = java_client_settings(run.stack)
-        env = {**os.environ, "HARNESS_PG_PASSWORD": streams.jdbc(run.stack.postgres_dsn)[2],
+        env = {**os.environ, "HARNESS_PG_PASSWORD": streams.jdbc(run.worker_dsn)[2],
                kafka_java.ENV: kafka_java.properties_text(java)}
         slots = [list(range(p.partitions))] * min(p.workers, p.partitions)
 
@@ -182,7 +182,7 @@ class StreamsWorkers:
                                   state_dir=run.run_dir / "streams-state", crash_plan=run.crash_plan,
                                   crash_log=run.crash_log, commit_interval_ms=p.commit_interval_ms,
                                   ledger_table=names.ledger_table if run.exp.stores.ledger else None,
-                                  dsn=run.stack.postgres_dsn, start=start)
+                                  dsn=run.worker_dsn, start=start)
             # A JVM runs until told to stop, and nothing would tell it once a SIGKILLed harness is gone.
             return dying_with_this_process(cmd)
         # Streams runs until told to stop: the run is over when the group's commits reach the end.

@@ -45,7 +45,7 @@ def command(run, slot, partitions: list, jar, start) -> list[str]:
     if not p.no_history:
         cmd += ["--history", str(run.history)]
     if exp.stores.ledger:
-        url, user, _password = streams_jvm.jdbc(run.stack.postgres_dsn)
+        url, user, _password = streams_jvm.jdbc(run.worker_dsn)
         cmd += ["--ledger", names.ledger_table, "--jdbc-url", url] + (["--jdbc-user", user] if user else [])
         if exp.stores.dedupe:
             cmd += ["--dedupe", names.dedupe_table]
@@ -69,7 +69,7 @@ class TxnJavaWorkers:
         start = streams_jvm.worker_start(jar, "cds", run.log)
         run.log(f"Java transactional workers start as {start.said}")
         java = java_client_settings(run.stack, kafka_java.TXN_APP)
-        env = {**os.environ, "HARNESS_PG_PASSWORD": streams_jvm.jdbc(run.stack.postgres_dsn)[2],
+        env = {**os.environ, "HARNESS_PG_PASSWORD": streams_jvm.jdbc(run.worker_dsn)[2],
                kafka_java.ENV: kafka_java.properties_text(java)}
         slots = assign_partitions(run.params.partitions, run.params.workers)
 

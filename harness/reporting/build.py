@@ -242,7 +242,9 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "environment": describe(stack),
         "stack": {"kind": stack.kind, "bootstrap_servers": stack.bootstrap_servers,
                   "kafka_auth": stack.kafka_auth,      # protocol, mechanism, user: never a secret
-                  "postgres_dsn": redact(stack.postgres_dsn), "input_topic": names.input_topic,
+                  "postgres_dsn": redact(stack.postgres_dsn),
+                  "consumers_postgres_role": r.db_role.said if getattr(r, "db_role", None) else None,
+                  "input_topic": names.input_topic,
                   "output_topic": names.output_topic if exp.stores.output_topic else None,
                   "consumer_group": names.group,
                   "ledger_table": names.ledger_table if exp.stores.ledger else None,

@@ -33,6 +33,9 @@ def stack_from(port: dict, kafka: list, pg: LocalPostgres, auth: str = "none", p
     return Stack(kind="local", bootstrap_servers=bootstrap,
                  postgres_dsn=pg.dsn(port["postgres"]) if "postgres" in port else "",
                  audit_dsn=pg.audit_dsn(port["postgres"]) if "postgres" in port else "",
+                 # its superuser makes and drops each run's role (PostgreSQL 15 has no safe CREATEROLE)
+                 roles_dsn=pg.admin_dsn(port["postgres"]) if "postgres" in port and pg.admin_password_file.exists()
+                 else "",
                  owned=True, kafka_version=release, brokers=len(kafka),
                  pids={**{k.key: k.pid() for k in kafka}, "postgres": pg.pid()},
                  kafka_config=kafka_client.resolve(bootstrap, own))

@@ -7,7 +7,10 @@ into any report, log or error message. `kafka_config` holds the Kafka client
 settings of the stack (credentials included: see harness.kafka_client), which
 `public()` shows with their secrets masked. `audit_dsn`, when the harness
 made the database, is its read-only role's: SQL the harness did not write
-(`--audit-sql`) runs there (see harness.checker.user_sql); `public()` leaves it out.
+(`--audit-sql`) runs there (see harness.checker.user_sql); `public()` leaves it out. `roles_dsn`, when the
+harness made the database, is the connection that makes and drops each run's
+own role (workload.run_role); "" means the DSN's own role tries; `public()`
+leaves it out too.
 """
 
 from dataclasses import dataclass, field, asdict
@@ -29,6 +32,11 @@ class Stack:
     notes: list = field(default_factory=list)
     kafka_config: dict = field(default_factory=dict, repr=False)   # may hold secrets: see public()
     audit_dsn: str = field(default="", repr=False)   # the read-only role's DSN, with password; "" when none
+    roles_dsn: str = field(default="", repr=False)   # makes and drops run roles, with password; "": postgres_dsn
+
+    @property
+    def role_maker_dsn(self) -> str:
+        return self.roles_dsn or self.postgres_dsn
 
     @property
     def kafka_auth(self) -> str:
@@ -41,6 +49,7 @@ class Stack:
         d = asdict(self)
         d["postgres_dsn"] = redact(self.postgres_dsn)
         d.pop("audit_dsn", None)
+        d.pop("roles_dsn", None)
         d["kafka_config"] = public(self.kafka_config)
         d["kafka_auth"] = self.kafka_auth
         return d

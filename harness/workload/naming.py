@@ -38,16 +38,16 @@ def new_run_id(experiment: str, now: float | None = None, suffix: str | None = N
     return f"{stamp}-{experiment}-{suffix or secrets.token_hex(3)}"
 
 
-def slug(run_id: str) -> str:
-    """A SQL-identifier-safe form of a run id, at most SLUG_MAX characters: r20261129t183000_123_dedupe_3f9a2c.
+def slug(run_id: str, most: int = SLUG_MAX) -> str:
+    """A SQL-identifier-safe form of a run id, at most `most` characters: r20261129t183000_123_dedupe_3f9a2c.
 
     A longer one keeps its start and ends with a hash of the whole run id, so it stays unique.
     """
     s = "r" + re.sub(r"[^a-z0-9]+", "_", run_id.lower()).strip("_")
-    if len(s) <= SLUG_MAX:
+    if len(s) <= most:
         return s
     digest = hashlib.sha256(run_id.encode()).hexdigest()[:_HASH_HEX]
-    return s[:SLUG_MAX - _HASH_HEX - 1].rstrip("_") + "_" + digest
+    return s[:most - _HASH_HEX - 1].rstrip("_") + "_" + digest
 
 
 def is_run_table(table: str) -> bool:

@@ -204,9 +204,11 @@ with psycopg.connect(env["HARNESS_POSTGRES_DSN"], autocommit=True) as db:
 @pytest.fixture
 def own_table(stack):
     # The run role may create tables only in the `harness` schema (and the read-only role reads only there).
+    # A run's consumers connect as the run's own role: a table of the user's is the user's to grant them.
     table = f"harness.custom_test_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(stack["dsn"], autocommit=True) as conn:
         conn.execute(f"create table {table} (pid text primary key, cents bigint not null)")
+        conn.execute(f"grant select, insert, update on {table} to public")
     yield table
     with psycopg.connect(stack["dsn"], autocommit=True) as conn:
         conn.execute(f"drop table {table}")
@@ -315,3 +317,29 @@ def test_children_a_consumer_forks_do_not_outlive_it(stack, tmp_path):
     d = run_custom(stack, tmp_path, str(wrapper), "--kill-every", "1.5", "--messages", "3000")
     assert d["consumer"]["kills_landed"] >= 1
     assert not pids_where(lambda c: marker in c), "a child of a consumer outlived the run"
+
+
+def _advisory_lock_sql(path) -> str:
+    """The example's advisory-lock statement, as a psycopg query (JDBC's `?` made `%s`)."""
+    import re
+    m = re.search(r'"(select pg_advisory_xact_lock\([^"]*\))"', path.read_text())
+    assert m, f"no advisory lock in {path}"
+    return m.group(1).replace("?", "%s")
+
+
+@pytest.mark.parametrize("example", [EXAMPLES / "python" / "correct.py",
+                                     JAVA / "src" / "main" / "java" / "example" / "PaymentsConsumer.java"],
+                         ids=["python", "java"])
+def test_the_examples_lock_a_payment_per_run_so_runs_on_one_stack_never_wait_for_each_other(stack, example):
+    lock = _advisory_lock_sql(example)
+    keys = lambda ledger, pid: (ledger, pid) if lock.count("%s") == 2 else (pid,)   # noqa: E731 - (ledger, id) or id
+    ledger_a, ledger_b = (f"harness.ledger_r{uuid.uuid4().hex[:8]}" for _ in range(2))
+    with psycopg.connect(stack["dsn"]) as a, psycopg.connect(stack["dsn"], autocommit=True) as b:
+        a.execute(lock, keys(ledger_a, "p-000001"))           # run A holds its payment's lock, in its transaction
+        b.execute("set lock_timeout = '2s'")
+        with b.transaction():
+            b.execute(lock, keys(ledger_b, "p-000001"))       # run B, same payment id: not blocked by run A
+        with pytest.raises(psycopg.errors.LockNotAvailable):  # the same run's lock still excludes
+            with b.transaction():
+                b.execute(lock, keys(ledger_a, "p-000001"))
+        a.rollback()

@@ -133,8 +133,8 @@ def test_slot_and_attempt_lookups():
 
 def test_the_dsn_reaches_consumers_as_one_uri_form():
     assert libpq_uri("host=127.0.0.1 port=5433 user=harness password='p@ss:w/rd' dbname=harness") == \
-        "postgresql://harness:p%40ss%3Aw%2Frd@127.0.0.1:5433/harness"
-    assert libpq_uri("postgresql://u:pw@127.0.0.1:1234/db") == "postgresql://u:pw@127.0.0.1:1234/db"
+        "postgresql://harness:p%40ss%3Aw%2Frd@127.0.0.1:5433/harness?require_auth=scram-sha-256"
+    assert libpq_uri("postgresql://u:pw@127.0.0.1:1234/db", require_scram=False) == "postgresql://u:pw@127.0.0.1:1234/db"
 
 
 def test_kill_every_alone_replaces_the_random_kills_and_both_can_be_asked():
@@ -247,12 +247,13 @@ def test_the_environment_contract_is_what_the_launcher_sets_and_the_readme_lists
     run = SimpleNamespace(params=RunParams("custom", worker_cmd="my-consumer --flag", partitions=3, workers=2),
                           names=RunNames("20261130T000000.000-custom-abcdef"), run_dir=tmp_path, positions={},
                           stack=SimpleNamespace(bootstrap_servers="127.0.0.1:9092",
-                                                postgres_dsn="postgresql://u:secret@127.0.0.1:5432/db"),
-                          progress=None)
+                                                postgres_dsn="postgresql://u:stack@127.0.0.1:5432/db"),
+                          worker_dsn="postgresql://harness_run_r1:secret@127.0.0.1:5432/db", progress=None)
     launch = CustomWorkers().prepare(run)
     env = launch.env(SimpleNamespace(index=1, name="w1", attempt=4))
     assert {k for k in env if k.startswith("HARNESS_")} >= set(ENV)
     assert (env["HARNESS_PARTITIONS"], env["HARNESS_WORKER"], env["HARNESS_ATTEMPT"]) == ("1", "w1", "4")
+    assert env["HARNESS_POSTGRES_DSN"].startswith("postgresql://harness_run_r1:secret@"), "not the run's own role"
     argv = launch.command(SimpleNamespace(index=0, name="w0", attempt=1))
     assert argv[-2:] == ["my-consumer", "--flag"] and "secret" not in " ".join(argv)
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()

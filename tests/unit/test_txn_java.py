@@ -29,6 +29,7 @@ def _run(exp, **params):
     stack = SimpleNamespace(bootstrap_servers="127.0.0.1:9092",
                             postgres_dsn="postgresql://harness:s3cret@127.0.0.1:5432/harness")
     return SimpleNamespace(params=SimpleNamespace(**p), names=names, exp=exp, stack=stack,
+                           worker_dsn="postgresql://harness_run_r1:s3cret@127.0.0.1:5432/harness",
                            crash_plan=Path("/r/plan.json"), crash_log=Path("/r/crashes.jsonl"),
                            events=Path("/r/events.jsonl"), history=Path("/r/history"))
 
@@ -47,7 +48,7 @@ def test_the_command_line_names_the_slot_s_partitions_and_transactional_id_and_n
     assert (f["--experiment"], f["--partitions"], f["--worker"], f["--attempt"]) == ("eos-dedupe", "1,3", "w1", "3")
     assert f["--transactional-id"] == "tid-1-attempt-3"           # --fresh-transactional-id: one per attempt
     assert (f["--ledger"], f["--dedupe"], f["--jdbc-url"], f["--jdbc-user"]) == (
-        "harness.l", "harness.d", "jdbc:postgresql://127.0.0.1:5432/harness", "harness")
+        "harness.l", "harness.d", "jdbc:postgresql://127.0.0.1:5432/harness", "harness_run_r1")   # the run's role
     assert f["--txn-stuck-after-ms"] == "2500" and f["--transaction-timeout-ms"] == "60000"
     assert not any("s3cret" in a for a in cmd) and f["--history"] == "/r/history"
     plain = _flags(txn_java.command(_run(EOS, no_history=True), slot, [0], Path("/j/x.jar"), WorkerStart("java", None, None, "")))

@@ -5,7 +5,9 @@ Run it under the harness (from the repository root):
     harness run custom --worker-cmd "python examples/consumers/python/correct.py" --kills 12 --partitions 2 --workers 2
 
 Each payment is applied in one Postgres transaction that first takes a lock on
-the payment id and inserts the ledger row only if the id has none yet: the
+the payment id in this run's ledger (two keys: the ledger table's name and the
+id, so runs sharing a database never wait for each other's locks) and inserts
+the ledger row only if the id has none yet: the
 ledger row is its own idempotency key. The Kafka offset is committed after
 that transaction. A SIGKILL between the two redelivers the payment, and the
 key absorbs it. It reads everything it needs from the HARNESS_* environment.
@@ -20,6 +22,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 env = os.environ
 stopping = False
+# One advisory lock per (ledger, payment id): another run's ledger is another lock, even for the same id.
+LOCK = "select pg_advisory_xact_lock(hashtext(%s), hashtext(%s))"
 
 
 def stop(signum, frame):
@@ -47,7 +51,7 @@ def main() -> None:
                 continue
             payment = json.loads(msg.value())
             with db.transaction():
-                db.execute("select pg_advisory_xact_lock(hashtextextended(%s, 0))", (payment["id"],))
+                db.execute(LOCK, (ledger, payment["id"]))
                 db.execute(f"insert into {ledger} (message_id, amount) select %s, %s "
                            f"where not exists (select 1 from {ledger} where message_id = %s)",
                            (payment["id"], payment["amount"], payment["id"]))

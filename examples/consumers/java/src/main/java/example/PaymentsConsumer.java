@@ -66,7 +66,8 @@ public final class PaymentsConsumer {
                 + "where not exists (select 1 from " + table + " where message_id = ?)";
         try (Connection db = connect(env.get("HARNESS_POSTGRES_DSN"));
              KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props);
-             PreparedStatement lock = db.prepareStatement("select pg_advisory_xact_lock(hashtextextended(?, 0))");
+             // One lock per (ledger, payment id): runs sharing a database never wait for each other's locks.
+             PreparedStatement lock = db.prepareStatement("select pg_advisory_xact_lock(hashtext(?), hashtext(?))");
              PreparedStatement insert = db.prepareStatement(sql)) {
             db.setAutoCommit(false);
             consumer.assign(mine);
@@ -74,7 +75,8 @@ public final class PaymentsConsumer {
                 for (ConsumerRecord<String, String> rec : consumer.poll(Duration.ofMillis(500))) {
                     String id = find(ID, rec.value());
                     long amount = Long.parseLong(find(AMOUNT, rec.value()));
-                    lock.setString(1, id);
+                    lock.setString(1, table);
+                    lock.setString(2, id);
                     lock.execute();
                     insert.setString(1, id);
                     insert.setLong(2, amount);
@@ -96,7 +98,8 @@ public final class PaymentsConsumer {
         return m.group(1);
     }
 
-    /** HARNESS_POSTGRES_DSN is a libpq URI, postgresql://user:password@host:port/dbname. */
+    /** HARNESS_POSTGRES_DSN is a libpq URI, postgresql://user:password@host:port/dbname?require_auth=...;
+     *  its query is libpq's alone (pgjdbc has no such setting) and is left out of the JDBC URL. */
     private static Connection connect(String dsn) throws Exception {
         URI uri = URI.create(dsn);
         String[] auth = uri.getRawUserInfo().split(":", 2);

@@ -1,0 +1,151 @@
+"""A PostgreSQL role of one run: its consumers may touch its own tables and nothing else.
+
+The `harness` role owns the registry of runs (`harness.runs`) and every run's
+tables. A consumer under test that connected as `harness` could mark other
+runs finished (and have `harness clean` drop a live run's data) or write rows
+into another run's ledger (and falsify its audit). So each run's consumers,
+the user's and the harness's own workers, connect as a role made for that run:
+
+- named after the run id (`harness_run_<slug>`, quoted wherever it goes into
+  SQL), with a random password made here, sent to the server as a SCRAM
+  verifier computed on this side (never in argv, a log or a report);
+- LOGIN and nothing else: no superuser, CREATEDB, CREATEROLE, replication or
+  BYPASSRLS, no membership in any role;
+- CONNECT on the database, USAGE on the `harness` schema, SELECT, INSERT,
+  UPDATE and DELETE on this run's own tables and USAGE on their sequences;
+  nothing on `harness.runs` or any other run's table. A table the user made
+  for a consumer's own effects (`--audit-sql`) is the user's to grant.
+
+It is made with the stack's role-making connection (the local stack's
+superuser; elsewhere the DSN's own role when it is a superuser or has
+CREATEROLE) and carries a comment naming its run, which only such a role can
+set: `drop` removes only a role with that comment, after ending its sessions
+and dropping what it owns or was granted. Where no role can be made (an
+external PostgreSQL whose role lacks CREATEROLE), the run's consumers get the
+stack's DSN as before, and the report says what that gives up.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+
+from .naming import PG_IDENTIFIER_MAX, SCHEMA, slug
+from .sqlnames import table_identifier
+
+PREFIX = "harness_run_"
+COMMENT = "harness run "
+LIMITED = "LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"
+TABLE_PRIVILEGES = "select, insert, update, delete"
+GIVEN_UP = ("this run's consumers connect as the stack's own PostgreSQL role, which owns the registry of runs "
+            "and every run's tables: a consumer could change other runs' rows and mark runs finished")
+
+
+def role_name(run_id: str) -> str:
+    """`harness_run_<slug of the run id>`, within PostgreSQL's 63 bytes (a long run id ends in its hash)."""
+    return PREFIX + slug(run_id, PG_IDENTIFIER_MAX - len(PREFIX))
+
+
+@dataclass
+class Grant:
+    """What a run's consumers were given: the DSN to hand them and the line the report shows."""
+    dsn: str
+    role: str | None            # None: no role of its own (the fallback)
+    said: str
+    dropped: bool = False
+
+
+def _verifier(conn, role: str, password: str) -> str:
+    return conn.pgconn.encrypt_password(password.encode(), role.encode(), b"scram-sha-256").decode()
+
+
+def _can_make_roles(conn) -> bool:
+    row = conn.execute("select rolsuper or rolcreaterole from pg_roles where rolname = current_user").fetchone()
+    return bool(row and row[0])
+
+
+def _sequences(conn, table: str) -> list[tuple[str, str]]:
+    """(schema, name) of each sequence a column of `table` owns (a bigserial's), read from the catalog."""
+    schema, _, name = table.rpartition(".")
+    return conn.execute("""select sn.nspname, s.relname from pg_class t
+                           join pg_namespace tn on tn.oid = t.relnamespace
+                           join pg_depend d on d.refobjid = t.oid and d.classid = 'pg_class'::regclass
+                                           and d.refclassid = 'pg_class'::regclass and d.deptype in ('a', 'i')
+                           join pg_class s on s.oid = d.objid and s.relkind = 'S'
+                           join pg_namespace sn on sn.oid = s.relnamespace
+                           where tn.nspname = %s and t.relname = %s""", (schema or SCHEMA, name)).fetchall()
+
+
+def create(maker_dsn: str, dsn: str, run_id: str, run_tables: list[str]) -> Grant:
+    """Make the run's role with rights on `run_tables` (`harness.<name>`); a fallback Grant (the stack's
+    `dsn`) when `maker_dsn`'s role may not make roles or a grant is refused."""
+    role = role_name(run_id)
+    password = secrets.token_urlsafe(24)
+    r = sql.Identifier(role)
+    try:
+        with psycopg.connect(maker_dsn, connect_timeout=10) as conn:
+            if not _can_make_roles(conn):
+                return Grant(dsn, None, f"{_user(dsn)} (no role of its own: the role may not create roles; {GIVEN_UP})")
+            conn.commit()
+        drop(maker_dsn, run_id)             # one an earlier, killed attempt of this run id left behind
+        with psycopg.connect(maker_dsn, connect_timeout=10) as conn:
+            with conn.transaction():
+                conn.execute(sql.SQL("create role {} " + LIMITED + " password {}").format(
+                    r, sql.Literal(_verifier(conn, role, password))))
+                conn.execute(sql.SQL("comment on role {} is {}").format(r, sql.Literal(COMMENT + run_id)))
+                db = conn.execute("select current_database()").fetchone()[0]
+                conn.execute(sql.SQL("grant connect on database {} to {}").format(sql.Identifier(db), r))
+                conn.execute(sql.SQL("grant usage on schema {} to {}").format(sql.Identifier(SCHEMA), r))
+                for t in run_tables:
+                    conn.execute(sql.SQL("grant " + TABLE_PRIVILEGES + " on table {} to {}").format(
+                        table_identifier(t), r))
+                    for seq in _sequences(conn, t):
+                        conn.execute(sql.SQL("grant usage, select on sequence {} to {}").format(
+                            sql.Identifier(*seq), r))
+    except psycopg.Error as e:
+        first = (str(e).splitlines() or [type(e).__name__])[0]
+        return Grant(dsn, None, f"{_user(dsn)} (no role of its own: {first}; {GIVEN_UP})")
+    return Grant(psycopg.conninfo.make_conninfo(dsn, user=role, password=password), role,
+                 f"{role} (made for this run: only its own tables; dropped when the run ends)")
+
+
+def _user(dsn: str) -> str:
+    return psycopg.conninfo.conninfo_to_dict(dsn).get("user") or "the DSN's role"
+
+
+def ours(conn, role: str) -> str | None:
+    """The run id in the comment of `role` when it is a run role this harness made, else None."""
+    row = conn.execute("""select shobj_description(oid, 'pg_authid') from pg_roles where rolname = %s""",
+                       (role,)).fetchone()
+    comment = row[0] if row else None
+    if not comment or not comment.startswith(COMMENT):
+        return None
+    run_id = comment[len(COMMENT):]
+    return run_id if role_name(run_id) == role else None
+
+
+def drop(maker_dsn: str, run_id: str) -> bool:
+    """End the sessions of the run's role and drop it with its grants; True when it existed and went.
+    A role of that name without the harness's comment is not touched."""
+    role = role_name(run_id)
+    with psycopg.connect(maker_dsn, autocommit=True, connect_timeout=10) as conn:
+        if ours(conn, role) != run_id:
+            return False
+        r = sql.Identifier(role)
+        conn.execute(sql.SQL("alter role {} nologin").format(r))
+        conn.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s "
+                     "and pid <> pg_backend_pid()", (role,))
+        conn.execute(sql.SQL("drop owned by {}").format(r))
+        conn.execute(sql.SQL("drop role {}").format(r))
+    return True
+
+
+def run_ids(maker_dsn: str) -> list[str]:
+    """The run ids of every run role this harness made that still exists."""
+    with psycopg.connect(maker_dsn, autocommit=True, connect_timeout=10) as conn:
+        names = [r[0] for r in conn.execute("select rolname from pg_roles where starts_with(rolname, %s)",
+                                            (PREFIX,)).fetchall()]
+        return sorted(filter(None, (ours(conn, n) for n in names)))
