@@ -89,6 +89,7 @@ class VerdictDetail:
     audit_errors: list
     unplanned_deaths: list
     killed_at_stop: list
+    left_behind: list | None       # {pid, command}: processes the workers left that the end of the run ended
 
 
 def crash_entries(crashes: list[dict], restarts: list, stalls: list | None) -> list[dict]:
@@ -273,7 +274,8 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "verdict_detail": asdict(VerdictDetail(
             failed=v.failed, differing_ids=v.differing_ids, differing_totals=v.differing_totals,
             reason=result.reason, audit_errors=list(audit.evidence.errors),
-            unplanned_deaths=deaths, killed_at_stop=list(result.killed_at_stop))),
+            unplanned_deaths=deaths, killed_at_stop=list(result.killed_at_stop),
+            left_behind=getattr(result, "left_behind", []))),
         "timings": timings(result.wall_seconds, len(r.sent_ids), crash_rows, getattr(r, "phases", None)),
         "restarts": result.restarts,
         "timeline": timeline(r.progress.samples, crashes, result.events, r.progress.t0, fault_rows),

@@ -48,6 +48,10 @@ def render(r) -> str:
     if stopped:
         out += ["", f"**{len(stopped)} busy worker(s) SIGKILLed by the stop:** " + ", ".join(
             f"{md(x['worker'])} attempt {md(x['attempt'])} (pid {md(x['pid'])})" for x in stopped[:10])]
+    left = vd.get("left_behind") or []
+    if left:
+        out += ["", f"**{len(left)} process(es) the consumer left behind were ended:** " + ", ".join(
+            f"pid {md(x['pid'])} ({md(x['command'])})" for x in left[:10])]
     if d.get("consumer"):
         from .consumer import markdown as consumer_section
         out += consumer_section(d["consumer"])
