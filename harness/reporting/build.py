@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from ..checker.effects import MAX_IDS
 from ..environment import describe
 from ..runtime.crashlog import restart_seconds
+from ..workers.logcap import CAP_BYTES
 from ..stack.stack import redact
 from .run_report import CRASH_FAULTS, SCHEMA_VERSION, RunReport
 from .summary import summarize
@@ -284,6 +285,8 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     if params.assignment == "group":
         data["consumer_group"] = group_story(params.group_protocol or "classic", result.events, r.progress.t0)
     data["outside_calls"] = outside_calls(result.events)
+    dropped = getattr(result, "log_bytes_dropped", None)
+    data["worker_logs"] = {"cap_bytes": CAP_BYTES, "dropped_bytes": dropped} if dropped is not None else None
     data["summary"] = summarize(data, [f.sentence(fault_details[f.name]) + f.shortfall(crashes, fault_details[f.name])
                                        for f in faults])
     return RunReport(data)

@@ -25,6 +25,7 @@ from typing import Callable
 
 from .. import safefile
 from . import leftovers
+from .logcap import CappedLog
 from ..procs import PARENT_PID_ENV
 from ..runtime import crashlog
 from ..runtime.call_deadline import STUCK_EXIT
@@ -62,6 +63,7 @@ class SupervisorResult:
     events: list = field(default_factory=list)    # every worker event, in order
     left_behind: list | None = field(default_factory=list)   # {pid, command}: workers' descendants ended at the
                                                               # end (leftovers.py); None when not looked for
+    log_bytes_dropped: dict | None = None   # slot -> bytes its capped log dropped (None: unknown); None: not capped
 
     @property
     def killed_at_end(self) -> int:
@@ -110,6 +112,7 @@ class Supervisor:
         self.dump_signal = signal.SIGUSR1 if forked else None
         self.result = SupervisorResult(status="running")
         self.token = leftovers.new_token()        # in every worker's environment: its descendants carry it
+        self.capped: dict[str, CappedLog] = {}    # a user's process writes to a pipe, its slot's log is capped
 
     # -- processes ------------------------------------------------------------------------
     def start(self, slot: Slot) -> None:
@@ -151,9 +154,16 @@ class Supervisor:
                 from .forkserver import ForkServer
                 self.forkserver = ForkServer(self.run_dir, self.logs / "forkserver.log")
             return self.forkserver.spawn(cmd, env, self.logs / f"{slot.name}.log", stdin_pipe=stdin == subprocess.PIPE)
-        with safefile.open_log(self.logs / f"{slot.name}.log") as log:
-            return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin,
-                                    process_group=0 if self.own_process_group else None)
+        if not self.own_process_group:       # our own processes (a Kafka Streams JVM): their log as it is
+            with safefile.open_log(self.logs / f"{slot.name}.log") as log:
+                return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin)
+        if slot.name not in self.capped:      # a user's consumer: its log is capped (logcap.py)
+            self.capped[slot.name] = CappedLog(self.logs / f"{slot.name}.log")
+        out = self.capped[slot.name].pipe()
+        try:
+            return subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=stdin, process_group=0)
+        finally:
+            os.close(out)
 
     def _ask_for_stacks(self) -> None:
         """Our own workers write their threads' stacks to their logs on `dump_signal` (faulthandler): a run
@@ -196,6 +206,8 @@ class Supervisor:
             self.forkserver.close()
         # What the workers started and left (a child that called setsid), now that no worker can start more.
         self.result.left_behind = leftovers.end(self.token, keep={p.pid for p in procs if p.poll() is None})
+        if self.capped:
+            self.result.log_bytes_dropped = {name: log.join() for name, log in self.capped.items()}
 
     def terminate_all(self, grace: float = 15.0) -> None:
         for s in self.slots:
