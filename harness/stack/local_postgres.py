@@ -50,6 +50,7 @@ SERVER_SETTINGS = {
     # Durable commits, as in production: a crash test should not lean on a lenient database.
     "fsync": "on",
     "log_min_messages": "warning",
+    "unix_socket_permissions": "0700",     # the server's user only, as every file of the state folder
 }
 # pg_ctl -w waits for the server to accept connections; a healthy one starts in ~1 s.
 START_TIMEOUT_S = 60
@@ -179,7 +180,8 @@ class LocalPostgres(pidrecord.RecordedService):
 
     def _run(self, cmd: list[str], what: str, timeout: float) -> None:
         try:
-            proc = subprocess.run(self._as_server_user() + cmd, capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(self._as_server_user() + cmd, capture_output=True, text=True, timeout=timeout,
+                                  umask=safefile.PRIVATE_UMASK)
         except subprocess.TimeoutExpired:
             raise HarnessError(f"PostgreSQL {what} did not finish within {timeout:.0f} s", self.log_tail())
         if proc.returncode != 0:
@@ -189,7 +191,7 @@ class LocalPostgres(pidrecord.RecordedService):
     def init(self, bindir: Path) -> None:
         if (self.data / "PG_VERSION").exists():
             return
-        self.home.mkdir(parents=True, exist_ok=True)
+        safefile.make_folder(self.home, safefile.PRIVATE_FOLDER)     # the postgres user's when we are root
         pwfile = self.home / "initdb.pw"
         safefile.write_text(pwfile, self.admin_password() + "\n", safefile.PRIVATE)   # a link there is replaced
         self._chown(self.home)
@@ -205,7 +207,7 @@ class LocalPostgres(pidrecord.RecordedService):
         safefile.write_bytes(conf, safefile.read_limited(conf, 16 * 1024 * 1024, "the server config",
                                                                 follow_links=False).rstrip(b"\n")
                              + ("\n\n# written by harness\n" + "".join(f"{k} = '{v}'\n" for k, v in SERVER_SETTINGS.items())
-                                + f"unix_socket_directories = '{self.home}'\n").encode())
+                                + f"unix_socket_directories = '{self.home}'\n").encode(), safefile.PRIVATE)
 
     def _own_log(self) -> None:
         """server.log as a file of its own: a link planted there is removed, never touched through."""
@@ -214,7 +216,7 @@ class LocalPostgres(pidrecord.RecordedService):
         # O_NONBLOCK: a FIFO planted there would otherwise block the open until a reader comes, for ever.
         try:
             fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                         0o644)
+                         safefile.PRIVATE)
         except OSError as e:      # ENXIO: a FIFO with no reader
             raise HarnessError(f"cannot use {self.log} as the server log: {e.strerror or e} (not a regular file?)") from None
         try:
