@@ -22,10 +22,15 @@ by pid and never as a group (pg_ctl made that session, not us), when the
 record matches (pid, start time, our data folder on its command line) and
 Postgres's own `postmaster.pid` names the same pid and data folder. We do not
 use `pg_ctl stop`: it would signal whatever pid postmaster.pid holds.
+A server killed while its processes were stopped (SIGSTOP) leaves them behind,
+unable to notice their postmaster's death: each stop also ends the processes
+of a dead server of our data folder (`end_orphaned_backends`: the `postgres`
+program, a server user, working in our data folder, and no postmaster there).
 """
 
 import glob
 import os
+from dataclasses import dataclass
 import pwd
 import secrets
 import stat
@@ -33,7 +38,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from .. import safefile
+from .. import procs, safefile
 from ..errors import HarnessError
 from ..workload.naming import SCHEMA
 from . import pg_roles, pidrecord
@@ -56,6 +61,16 @@ SERVER_SETTINGS = {
 START_TIMEOUT_S = 60
 MISSING = ("PostgreSQL server binaries (initdb, pg_ctl, postgres) not found: "
            "install Debian's package `postgresql` (apt-get install postgresql), or set HARNESS_PG_BIN")
+
+
+@dataclass
+class Seen:
+    """What /proc shows of a process: enough to tell a server's process of a data folder."""
+    pid: int
+    cwd: str
+    exe: str
+    uid: int
+    argv: list
 
 
 def find_bindir() -> Path:
@@ -298,7 +313,61 @@ class LocalPostgres(pidrecord.RecordedService):
 
     def stop(self) -> tuple[bool, str | None]:
         # SIGINT is Postgres's fast shutdown (SIGTERM would wait for every client to leave).
-        return self.stop_ours(grace=30.0, first=signal.SIGINT)
+        stopped, note = self.stop_ours(grace=30.0, first=signal.SIGINT)
+        ended = end_orphaned_backends(self.data, self.server_uids())
+        if ended:
+            left = f"ended {len(ended)} leftover PostgreSQL process(es) of a dead server (pid(s) {', '.join(map(str, ended))})"
+            note = f"{note}; {left}" if note else left
+        return stopped, note
+
+
+def _seen(pid: int) -> Seen | None:
+    try:
+        return Seen(pid, os.readlink(f"/proc/{pid}/cwd"), os.readlink(f"/proc/{pid}/exe"),
+                    os.stat(f"/proc/{pid}").st_uid, procs.argv(pid))
+    except OSError:
+        return None
+
+
+def orphaned_backends(seen: list["Seen"], data: str, uids: set[int], names: frozenset = frozenset()) -> list[int]:
+    """The processes of a dead server of `data`: each runs `postgres` as a server user in `data` (a server's
+    processes work in their data folder), and none of them is a postmaster (its command line names `data`;
+    its children show their titles; `names`: other spellings of `data`): while one runs there, nothing is
+    touched."""
+    ours = [s for s in seen if s.cwd == data and os.path.basename(s.exe) == "postgres" and s.uid in uids]
+    if any(arg in names or arg == data for s in ours for arg in s.argv):
+        return []
+    return sorted(s.pid for s in ours)
+
+
+def end_orphaned_backends(data: Path, uids: set[int]) -> list[int]:
+    """SIGKILL what is left of a dead server of our data folder (backends a SIGSTOP kept from noticing their
+    postmaster's death: SIGKILL ends a stopped process too); the pids ended."""
+    try:
+        real = os.path.realpath(data)
+    except OSError:
+        return []
+    pids = [int(d) for d in os.listdir("/proc") if d.isdigit() and int(d) != os.getpid()]
+    ended = []
+    names = frozenset({str(data)})
+    for pid in orphaned_backends([s for s in map(_seen, pids) if s], real, uids, names):
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            continue
+        try:
+            again = _seen(pid)           # the pidfd names this process for good: is it still one of them?
+            if again is None or not orphaned_backends([again], real, uids, names):
+                continue
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+            ended.append(pid)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    for pid in ended:
+        procs.wait_gone(pid, 5.0)
+    return ended
 
 
 def _check_traversable(path: Path) -> None:

@@ -50,3 +50,18 @@ def test_an_orphan_that_called_setsid_is_ended_reaped_and_named(tmp_path):
         for s in leftovers.scan(token):
             if s.marked:
                 os.kill(s.pid, 9)
+
+
+def test_only_processes_of_a_dead_server_of_our_folder_are_chosen():
+    from harness.stack.local_postgres import Seen as PgSeen, orphaned_backends
+    data, pg = "/s/postgres/data", "/usr/lib/postgresql/16/bin/postgres"
+    backend = PgSeen(11, data, pg, 108, ["postgres: harness harness 127.0.0.1(4242) idle"])
+    checkpointer = PgSeen(12, data, pg, 108, ["postgres: checkpointer"])
+    other_folder = PgSeen(13, "/other/data", pg, 108, ["postgres: harness harness idle"])
+    other_user = PgSeen(14, data, pg, 1000, ["postgres: x"])
+    not_postgres = PgSeen(15, data, "/usr/bin/python3", 108, ["python3"])
+    assert orphaned_backends([backend, checkpointer, other_folder, other_user, not_postgres], data, {108}) == [11, 12]
+    postmaster = PgSeen(10, data, pg, 108, [pg, "-D", data, "-p", "5432"])
+    assert orphaned_backends([postmaster, backend, checkpointer], data, {108}) == [], "its server still runs"
+    assert orphaned_backends([PgSeen(10, data, pg, 108, [pg, "-D", "/link/data"]), backend], data, {108},
+                             frozenset({"/link/data"})) == []
