@@ -296,8 +296,7 @@ class LocalKafka(pidrecord.RecordedService):
         safefile.make_folder(self.logs, safefile.PRIVATE_FOLDER)
         self.write_config(port, controller_port, auth, voters=voters, proxied=proxied)
         self.format(lib, auth, cluster_id=cluster_id, release=release)
-        out_fd = os.open(self.home / "stdout.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
-                         safefile.PRIVATE)
+        out_fd = os.open(self.home / "stdout.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, safefile.PRIVATE)
         with open(out_fd, "ab") as out:
             java = self._java(lib, "kafka.Kafka", str(self.props))
             layout = self.network()     # `ip netns exec` enters the node's namespace, then execs java (same pid)
