@@ -32,7 +32,9 @@ from pathlib import Path
 from .errors import HarnessError
 
 PUBLIC = 0o644
-PRIVATE = 0o600      # secrets: passwords, client settings with credentials
+PRIVATE = 0o600      # secrets: passwords, client settings with credentials; every file of the state folder
+PRIVATE_FOLDER = 0o700   # every folder the harness makes in the state folder
+PRIVATE_UMASK = 0o077    # what Kafka, PostgreSQL's tools and Toxiproxy create there: their owner's only
 
 
 def write_text(path, text: str, mode: int = PUBLIC) -> Path:

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from ..checker.effects import MAX_IDS
 from ..environment import describe
 from ..runtime.crashlog import restart_seconds
+from ..workers.logcap import CAP_BYTES
 from ..stack.stack import redact
 from .run_report import CRASH_FAULTS, SCHEMA_VERSION, RunReport
 from .summary import summarize
@@ -89,6 +90,7 @@ class VerdictDetail:
     audit_errors: list
     unplanned_deaths: list
     killed_at_stop: list
+    left_behind: list | None       # {pid, command}: processes the workers left that the end of the run ended
 
 
 def crash_entries(crashes: list[dict], restarts: list, stalls: list | None) -> list[dict]:
@@ -275,7 +277,8 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "verdict_detail": asdict(VerdictDetail(
             failed=v.failed, differing_ids=v.differing_ids, differing_totals=v.differing_totals,
             reason=result.reason, audit_errors=list(audit.evidence.errors),
-            unplanned_deaths=deaths, killed_at_stop=list(result.killed_at_stop))),
+            unplanned_deaths=deaths, killed_at_stop=list(result.killed_at_stop),
+            left_behind=getattr(result, "left_behind", []))),
         "timings": timings(result.wall_seconds, len(r.sent_ids), crash_rows, getattr(r, "phases", None)),
         "restarts": result.restarts,
         "timeline": timeline(r.progress.samples, crashes, result.events, r.progress.t0, fault_rows),
@@ -284,6 +287,8 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     if params.assignment == "group":
         data["consumer_group"] = group_story(params.group_protocol or "classic", result.events, r.progress.t0)
     data["outside_calls"] = outside_calls(result.events)
+    dropped = getattr(result, "log_bytes_dropped", None)
+    data["worker_logs"] = {"cap_bytes": CAP_BYTES, "dropped_bytes": dropped} if dropped is not None else None
     data["summary"] = summarize(data, [f.sentence(fault_details[f.name]) + f.shortfall(crashes, fault_details[f.name])
                                        for f in faults])
     return RunReport(data)

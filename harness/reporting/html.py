@@ -173,7 +173,8 @@ def render(r) -> str:
     if r.balance_rows():
         body += ["<h2>Balances</h2>", table(r.balance_rows(), r.BALANCE_COLUMNS, numeric=(1, 2, 3, 4, 5, 6))]
     vd = d.get("verdict_detail") or {}
-    if vd.get("failed") or vd.get("audit_errors") or vd.get("unplanned_deaths") or vd.get("killed_at_stop"):
+    if vd.get("failed") or vd.get("audit_errors") or vd.get("unplanned_deaths") or vd.get("killed_at_stop") \
+            or vd.get("left_behind"):
         totals = vd.get("differing_totals") or {}
         body += ["<h2>What differed</h2>", "<ul id=differed>"
                  + "".join(f"<li>{escape(str(f))}</li>" for f in vd.get("failed") or [])
@@ -186,6 +187,8 @@ def render(r) -> str:
                            for x in (vd.get("unplanned_deaths") or [])[:10])
                  + "".join(f"<li>SIGKILLed by the stop: {escape(str(x['worker']))} attempt {escape(str(x['attempt']))} "
                            f"(pid {escape(str(x['pid']))})</li>" for x in (vd.get("killed_at_stop") or [])[:10])
+                 + "".join(f"<li>left behind by the consumer, ended: pid {escape(str(x['pid']))} "
+                           f"<code>{escape(str(x['command']))}</code></li>" for x in (vd.get("left_behind") or [])[:10])
                  + "</ul>"]
     heads, rows, left_out = fault_table(d.get("faults") or [])
     if rows:

@@ -48,6 +48,15 @@ def render(r) -> str:
     if stopped:
         out += ["", f"**{len(stopped)} busy worker(s) SIGKILLed by the stop:** " + ", ".join(
             f"{md(x['worker'])} attempt {md(x['attempt'])} (pid {md(x['pid'])})" for x in stopped[:10])]
+    logs = d.get("worker_logs") or {}
+    cut = {k: n for k, n in (logs.get("dropped_bytes") or {}).items() if n != 0}
+    if cut:
+        out += ["", f"**Worker logs capped at {md(fmt(logs['cap_bytes']))} bytes a slot; output dropped past it:** "
+                + ", ".join(f"{md(k)} {md(fmt(n))} bytes" for k, n in sorted(cut.items()))]
+    left = vd.get("left_behind") or []
+    if left:
+        out += ["", f"**{len(left)} process(es) the consumer left behind were ended:** " + ", ".join(
+            f"pid {md(x['pid'])} ({md(x['command'])})" for x in left[:10])]
     if d.get("consumer"):
         from .consumer import markdown as consumer_section
         out += consumer_section(d["consumer"])

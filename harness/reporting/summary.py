@@ -86,6 +86,16 @@ def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
                  + ", ".join(f"{x['worker']} attempt {x['attempt']}" for x in stopped[:10])
                  + "): what they had done since their last commit is undescribed, so the numbers it can "
                    "change are bounds.")
+    logs = d.get("worker_logs") or {}
+    cut = {k: n for k, n in (logs.get("dropped_bytes") or {}).items() if n != 0}
+    if cut:
+        text += (f" Worker logs are capped at {logs['cap_bytes']:,} bytes a slot; past it the consumer's output was "
+                 "dropped (" + ", ".join(f"{k}: {'unknown' if n is None else format(n, ',')} bytes"
+                                          for k, n in sorted(cut.items())) + ").")
+    left = d["verdict_detail"].get("left_behind") or []
+    if left:
+        text += (f" {len(left)} process(es) the consumer left behind were ended (pids "
+                 + ", ".join(str(x["pid"]) for x in left[:10]) + "; see verdict_detail.left_behind).")
     bad = [f"{name} ({c['count']:,})" for name, c in ((d.get("anomaly_classes") or {}).get("classes") or {}).items()
            if c["count"] and not c["allowed"]]
     if bad:

@@ -188,14 +188,14 @@ def up(variant: str = "single", log=print, build_images: bool = False, proxies: 
     cmd = ["docker", "compose", "-p", PROJECT, *_files(variant, proxies), "up", "-d", "--wait"]
     log("Starting the compose stack: " + " ".join(cmd[2:]))
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=UP_TIMEOUT_S)
-    from ..safefile import write_text
+    from ..safefile import PRIVATE, write_text
     if proc.returncode == 0 or not existing:
-        write_text(state / RELEASE_FILE, release + "\n")     # new volumes, or these: that release's data now
+        write_text(state / RELEASE_FILE, release + "\n", PRIVATE)     # new volumes, or these: that release's data now
     if proc.returncode != 0:
         raise HarnessError("docker compose up failed", (proc.stdout + proc.stderr)[-2000:])
     images = {var: env[var] for var in IMAGE_ENV if env.get(var)}
     write_text(state / "stack.json", json.dumps({"kind": "compose", "variant": variant, "images": images,
-                                                 "proxies": proxies}) + "\n")
+                                                 "proxies": proxies}) + "\n", PRIVATE)
     stack = _stack(state, variant, proxies)
     err = _postgres_probe(stack, 30)
     if err:

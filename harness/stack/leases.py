@@ -33,7 +33,8 @@ def prepare(state: Path) -> None:
     """Make the state folder, or raise one clear line saying why it cannot be used."""
     check_readable(state)
     try:
-        safefile.make_folder(state)
+        # Private; as root, searchable (not listable) so the `postgres` user reaches its own folder inside.
+        safefile.make_folder(state, 0o711 if os.geteuid() == 0 else safefile.PRIVATE_FOLDER)
         fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=state)     # O_EXCL, a random name
         os.close(fd)
         os.unlink(probe)
@@ -65,7 +66,7 @@ def locked(state: Path, log=print):
     """Hold the state folder's lock (creating the folder); waits for another command's start or stop."""
     prepare(state)
     try:
-        fd = os.open(state / "stack.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        fd = os.open(state / "stack.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, safefile.PRIVATE)
     except OSError as e:
         raise HarnessError(f"cannot open the lock file in {state} ({e.strerror or e})")
     try:
@@ -108,10 +109,11 @@ def take(state: Path, command: str = "") -> Lease:
     start = procs.start_time(pid)
     path = _dir(state) / f"{pid}-{start}.json"
     try:
-        safefile.make_folder(path.parent)
+        safefile.make_folder(path.parent, safefile.PRIVATE_FOLDER)
     except OSError as e:
         raise HarnessError(f"cannot create {path.parent}: {e.strerror or e}") from None
-    safefile.write_state(path, json.dumps({"pid": pid, "start_time": start, "command": command}) + "\n")
+    safefile.write_state(path, json.dumps({"pid": pid, "start_time": start, "command": command}) + "\n",
+                         safefile.PRIVATE)
     return Lease(pid, start, path, command)
 
 
@@ -150,7 +152,7 @@ def _hold_path(state: Path) -> Path:
 def hold(state: Path) -> None:
     """`harness up`: keep the stack until `harness down`."""
     safefile.write_state(_hold_path(state), json.dumps({"since": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                                      "pid": os.getpid()}) + "\n")
+                                                      "pid": os.getpid()}) + "\n", safefile.PRIVATE)
 
 
 def held(state: Path) -> bool:

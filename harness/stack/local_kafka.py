@@ -206,7 +206,7 @@ class LocalKafka(pidrecord.RecordedService):
         if auth == "scram":
             settings.update(scram_settings(port, controller_port, self.scram_password(), host))
         _write_private(self.props, "".join(f"{k}={v}\n" for k, v in settings.items()))
-        safefile.write_text(self.home / "log4j2.properties", LOG4J2)
+        safefile.write_text(self.home / "log4j2.properties", LOG4J2, safefile.PRIVATE)
 
     def port_names(self, port: int, controller_port: int, proxied: tuple[int, int] | None = None) -> dict:
         """Its ports under the stack's names for them (local_record.port_names), for its pid record: so
@@ -265,7 +265,7 @@ class LocalKafka(pidrecord.RecordedService):
     def format(self, lib: Path, auth: str = "none", cluster_id: str | None = None, release: str | None = None) -> None:
         if self.formatted():
             return
-        safefile.make_folder(self.data)
+        safefile.make_folder(self.data, safefile.PRIVATE_FOLDER)
         cluster_id = cluster_id or _cluster_id()
         args = ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.props), "--ignore-formatted"]
         if auth == "scram":
@@ -277,7 +277,7 @@ class LocalKafka(pidrecord.RecordedService):
                f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}", f"-Dkafka.logs.dir={self.logs}",
                "-cp", f"{lib}/*", f"@{argfile}"]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, umask=safefile.PRIVATE_UMASK)
         finally:
             argfile.unlink(missing_ok=True)
         if proc.returncode != 0:
@@ -285,7 +285,7 @@ class LocalKafka(pidrecord.RecordedService):
             raise HarnessError("Kafka storage format failed",
                                scrub((proc.stdout + proc.stderr)[-2000:], self.client_settings()))
         if release:
-            safefile.write_text(self.home / RELEASE_FILE, release + "\n")
+            safefile.write_text(self.home / RELEASE_FILE, release + "\n", safefile.PRIVATE)
 
     def start(self, lib: Path, port: int, controller_port: int, owner: str, auth: str = "none",
               voters: str | None = None, cluster_id: str | None = None, proxied: tuple[int, int] | None = None,
@@ -293,16 +293,16 @@ class LocalKafka(pidrecord.RecordedService):
         """Start the node (formatting its storage first if new) and write its pid record at once.
 
         A broker fault's restart comes through here too, so a restarted node is recorded like the first start."""
-        safefile.make_folder(self.logs)
+        safefile.make_folder(self.logs, safefile.PRIVATE_FOLDER)
         self.write_config(port, controller_port, auth, voters=voters, proxied=proxied)
         self.format(lib, auth, cluster_id=cluster_id, release=release)
-        out_fd = os.open(self.home / "stdout.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        out_fd = os.open(self.home / "stdout.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, safefile.PRIVATE)
         with open(out_fd, "ab") as out:
             java = self._java(lib, "kafka.Kafka", str(self.props))
             layout = self.network()     # `ip netns exec` enters the node's namespace, then execs java (same pid)
             proc = subprocess.Popen(netns.in_namespace(layout, self.node_id, java) if layout else java, stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, cwd=self.home)
+                                    start_new_session=True, cwd=self.home, umask=safefile.PRIVATE_UMASK)
         self.proc = proc        # a broker fault that restarts the node reads its exit status from it
         try:
             rec = pidrecord.capture(proc.pid, self.marks(), group=self.group, owner=owner,
@@ -376,7 +376,7 @@ def client_properties(password: str) -> str:
 
 def _write_private(path: Path, text: str) -> None:
     """Write `text` to `path`, readable by its owner only from the first byte on."""
-    safefile.make_folder(path.parent)
+    safefile.make_folder(path.parent, safefile.PRIVATE_FOLDER)
     safefile.write_text(path, text, safefile.PRIVATE)
 
 

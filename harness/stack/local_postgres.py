@@ -22,10 +22,15 @@ by pid and never as a group (pg_ctl made that session, not us), when the
 record matches (pid, start time, our data folder on its command line) and
 Postgres's own `postmaster.pid` names the same pid and data folder. We do not
 use `pg_ctl stop`: it would signal whatever pid postmaster.pid holds.
+A server killed while its processes were stopped (SIGSTOP) leaves them behind,
+unable to notice their postmaster's death: each stop also ends the processes
+of a dead server of our data folder (`end_orphaned_backends`: the `postgres`
+program, a server user, working in our data folder, and no postmaster there).
 """
 
 import glob
 import os
+from dataclasses import dataclass
 import pwd
 import secrets
 import stat
@@ -33,7 +38,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from .. import safefile
+from .. import procs, safefile
 from ..errors import HarnessError
 from ..workload.naming import SCHEMA
 from . import pg_roles, pidrecord
@@ -50,11 +55,22 @@ SERVER_SETTINGS = {
     # Durable commits, as in production: a crash test should not lean on a lenient database.
     "fsync": "on",
     "log_min_messages": "warning",
+    "unix_socket_permissions": "0700",     # the server's user only, as every file of the state folder
 }
 # pg_ctl -w waits for the server to accept connections; a healthy one starts in ~1 s.
 START_TIMEOUT_S = 60
 MISSING = ("PostgreSQL server binaries (initdb, pg_ctl, postgres) not found: "
            "install Debian's package `postgresql` (apt-get install postgresql), or set HARNESS_PG_BIN")
+
+
+@dataclass
+class Seen:
+    """What /proc shows of a process: enough to tell a server's process of a data folder."""
+    pid: int
+    cwd: str
+    exe: str
+    uid: int
+    argv: list
 
 
 def find_bindir() -> Path:
@@ -179,7 +195,8 @@ class LocalPostgres(pidrecord.RecordedService):
 
     def _run(self, cmd: list[str], what: str, timeout: float) -> None:
         try:
-            proc = subprocess.run(self._as_server_user() + cmd, capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(self._as_server_user() + cmd, capture_output=True, text=True, timeout=timeout,
+                                  umask=safefile.PRIVATE_UMASK)
         except subprocess.TimeoutExpired:
             raise HarnessError(f"PostgreSQL {what} did not finish within {timeout:.0f} s", self.log_tail())
         if proc.returncode != 0:
@@ -189,7 +206,7 @@ class LocalPostgres(pidrecord.RecordedService):
     def init(self, bindir: Path) -> None:
         if (self.data / "PG_VERSION").exists():
             return
-        self.home.mkdir(parents=True, exist_ok=True)
+        safefile.make_folder(self.home, safefile.PRIVATE_FOLDER)     # the postgres user's when we are root
         pwfile = self.home / "initdb.pw"
         safefile.write_text(pwfile, self.admin_password() + "\n", safefile.PRIVATE)   # a link there is replaced
         self._chown(self.home)
@@ -205,7 +222,7 @@ class LocalPostgres(pidrecord.RecordedService):
         safefile.write_bytes(conf, safefile.read_limited(conf, 16 * 1024 * 1024, "the server config",
                                                                 follow_links=False).rstrip(b"\n")
                              + ("\n\n# written by harness\n" + "".join(f"{k} = '{v}'\n" for k, v in SERVER_SETTINGS.items())
-                                + f"unix_socket_directories = '{self.home}'\n").encode())
+                                + f"unix_socket_directories = '{self.home}'\n").encode(), safefile.PRIVATE)
 
     def _own_log(self) -> None:
         """server.log as a file of its own: a link planted there is removed, never touched through."""
@@ -214,7 +231,7 @@ class LocalPostgres(pidrecord.RecordedService):
         # O_NONBLOCK: a FIFO planted there would otherwise block the open until a reader comes, for ever.
         try:
             fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                         0o644)
+                         safefile.PRIVATE)
         except OSError as e:      # ENXIO: a FIFO with no reader
             raise HarnessError(f"cannot use {self.log} as the server log: {e.strerror or e} (not a regular file?)") from None
         try:
@@ -296,7 +313,61 @@ class LocalPostgres(pidrecord.RecordedService):
 
     def stop(self) -> tuple[bool, str | None]:
         # SIGINT is Postgres's fast shutdown (SIGTERM would wait for every client to leave).
-        return self.stop_ours(grace=30.0, first=signal.SIGINT)
+        stopped, note = self.stop_ours(grace=30.0, first=signal.SIGINT)
+        ended = end_orphaned_backends(self.data, self.server_uids())
+        if ended:
+            left = f"ended {len(ended)} leftover PostgreSQL process(es) of a dead server (pid(s) {', '.join(map(str, ended))})"
+            note = f"{note}; {left}" if note else left
+        return stopped, note
+
+
+def _seen(pid: int) -> Seen | None:
+    try:
+        return Seen(pid, os.readlink(f"/proc/{pid}/cwd"), os.readlink(f"/proc/{pid}/exe"),
+                    os.stat(f"/proc/{pid}").st_uid, procs.argv(pid))
+    except OSError:
+        return None
+
+
+def orphaned_backends(seen: list["Seen"], data: str, uids: set[int], names: frozenset = frozenset()) -> list[int]:
+    """The processes of a dead server of `data`: each runs `postgres` as a server user in `data` (a server's
+    processes work in their data folder), and none of them is a postmaster (its command line names `data`;
+    its children show their titles; `names`: other spellings of `data`): while one runs there, nothing is
+    touched."""
+    ours = [s for s in seen if s.cwd == data and os.path.basename(s.exe) == "postgres" and s.uid in uids]
+    if any(arg in names or arg == data for s in ours for arg in s.argv):
+        return []
+    return sorted(s.pid for s in ours)
+
+
+def end_orphaned_backends(data: Path, uids: set[int]) -> list[int]:
+    """SIGKILL what is left of a dead server of our data folder (backends a SIGSTOP kept from noticing their
+    postmaster's death: SIGKILL ends a stopped process too); the pids ended."""
+    try:
+        real = os.path.realpath(data)
+    except OSError:
+        return []
+    pids = [int(d) for d in os.listdir("/proc") if d.isdigit() and int(d) != os.getpid()]
+    ended = []
+    names = frozenset({str(data)})
+    for pid in orphaned_backends([s for s in map(_seen, pids) if s], real, uids, names):
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            continue
+        try:
+            again = _seen(pid)           # the pidfd names this process for good: is it still one of them?
+            if again is None or not orphaned_backends([again], real, uids, names):
+                continue
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+            ended.append(pid)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    for pid in ended:
+        procs.wait_gone(pid, 5.0)
+    return ended
 
 
 def _check_traversable(path: Path) -> None:

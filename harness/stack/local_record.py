@@ -114,7 +114,7 @@ def is_port(v) -> bool:
 
 
 def write_record(state: Path, rec: dict) -> None:
-    safefile.write_state(record_path(state), json.dumps(rec, indent=2) + "\n")
+    safefile.write_state(record_path(state), json.dumps(rec, indent=2) + "\n", safefile.PRIVATE)
 
 
 def known_ports(state: Path, kafka, pg: LocalPostgres) -> dict:

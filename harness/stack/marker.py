@@ -31,7 +31,8 @@ def mark(state: Path, in_the_way: list[Path] = ()) -> None:
         raise HarnessError(f"refusing the state folder {state}: it already holds {names}, which the harness "
                            f"did not make (it has no {MARKER}); set HARNESS_HOME to a new or empty folder")
     try:
-        safefile.create_new(state / MARKER, json.dumps({"made_by": "harness up", "at": time.time()}) + "\n")
+        safefile.create_new(state / MARKER, json.dumps({"made_by": "harness up", "at": time.time()}) + "\n",
+                            safefile.PRIVATE)
     except OSError as e:
         raise HarnessError(f"cannot write {state / MARKER}: {e.strerror or e}") from None
 

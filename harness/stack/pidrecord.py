@@ -54,8 +54,8 @@ def capture(pid: int, marks: list[str], *, group: bool, ports: dict, owner: str)
 
 def write(path: Path, rec: PidRecord) -> None:
     """Write atomically: a reader sees the old record or the new one, never half of one."""
-    safefile.make_folder(path.parent)
-    safefile.write_text(path, json.dumps(asdict(rec), indent=2) + "\n")
+    safefile.make_folder(path.parent, safefile.PRIVATE_FOLDER)
+    safefile.write_text(path, json.dumps(asdict(rec), indent=2) + "\n", safefile.PRIVATE)
 
 
 MAX_BYTES = 64 * 1024      # a record is a few hundred bytes

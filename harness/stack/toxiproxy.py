@@ -97,16 +97,18 @@ class LocalToxiproxy(pidrecord.RecordedService):
         if binary is None:
             raise HarnessError(f"{BINARY} not found (on PATH or in Go's bin folder): run "
                                f"`bash .ci/install-toxiproxy.sh` (it builds it with go install)")
-        safefile.make_folder(self.home)
+        safefile.make_folder(self.home, safefile.PRIVATE_FOLDER)
         proxies = [{"name": proxy_name(n), "listen": f"{LOOPBACK}:{listen}", "upstream": upstream, "enabled": True}
                    for n, (listen, upstream) in sorted(upstreams.items())]
-        safefile.write_text(self.config, json.dumps(proxies, indent=2) + "\n")
-        out_fd = os.open(self.home / "toxiproxy.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        safefile.write_text(self.config, json.dumps(proxies, indent=2) + "\n", safefile.PRIVATE)
+        out_fd = os.open(self.home / "toxiproxy.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
+                         safefile.PRIVATE)
         with open(out_fd, "ab") as out:
             # info, not the default debug: a line per API call would grow the log for nothing
             proc = subprocess.Popen([binary, "-host", LOOPBACK, "-port", str(api_port), "-config", str(self.config)],
                                     stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, cwd=self.home, env={**os.environ, "LOG_LEVEL": "info"})
+                                    start_new_session=True, cwd=self.home, env={**os.environ, "LOG_LEVEL": "info"},
+                                    umask=safefile.PRIVATE_UMASK)
         self.proc = proc
         try:
             rec = pidrecord.capture(proc.pid, self.marks(), group=self.group, owner=owner,

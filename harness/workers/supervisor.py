@@ -9,7 +9,9 @@ redelivery), and enforces a global time limit so a stuck run ends as
 on every turn of its loop and keeps the run open while one is mid-story;
 what the faults do is theirs to say. On Ctrl-C, SIGTERM or
 any error it kills every worker before returning; workers also die with the
-supervisor's process if it is itself SIGKILLed (PR_SET_PDEATHSIG).
+supervisor's process if it is itself SIGKILLed (PR_SET_PDEATHSIG). A worker's
+descendant that left its process group is still found and ended at the end
+(workers/leftovers.py: the run is a child subreaper meanwhile), and counted.
 """
 
 import json
@@ -22,6 +24,8 @@ from pathlib import Path
 from typing import Callable
 
 from .. import safefile
+from . import leftovers
+from .logcap import CappedLog
 from ..procs import PARENT_PID_ENV
 from ..runtime import crashlog
 from ..runtime.call_deadline import STUCK_EXIT
@@ -57,6 +61,9 @@ class SupervisorResult:
     gave_up_on: str | None = None    # the worker slot that failed MAX_UNPLANNED_FAILURES times
     wall_seconds: float = 0.0
     events: list = field(default_factory=list)    # every worker event, in order
+    left_behind: list | None = field(default_factory=list)   # {pid, command}: workers' descendants ended at the
+                                                              # end (leftovers.py); None when not looked for
+    log_bytes_dropped: dict | None = None   # slot -> bytes its capped log dropped (None: unknown); None: not capped
 
     @property
     def killed_at_end(self) -> int:
@@ -104,6 +111,8 @@ class Supervisor:
         # die of it, so only forked (our own) workers are asked.
         self.dump_signal = signal.SIGUSR1 if forked else None
         self.result = SupervisorResult(status="running")
+        self.token = leftovers.new_token()        # in every worker's environment: its descendants carry it
+        self.capped: dict[str, CappedLog] = {}    # a user's process writes to a pipe, its slot's log is capped
 
     # -- processes ------------------------------------------------------------------------
     def start(self, slot: Slot) -> None:
@@ -139,15 +148,22 @@ class Supervisor:
     def _spawn(self, slot: Slot, cmd: list[str], stdin=subprocess.DEVNULL) -> subprocess.Popen:
         # The worker checks, once it can, that we are still its parent (procs.die_with_parent).
         env = self.env(slot) if callable(self.env) else self.env    # a dict, or per slot and attempt
-        env = {**env, PARENT_PID_ENV: str(os.getpid())}
+        env = {**env, PARENT_PID_ENV: str(os.getpid()), leftovers.TOKEN_ENV: self.token}
         if self.forked:
             if self.forkserver is None:
                 from .forkserver import ForkServer
                 self.forkserver = ForkServer(self.run_dir, self.logs / "forkserver.log")
             return self.forkserver.spawn(cmd, env, self.logs / f"{slot.name}.log", stdin_pipe=stdin == subprocess.PIPE)
-        with safefile.open_log(self.logs / f"{slot.name}.log") as log:
-            return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin,
-                                    process_group=0 if self.own_process_group else None)
+        if not self.own_process_group:       # our own processes (a Kafka Streams JVM): their log as it is
+            with safefile.open_log(self.logs / f"{slot.name}.log") as log:
+                return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin)
+        if slot.name not in self.capped:      # a user's consumer: its log is capped (logcap.py)
+            self.capped[slot.name] = CappedLog(self.logs / f"{slot.name}.log")
+        out = self.capped[slot.name].pipe()
+        try:
+            return subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=stdin, process_group=0)
+        finally:
+            os.close(out)
 
     def _ask_for_stacks(self) -> None:
         """Our own workers write their threads' stacks to their logs on `dump_signal` (faulthandler): a run
@@ -188,6 +204,10 @@ class Supervisor:
             self._sweep(p)
         if self.forkserver is not None:
             self.forkserver.close()
+        # What the workers started and left (a child that called setsid), now that no worker can start more.
+        self.result.left_behind = leftovers.end(self.token, keep={p.pid for p in procs if p.poll() is None})
+        if self.capped:
+            self.result.log_bytes_dropped = {name: log.join() for name, log in self.capped.items()}
 
     def terminate_all(self, grace: float = 15.0) -> None:
         for s in self.slots:
@@ -244,6 +264,7 @@ class Supervisor:
         t0 = time.time()
         deadline = t0 + self.time_limit
         last_progress = 0.0
+        subreaper = leftovers.subreaper(True)     # an orphaned descendant of a worker becomes our child
         try:
             for s in self.slots:
                 self.start(s)
@@ -326,6 +347,8 @@ class Supervisor:
                 if self.result.status == "incomplete" and self.dump_signal:
                     self._ask_for_stacks()
             self.kill_all()
+            if subreaper:
+                leftovers.subreaper(False)
             for f in self.faults:
                 f.finish(self)
             self._read_events()

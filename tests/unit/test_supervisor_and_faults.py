@@ -308,3 +308,15 @@ def test_a_restart_delay_keeps_the_slot_empty_that_long_after_each_death(tmp_pat
     # Each successor's first record comes at least the delay after its predecessor's death (a lower bound only:
     # the machine may be slow, never fast).
     assert all(s >= 1.5 for s in restart_seconds(crashes, r.events))
+
+
+def test_a_flooding_user_consumer_fills_its_log_only_to_the_cap(tmp_path):
+    from harness.workers.logcap import CAP_BYTES
+    flood = "import sys\nfor _ in range(20000):\n    sys.stdout.write('y' * 999 + '\\n')\n"     # 20 MB
+    sup = Supervisor(tmp_path, 1, lambda s: [sys.executable, "-c", flood], {}, 60.0, tmp_path / "crash-log.jsonl",
+                     tmp_path / "events.jsonl", own_process_group=True)
+    r = sup.run()
+    assert r.status == "complete"
+    assert r.log_bytes_dropped == {"w0": 20_000_000 - CAP_BYTES}
+    data = (tmp_path / "workers" / "w0.log").read_bytes()
+    assert len(data) < CAP_BYTES + 200 and data[CAP_BYTES:].startswith(b"[harness] ")
