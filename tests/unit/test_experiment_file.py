@@ -4,6 +4,7 @@ line naming the file and the key (exit 2). No stack: every refusal comes before 
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ from harness.faults import FAULTS
 from harness.params import RunParams, declared, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = sorted((ROOT / "experiments").rglob("*.toml"))
+FILES = sorted((ROOT / "experiments").rglob("*.toml")) + sorted((ROOT / "examples").rglob("*.toml"))
 
 
 def test_there_are_files_in_every_suite_group_and_beyond():
@@ -28,7 +29,7 @@ def test_there_are_files_in_every_suite_group_and_beyond():
     assert set(suite_runner.groups()) | {"faults", "findings"} <= groups
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT / "experiments")))
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_file_loads_validates_and_resolves(path):
     f = ef.load(path)
     jsonschema.Draft202012Validator(ef.schema()).validate(__import__("tomllib").loads(path.read_text()))
@@ -79,6 +80,15 @@ def test_flags_beside_a_file_override_it_and_are_named():
     assert faults == ("random-kill",) and over == ["--fault", "--kills", "--messages"]
     values, faults, over = ef.run_kwargs(f, given)
     assert values["kills"] == 10 and faults == () and over == []
+
+
+def test_the_example_consumers_files_are_their_readme_command_lines():
+    readme = (ROOT / "examples" / "consumers" / "README.md").read_text()
+    for name in ("correct", "wrong"):
+        line = next(x for x in readme.splitlines() if f"python/{name}.py](" in x)
+        from_readme = _params_of(["run", *shlex.split(line.split("`harness run ")[1].split("`")[0])])
+        from_file = _params_of(["run", str(ROOT / "examples" / "consumers" / f"{name}.toml")])
+        assert from_file.as_dict() == from_readme.as_dict()
 
 
 def test_float_options_are_floats_as_from_the_command_line(tmp_path):
