@@ -51,3 +51,24 @@ def test_a_file_runs_as_its_command_line(stack, tmp_path):
     said = [line for line in (tmp_path / "file" / "report.md").read_text().splitlines()
             if line.startswith("*From the experiment file*")]
     assert len(said) == 1 and "offset-after.toml" in said[0] and said[0].endswith("overrode it: --messages")
+
+
+def test_a_group_of_files_runs_as_the_suite_code_group(stack, tmp_path):
+    """`harness suite core` (the files of experiments/core/) gives the verdicts and numbers of `harness suite
+    --group core` (the group's list in code) on the same seed."""
+    summaries = {}
+    for name, args in (("files", ["core"]), ("code", ["--group", "core"])):
+        out = tmp_path / name
+        proc = harness("suite", *args, "--messages", "60", "--quiet", "--out", str(out), env=stack["env"],
+                       timeout=900)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        summaries[name] = json.loads((out / "suite.json").read_text())
+
+    def numbers(summary):
+        return {r["experiment"]: (r["verdict"], r["counts"], r["ledger"], r["crashes"], r["params"])
+                for r in summary["experiments"]}
+    assert set(numbers(summaries["files"])) == {"offset-before", "offset-after", "dedupe"}
+    assert numbers(summaries["files"]) == numbers(summaries["code"])
+    report = json.loads((tmp_path / "files" / "dedupe" / "report.json").read_text())
+    assert report["source"]["file"].endswith("experiments/core/dedupe.toml")
+    assert report["source"]["overridden"] == ["--messages", "--time-limit"]
