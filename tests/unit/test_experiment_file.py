@@ -162,3 +162,27 @@ def test_the_experiments_command_lists_files_and_prints_the_schema():
     assert out.exit_code == 0 and "core/offset-before.toml  [offset-before]" in out.output
     out = CliRunner().invoke(experiments_cmd, ["--schema"])
     assert out.exit_code == 0 and '"messages"' in out.output
+
+
+def _cli(tmp_path, *args):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HARNESS_HOME": str(tmp_path / "home")}
+    env.pop("HARNESS_BOOTSTRAP_SERVERS", None)
+    env.pop("HARNESS_POSTGRES_DSN", None)
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+
+
+def test_suite_of_a_folder_refuses_a_bad_file_or_group_in_one_line(tmp_path):
+    folder = tmp_path / "nightly"
+    folder.mkdir()
+    (folder / "a.toml").write_text('purpose = "fine"\nexperiment = "dedupe"\n')
+    (folder / "b.toml").write_text('purpose = "bad"\nexperiment = "dedupe"\n[options]\nseed = 1.5\n')
+    for args, words in ((["suite", str(folder)], [f"{folder / 'b.toml'}: options.seed must be a whole number"]),
+                        (["suite", "cor"], ["did you mean 'core'", "groups: "]),
+                        (["suite", "core", "--group", "eos"], ["without --experiments and --group"]),
+                        (["suite", "core", "--commit-every", "0"], ["--commit-every must be"])):
+        proc = _cli(tmp_path, *args)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert all(w in lines[0] for w in words), lines[0]
+    assert not (tmp_path / "home").exists() or not any((tmp_path / "home").rglob("suite.json"))
