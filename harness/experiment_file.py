@@ -242,6 +242,8 @@ def load(path) -> ExperimentFile:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise HarnessError(f"{path}: not valid TOML: {str(e).splitlines()[0][:160]}") from None
+    except RecursionError:          # tomllib recurses per nested array or table: a hostile file nests deep
+        raise HarnessError(f"{path}: its values are nested too deeply for an experiment file") from None
     _unknown_keys(path, data)
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.validator))

@@ -75,7 +75,7 @@ def run(experiment, fault_specs, out, keep_stack, quiet, stack_kind, bootstrap_s
     from ..runner import EXIT_CODES
     local = stack_kind == "local" and not (bootstrap_servers or postgres_dsn)
     if is_file_argument(experiment):
-        resolved = _from_file(experiment, fault_specs, options, local)
+        resolved = _from_file(experiment, fault_specs, options, local, bool(bootstrap_servers or postgres_dsn))
     else:
         resolved = resolve(RunParams(experiment, faults=fault_specs, **options))
     params = resolved.params
@@ -97,16 +97,18 @@ def run(experiment, fault_specs, out, keep_stack, quiet, stack_kind, bootstrap_s
 
 
 
-def _from_file(path, fault_specs, options, local):
+def _from_file(path, fault_specs, options, local, existing):
     """The run an experiment file describes, with the flags given beside it over its values; the report
-    records the file and the flags that overrode it. A mistake in the file is one line naming it."""
+    records the file and the flags that overrode it. A mistake in the file is one line naming it. The
+    file's Kafka release is asked for only where the run may start a stack (not on an `existing` cluster,
+    such as a suite's runs: the stack runs what it runs)."""
     from ..experiment_file import check_stack_needs, load, run_kwargs
     from ..params import RunParams, resolve
     from ..reporting.build import record_source
     from ..stack import kafka_versions
     f = load(path)
     values, faults, overridden = run_kwargs(f, options, fault_specs)
-    if kafka_versions.requested() is None and f.stack.get("kafka_version"):
+    if kafka_versions.requested() is None and f.stack.get("kafka_version") and not existing:
         kafka_versions.request(f.stack["kafka_version"])
     elif kafka_versions.requested() is not None and f.stack.get("kafka_version"):
         overridden = sorted(set(overridden) | {"--kafka-version"})

@@ -103,7 +103,8 @@ BAD = {
     "wrong-type": ('[options]\nmessages = "ten"\n', ["options.messages", "a whole number", "'ten'"]),
     "bool-as-int": ('[options]\nmessages = true\n', ["options.messages", "a whole number"]),
     "out-of-range": ('[options]\nmessages = 0\n', ["options.messages", "at least 1", "at most 1,000,000"]),
-    "bad-choice": ('[options]\nkill_mode = "randon"\n', ["options.kill_mode", "did you mean 'random'", "one of points, random"]),
+    "bad-choice": ('[options]\nkill_mode = "randon"\n', ["options.kill_mode", "did you mean 'random'",
+                                                          "one of points, random"]),
     "bad-fault": ('faults = ["brokr-kill"]\n', ["faults.0", "did you mean 'broker-kill'", "planned-crash"]),
     "bad-fault-key": ('faults = ["latency:ms=5,jiter=1"]\n', ["faults.0", "'jiter'", "did you mean 'jitter'"]),
     "bad-stack": ('[stack]\nbrokers = 2\n', ["stack.brokers", "one of 1, 3"]),
@@ -143,6 +144,9 @@ def test_a_large_or_odd_file_is_refused_in_one_line(tmp_path):
         ef.load(tmp_path)
     with pytest.raises(HarnessError, match="cannot read"):
         ef.load(tmp_path / "missing.toml")
+    (tmp_path / "deep.toml").write_text("x = " + "[" * 30000 + "]" * 30000 + "\n")
+    with pytest.raises(HarnessError, match="nested too deeply"):
+        ef.load(tmp_path / "deep.toml")
     (tmp_path / "bin.toml").write_bytes(b"\xff\xfe")
     with pytest.raises(HarnessError, match="not UTF-8"):
         ef.load(tmp_path / "bin.toml")
