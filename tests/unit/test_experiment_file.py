@@ -190,3 +190,22 @@ def test_suite_of_a_folder_refuses_a_bad_file_or_group_in_one_line(tmp_path):
         assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
         assert all(w in lines[0] for w in words), lines[0]
     assert not (tmp_path / "home").exists() or not any((tmp_path / "home").rglob("suite.json"))
+
+
+def test_a_report_names_its_file_and_overrides_escaped_and_valid():
+    from harness.reporting import html, markdown
+    from harness.reporting.run_report import RunReport
+    from tests.unit.sample_report import sample, validate
+    d = sample()
+    d["source"] = {"file": "nightly/<b>x`y.toml", "purpose": "a *purpose* <script>", "overridden": ["--messages"]}
+    validate(d)
+    md, page = markdown.render(RunReport(d)), html.render(RunReport(d))
+    line = next(x for x in md.splitlines() if x.startswith("*From the experiment file*"))
+    assert "``nightly/" in line and line.endswith("flags that overrode it: --messages") and "*purpose*" not in line
+    assert "&lt;script&gt;" in page and "<script>" not in page and "nightly/&lt;b&gt;x`y.toml" in page
+    d["source"] = {"file": "a.toml", "purpose": "p", "overridden": [], "extra": 1}
+    with pytest.raises(Exception):
+        validate(d)
+    del d["source"]
+    validate(d)
+    assert "From the experiment file" not in markdown.render(RunReport(d))
