@@ -4,8 +4,8 @@ A file names an experiment kind, its options (the declared run options, by
 their Python names), its faults (the same specs as `--fault`), what the stack
 must offer and a one-line purpose:
 
-    purpose = "Offsets committed before the effect: a crash loses the payment."
-    experiment = "offset-before"
+    purpose = "One line: what the run shows."
+    experiment = "KIND"                 # a declared kind, as `harness experiments` lists them
     faults = ["planned-crash"]          # optional: the experiment's default faults otherwise
     [options]
     messages = 1000
