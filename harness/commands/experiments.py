@@ -40,11 +40,11 @@ def experiments_cmd(as_json, as_schema, check_files):
                 raise HarnessError(f"{f.path}: {e}") from None
             click.echo(f"{path}: valid ({f.experiment})")
         return
-    root = experiment_file.experiments_root()
-    files = experiment_file.listing(root)
     if as_json:
         click.echo(json.dumps([e.describe() for e in REGISTRY.values()], indent=2))
         return
+    root = experiment_file.experiments_root()
+    files = experiment_file.listing(root)
     for e in REGISTRY.values():
         click.echo(f"{e.name}: {e.proves}")
         click.echo(f"  steps: {e.steps_text()}")
