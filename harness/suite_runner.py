@@ -59,10 +59,20 @@ def suite_experiments(group: str | None = None) -> list[str]:
     return known[group]
 
 
-def launch_order(names: list[str]) -> list[str]:
-    """Longest first (each declaration's suite weight), so the short ones fill the gaps."""
+def launch_order(names: list[str], kinds: dict | None = None) -> list[str]:
+    """Longest first (each declaration's suite weight), so the short ones fill the gaps. `kinds` maps a run
+    that comes from an experiment file to its experiment kind (the run's name is the file's)."""
     from .experiments import REGISTRY
-    return sorted(names, key=lambda n: -REGISTRY[n].suite.get("weight", 0))
+    kinds = kinds or {}
+    return sorted(names, key=lambda n: -REGISTRY[kinds.get(n, n)].suite.get("weight", 0))
+
+
+def run_command(name: str, common_args: list[str], folder: Path, file: tuple | None = None) -> list[str]:
+    """The `harness run` arguments of one suite run: the experiment with its suite arguments, or an
+    experiment file (path, kind) that carries its own, with the common options it accepts."""
+    target, kind, extra = (str(file[0]), file[1], []) if file else (name, name, suite_args(name))
+    return ["run", target, *accepted_args(kind, common_args), "--quiet", "--out", str(folder),
+            "--time-limit", str(PER_EXPERIMENT_TIME_LIMIT_S), *extra]
 
 
 def suite_args(name: str) -> list[str]:
@@ -110,9 +120,10 @@ def run_env(stack: Stack) -> dict:
 
 
 def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out: Path, parallel: int | None,
-              log=print, on_done=None, group: str | None = None, scheduler=None) -> dict:
+              log=print, on_done=None, group: str | None = None, scheduler=None, files: dict | None = None) -> dict:
     """Run each experiment in its own `harness run` process; return the suite summary (also written).
-    `parallel` None: one more than the cores (suite_schedule), else exactly that many at once."""
+    `parallel` None: one more than the cores (suite_schedule), else exactly that many at once. `files` maps
+    a run's name to the experiment file it runs, (path, kind)."""
     from .suite_schedule import Scheduler
     sched = scheduler or Scheduler(parallel)
     check_stack(stack, group)
@@ -120,7 +131,8 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
     mark_suite_dir(out)
     env = run_env(stack)
     t0 = time.time()
-    pending = launch_order(experiments)
+    files = files or {}
+    pending = launch_order(experiments, {n: kind for n, (_, kind) in files.items()})
     running: dict[str, tuple[subprocess.Popen, float]] = {}
     finished: dict[str, dict] = {}
     try:
@@ -129,8 +141,7 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
             while pending and sched.may_start(len(running)):
                 name = pending.pop(0)
                 folder = out / name
-                cmd = [sys.executable, "-m", "harness.cli", "run", name, *accepted_args(name, common_args), "--quiet",
-                       "--out", str(folder), "--time-limit", str(PER_EXPERIMENT_TIME_LIMIT_S), *suite_args(name)]
+                cmd = [sys.executable, "-m", "harness.cli", *run_command(name, common_args, folder, files.get(name))]
                 log(f"suite: starting {name}" + _room(sched))
                 sched.started(name, len(running), time.time() - t0)
                 log_fd = os.open(out / f"{name}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)

@@ -1,4 +1,5 @@
-"""`harness experiments`: every declaration, its steps, kill points and the damage a crash there does.
+"""`harness experiments`: every declaration, its steps, kill points and the damage a crash there does, the
+experiment files under experiments/, and the JSON Schema those files follow.
 """
 
 import json
@@ -10,17 +11,40 @@ from ..experiments import REGISTRY
 
 @click.command("experiments")
 @click.option("--json", "as_json", is_flag=True, help="Print the declarations as JSON (for scripts).")
-def experiments_cmd(as_json):
+@click.option("--schema", "as_schema", is_flag=True,
+              help="Print the JSON Schema of an experiment file (generated from the declared options and faults).")
+@click.option("--check", "check_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE.toml",
+              help="Validate experiment files (repeatable): one line per file, exit 2 at the first bad one.")
+def experiments_cmd(as_json, as_schema, check_files):
     """List every experiment: its steps, kill points (and the damage a crash there does), what it proves.
 
     \b
     Example:
       harness experiments
       harness experiments --json | jq '.[].kill_points[].name'
+      harness experiments --schema > experiment.schema.json
+      harness experiments --check experiments/core/dedupe.toml
     """
+    from .. import experiment_file
+    if as_schema:
+        click.echo(json.dumps(experiment_file.schema(), indent=2))
+        return
+    if check_files:
+        from ..params import RunParams, resolve
+        from ..errors import HarnessError
+        for path in check_files:
+            f = experiment_file.load(path)
+            try:
+                resolve(RunParams(f.experiment, faults=f.faults, **f.options))
+            except HarnessError as e:
+                raise HarnessError(f"{f.path}: {e}") from None
+            click.echo(f"{path}: valid ({f.experiment})")
+        return
     if as_json:
         click.echo(json.dumps([e.describe() for e in REGISTRY.values()], indent=2))
         return
+    root = experiment_file.experiments_root()
+    files = experiment_file.listing(root)
     for e in REGISTRY.values():
         click.echo(f"{e.name}: {e.proves}")
         click.echo(f"  steps: {e.steps_text()}")
@@ -40,3 +64,10 @@ def experiments_cmd(as_json):
         if e.kill_points:
             click.echo(f"  --kill-point any: a seeded point among these {len(e.kill_points)} per crash")
         click.echo("")
+    if root is None:
+        click.echo("Experiment files: no experiments/ folder here or beside the harness package")
+        return
+    from ..escape import term
+    click.echo(f"Experiment files under {term(str(root))} (harness run FILE, harness suite GROUP):")
+    for rel, kind, purpose in files:
+        click.echo(term(f"  {rel}  [{kind}]  {purpose}"))

@@ -6,6 +6,7 @@ import sys
 import click
 
 from ..errors import HarnessError
+from ..experiment_file import is_file_argument
 from ..experiments import REGISTRY
 from .stack_options import kafka_version_option, last_lines, stack_options, with_stack
 
@@ -34,6 +35,7 @@ def _fault_help() -> str:
 @click.command(epilog="\b\nExperiments (kill points: `harness experiments`):\n" + EXPERIMENT_HELP + "\n\n"
              + _fault_help() + "\n\n" + EXIT_HELP + "\n\n\b\nExamples:\n"
              "  harness run offset-before\n"
+             "  harness run experiments/core/offset-before.toml --messages 200\n"
              "  harness run offset-after --commit-every 10 --kill-point any\n"
              "  harness run dedupe --partitions 3 --workers 2 --kill-mode random\n"
              "  harness run eos --fault random-kill:kills=5\n"
@@ -58,6 +60,11 @@ def _fault_help() -> str:
 def run(experiment, fault_specs, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn, **options):
     """Run one experiment: produce payments, crash workers, audit, judge, report.
 
+    EXPERIMENT is a kind (listed below), or an experiment file (FILE.toml,
+    `harness experiments` lists those under experiments/): the run it
+    describes, with any flag given beside it over the file's value (the
+    report records the file and the flags that overrode it).
+
     With no stack configured it starts the local one (Kafka and PostgreSQL as
     processes) and stops what it started afterwards, unless --keep-stack or
     another command still uses it; a stack started by `harness up` is reused
@@ -66,9 +73,13 @@ def run(experiment, fault_specs, out, keep_stack, quiet, stack_kind, bootstrap_s
     """
     from ..params import RunParams, resolve
     from ..runner import EXIT_CODES
-    resolved = resolve(RunParams(experiment, faults=fault_specs, **options))
+    local = stack_kind == "local" and not (bootstrap_servers or postgres_dsn)
+    if is_file_argument(experiment):
+        resolved = _from_file(experiment, fault_specs, options, local, bool(bootstrap_servers or postgres_dsn))
+    else:
+        resolved = resolve(RunParams(experiment, faults=fault_specs, **options))
     params = resolved.params
-    if stack_kind == "local" and not (bootstrap_servers or postgres_dsn):
+    if local:
         _check_local_size_for_faults(resolved.faults)      # before anything starts
     from pathlib import Path
     from ..paths import reports_dir
@@ -84,6 +95,30 @@ def run(experiment, fault_specs, out, keep_stack, quiet, stack_kind, bootstrap_s
     click.echo(folder)
     sys.exit(EXIT_CODES.get(report.verdict, 1))
 
+
+
+def _from_file(path, fault_specs, options, local, existing):
+    """The run an experiment file describes, with the flags given beside it over its values; the report
+    records the file and the flags that overrode it. A mistake in the file is one line naming it. The
+    file's Kafka release is asked for only where the run may start a stack (not on an `existing` cluster,
+    such as a suite's runs: the stack runs what it runs)."""
+    from ..experiment_file import check_stack_needs, load, run_kwargs
+    from ..params import RunParams, resolve
+    from ..reporting.build import record_source
+    from ..stack import kafka_versions
+    f = load(path)
+    values, faults, overridden = run_kwargs(f, options, fault_specs)
+    if kafka_versions.requested() is None and f.stack.get("kafka_version") and not existing:
+        kafka_versions.request(f.stack["kafka_version"])
+    elif kafka_versions.requested() is not None and f.stack.get("kafka_version"):
+        overridden = sorted(set(overridden) | {"--kafka-version"})
+    try:
+        resolved = resolve(RunParams(f.experiment, faults=faults, **values))
+    except HarnessError as e:
+        raise HarnessError(f"{f.path}: {e}") from None
+    check_stack_needs(f, local)
+    record_source({"file": str(path), "purpose": f.purpose, "overridden": overridden})
+    return resolved
 
 
 def _check_local_size_for_faults(faults) -> None:

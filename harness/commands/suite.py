@@ -37,9 +37,43 @@ def _group_help() -> str:
             + f" but {', '.join(OPT_IN_GROUPS)} (run only when named).")
 
 
+def file_runs(target: str, given: dict, client: str | None, local: bool) -> tuple:
+    """The runs of a folder of experiment files (a path, or a group name: experiments/<group>/): their
+    names, {name: (path, kind)}, the common arguments (only the suite options given: a file's own values
+    hold otherwise) and the group's name (None for a path). Every file is loaded and its run checked with
+    those arguments first: bad input is one line before any stack starts."""
+    from pathlib import Path
+    from .. import suite_runner as suite_mod
+    from ..experiment_file import check_stack_needs, files_in, folder_of, load, run_kwargs
+    from ..params import RunParams, resolve
+    folder = folder_of(target)
+    loaded = [load(p) for p in files_in(folder)]
+    common = [x for o in SUITE_OPTIONS if given[o.name] is not None for x in (o.flag, str(given[o.name]))]
+    if client:
+        from ..experiments import REGISTRY
+        if not any(CLIENT in REGISTRY[f.experiment].options for f in loaded):
+            raise HarnessError(f"--client applies to {CLIENT.applies_to}; none of {folder}'s files takes it")
+        common += [CLIENT.flag, client]
+    every = {o.flag: o for o in (*SUITE_OPTIONS, CLIENT)}
+    for f in loaded:
+        args = suite_mod.accepted_args(f.experiment, common)
+        flags = {every[k].name: every[k].type(v) for k, v in zip(args[::2], args[1::2])}
+        values, faults, _ = run_kwargs(f, flags)
+        try:
+            resolve(RunParams(f.experiment, faults=faults, **values))
+        except HarnessError as e:
+            raise HarnessError(f"{f.path}: {e}") from None
+        check_stack_needs(f, local)
+    group = target if not Path(target).is_dir() else None
+    return [f.name for f in loaded], {f.name: (f.path.resolve(), f.experiment) for f in loaded}, common, group
+
+
 @click.command(epilog="\b\nExamples:\n  harness suite\n  harness suite --group mistakes\n"
+             "  harness suite core             # the files of experiments/core/\n"
+             "  harness suite ./nightly --seed 7   # a folder of experiment files\n"
              "  harness suite --messages 200 --experiments offset-before,offset-after,dedupe\n"
              "  harness suite --stack compose --quiet --out reports/nightly")
+@click.argument("target", required=False, metavar="[FOLDER|GROUP]")
 @click_options(SUITE_OPTIONS)
 @click.option("--experiments", "experiment_list", default=None,
               help="Comma-separated subset (default: every group's but the opt-in ones', eos-streams with "
@@ -58,7 +92,7 @@ def _group_help() -> str:
 @click.option("--quiet", "-q", is_flag=True, help="Only the suite folder on stdout (for CI).")
 @kafka_version_option
 @stack_options
-def suite(experiment_list, group, parallel, out, client, keep_stack, quiet, stack_kind, bootstrap_servers,
+def suite(target, experiment_list, group, parallel, out, client, keep_stack, quiet, stack_kind, bootstrap_servers,
           postgres_dsn, **given):
     """Run every experiment (or one --group) with one seed and compare them side by side.
 
@@ -69,14 +103,26 @@ def suite(experiment_list, group, parallel, out, client, keep_stack, quiet, stac
     unexpected, 2 bad input, 3 one did not finish or its audit failed,
     130 interrupted (every started run still writes its report). An option
     an experiment refuses (auto-commit's --commit-every) is not passed to it.
+
+    FOLDER|GROUP runs the experiment files (*.toml) of a folder instead, or
+    of experiments/<GROUP>/ (`harness experiments` lists them): each as
+    `harness run FILE` would, with the options given here over the files'.
     """
     from pathlib import Path
     from .. import suite_runner as suite_mod
     from ..paths import reports_dir
     from ..reporting.suite_report import write_suite
     from ..workers.supervisor import install_sigterm_as_interrupt
-    names = suite_mod.parse_experiments(experiment_list, group)
-    if stack_kind == "local" and not (bootstrap_servers or postgres_dsn):
+    local = stack_kind == "local" and not (bootstrap_servers or postgres_dsn)
+    files = None
+    if target is not None:
+        if experiment_list is not None or group is not None:
+            raise HarnessError("a FOLDER|GROUP argument chooses the runs itself; give it without --experiments "
+                               "and --group")
+        names, files, common, group = file_runs(target, given, client, local)
+    else:
+        names = suite_mod.parse_experiments(experiment_list, group)
+    if local and files is None:
         from ..stack.local_record import size
         suite_mod.check_brokers(group, size())      # the local stack's size, before starting anything
     from ..suite_schedule import parse_parallel
@@ -84,8 +130,9 @@ def suite(experiment_list, group, parallel, out, client, keep_stack, quiet, stac
         parallel = parse_parallel(parallel)
     except ValueError:
         raise HarnessError(f"--parallel must be auto or a whole number of at least 1, got {parallel!r}")
-    common = check_common_options(names, given)
-    if client:
+    if files is None:
+        common = check_common_options(names, given)
+    if client and files is None:
         from ..matrix import client_experiments
         if not client_experiments(names):
             raise HarnessError(f"--client applies to {CLIENT.applies_to}; none of this suite's experiments takes it")
@@ -102,7 +149,8 @@ def suite(experiment_list, group, parallel, out, client, keep_stack, quiet, stac
     def body(stack, log):
         t0 = time.time()
         try:
-            summary = suite_mod.run_suite(stack, names, common, folder, parallel, log=log, group=group)
+            summary = suite_mod.run_suite(stack, names, common, folder, parallel, log=log, group=group,
+                                          files=files)
         finally:
             if (folder / "suite.json").exists():
                 write_suite(folder)

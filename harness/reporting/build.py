@@ -25,6 +25,16 @@ from ..stack.stack import redact
 from .run_report import CRASH_FAULTS, SCHEMA_VERSION, RunReport
 from .summary import summarize
 
+# The experiment file a run came from ({file, purpose, overridden}), as `harness run FILE` records it
+# before the run: one run per process, so the value of this process is its run's.
+_source: dict | None = None
+
+
+def record_source(source: dict | None) -> None:
+    """The experiment file this process's run came from, and the flags that overrode it (None: flags only)."""
+    global _source
+    _source = dict(source) if source else None
+
 
 
 @dataclass
@@ -284,6 +294,8 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         "timeline": timeline(r.progress.samples, crashes, result.events, r.progress.t0, fault_rows),
         "anomaly_classes": anomaly_classes(outcome.anomalies, audit.history),
     }
+    if _source is not None:
+        data["source"] = dict(_source)
     if params.assignment == "group":
         data["consumer_group"] = group_story(params.group_protocol or "classic", result.events, r.progress.t0)
     data["outside_calls"] = outside_calls(result.events)

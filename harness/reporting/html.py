@@ -169,6 +169,11 @@ def render(r) -> str:
         body.append(f"<p><b>What it proves:</b> {escape(d['proves'])}<br><b>Order of steps:</b> {escape(d.get('steps', ''))}</p>")
     if d.get("lesson"):
         body.append(f'<p class="lesson"><b>Lesson:</b> {escape(d["lesson"])}</p>')
+    if isinstance(d.get("source"), dict):
+        src = d["source"]
+        over = ", ".join(map(str, src.get("overridden") or [])) or "none"
+        body.append(f"<p><b>From the experiment file</b> <code>{escape(str(src.get('file')))}</code> "
+                    f"({escape(str(src.get('purpose')))}); flags that overrode it: {escape(over)}</p>")
     body += ["<h2>Scoreboard</h2>", table(r.scoreboard(), ("metric", "observed", "predicted"), numeric=(1, 2))]
     if r.balance_rows():
         body += ["<h2>Balances</h2>", table(r.balance_rows(), r.BALANCE_COLUMNS, numeric=(1, 2, 3, 4, 5, 6))]

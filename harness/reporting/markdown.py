@@ -17,6 +17,11 @@ def render(r) -> str:
         out += [f"*What it proves:* {md(d['proves'])}  ", f"*Order of steps:* {md(d.get('steps', ''))}", ""]
     if d.get("lesson"):
         out += [f"**Lesson:** {md(d['lesson'])}", ""]
+    if isinstance(d.get("source"), dict):
+        src = d["source"]
+        over = ", ".join(map(str, src.get("overridden") or [])) or "none"
+        out += [f"*From the experiment file* {md_code(str(src.get('file')))} ({md(str(src.get('purpose')))}); "
+                f"flags that overrode it: {md(over)}", ""]
     out += ["## Scoreboard", "", "| metric | observed | predicted |", "| --- | ---: | ---: |"]
     out += [_row(row) for row in r.scoreboard()]
     if r.balance_rows():

@@ -27,7 +27,7 @@ LAYERS = [
     ("experiments",),                 # declarations and their worker loops
     ("faults", "workers"),            # what breaks workers; the processes and their supervisor
     ("params", "reporting"),
-    ("runner", "suite_runner"),
+    ("runner", "suite_runner", "experiment_file"),
     ("bench", "ui", "matrix"),
     ("commands",),
     ("cli",),
