@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import kafka_client, kafka_logging
+from . import kafka_client, kafka_logging, pgconn
 from .checker.histories import read as read_histories
 from .checker.observe import observe_run
 from .checker.deliveries import FILE_NAME as DELIVERIES, read as read_deliveries
@@ -156,16 +156,22 @@ class _NoProgress:
 
 @contextmanager
 def signals_deferred():
-    """Ignore SIGINT, SIGTERM and SIGHUP while the evidence is audited and written (every read is
-    bounded in time): a second Ctrl-C, or the suite's SIGTERM after the terminal's SIGINT, must not cost
-    the run its report, and the report then says what the run was, with the matching exit status."""
+    """While the evidence is audited and written, SIGINT, SIGTERM and SIGHUP stop the reads, not the
+    run: the first one cancels every query still waiting (pgconn.interrupt: within a fraction of a
+    second) and every read after it fails at once, so the audit ends with what it had read and the
+    run is `interrupted`. The report is still written: a second Ctrl-C, or the suite's SIGTERM after the
+    terminal's SIGINT, must not cost the run its report, and the report says what the run was, with the
+    matching exit status."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     old = {s: signal.getsignal(s) for s in sigs}
+
+    def heard(signum, frame):
+        pgconn.interrupt(signal.Signals(signum).name)
     for s in sigs:
-        signal.signal(s, signal.SIG_IGN)
+        signal.signal(s, heard)
     try:
         yield
     finally:
@@ -198,6 +204,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     kafka_logging.configure(run_dir / kafka_logging.FILE_NAME)
 
     r = Run(params, exp, names, stack, run_dir, amounts={}, log=log)
+    pgconn.reset()
+    pgconn.set_deadline(time.monotonic() + params.time_limit)
     watcher, launch, positions, result, produced = None, None, r.positions, None, False
     try:
         payments = make_payments(params.messages, params.amount, params.payload_bytes,
@@ -251,6 +259,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                          may_exit=launch.may_exit, planned_exits=launch.planned_exits,
                          restart_delay=params.restart_delay or 0.0, own_process_group=launch.own_process_group,
                          forked=launch.forked)
+        pgconn.set_deadline(time.monotonic() + params.time_limit)    # the workers' own limit starts now
         with phase(r, "workers"):
             result = sup.run()
         with phase(r, "wait_for_dead_transactions"):
@@ -292,6 +301,10 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                               deliveries=read_deliveries(run_dir / DELIVERIES) if exp.stores.deliveries else None,
                               histories=read_histories(r.history) if launch and not params.no_history else None,
                               concurrent=watcher.placed() if watcher else None, reused=r.reused, **readers)
+        if pgconn.interrupted() and result.status != "interrupted":
+            result.status, result.reason = "interrupted", (
+                f"interrupted by {pgconn.interrupted()} while the run was audited ({result.reason or result.status} "
+                "before it): what was not read by then is not counted")
         outcome = decide(r.exp, r.params, crashes, result, faults, audit, amounts=r.amounts,
                          positions=r.positions, accounts=r.accounts, run_dir=r.run_dir, reused=r.reused,
                          overlaps=overlaps.read(overlaps.path_beside(r.crash_log)))
