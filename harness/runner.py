@@ -42,7 +42,7 @@ from .stack.stack import Stack
 from .workload import reuse, tables
 from .workload import registry
 from .workload.naming import RunNames, new_run_id
-from .workload.payments import make_payments, create_topic, produce
+from .workload.payments import TimeLimitReached, make_payments, create_topic, produce
 
 # The broker checks for timed-out transactions every second (our broker setting), then writes the abort markers.
 TXN_ABORT_MARGIN_S = 3.0
@@ -71,6 +71,7 @@ class Run:
     accounts: dict = field(default_factory=dict)   # payment id -> account (experiments with balances)
     reused: dict = field(default_factory=dict)     # payment id -> its reused request (workload/reuse.py), if any
     phases: dict = field(default_factory=dict)   # seconds per phase (see `phase`), for the time breakdown
+    deadline: float | None = None   # time.monotonic() at which the time limit ends the set-up and produce phases
     crash_log: Path = field(init=False)
     events: Path = field(init=False)
     crash_plan: Path = field(init=False)
@@ -205,7 +206,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
 
     r = Run(params, exp, names, stack, run_dir, amounts={}, log=log)
     pgconn.reset()
-    pgconn.set_deadline(time.monotonic() + params.time_limit)
+    r.deadline = time.monotonic() + params.time_limit      # set-up and produce obey the limit too
+    pgconn.set_deadline(r.deadline)
     watcher, launch, positions, result, produced = None, None, r.positions, None, False
     try:
         payments = make_payments(params.messages, params.amount, params.payload_bytes,
@@ -240,7 +242,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         t_prod = time.time()
         with phase(r, "produce"):
             produce(stack.bootstrap_servers, names.input_topic, payments, positions=positions,
-                    partitions=params.partitions)
+                    partitions=params.partitions, deadline=r.deadline)
             r.reused = _produce_reused(r, payments)
         produced = True
         log(f"[{run_id}] produced {len(payments)} payments in {time.time() - t_prod:.1f} s; faults: "
@@ -264,6 +266,12 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
             result = sup.run()
         with phase(r, "wait_for_dead_transactions"):
             _wait_for_unfenced_transactions(r, result, log)
+    except TimeLimitReached as e:
+        # Only what the broker acknowledged counts as sent (below, `produced` is False).
+        result = SupervisorResult(status="incomplete", reason=(
+            f"time limit of {params.time_limit:g} s reached while producing the payments: {e.acked} of "
+            f"{params.messages} sent (acknowledged by the broker), no worker started"))
+        log(f"[{run_id}] {result.reason}")
     except KeyboardInterrupt:
         # The supervisor handles interrupts while workers run; this is before (set-up, produce) or after
         # (the wait for unfenced transactions). Either way the run is interrupted and still reported.
@@ -329,7 +337,8 @@ def _produce_reused(r: Run, payments: list) -> dict:
     if not again:
         return {}
     where: dict = {}
-    produce(r.stack.bootstrap_servers, r.names.input_topic, again, positions=where, partitions=r.params.partitions)
+    produce(r.stack.bootstrap_servers, r.names.input_topic, again, positions=where, partitions=r.params.partitions,
+            deadline=r.deadline)
     out = [reuse.Reused(p.id, p.amount, *where.get(p.id, (None, None))) for p in again]
     reuse.save(r.run_dir, out)
     r.log(f"[{r.names.run_id}] produced {len(out)} requests again with a reused key and another amount "

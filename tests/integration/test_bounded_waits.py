@@ -101,3 +101,19 @@ def test_sigterm_while_the_audit_waits_for_a_lock_ends_the_run_interrupted(stack
     assert "SIGTERM" in detail["reason"], detail
     assert any("interrupted" in e for e in detail["audit_errors"] if e.startswith("ledger:")), detail
 
+
+def test_the_time_limit_stops_the_produce_phase(stack, tmp_path):
+    """Far more payments than a second can produce: the run stops producing at its limit and counts as
+    sent only what the broker acknowledged."""
+    from tests.conftest import harness
+    out = tmp_path / "run"
+    messages = 300_000
+    proc = harness("run", "offset-before", "--messages", str(messages), "--time-limit", "1", "--quiet",
+                   "--out", str(out), env={**stack["env"], "HARNESS_HOME": str(tmp_path / "state")}, timeout=HANG_S)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 3, (proc.returncode, proc.stderr[-3000:])
+    report = json.loads((out / "report.json").read_text())
+    reason = report["verdict_detail"]["reason"]
+    assert report["verdict"] == "incomplete" and "while producing" in reason, reason
+    sent = report["counts"]["sent"]
+    assert sent < messages and f"{sent} of {messages} sent" in reason, (sent, reason)
