@@ -38,6 +38,7 @@ from .reporting.build import assemble
 from .reporting.run_report import RunReport
 from .reporting.writer import write_or_keep
 from .rundir import claim_run_dir
+from .stack.deaths import StackWatch
 from .stack.stack import Stack
 from .workload import reuse, tables
 from .workload import registry
@@ -255,8 +256,10 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                 log(f"[{run_id}] the read_committed reader of {names.output_topic} has not reached the end of "
                     f"every partition after {WATCHER_READY_S:.0f} s ({watcher.failed or 'still fetching'}); the "
                     "workers start anyway, and the stalls of crashes before it was ready are unknown")
+        deaths = _stack_watch(stack, faults)
+        log(f"[{run_id}] {deaths.note}")
         sup = Supervisor(run_dir, len(launch.slots), launch.command, launch.env, params.time_limit, r.crash_log,
-                         r.events, faults=faults, progress=r.progress, group_done=launch.group_done,
+                         r.events, faults=[*faults, deaths], progress=r.progress, group_done=launch.group_done,
                          standby=launch.standby, names=launch.names, watch=launch.watch,
                          may_exit=launch.may_exit, planned_exits=launch.planned_exits,
                          restart_delay=params.restart_delay or 0.0, own_process_group=launch.own_process_group,
@@ -344,6 +347,14 @@ def _produce_reused(r: Run, payments: list) -> dict:
     r.log(f"[{r.names.run_id}] produced {len(out)} requests again with a reused key and another amount "
           f"(a client bug; {reuse.FILE_NAME})")
     return reuse.by_id(out)
+
+
+def _stack_watch(stack: Stack, faults: list) -> StackWatch:
+    """The stack's own broker and PostgreSQL, watched while the workers run (stack/deaths.py); Kafka's
+    nodes are left alone when a fault of the run kills or stops them on purpose."""
+    from .faults.broker import BrokerFault
+    breaker = next((f.name for f in faults if isinstance(f, BrokerFault)), None)
+    return StackWatch.of(stack, f"--fault {breaker} stops them on purpose" if breaker else None)
 
 
 def _wait_for_unfenced_transactions(r: Run, result, log) -> None:
