@@ -41,7 +41,7 @@ def estimate(messages: int, payload_bytes: int, stores, replicas: int = 1) -> Fo
                                                          ("events topic", stores.events)) if used]
     tables = [name for name, used in (("ledger", stores.ledger), ("dedupe table", stores.dedupe),
                                       ("rejects table", stores.rejects), ("service rows", stores.rows),
-                                      ("outbox", stores.outbox)) if used]
+                                      ("outbox table", stores.outbox)) if used]
     total = messages * (record * len(topics) * replicas + ROW_BYTES * len(tables))
     copies = [f"{t} x{replicas}" for t in topics] + [f"{t} rows" for t in tables]
     return Footprint(total, copies)

@@ -46,3 +46,37 @@ def test_a_stack_the_harness_does_not_own_is_not_watched_and_says_so():
     assert w.watched == [] and "not watched" in w.note
     w.tick(now=0.0)
     assert w.stops_run() is None
+
+
+class _Service:
+    def __init__(self, rec):
+        self.rec = rec
+
+    def running(self):
+        return self.rec
+
+
+def test_a_run_that_kills_brokers_on_purpose_watches_postgresql_only(monkeypatch, tmp_path):
+    """broker-kill's own deaths must not end the run: the watch leaves the Kafka nodes alone then."""
+    from harness.faults.broker import BrokerKill
+    from harness.runner import _stack_watch
+    from harness.stack import local_services
+    from harness.stack.pidrecord import PidRecord
+    monkeypatch.setenv("HARNESS_HOME", str(tmp_path))
+    p = _sleeper()
+    try:
+        def rec(port_name, port):
+            return PidRecord(p.pid, procs.start_time(p.pid), ["x"], ports={port_name: port})
+        fake = {"kafka-1": _Service(rec("kafka-1", 19192)), "kafka-2": _Service(rec("kafka-2", 19292)),
+                "postgres": _Service(rec("postgres", 15432)), "toxiproxy": _Service(rec("toxiproxy", 18474))}
+        monkeypatch.setattr(local_services, "services", lambda state, brokers=None: fake)
+        stack = Stack("local", "127.0.0.1:19192", "postgresql://u@127.0.0.1:15432/db", owned=True, brokers=3)
+        on_purpose = _stack_watch(stack, [BrokerKill()])
+        assert [w.name for w in on_purpose.watched] == ["postgres"]
+        assert "not its Kafka nodes (--fault broker-kill stops them on purpose)" in on_purpose.note
+        every = _stack_watch(stack, [])
+        assert [(w.name, w.port) for w in every.watched] == [("kafka-1", 19192), ("kafka-2", 19292),
+                                                             ("postgres", 15432)]
+    finally:
+        p.kill()
+        p.wait()
