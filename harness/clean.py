@@ -26,6 +26,7 @@ from . import kafka_client, kafka_logging
 from .stack.stack import Stack
 from .workload import registry, run_role, tables
 from .workload.naming import SCHEMA, TOPIC_PREFIX, RunNames, run_tables
+from . import pgconn
 
 REPORT_MAX_BYTES = 64 * 1024 * 1024
 
@@ -95,8 +96,7 @@ def reported_run_ids(folder: Path) -> set[str]:
 
 def schema_tables(dsn: str) -> list[str]:
     """Every table name of the harness schema (unqualified), ours or not."""
-    import psycopg
-    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+    with pgconn.connect(dsn, autocommit=True, connect_timeout=10) as conn:
         rows = conn.execute("select table_name from information_schema.tables where table_schema = %s",
                             (SCHEMA,)).fetchall()
     return [r[0] for r in rows]

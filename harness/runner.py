@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import kafka_client, kafka_logging
+from . import kafka_client, kafka_logging, pgconn
 from .checker.histories import read as read_histories
 from .checker.observe import observe_run
 from .checker.deliveries import FILE_NAME as DELIVERIES, read as read_deliveries
@@ -38,11 +38,12 @@ from .reporting.build import assemble
 from .reporting.run_report import RunReport
 from .reporting.writer import write_or_keep
 from .rundir import claim_run_dir
+from .stack.deaths import StackWatch
 from .stack.stack import Stack
 from .workload import reuse, tables
 from .workload import registry, run_role
 from .workload.naming import RunNames, new_run_id
-from .workload.payments import make_payments, create_topic, produce
+from .workload.payments import TimeLimitReached, make_payments, create_topic, produce
 
 # The broker checks for timed-out transactions every second (our broker setting), then writes the abort markers.
 TXN_ABORT_MARGIN_S = 3.0
@@ -71,6 +72,7 @@ class Run:
     accounts: dict = field(default_factory=dict)   # payment id -> account (experiments with balances)
     reused: dict = field(default_factory=dict)     # payment id -> its reused request (workload/reuse.py), if any
     phases: dict = field(default_factory=dict)   # seconds per phase (see `phase`), for the time breakdown
+    deadline: float | None = None   # time.monotonic() at which the time limit ends the set-up and produce phases
     crash_log: Path = field(init=False)
     events: Path = field(init=False)
     crash_plan: Path = field(init=False)
@@ -159,16 +161,22 @@ class _NoProgress:
 
 @contextmanager
 def signals_deferred():
-    """Ignore SIGINT, SIGTERM and SIGHUP while the evidence is audited and written (every read is
-    bounded in time): a second Ctrl-C, or the suite's SIGTERM after the terminal's SIGINT, must not cost
-    the run its report, and the report then says what the run was, with the matching exit status."""
+    """While the evidence is audited and written, SIGINT, SIGTERM and SIGHUP stop the reads, not the
+    run: the first one cancels every query still waiting (pgconn.interrupt: within a fraction of a
+    second) and every read after it fails at once, so the audit ends with what it had read and the
+    run is `interrupted`. The report is still written: a second Ctrl-C, or the suite's SIGTERM after the
+    terminal's SIGINT, must not cost the run its report, and the report says what the run was, with the
+    matching exit status."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     old = {s: signal.getsignal(s) for s in sigs}
+
+    def heard(signum, frame):
+        pgconn.interrupt(signal.Signals(signum).name)
     for s in sigs:
-        signal.signal(s, signal.SIG_IGN)
+        signal.signal(s, heard)
     try:
         yield
     finally:
@@ -201,6 +209,9 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     kafka_logging.configure(run_dir / kafka_logging.FILE_NAME)
 
     r = Run(params, exp, names, stack, run_dir, amounts={}, log=log)
+    pgconn.reset()
+    r.deadline = time.monotonic() + params.time_limit      # set-up and produce obey the limit too
+    pgconn.set_deadline(r.deadline)
     watcher, launch, positions, result, produced = None, None, r.positions, None, False
     try:
         payments = make_payments(params.messages, params.amount, params.payload_bytes,
@@ -241,7 +252,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         t_prod = time.time()
         with phase(r, "produce"):
             produce(stack.bootstrap_servers, names.input_topic, payments, positions=positions,
-                    partitions=params.partitions)
+                    partitions=params.partitions, deadline=r.deadline)
             r.reused = _produce_reused(r, payments)
         produced = True
         log(f"[{run_id}] produced {len(payments)} payments in {time.time() - t_prod:.1f} s; faults: "
@@ -254,16 +265,25 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                 log(f"[{run_id}] the read_committed reader of {names.output_topic} has not reached the end of "
                     f"every partition after {WATCHER_READY_S:.0f} s ({watcher.failed or 'still fetching'}); the "
                     "workers start anyway, and the stalls of crashes before it was ready are unknown")
+        deaths = _stack_watch(stack, faults)
+        log(f"[{run_id}] {deaths.note}")
         sup = Supervisor(run_dir, len(launch.slots), launch.command, launch.env, params.time_limit, r.crash_log,
-                         r.events, faults=faults, progress=r.progress, group_done=launch.group_done,
+                         r.events, faults=[*faults, deaths], progress=r.progress, group_done=launch.group_done,
                          standby=launch.standby, names=launch.names, watch=launch.watch,
                          may_exit=launch.may_exit, planned_exits=launch.planned_exits,
                          restart_delay=params.restart_delay or 0.0, own_process_group=launch.own_process_group,
                          forked=launch.forked)
+        pgconn.set_deadline(time.monotonic() + params.time_limit)    # the workers' own limit starts now
         with phase(r, "workers"):
             result = sup.run()
         with phase(r, "wait_for_dead_transactions"):
             _wait_for_unfenced_transactions(r, result, log)
+    except TimeLimitReached as e:
+        # Only what the broker acknowledged counts as sent (below, `produced` is False).
+        result = SupervisorResult(status="incomplete", reason=(
+            f"time limit of {params.time_limit:g} s reached while producing the payments: {e.acked} of "
+            f"{params.messages} sent (acknowledged by the broker), no worker started"))
+        log(f"[{run_id}] {result.reason}")
     except KeyboardInterrupt:
         # The supervisor handles interrupts while workers run; this is before (set-up, produce) or after
         # (the wait for unfenced transactions). Either way the run is interrupted and still reported.
@@ -303,6 +323,10 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                               deliveries=read_deliveries(run_dir / DELIVERIES) if exp.stores.deliveries else None,
                               histories=read_histories(r.history) if launch and not params.no_history else None,
                               concurrent=watcher.placed() if watcher else None, reused=r.reused, **readers)
+        if pgconn.interrupted() and result.status != "interrupted":
+            result.status, result.reason = "interrupted", (
+                f"interrupted by {pgconn.interrupted()} while the run was audited ({result.reason or result.status} "
+                "before it): what was not read by then is not counted")
         outcome = decide(r.exp, r.params, crashes, result, faults, audit, amounts=r.amounts,
                          positions=r.positions, accounts=r.accounts, run_dir=r.run_dir, reused=r.reused,
                          overlaps=overlaps.read(overlaps.path_beside(r.crash_log)))
@@ -347,12 +371,21 @@ def _produce_reused(r: Run, payments: list) -> dict:
     if not again:
         return {}
     where: dict = {}
-    produce(r.stack.bootstrap_servers, r.names.input_topic, again, positions=where, partitions=r.params.partitions)
+    produce(r.stack.bootstrap_servers, r.names.input_topic, again, positions=where, partitions=r.params.partitions,
+            deadline=r.deadline)
     out = [reuse.Reused(p.id, p.amount, *where.get(p.id, (None, None))) for p in again]
     reuse.save(r.run_dir, out)
     r.log(f"[{r.names.run_id}] produced {len(out)} requests again with a reused key and another amount "
           f"(a client bug; {reuse.FILE_NAME})")
     return reuse.by_id(out)
+
+
+def _stack_watch(stack: Stack, faults: list) -> StackWatch:
+    """The stack's own broker and PostgreSQL, watched while the workers run (stack/deaths.py); Kafka's
+    nodes are left alone when a fault of the run kills or stops them on purpose."""
+    from .faults.broker import BrokerFault
+    breaker = next((f.name for f in faults if isinstance(f, BrokerFault)), None)
+    return StackWatch.of(stack, f"--fault {breaker} stops them on purpose" if breaker else None)
 
 
 def _wait_for_unfenced_transactions(r: Run, result, log) -> None:

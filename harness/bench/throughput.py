@@ -26,6 +26,7 @@ from .. import safefile
 from ..errors import HarnessError
 from ..stack.stack import Stack
 from .common import clean_run, spread
+from .. import pgconn
 
 BIG = 1_000_000          # commit_every for the interval-committed eos cases: the interval decides
 
@@ -176,7 +177,7 @@ def _bare_exact(stack: Stack, case: Case, names, messages: int) -> bool:
     """The baseline did the same work: one ledger row per payment, or one output record per payment."""
     if case.bare_mode == "insert":
         import psycopg
-        with psycopg.connect(stack.postgres_dsn, autocommit=True, connect_timeout=10) as conn:
+        with pgconn.connect(stack.postgres_dsn, autocommit=True, connect_timeout=10) as conn:
             rows, distinct = conn.execute(f"select count(*), count(distinct message_id) from {names.ledger_table}").fetchone()
         return rows == distinct == messages
     from ..checker.kafka_output import audit_output

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from .. import pgconn
 
 
 @dataclass
@@ -21,12 +22,11 @@ class AccountRows:
 
 
 def read_accounts(dsn: str, table: str) -> AccountRows:
-    import psycopg
     from psycopg import sql
     from ..workload.sqlnames import table_identifier
     from .ledger import _first_line
     try:
-        with psycopg.connect(dsn, connect_timeout=10) as conn:
+        with pgconn.connect(dsn, connect_timeout=10) as conn:
             rows = conn.execute(sql.SQL("select account, balance, version, stale_updates from {} order by account")
                                 .format(table_identifier(table))).fetchall()
         return AccountRows([(r[0], int(r[1]), int(r[2]), int(r[3])) for r in rows])

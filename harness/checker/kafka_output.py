@@ -14,7 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from .. import consume
+from .. import consume, pgconn
 from .effects import count_effects
 
 # An idle local topic is read in well under this; it bounds the audit of a huge or stuck topic.
@@ -102,7 +102,7 @@ def read_log(bootstrap: str, topic: str, isolation: str) -> LogRead:
         ids = []
         done = {p for p in parts if ends[p] == 0}
         deadline = time.time() + READ_TIMEOUT_S
-        while len(done) < len(parts) and time.time() < deadline:
+        while len(done) < len(parts) and time.time() < deadline and not pgconn.interrupted():
             for m in consume.ready(c, 1000, 0.5):
                 if m.error():
                     continue
@@ -119,7 +119,9 @@ def read_log(bootstrap: str, topic: str, isolation: str) -> LogRead:
         c.close()
         # where each unfinished partition stood: evidence for a read that never reached its end
         short = ", ".join(f"partition {p} at {reached[p]} of {ends[p]}" for p in parts if p not in done)
-        err = None if len(done) == len(parts) else f"timed out reading {topic} ({isolation}): {short}"
+        err = None if len(done) == len(parts) else (
+            f"not read to its end, the run was interrupted ({pgconn.interrupted()}): {short}" if pgconn.interrupted()
+            else f"timed out reading {topic} ({isolation}): {short}")
         return LogRead(ids, reached, err, high, stable)
     except Exception as e:  # noqa: BLE001
         return LogRead(error=str(e).splitlines()[0] if str(e) else repr(e))

@@ -6,6 +6,7 @@ could not be measured must show as unknown, not as zero.
 """
 
 from dataclasses import dataclass
+from .. import pgconn
 
 
 @dataclass
@@ -19,17 +20,16 @@ class LedgerRows:
 
 def _first_line(e: Exception) -> str:
     from ..stack.stack import redact
-    return redact(str(e).splitlines()[0] if str(e) else repr(e))
+    return redact(pgconn.reason(e))
 
 
 def read_ledger(dsn: str, ledger: str, dedupe: str | None) -> LedgerRows:
     """Each table is read on its own: an unreadable dedupe table leaves the ledger's numbers known."""
-    import psycopg
     from psycopg import sql
     from ..workload.sqlnames import table_identifier
     out = LedgerRows(None, None)
     try:
-        with psycopg.connect(dsn, connect_timeout=10) as conn:
+        with pgconn.connect(dsn, connect_timeout=10) as conn:
             try:
                 rows = conn.execute(sql.SQL("select message_id, amount from {}").format(table_identifier(ledger))
                                     ).fetchall()

@@ -22,6 +22,7 @@ import psycopg
 from psycopg import sql
 
 from ..redaction import redact
+from .. import pgconn
 
 # {t}: the ledger table, {d}: the dedupe table. Shown verbatim (identifiers quoted) in the reports.
 LEDGER_TOTALS = "select count(*) as effects, count(distinct message_id) as ids, coalesce(sum(amount), 0) as total from {t}"
@@ -164,7 +165,7 @@ def _recounting(dsn: str):
     """A connection whose work is rolled back at the end (temporary tables go with it). A missing
     table means the run's data is gone (DataGone); any other error leaves the store Unreadable."""
     try:
-        with psycopg.connect(dsn, connect_timeout=10) as conn:
+        with pgconn.connect(dsn, connect_timeout=10) as conn:
             try:
                 yield conn
             finally:
@@ -173,7 +174,7 @@ def _recounting(dsn: str):
     except psycopg.errors.UndefinedTable as e:
         raise DataGone(redact(str(e).splitlines()[0])) from None
     except psycopg.Error as e:
-        raise Unreadable(f"PostgreSQL: {redact(str(e).splitlines()[0] if str(e) else repr(e))}") from None
+        raise Unreadable(f"PostgreSQL: {redact(pgconn.reason(e))}") from None
 
 
 def _temporary(conn, name: str, columns: tuple, rows) -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from .damage import DEDUPED
 from .effects import MAX_IDS
 from .predict import CrashFacts, Expectation, Prediction, expect_or_bound
+from .. import pgconn
 
 
 @dataclass
@@ -91,12 +92,11 @@ def compare(reused: dict, ledger_rows: list | None, reject_rows: list | None, ha
 
 def read_rejects(dsn: str, table: str) -> tuple[list | None, str | None]:
     """[(message_id, amount)] of the rejects table, or (None, why)."""
-    import psycopg
     from psycopg import sql
     from .ledger import _first_line
     from ..workload.sqlnames import table_identifier
     try:
-        with psycopg.connect(dsn, connect_timeout=10) as conn:
+        with pgconn.connect(dsn, connect_timeout=10) as conn:
             rows = conn.execute(sql.SQL("select message_id, amount from {}").format(table_identifier(table))).fetchall()
             return [(r[0], int(r[1])) for r in rows], None
     except Exception as e:  # noqa: BLE001 - report, never raise

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from .effects import MAX_IDS
 from .kafka_output import bad_records, read_ids
+from .. import pgconn
 
 
 @dataclass
@@ -83,14 +84,13 @@ def compare(amounts: dict, row_ids: list | None, event_records: list | None,
 
 
 def audit_service(exp, stack, names, amounts: dict) -> ServiceAudit:
-    import psycopg
     from psycopg import sql
     from ..stack.stack import redact
     from ..workload.sqlnames import table_identifier
     row_ids = outbox = None
     errors = []
     try:
-        with psycopg.connect(stack.postgres_dsn, connect_timeout=10) as conn:
+        with pgconn.connect(stack.postgres_dsn, connect_timeout=10) as conn:
             row_ids = [r[0] for r in conn.execute(sql.SQL("select message_id from {}")
                                                   .format(table_identifier(names.rows_table))).fetchall()]
             if exp.stores.outbox:
@@ -98,7 +98,7 @@ def audit_service(exp, stack, names, amounts: dict) -> ServiceAudit:
                     sql.SQL("select message_id, sent_at is not null from {}")
                     .format(table_identifier(names.outbox_table))).fetchall()]
     except Exception as e:  # noqa: BLE001 - report, never raise
-        errors.append(f"service tables: {redact(str(e).splitlines()[0] if str(e) else repr(e))}")
+        errors.append(f"service tables: {redact(pgconn.reason(e))}")
     records, err = read_ids(stack.bootstrap_servers, names.events_topic, "read_committed")
     if err:
         errors.append(f"events topic: {err}")

@@ -17,8 +17,8 @@ transaction and the timeout hold, and what the query may read is whatever the
 user's own role may.
 """
 
-import psycopg
 from psycopg import sql
+from .. import pgconn
 
 TIMEOUT_MS = 60_000
 
@@ -31,7 +31,7 @@ def dsn_for(stack) -> str:
 def select(dsn: str, query: str, timeout_ms: int = TIMEOUT_MS) -> tuple[int, list]:
     """(columns, rows) of `query`, run read-only, as one prepared statement, with a statement timeout.
     Raises psycopg.Error as the server refused it."""
-    with psycopg.connect(dsn, connect_timeout=10) as conn:
+    with pgconn.connect(dsn, connect_timeout=10) as conn:
         conn.read_only = True
         with conn.transaction(force_rollback=True):
             conn.execute(sql.SQL("set local statement_timeout = {}").format(sql.Literal(int(timeout_ms))))

@@ -81,6 +81,7 @@ def run(experiment, fault_specs, out, keep_stack, quiet, stack_kind, bootstrap_s
     params = resolved.params
     if local:
         _check_local_size_for_faults(resolved.faults)      # before anything starts
+        _check_workload_fits(params, resolved.exp)
     from pathlib import Path
     from ..paths import reports_dir
     from ..rundir import check_creatable, check_run_dir
@@ -130,6 +131,26 @@ def _check_local_size_for_faults(faults) -> None:
         name = next(f.name for f in faults if isinstance(f, BrokerFault))
         raise HarnessError(f"--fault {name} needs the 3-broker cluster, but this stack has {size()} broker(s): "
                            f"start it with `harness up --brokers 3` (after `harness down --purge`)")
+
+
+def _check_workload_fits(params, exp) -> None:
+    """The local stack keeps its data in the state folder: a workload that cannot fit its disk's free space
+    is refused in one line with both numbers (workload/footprint.py), before a stack starts."""
+    import shutil
+    from ..escape import term
+    from ..paths import state_dir
+    from ..stack.local_record import size
+    from ..workload.footprint import estimate, refusal
+    folder = state_dir()
+    existing = next(p for p in (folder, *folder.parents) if p.is_dir())
+    replicas = 3 if size() >= 3 else 1
+    fp = estimate(params.messages, params.payload_bytes, exp.stores, replicas)
+    disk = shutil.disk_usage(existing)
+    if disk.total == 0:       # /proc, /sys: no disk at all; the state folder's own check says why it cannot be used
+        return
+    why = refusal(fp, params.messages, params.payload_bytes, term(str(folder)), disk.free)
+    if why:
+        raise HarnessError(why)
 
 
 def _run_one(params, stack, out, quiet):

@@ -40,6 +40,7 @@ from ..options import Option
 from .custom_report import DEFAULT_CLAIM, GROUP_TIMELINE, annotate, ends_of
 from .launch import Launch, assign_partitions
 from .declaration import Experiment, Stores
+from .. import pgconn
 
 AUDIT_SQL_TIMEOUT_MS = user_sql.TIMEOUT_MS
 WORKER_CMD = Option("worker_cmd", str, "custom only: your consumer, started once per worker slot (split like a shell "
@@ -219,7 +220,6 @@ def ledger_rows_since(dsn: str, ledger: str, positions: dict):
     """A reader of the ledger rows inserted since a row id: [(row id, input partition, insert time)], for the
     group sampler's thread (its own connection, a statement timeout). A row committed after a later one
     was read is missed here (the report reads the whole ledger)."""
-    import psycopg
     from psycopg import sql
     from ..workload.sqlnames import table_identifier
     state: dict = {}
@@ -229,7 +229,7 @@ def ledger_rows_since(dsn: str, ledger: str, positions: dict):
     def read(after: int, limit: int):
         conn = state.get("conn")
         if conn is None or conn.closed:
-            conn = state["conn"] = psycopg.connect(dsn, autocommit=True, connect_timeout=5,
+            conn = state["conn"] = pgconn.connect(dsn, autocommit=True, connect_timeout=5,
                                                    options="-c statement_timeout=3000")
         rows = conn.execute(query, (after, limit)).fetchall()
         return [(i, (positions.get(mid) or (None, None))[0], t) for i, mid, t in rows]

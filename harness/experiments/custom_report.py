@@ -17,6 +17,7 @@ import statistics
 from ..checker import group_timeline
 from .custom_witnesses import Placer, witnesses
 from .launch import assign_partitions
+from .. import pgconn
 
 FEW_KILLS = 5                 # fewer kills than this say little about a consumer
 DEFAULT_CLAIM = "exactly-once"
@@ -45,11 +46,10 @@ def kill_quality(kills: list[dict], first_commit_at: float | None, requested: in
 
 def _effects(dsn: str, ledger: str) -> list | None:
     """(message_id, insert time in epoch seconds) of every ledger row, in insert order; None when unreadable."""
-    import psycopg
     from psycopg import sql
     from ..workload.sqlnames import table_identifier
     try:
-        with psycopg.connect(dsn, connect_timeout=10) as conn:
+        with pgconn.connect(dsn, connect_timeout=10) as conn:
             return conn.execute(sql.SQL("select message_id, extract(epoch from applied_at)::float8 from {} "
                                         "order by id").format(table_identifier(ledger))).fetchall()
     except Exception:  # noqa: BLE001 - witnesses are best effort; the verdict does not depend on them

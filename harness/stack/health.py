@@ -11,6 +11,7 @@ import uuid
 from .. import kafka_client
 from ..errors import HarnessError, first_line
 from ..redaction import scrub
+from .. import pgconn
 
 # librdkafka retries connections forever; every call below passes a timeout.
 METADATA_TIMEOUT_S = 5.0
@@ -130,13 +131,12 @@ def postgres_refusal(message: str, dsn: str) -> str | None:
 def postgres_probe(dsn: str, timeout: float) -> str | None:
     """None when PostgreSQL accepts a connection and a query within `timeout`, else why not. A refusal that
     no wait can mend (`postgres_refusal`) raises PostgresRefused at once."""
-    import psycopg
 
     deadline = time.monotonic() + timeout
     last = "no answer"
     while time.monotonic() < deadline:
         try:
-            with psycopg.connect(dsn, connect_timeout=3) as conn:
+            with pgconn.connect(dsn, connect_timeout=3) as conn:
                 conn.execute("select 1")
             return None
         except Exception as e:  # noqa: BLE001
@@ -162,10 +162,9 @@ def postgres_dsn_error(dsn: str) -> str | None:
 
 
 def postgres_version(dsn: str) -> str | None:
-    import psycopg
 
     try:
-        with psycopg.connect(dsn, connect_timeout=3) as conn:
+        with pgconn.connect(dsn, connect_timeout=3) as conn:
             return conn.execute("show server_version").fetchone()[0]
     except Exception:  # noqa: BLE001
         return None

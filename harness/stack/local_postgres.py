@@ -43,6 +43,7 @@ from ..errors import HarnessError
 from ..workload.naming import SCHEMA
 from . import pg_roles, pidrecord
 from ..redaction import redact
+from .. import pgconn
 
 USER = "harness"            # every run and audit: owns the `harness` schema, nothing more
 ADMIN = "harness_admin"     # the bootstrap superuser: set-up only
@@ -257,9 +258,8 @@ class LocalPostgres(pidrecord.RecordedService):
 
     # -- roles -----------------------------------------------------------------
     def _connect(self, role: str, password: str, port: int, dbname: str):
-        import psycopg
-        return psycopg.connect(host="127.0.0.1", port=port, user=role, password=password, dbname=dbname,
-                               autocommit=True, connect_timeout=10)
+        return pgconn.connect(host="127.0.0.1", port=port, user=role, password=password, dbname=dbname,
+                              autocommit=True, connect_timeout=10)
 
     def _can_login(self, role: str, password: str, port: int) -> bool:
         import psycopg

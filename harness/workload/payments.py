@@ -13,6 +13,7 @@ and its `balance` after it. All payments of an account go to one partition
 
 import json
 import random
+import time
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -22,6 +23,17 @@ from ..errors import HarnessError
 
 # A produce that cannot reach the broker fails within this, instead of retrying forever.
 PRODUCE_TIMEOUT_S = 60
+# Once the run's time limit has passed, what is in flight gets this long to be acknowledged; the rest is
+# purged (never sent).
+FLUSH_AFTER_LIMIT_S = 10.0
+
+
+class TimeLimitReached(Exception):
+    """The run's time limit passed while producing: `acked` of `sent` payments were acknowledged."""
+
+    def __init__(self, acked: int, sent: int):
+        super().__init__(f"{acked} of {sent} acknowledged")
+        self.acked, self.sent = acked, sent
 
 
 @dataclass(frozen=True)
@@ -97,13 +109,15 @@ def _single_node(admin) -> bool:
 
 
 def produce(bootstrap: str, topic: str, payments: Iterable[Payment], progress=None,
-            positions: dict | None = None, partitions: int | None = None) -> int:
+            positions: dict | None = None, partitions: int | None = None, deadline: float | None = None) -> int:
     """Produce all payments (murmur2 partitioner, as Java clients do); return how many were acked.
 
     `payments` may be any iterable, `iter_payments(...)` included: it is read once, lazily.
     `positions`, when given, receives id -> (partition, offset) of each acknowledged payment: the audit
     tells lost payments from ones a stopped run never reached by comparing these with committed offsets.
     `partitions`, when given, sends a payment with an account to its account's partition.
+    `deadline` (time.monotonic()): past it nothing more is produced, what is in flight gets
+    FLUSH_AFTER_LIMIT_S to be acknowledged, the rest is purged, and TimeLimitReached says how many were.
     """
     acked = sent = 0
     errors: list[str] = []
@@ -121,17 +135,32 @@ def produce(bootstrap: str, topic: str, payments: Iterable[Payment], progress=No
                                                  "partitioner": "murmur2_random", "linger.ms": 5,
                                                  "message.timeout.ms": PRODUCE_TIMEOUT_S * 1000,
                                                  **kafka_logging.client_config()}, topic)
+    def late() -> bool:
+        return deadline is not None and time.monotonic() >= deadline
+
+    stopped = False
     for pay in payments:
-        sent += 1
+        if stopped or late():
+            stopped = True
+            break
         while True:
             try:
                 extra = ({"partition": account_partition(pay.account, partitions)}
                          if partitions and pay.account is not None else {})
                 p.produce(topic, key=pay.id.encode(), value=pay.value(), on_delivery=on_delivery, **extra)
+                sent += 1
                 break
             except BufferError:
                 p.poll(0.1)
+                if late():
+                    stopped = True
+                    break
         p.poll(0)
+    if stopped:
+        p.flush(FLUSH_AFTER_LIMIT_S)
+        p.purge()                  # what is still queued was never acknowledged: it does not count as sent
+        p.flush(FLUSH_AFTER_LIMIT_S)
+        raise TimeLimitReached(acked, sent)
     remaining = p.flush(PRODUCE_TIMEOUT_S)
     if remaining or errors:
         raise HarnessError(f"producing the workload failed: {acked} of {sent} acked"

@@ -26,6 +26,7 @@ from psycopg import sql
 
 from .. import procs
 from .naming import SCHEMA
+from .. import pgconn
 
 TABLE = "runs"
 # What `naming.new_run_id` makes (and what a bench adds after it): the UTC stamp first, then plain characters.
@@ -78,7 +79,7 @@ def _ensure(conn) -> None:
 def register(dsn: str, run_id: str) -> None:
     """Record `run_id` as this process's run (call before creating any of its topics or tables)."""
     pid = os.getpid()
-    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+    with pgconn.connect(dsn, autocommit=True, connect_timeout=10) as conn:
         for attempt in range(3):        # two runs creating the table at once: one of them retries
             try:
                 _ensure(conn)
@@ -96,7 +97,7 @@ def register(dsn: str, run_id: str) -> None:
 def finish(dsn: str, run_id: str) -> None:
     """Mark `run_id` finished (its report is written); never raises: the report matters more."""
     try:
-        with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+        with pgconn.connect(dsn, autocommit=True, connect_timeout=10, even_interrupted=True) as conn:
             conn.execute(sql.SQL("update {} set finished_at = clock_timestamp() where run_id = %s").format(_table()),
                          (run_id,))
     except psycopg.Error:
@@ -105,7 +106,7 @@ def finish(dsn: str, run_id: str) -> None:
 
 def entries(dsn: str) -> dict[str, Entry]:
     """Every registered run with a valid run id, by run id ({} when no run ever registered)."""
-    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+    with pgconn.connect(dsn, autocommit=True, connect_timeout=10) as conn:
         exists = conn.execute("select to_regclass(%s)", (f'"{SCHEMA}"."{TABLE}"',)).fetchone()[0]
         if exists is None:
             return {}
@@ -118,7 +119,7 @@ def forget(dsn: str, run_ids: list[str]) -> None:
     """Drop the entries of runs whose data is gone."""
     if not run_ids:
         return
-    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+    with pgconn.connect(dsn, autocommit=True, connect_timeout=10) as conn:
         exists = conn.execute("select to_regclass(%s)", (f'"{SCHEMA}"."{TABLE}"',)).fetchone()[0]
         if exists is not None:
             conn.execute(sql.SQL("delete from {} where run_id = any(%s)").format(_table()), (list(run_ids),))

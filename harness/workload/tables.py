@@ -21,11 +21,11 @@ Every table name goes into SQL as a quoted identifier (`sqlnames`), and the
 listing used by `harness clean` returns only names this harness creates.
 """
 
-import psycopg
 from psycopg import sql
 
 from .naming import SCHEMA, is_run_table
 from .sqlnames import table_identifier
+from .. import pgconn
 
 
 def ensure_schema(conn) -> None:
@@ -37,7 +37,7 @@ def ensure_schema(conn) -> None:
 
 def create(dsn: str, ledger: str, dedupe: str | None, accounts_table: str | None = None,
            accounts: list | tuple = (), dedupe_unique: bool = True) -> None:
-    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+    with pgconn.connect(dsn, autocommit=True, connect_timeout=10) as conn:
         ensure_schema(conn)
         conn.execute(sql.SQL("""create table {} (
             id          bigserial primary key,
@@ -71,7 +71,7 @@ def create(dsn: str, ledger: str, dedupe: str | None, accounts_table: str | None
 def create_rejects(dsn: str, rejects: str) -> None:
     """Requests refused because their key was already stored with another fingerprint: one row per input
     record (its partition and offset), so a redelivered rejection adds none."""
-    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+    with pgconn.connect(dsn, autocommit=True, connect_timeout=10) as conn:
         ensure_schema(conn)
         conn.execute(sql.SQL("""create table {} (
             message_id       text not null,
@@ -88,7 +88,7 @@ def create_service_tables(dsn: str, rows: str, outbox: str | None) -> None:
     """A service's business rows (one per payment request, keyed by its id) and, for the outbox
     pattern, the outbox: the event to publish, written in the row's transaction, `sent_at` set by
     the relay once published."""
-    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+    with pgconn.connect(dsn, autocommit=True, connect_timeout=10) as conn:
         ensure_schema(conn)
         conn.execute(sql.SQL("""create table {} (
             message_id  text primary key,
@@ -106,7 +106,7 @@ def create_service_tables(dsn: str, rows: str, outbox: str | None) -> None:
 
 
 def drop(dsn: str, tables: list[str]) -> None:
-    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+    with pgconn.connect(dsn, autocommit=True, connect_timeout=10) as conn:
         for t in tables:
             conn.execute(sql.SQL("drop table if exists {}").format(table_identifier(t)))
 
@@ -117,7 +117,7 @@ def list_run_tables(dsn: str) -> list[str]:
     Anything else in the schema (a table someone made by hand, a crafted name) is not listed,
     so `harness clean --all` never touches it.
     """
-    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+    with pgconn.connect(dsn, autocommit=True, connect_timeout=10) as conn:
         rows = conn.execute("select table_name from information_schema.tables where table_schema = %s",
                             (SCHEMA,)).fetchall()
     return [f"{SCHEMA}.{r[0]}" for r in rows if is_run_table(r[0])]
