@@ -246,7 +246,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                 tables.create_service_tables(stack.postgres_dsn, names.rows_table,
                                              names.outbox_table if exp.stores.outbox else None)
                 made += [names.rows_table] + ([names.outbox_table] if exp.stores.outbox else [])
-            _give_the_run_its_role(r, made)
+            run_role.give(r, made)
         # started before the payments are produced, so its first fetches overlap their production
         watcher = OutputWatcher(stack.bootstrap_servers, names.output_topic) if exp.stores.output else None
         t_prod = time.time()
@@ -292,7 +292,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         else:
             result.status, result.reason = "interrupted", "interrupted while waiting for dead transactions to end"
     except BaseException:
-        _drop_the_run_role(r)
+        run_role.let_go(r)
         if watcher:
             watcher.stop()
         if r.progress:
@@ -310,7 +310,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         r.progress = _NoProgress()
     with signals_deferred():
         launcher.finish(r, result)
-        _drop_the_run_role(r)           # the workers are gone: nothing the run started writes during the audit
+        run_role.let_go(r)           # the workers are gone: nothing the run started writes during the audit
         r.progress({"crashes": len(crashlog.read(r.crash_log)), "restarts": result.restarts})
         r.progress.close()
         crashes = crashlog.read(r.crash_log)
@@ -341,26 +341,6 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     if problem:
         raise HarnessError(problem)
     return report, run_dir
-
-
-def _give_the_run_its_role(r: Run, made: list[str]) -> None:
-    """The run's own PostgreSQL role, allowed only `made`: its consumers connect as it (run_role)."""
-    r.db_role = run_role.create(r.stack.role_maker_dsn, r.stack.postgres_dsn, r.names.run_id, made)
-    r.worker_dsn = r.db_role.dsn
-    if r.db_role.role is None:
-        r.log(f"[{r.names.run_id}] warning: PostgreSQL role {r.db_role.said}")
-
-
-def _drop_the_run_role(r: Run) -> None:
-    """Its sessions end and the role goes (its tables stay, owned by the stack's role); never raises."""
-    if r.db_role is None or r.db_role.role is None or r.db_role.dropped:
-        return
-    try:
-        run_role.drop(r.stack.role_maker_dsn, r.names.run_id)
-    except Exception as e:  # noqa: BLE001 - `harness clean` drops it later; the report matters more
-        r.log(f"[{r.names.run_id}] the run's PostgreSQL role {r.db_role.role} was not dropped "
-              f"({type(e).__name__}); `harness clean {r.names.run_id}` drops it")
-    r.db_role.dropped = True
 
 
 def _produce_reused(r: Run, payments: list) -> dict:

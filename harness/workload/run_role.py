@@ -33,6 +33,8 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
+from .. import pgconn
+
 from .naming import PG_IDENTIFIER_MAX, SCHEMA, slug
 from .sqlnames import table_identifier
 
@@ -86,12 +88,12 @@ def create(maker_dsn: str, dsn: str, run_id: str, run_tables: list[str]) -> Gran
     password = secrets.token_urlsafe(24)
     r = sql.Identifier(role)
     try:
-        with psycopg.connect(maker_dsn, connect_timeout=10) as conn:
+        with pgconn.connect(maker_dsn, connect_timeout=10) as conn:
             if not _can_make_roles(conn):
                 return Grant(dsn, None, f"{_user(dsn)} (no role of its own: the role may not create roles; {GIVEN_UP})")
             conn.commit()
         drop(maker_dsn, run_id)             # one an earlier, killed attempt of this run id left behind
-        with psycopg.connect(maker_dsn, connect_timeout=10) as conn:
+        with pgconn.connect(maker_dsn, connect_timeout=10) as conn:
             with conn.transaction():
                 conn.execute(sql.SQL("create role {} " + LIMITED + " password {}").format(
                     r, sql.Literal(_verifier(conn, role, password))))
@@ -131,7 +133,7 @@ def drop(maker_dsn: str, run_id: str) -> bool:
     """End the sessions of the run's role and drop it with its grants; True when it existed and went.
     A role of that name without the harness's comment is not touched."""
     role = role_name(run_id)
-    with psycopg.connect(maker_dsn, autocommit=True, connect_timeout=10) as conn:
+    with pgconn.connect(maker_dsn, autocommit=True, connect_timeout=10, even_interrupted=True) as conn:
         if ours(conn, role) != run_id:
             return False
         r = sql.Identifier(role)
@@ -145,7 +147,27 @@ def drop(maker_dsn: str, run_id: str) -> bool:
 
 def run_ids(maker_dsn: str) -> list[str]:
     """The run ids of every run role this harness made that still exists."""
-    with psycopg.connect(maker_dsn, autocommit=True, connect_timeout=10) as conn:
+    with pgconn.connect(maker_dsn, autocommit=True, connect_timeout=10) as conn:
         names = [r[0] for r in conn.execute("select rolname from pg_roles where starts_with(rolname, %s)",
                                             (PREFIX,)).fetchall()]
         return sorted(filter(None, (ours(conn, n) for n in names)))
+
+
+def give(run, made: list[str]) -> None:
+    """The run's own role, allowed only `made`: its consumers connect as it (`run.worker_dsn`)."""
+    run.db_role = create(run.stack.role_maker_dsn, run.stack.postgres_dsn, run.names.run_id, made)
+    run.worker_dsn = run.db_role.dsn
+    if run.db_role.role is None:
+        run.log(f"[{run.names.run_id}] warning: PostgreSQL role {run.db_role.said}")
+
+
+def let_go(run) -> None:
+    """Its sessions end and the role goes (its tables stay, owned by the stack's role); never raises."""
+    if run.db_role is None or run.db_role.role is None or run.db_role.dropped:
+        return
+    try:
+        drop(run.stack.role_maker_dsn, run.names.run_id)
+    except Exception as e:  # noqa: BLE001 - `harness clean` drops it later; the report matters more
+        run.log(f"[{run.names.run_id}] the run's PostgreSQL role {run.db_role.role} was not dropped "
+                f"({type(e).__name__}); `harness clean {run.names.run_id}` drops it")
+    run.db_role.dropped = True
