@@ -33,7 +33,7 @@ from .runtime import crashlog, overlaps
 from .runtime.crashplan import CrashPlan
 from .workers.supervisor import Supervisor, SupervisorResult
 from .params import RunParams, resolve
-from .paths import reports_dir
+from .paths import refuse_overlap, reports_dir
 from .reporting.build import assemble
 from .reporting.run_report import RunReport
 from .reporting.writer import write_or_keep
@@ -194,6 +194,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         launcher.check(stack)
     run_id = run_id or new_run_id(exp.name)
     names = RunNames(run_id)
+    refuse_overlap(Path(out) if out else reports_dir() / run_id)     # a library caller's --out too
     run_dir = claim_run_dir(Path(out) if out else reports_dir() / run_id)
     kafka_logging.configure(run_dir / kafka_logging.FILE_NAME)
 

@@ -91,6 +91,8 @@ def bench(ctx, messages, fast_messages, repetitions, sizes, cases, skip_restart,
     opts.validate()
     bench_id = new_run_id("bench")
     folder = Path(out) if out else reports_dir() / bench_id
+    from ..paths import refuse_overlap
+    refuse_overlap(folder, "--out" if out else "the reports folder")
     install_sigterm_as_interrupt()
     data, folder = with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
                                lambda stack, log: run_bench(stack, opts, folder, bench_id, log=log))
@@ -132,6 +134,8 @@ def _bench_in_folder(name: str, out, stack_args: tuple, quiet: bool, measure):
     from ..workload.naming import new_run_id
     bench_id = new_run_id(name)
     folder = Path(out) if out else reports_dir() / bench_id
+    from ..paths import refuse_overlap
+    refuse_overlap(folder, "--out" if out else "the reports folder")
     check_run_dir(folder)
     install_sigterm_as_interrupt()
     stack_kind, bootstrap_servers, postgres_dsn, keep_stack = stack_args

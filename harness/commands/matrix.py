@@ -72,6 +72,8 @@ def matrix(releases, experiment_list, group, parallel, client_list, out, quiet, 
     folder = Path(out) if out else reports_dir() / f"{suite_mod.new_suite_id()}-matrix"
     if (folder / "matrix.json").exists():
         raise HarnessError(f"{folder} already holds a matrix; choose another --out")
+    from ..paths import refuse_overlap
+    refuse_overlap(folder, "--out" if out else "the reports folder")
     check_folder(folder, "the matrix folder", "choose an --out that only you can write")
     check_creatable(folder)
     if any((folder / matrix_mod.folder_of(r, c)).exists() for r in names for c in clients):

@@ -71,8 +71,9 @@ def run(experiment, fault_specs, out, keep_stack, quiet, stack_kind, bootstrap_s
     if stack_kind == "local" and not (bootstrap_servers or postgres_dsn):
         _check_local_size_for_faults(resolved.faults)      # before anything starts
     from pathlib import Path
-    from ..paths import reports_dir
+    from ..paths import refuse_overlap, reports_dir
     from ..rundir import check_creatable, check_run_dir
+    refuse_overlap(out or reports_dir(), "--out" if out else "the reports folder")
     if out:   # before any stack starts; the runner claims the folder for good
         check_run_dir(Path(out))
     else:

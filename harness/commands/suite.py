@@ -93,8 +93,10 @@ def suite(experiment_list, group, parallel, out, client, keep_stack, quiet, stac
     folder = Path(out) if out else reports_dir() / suite_mod.new_suite_id()
     if (folder / "suite.json").exists():
         raise HarnessError(f"{folder} already holds a suite; choose another --out")
+    from ..paths import refuse_overlap
     from ..rundir import check_creatable
     from ..safefile import check_folder
+    refuse_overlap(folder, "--out" if out else "the reports folder")
     check_folder(folder, "the suite folder", "choose an --out that only you can write")     # before any stack starts
     check_creatable(folder)
     install_sigterm_as_interrupt()

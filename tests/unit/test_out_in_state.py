@@ -1,0 +1,92 @@
+"""An output folder inside the state folder (or holding it) is refused in one line, before anything starts.
+
+Inside it, the report is a foreign file in Kafka's data (the next `up` fails) and `down --purge` deletes
+it; holding it, the report folder would carry the stack's data and passwords. Every command with an
+output folder checks, links followed.
+"""
+
+import os
+
+import pytest
+
+from tests.conftest import harness
+from tests.unit.test_cli_errors import NO_STACK, one_clear_line
+
+COMMANDS = {
+    "run": ["run", "dedupe", *NO_STACK],
+    "suite": ["suite", "--experiments", "dedupe", *NO_STACK],
+    "bench": ["bench", *NO_STACK],
+    "bench scale": ["bench", "scale", *NO_STACK],
+    "bench streams": ["bench", "streams", *NO_STACK],
+    "matrix": ["matrix", "--kafka-version", "4.0.0", "--experiments", "dedupe"],
+}
+
+
+def _tree(folder):
+    return sorted(os.path.join(d, n) for d, dirs, files in os.walk(folder) for n in dirs + files)
+
+
+@pytest.fixture
+def state(tmp_path):
+    home = tmp_path / "state"
+    (home / "kafka" / "data").mkdir(parents=True)
+    return home
+
+
+def _env(tmp_path, home, **more):
+    return {"HARNESS_HOME": str(home), "HARNESS_CACHE": str(tmp_path / "cache"), "HARNESS_BOOTSTRAP_SERVERS": "",
+            "HARNESS_POSTGRES_DSN": "", "HARNESS_REPORTS": str(tmp_path / "reports"), **more}
+
+
+def _refused(proc, home, before, *needles):
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    line = one_clear_line(proc, "refusing", *needles)
+    assert "unreachable" not in proc.stderr, "checked after a network wait"
+    assert _tree(home) == before, "a refused command created something in the state folder"
+    return line
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_an_out_inside_kafkas_data_is_refused(tmp_path, state, command):
+    before = _tree(state)
+    out = state / "kafka" / "data" / "x"
+    proc = harness(*COMMANDS[command], "--out", str(out), env=_env(tmp_path, state))
+    _refused(proc, state, before, "--out", str(out), "inside the state folder")
+    assert not out.exists()
+
+
+def test_an_out_reaching_the_state_folder_through_a_link_is_refused(tmp_path, state):
+    (tmp_path / "link").symlink_to(state / "kafka")
+    before = _tree(state)
+    proc = harness(*COMMANDS["run"], "--out", str(tmp_path / "link" / "r1"), env=_env(tmp_path, state))
+    _refused(proc, state, before, "inside the state folder", str(state))
+
+
+def test_the_state_folder_itself_is_refused(tmp_path, state):
+    before = _tree(state)
+    proc = harness(*COMMANDS["run"], "--out", str(state), env=_env(tmp_path, state))
+    _refused(proc, state, before, "is the state folder")
+
+
+@pytest.mark.parametrize("command", ["run", "suite"])
+def test_an_out_holding_the_state_folder_is_refused(tmp_path, command):
+    out = tmp_path / "out"
+    home = out / ".harness"              # not made yet: `up` would make it inside the report folder
+    proc = harness(*COMMANDS[command], "--out", str(out), env=_env(tmp_path, home))
+    assert proc.returncode == 2
+    one_clear_line(proc, "refusing --out", "holds the state folder")
+    assert not out.exists()
+
+
+def test_a_default_reports_folder_inside_the_state_folder_is_refused(tmp_path, state):
+    before = _tree(state)
+    proc = harness(*COMMANDS["run"], env=_env(tmp_path, state, HARNESS_REPORTS=str(state / "reports")))
+    _refused(proc, state, before, "the reports folder", "inside the state folder")
+
+
+def test_a_control_character_in_the_refused_out_is_escaped(tmp_path, state):
+    out = state / "kafka" / "data" / "a\nb\x1b[31m"
+    proc = harness(*COMMANDS["run"], "--out", str(out), env=_env(tmp_path, state))
+    assert proc.returncode == 2
+    line = one_clear_line(proc, "a\\nb\\x1b[31m")
+    assert "\x1b" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, line
