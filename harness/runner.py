@@ -14,6 +14,7 @@ still written and the run ends with that one line as a HarnessError (exit 2).
 
 from __future__ import annotations
 
+import errno
 import signal
 import threading
 import time
@@ -52,6 +53,9 @@ TXN_ABORT_MARGIN_S = 3.0
 # broker holds for up to consume.FETCH_WAIT_MS, so it is usually ready before the workers are prepared.
 WATCHER_READY_S = 15.0
 
+# A write that failed for want of room (a full file system, a quota, a file size limit) or of a writable
+# folder: the run stops, and is still audited and reported (the report goes elsewhere if it must).
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 # Exit status of `harness run` (and the worst of a suite's runs) per verdict.
 EXIT_CODES = {"as-predicted": 0, "unexpected": 1, "incomplete": 3, "audit-failed": 3, "interrupted": 130}
 
@@ -199,7 +203,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     kafka_logging.configure(run_dir / kafka_logging.FILE_NAME)
 
     r = Run(params, exp, names, stack, run_dir, amounts={}, log=log)
-    watcher, launch, positions, result, produced = None, None, r.positions, None, False
+    watcher, launch, positions, result, produced, sup = None, None, r.positions, None, False, None
     try:
         payments = make_payments(params.messages, params.amount, params.payload_bytes,
                                  accounts=exp.stores.accounts, seed=params.seed)
@@ -263,16 +267,18 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
             result = SupervisorResult(status="interrupted", reason="interrupted before the workers ran")
         else:
             result.status, result.reason = "interrupted", "interrupted while waiting for dead transactions to end"
+    except OSError as e:
+        if e.errno not in NO_ROOM:
+            _let_go(r, watcher, launcher, launch, result)
+            raise
+        # A folder filled up (a worker flooding the run folder) or went read-only: the workers are stopped (the
+        # supervisor kills them on any error); the run ends incomplete and is still audited and reported.
+        result = sup.result if sup is not None else SupervisorResult(status="incomplete")
+        result.status = "incomplete"
+        result.reason = f"a file could not be written ({e.strerror}: {e.filename}); the run stopped there"
+        log(f"[{run_id}] {result.reason}")
     except BaseException:
-        if watcher:
-            watcher.stop()
-        if r.progress:
-            r.progress.close()
-        if launch is not None:
-            try:
-                launcher.finish(r, result)      # what the launcher holds (a sampler, its connections) is let go
-            except Exception:  # noqa: BLE001 - the first error is the one to raise
-                pass
+        _let_go(r, watcher, launcher, launch, result)
         raise
     if not produced:
         # Only what the broker acknowledged was sent.
@@ -301,12 +307,28 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                           stall_of=watcher.stalls if watcher else None)
         if launch and launch.annotate:
             launch.annotate(r, result, report)
-        write_or_keep(report, run_dir)
-        registry.finish(stack.postgres_dsn, run_id)
+        try:
+            write_or_keep(report, run_dir)
+        finally:      # a report kept elsewhere (ReportNotWritten) still ends the run in the registry
+            registry.finish(stack.postgres_dsn, run_id)
     problem = launch.bad_input(result) if launch and launch.bad_input else None
     if problem:
         raise HarnessError(problem)
     return report, run_dir
+
+
+def _let_go(r: Run, watcher, launcher, launch, result) -> None:
+    """What a run that ends on an error holds (the output watcher, the progress, the launcher's sampler and
+    connections) is let go; the error itself is the caller's to raise."""
+    if watcher:
+        watcher.stop()
+    if r.progress:
+        r.progress.close()
+    if launch is not None:
+        try:
+            launcher.finish(r, result)
+        except Exception:  # noqa: BLE001 - the first error is the one to raise
+            pass
 
 
 def _produce_reused(r: Run, payments: list) -> dict:

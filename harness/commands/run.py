@@ -79,8 +79,17 @@ def run(experiment, fault_specs, out, keep_stack, quiet, stack_kind, bootstrap_s
     else:
         check_creatable(reports_dir())
     stopped = []
-    report, folder = with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
-                                 lambda stack, _log: _run_one(params, stack, out, quiet), stopped=stopped)
+    from ..errors import ReportNotWritten
+    from ..escape import term
+    try:
+        report, folder = with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
+                                     lambda stack, _log: _run_one(params, stack, out, quiet), stopped=stopped)
+    except ReportNotWritten as e:
+        if e.kept is None:
+            raise
+        click.echo(f"error: {term(e)}", err=True)      # why, in one line; then where the report is, last
+        click.echo(term(e.kept))
+        sys.exit(e.exit_status)
     last_lines(folder, "report.html", stopped)
     click.echo(folder)
     sys.exit(EXIT_CODES.get(report.verdict, 1))
