@@ -8,7 +8,7 @@ import sys
 import click
 
 from ..params import SEED
-from .stack_options import kafka_version_option, stack_options, with_stack
+from .stack_options import kafka_version_option, print_folder, stack_options, with_stack
 
 
 def _strategies_help() -> str:
@@ -99,7 +99,7 @@ def bench(ctx, messages, fast_messages, repetitions, sizes, cases, skip_restart,
     if not quiet:
         for line in data["summary"]:
             click.echo(line, err=True)
-    click.echo(str(folder))
+    print_folder(folder)
     if data["status"] != "complete":
         sys.exit(1)
 
@@ -183,7 +183,7 @@ def scale(messages_text, shapes_text, experiments_text, crash_rate, seed, keep_d
             click.echo(f"{g['experiment']} {g['shape']}: " + ", ".join(
                 f"{v:.2f} s/1k at {int(n):,}" for n, v in g["seconds_per_1000"].items()) +
                 (f" ({g['note']})" if g["note"] else ""), err=True)
-    click.echo(str(folder))
+    print_folder(folder)
     if data["status"] != "complete" or any(c.get("verdict") != "as-predicted" for c in data["cells"]):
         sys.exit(1)
 
@@ -232,6 +232,6 @@ def streams(levers_text, repetitions, messages, seed, keep_data, out, keep_stack
         for s in data["summary"]:
             click.echo(f"{s['lever']}: restart median {s['restart_median_seconds']} s (p90 {s['restart_p90_seconds']} "
                        f"s), {s['cpu_seconds_per_crash']} CPU-s per crash", err=True)
-    click.echo(str(folder))
+    print_folder(folder)
     if data["status"] != "complete" or any(c.get("verdict") != "as-predicted" for c in data["cells"]):
         sys.exit(1)

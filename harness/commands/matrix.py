@@ -8,7 +8,8 @@ import click
 from ..errors import HarnessError
 from ..experiments.common_options import CLIENT
 from ..options import click_options
-from .stack_options import say
+from ..escape import term
+from .stack_options import print_folder, say
 from .suite import SUITE_OPTIONS, check_common_options
 
 
@@ -100,6 +101,6 @@ def matrix(releases, experiment_list, group, parallel, client_list, out, quiet, 
         for e in summary["experiments"]:
             say(f"{e['experiment']}{' (differs)' if e['differs'] else ''}: " +
                 " | ".join(f"{k} {cell_of(e, k)}" for k in keys(summary)))
-    say(f"report: {folder / 'matrix.html'} (also matrix.md and matrix.json)")
-    click.echo(folder)
+    say(f"report: {term(folder / 'matrix.html')} (also matrix.md and matrix.json)")
+    print_folder(folder)
     sys.exit(summary["exit_code"])

@@ -7,7 +7,7 @@ import click
 
 from ..errors import HarnessError
 from ..experiments import REGISTRY
-from .stack_options import kafka_version_option, last_lines, stack_options, with_stack
+from .stack_options import kafka_version_option, last_lines, print_folder, stack_options, with_stack
 
 
 EXPERIMENT_HELP = "\n".join(f"  {name:<{max(map(len, REGISTRY))}} {e.proves}" for name, e in REGISTRY.items())
@@ -88,10 +88,10 @@ def run(experiment, fault_specs, out, keep_stack, quiet, stack_kind, bootstrap_s
         if e.kept is None:
             raise
         click.echo(f"error: {term(e)}", err=True)      # why, in one line; then where the report is, last
-        click.echo(term(e.kept))
+        print_folder(e.kept)
         sys.exit(e.exit_status)
     last_lines(folder, "report.html", stopped)
-    click.echo(folder)
+    print_folder(folder)
     sys.exit(EXIT_CODES.get(report.verdict, 1))
 
 

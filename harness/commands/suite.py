@@ -10,7 +10,7 @@ from ..errors import HarnessError
 from ..options import click_options
 from ..experiments.common_options import CLIENT
 from ..params import COMMIT_EVERY, CRASH_RATE, MESSAGES, SEED
-from .stack_options import kafka_version_option, last_lines, stack_options, with_stack
+from .stack_options import kafka_version_option, last_lines, print_folder, stack_options, with_stack
 
 
 # The run options one suite hands to every run: one seed, the same crashes in every experiment.
@@ -128,5 +128,5 @@ def suite(experiment_list, group, parallel, out, client, keep_stack, quiet, stac
     stopped = []
     summary = with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body, stopped=stopped)
     last_lines(folder, "suite.html", stopped)
-    click.echo(folder)
+    print_folder(folder)
     sys.exit(suite_mod.exit_code(summary["experiments"]))

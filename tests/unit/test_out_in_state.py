@@ -90,3 +90,27 @@ def test_a_control_character_in_the_refused_out_is_escaped(tmp_path, state):
     assert proc.returncode == 2
     line = one_clear_line(proc, "a\\nb\\x1b[31m")
     assert "\x1b" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, line
+
+
+# -- the printed folder ----------------------------------------------------------------------------
+
+HOSTILE_NAME = "run\nINJECTED\x1b[2K\x1b]0;title\x07"
+
+
+def test_the_printed_folder_shows_control_characters_as_escapes(capsys):
+    from pathlib import Path
+    from harness.commands.stack_options import print_folder
+    print_folder(Path("/r") / HOSTILE_NAME)
+    out = capsys.readouterr().out
+    assert out == "/r/run\\nINJECTED\\x1b[2K\\x1b]0;title\\x07\n"
+
+
+def test_harness_report_prints_a_hostile_folder_name_escaped_on_its_last_line(tmp_path):
+    """The cheap way to the printing path of a command that writes a folder: `report` re-renders one."""
+    from harness.escape import term
+    from tests.unit.test_hostile_files import run_folder
+    folder = run_folder(tmp_path / HOSTILE_NAME)
+    proc = harness("report", str(folder), env={"HARNESS_HOME": str(tmp_path / "state")}, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[-1] == term(str(folder)) == f"{tmp_path}/run\\nINJECTED\\x1b[2K\\x1b]0;title\\x07"
+    assert not any(c in proc.stdout for c in "\x1b\x07") and proc.stdout.count("\n") == 1
