@@ -28,7 +28,7 @@ from .checker.observe import observe_run
 from .checker.deliveries import FILE_NAME as DELIVERIES, read as read_deliveries
 from .checker.outcome import decide
 from .checker.output_watcher import OutputWatcher
-from .errors import HarnessError
+from .errors import HarnessError, ReportNotWritten
 from .experiments.launch import PythonWorkers
 from .runtime import crashlog, overlaps
 from .runtime.crashplan import CrashPlan
@@ -309,8 +309,13 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
             launch.annotate(r, result, report)
         try:
             write_or_keep(report, run_dir)
-        finally:      # a report kept elsewhere (ReportNotWritten) still ends the run in the registry
-            registry.finish(stack.postgres_dsn, run_id)
+        except ReportNotWritten:        # written elsewhere or lost: the run still ends in the registry, and
+            try:                        # where its report went stays the error to tell
+                registry.finish(stack.postgres_dsn, run_id)
+            except Exception:  # noqa: BLE001
+                pass
+            raise
+        registry.finish(stack.postgres_dsn, run_id)
     problem = launch.bad_input(result) if launch and launch.bad_input else None
     if problem:
         raise HarnessError(problem)
