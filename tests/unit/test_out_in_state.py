@@ -114,3 +114,12 @@ def test_harness_report_prints_a_hostile_folder_name_escaped_on_its_last_line(tm
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines()[-1] == term(str(folder)) == f"{tmp_path}/run\\nINJECTED\\x1b[2K\\x1b]0;title\\x07"
     assert not any(c in proc.stdout for c in "\x1b\x07") and proc.stdout.count("\n") == 1
+
+
+def test_an_error_quoting_a_path_with_a_newline_stays_one_line(tmp_path, state):
+    """Any refusal, not only the state folder's: here an --out under a regular file."""
+    (tmp_path / "f").write_text("x")
+    proc = harness(*COMMANDS["run"], "--out", str(tmp_path / "f" / "a\nb\x1b[2J"), env=_env(tmp_path, state))
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    one_clear_line(proc, "a\\nb\\x1b[2J")
