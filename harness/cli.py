@@ -50,9 +50,9 @@ def main():  # noqa: C901
     os.environ.setdefault("PGCLIENTENCODING", "UTF8")
     try:
         cli.main(standalone_mode=False)
-    except HarnessError as e:   # its message may quote names and log lines: shown without escape codes
-        from .escape import term_lines
-        click.echo(f"error: {term_lines(e)}", err=True)
+    except HarnessError as e:   # its message may quote names and log lines: shown without escape codes,
+        from .escape import term, term_lines   # on one line (a newline in a quoted path included)
+        click.echo(f"error: {term(e)}", err=True)
         if e.detail:
             click.echo("--- last lines of the log ---\n" + term_lines(e.detail.rstrip()), err=True)
         sys.exit(e.exit_status)

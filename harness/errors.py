@@ -21,6 +21,7 @@ class ReportNotWritten(HarnessError):
     numbers are unknown (1 would read as `unexpected`). The message says what was kept, and where."""
 
     exit_status = 3
+    kept = None        # the folder the report was written to instead, if any
 
 
 def first_line(e: BaseException, limit: int = 200) -> str:

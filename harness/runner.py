@@ -14,6 +14,7 @@ still written and the run ends with that one line as a HarnessError (exit 2).
 
 from __future__ import annotations
 
+import errno
 import signal
 import threading
 import time
@@ -21,19 +22,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import kafka_client, kafka_logging, pgconn
+from . import kafka_logging, pgconn
 from .checker.histories import read as read_histories
 from .checker.observe import observe_run
 from .checker.deliveries import FILE_NAME as DELIVERIES, read as read_deliveries
 from .checker.outcome import decide
 from .checker.output_watcher import OutputWatcher
-from .errors import HarnessError
+from .checker.commit_progress import NoProgress, Progress
+from .errors import HarnessError, ReportNotWritten
 from .experiments.launch import PythonWorkers
 from .runtime import crashlog, overlaps
 from .runtime.crashplan import CrashPlan
 from .workers.supervisor import Supervisor, SupervisorResult
 from .params import RunParams, resolve
-from .paths import reports_dir
+from .paths import refuse_overlap, reports_dir
 from .reporting.build import assemble
 from .reporting.run_report import RunReport
 from .reporting.writer import write_or_keep
@@ -53,6 +55,9 @@ TXN_ABORT_MARGIN_S = 3.0
 # broker holds for up to consume.FETCH_WAIT_MS, so it is usually ready before the workers are prepared.
 WATCHER_READY_S = 15.0
 
+# A write that failed for want of room (a full file system, a quota, a file size limit) or of a writable
+# folder: the run stops, and is still audited and reported (the report goes elsewhere if it must).
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 # Exit status of `harness run` (and the worst of a suite's runs) per verdict.
 EXIT_CODES = {"as-predicted": 0, "unexpected": 1, "incomplete": 3, "audit-failed": 3, "interrupted": 130}
 
@@ -90,73 +95,6 @@ class Run:
         self.crash_plan = self.run_dir / "crash-plan.json"
         self.history = self.run_dir / "history"
         self.worker_dsn = self.worker_dsn or self.stack.postgres_dsn
-
-
-class Progress:
-    """Samples the run group's committed offsets in a thread: drives the progress bar and the timeline.
-
-    The sampling runs beside the supervisor, never inside its loop: a committed-offset fetch waits
-    for pending transactional offsets (KIP-447), so it can block for as long as a dead
-    transaction stays open, and the supervisor must keep reacting meanwhile.
-    """
-
-    SAMPLE_EVERY_S = 0.5
-
-    def __init__(self, stack: Stack, names: RunNames, partitions: int, total: int, ui=None):
-        from confluent_kafka import Consumer, TopicPartition
-        self.c = Consumer(kafka_client.config(stack.bootstrap_servers, {
-            "group.id": names.group, "enable.auto.commit": False, **kafka_logging.client_config()}))
-        self.tps = [TopicPartition(names.input_topic, p) for p in range(partitions)]
-        self.total, self.ui, self.samples, self.t0 = total, ui, [], time.time()
-        self.done = 0
-        self.committed: dict | None = None     # partition -> committed offset, at the last good sample
-        self.first_commit_at: float | None = None   # when a sample first saw any committed offset
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, name="progress", daemon=True)
-        self._thread.start()
-
-    def _take_sample(self) -> None:
-        try:
-            got = self.c.committed(self.tps, timeout=5)
-        except Exception:  # noqa: BLE001 - progress is best effort
-            return
-        if any(tp.error for tp in got):
-            return
-        now = time.time()
-        self.committed = {tp.partition: max(0, tp.offset) for tp in got}
-        self.done = sum(self.committed.values())
-        if self.done and self.first_commit_at is None:
-            self.first_commit_at = now
-        self.samples.append([round(time.time() - self.t0, 3), self.done])
-
-    def _sample(self) -> None:
-        while not self._stop.wait(self.SAMPLE_EVERY_S):
-            self._take_sample()
-
-    def __call__(self, info: dict) -> None:
-        if self.ui:
-            self.ui(self.done, self.total, info.get("crashes", 0), info.get("restarts", 0))
-
-    def close(self) -> None:
-        """Stop sampling and take a final sample; `committed` is None if it could not be read."""
-        self._stop.set()
-        self._thread.join(timeout=10)
-        self.committed = None
-        self._take_sample()
-        self.c.close()
-
-
-class _NoProgress:
-    """Stands in for Progress when the run stopped before it started."""
-    samples: list = []
-    committed = None
-    t0 = time.time()
-
-    def __call__(self, info: dict) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 @contextmanager
@@ -205,6 +143,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         launcher.check(stack)
     run_id = run_id or new_run_id(exp.name)
     names = RunNames(run_id)
+    refuse_overlap(Path(out) if out else reports_dir() / run_id)     # a library caller's --out too
     run_dir = claim_run_dir(Path(out) if out else reports_dir() / run_id)
     kafka_logging.configure(run_dir / kafka_logging.FILE_NAME)
 
@@ -212,7 +151,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     pgconn.reset()
     r.deadline = time.monotonic() + params.time_limit      # set-up and produce obey the limit too
     pgconn.set_deadline(r.deadline)
-    watcher, launch, positions, result, produced = None, None, r.positions, None, False
+    watcher, launch, positions, result, produced, sup = None, None, r.positions, None, False, None
     try:
         payments = make_payments(params.messages, params.amount, params.payload_bytes,
                                  accounts=exp.stores.accounts, seed=params.seed)
@@ -291,23 +230,24 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
             result = SupervisorResult(status="interrupted", reason="interrupted before the workers ran")
         else:
             result.status, result.reason = "interrupted", "interrupted while waiting for dead transactions to end"
+    except OSError as e:
+        if e.errno not in NO_ROOM:
+            _let_go(r, watcher, launcher, launch, result)
+            raise
+        # A folder filled up (a worker flooding the run folder) or went read-only: the workers are stopped (the
+        # supervisor kills them on any error); the run ends incomplete and is still audited and reported.
+        result = sup.result if sup is not None else SupervisorResult(status="incomplete")
+        result.status = "incomplete"
+        result.reason = f"a file could not be written ({e.strerror}: {e.filename}); the run stopped there"
+        log(f"[{run_id}] {result.reason}")
     except BaseException:
-        run_role.let_go(r)
-        if watcher:
-            watcher.stop()
-        if r.progress:
-            r.progress.close()
-        if launch is not None:
-            try:
-                launcher.finish(r, result)      # what the launcher holds (a sampler, its connections) is let go
-            except Exception:  # noqa: BLE001 - the first error is the one to raise
-                pass
+        _let_go(r, watcher, launcher, launch, result)
         raise
     if not produced:
         # Only what the broker acknowledged was sent.
         r.amounts = {i: a for i, a in r.amounts.items() if i in positions}
     if r.progress is None:
-        r.progress = _NoProgress()
+        r.progress = NoProgress()
     with signals_deferred():
         launcher.finish(r, result)
         run_role.let_go(r)           # the workers are gone: nothing the run started writes during the audit
@@ -335,12 +275,34 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                           stall_of=watcher.stalls if watcher else None)
         if launch and launch.annotate:
             launch.annotate(r, result, report)
-        write_or_keep(report, run_dir)
+        try:
+            write_or_keep(report, run_dir)
+        except ReportNotWritten:        # written elsewhere or lost: the run still ends in the registry, and
+            try:                        # where its report went stays the error to tell
+                registry.finish(stack.postgres_dsn, run_id)
+            except Exception:  # noqa: BLE001
+                pass
+            raise
         registry.finish(stack.postgres_dsn, run_id)
     problem = launch.bad_input(result) if launch and launch.bad_input else None
     if problem:
         raise HarnessError(problem)
     return report, run_dir
+
+
+def _let_go(r: Run, watcher, launcher, launch, result) -> None:
+    """What a run that ends on an error holds (the output watcher, the progress, the launcher's sampler and
+    connections) is let go, and the run's own PostgreSQL role; the error itself is the caller's to raise."""
+    run_role.let_go(r)
+    if watcher:
+        watcher.stop()
+    if r.progress:
+        r.progress.close()
+    if launch is not None:
+        try:
+            launcher.finish(r, result)
+        except Exception:  # noqa: BLE001 - the first error is the one to raise
+            pass
 
 
 def _produce_reused(r: Run, payments: list) -> dict:

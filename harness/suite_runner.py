@@ -214,8 +214,9 @@ def _entry(name: str, out: Path, rc: int, seconds: float, cpu: float | None = No
         except (ValueError, KeyError):
             pass
     tail = ""
-    try:
-        tail = (out / f"{name}.log").read_text(errors="replace").strip().splitlines()[-1]
+    try:        # its error line, else its last: a run whose report went elsewhere prints that folder last
+        lines = (out / f"{name}.log").read_text(errors="replace").strip().splitlines()
+        tail = ([line for line in lines if line.startswith("error: ")] or lines)[-1]
     except (OSError, IndexError):
         pass
     return {"experiment": name, "report": None, "exit_code": rc, "verdict": "failed",

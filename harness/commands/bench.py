@@ -8,7 +8,7 @@ import sys
 import click
 
 from ..params import SEED
-from .stack_options import kafka_version_option, stack_options, with_stack
+from .stack_options import kafka_version_option, print_folder, stack_options, with_stack
 
 
 def _strategies_help() -> str:
@@ -91,13 +91,15 @@ def bench(ctx, messages, fast_messages, repetitions, sizes, cases, skip_restart,
     opts.validate()
     bench_id = new_run_id("bench")
     folder = Path(out) if out else reports_dir() / bench_id
+    from ..paths import refuse_overlap
+    refuse_overlap(folder, "--out" if out else "the reports folder")
     install_sigterm_as_interrupt()
     data, folder = with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
                                lambda stack, log: run_bench(stack, opts, folder, bench_id, log=log))
     if not quiet:
         for line in data["summary"]:
             click.echo(line, err=True)
-    click.echo(str(folder))
+    print_folder(folder)
     if data["status"] != "complete":
         sys.exit(1)
 
@@ -132,6 +134,8 @@ def _bench_in_folder(name: str, out, stack_args: tuple, quiet: bool, measure):
     from ..workload.naming import new_run_id
     bench_id = new_run_id(name)
     folder = Path(out) if out else reports_dir() / bench_id
+    from ..paths import refuse_overlap
+    refuse_overlap(folder, "--out" if out else "the reports folder")
     check_run_dir(folder)
     install_sigterm_as_interrupt()
     stack_kind, bootstrap_servers, postgres_dsn, keep_stack = stack_args
@@ -179,7 +183,7 @@ def scale(messages_text, shapes_text, experiments_text, crash_rate, seed, keep_d
             click.echo(f"{g['experiment']} {g['shape']}: " + ", ".join(
                 f"{v:.2f} s/1k at {int(n):,}" for n, v in g["seconds_per_1000"].items()) +
                 (f" ({g['note']})" if g["note"] else ""), err=True)
-    click.echo(str(folder))
+    print_folder(folder)
     if data["status"] != "complete" or any(c.get("verdict") != "as-predicted" for c in data["cells"]):
         sys.exit(1)
 
@@ -228,6 +232,6 @@ def streams(levers_text, repetitions, messages, seed, keep_data, out, keep_stack
         for s in data["summary"]:
             click.echo(f"{s['lever']}: restart median {s['restart_median_seconds']} s (p90 {s['restart_p90_seconds']} "
                        f"s), {s['cpu_seconds_per_crash']} CPU-s per crash", err=True)
-    click.echo(str(folder))
+    print_folder(folder)
     if data["status"] != "complete" or any(c.get("verdict") != "as-predicted" for c in data["cells"]):
         sys.exit(1)

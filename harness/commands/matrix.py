@@ -8,7 +8,8 @@ import click
 from ..errors import HarnessError
 from ..experiments.common_options import CLIENT
 from ..options import click_options
-from .stack_options import say
+from ..escape import term
+from .stack_options import print_folder, say
 from .suite import SUITE_OPTIONS, check_common_options
 
 
@@ -72,6 +73,8 @@ def matrix(releases, experiment_list, group, parallel, client_list, out, quiet, 
     folder = Path(out) if out else reports_dir() / f"{suite_mod.new_suite_id()}-matrix"
     if (folder / "matrix.json").exists():
         raise HarnessError(f"{folder} already holds a matrix; choose another --out")
+    from ..paths import refuse_overlap
+    refuse_overlap(folder, "--out" if out else "the reports folder")
     check_folder(folder, "the matrix folder", "choose an --out that only you can write")
     check_creatable(folder)
     if any((folder / matrix_mod.folder_of(r, c)).exists() for r in names for c in clients):
@@ -98,6 +101,6 @@ def matrix(releases, experiment_list, group, parallel, client_list, out, quiet, 
         for e in summary["experiments"]:
             say(f"{e['experiment']}{' (differs)' if e['differs'] else ''}: " +
                 " | ".join(f"{k} {cell_of(e, k)}" for k in keys(summary)))
-    say(f"report: {folder / 'matrix.html'} (also matrix.md and matrix.json)")
-    click.echo(folder)
+    say(f"report: {term(folder / 'matrix.html')} (also matrix.md and matrix.json)")
+    print_folder(folder)
     sys.exit(summary["exit_code"])

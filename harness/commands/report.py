@@ -99,4 +99,5 @@ def report(folder, reports_dir):
       harness report latest
     """
     from ..reporting.compare_targets import find_folder
-    click.echo(rerender(find_folder(folder, reports_dir)))
+    from .stack_options import print_folder
+    print_folder(rerender(find_folder(folder, reports_dir)))

@@ -8,7 +8,7 @@ import click
 from ..errors import HarnessError
 from ..experiment_file import is_file_argument
 from ..experiments import REGISTRY
-from .stack_options import kafka_version_option, last_lines, stack_options, with_stack
+from .stack_options import kafka_version_option, last_lines, print_folder, stack_options, with_stack
 
 
 EXPERIMENT_HELP = "\n".join(f"  {name:<{max(map(len, REGISTRY))}} {e.proves}" for name, e in REGISTRY.items())
@@ -83,17 +83,27 @@ def run(experiment, fault_specs, out, keep_stack, quiet, stack_kind, bootstrap_s
         _check_local_size_for_faults(resolved.faults)      # before anything starts
         _check_workload_fits(params, resolved.exp)
     from pathlib import Path
-    from ..paths import reports_dir
+    from ..paths import refuse_overlap, reports_dir
     from ..rundir import check_creatable, check_run_dir
+    refuse_overlap(out or reports_dir(), "--out" if out else "the reports folder")
     if out:   # before any stack starts; the runner claims the folder for good
         check_run_dir(Path(out))
     else:
         check_creatable(reports_dir())
     stopped = []
-    report, folder = with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
-                                 lambda stack, _log: _run_one(params, stack, out, quiet), stopped=stopped)
+    from ..errors import ReportNotWritten
+    from ..escape import term
+    try:
+        report, folder = with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet,
+                                     lambda stack, _log: _run_one(params, stack, out, quiet), stopped=stopped)
+    except ReportNotWritten as e:
+        if e.kept is None:
+            raise
+        click.echo(f"error: {term(e)}", err=True)      # why, in one line; then where the report is, last
+        print_folder(e.kept)
+        sys.exit(e.exit_status)
     last_lines(folder, "report.html", stopped)
-    click.echo(folder)
+    print_folder(folder)
     sys.exit(EXIT_CODES.get(report.verdict, 1))
 
 

@@ -98,12 +98,21 @@ def with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, b
 
 
 
+def print_folder(folder) -> None:
+    """The last line of a command that wrote a folder (run, suite, matrix, bench, report): its path on stdout,
+    control characters shown as escapes (`\\n`, `\\x1b`), so a newline or an escape sequence in an --out
+    cannot add a line after it, rewrite the terminal, or hide which folder it is."""
+    from ..escape import term
+    click.echo(term(str(folder)))
+
+
 def last_lines(folder, page: str, stopped: list) -> None:
     """Where the report is, and how to reach the run's data again (kept even when the stack was stopped)."""
     from pathlib import Path
+    from ..escape import term
     folder = Path(folder)
-    say(f"report: {folder / page} (also {page.replace('.html', '.md')} and {page.replace('.html', '.json')})")
-    target = audit_target(folder)
+    say(f"report: {term(folder / page)} (also {page.replace('.html', '.md')} and {page.replace('.html', '.json')})")
+    target = term(audit_target(folder))
     if stopped:
         say(f"the stack is stopped; the data is kept: `harness up`, then `harness audit {target}`")
     else:

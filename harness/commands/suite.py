@@ -10,7 +10,7 @@ from ..errors import HarnessError
 from ..options import click_options
 from ..experiments.common_options import CLIENT
 from ..params import COMMIT_EVERY, CRASH_RATE, MESSAGES, SEED
-from .stack_options import kafka_version_option, last_lines, stack_options, with_stack
+from .stack_options import kafka_version_option, last_lines, print_folder, stack_options, with_stack
 
 
 # The run options one suite hands to every run: one seed, the same crashes in every experiment.
@@ -140,8 +140,10 @@ def suite(target, experiment_list, group, parallel, out, client, keep_stack, qui
     folder = Path(out) if out else reports_dir() / suite_mod.new_suite_id()
     if (folder / "suite.json").exists():
         raise HarnessError(f"{folder} already holds a suite; choose another --out")
+    from ..paths import refuse_overlap
     from ..rundir import check_creatable
     from ..safefile import check_folder
+    refuse_overlap(folder, "--out" if out else "the reports folder")
     check_folder(folder, "the suite folder", "choose an --out that only you can write")     # before any stack starts
     check_creatable(folder)
     install_sigterm_as_interrupt()
@@ -174,5 +176,5 @@ def suite(target, experiment_list, group, parallel, out, client, keep_stack, qui
     stopped = []
     summary = with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body, stopped=stopped)
     last_lines(folder, "suite.html", stopped)
-    click.echo(folder)
+    print_folder(folder)
     sys.exit(suite_mod.exit_code(summary["experiments"]))

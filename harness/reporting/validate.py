@@ -2,7 +2,8 @@
 
 `compare`, `report` and `audit` read folders that other people produced (a CI
 artifact of last night, a colleague's run). Before any number is used, the
-file must be a regular file of bounded size, parse as strict JSON (no NaN or
+file must be a regular file of bounded size (MAX_BYTES) and value count
+(MAX_VALUES, counted on the raw bytes before parsing), parse as strict JSON (no NaN or
 Infinity, no integer longer than MAX_INT_DIGITS, no nesting deeper than
 MAX_DEPTH, no key twice) and follow its JSON Schema (docs/report.schema.json,
 docs/suite.schema.json): a `"lost": "100"`, `"lost": [5]` or `"lost": NaN`
@@ -28,7 +29,11 @@ from ..escape import term
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs"
 CURRENT = {"report": 4, "suite": 2}   # the schema_version each schema file describes
 
-MAX_BYTES = 64 * 1024 * 1024   # the largest reports written are well under 1 MiB
+# What a hostile file may cost before it is refused: each bound is checked on the raw bytes, before any
+# parsing, so a crafted file is refused in milliseconds and a few MB (a 63 MiB one once cost 62 s and 3.4 GB
+# of Python objects). A report of 1,000 payments and 100 crashes is 160 KiB and about 7,000 values.
+MAX_BYTES = 16 * 1024 * 1024
+MAX_VALUES = 1_000_000         # commas and opening brackets: every value but the first of each container
 MAX_INT_DIGITS = 30            # counts, offsets, pids and seeds fit in 20
 MAX_DEPTH = 64                 # a report nests about 7 deep
 
@@ -46,6 +51,10 @@ def read_json(path: Path) -> dict:
         raise HarnessError(f"{_p(path)} is not a text file, so not a report") from None
     except OSError as e:
         raise HarnessError(f"cannot read {_p(path)}: {e.strerror or e}") from None
+    values = text.count(",") + text.count("[") + text.count("{")      # C speed: no Python object per value
+    if values > MAX_VALUES:
+        raise HarnessError(f"{_p(path)} is refused: it holds about {values:,} values, more than the "
+                           f"{MAX_VALUES:,} values this harness reads in a file")
     try:
         data = loads(text)
     except json.JSONDecodeError as e:
@@ -65,13 +74,14 @@ def _read_bounded(path: Path) -> str:
         if not stat.S_ISREG(st.st_mode):
             raise OSError(0, "not a regular file")
         if st.st_size > MAX_BYTES:
-            raise OSError(0, f"larger than {MAX_BYTES // (1024 * 1024)} MiB, so not a report this harness wrote")
+            raise OSError(0, f"it is {st.st_size / 2 ** 20:.1f} MiB, larger than the {MAX_BYTES // 2 ** 20} MiB "
+                             f"this harness reads in a file")
         with os.fdopen(os.dup(fd), "rb") as f:
             raw = f.read(MAX_BYTES + 1)
     finally:
         os.close(fd)
     if len(raw) > MAX_BYTES:
-        raise OSError(0, f"larger than {MAX_BYTES // (1024 * 1024)} MiB, so not a report this harness wrote")
+        raise OSError(0, f"it is larger than the {MAX_BYTES // 2 ** 20} MiB this harness reads in a file")
     return raw.decode("utf-8")
 
 
@@ -190,7 +200,8 @@ def _first_error(validator, data):
     """The error a person should see first (jsonschema's best match, which looks inside anyOf/oneOf for
     the deepest reason), or None."""
     from jsonschema.exceptions import best_match
-    return best_match(validator.iter_errors(data))
+    from itertools import islice
+    return best_match(islice(validator.iter_errors(data), 100))      # a file of a million errors costs 100
 
 
 def read_report(path: Path) -> tuple[dict, list[str]]:

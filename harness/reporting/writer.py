@@ -1,5 +1,5 @@
 """Writing a run's report folder: report.json, report.md and report.html (or, when the folder cannot
-take them, the JSON kept in the state folder).
+take them, the same report in `<state>/unwritten-reports/<run-id>/`: a full --out must not cost the report).
 
 Apart from model.py because it calls every rendering (markdown.py, html.py), and every rendering reads
 a RunReport: with the writing here, model.py imports no rendering and no rendering imports model.py.
@@ -32,13 +32,12 @@ def write_all(report, folder: Path) -> None:
 
 
 def write_or_keep(report, folder: Path) -> None:
-    """`write_all` for a run that just ended: when its folder cannot take the report, the JSON is kept in the
-    state folder instead (`<state>/unwritten-reports/<run-id>.report.json`, re-rendered later with
-    `harness report`), and the ReportNotWritten that ends the run (exit 3) says where, or that even that
-    failed."""
+    """`write_all` for a run that just ended: when its folder cannot take the report (a full file system, a
+    quota, a folder gone read-only), the whole report (json, md, html) is written to a folder of the state
+    folder instead, `<state>/unwritten-reports/<run-id>/`, and the ReportNotWritten that ends the run (exit 3)
+    says why and carries that folder as `kept` (the run prints it last), or says that even that failed."""
     from ..errors import ReportNotWritten
     from ..paths import state_dir
-    from ..safefile import make_folder, write_text
     try:
         write_all(report, folder)
         return
@@ -46,11 +45,11 @@ def write_or_keep(report, folder: Path) -> None:
         failed = str(e)
     import re
     name = re.sub(r"[^A-Za-z0-9._-]", "_", str(report.data.get("run_id") or "run")).lstrip(".")[:120] or "run"
-    keep = state_dir() / "unwritten-reports" / f"{name}.report.json"
+    keep = state_dir() / "unwritten-reports" / name
     try:
-        make_folder(keep.parent)
-        write_text(keep, report.to_json())
-    except OSError as e:
-        raise ReportNotWritten(f"{failed}; the report could not be kept in {keep.parent} either "
-                               f"({e.strerror or e}): it is lost") from None
-    raise ReportNotWritten(f"{failed}; report.json kept as {keep}")
+        write_all(report, keep)
+    except ReportNotWritten as e:
+        raise ReportNotWritten(f"{failed}; the report could not be kept in {keep} either ({e}): it is lost") from None
+    error = ReportNotWritten(f"{failed}; the report was written to {keep} instead")
+    error.kept = keep
+    raise error

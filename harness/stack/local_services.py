@@ -336,6 +336,10 @@ def _wait_ready(stack: Stack, kafka: list, pg: LocalPostgres, proxy=None) -> Non
     while time.monotonic() < deadline:
         dead = [k for k in kafka if not k.pid()]
         if dead:
+            from .start_failure import kafka_cause
+            why = kafka_cause(dead[0])
+            if why:             # the cause in one line; its stack trace stays in the node's log
+                raise HarnessError(f"{dead[0].name} exited during start-up: {why}")
             raise HarnessError(f"{dead[0].name} exited during start-up", dead[0].log_tail())
         err = health.kafka_probe(stack.bootstrap_servers, min(10, deadline - time.monotonic()), brokers=len(kafka))
         if err is None:

@@ -1,5 +1,6 @@
-"""A run on the real stack whose report folder fills up while it runs: one line, the report kept in the
-state folder, no temporary file left, exit 3 (1 would read as `unexpected`).
+"""A run on the real stack whose report folder fills up while it runs: one line, the report written to
+$HARNESS_HOME/unwritten-reports/<run-id>/ (the last line printed), no temporary file left, exit 3 (1
+would read as `unexpected`).
 
 The report folder is a small tmpfs (we run as root), filled to the last byte once the workers are done
 (their `done` event), so what meets the full disk is certain: the report. Filled earlier, at any
@@ -51,19 +52,32 @@ def _workers_done(out) -> bool:
         return False
 
 
-def test_a_run_whose_folder_fills_up_keeps_its_report_in_the_state_folder_and_exits_3(stack, tmp_path):
+def _kept(proc, state) -> Path:
+    """The folder the report was written to instead of the full --out: one error line says why, and the
+    last line on stdout is that folder."""
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    kept = list((state / "unwritten-reports").iterdir())
+    assert len(errors) == 1 and len(kept) == 1, proc.stderr[-3000:]
+    assert "No space left on device" in errors[0] and str(kept[0]) in errors[0], errors[0]
+    assert proc.stdout.splitlines()[-1] == str(kept[0])
+    return kept[0]
+
+
+def test_a_run_whose_folder_fills_up_writes_its_report_in_the_state_folder_and_exits_3(stack, tmp_path):
     with small_tmpfs("8m") as fs:
         proc, state = _run_filling(stack, tmp_path, fs, _workers_done)
-        errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
-        assert len(errors) == 1 and "cannot write the report" in errors[0], proc.stderr[-3000:]
-    kept = list((state / "unwritten-reports").glob("*.report.json"))
-    assert len(kept) == 1 and str(kept[0]) in errors[0]
-    assert json.loads(kept[0].read_text())["experiment"] == "offset-after"
+        assert "cannot write the report" in proc.stderr
+    kept = _kept(proc, state)
+    assert json.loads((kept / "report.json").read_text())["experiment"] == "offset-after"
+    assert (kept / "report.html").exists() and (kept / "report.md").exists()
 
 
-def test_a_run_whose_folder_fills_up_as_soon_as_it_is_claimed_ends_in_one_line(stack, tmp_path):
-    """Filled before the crash plan is written (before: an OSError traceback, exit 1)."""
+def test_a_run_whose_folder_fills_up_as_soon_as_it_is_claimed_still_ends_with_a_report(stack, tmp_path):
+    """Filled as soon as the folder is claimed (before: an OSError traceback, exit 1; then one line, exit 3,
+    and no report anywhere): the run stops where the disk met it, is audited, and its report is written
+    elsewhere. Where exactly it met it depends on the machine's timing (the crash plan, a worker's log, the
+    report), so the report's verdict is not asserted here."""
     with small_tmpfs("8m") as fs:
-        proc, _state = _run_filling(stack, tmp_path, fs, lambda out: (out / ".run-owner").exists())
-        errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
-        assert len(errors) == 1 and "No space left on device" in errors[0], proc.stderr[-3000:]
+        proc, state = _run_filling(stack, tmp_path, fs, lambda out: (out / ".run-owner").exists())
+    report = json.loads((_kept(proc, state) / "report.json").read_text())
+    assert report["experiment"] == "offset-after" and report["verdict"], report.get("verdict")

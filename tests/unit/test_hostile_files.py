@@ -398,19 +398,28 @@ def test_a_run_with_out_on_a_full_file_system_is_refused_before_anything_starts(
         assert sorted(os.listdir(fs)) == ["filler"]
 
 
-def test_a_run_whose_report_cannot_be_written_keeps_the_json_in_the_state_folder(tmp_path, monkeypatch):
+@pytest.mark.parametrize("how", ["full", "read-only"])
+def test_a_run_whose_report_cannot_be_written_writes_it_in_the_state_folder(tmp_path, monkeypatch, how):
+    """A full --out (ENOSPC) or one gone read-only (EROFS): the whole report goes to
+    $HARNESS_HOME/unwritten-reports/<run-id>/, and the error says why and where."""
     from harness.errors import ReportNotWritten
     from harness.reporting.writer import write_or_keep
     monkeypatch.setenv("HARNESS_HOME", str(tmp_path / "state"))
     with small_tmpfs() as fs:
         (fs / "run").mkdir()
-        fill(fs)
+        if how == "full":
+            fill(fs)
+        else:
+            subprocess.run(["mount", "-o", "remount,ro", str(fs)], check=True)
         with pytest.raises(ReportNotWritten) as e:
             write_or_keep(RunReport(sample()), fs / "run")
         assert temps_in(fs / "run") == []
-    kept = tmp_path / "state" / "unwritten-reports" / f"{sample()['run_id']}.report.json"
+    kept = tmp_path / "state" / "unwritten-reports" / sample()["run_id"]
+    assert e.value.kept == kept
     assert e.value.exit_status == 3 and str(kept) in str(e.value) and "\n" not in str(e.value)
-    assert json.loads(kept.read_text()) == sample()
+    assert ("No space left" if how == "full" else "Read-only file system") in str(e.value)
+    assert json.loads((kept / "report.json").read_text()) == sample()
+    assert (kept / "report.md").stat().st_size and (kept / "report.html").stat().st_size
 
 
 def test_a_full_state_folder_is_one_line_and_leaves_no_stale_temporary_file():

@@ -19,7 +19,9 @@ PROGRAM = {LocalPostgres: "postgres", LocalKafka: "java"}     # what each servic
 
 
 def _start(argv0: str, mark: str, user: str | None = None) -> subprocess.Popen:
-    cmd = ["bash", "-c", f'exec -a {argv0} python3 -c "import time; time.sleep(60)" "$0"', mark]
+    # perl, not `python3` on PATH: a version manager's shim execs the interpreter again and loses argv0, and the
+    # tests' own interpreter may sit in a folder the other user cannot enter.
+    cmd = ["bash", "-c", f'exec -a {argv0} perl -e "sleep 60" "$0"', mark]
     if user:
         cmd = ["runuser", "-u", user, "--", *cmd]
     p = subprocess.Popen(cmd)

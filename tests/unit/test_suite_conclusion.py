@@ -48,3 +48,14 @@ def test_an_exact_ledger_that_hid_reused_requests_is_not_said_to_hold():
 def test_a_reuse_section_with_unknown_counts_does_not_break_the_conclusion():
     r = {**row("key-reuse", "as-predicted", hits=1), "reuse": {"reused": None, "hidden": 2, "rejected": None}}
     assert "key-reuse (2 of unknown hidden)" in conclusion([r])
+
+
+def test_a_run_whose_report_went_elsewhere_is_listed_with_its_error_line_not_its_last(tmp_path):
+    """A full --out: the run prints why (one error line), then the folder its report went to, last."""
+    from harness.suite_runner import _entry
+    (tmp_path / "dedupe.log").write_text("[dedupe] produced 10 payments\nerror: cannot write the report in "
+                                         "/r/dedupe: No space left on device; written to /s/u/x instead\n/s/u/x\n")
+    entry = _entry("dedupe", tmp_path, 3, 1.0)
+    assert entry["verdict"] == "failed" and entry["error"].startswith("error: cannot write the report"), entry
+    (tmp_path / "eos.log").write_text("Traceback\nboom\n")
+    assert _entry("eos", tmp_path, 1, 1.0)["error"] == "boom"
