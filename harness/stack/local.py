@@ -190,10 +190,11 @@ def purged_paths(state: Path) -> list[Path]:
     """What `down --purge` deletes in a state folder (and what `up` must find absent in a folder it
     marks for the first time, so that purge never deletes what the harness did not make)."""
     from .shellenv import PGPASS_NAME       # the copy of the password `harness env` keeps
+    from .kafka_auth import CONTROLLER_FILE
     kafka, pg = every_node(state), LocalPostgres(state)
     proxy = toxiproxy.LocalToxiproxy(state)         # its files only: a folder of that name may predate us
     return [*(k.home for k in kafka), pg.home, *proxy.files(), pg.password_file, pg.admin_password_file,
-            pg.audit_password_file, kafka[0].client_file, state / PGPASS_NAME, record_path(state)]
+            pg.audit_password_file, kafka[0].client_file, state / CONTROLLER_FILE, state / PGPASS_NAME, record_path(state)]
 
 
 def down(purge: bool = False, log=print) -> list[str]:

@@ -102,3 +102,44 @@ def test_local_runs_on_the_scram_stack_use_its_file_by_themselves(scram_stack, t
                    env=scram_stack["env"], timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads((out / "report.json").read_text())["stack"]["kind"] == "local"
+
+
+def _config_command(stack, folder, settings: dict, *args):
+    """Kafka's own kafka-configs (ConfigCommand) against the controller listener (`--bootstrap-controller`),
+    with `settings` in a 0600 --command-config file: the cluster-wide broker defaults."""
+    import os
+    import subprocess
+    from harness.stack import maven
+    lib = maven.resolved_tools()
+    assert lib is not None, "`harness up` resolves Kafka's command-line tools"
+    f = folder / "admin.properties"
+    fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(fd, "w") as out:
+        out.write("".join(f"{k}={v}\n" for k, v in settings.items()))
+    controller = json.loads((stack["home"] / "stack.json").read_text())["controller_port"]
+    return subprocess.run(["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", f"{lib}/*",
+                           "org.apache.kafka.tools.ConfigCommand", "--bootstrap-controller", f"127.0.0.1:{controller}",
+                           "--command-config", str(f), "--entity-type", "brokers", "--entity-default", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_controller_listener_refuses_a_client_without_the_controller_password(scram_stack, tmp_path):
+    """Case 8 of issue 53: anyone on the machine could change a cluster-wide broker setting through the
+    controller listener with `bootstrap.controllers`; now it takes the controller user's PLAIN login."""
+    quick = {"request.timeout.ms": "10000", "default.api.timeout.ms": "15000"}
+    anon = _config_command(scram_stack, tmp_path, quick, "--alter", "--add-config", "log.cleaner.threads=3")
+    assert anon.returncode != 0, anon.stdout + anon.stderr
+    pw = [line.split("=", 1)[1] for line in (scram_stack["home"] / "kafka-controller.properties").read_text()
+          .splitlines() if line.startswith("password=")][0]
+    assert stat.S_IMODE((scram_stack["home"] / "kafka-controller.properties").stat().st_mode) == 0o600
+    login = {**quick, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+             "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                                 f'username="controller" password="{pw}";'}
+    described = _config_command(scram_stack, tmp_path, login, "--describe")
+    assert described.returncode == 0, described.stdout + described.stderr
+    assert "log.cleaner.threads=3" not in described.stdout, "the unauthenticated change went through"
+    # The same tool with the controller's login changes it: the refusal above is the listener's.
+    changed = _config_command(scram_stack, tmp_path, login, "--alter", "--add-config", "log.cleaner.threads=2")
+    assert changed.returncode == 0, changed.stdout + changed.stderr
+    assert "log.cleaner.threads=2" in _config_command(scram_stack, tmp_path, login, "--describe").stdout
+    _config_command(scram_stack, tmp_path, login, "--alter", "--delete-config", "log.cleaner.threads")

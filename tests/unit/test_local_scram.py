@@ -27,6 +27,33 @@ def test_scram_config_has_one_sasl_listener_and_private_files(tmp_path):
     assert _mode(k.props) == 0o600 and _mode(k.client_file) == 0o600
 
 
+def test_the_controller_listener_takes_a_plain_login_of_the_controller_user_only(tmp_path):
+    k = LocalKafka(tmp_path)
+    k.write_config(19092, 19093, "scram")
+    props = kafka_client.parse_properties(k.props.read_text())
+    assert props["listener.security.protocol.map"] == "CONTROLLER:SASL_PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
+    assert props["listener.name.controller.sasl.enabled.mechanisms"] == "PLAIN"
+    assert props["sasl.mechanism.controller.protocol"] == "PLAIN"
+    secret = tmp_path / "kafka-controller.properties"
+    pw = kafka_client.load_file(secret)["password"]
+    assert _mode(secret) == 0o600 and len(pw) >= 20 and pw != k.client_settings()["sasl.password"]
+    jaas = props["listener.name.controller.plain.sasl.jaas.config"]
+    assert jaas.startswith("org.apache.kafka.common.security.plain.PlainLoginModule required")
+    # The one user the listener lets in, and the login this node uses towards the controllers.
+    assert f'username="controller" password="{pw}" user_controller="{pw}";' in jaas
+    assert jaas.count("user_") == 1
+    k.write_config(1, 2, "scram")
+    assert kafka_client.load_file(secret)["password"] == pw, "the password changed across a restart"
+
+
+def test_a_password_the_harness_did_not_write_is_refused(tmp_path):
+    import pytest
+    from harness.errors import HarnessError
+    (tmp_path / "kafka-controller.properties").write_text('password=x" user_evil="x\n')
+    with pytest.raises(HarnessError, match="did not write"):
+        LocalKafka(tmp_path).write_config(1, 2, "scram")
+
+
 def test_the_password_is_kept_across_restarts(tmp_path):
     k = LocalKafka(tmp_path)
     k.write_config(1, 2, "scram")
