@@ -11,6 +11,11 @@ listener docs uses PLAIN with `sasl.mechanism.controller.protocol`). The only PL
 `controller`, with a random password kept in `<state>/kafka-controller.properties` (0600) and in the
 nodes' server.properties (0600) as a JAAS setting, never on a command line. Without it nobody reaches the
 controllers: before, any local user could change a cluster-wide setting through `bootstrap.controllers`.
+
+Every request is checked by Kafka's StandardAuthorizer (KRaft's, ACLs kept in the metadata log):
+`harness` and `controller` are super users, and any other principal may do only what an ACL grants it
+(`allow.everyone.if.no.acl.found=false`). Today no other user is made: the harness, its workers and the
+shell of `harness env` all log in as `harness`.
 """
 
 import re
@@ -25,6 +30,8 @@ SCRAM_USER = "harness"
 CONTROLLER_MECHANISM = "PLAIN"
 CONTROLLER_USER = "controller"
 CONTROLLER_FILE = "kafka-controller.properties"
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+SUPER_USERS = (SCRAM_USER, CONTROLLER_USER)       # the harness itself, and every node towards the controllers
 # What secrets.token_urlsafe draws: anything else read back from a file is refused, as it could break out
 # of the JAAS string it goes into.
 PASSWORD = re.compile(r"[A-Za-z0-9_-]{16,200}")
@@ -58,7 +65,7 @@ def controller_password(state: Path) -> str:
 
 def scram_settings(port: int, controller_port: int, password: str, controller_pw: str, host: str) -> dict:
     """Broker settings: one SASL_PLAINTEXT SCRAM-SHA-512 listener (clients and inter-broker traffic), the
-    controller listener SASL_PLAINTEXT with PLAIN."""
+    controller listener SASL_PLAINTEXT with PLAIN, and the authorizer."""
     scram = (f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{SCRAM_USER}" '
              f'password="{password}";')
     # The same entry logs this node in to the controllers (username/password) and lets the controller
@@ -76,6 +83,9 @@ def scram_settings(port: int, controller_port: int, password: str, controller_pw
         "listener.name.controller.sasl.enabled.mechanisms": CONTROLLER_MECHANISM,
         "sasl.mechanism.controller.protocol": CONTROLLER_MECHANISM,
         f"listener.name.controller.{CONTROLLER_MECHANISM.lower()}.sasl.jaas.config": plain,
+        "authorizer.class.name": AUTHORIZER,
+        "super.users": ";".join(f"User:{u}" for u in SUPER_USERS),
+        "allow.everyone.if.no.acl.found": "false",
     }
 
 

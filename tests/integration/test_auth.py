@@ -143,3 +143,54 @@ def test_the_controller_listener_refuses_a_client_without_the_controller_passwor
     assert changed.returncode == 0, changed.stdout + changed.stderr
     assert "log.cleaner.threads=2" in _config_command(scram_stack, tmp_path, login, "--describe").stdout
     _config_command(scram_stack, tmp_path, login, "--alter", "--delete-config", "log.cleaner.threads")
+
+
+def _stranger_produces(bootstrap: str, login: dict, topic: str):
+    """One record from a producer logged in with `login`: its delivery error, or None when it was written."""
+    from confluent_kafka import Producer
+    got = []
+    p = Producer({"bootstrap.servers": bootstrap, **login, "message.timeout.ms": 20000, "acks": "all",
+                  "enable.idempotence": False})
+    p.produce(topic, b"from a stranger", on_delivery=lambda err, msg: got.append(err))
+    p.flush(60)
+    assert got, "no delivery report within 60 s"
+    return got[0]
+
+
+def test_the_authorizer_lets_a_user_without_an_acl_write_nothing(scram_stack):
+    """Issue 53 item 1, Kafka half: a SCRAM user that is not the harness's own (a super user) may write into a
+    topic only once an ACL grants it; before, any user who could log in could write into any run's topics."""
+    import secrets
+    import time
+    import uuid
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
+                                       NewTopic, ResourcePatternType, ResourceType, ScramCredentialInfo,
+                                       ScramMechanism, UserScramCredentialDeletion, UserScramCredentialUpsertion)
+    from harness.kafka_client import load_file
+    bootstrap = scram_stack["bootstrap_servers"]
+    admin = AdminClient({"bootstrap.servers": bootstrap, **load_file(scram_stack["props"])})
+    topic, user, pw = f"authz-{uuid.uuid4().hex[:8]}", f"stranger-{uuid.uuid4().hex[:8]}", secrets.token_urlsafe(18)
+    login = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": user,
+             "sasl.password": pw}
+    grant = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, f"User:{user}", "*",
+                       AclOperation.WRITE, AclPermissionType.ALLOW)
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(60)
+    admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+        user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), pw.encode())])[user].result(60)
+    try:
+        deadline = time.monotonic() + 60        # the new credentials reach the broker's cache a moment later
+        while (err := _stranger_produces(bootstrap, login, topic)) is not None and \
+                err.code() != KafkaError.TOPIC_AUTHORIZATION_FAILED and time.monotonic() < deadline:
+            time.sleep(1)
+        assert err is not None and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, err
+        admin.create_acls([grant])[grant].result(60)
+        deadline = time.monotonic() + 60        # and so does the ACL
+        while (err := _stranger_produces(bootstrap, login, topic)) is not None and time.monotonic() < deadline:
+            time.sleep(1)
+        assert err is None, f"the ACL did not let the user write: {err}"
+    finally:
+        admin.delete_acls([AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, f"User:{user}", None,
+                                            AclOperation.ANY, AclPermissionType.ANY)])
+        admin.alter_user_scram_credentials([UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_512)])
+        admin.delete_topics([topic])

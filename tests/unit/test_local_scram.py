@@ -46,6 +46,17 @@ def test_the_controller_listener_takes_a_plain_login_of_the_controller_user_only
     assert kafka_client.load_file(secret)["password"] == pw, "the password changed across a restart"
 
 
+def test_requests_go_through_the_standard_authorizer_with_only_our_own_users_super(tmp_path):
+    k = LocalKafka(tmp_path)
+    k.write_config(1, 2, "scram")
+    props = kafka_client.parse_properties(k.props.read_text())
+    assert props["authorizer.class.name"] == "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    assert props["super.users"] == "User:harness;User:controller"
+    assert props["allow.everyone.if.no.acl.found"] == "false"
+    k.write_config(1, 2)
+    assert "authorizer" not in k.props.read_text(), "the plaintext stack has no principal to authorize"
+
+
 def test_a_password_the_harness_did_not_write_is_refused(tmp_path):
     import pytest
     from harness.errors import HarnessError
