@@ -34,6 +34,9 @@ and in server.properties (0600); the format command takes the SCRAM one from a
 0600 argument file (`java @file`), so no password is ever on a command line.
 SCRAM is offered for the single node only (`harness up` refuses `--auth scram`
 with `--brokers 3`).
+
+A node's folder (data, logs, its settings) is its owner's only: folders 0700,
+files 0600, whatever the auth (`make_private`, `PRIVATE_UMASK`).
 """
 
 import os
@@ -131,6 +134,8 @@ JVM_OPTS = ["-Xms512m", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-X
             "-Djava.awt.headless=true", "-XX:+ExitOnOutOfMemoryError"]
 # A cold JVM on two busy cores takes 5-15 s to serve metadata; a broker that is not up after this is broken.
 START_TIMEOUT_S = 90
+# The JVM and the storage format make their files and folders owner-only (data segments, logs, meta.properties).
+PRIVATE_UMASK = 0o077
 
 
 class LocalKafka(pidrecord.RecordedService):
@@ -207,7 +212,7 @@ class LocalKafka(pidrecord.RecordedService):
             settings.update(kafka_auth.scram_settings(port, controller_port, self.scram_password(),
                                                       kafka_auth.controller_password(self.home.parent), host))
         _write_private(self.props, "".join(f"{k}={v}\n" for k, v in settings.items()))
-        safefile.write_text(self.home / "log4j2.properties", LOG4J2)
+        safefile.write_text(self.home / "log4j2.properties", LOG4J2, safefile.PRIVATE)
 
     def port_names(self, port: int, controller_port: int, proxied: tuple[int, int] | None = None) -> dict:
         """Its ports under the stack's names for them (local_record.port_names), for its pid record: so
@@ -266,7 +271,7 @@ class LocalKafka(pidrecord.RecordedService):
     def format(self, lib: Path, auth: str = "none", cluster_id: str | None = None, release: str | None = None) -> None:
         if self.formatted():
             return
-        safefile.make_folder(self.data)
+        safefile.make_folder(self.data, 0o700)
         cluster_id = cluster_id or _cluster_id()
         args = ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.props), "--ignore-formatted"]
         if auth == "scram":
@@ -278,7 +283,7 @@ class LocalKafka(pidrecord.RecordedService):
                f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}", f"-Dkafka.logs.dir={self.logs}",
                "-cp", f"{lib}/*", f"@{argfile}"]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, umask=PRIVATE_UMASK)
         finally:
             argfile.unlink(missing_ok=True)
         if proc.returncode != 0:
@@ -286,7 +291,7 @@ class LocalKafka(pidrecord.RecordedService):
             raise HarnessError("Kafka storage format failed",
                                scrub((proc.stdout + proc.stderr)[-2000:], self.client_settings()))
         if release:
-            safefile.write_text(self.home / RELEASE_FILE, release + "\n")
+            safefile.write_text(self.home / RELEASE_FILE, release + "\n", safefile.PRIVATE)
 
     def start(self, lib: Path, port: int, controller_port: int, owner: str, auth: str = "none",
               voters: str | None = None, cluster_id: str | None = None, proxied: tuple[int, int] | None = None,
@@ -294,16 +299,16 @@ class LocalKafka(pidrecord.RecordedService):
         """Start the node (formatting its storage first if new) and write its pid record at once.
 
         A broker fault's restart comes through here too, so a restarted node is recorded like the first start."""
-        safefile.make_folder(self.logs)
+        self.make_private()
         self.write_config(port, controller_port, auth, voters=voters, proxied=proxied)
         self.format(lib, auth, cluster_id=cluster_id, release=release)
-        out_fd = os.open(self.home / "stdout.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        out_fd = os.open(self.home / "stdout.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         with open(out_fd, "ab") as out:
             java = self._java(lib, "kafka.Kafka", str(self.props))
             layout = self.network()     # `ip netns exec` enters the node's namespace, then execs java (same pid)
             proc = subprocess.Popen(netns.in_namespace(layout, self.node_id, java) if layout else java, stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, cwd=self.home)
+                                    start_new_session=True, cwd=self.home, umask=PRIVATE_UMASK)
         self.proc = proc        # a broker fault that restarts the node reads its exit status from it
         try:
             rec = pidrecord.capture(proc.pid, self.marks(), group=self.group, owner=owner,
@@ -312,6 +317,14 @@ class LocalKafka(pidrecord.RecordedService):
             raise HarnessError(f"{self.name} exited at once", self.log_tail())
         pidrecord.write(self.pidfile, rec)
         return proc.pid
+
+    def make_private(self) -> None:
+        """The node's folder, its data and its logs: 0700, so no other local user reads a record, an offset or
+        a log line (its files are made under PRIVATE_UMASK). A folder of an older harness is narrowed too."""
+        for d in (self.home, self.data, self.logs):
+            safefile.make_folder(d, 0o700)
+            if not d.is_symlink():
+                os.chmod(d, 0o700)
 
     def stop(self) -> tuple[bool, str | None]:
         # A node a broker-pause left stopped (the harness died mid-fault) must run again to act on TERM.

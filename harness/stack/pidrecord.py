@@ -53,9 +53,10 @@ def capture(pid: int, marks: list[str], *, group: bool, ports: dict, owner: str)
 
 
 def write(path: Path, rec: PidRecord) -> None:
-    """Write atomically: a reader sees the old record or the new one, never half of one."""
+    """Write atomically: a reader sees the old record or the new one, never half of one. Owner-only (0600):
+    no other local user needs to know which processes a stack runs."""
     safefile.make_folder(path.parent)
-    safefile.write_text(path, json.dumps(asdict(rec), indent=2) + "\n")
+    safefile.write_text(path, json.dumps(asdict(rec), indent=2) + "\n", safefile.PRIVATE)
 
 
 MAX_BYTES = 64 * 1024      # a record is a few hundred bytes
