@@ -32,8 +32,8 @@ says why not SCRAM). The passwords are random and live in
 `<state>/client.properties` and `<state>/kafka-controller.properties` (0600),
 and in server.properties (0600); the format command takes the SCRAM one from a
 0600 argument file (`java @file`), so no password is ever on a command line.
-SCRAM is offered for the single node only (`harness up` refuses `--auth scram`
-with `--brokers 3`).
+A cluster of three has the same listeners on every node, with the same
+users and passwords (the files are the state folder's, not a node's).
 
 A node's folder (data, logs, its settings) is its owner's only: folders 0700,
 files 0600, whatever the auth (`make_private`, `PRIVATE_UMASK`).

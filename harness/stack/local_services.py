@@ -96,14 +96,6 @@ def _choose_proxies(state: Path, rec: dict, nodes_run: bool, asked: bool | None,
     return want
 
 
-def check_auth_size(auth: str | None, brokers: int | None) -> None:
-    """SCRAM is set up for the one-node stack only (one SASL listener, one formatted metadata log):
-    refuse it with a cluster rather than start three nodes that were never tested that way."""
-    if auth == "scram" and brokers is not None and brokers > 1:
-        raise HarnessError(f"--auth scram runs on the one-broker stack only; --brokers {brokers} is plaintext "
-                           f"(give one of them)")
-
-
 # A port is chosen free, then bound by the service a second later: another stack starting at the same
 # instant (a suite beside a test run, two CI jobs) can take it in between, and the service dies at
 # start-up. After a failed start has stopped what it started, a port of ours that is still bound is
@@ -191,7 +183,6 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
     rec["brokers"] = brokers
     nodes_run = any(k.running() for k in kafka)
     auth = _choose_auth(state, kafka, nodes_run, auth)
-    check_auth_size(auth, brokers)
     release = kafka_versions.chosen(node_release(kafka) or rec.get("kafka_version"),
                                     nodes_run or any(k.formatted() for k in kafka), str(state))
     rec["kafka_version"] = release
@@ -284,7 +275,7 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
                         f"{k.host()}:{port[k.key]} ...")
                     started.append(k.key)
                     with interrupts.step():
-                        k.start(lib, port[k.key], port[f"controller-{k.node_id}"], owner, voters=quorum,
+                        k.start(lib, port[k.key], port[f"controller-{k.node_id}"], owner, auth=auth, voters=quorum,
                                 cluster_id=cluster_id, proxied=proxied_ports(port, k.node_id) if proxies else None,
                                 release=release)
         stack = stack_from(port, kafka, pg, auth, proxies, release)

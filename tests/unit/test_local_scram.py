@@ -101,21 +101,16 @@ def test_argfile_quoting():
         '"SCRAM-SHA-512=[name=harness,password=a\\"b\\\\c]"'
 
 
-def test_scram_with_three_brokers_is_refused_in_one_line_before_anything_starts(tmp_path):
-    # SCRAM is set up for the one-node stack only: three nodes were never started with it.
-    import os
-    import pytest
-    from harness.errors import HarnessError
-    from tests.conftest import harness
-    from tests.unit.test_cli_errors import one_clear_line
-    with pytest.raises(HarnessError, match="--auth scram runs on the one-broker stack only"):
-        local_services.check_auth_size("scram", 3)
-    local_services.check_auth_size("scram", 1)
-    local_services.check_auth_size("scram", None)
-    local_services.check_auth_size(None, 3)
-    env = {"HARNESS_HOME": str(tmp_path / "state"), "HARNESS_CACHE": str(tmp_path / "cache"),
-           "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": ""}
-    proc = harness("up", "--auth", "scram", "--brokers", "3", env=env)
-    assert proc.returncode == 2
-    one_clear_line(proc, "--auth scram runs on the one-broker stack only", "--brokers 3")
-    assert not os.path.exists(env["HARNESS_HOME"]), "a refused up started something"
+def test_every_node_of_a_cluster_gets_the_same_listeners_and_users(tmp_path):
+    from harness.stack.local_kafka import nodes, voters
+    quorum = voters([19193, 19293, 19393])
+    props = []
+    for k, port in zip(nodes(tmp_path, 3), (19192, 19292, 19392)):
+        k.write_config(port, port + 1, "scram", voters=quorum)
+        props.append(kafka_client.parse_properties(k.props.read_text()))
+    for p, port in zip(props, (19192, 19292, 19392)):
+        assert p["listeners"] == f"SASL_PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{port + 1}"
+        assert p["controller.quorum.voters"] == quorum and p["min.insync.replicas"] == "2"
+    for key in ("listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config",
+                "listener.name.controller.plain.sasl.jaas.config", "super.users"):
+        assert len({p[key] for p in props}) == 1, f"the nodes differ in {key}"
