@@ -212,3 +212,20 @@ def test_a_three_node_scram_cluster_runs_through_a_broker_kill(tmp_path):
             props = parse_properties(LocalKafka(c["home"], n).props.read_text())
             assert props["listeners"].startswith("SASL_PLAINTEXT://") and \
                 props["allow.everyone.if.no.acl.found"] == "false", f"node {n}: {props['listeners']}"
+
+
+def test_a_custom_consumer_gets_the_clusters_login_in_its_environment(scram_stack, tmp_path):
+    """A --worker-cmd consumer had only HARNESS_BOOTSTRAP_SERVERS: on a cluster that wants a login it could not
+    connect and the run ran out its time. HARNESS_KAFKA_CONFIG now holds the settings (the example reads it);
+    the password stays out of the report and of every command line."""
+    import sys
+    from tests.conftest import ROOT
+    out = tmp_path / "run"
+    cmd = f"{sys.executable} {ROOT / 'examples' / 'consumers' / 'python' / 'correct.py'}"
+    proc = harness("run", "custom", "--worker-cmd", cmd, "--messages", "30", "--time-limit", "180", "--quiet",
+                   "--out", str(out), env=scram_stack["env"], timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert json.loads((out / "report.json").read_text())["verdict"] == "as-predicted"
+    for f in out.rglob("*"):
+        if f.is_file():
+            assert scram_stack["password"] not in f.read_text(errors="replace"), f"the SCRAM password is in {f}"
