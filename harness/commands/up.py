@@ -7,6 +7,11 @@ from ..errors import HarnessError
 from .stack_options import kafka_version_option, say, stack_options
 
 
+# What a plaintext local stack gives up, said at each `up` (issue 53: another local user wrote into a run's topic).
+NO_AUTH = ("Kafka has no authentication (--auth none): any local user can read and write every topic and change "
+           "the cluster's settings; `harness down --purge` then `harness up --auth scram` closes that")
+
+
 @click.command()
 @click.option("--brokers", type=int, default=None, metavar="N",
               help="Kafka nodes: 1, or 3 for a KRaft cluster (replication factor 3, min.insync.replicas 2) "
@@ -82,4 +87,6 @@ def up(brokers, auth, build_images, node_networks, proxies, stack_kind, bootstra
         props = client_properties_file()
         if props:
             say(f"Kafka client settings (0600): {props}")
+        else:
+            say(NO_AUTH)
         say("kept running until `harness down`")

@@ -47,6 +47,8 @@ def test_up_writes_a_private_client_properties_and_status_names_the_auth(scram_s
     assert scram_stack["kafka_config"]["sasl.password"] == "***"
     text = harness("status", env=scram_stack["env"]).stdout
     assert "kafka auth:        SASL_PLAINTEXT SCRAM-SHA-512 as harness" in text
+    from harness.commands.up import NO_AUTH
+    assert NO_AUTH not in scram_stack["up"].stdout + scram_stack["up"].stderr
     pw = scram_stack["password"]
     assert pw not in text + scram_stack["up"].stdout + scram_stack["up"].stderr
     assert pw not in json.dumps({k: v for k, v in scram_stack.items() if k in ("kafka_config", "notes")})
