@@ -202,15 +202,19 @@ class LocalKafka(pidrecord.RecordedService):
             "controller.quorum.voters": voters or f"{self.node_id}@{host}:{controller_port}",
             "log.dirs": str(self.data),
         })
-        if proxied is not None:
-            settings.update({
-                "listeners": f"{settings['listeners']},PROXIED://{host}:{proxied[0]}",
-                "advertised.listeners": f"{settings['advertised.listeners']},PROXIED://{LOOPBACK}:{proxied[1]}",
-                "listener.security.protocol.map": f"{settings['listener.security.protocol.map']},PROXIED:PLAINTEXT",
-            })
         if auth == "scram":
             settings.update(kafka_auth.scram_settings(port, controller_port, self.scram_password(),
                                                       kafka_auth.controller_password(self.home.parent), host))
+        if proxied is not None:         # the same protocol and login as the node's own client listener
+            protocol = "SASL_PLAINTEXT" if auth == "scram" else "PLAINTEXT"
+            settings.update({
+                "listeners": f"{settings['listeners']},PROXIED://{host}:{proxied[0]}",
+                "advertised.listeners": f"{settings['advertised.listeners']},PROXIED://{LOOPBACK}:{proxied[1]}",
+                "listener.security.protocol.map": f"{settings['listener.security.protocol.map']},PROXIED:{protocol}",
+            })
+            if auth == "scram":
+                jaas = f"listener.name.sasl_plaintext.{SCRAM_MECHANISM.lower()}.sasl.jaas.config"
+                settings[jaas.replace(".sasl_plaintext.", ".proxied.", 1)] = settings[jaas]
         _write_private(self.props, "".join(f"{k}={v}\n" for k, v in settings.items()))
         safefile.write_text(self.home / "log4j2.properties", LOG4J2, safefile.PRIVATE)
 

@@ -30,12 +30,15 @@ def stack_from(port: dict, kafka: list, pg: LocalPostgres, auth: str = "none", p
     """The Stack these services make on these ports (what `up` returns and `status` shows)."""
     bootstrap = bootstrap_of(port, len(kafka), [k.host() for k in kafka], proxies)
     own = kafka[0].client_settings() if auth == "scram" else {}
+    settings = kafka_client.resolve(bootstrap, own)
+    if proxies:     # a broker fault asks the nodes themselves whether one is back (brokers.LocalBrokers.answers)
+        kafka_client.use(bootstrap_of(port, len(kafka), [k.host() for k in kafka]), settings)
     return Stack(kind="local", bootstrap_servers=bootstrap,
                  postgres_dsn=pg.dsn(port["postgres"]) if "postgres" in port else "",
                  audit_dsn=pg.audit_dsn(port["postgres"]) if "postgres" in port else "",
                  owned=True, kafka_version=release, brokers=len(kafka),
                  pids={**{k.key: k.pid() for k in kafka}, "postgres": pg.pid()},
-                 kafka_config=kafka_client.resolve(bootstrap, own))
+                 kafka_config=settings)
 
 
 def node_release(kafka: list) -> str | None:
@@ -88,8 +91,6 @@ def _choose_proxies(state: Path, rec: dict, nodes_run: bool, asked: bool | None,
     if want and brokers == 1:
         raise HarnessError("--proxies runs on the 3-broker cluster (the latency fault needs it): "
                            "`harness up --brokers 3 --proxies`")
-    if want and auth != "none":
-        raise HarnessError("--proxies is offered for the plaintext cluster only")
     if want and not nodes_run and toxiproxy.find_binary() is None:
         raise HarnessError(f"--proxies: {toxiproxy.BINARY} not found (on PATH or in Go's bin folder); "
                            f"`bash .ci/install-toxiproxy.sh` builds it with go install")

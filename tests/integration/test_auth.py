@@ -199,21 +199,25 @@ def test_the_authorizer_lets_a_user_without_an_acl_write_nothing(scram_stack):
 
 
 def test_a_three_node_scram_cluster_runs_through_a_broker_kill(tmp_path):
-    """`--auth scram` was refused with `--brokers 3`. Now every node has the SASL listeners and the authorizer,
-    and a node a broker-kill fault restarts comes back with them (a plaintext restart would never rejoin)."""
+    """`--auth scram` was refused with `--brokers 3` and with `--proxies`. Now every node has the SASL listeners
+    (the one its Toxiproxy proxy forwards to as well) and the authorizer, and a node a broker-kill fault restarts
+    comes back with them (a plaintext restart would never rejoin)."""
     from harness.kafka_client import parse_properties
     from harness.stack.local_kafka import LocalKafka
     from tests.integration.test_cluster import local_cluster, run_exp
-    with local_cluster("harness-scram-cluster-", "--auth", "scram") as c:
+    with local_cluster("harness-scram-cluster-", "--auth", "scram", "--proxies") as c:
         assert c["status"]["kafka_auth"] == "SASL_PLAINTEXT SCRAM-SHA-512 as harness"
+        rec = json.loads((c["home"] / "stack.json").read_text())
+        assert c["status"]["bootstrap_servers"] == ",".join(f"127.0.0.1:{rec[f'proxy-{n}_port']}" for n in (1, 2, 3))
         d = run_exp(c, tmp_path, "eos-dedupe", "--messages", "100",
                     "--fault", "broker-kill:count=1,every=1,down=2")
         assert (d["counts"]["duplicates"], d["counts"]["lost"]) == (0, 0)
         assert [f for f in d["faults"] if f["fault"] == "broker-kill"], "no broker was killed"
         for n in (1, 2, 3):
             props = parse_properties(LocalKafka(c["home"], n).props.read_text())
-            assert props["listeners"].startswith("SASL_PLAINTEXT://") and \
-                props["allow.everyone.if.no.acl.found"] == "false", f"node {n}: {props['listeners']}"
+            assert props["listeners"].startswith("SASL_PLAINTEXT://") and "PROXIED:SASL_PLAINTEXT" in \
+                props["listener.security.protocol.map"] and props["allow.everyone.if.no.acl.found"] == "false", \
+                f"node {n}: {props['listeners']}"
 
 
 def test_a_custom_consumer_gets_the_clusters_login_in_its_environment(scram_stack, tmp_path):

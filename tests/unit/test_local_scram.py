@@ -46,6 +46,21 @@ def test_the_controller_listener_takes_a_plain_login_of_the_controller_user_only
     assert kafka_client.load_file(secret)["password"] == pw, "the password changed across a restart"
 
 
+def test_the_proxied_listener_of_a_scram_node_takes_the_same_login(tmp_path):
+    k = LocalKafka(tmp_path, 1)
+    k.write_config(19092, 19093, "scram", voters="1@127.0.0.1:19093", proxied=(19094, 29094))
+    props = kafka_client.parse_properties(k.props.read_text())
+    assert props["listeners"] == ("SASL_PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093,"
+                                  "PROXIED://127.0.0.1:19094")
+    assert props["advertised.listeners"] == "SASL_PLAINTEXT://127.0.0.1:19092,PROXIED://127.0.0.1:29094"
+    assert props["listener.security.protocol.map"].endswith(",PROXIED:SASL_PLAINTEXT")
+    assert props["listener.name.proxied.scram-sha-512.sasl.jaas.config"] == \
+        props["listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config"]
+    k.write_config(19092, 19093, voters="1@127.0.0.1:19093", proxied=(19094, 29094))
+    assert kafka_client.parse_properties(k.props.read_text())["listener.security.protocol.map"] == \
+        "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,PROXIED:PLAINTEXT"
+
+
 def test_requests_go_through_the_standard_authorizer_with_only_our_own_users_super(tmp_path):
     k = LocalKafka(tmp_path)
     k.write_config(1, 2, "scram")
