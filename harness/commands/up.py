@@ -7,6 +7,11 @@ from ..errors import HarnessError
 from .stack_options import kafka_version_option, say, stack_options
 
 
+# What a plaintext local stack gives up, said at each `up` (issue 53: another local user wrote into a run's topic).
+NO_AUTH = ("Kafka has no authentication (--auth none): any local user can read and write every topic and change "
+           "the cluster's settings; `harness down --purge` then `harness up --auth scram` closes that")
+
+
 @click.command()
 @click.option("--brokers", type=int, default=None, metavar="N",
               help="Kafka nodes: 1, or 3 for a KRaft cluster (replication factor 3, min.insync.replicas 2) "
@@ -14,8 +19,10 @@ from .stack_options import kafka_version_option, say, stack_options
 @click.option("--auth", type=click.Choice(["none", "scram"]), default=None,
               help="Local stack: how Kafka clients authenticate. scram: the only client listener is "
                    "SASL_PLAINTEXT with SCRAM-SHA-512, the user and password are in $HARNESS_HOME/"
-                   "client.properties (0600), and the harness's own runs use that file; one broker only "
-                   "(not with --brokers 3). [default: what the stack was set up with, else none]")
+                   "client.properties (0600), and the harness's own runs use that file; the controller "
+                   "listener takes a SASL/PLAIN login and an authorizer allows only the harness's user. "
+                   "none: any local user may read and write every topic and change the cluster's settings. "
+                   "[default: what the stack was set up with, else none]")
 @click.option("--build-images", is_flag=True,
               help="Compose stack: build the Kafka and PostgreSQL images here from Debian's packages and Kafka's "
                    "jars (scripts/build-images.sh) instead of the official images. Without it they are built only "
@@ -54,11 +61,9 @@ def up(brokers, auth, build_images, node_networks, proxies, stack_kind, bootstra
       harness up --stack compose    # Docker Compose (an engine: bash scripts/docker-engine.sh start)
       harness up --stack compose --brokers 3 --proxies   # then: --fault latency
     """
-    from ..stack.local_services import check_auth_size
     from ..stack.resolve import get_stack
     if auth and (bootstrap_servers or postgres_dsn or stack_kind != "local"):
         raise HarnessError("--auth sets up the local stack; an existing cluster takes --kafka-config instead")
-    check_auth_size(auth, brokers)
     if build_images and stack_kind != "compose":
         raise HarnessError("--build-images builds the compose stack's images; add --stack compose")
     if node_networks is not None and (bootstrap_servers or postgres_dsn or stack_kind != "local"):
@@ -82,4 +87,6 @@ def up(brokers, auth, build_images, node_networks, proxies, stack_kind, bootstra
         props = client_properties_file()
         if props:
             say(f"Kafka client settings (0600): {props}")
+        else:
+            say(NO_AUTH)
         say("kept running until `harness down`")

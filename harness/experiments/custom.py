@@ -25,6 +25,7 @@ group's stall after it.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
@@ -73,6 +74,10 @@ def consumer_rule(params, exp) -> None:
 # The environment contract: name -> what it holds. Other tools script against these names.
 ENV = {
     "HARNESS_BOOTSTRAP_SERVERS": "Kafka bootstrap servers",
+    "HARNESS_KAFKA_CONFIG": "the Kafka client settings the cluster needs (security.protocol, sasl.*, ssl.*) as a JSON "
+                            "object in librdkafka's names; {} for a plaintext cluster (environment only: secrets)",
+    "HARNESS_KAFKA_JAVA_CONFIG": "the same in the Java client's names, as java.util.Properties text (empty when "
+                                 "there are none, or when one has no Java equivalent)",
     "HARNESS_INPUT_TOPIC": "the run's input topic: key = payment id, value = JSON with id and amount",
     "HARNESS_GROUP_ID": "the consumer group whose committed offsets mark progress (and the end of the run)",
     "HARNESS_PARTITIONS": "comma-separated input partitions of this worker slot (for consumers that assign)",
@@ -87,6 +92,18 @@ ENV = {
     "HARNESS_LEDGER_TABLE": "schema-qualified ledger table: write one (message_id text, amount bigint) row per effect",
     "HARNESS_OUTPUT_TOPIC": "an output topic, created, for consumers that produce (key = id, value as the input)",
 }
+
+
+def kafka_settings_env(bootstrap: str) -> dict:
+    """HARNESS_KAFKA_CONFIG and HARNESS_KAFKA_JAVA_CONFIG for the cluster at `bootstrap`: the settings every
+    client of the harness uses (kafka_client), so that a consumer logs in as they do."""
+    from .. import kafka_client, kafka_java
+    settings = kafka_client.settings_for(bootstrap)
+    try:
+        java = kafka_java.properties_text(kafka_java.java_properties(settings, "a Java consumer"))
+    except HarnessError:
+        java = ""
+    return {"HARNESS_KAFKA_CONFIG": json.dumps(settings), "HARNESS_KAFKA_JAVA_CONFIG": java}
 
 
 def libpq_uri(dsn: str, require_scram: bool = True) -> str:
@@ -148,6 +165,7 @@ class CustomWorkers:
         ends = ends_of(run.positions)
         base = {**os.environ,
                 "HARNESS_BOOTSTRAP_SERVERS": run.stack.bootstrap_servers,
+                **kafka_settings_env(run.stack.bootstrap_servers),
                 "HARNESS_INPUT_TOPIC": names.input_topic,
                 "HARNESS_GROUP_ID": names.group,
                 "HARNESS_POSTGRES_DSN": libpq_uri(run.worker_dsn),

@@ -77,7 +77,7 @@ class LocalBrokers(ProxiedNodes):
     def start(self, node: int) -> str:
         """Start a killed node again, recorded like its first start; its new pid."""
         from .local_kafka import voters
-        from .local_record import kafka_release, proxied as recorded_proxies
+        from .local_record import kafka_release, proxied as recorded_proxies, recorded_auth
         from .maven import resolve_kafka
         k = self.by_id[node]
         if k.running():
@@ -97,7 +97,7 @@ class LocalBrokers(ProxiedNodes):
                                    f"recorded in {self.state}")
         release = k.release() or kafka_release(self.state)       # the release its own data was formatted by
         pid = k.start(resolve_kafka(lambda _m: None, release), port, ctrl[node - 1], owner, voters=voters(ctrl, hosts),
-                      cluster_id=k.cluster_id(), proxied=proxied)
+                      cluster_id=k.cluster_id(), proxied=proxied, auth=recorded_auth(self.state))
         self._started[node] = k.proc        # ours to reap, and to read its exit status from
         return f"pid {pid}"
 

@@ -21,7 +21,7 @@ folder's topics have one replica, and three nodes need one cluster id).
 `stack.json` also remembers the Kafka auth the stack was formatted with
 (`harness up --auth scram`); later commands start and use it the same way,
 with the client settings of `client_properties_file()`. SCRAM is offered for
-the one-node stack only: `--auth scram` with `--brokers 3` is refused.
+the one-node stack and the three-node cluster alike (not behind --proxies).
 
 This module holds the commands; `stack.json` is read and written by
 local_record.py, and the services are started and stopped by
@@ -41,7 +41,7 @@ from .claim import Claim
 from .local_kafka import every_node, nodes as kafka_nodes
 from .local_postgres import DATABASE, USER, LocalPostgres
 from .local_record import bootstrap_of, kafka_release, known_ports, port_names, proxied, read_record, record_damage, record_path, recorded_auth, size
-from .local_services import check_auth_size, check_size, key_of, mark_of, node_release, services, stack_from, start_with_free_ports, stop_all
+from .local_services import check_size, key_of, mark_of, node_release, services, stack_from, start_with_free_ports, stop_all
 from .stack import Stack
 # Re-exported for cli.py only (its home is local_record.py).
 
@@ -156,7 +156,6 @@ def up(log=print, hold: bool = False, command: str = "", brokers: int | None = N
     if rec.get("kind") not in (None, "local"):
         raise HarnessError(f"{state} holds a {rec.get('kind')} stack; run `harness down` first")
 
-    check_auth_size(auth, brokers)
     # Ctrl-C, SIGTERM or SIGHUP: what was started is stopped, unless the hold is written (see interrupts).
     with leases.locked(state, log=log), interrupts.handled():
         n = check_size(state, brokers)
@@ -190,10 +189,11 @@ def purged_paths(state: Path) -> list[Path]:
     """What `down --purge` deletes in a state folder (and what `up` must find absent in a folder it
     marks for the first time, so that purge never deletes what the harness did not make)."""
     from .shellenv import PGPASS_NAME       # the copy of the password `harness env` keeps
+    from .kafka_auth import CONTROLLER_FILE
     kafka, pg = every_node(state), LocalPostgres(state)
     proxy = toxiproxy.LocalToxiproxy(state)         # its files only: a folder of that name may predate us
     return [*(k.home for k in kafka), pg.home, *proxy.files(), pg.password_file, pg.admin_password_file,
-            pg.audit_password_file, kafka[0].client_file, state / PGPASS_NAME, record_path(state)]
+            pg.audit_password_file, kafka[0].client_file, state / CONTROLLER_FILE, state / PGPASS_NAME, record_path(state)]
 
 
 def down(purge: bool = False, log=print) -> list[str]:

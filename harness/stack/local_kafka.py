@@ -26,16 +26,20 @@ so acks=all survives one dead or paused node.
 With `auth="scram"` (harness up --auth scram) the only listener clients use is
 SASL_PLAINTEXT with SCRAM-SHA-512; the broker talks to itself through it too
 (transaction markers), as the user `harness`, created in the metadata at
-format time (`--add-scram`; KRaft has no ZooKeeper to hold it). The password
-is random and lives in `<state>/client.properties` (0600), the file clients
-read, and in server.properties (0600); the format command takes it from a
-0600 argument file (`java @file`), so it is never on a command line. SCRAM is
-offered for the single node only (`harness up` refuses `--auth scram` with
-`--brokers 3`).
+format time (`--add-scram`; KRaft has no ZooKeeper to hold it). The controller
+listener takes SASL/PLAIN logins of the user `controller` only (kafka_auth.py
+says why not SCRAM). The passwords are random and live in
+`<state>/client.properties` and `<state>/kafka-controller.properties` (0600),
+and in server.properties (0600); the format command takes the SCRAM one from a
+0600 argument file (`java @file`), so no password is ever on a command line.
+A cluster of three has the same listeners on every node, with the same
+users and passwords (the files are the state folder's, not a node's).
+
+A node's folder (data, logs, its settings) is its owner's only: folders 0700,
+files 0600, whatever the auth (`make_private`, `safefile.PRIVATE_UMASK`).
 """
 
 import os
-import secrets
 import signal
 import subprocess
 import uuid
@@ -43,13 +47,12 @@ from pathlib import Path
 
 from .. import safefile
 from ..errors import HarnessError
-from . import netns, pidrecord
+from . import kafka_auth, netns, pidrecord
+from .kafka_auth import SCRAM_MECHANISM, SCRAM_USER, client_properties, write_private as _write_private
 
 LOOPBACK = "127.0.0.1"
 
 AUTHS = ("none", "scram")
-SCRAM_MECHANISM = "SCRAM-SHA-512"
-SCRAM_USER = "harness"
 CLIENT_PROPERTIES = "client.properties"
 RELEASE_FILE = "kafka_version"        # beside a node's data: the release that formatted it (--kafka-version)
 
@@ -197,14 +200,19 @@ class LocalKafka(pidrecord.RecordedService):
             "controller.quorum.voters": voters or f"{self.node_id}@{host}:{controller_port}",
             "log.dirs": str(self.data),
         })
-        if proxied is not None:
+        if auth == "scram":
+            settings.update(kafka_auth.scram_settings(port, controller_port, self.scram_password(),
+                                                      kafka_auth.controller_password(self.home.parent), host))
+        if proxied is not None:         # the same protocol and login as the node's own client listener
+            protocol = "SASL_PLAINTEXT" if auth == "scram" else "PLAINTEXT"
             settings.update({
                 "listeners": f"{settings['listeners']},PROXIED://{host}:{proxied[0]}",
                 "advertised.listeners": f"{settings['advertised.listeners']},PROXIED://{LOOPBACK}:{proxied[1]}",
-                "listener.security.protocol.map": f"{settings['listener.security.protocol.map']},PROXIED:PLAINTEXT",
+                "listener.security.protocol.map": f"{settings['listener.security.protocol.map']},PROXIED:{protocol}",
             })
-        if auth == "scram":
-            settings.update(scram_settings(port, controller_port, self.scram_password(), host))
+            if auth == "scram":
+                jaas = f"listener.name.sasl_plaintext.{SCRAM_MECHANISM.lower()}.sasl.jaas.config"
+                settings[jaas.replace(".sasl_plaintext.", ".proxied.", 1)] = settings[jaas]
         _write_private(self.props, "".join(f"{k}={v}\n" for k, v in settings.items()))
         safefile.write_text(self.home / "log4j2.properties", LOG4J2, safefile.PRIVATE)
 
@@ -228,8 +236,8 @@ class LocalKafka(pidrecord.RecordedService):
         if self.client_file.exists():
             pw = load_file(self.client_file).get("sasl.password")
             if pw:
-                return pw
-        pw = secrets.token_urlsafe(18)
+                return kafka_auth.checked(pw, self.client_file)
+        pw = kafka_auth.new_password()
         _write_private(self.client_file, client_properties(pw))
         return pw
 
@@ -293,7 +301,7 @@ class LocalKafka(pidrecord.RecordedService):
         """Start the node (formatting its storage first if new) and write its pid record at once.
 
         A broker fault's restart comes through here too, so a restarted node is recorded like the first start."""
-        safefile.make_folder(self.logs, safefile.PRIVATE_FOLDER)
+        self.make_private()
         self.write_config(port, controller_port, auth, voters=voters, proxied=proxied)
         self.format(lib, auth, cluster_id=cluster_id, release=release)
         out_fd = os.open(self.home / "stdout.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, safefile.PRIVATE)
@@ -311,6 +319,14 @@ class LocalKafka(pidrecord.RecordedService):
             raise HarnessError(f"{self.name} exited at once", self.log_tail())
         pidrecord.write(self.pidfile, rec)
         return proc.pid
+
+    def make_private(self) -> None:
+        """The node's folder, its data and its logs: 0700, so no other local user reads a record, an offset or
+        a log line (its files are made under safefile.PRIVATE_UMASK). A folder of an older harness is narrowed too."""
+        for d in (self.home, self.data, self.logs):
+            safefile.make_folder(d, safefile.PRIVATE_FOLDER)
+            if not d.is_symlink():
+                os.chmod(d, safefile.PRIVATE_FOLDER)
 
     def stop(self) -> tuple[bool, str | None]:
         # A node a broker-pause left stopped (the harness died mid-fault) must run again to act on TERM.
@@ -348,36 +364,6 @@ def every_node(state: Path) -> list[LocalKafka]:
         if d.is_dir() and d.name[6:].isdigit():
             found.append(LocalKafka(state, int(d.name[6:])))
     return found
-
-
-def scram_settings(port: int, controller_port: int, password: str, host: str = LOOPBACK) -> dict:
-    """Broker settings for one SASL_PLAINTEXT SCRAM-SHA-512 listener (clients and inter-broker traffic)."""
-    jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{SCRAM_USER}" '
-            f'password="{password}";')
-    return {
-        "listeners": f"SASL_PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
-        "advertised.listeners": f"SASL_PLAINTEXT://{host}:{port}",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
-        "inter.broker.listener.name": "SASL_PLAINTEXT",
-        "sasl.enabled.mechanisms": SCRAM_MECHANISM,
-        "sasl.mechanism.inter.broker.protocol": SCRAM_MECHANISM,
-        f"listener.name.sasl_plaintext.{SCRAM_MECHANISM.lower()}.sasl.jaas.config": jaas,
-    }
-
-
-def client_properties(password: str) -> str:
-    """client.properties of a SCRAM stack, in librdkafka's names (kcat -F reads it too)."""
-    return ("# Kafka client settings of this harness stack (harness up --auth scram); librdkafka names.\n"
-            "security.protocol=SASL_PLAINTEXT\n"
-            f"sasl.mechanism={SCRAM_MECHANISM}\n"
-            f"sasl.username={SCRAM_USER}\n"
-            f"sasl.password={password}\n")
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write `text` to `path`, readable by its owner only from the first byte on."""
-    safefile.make_folder(path.parent, safefile.PRIVATE_FOLDER)
-    safefile.write_text(path, text, safefile.PRIVATE)
 
 
 def _argfile_quote(arg: str) -> str:

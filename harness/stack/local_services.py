@@ -30,6 +30,9 @@ def stack_from(port: dict, kafka: list, pg: LocalPostgres, auth: str = "none", p
     """The Stack these services make on these ports (what `up` returns and `status` shows)."""
     bootstrap = bootstrap_of(port, len(kafka), [k.host() for k in kafka], proxies)
     own = kafka[0].client_settings() if auth == "scram" else {}
+    settings = kafka_client.resolve(bootstrap, own)
+    if proxies:     # a broker fault asks the nodes themselves whether one is back (brokers.LocalBrokers.answers)
+        kafka_client.use(bootstrap_of(port, len(kafka), [k.host() for k in kafka]), settings)
     return Stack(kind="local", bootstrap_servers=bootstrap,
                  postgres_dsn=pg.dsn(port["postgres"]) if "postgres" in port else "",
                  audit_dsn=pg.audit_dsn(port["postgres"]) if "postgres" in port else "",
@@ -38,7 +41,7 @@ def stack_from(port: dict, kafka: list, pg: LocalPostgres, auth: str = "none", p
                  else "",
                  owned=True, kafka_version=release, brokers=len(kafka),
                  pids={**{k.key: k.pid() for k in kafka}, "postgres": pg.pid()},
-                 kafka_config=kafka_client.resolve(bootstrap, own))
+                 kafka_config=settings)
 
 
 def node_release(kafka: list) -> str | None:
@@ -91,20 +94,10 @@ def _choose_proxies(state: Path, rec: dict, nodes_run: bool, asked: bool | None,
     if want and brokers == 1:
         raise HarnessError("--proxies runs on the 3-broker cluster (the latency fault needs it): "
                            "`harness up --brokers 3 --proxies`")
-    if want and auth != "none":
-        raise HarnessError("--proxies is offered for the plaintext cluster only")
     if want and not nodes_run and toxiproxy.find_binary() is None:
         raise HarnessError(f"--proxies: {toxiproxy.BINARY} not found (on PATH or in Go's bin folder); "
                            f"`bash .ci/install-toxiproxy.sh` builds it with go install")
     return want
-
-
-def check_auth_size(auth: str | None, brokers: int | None) -> None:
-    """SCRAM is set up for the one-node stack only (one SASL listener, one formatted metadata log):
-    refuse it with a cluster rather than start three nodes that were never tested that way."""
-    if auth == "scram" and brokers is not None and brokers > 1:
-        raise HarnessError(f"--auth scram runs on the one-broker stack only; --brokers {brokers} is plaintext "
-                           f"(give one of them)")
 
 
 # A port is chosen free, then bound by the service a second later: another stack starting at the same
@@ -194,7 +187,6 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
     rec["brokers"] = brokers
     nodes_run = any(k.running() for k in kafka)
     auth = _choose_auth(state, kafka, nodes_run, auth)
-    check_auth_size(auth, brokers)
     release = kafka_versions.chosen(node_release(kafka) or rec.get("kafka_version"),
                                     nodes_run or any(k.formatted() for k in kafka), str(state))
     rec["kafka_version"] = release
@@ -287,7 +279,7 @@ def _start_missing(state: Path, owner: str, log, brokers: int = 1,
                         f"{k.host()}:{port[k.key]} ...")
                     started.append(k.key)
                     with interrupts.step():
-                        k.start(lib, port[k.key], port[f"controller-{k.node_id}"], owner, voters=quorum,
+                        k.start(lib, port[k.key], port[f"controller-{k.node_id}"], owner, auth=auth, voters=quorum,
                                 cluster_id=cluster_id, proxied=proxied_ports(port, k.node_id) if proxies else None,
                                 release=release)
         stack = stack_from(port, kafka, pg, auth, proxies, release)

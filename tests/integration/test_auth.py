@@ -47,6 +47,8 @@ def test_up_writes_a_private_client_properties_and_status_names_the_auth(scram_s
     assert scram_stack["kafka_config"]["sasl.password"] == "***"
     text = harness("status", env=scram_stack["env"]).stdout
     assert "kafka auth:        SASL_PLAINTEXT SCRAM-SHA-512 as harness" in text
+    from harness.commands.up import NO_AUTH
+    assert NO_AUTH not in scram_stack["up"].stdout + scram_stack["up"].stderr
     pw = scram_stack["password"]
     assert pw not in text + scram_stack["up"].stdout + scram_stack["up"].stderr
     assert pw not in json.dumps({k: v for k, v in scram_stack.items() if k in ("kafka_config", "notes")})
@@ -102,3 +104,134 @@ def test_local_runs_on_the_scram_stack_use_its_file_by_themselves(scram_stack, t
                    env=scram_stack["env"], timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads((out / "report.json").read_text())["stack"]["kind"] == "local"
+
+
+def _config_command(stack, folder, settings: dict, *args):
+    """Kafka's own kafka-configs (ConfigCommand) against the controller listener (`--bootstrap-controller`),
+    with `settings` in a 0600 --command-config file: the cluster-wide broker defaults."""
+    import os
+    import subprocess
+    from harness.stack import maven
+    lib = maven.resolved_tools()
+    assert lib is not None, "`harness up` resolves Kafka's command-line tools"
+    f = folder / "admin.properties"
+    fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(fd, "w") as out:
+        out.write("".join(f"{k}={v}\n" for k, v in settings.items()))
+    controller = json.loads((stack["home"] / "stack.json").read_text())["controller_port"]
+    return subprocess.run(["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", f"{lib}/*",
+                           "org.apache.kafka.tools.ConfigCommand", "--bootstrap-controller", f"127.0.0.1:{controller}",
+                           "--command-config", str(f), "--entity-type", "brokers", "--entity-default", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_controller_listener_refuses_a_client_without_the_controller_password(scram_stack, tmp_path):
+    """Case 8 of issue 53: anyone on the machine could change a cluster-wide broker setting through the
+    controller listener with `bootstrap.controllers`; now it takes the controller user's PLAIN login."""
+    quick = {"request.timeout.ms": "10000", "default.api.timeout.ms": "15000"}
+    anon = _config_command(scram_stack, tmp_path, quick, "--alter", "--add-config", "log.cleaner.threads=3")
+    assert anon.returncode != 0, anon.stdout + anon.stderr
+    pw = [line.split("=", 1)[1] for line in (scram_stack["home"] / "kafka-controller.properties").read_text()
+          .splitlines() if line.startswith("password=")][0]
+    assert stat.S_IMODE((scram_stack["home"] / "kafka-controller.properties").stat().st_mode) == 0o600
+    login = {**quick, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+             "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                                 f'username="controller" password="{pw}";'}
+    described = _config_command(scram_stack, tmp_path, login, "--describe")
+    assert described.returncode == 0, described.stdout + described.stderr
+    assert "log.cleaner.threads=3" not in described.stdout, "the unauthenticated change went through"
+    # The same tool with the controller's login changes it: the refusal above is the listener's.
+    changed = _config_command(scram_stack, tmp_path, login, "--alter", "--add-config", "log.cleaner.threads=2")
+    assert changed.returncode == 0, changed.stdout + changed.stderr
+    assert "log.cleaner.threads=2" in _config_command(scram_stack, tmp_path, login, "--describe").stdout
+    _config_command(scram_stack, tmp_path, login, "--alter", "--delete-config", "log.cleaner.threads")
+
+
+def _stranger_produces(bootstrap: str, login: dict, topic: str):
+    """One record from a producer logged in with `login`: its delivery error, or None when it was written."""
+    from confluent_kafka import Producer
+    got = []
+    p = Producer({"bootstrap.servers": bootstrap, **login, "message.timeout.ms": 20000, "acks": "all",
+                  "enable.idempotence": False})
+    p.produce(topic, b"from a stranger", on_delivery=lambda err, msg: got.append(err))
+    p.flush(60)
+    assert got, "no delivery report within 60 s"
+    return got[0]
+
+
+def test_the_authorizer_lets_a_user_without_an_acl_write_nothing(scram_stack):
+    """Issue 53 item 1, Kafka half: a SCRAM user that is not the harness's own (a super user) may write into a
+    topic only once an ACL grants it; before, any user who could log in could write into any run's topics."""
+    import secrets
+    import time
+    import uuid
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
+                                       NewTopic, ResourcePatternType, ResourceType, ScramCredentialInfo,
+                                       ScramMechanism, UserScramCredentialDeletion, UserScramCredentialUpsertion)
+    from harness.kafka_client import load_file
+    bootstrap = scram_stack["bootstrap_servers"]
+    admin = AdminClient({"bootstrap.servers": bootstrap, **load_file(scram_stack["props"])})
+    topic, user, pw = f"authz-{uuid.uuid4().hex[:8]}", f"stranger-{uuid.uuid4().hex[:8]}", secrets.token_urlsafe(18)
+    login = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": user,
+             "sasl.password": pw}
+    grant = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, f"User:{user}", "*",
+                       AclOperation.WRITE, AclPermissionType.ALLOW)
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(60)
+    admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+        user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), pw.encode())])[user].result(60)
+    try:
+        deadline = time.monotonic() + 60        # the new credentials reach the broker's cache a moment later
+        while (err := _stranger_produces(bootstrap, login, topic)) is not None and \
+                err.code() != KafkaError.TOPIC_AUTHORIZATION_FAILED and time.monotonic() < deadline:
+            time.sleep(1)
+        assert err is not None and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, err
+        admin.create_acls([grant])[grant].result(60)
+        deadline = time.monotonic() + 60        # and so does the ACL
+        while (err := _stranger_produces(bootstrap, login, topic)) is not None and time.monotonic() < deadline:
+            time.sleep(1)
+        assert err is None, f"the ACL did not let the user write: {err}"
+    finally:
+        admin.delete_acls([AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, f"User:{user}", None,
+                                            AclOperation.ANY, AclPermissionType.ANY)])
+        admin.alter_user_scram_credentials([UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_512)])
+        admin.delete_topics([topic])
+
+
+def test_a_three_node_scram_cluster_runs_through_a_broker_kill(tmp_path):
+    """`--auth scram` was refused with `--brokers 3` and with `--proxies`. Now every node has the SASL listeners
+    (the one its Toxiproxy proxy forwards to as well) and the authorizer, and a node a broker-kill fault restarts
+    comes back with them (a plaintext restart would never rejoin)."""
+    from harness.kafka_client import parse_properties
+    from harness.stack.local_kafka import LocalKafka
+    from tests.integration.test_cluster import local_cluster, run_exp
+    with local_cluster("harness-scram-cluster-", "--auth", "scram", "--proxies") as c:
+        assert c["status"]["kafka_auth"] == "SASL_PLAINTEXT SCRAM-SHA-512 as harness"
+        rec = json.loads((c["home"] / "stack.json").read_text())
+        assert c["status"]["bootstrap_servers"] == ",".join(f"127.0.0.1:{rec[f'proxy-{n}_port']}" for n in (1, 2, 3))
+        d = run_exp(c, tmp_path, "eos-dedupe", "--messages", "100",
+                    "--fault", "broker-kill:count=1,every=1,down=2")
+        assert (d["counts"]["duplicates"], d["counts"]["lost"]) == (0, 0)
+        assert [f for f in d["faults"] if f["fault"] == "broker-kill"], "no broker was killed"
+        for n in (1, 2, 3):
+            props = parse_properties(LocalKafka(c["home"], n).props.read_text())
+            assert props["listeners"].startswith("SASL_PLAINTEXT://") and "PROXIED:SASL_PLAINTEXT" in \
+                props["listener.security.protocol.map"] and props["allow.everyone.if.no.acl.found"] == "false", \
+                f"node {n}: {props['listeners']}"
+
+
+def test_a_custom_consumer_gets_the_clusters_login_in_its_environment(scram_stack, tmp_path):
+    """A --worker-cmd consumer had only HARNESS_BOOTSTRAP_SERVERS: on a cluster that wants a login it could not
+    connect and the run ran out its time. HARNESS_KAFKA_CONFIG now holds the settings (the example reads it);
+    the password stays out of the report and of every command line."""
+    import sys
+    from tests.conftest import ROOT
+    out = tmp_path / "run"
+    cmd = f"{sys.executable} {ROOT / 'examples' / 'consumers' / 'python' / 'correct.py'}"
+    proc = harness("run", "custom", "--worker-cmd", cmd, "--messages", "30", "--time-limit", "180", "--quiet",
+                   "--out", str(out), env=scram_stack["env"], timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert json.loads((out / "report.json").read_text())["verdict"] == "as-predicted"
+    for f in out.rglob("*"):
+        if f.is_file():
+            assert scram_stack["password"] not in f.read_text(errors="replace"), f"the SCRAM password is in {f}"

@@ -85,9 +85,42 @@ def test_status_json_and_second_up_reuses(stack):
     assert st["healthy"] is True and st["kafka_version"] and st["postgres_version"]
     assert "***" in st["postgres_dsn"] and stack["dsn"].split(":")[2].split("@")[0] not in st["postgres_dsn"]
     again = harness("up", env=env, check=True)
+    from harness.commands.up import NO_AUTH
+    assert NO_AUTH in again.stderr + again.stdout, "a plaintext stack does not say what it gives up"
     assert "reused" in again.stderr + again.stdout or again.returncode == 0
     st2 = json.loads(harness("status", "--json", env=env, check=True).stdout)
     assert st2["pids"] == st["pids"]
+
+
+def _readable_by_others(folder) -> list[str]:
+    import os
+    import stat
+    found = []
+    for root, dirs, files in os.walk(folder):
+        for name in [*dirs, *files]:
+            path = os.path.join(root, name)
+            if stat.S_IMODE(os.lstat(path).st_mode) & 0o007:
+                found.append(f"{oct(stat.S_IMODE(os.lstat(path).st_mode))} {path}")
+    return found
+
+
+def test_nothing_of_kafka_is_open_to_other_local_users(stack):
+    """Issue 53 case 7: Kafka's data files were readable by every local user. After `up` and a topic with a
+    record in it (the produce test may not have run), nothing under the node's folder is open to "others"."""
+    import stat
+    from pathlib import Path
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    home = Path(stack["env"]["HARNESS_HOME"]) / "kafka"
+    topic = f"private-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": stack["bootstrap_servers"]})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    p = Producer({"bootstrap.servers": stack["bootstrap_servers"]})
+    p.produce(topic, b"not for other users")
+    assert p.flush(60) == 0
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    assert any(d.name.startswith(topic) for d in (home / "data").iterdir()), "the topic's folder is not there"
+    assert not _readable_by_others(home), _readable_by_others(home)
 
 
 def test_down_leaves_no_process():

@@ -259,3 +259,22 @@ def test_the_environment_contract_is_what_the_launcher_sets_and_the_readme_lists
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme.split("### Test your own consumer", 1)[1].split("\n### ", 1)[0]
     assert set(re.findall(r"^\| `(HARNESS_[A-Z_]+)` \|", section, re.M)) == set(ENV)
+
+
+def test_a_custom_consumer_gets_the_clusters_settings_in_both_clients_names(monkeypatch):
+    import json
+    from harness import kafka_client
+    from harness.experiments.custom import kafka_settings_env
+    monkeypatch.setattr(kafka_client, "_bound", {})
+    monkeypatch.setenv(kafka_client.ENV, "{}")        # restored afterwards, whatever `use` writes
+    assert kafka_settings_env("127.0.0.1:1") == {"HARNESS_KAFKA_CONFIG": "{}", "HARNESS_KAFKA_JAVA_CONFIG": ""}
+    login = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "harness",
+             "sasl.password": 'p"w=1'}
+    kafka_client.use("127.0.0.1:2", login)
+    env = kafka_settings_env("127.0.0.1:2")
+    assert json.loads(env["HARNESS_KAFKA_CONFIG"]) == login
+    java = env["HARNESS_KAFKA_JAVA_CONFIG"]
+    assert "security.protocol=SASL_PLAINTEXT\n" in java and "sasl.mechanism=SCRAM-SHA-512\n" in java
+    assert 'ScramLoginModule required username\\="harness" password\\="p\\\\"w\\=1";' in java
+    kafka_client.use("127.0.0.1:3", {"enable.ssl.certificate.verification": "false"})
+    assert kafka_settings_env("127.0.0.1:3")["HARNESS_KAFKA_JAVA_CONFIG"] == "", "no Java equivalent: left out"

@@ -27,6 +27,59 @@ def test_scram_config_has_one_sasl_listener_and_private_files(tmp_path):
     assert _mode(k.props) == 0o600 and _mode(k.client_file) == 0o600
 
 
+def test_the_controller_listener_takes_a_plain_login_of_the_controller_user_only(tmp_path):
+    k = LocalKafka(tmp_path)
+    k.write_config(19092, 19093, "scram")
+    props = kafka_client.parse_properties(k.props.read_text())
+    assert props["listener.security.protocol.map"] == "CONTROLLER:SASL_PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
+    assert props["listener.name.controller.sasl.enabled.mechanisms"] == "PLAIN"
+    assert props["sasl.mechanism.controller.protocol"] == "PLAIN"
+    secret = tmp_path / "kafka-controller.properties"
+    pw = kafka_client.load_file(secret)["password"]
+    assert _mode(secret) == 0o600 and len(pw) >= 20 and pw != k.client_settings()["sasl.password"]
+    jaas = props["listener.name.controller.plain.sasl.jaas.config"]
+    assert jaas.startswith("org.apache.kafka.common.security.plain.PlainLoginModule required")
+    # The one user the listener lets in, and the login this node uses towards the controllers.
+    assert f'username="controller" password="{pw}" user_controller="{pw}";' in jaas
+    assert jaas.count("user_") == 1
+    k.write_config(1, 2, "scram")
+    assert kafka_client.load_file(secret)["password"] == pw, "the password changed across a restart"
+
+
+def test_the_proxied_listener_of_a_scram_node_takes_the_same_login(tmp_path):
+    k = LocalKafka(tmp_path, 1)
+    k.write_config(19092, 19093, "scram", voters="1@127.0.0.1:19093", proxied=(19094, 29094))
+    props = kafka_client.parse_properties(k.props.read_text())
+    assert props["listeners"] == ("SASL_PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093,"
+                                  "PROXIED://127.0.0.1:19094")
+    assert props["advertised.listeners"] == "SASL_PLAINTEXT://127.0.0.1:19092,PROXIED://127.0.0.1:29094"
+    assert props["listener.security.protocol.map"].endswith(",PROXIED:SASL_PLAINTEXT")
+    assert props["listener.name.proxied.scram-sha-512.sasl.jaas.config"] == \
+        props["listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config"]
+    k.write_config(19092, 19093, voters="1@127.0.0.1:19093", proxied=(19094, 29094))
+    assert kafka_client.parse_properties(k.props.read_text())["listener.security.protocol.map"] == \
+        "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,PROXIED:PLAINTEXT"
+
+
+def test_requests_go_through_the_standard_authorizer_with_only_our_own_users_super(tmp_path):
+    k = LocalKafka(tmp_path)
+    k.write_config(1, 2, "scram")
+    props = kafka_client.parse_properties(k.props.read_text())
+    assert props["authorizer.class.name"] == "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    assert props["super.users"] == "User:harness;User:controller"
+    assert props["allow.everyone.if.no.acl.found"] == "false"
+    k.write_config(1, 2)
+    assert "authorizer" not in k.props.read_text(), "the plaintext stack has no principal to authorize"
+
+
+def test_a_password_the_harness_did_not_write_is_refused(tmp_path):
+    import pytest
+    from harness.errors import HarnessError
+    (tmp_path / "kafka-controller.properties").write_text('password=x" user_evil="x\n')
+    with pytest.raises(HarnessError, match="did not write"):
+        LocalKafka(tmp_path).write_config(1, 2, "scram")
+
+
 def test_the_password_is_kept_across_restarts(tmp_path):
     k = LocalKafka(tmp_path)
     k.write_config(1, 2, "scram")
@@ -63,21 +116,16 @@ def test_argfile_quoting():
         '"SCRAM-SHA-512=[name=harness,password=a\\"b\\\\c]"'
 
 
-def test_scram_with_three_brokers_is_refused_in_one_line_before_anything_starts(tmp_path):
-    # SCRAM is set up for the one-node stack only: three nodes were never started with it.
-    import os
-    import pytest
-    from harness.errors import HarnessError
-    from tests.conftest import harness
-    from tests.unit.test_cli_errors import one_clear_line
-    with pytest.raises(HarnessError, match="--auth scram runs on the one-broker stack only"):
-        local_services.check_auth_size("scram", 3)
-    local_services.check_auth_size("scram", 1)
-    local_services.check_auth_size("scram", None)
-    local_services.check_auth_size(None, 3)
-    env = {"HARNESS_HOME": str(tmp_path / "state"), "HARNESS_CACHE": str(tmp_path / "cache"),
-           "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": ""}
-    proc = harness("up", "--auth", "scram", "--brokers", "3", env=env)
-    assert proc.returncode == 2
-    one_clear_line(proc, "--auth scram runs on the one-broker stack only", "--brokers 3")
-    assert not os.path.exists(env["HARNESS_HOME"]), "a refused up started something"
+def test_every_node_of_a_cluster_gets_the_same_listeners_and_users(tmp_path):
+    from harness.stack.local_kafka import nodes, voters
+    quorum = voters([19193, 19293, 19393])
+    props = []
+    for k, port in zip(nodes(tmp_path, 3), (19192, 19292, 19392)):
+        k.write_config(port, port + 1, "scram", voters=quorum)
+        props.append(kafka_client.parse_properties(k.props.read_text()))
+    for p, port in zip(props, (19192, 19292, 19392)):
+        assert p["listeners"] == f"SASL_PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{port + 1}"
+        assert p["controller.quorum.voters"] == quorum and p["min.insync.replicas"] == "2"
+    for key in ("listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config",
+                "listener.name.controller.plain.sasl.jaas.config", "super.users"):
+        assert len({p[key] for p in props}) == 1, f"the nodes differ in {key}"

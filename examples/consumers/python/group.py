@@ -44,7 +44,8 @@ def main() -> None:
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, stop)
     ledger = env["HARNESS_LEDGER_TABLE"]             # schema.table, a plain SQL name
-    consumer = Consumer({"bootstrap.servers": env["HARNESS_BOOTSTRAP_SERVERS"], "group.id": env["HARNESS_GROUP_ID"],
+    consumer = Consumer({**json.loads(env.get("HARNESS_KAFKA_CONFIG") or "{}"),  # the cluster's login, if any
+                         "bootstrap.servers": env["HARNESS_BOOTSTRAP_SERVERS"], "group.id": env["HARNESS_GROUP_ID"],
                          "client.id": env.get("HARNESS_CLIENT_ID", "group-example"),
                          "group.protocol": "classic", "session.timeout.ms": args.session_timeout_ms,
                          "heartbeat.interval.ms": max(100, args.session_timeout_ms // 3),

@@ -1,5 +1,6 @@
 package example;
 
+import java.io.StringReader;
 import java.net.URI;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
@@ -45,6 +46,8 @@ public final class PaymentsConsumer {
             }
         }
         Properties props = new Properties();
+        // The cluster's login (security.protocol, sasl.jaas.config, ...), if it needs one.
+        props.load(new StringReader(env.getOrDefault("HARNESS_KAFKA_JAVA_CONFIG", "")));
         props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, env.get("HARNESS_BOOTSTRAP_SERVERS"));
         props.put(ConsumerConfig.GROUP_ID_CONFIG, env.get("HARNESS_GROUP_ID"));
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");

@@ -1,0 +1,104 @@
+"""The local Kafka's authentication and authorization settings (`harness up --auth scram`), apart from the
+node's process handling (local_kafka.py) because they are the stack's security promise in one place.
+
+Clients, and the broker talking to itself (transaction markers), use one SASL_PLAINTEXT listener with
+SCRAM-SHA-512 as the user `harness`, whose credentials are written into the metadata at format time.
+
+The KRaft controller listener is authenticated too, but with SASL/PLAIN, not SCRAM: SCRAM credentials
+live in the metadata log that the controllers themselves replicate, so a controller cannot check a
+SCRAM login before it has that log (Kafka's SCRAM docs for KRaft; the controller-listener example in its
+listener docs uses PLAIN with `sasl.mechanism.controller.protocol`). The only PLAIN user is
+`controller`, with a random password kept in `<state>/kafka-controller.properties` (0600) and in the
+nodes' server.properties (0600) as a JAAS setting, never on a command line. Without it nobody reaches the
+controllers: before, any local user could change a cluster-wide setting through `bootstrap.controllers`.
+
+Every request is checked by Kafka's StandardAuthorizer (KRaft's, ACLs kept in the metadata log):
+`harness` and `controller` are super users, and any other principal may do only what an ACL grants it
+(`allow.everyone.if.no.acl.found=false`). Today no other user is made: the harness, its workers and the
+shell of `harness env` all log in as `harness`.
+"""
+
+import re
+import secrets
+from pathlib import Path
+
+from .. import safefile
+from ..errors import HarnessError
+
+SCRAM_MECHANISM = "SCRAM-SHA-512"
+SCRAM_USER = "harness"
+CONTROLLER_MECHANISM = "PLAIN"
+CONTROLLER_USER = "controller"
+CONTROLLER_FILE = "kafka-controller.properties"
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+SUPER_USERS = (SCRAM_USER, CONTROLLER_USER)       # the harness itself, and every node towards the controllers
+# What secrets.token_urlsafe draws: anything else read back from a file is refused, as it could break out
+# of the JAAS string it goes into.
+PASSWORD = re.compile(r"[A-Za-z0-9_-]{16,200}")
+
+
+def new_password() -> str:
+    return secrets.token_urlsafe(18)
+
+
+def checked(password: str, where: Path) -> str:
+    """`password` as read from `where`, if it has the shape the harness writes; else one clear error."""
+    if not PASSWORD.fullmatch(password):
+        raise HarnessError(f"{where} holds a Kafka password the harness did not write (unexpected characters "
+                           f"or length); run `harness down --purge` to start the stack afresh")
+    return password
+
+
+def controller_password(state: Path) -> str:
+    """The controller user's password from `<state>/kafka-controller.properties`, written (0600) if missing."""
+    from ..kafka_client import load_file
+    f = state / CONTROLLER_FILE
+    if f.exists():
+        pw = load_file(f).get("password")
+        if pw:
+            return checked(pw, f)
+    pw = new_password()
+    write_private(f, "# The KRaft controller listener's SASL/PLAIN user of this harness stack.\n"
+                     f"username={CONTROLLER_USER}\npassword={pw}\n")
+    return pw
+
+
+def scram_settings(port: int, controller_port: int, password: str, controller_pw: str, host: str) -> dict:
+    """Broker settings: one SASL_PLAINTEXT SCRAM-SHA-512 listener (clients and inter-broker traffic), the
+    controller listener SASL_PLAINTEXT with PLAIN, and the authorizer."""
+    scram = (f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{SCRAM_USER}" '
+             f'password="{password}";')
+    # The same entry logs this node in to the controllers (username/password) and lets the controller
+    # user in on its own controller listener (user_<name>).
+    plain = (f'org.apache.kafka.common.security.plain.PlainLoginModule required username="{CONTROLLER_USER}" '
+             f'password="{controller_pw}" user_{CONTROLLER_USER}="{controller_pw}";')
+    return {
+        "listeners": f"SASL_PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
+        "advertised.listeners": f"SASL_PLAINTEXT://{host}:{port}",
+        "listener.security.protocol.map": "CONTROLLER:SASL_PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "inter.broker.listener.name": "SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": SCRAM_MECHANISM,
+        "sasl.mechanism.inter.broker.protocol": SCRAM_MECHANISM,
+        f"listener.name.sasl_plaintext.{SCRAM_MECHANISM.lower()}.sasl.jaas.config": scram,
+        "listener.name.controller.sasl.enabled.mechanisms": CONTROLLER_MECHANISM,
+        "sasl.mechanism.controller.protocol": CONTROLLER_MECHANISM,
+        f"listener.name.controller.{CONTROLLER_MECHANISM.lower()}.sasl.jaas.config": plain,
+        "authorizer.class.name": AUTHORIZER,
+        "super.users": ";".join(f"User:{u}" for u in SUPER_USERS),
+        "allow.everyone.if.no.acl.found": "false",
+    }
+
+
+def client_properties(password: str) -> str:
+    """client.properties of a SCRAM stack, in librdkafka's names (kcat -F reads it too)."""
+    return ("# Kafka client settings of this harness stack (harness up --auth scram); librdkafka names.\n"
+            "security.protocol=SASL_PLAINTEXT\n"
+            f"sasl.mechanism={SCRAM_MECHANISM}\n"
+            f"sasl.username={SCRAM_USER}\n"
+            f"sasl.password={password}\n")
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write `text` to `path`, readable by its owner only from the first byte on."""
+    safefile.make_folder(path.parent, safefile.PRIVATE_FOLDER)
+    safefile.write_text(path, text, safefile.PRIVATE)
