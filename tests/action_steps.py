@@ -113,8 +113,8 @@ class Evaluator:
         for part in tok.split("."):
             if not isinstance(value, dict):
                 raise ValueError(f"{tok} is not in the context")
-            value = value.get(part, "")
-        return value
+            value = value.get(part, {})
+        return "" if value == {} else value         # a missing name is empty, as on GitHub
 
 
 def expand(text: str, evaluate: Evaluator) -> str:
