@@ -7,8 +7,9 @@ step's env with its expressions evaluated, GITHUB_OUTPUT and
 GITHUB_STEP_SUMMARY files); the steps that use other actions (setup-python,
 the artifacts) are GitHub's. The stack is the action's `stack: local` on the
 session's running stack (the compose engine is slow to start; its commands are
-the same `harness up`/`down`), and `install: false` uses the interpreter of
-this test (the install step is checked by actionlint and tests/unit/test_action.py).
+the same `harness up`/`down`). The first run installs the harness as the
+action does (a virtual environment, pip from the package registry, about half a
+minute); the second uses `install: false`, the interpreter of this test.
 """
 
 import shlex
@@ -45,9 +46,9 @@ def user_repository(tmp_path, consumer: str):
     return repo, temp, env
 
 
-def run_action(stack, tmp_path, consumer, stand_ins=None):
+def run_action(stack, tmp_path, consumer, install="false", stand_ins=None):
     repo, temp, env = user_repository(tmp_path, consumer)
-    inputs = {"worker-cmd": f"python3 {consumer}", "expect": "exactly-once", "stack": "local", "install": "false",
+    inputs = {"worker-cmd": f"python3 {consumer}", "expect": "exactly-once", "stack": "local", "install": install,
               **SHORT}
     return run_composite(ROOT / "action.yml", inputs, repo, temp, {**env, "HARNESS_HOME": stack["env"]["HARNESS_HOME"]},
                          stand_ins=stand_ins)
@@ -58,8 +59,11 @@ def log(run) -> str:
 
 
 def test_the_action_passes_a_correct_consumer_and_fails_a_wrong_one_naming_its_ids(stack, tmp_path):
-    good = run_action(stack, tmp_path / "correct", "correct.py")
+    good = run_action(stack, tmp_path / "correct", "correct.py", install="true")
     assert not good.failed, log(good)
+    venv = next(tmp_path.glob("correct/runner-temp/harness-venv"))
+    assert good.step("Install the harness").stdout.strip().endswith("harness, version " + version()), log(good)
+    assert (venv / "bin" / "harness").is_file()
     ran = [s.name for s in good.steps if s.outcome == "success"]
     assert ran == ["Install the harness", "Prepare the state and report folders", "Start Kafka and PostgreSQL",
                    "Crash-test the consumer", "Write the job summary", "Judge the runs"], ran
@@ -89,6 +93,11 @@ def test_the_action_passes_a_correct_consumer_and_fails_a_wrong_one_naming_its_i
     # The stack was the session's: reused, not stopped (the action stops only a stack it started).
     assert bad.step("Stop the stack").outcome == "skipped"
     assert processes_of(stack_home_of(stack)), "the session's stack was stopped by the action"
+
+
+def version() -> str:
+    from harness import __version__
+    return __version__
 
 
 def stack_home_of(stack):
