@@ -14,12 +14,14 @@ comment on its line; CONFIRMED is the record of that check.
 """
 
 import re
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.action_steps import Evaluator
+from tests.action_steps import Evaluator, run_composite
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTION = ROOT / "action.yml"
@@ -172,3 +174,33 @@ def test_the_evaluator_of_the_step_runner_reads_conditions_as_github_does():
     assert ev("steps.nope.outputs.x == ''") is True          # an unknown step's output is empty, as on GitHub
     with pytest.raises((ValueError, KeyError)):
         ev("contains(inputs.a, 'x')")
+
+
+def run_with(tmp_path, **inputs):
+    """The action's steps with `inputs`, install: false (`python3` on PATH: this interpreter)."""
+    bin_dir, temp, work = tmp_path / "bin", tmp_path / "temp", tmp_path / "work"
+    for d in (bin_dir, temp, work):
+        d.mkdir()
+    (bin_dir / "python3").write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} \"$@\"\n")
+    (bin_dir / "python3").chmod(0o755)
+    import os
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT), "HARNESS_HOME": str(tmp_path / "state")}
+    return run_composite(ACTION, {"install": "false", **inputs}, work, temp, env)
+
+
+def test_nothing_to_run_is_one_clear_error_and_starts_nothing(tmp_path):
+    run = run_with(tmp_path)
+    prepare = run.step("Prepare the state and report folders")
+    assert prepare.outcome == "failure" and prepare.returncode == 2
+    assert prepare.stdout.strip() == "::error::nothing to crash-test: set worker-cmd (your consumer), experiments or group"
+    assert all(s.outcome == "skipped" for s in run.steps[run.steps.index(prepare) + 1:]), \
+        [(s.name, s.outcome) for s in run.steps]
+    assert not (tmp_path / "state").exists(), "a stack's state folder made for nothing"
+
+
+def test_a_wrong_install_value_is_one_clear_error(tmp_path):
+    run = run_with(tmp_path, install="yes", **{"worker-cmd": "python3 consumer.py"})
+    install = run.step("Install the harness")
+    assert install.outcome == "failure" and install.returncode == 2
+    assert "install must be true or false" in install.stderr and "Traceback" not in install.stderr
+    assert [s.outcome for s in run.steps[run.steps.index(install) + 1:]] == ["skipped"] * (len(run.steps) - 2)
