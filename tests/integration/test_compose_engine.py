@@ -292,53 +292,49 @@ def test_ctrl_c_of_a_run_on_compose_leaves_no_worker_and_down_leaves_nothing(eng
     assert leftovers(engine) == {"container": [], "volume": [], "network": []}
 
 
-def _workflow_steps() -> tuple[dict, list[dict]]:
+def _nightly_inputs() -> dict:
+    """The inputs the nightly gives the action (through the reusable workflow, which passes each on)."""
     wf = yaml.safe_load((ROOT / ".github" / "workflows" / "nightly.yml").read_text())
-    job = wf["jobs"]["suite"]
-    return job.get("env", {}), job["steps"]
+    (job,) = wf["jobs"].values()
+    inputs = {k: str(v) for k, v in job["with"].items()}
+    inputs["worker-cmd"] = ""           # the repository variable HARNESS_CONSUMER_CMD: unset here
+    return inputs
 
 
-def test_the_nightly_workflow_commands_run_against_the_engine(engine, tmp_path):
-    """The workflow's own shell steps, in order, as GitHub would run them (bash, the job's env, GITHUB_ENV),
-    in a copy of the repository: the compose stack started with `docker compose up --wait` on the
-    workflow's images, the whole suite on it, and the comparison with a previous night (here: the same
-    night's report), then the workflow's own teardown. Steps that use actions (checkout, setup-python,
-    artifacts) and the install step (the package is installed) are GitHub's part, not ours."""
-    job_env, steps = _workflow_steps()
-    work = tmp_path / "repo"
-    subprocess.run(["git", "clone", "-q", str(ROOT), str(work)], check=True, timeout=120)
-    github_env = tmp_path / "github_env"
-    github_env.write_text("")
-    env = {**engine, **{k: str(v) for k, v in job_env.items()}, "GITHUB_ENV": str(github_env), "CI": "true",
-           "HARNESS_HOME": str(work / ".harness"), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "",
-           "HARNESS_STACK": ""}
-    ran = []
+def test_the_nightly_runs_through_the_action_against_the_engine(engine, tmp_path):
+    """The action's own shell steps, in order, as a runner would run them (tests/action_steps.py), with
+    the nightly's inputs: `harness up --stack compose` with the password the action generates, the
+    whole suite on it, the job summary, and the comparison with a previous night (here: the same
+    night's report, standing in for the artifact), then the action's teardown. Steps that use other
+    actions (setup-python, the artifacts) are GitHub's part; `install: false` uses this interpreter."""
+    from tests.action_steps import run_composite
+    state = home("harness-compose-action-")
+    bin_dir = tmp_path / "bin"          # `python3` on PATH: this test's interpreter, which has the harness
+    bin_dir.mkdir()
+    (bin_dir / "python3").write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} \"$@\"\n")
+    (bin_dir / "python3").chmod(0o755)
+    env = {**engine, **state, "HARNESS_STACK": "", "PYTHONPATH": str(ROOT),
+           "PATH": f"{bin_dir}:{engine.get('PATH', os.environ['PATH'])}"}
+    work, temp = tmp_path / "checkout", tmp_path / "runner-temp"
+    work.mkdir()
+    temp.mkdir()
 
-    def step(s):
-        extra = dict(l.split("=", 1) for l in github_env.read_text().splitlines() if "=" in l)
-        proc = subprocess.run(["bash", "-eo", "pipefail", "-c", s["run"]], cwd=work, env={**env, **extra},
-                              capture_output=True, text=True, timeout=1800)
-        ran.append(s["name"])
-        return proc
-    teardown = [s for s in steps if s.get("name") == "Stop the stack"]
+    def same_night(with_):
+        subprocess.run(["cp", "-r", str(Path(with_["path"]).parent / "reports"), with_["path"]], check=True)
+        return {"found_artifact": "true"}
     try:
-        for s in steps:
-            if "run" not in s or s["name"] in ("Install the harness", "Stop the stack", "Show the stack's logs"):
-                continue
-            if "Compare" in s["name"]:
-                # the previous night's artifact: the same night's report, copied where the step reads it
-                subprocess.run(["cp", "-r", str(work / "reports" / "nightly"), str(work / "reports" / "previous")],
-                               check=True)
-            if "if" in s and "HARNESS_CONSUMER_CMD" in s["if"]:
-                continue            # optional, and off unless the repository sets the variable
-            proc = step(s)
-            assert proc.returncode == 0, f"step {s['name']!r} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
-        assert ran == ["Generate the PostgreSQL password", "Start Kafka and PostgreSQL", "Run the suite",
-                       "Compare with the previous nightly"], ran
-        suite = json.loads((work / "reports" / "nightly" / "suite.json").read_text())
+        run = run_composite(ROOT / "action.yml", {**_nightly_inputs(), "install": "false"}, work, temp, env,
+                            stand_ins={"previous": same_night})
+        log = "\n".join(f"--- {s.name}: {s.outcome}\n{s.stdout[-2000:]}{s.stderr[-3000:]}" for s in run.steps)
+        assert not run.failed, log
+        ran = [s.name for s in run.steps if s.outcome == "success"]
+        assert ran == ["Install the harness", "Prepare the state and report folders", "Start Kafka and PostgreSQL",
+                       "Run the suite", "Write the job summary", "Download the previous report", "Judge the runs",
+                       "Stop the stack"], ran
+        suite = json.loads(next(temp.glob("crash-test.*/reports/suite/suite.json")).read_text())
         assert suite["experiments"] and all(e["verdict"] == "as-predicted" for e in suite["experiments"]), \
             [(e["experiment"], e["verdict"]) for e in suite["experiments"]]
+        assert "compared with the previous successful run" in run.summary
     finally:
-        for s in teardown:
-            step(s)
+        harness("down", "--purge", env=env, timeout=300)     # after a failure mid-way; a no-op after the action's
     assert leftovers(engine) == {"container": [], "volume": [], "network": []}

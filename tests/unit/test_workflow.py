@@ -1,10 +1,12 @@
-"""Checks of the nightly GitHub Actions workflow.
+"""Checks of the GitHub Actions workflows: the nightly and the reusable crash-test workflow.
 
-actionlint (installed by .ci/install-actionlint.sh) validates the workflow
+actionlint (installed by .ci/install-actionlint.sh) validates the workflows
 against GitHub's schema, expression types and the known actions' inputs. The
-structural checks below need only PyYAML and make sure the workflow still
-does what it is for: start the compose stack, run the suite, compare with the
-previous night and always clean up.
+structural checks below need only PyYAML and make sure each still does what it
+is for: the nightly runs the harness's suite through the same reusable workflow
+and action other repositories use (tests/unit/test_action.py checks the action,
+tests/integration/test_action.py runs it), and the reusable workflow hands
+every input to the action unchanged.
 """
 
 import os
@@ -16,7 +18,10 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
+WORKFLOWS = ROOT / ".github" / "workflows"
+WORKFLOW = WORKFLOWS / "nightly.yml"
+REUSABLE = WORKFLOWS / "crash-test.yml"
+ACTION = ROOT / "action.yml"
 INSTALLER = ".ci/install-actionlint.sh"
 
 
@@ -46,11 +51,20 @@ def find_actionlint() -> str | None:
     return None
 
 
+def load(path: Path) -> dict:
+    doc = yaml.safe_load(path.read_text())
+    assert isinstance(doc, dict), f"{path.name} is not a mapping"
+    return doc
+
+
 @pytest.fixture(scope="module")
 def workflow() -> dict:
-    doc = yaml.safe_load(WORKFLOW.read_text())
-    assert isinstance(doc, dict)
-    return doc
+    return load(WORKFLOW)
+
+
+@pytest.fixture(scope="module")
+def reusable() -> dict:
+    return load(REUSABLE)
 
 
 def triggers(doc: dict) -> dict:
@@ -67,17 +81,12 @@ def steps(doc: dict) -> list[dict]:
     return [step for job in doc["jobs"].values() for step in job.get("steps", [])]
 
 
-def step_running(doc: dict, text: str) -> dict:
-    found = [s for s in steps(doc) if text in str(s.get("run", ""))]
-    assert found, f"no step runs {text!r}"
-    return found[0]
-
-
-def test_actionlint_accepts_the_workflow():
+@pytest.mark.parametrize("path", [WORKFLOW, REUSABLE], ids=lambda p: p.name)
+def test_actionlint_accepts_the_workflow(path):
     actionlint = find_actionlint()
     if actionlint is None:
         pytest.skip(f"actionlint is neither on PATH nor in $(go env GOPATH)/bin; run `bash {INSTALLER}`")
-    proc = subprocess.run([actionlint, "-no-color", "-oneline", str(WORKFLOW.relative_to(ROOT))],
+    proc = subprocess.run([actionlint, "-no-color", "-oneline", str(path.relative_to(ROOT))],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"actionlint found problems:\n{proc.stdout}{proc.stderr}"
 
@@ -89,60 +98,44 @@ def test_runs_nightly_and_on_demand(workflow):
     assert "workflow_dispatch" in on
 
 
-def test_permissions_are_read_only(workflow):
-    perms = workflow.get("permissions")
+@pytest.mark.parametrize("name", ["nightly", "reusable"])
+def test_permissions_are_read_only(name, workflow, reusable):
+    doc = workflow if name == "nightly" else reusable
+    perms = doc.get("permissions")
     assert isinstance(perms, dict), "set permissions explicitly at the top level"
-    assert perms.get("contents") == "read"
+    assert perms.get("contents") == "read" and perms.get("actions") == "read", \
+        "reading the previous run's artifact needs actions: read"
     assert all(v in ("read", "none") for v in perms.values()), perms
-    for name, job in workflow["jobs"].items():
+    for job_name, job in doc["jobs"].items():
         for v in (job.get("permissions") or {}).values():
-            assert v in ("read", "none"), f"job {name} asks for {v}"
+            assert v in ("read", "none"), f"job {job_name} asks for {v}"
 
 
-def test_steps_start_the_stack_run_the_suite_and_compare(workflow):
-    runs = "\n".join(str(s.get("run", "")) for s in steps(workflow))
-    for text in ("docker compose", "harness suite", "harness compare"):
-        assert text in runs, f"no step mentions {text!r}"
-    assert "--stack compose" in step_running(workflow, "harness suite")["run"]
-    up = step_running(workflow, "up -d --wait")
-    assert "compose/docker-compose.yml" in up["run"] or "COMPOSE_YML" in up["run"]
+def test_the_nightly_runs_the_suite_through_the_reusable_workflow(workflow):
+    (job,) = workflow["jobs"].values()
+    assert job["uses"] == "./.github/workflows/crash-test.yml"
+    with_ = job["with"]
+    assert with_["experiments"] == "all" and with_["stack"] == "compose"
+    assert with_["fail-on"] == "unexpected"
+    # The previous night's artifact is found by this name.
+    assert with_["report-name"] == "nightly-report"
+    # The optional consumer: off (an empty command) unless the repository sets the variable.
+    assert with_["worker-cmd"] == "${{ vars.HARNESS_CONSUMER_CMD }}"
+    assert set(with_) <= set(triggers(load(REUSABLE))["workflow_call"]["inputs"])
 
 
-def test_password_is_generated_at_run_time(workflow):
-    step = step_running(workflow, "HARNESS_PG_PASSWORD")
-    assert "openssl rand" in step["run"] and "GITHUB_ENV" in step["run"]
-
-
-def test_compare_only_when_a_previous_report_exists(workflow):
-    download = [s for s in steps(workflow) if "download-artifact" in str(s.get("uses", ""))]
-    assert download, "no step downloads the previous report"
-    with_ = download[0].get("with", {})
-    assert with_.get("name") == "nightly-report"
-    assert with_.get("path") == "reports/previous"
-    # The first night has no previous report; that must not fail the run.
-    if "dawidd6/action-download-artifact" in download[0]["uses"]:
-        assert with_.get("if_no_artifact_found") in ("warn", "ignore")
-    compare = step_running(workflow, "harness compare")
-    assert "reports/previous" in compare["run"] and "--fail-on unexpected" in compare["run"]
-    assert compare.get("if"), "the compare step must be conditional on a previous report"
-
-
-def test_report_is_uploaded_and_stack_torn_down_always(workflow):
-    upload = [s for s in steps(workflow) if "actions/upload-artifact" in str(s.get("uses", ""))]
-    assert upload and upload[0].get("if") == "always()"
-    assert upload[0]["with"]["name"] == "nightly-report"
-    assert upload[0]["with"]["path"] == "reports/nightly"
-    down = step_running(workflow, "down -v")
-    assert "docker compose" in down["run"] and down.get("if") == "always()"
-    assert steps(workflow)[-1] is down, "tearing the stack down should be the last step"
-
-
-def test_an_optional_step_crash_tests_the_users_own_consumer(workflow):
-    step = step_running(workflow, "harness run custom")
-    assert "HARNESS_CONSUMER_CMD" in step.get("if", ""), "the step must be optional"
-    for text in ("--worker-cmd", "--expect exactly-once", "--stack compose"):
-        assert text in step["run"]
-    assert "${{" not in step["run"], "the command reaches the shell through env, not by expansion in the script"
-    names = [s.get("name") for s in steps(workflow)]
-    assert names.index(step["name"]) > names.index("Compare with the previous nightly"), \
-        "a violation must not skip the comparison of the suite"
+def test_the_reusable_workflow_is_called_and_hands_every_input_to_the_action(reusable):
+    inputs = triggers(reusable)["workflow_call"]["inputs"]
+    action_inputs = load(ACTION)["inputs"]
+    (call,) = [s for s in steps(reusable) if s.get("uses") == "./.harness-action"]
+    # install is the action's own (the reusable workflow always installs).
+    assert set(action_inputs) - {"install"} <= set(inputs), "an action input the workflow does not offer"
+    assert set(call["with"]) == set(action_inputs) - {"install"}
+    for name, value in call["with"].items():
+        assert value == f"${{{{ inputs.{name} }}}}", f"{name} is not passed through unchanged: {value}"
+    checkout = [s for s in steps(reusable) if s.get("with", {}).get("path") == ".harness-action"]
+    assert checkout and "actions/checkout" in checkout[0]["uses"], "the action is checked out before it is used"
+    for s in steps(reusable):
+        assert "${{" not in str(s.get("run", "")), f"step {s.get('name')!r} expands an expression in its script"
+        if s.get("uses", "").startswith("actions/checkout"):
+            assert s["with"].get("persist-credentials") is False
