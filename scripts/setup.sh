@@ -50,8 +50,8 @@ if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
   took
 fi
-step "installing the harness into $VENV with pip (editable, with its test extra)"
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
+step "installing the harness into $VENV with pip (editable, with its test and docs extras)"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[test,docs]'
 took
 step "installing actionlint into $(go env GOPATH 2>/dev/null || echo "Go's GOPATH")/bin with go install (for the workflow test; best effort)"
 bash .ci/install-actionlint.sh >/dev/null 2>&1 || echo "setup: actionlint not installed; the workflow test will skip" >&2

@@ -31,6 +31,7 @@ LAYERS = [
     ("bench", "ui", "matrix"),
     ("commands",),
     ("cli",),
+    ("docs_pages",),                 # the documentation pages written from the declarations and the CLI
 ]
 
 

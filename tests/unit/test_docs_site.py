@@ -1,0 +1,86 @@
+"""The documentation site builds strictly, and its generated pages name everything the code declares.
+
+`mkdocs build --strict` fails on a broken link, an unknown page or anchor, and on an unknown
+generated part (docs/hooks/generated.py); the checks below fail when a declared experiment, kill
+point, fault, fault option, run option or command is missing from the built HTML, which is how the
+pages would drift from the declarations if they were typed by hand.
+"""
+
+import html
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import docs_pages
+from harness.cli import cli
+from harness.experiments import REGISTRY
+from harness.faults import FAULTS
+from harness.params import declared
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -e '.[docs]'; setup.sh does)")
+    pytest.importorskip("material", reason="mkdocs-material is not installed (pip install -e '.[docs]')")
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+           "NO_MKDOCS_2_WARNING": "1"}
+    # A strict build takes about 3 s; a minute means something hangs.
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout}\n{done.stderr}"
+    return out
+
+
+def page(site: Path, name: str) -> str:
+    return html.unescape((site / name / "index.html").read_text())
+
+
+def test_every_experiment_and_kill_point_is_on_the_experiments_page(site):
+    text = page(site, "experiments")
+    missing = [e.name for e in REGISTRY.values() if f'id="{e.name}"' not in text]
+    assert not missing, f"experiments without their section: {missing}"
+    points = [f"{e.name}:{p.name}" for e in REGISTRY.values() for p in e.kill_points if p.name not in text]
+    assert not points, f"kill points missing: {points}"
+
+
+def test_every_fault_and_its_options_are_on_the_faults_page(site):
+    text = page(site, "faults")
+    missing = [n for n in FAULTS if f'id="{n}"' not in text]
+    assert not missing, f"faults without their section: {missing}"
+    options = [f"{n}:{k}" for n, cls in FAULTS.items() for k in cls.options
+               if not re.search(rf'id="{re.escape(n)}".*?<code>{re.escape(k)}</code>', text, re.S)]
+    assert not options, f"fault options missing: {options}"
+
+
+def test_every_run_option_is_on_the_options_page(site):
+    text = page(site, "options")
+    missing = [d.option.flag for d in declared().values() if f"<code>{d.option.flag}</code>" not in text]
+    assert not missing, f"run options missing: {missing}"
+
+
+def test_every_command_has_its_help_on_the_commands_page(site):
+    text = page(site, "commands")
+    words = [w for w, _ in docs_pages._helps(cli, ["harness"], None)]
+    assert len(words) > len(cli.commands), "the subcommands' groups were not walked"
+    missing = [w for w in words if f"<code>{w}</code>" not in text]
+    assert not missing, f"commands without their --help: {missing}"
+    assert "harness run [OPTIONS]" in text and "--messages" in text
+
+
+def test_an_unknown_generated_part_fails_the_page():
+    sys.path.insert(0, str(ROOT / "docs" / "hooks"))
+    try:
+        import generated
+    finally:
+        sys.path.remove(str(ROOT / "docs" / "hooks"))
+    fake = type("Page", (), {"file": type("File", (), {"src_uri": "x.md"})()})()
+    assert "offset-before" in generated.on_page_markdown("<!-- generated: experiments -->", fake, None, None)
+    with pytest.raises(ValueError, match="unknown generated part 'nope'"):
+        generated.on_page_markdown("a\n<!-- generated: nope -->\n", fake, None, None)
