@@ -74,6 +74,13 @@ def test_every_command_has_its_help_on_the_commands_page(site):
     assert "harness run [OPTIONS]" in text and "--messages" in text
 
 
+def test_every_section_link_of_the_html_report_has_its_entry(site):
+    from harness.reporting import html as report_html
+    text = (site / report_html.DOCS_PAGE / "index.html").read_text()
+    missing = sorted({a for a in report_html.SECTION_ANCHORS.values() if f'id="{a}"' not in text})
+    assert not missing, f"report sections the reading-a-report page does not explain: {missing}"
+
+
 def test_an_unknown_generated_part_fails_the_page():
     sys.path.insert(0, str(ROOT / "docs" / "hooks"))
     try:
