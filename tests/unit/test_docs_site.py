@@ -6,11 +6,16 @@ point, fault, fault option, run option or command is missing from the built HTML
 pages would drift from the declarations if they were typed by hand.
 """
 
+import functools
 import html
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -89,6 +94,41 @@ def test_the_readme_stays_short_and_every_page_stands_alone():
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         found = re.findall(r"(?i)\blessons? \d+|teaching texts?|the reference page|the lab's", path.read_text())
         assert not found, f"{path.name} refers to texts the reader does not have: {found}"
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup.sh installs it)")
+@pytest.mark.parametrize("path, expect", [("", "Where to go from here"), ("reading-a-report/", "Scoreboard")])
+def test_the_site_renders_in_chromium_without_console_messages(site, path, expect):
+    """Served over HTTP as `mkdocs serve` would (the theme's search loads its index with fetch, which a
+    file:// page may not): the page's DOM holds its text, and the browser's console
+    stayed silent (any message, an uncaught error included, is logged as CONSOLE on stderr)."""
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *a: None
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with tempfile.TemporaryDirectory() as profile:
+            # Chromium starts and renders a page in a few seconds; two minutes means it hangs.
+            done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                                   f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
+                                   "--virtual-time-budget=3000", "--dump-dom",
+                                   f"http://127.0.0.1:{server.server_port}/{path}"],
+                                  capture_output=True, text=True, timeout=120)
+    finally:
+        server.shutdown()
+    assert expect in done.stdout and 'class="md-content"' in done.stdout, done.stdout[-2000:]
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    assert not console, f"the browser's console: {console}"
+
+
+def test_the_screenshots_the_pages_show_exist():
+    text = (ROOT / "docs" / "reading-a-report.md").read_text()
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert len(images) >= 3 and all((ROOT / "docs" / i).stat().st_size > 10_000 for i in images), images
 
 
 def test_an_unknown_generated_part_fails_the_page():
