@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the harness needs on a fresh Debian machine, idempotently:
 # PostgreSQL's server binaries (Debian's `postgresql`), the Python package with
-# its test extra, and (best effort) actionlint and Chromium for the tests that
+# its test and docs extras, and (best effort) actionlint and Chromium for the tests that
 # use them. Java 17 and Maven must already be there; Kafka's jars are resolved
 # by `harness up` itself, with mvn, on first use.
 set -euo pipefail
