@@ -86,14 +86,24 @@ def test_every_section_link_of_the_html_report_has_its_entry(site):
     assert not missing, f"report sections the reading-a-report page does not explain: {missing}"
 
 
+ELSEWHERE = re.compile(r"(?i)\blessons? \d+|teaching texts?|reference page|the lab's")
+
+
 def test_the_readme_stays_short_and_every_page_stands_alone():
     """The README is the front page (at most 15,000 bytes); neither it nor a docs page points the reader
     to a text they do not have."""
     readme = (ROOT / "README.md").read_bytes()
     assert len(readme) <= 15_000, f"README.md is {len(readme):,} bytes; move detail to a page under docs/"
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
-        found = re.findall(r"(?i)\blessons? \d+|teaching texts?|the reference page|the lab's", path.read_text())
+        found = ELSEWHERE.findall(path.read_text())
         assert not found, f"{path.name} refers to texts the reader does not have: {found}"
+
+
+def test_the_generated_pages_stand_alone_too():
+    """What the declarations say (an experiment's `proves`, a fault's docstring) lands on the site as is."""
+    for name, writer in docs_pages.PAGES.items():
+        found = ELSEWHERE.findall(writer())
+        assert not found, f"the generated {name} part refers to texts the reader does not have: {found}"
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
