@@ -99,6 +99,18 @@ def test_the_readme_stays_short_and_every_page_stands_alone():
         assert not found, f"{path.name} refers to texts the reader does not have: {found}"
 
 
+def test_the_readmes_links_reach_their_pages_and_sections(site):
+    readme = (ROOT / "README.md").read_text()
+    links = re.findall(r"\]\((docs/[a-z-]+)\.md(?:#([a-z0-9-]+))?\)", readme)
+    assert len(links) >= 10, links
+    broken = [f"{p}#{a}" for p, a in links
+              if not (ROOT / f"{p}.md").exists() or (a and f'id="{a}"' not in page(site, p.split("/")[1]))]
+    assert not broken, f"README links to nothing: {broken}"
+    own = set(re.findall(r"\]\(#([a-z0-9-]+)\)", readme))
+    heads = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^## (.+)$", readme, re.M)}
+    assert own and own <= heads, f"README links to sections it does not have: {own - heads}"
+
+
 def test_the_generated_pages_stand_alone_too():
     """What the declarations say (an experiment's `proves`, a fault's docstring) lands on the site as is."""
     for name, writer in docs_pages.PAGES.items():
