@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the harness needs on a fresh Debian machine, idempotently:
 # PostgreSQL's server binaries (Debian's `postgresql`), the Python package with
-# its test extra, and (best effort) actionlint and Chromium for the tests that
+# its test and docs extras, and (best effort) actionlint and Chromium for the tests that
 # use them. Java 17 and Maven must already be there; Kafka's jars are resolved
 # by `harness up` itself, with mvn, on first use.
 set -euo pipefail
@@ -50,8 +50,8 @@ if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
   took
 fi
-step "installing the harness into $VENV with pip (editable, with its test extra)"
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
+step "installing the harness into $VENV with pip (editable, with its test and docs extras)"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[test,docs]'
 took
 step "installing actionlint into $(go env GOPATH 2>/dev/null || echo "Go's GOPATH")/bin with go install (for the workflow test; best effort)"
 bash .ci/install-actionlint.sh >/dev/null 2>&1 || echo "setup: actionlint not installed; the workflow test will skip" >&2

@@ -97,7 +97,7 @@ INCREMENT = Experiment(
     kill_points=INCREMENT_POINTS,
     default_point=INCREMENT_POINTS[2].name,
     stores=Stores(ledger=True, accounts=ACCOUNTS),
-    proves="Mistake (lesson 11): a blind increment (\"add 100\"); each redelivery adds again. Fix: a "
+    proves="Mistake: a blind increment (\"add 100\"); each redelivery adds again. Fix: a "
            "conditional write, \"set to 600 if version is 4\" (versioned).",
     expected="each account over by the amounts of its redelivered payments; duplicates = redeliveries, lost 0",
     predictors=(LedgerPredictor(), BalancePredictor(blind=True)),
@@ -114,7 +114,7 @@ VERSIONED = Experiment(
     kill_points=VERSIONED_POINTS,
     default_point=VERSIONED_POINTS[2].name,
     stores=Stores(ledger=True, accounts=ACCOUNTS),
-    proves="The fix for blind increments (lesson 11): a conditional write on the account's version; a "
+    proves="The fix for blind increments: a conditional write on the account's version; a "
            "redelivery updates 0 rows and every balance stays exact.",
     expected="every balance exact, 0 duplicates, 0 lost; 0-row updates (dedupe hits) = redeliveries",
     predictors=(LedgerPredictor(dedupe=True), BalancePredictor(blind=False)),

@@ -68,7 +68,7 @@ KEY_CHECK_THEN_INSERT = Experiment(
     kill_points=(KC_POLL, KC_CHECK, KC_EFFECT, KC_COMMIT),
     default_point=KC_EFFECT.name,
     stores=Stores(ledger=True, dedupe=True, dedupe_unique=False),
-    proves="Mistake (reference page): a key checked, then inserted, without a unique constraint; two deliveries "
+    proves="Mistake: a key checked, then inserted, without a unique constraint; two deliveries "
            "of one payment in flight at once both pass the check. Fix: a unique key (dedupe).",
     expected="duplicates = overlap episodes (0 from the planned crashes alone), lost 0, dedupe hits = redeliveries",
     predictors=(LedgerPredictor(dedupe=True, unique_key=False),),

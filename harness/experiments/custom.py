@@ -45,8 +45,8 @@ from .. import pgconn
 
 AUDIT_SQL_TIMEOUT_MS = user_sql.TIMEOUT_MS
 WORKER_CMD = Option("worker_cmd", str, "custom only: your consumer, started once per worker slot (split like a shell "
-                    "would, run without one) with the run's names in HARNESS_* environment variables (README: "
-                    "\"Test your own consumer\").", metavar="CMD",
+                    "would, run without one) with the run's names in HARNESS_* environment variables (docs/your-"
+                    "own-consumer.md).", metavar="CMD",
                     must="your consumer's command line, e.g. --worker-cmd \"python my_consumer.py\"")
 EXPECT = Option("expect", str, "custom only: the claim under test: nothing lost or duplicated, nothing lost, or "
                 "nothing duplicated, per payment id.", shown=DEFAULT_CLAIM, choices=tuple(CLAIMS))

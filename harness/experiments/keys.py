@@ -126,7 +126,7 @@ KEY_AFTER_EFFECT = Experiment(
     kill_points=(KA_POLL, KA_EFFECT, KA_KEY, KA_COMMIT),
     default_point=KA_EFFECT.name,
     stores=Stores(ledger=True, dedupe=True),
-    proves="Mistake (lesson 11): the key recorded after the effect in its own commit; a crash between them "
+    proves="Mistake: the key recorded after the effect in its own commit; a crash between them "
            "charges again. Fix: key and effect in one transaction (dedupe).",
     expected="duplicates = crashes between effect and key, lost 0, dedupe hits = redeliveries - those crashes",
     predictors=(SplitKeyPredictor(unkeyed_points=(KA_EFFECT.name,)),),
@@ -180,7 +180,7 @@ KEY_BEFORE_EFFECT = Experiment(
     kill_points=(KB_POLL, KB_KEY, KB_EFFECT, KB_COMMIT),
     default_point=KB_KEY.name,
     stores=Stores(ledger=True, dedupe=True),
-    proves="Mistake (lesson 11): the key recorded before the effect in its own commit; a crash between them "
+    proves="Mistake: the key recorded before the effect in its own commit; a crash between them "
            "skips the payment forever. Fix: key and effect in one transaction (dedupe).",
     expected="lost = crashes between key and effect, duplicates 0, dedupe hits = redeliveries",
     predictors=(LedgerPredictor(dedupe=True),),
@@ -230,7 +230,7 @@ KEY_PER_ATTEMPT = Experiment(
     kill_points=(KP_POLL, KP_INSIDE, KP_EFFECT, KP_COMMIT),
     default_point=KP_EFFECT.name,
     stores=Stores(ledger=True, dedupe=True),
-    proves="Mistake (lesson 11): a key minted per attempt (a fresh UUID), so a retry gets a new key and is "
+    proves="Mistake: a key minted per attempt (a fresh UUID), so a retry gets a new key and is "
            "charged again. Fix: the payment's own id as the key (dedupe).",
     expected="duplicates = effects not yet committed at each crash (as offset-after), lost 0, dedupe hits 0",
     predictors=(LedgerPredictor(), NoHitsPredictor()),
@@ -313,7 +313,7 @@ KEY_EXPIRY = Experiment(
     kill_points=(KE_POLL, KE_INSIDE, KE_EFFECT, KE_COMMIT),
     default_point=KE_EFFECT.name,
     stores=Stores(ledger=True, dedupe=True, dedupe_expires=True),
-    proves="Mistake (lesson 11): dedupe keys that expire before the longest redelivery; a redelivery after "
+    proves="Mistake: dedupe keys that expire before the longest redelivery; a redelivery after "
            "the TTL charges again. Fix: keep keys longer than any redelivery can take (dedupe).",
     expected="duplicates = redeliveries that came after their key expired (all with a TTL below --restart-delay, "
              "none with one well above it), lost 0",

@@ -170,7 +170,7 @@ PROVIDER = Experiment(
     kill_points=(PC_POLL, PC_CALL, PC_COMMIT, PV_TAKEN, PV_CHARGED),
     default_point=PC_CALL.name,
     stores=Stores(ledger=True, dedupe=True),
-    proves="Mistake (reference page): a call to a system outside the transaction (a payment provider) made "
+    proves="Mistake: a call to a system outside the transaction (a payment provider) made "
            "again by each redelivery. Fix: that system's own idempotency key (--idempotency-key on).",
     expected="duplicates = crashes between the call and the offset commit (or the provider's own, between charge "
              "and answer), 0 with --idempotency-key on (dedupe hits instead)",

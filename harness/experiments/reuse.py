@@ -78,7 +78,7 @@ KEY_REUSE = Experiment(
     kill_points=(D_POLL, D_INSIDE, D_EFFECT, D_COMMIT),
     default_point=D_EFFECT.name,
     stores=Stores(ledger=True, dedupe=True),
-    proves="Mistake (reference page): a dedupe key checked alone, so a request that reuses a key with another "
+    proves="Mistake: a dedupe key checked alone, so a request that reuses a key with another "
            "payload is skipped as a redelivery and the client's bug is hidden. Fix: store the request's "
            "fingerprint with the key and reject a mismatch (key-fingerprint).",
     expected="hidden = reused requests (skipped silently), lost 0, duplicates 0, dedupe hits = redeliveries + "

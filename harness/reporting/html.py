@@ -7,6 +7,8 @@ Every value read from report.json is escaped (escape.html) wherever it lands,
 numbers too: a report.json edited by someone else shows as text, never runs.
 """
 
+import os
+
 from ..escape import html as escape
 
 from .recount_by_hand import commands
@@ -23,8 +25,37 @@ h1{font-size:1.6rem;margin-bottom:.2rem} h2{font-size:1.15rem;margin-top:2rem;bo
 table{border-collapse:collapse;margin:.5rem 0;font-size:.92rem} td,th{border:1px solid #ddd;padding:.25rem .6rem;text-align:left}
 td.n{text-align:right;font-variant-numeric:tabular-nums} th{background:#f6f8fa}
 svg text{font:12px system-ui,sans-serif} .muted{color:#6e7781;font-size:.85rem}
+p.doc{margin:-.3rem 0 .4rem;font-size:.8rem} p.doc a{color:#6e7781}
 pre.commands{background:#f6f8fa;padding:.7rem 1rem;overflow-x:auto;font-size:.85rem;line-height:1.5}
 """
+
+# Each section heading links to the docs entry that explains it. The docs are Markdown in the harness
+# repository (docs/, also a MkDocs site): by default the link is that path, which is where a reader with
+# the checkout finds it; HARNESS_DOCS_URL names a served copy instead (`mkdocs serve`: http://127.0.0.1:8000),
+# where each page is a folder. The anchors are the headings of docs/reading-a-report.md (a test checks).
+DOCS_PATH = "docs/"
+DOCS_PAGE = "reading-a-report"
+SECTION_ANCHORS = {
+    "Scoreboard": "scoreboard", "Balances": "balances", "What differed": "what-differed", "Faults": "faults",
+    "Fault": "faults", "Your consumer": "your-consumer", "What each kill cost": "what-each-kill-cost",
+    "Anomalies, observed and predicted": "anomalies-observed-and-predicted", "Anomaly classes": "anomaly-classes",
+    "Timeline": "timeline", "Timings": "timings", "Kill points": "kill-points", "Parameters": "parameters",
+    "Stack and environment": "stack-and-environment", "Crashes": "crashes", "Audit it yourself": "audit-it-yourself",
+}
+
+
+def docs_href(anchor: str, page: str = DOCS_PAGE) -> str:
+    base = os.environ.get("HARNESS_DOCS_URL", "").strip()
+    return f"{base.rstrip('/')}/{page}/#{anchor}" if base else f"{DOCS_PATH}{page}.md#{anchor}"
+
+
+def section(title: str, key: str | None = None, attrs: str = "") -> str:
+    """A section heading (already escaped `title`) and, under it, the link to the docs entry on it."""
+    anchor = SECTION_ANCHORS[key or title]
+    href = docs_href(anchor)
+    return (f"<h2{attrs}>{title}</h2><p class=doc><a href='{escape(href)}' title='what this section shows'>"
+            f"{escape(href)}</a></p>")
+
 
 LOST, DUP, OK, ABORTED, PRED = "#d1495b", "#edae49", "#00798c", "#8d6cab", "#c9ced6"
 FAULT = "#f18f01"          # broker faults and freezes on the timeline
@@ -174,14 +205,14 @@ def render(r) -> str:
         over = ", ".join(map(str, src.get("overridden") or [])) or "none"
         body.append(f"<p><b>From the experiment file</b> <code>{escape(str(src.get('file')))}</code> "
                     f"({escape(str(src.get('purpose')))}); flags that overrode it: {escape(over)}</p>")
-    body += ["<h2>Scoreboard</h2>", table(r.scoreboard(), ("metric", "observed", "predicted"), numeric=(1, 2))]
+    body += [section("Scoreboard"), table(r.scoreboard(), ("metric", "observed", "predicted"), numeric=(1, 2))]
     if r.balance_rows():
-        body += ["<h2>Balances</h2>", table(r.balance_rows(), r.BALANCE_COLUMNS, numeric=(1, 2, 3, 4, 5, 6))]
+        body += [section("Balances"), table(r.balance_rows(), r.BALANCE_COLUMNS, numeric=(1, 2, 3, 4, 5, 6))]
     vd = d.get("verdict_detail") or {}
     if vd.get("failed") or vd.get("audit_errors") or vd.get("unplanned_deaths") or vd.get("killed_at_stop") \
             or vd.get("left_behind"):
         totals = vd.get("differing_totals") or {}
-        body += ["<h2>What differed</h2>", "<ul id=differed>"
+        body += [section("What differed"), "<ul id=differed>"
                  + "".join(f"<li>{escape(str(f))}</li>" for f in vd.get("failed") or [])
                  + "".join(f"<li>{escape(k)} ids ({escape(totals.get(k, len(v)))}): {escape(', '.join(map(str, v)))}</li>"
                            for k, v in (vd.get("differing_ids") or {}).items())
@@ -197,13 +228,13 @@ def render(r) -> str:
                  + "</ul>"]
     heads, rows, left_out = fault_table(d.get("faults") or [])
     if rows:
-        body += ["<h2>Faults</h2>", table(rows, heads)]
+        body += [section("Faults"), table(rows, heads)]
         if left_out:
             body.append(f"<p>({left_out:,} more in report.json)</p>")
     if d.get("consumer"):
         from . import consumer
         cs = d["consumer"]
-        body += ["<h2>Your consumer</h2>", table(consumer.facts(cs))]
+        body += [section("Your consumer"), table(consumer.facts(cs))]
         body += [f"<p><b>Warning:</b> {escape(w)}.</p>" for w in cs.get("warnings") or []]
         if cs.get("witnesses"):
             body += ["<h3>Witnesses (times since the workers started)</h3>", table(
@@ -212,37 +243,37 @@ def render(r) -> str:
             body += ["<h3>Kills</h3>", table(consumer.kill_rows(cs)[:200], consumer.KILL_HEADS,
                                              numeric=(0, 2, 3, 4, 7, 8, 9))]
     for name, story in (d.get("fault_details") or {}).items():
-        body += [f"<h2>Fault: {escape(name)}</h2>", *story_tables(story)]
+        body += [section(f"Fault: {escape(name)}", "Fault"), *story_tables(story)]
     if d["predicted"].get("note"):
         body.append(f"<p class=muted>{escape(d['predicted']['note'])}</p>")
     if d["predicted"].get("evidence"):
         offs = lambda m: ", ".join(f"{p}: {o}" for p, o in m.items()) or "none"   # noqa: E731
-        body += ["<h2>What each kill cost (from the evidence)</h2>", table(
+        body += [section("What each kill cost (from the evidence)", "What each kill cost"), table(
             [(e["worker"], e["attempt"], offs(e["last_applied"]), offs(e["resumed_from"]), e["redelivered"],
               e["skipped"]) for e in d["predicted"]["evidence"][:200]],
             ("worker", "attempt", "last applied (partition: offset)", "successor resumed from", "redelivered",
              "skipped"), numeric=(1, 4, 5))]
-    body += ["<h2>Anomalies, observed and predicted</h2>", run_chart(d)]
+    body += [section("Anomalies, observed and predicted"), run_chart(d)]
     classes = r.anomaly_class_rows()
     if classes:
-        body += ["<h2>Anomaly classes (Jepsen's names)</h2>", f"<p>{escape(r.history_line())}</p>",
+        body += [section("Anomaly classes (Jepsen's names)", "Anomaly classes"), f"<p>{escape(r.history_line())}</p>",
                  table(classes, r.ANOMALY_COLUMNS, numeric=(2,))]
-    body += ["<h2>Timeline</h2>", timeline(d.get("timeline") or {}, c["sent"] or 0)]
+    body += [section("Timeline"), timeline(d.get("timeline") or {}, c["sent"] or 0)]
     t = d["timings"]
-    body += ["<h2>Timings</h2>", table([
+    body += [section("Timings"), table([
         ("wall seconds", fmt(t["wall_seconds"])), ("messages per second", fmt(t.get("messages_per_second"))),
         ("restart median (s)", fmt(t.get("restart_median_seconds"))), ("restart max (s)", fmt(t.get("restart_max_seconds")))]
         + [(f"{k.replace('_', ' ')} (s)", fmt(v)) for k, v in (t.get("phases") or {}).items()],
         numeric=(1,))]
     if d.get("kill_points"):
-        body += ["<h2>Kill points of this experiment</h2>", table(
+        body += [section("Kill points of this experiment", "Kill points"), table(
             [(k["name"], k["after"], k["before"] or "(last step)", k["says"]) for k in d["kill_points"]],
             ("point", "after", "before", "a crash here"))]
-    body += ["<h2>Parameters</h2>", table(r.parameter_rows())]
-    body += ["<h2>Stack and environment</h2>", table(list(d["stack"].items()) + list(d["environment"].items())
+    body += [section("Parameters"), table(r.parameter_rows())]
+    body += [section("Stack and environment"), table(list(d["stack"].items()) + list(d["environment"].items())
                                                           + r.client_rows())]
     if d["crashes"]:
-        body += [f"<h2>Crashes ({len(d['crashes'])})</h2>", table(
+        body += [section(f"Crashes ({len(d['crashes'])})", "Crashes"), table(
             [(i, cr["point"], cr.get("message_id") or "", cr.get("worker") or "", fmt(cr.get("partition")),
               fmt(cr.get("offset")), len(cr.get("unacked") or []), len(cr.get("acked_unapplied") or []),
               len(cr.get("produced") or []), fmt(cr.get("restart_seconds")),
@@ -250,7 +281,7 @@ def render(r) -> str:
              for i, cr in enumerate(d["crashes"][:200], 1)],
             ("#", "point", "message", "worker", "partition", "offset", "unacked", "acked, unapplied", "produced",
              "restart s", "stall s"), numeric=(0, 4, 5, 6, 7, 8, 9, 10))]
-    body += ["<h2 id=audit>Audit it yourself</h2>",
+    body += [section("Audit it yourself", attrs=" id=audit"),
              f"<p>The run's topics and tables stay until <code>harness clean {escape(d['run_id'])}</code>. "
              "With the stack up:</p>",
              "<pre class=commands>" + "".join(f"<span class=muted># {escape(what)}</span>\n{escape(cmd)}\n"

@@ -129,7 +129,7 @@ logger.state.level = WARN
 """
 
 # C1 only: over the first default suite after `up` the broker used 32.7-33.2 CPU-s against 43.5-47.6 with C2;
-# a broker kept up and warm pays instead (a second suite: 31.7 against 26.6). README, Numbers, 2026-12-04.
+# a broker kept up and warm pays instead (a second suite: 31.7 against 26.6). docs/changelog.md, Numbers, 2026-12-04.
 JVM_OPTS = ["-Xms512m", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:TieredStopAtLevel=1",
             "-Djava.awt.headless=true", "-XX:+ExitOnOutOfMemoryError"]
 # A cold JVM on two busy cores takes 5-15 s to serve metadata; a broker that is not up after this is broken.

@@ -256,8 +256,8 @@ def test_the_environment_contract_is_what_the_launcher_sets_and_the_readme_lists
     assert env["HARNESS_POSTGRES_DSN"].startswith("postgresql://harness_run_r1:secret@"), "not the run's own role"
     argv = launch.command(SimpleNamespace(index=0, name="w0", attempt=1))
     assert argv[-2:] == ["my-consumer", "--flag"] and "secret" not in " ".join(argv)
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("### Test your own consumer", 1)[1].split("\n### ", 1)[0]
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "your-own-consumer.md").read_text()
+    section = readme.split("## Test your own consumer", 1)[1].split("\n## ", 1)[0]
     assert set(re.findall(r"^\| `(HARNESS_[A-Z_]+)` \|", section, re.M)) == set(ENV)
 
 

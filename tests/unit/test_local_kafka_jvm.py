@@ -1,5 +1,5 @@
 """The JVM options of the Kafka processes the local stack starts (no broker started here): the broker and the
-storage format compile with C1 only, a measured choice (harness/stack/local_kafka.py, README's Numbers)."""
+storage format compile with C1 only, a measured choice (harness/stack/local_kafka.py, docs/changelog.md's Numbers)."""
 
 import subprocess
 

@@ -115,3 +115,20 @@ def test_a_timed_faults_facts_are_not_under_its_times_heading():
     assert tables("zombie-pause") == [
         (["event (seconds after the fault)", "value"], ["paused", "resumed", "zombie fenced"]),
         (["what", "value"], ["state", "pause seconds", "zombie exit code", "fenced", "fenced error"])]
+
+
+def test_each_section_heading_links_to_the_docs_entry_on_it(monkeypatch):
+    """Every <h2> of report.html is followed by its link into docs/reading-a-report.md (a repository path by
+    default, a served site's page with HARNESS_DOCS_URL); the anchors exist there (test_docs_site.py)."""
+    d = sample()
+    d["fault_details"] = {"planned-crash": {"planned": 100}}
+    monkeypatch.delenv("HARNESS_DOCS_URL", raising=False)
+    page = html.render(RunReport(d))
+    heads = re.findall(r"<h2[^>]*>(.*?)</h2>(<p class=doc><a href='([^']*)')?", page)
+    assert len(heads) >= 10 and "Fault: planned-crash" in [h for h, _, _ in heads]
+    assert [h for h, link, _ in heads if not link] == [], "headings without their docs link"
+    assert {href for _, _, href in heads} >= {"docs/reading-a-report.md#scoreboard",
+                                              "docs/reading-a-report.md#faults",
+                                              "docs/reading-a-report.md#audit-it-yourself"}
+    monkeypatch.setenv("HARNESS_DOCS_URL", "http://127.0.0.1:8000/")
+    assert "href='http://127.0.0.1:8000/reading-a-report/#timeline'" in html.render(RunReport(d))
