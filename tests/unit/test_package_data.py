@@ -38,3 +38,19 @@ def test_every_data_file_is_listed_in_the_package_data():
     assert len(files) > 50, sorted(files)
     missing = sorted(files - _carried())
     assert not missing, f"in harness/_data but not in pyproject.toml's package-data: {missing}"
+
+
+def test_an_installed_package_reports_no_git_commit(tmp_path):
+    """Before: a package installed into a virtual environment inside the user's repository reported that
+    repository's commit as the harness's (`git -C site-packages/.. rev-parse HEAD` finds it)."""
+    import subprocess
+    from harness.environment import git_sha
+    repo = tmp_path / "their-project"
+    site = repo / ".venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    git = ["git", "-C", str(repo), "-c", "user.name=u", "-c", "user.email=u@example.invalid"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "theirs"], check=True)
+    theirs = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert git_sha(repo) == theirs
+    assert git_sha(site) is None
