@@ -19,8 +19,13 @@ from .secret_args import command_line
 from .stack.stack import Stack
 
 
-def git_sha() -> str | None:
-    here = Path(__file__).resolve().parent.parent
+def git_sha(here: Path | None = None) -> str | None:
+    """The commit of the checkout the harness runs from; None for an installed package (its folder,
+    site-packages, is no checkout: a virtual environment inside the user's repository must not lend
+    the harness that repository's commit)."""
+    here = here or Path(__file__).resolve().parent.parent
+    if not (here / ".git").exists():        # a folder in a clone, or a file in a worktree
+        return None
     try:
         out = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, timeout=5)

@@ -24,9 +24,9 @@ the keyword arguments its command line gives `RunParams` (`run_kwargs`): the
 run then goes the same way as from flags.
 
 The folder of files, `experiments/` (one subfolder per suite group), is found
-first in the current directory and then beside the `harness/` package of this
-checkout (`experiments_root`): the installed package does not carry the files,
-so a team keeps its own `experiments/` in its repository and runs from there.
+first in the current directory and then among the package's data files
+(`experiments_root`; the package carries the repository's experiments/), so a
+team can keep its own `experiments/` in its repository and run from there.
 """
 
 from __future__ import annotations
@@ -313,9 +313,10 @@ def is_file_argument(text: str) -> bool:
 
 
 def experiments_root() -> Path | None:
-    """The `experiments/` folder: the current directory's, else the one beside this checkout's package."""
-    for base in (Path.cwd(), Path(__file__).resolve().parents[1]):
-        candidate = base / "experiments"
+    """The `experiments/` folder: the current directory's, else the one the package carries (the
+    repository's experiments/, installed with it)."""
+    from . import package_data
+    for candidate in (Path.cwd() / "experiments", package_data.path("experiments")):
         if candidate.is_dir():
             return candidate
     return None

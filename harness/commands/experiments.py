@@ -65,7 +65,7 @@ def experiments_cmd(as_json, as_schema, check_files):
             click.echo(f"  --kill-point any: a seeded point among these {len(e.kill_points)} per crash")
         click.echo("")
     if root is None:
-        click.echo("Experiment files: no experiments/ folder here or beside the harness package")
+        click.echo("Experiment files: no experiments/ folder here or in the harness package")
         return
     from ..escape import term
     click.echo(f"Experiment files under {term(str(root))} (harness run FILE, harness suite GROUP):")

@@ -1,9 +1,12 @@
 """Build and launch the Kafka Streams worker of `eos-streams` (streams-worker).
 
-The jar is built with `mvn package` the first time (online, to fill ~/.m2) and
-rebuilt offline (`mvn -o`) only when a source file is newer than the jar, so
-later runs start at once. The worker gets the Postgres password through
-HARNESS_PG_PASSWORD, never on its command line.
+The module's sources (pom.xml and src/) are the package's data files; they are
+copied into the user's cache folder (`<cache>/streams-worker/<hash of the
+sources>/`, never site-packages) and built there with `mvn package` the first
+time (offline first, then online to fill ~/.m2), so later runs start at once and
+an edited or upgraded source tree gets a folder of its own. Build folders of
+other sources unused for BUILD_KEEP_S are removed. The worker gets the Postgres
+password through HARNESS_PG_PASSWORD, never on its command line.
 
 Every planned crash is a new JVM, so a JVM start is most of the experiment's
 cost. Next to the jar lives a class-data archive (CDS, `eos-streams.jsa`): the
@@ -16,6 +19,7 @@ start without one: slower, never different. The check matters: a damaged
 archive crashes a JVM at start even under the default `-Xshare:auto`.
 """
 
+import hashlib
 import os
 import re
 import shutil
@@ -27,12 +31,14 @@ from pathlib import Path
 
 import psycopg.conninfo
 
+from .. import package_data
 from ..errors import HarnessError
+from ..paths import cache_dir
 from ..procs import dying_with_this_process
 from ..stack import pgpass
 
-MODULE = Path(__file__).resolve().parents[2] / "streams-worker"
-JAR = MODULE / "target" / "eos-streams.jar"
+SOURCES = package_data.path("streams-worker")     # pom.xml and src/ (the repository's streams-worker/)
+JAR_NAME = "eos-streams.jar"
 # JVM options of every worker: short-lived processes (C1 only, the serial collector, no
 # hsperfdata file: jps and jcmd do not list the workers). C1 compiling was the largest share of a
 # Streams worker's CPU (about 0.23 of 0.66 CPU-s, async-profiler's samples of a whole clean run), so
@@ -50,34 +56,79 @@ WORK_PREFIX = "cds-work-"       # the probes' and trainings' working folders, be
 STALE_WORK_S = 2 * (TRAINING_TIMEOUT_S + PROBE_TIMEOUT_S)
 # The first build downloads Kafka Streams and its dependencies (~120 MB); later builds are offline.
 BUILD_TIMEOUT_S = 900
+# A build folder of other sources (an older install, an edit since) is removed once unused for this long.
+BUILD_KEEP_S = 7 * 24 * 3600
 FIRST_RECORD = re.compile(r"eos-streams FIRST-RECORD worker=(\S+) attempt=(\d+) .*time=([0-9.]+)")
 
 
-def _stale() -> bool:
-    if not JAR.exists():
-        return True
-    built = JAR.stat().st_mtime
-    sources = [MODULE / "pom.xml", *MODULE.glob("src/**/*")]
-    return any(p.is_file() and p.stat().st_mtime > built for p in sources)
+def _source_files() -> list[Path]:
+    files = [SOURCES / "pom.xml", *(SOURCES / "src").glob("**/*")]
+    return sorted(p for p in files if p.is_file())
+
+
+def build_folder() -> Path:
+    """Where these sources are built: `<cache>/streams-worker/<hash of their names and contents>`."""
+    digest = hashlib.sha256()
+    for p in _source_files():
+        digest.update(str(p.relative_to(SOURCES)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return cache_dir() / "streams-worker" / digest.hexdigest()[:16]
+
+
+def _stage(folder: Path) -> None:
+    """The sources copied into `folder` (once: a copy is made beside it and renamed into place)."""
+    if (folder / "pom.xml").is_file():
+        return
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{folder.name}.part-", dir=folder.parent))
+    try:
+        for p in _source_files():
+            dest = tmp / p.relative_to(SOURCES)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(p, dest)
+        os.replace(tmp, folder)
+    except OSError:
+        if not (folder / "pom.xml").is_file():      # not another run's copy that won the rename
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _prune(keep: Path) -> None:
+    """Build folders of other sources, unused for BUILD_KEEP_S (each run touches its own)."""
+    for entry in keep.parent.iterdir():
+        try:
+            if entry != keep and entry.is_dir() and not entry.is_symlink() and \
+                    time.time() - entry.stat().st_mtime > BUILD_KEEP_S:
+                shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            continue
 
 
 def build(log=print) -> Path:
-    if not MODULE.exists():
-        raise HarnessError(f"the Kafka Streams module is missing: {MODULE}")
-    if not _stale():
-        return JAR
+    if not (SOURCES / "pom.xml").is_file():
+        raise HarnessError(f"the Kafka Streams module is missing from this installation: {SOURCES}")
+    try:
+        folder = build_folder()
+        _stage(folder)
+        os.utime(folder)
+    except OSError as e:
+        raise HarnessError(f"cannot copy the Kafka Streams module into the cache folder: {e}") from None
+    jar = folder / "target" / JAR_NAME
+    _prune(folder)
+    if jar.exists():
+        return jar
     if shutil.which("mvn") is None:
         raise HarnessError("mvn not found on PATH: eos-streams builds its Kafka Streams module with Maven")
-    log("Building the Kafka Streams worker (streams-worker) with mvn ...")
+    log(f"Building the Kafka Streams worker with mvn in {folder} ...")
     for offline in (True, False):
-        cmd = ["mvn", "-B", "-q", *(["-o"] if offline else []), "-f", str(MODULE / "pom.xml"), "package",
+        cmd = ["mvn", "-B", "-q", *(["-o"] if offline else []), "-f", str(folder / "pom.xml"), "package",
                "-DskipTests"]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise HarnessError(f"building the Kafka Streams module took longer than {BUILD_TIMEOUT_S} s")
-        if proc.returncode == 0 and JAR.exists():
-            return JAR
+        if proc.returncode == 0 and jar.exists():
+            return jar
     raise HarnessError("building the Kafka Streams module failed", (proc.stdout + proc.stderr)[-3000:])
 
 
@@ -121,7 +172,7 @@ def _clear_stale(folder: Path) -> None:
             old = time.time() - entry.lstat().st_mtime > STALE_WORK_S
             if entry.name.startswith(WORK_PREFIX) and entry.is_dir() and not entry.is_symlink() and old:
                 shutil.rmtree(entry, ignore_errors=True)
-            elif ".part" in entry.name and entry.name.startswith(JAR.stem + ".") and old and \
+            elif ".part" in entry.name and entry.name.startswith(Path(JAR_NAME).stem + ".") and old and \
                     entry.is_file() and not entry.is_symlink():
                 entry.unlink()      # an archive an older harness was writing beside the jar when it died
         except OSError:
@@ -155,7 +206,7 @@ def _train(jar: Path, archive: Path, log, kind: "CacheKind | None" = None) -> bo
         return False
 
 
-def class_archive(jar: Path = JAR, log=print, kind: "CacheKind | None" = None) -> Path | None:
+def class_archive(jar: Path, log=print, kind: "CacheKind | None" = None) -> Path | None:
     """The jar's class-data archive (or AOT cache), (re)trained if it is stale or does not pass the probe;
     None if there is none that works (the workers then start without one)."""
     kind = kind or CDS

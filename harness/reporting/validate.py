@@ -23,10 +23,11 @@ import stat
 from functools import lru_cache
 from pathlib import Path
 
+from .. import package_data
 from ..errors import HarnessError
 from ..escape import term
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "docs"
+SCHEMAS = package_data.path("docs")   # the repository's docs/*.schema.json
 CURRENT = {"report": 4, "suite": 2}   # the schema_version each schema file describes
 
 # What a hostile file may cost before it is refused: each bound is checked on the raw bytes, before any

@@ -22,7 +22,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .. import versions
+from .. import package_data, versions
 from ..errors import HarnessError
 from ..paths import state_dir
 from . import health
@@ -34,6 +34,8 @@ FILES = {"single": COMPOSE_DIR / "docker-compose.yml", "cluster": COMPOSE_DIR / 
 # The cluster's override that puts Toxiproxy in front of each node (`harness up --stack compose --brokers 3
 # --proxies`): clients then bootstrap through the proxies' ports, and Toxiproxy's API is on its own port.
 PROXIES_FILE = COMPOSE_DIR / "docker-compose.proxies.yml"
+# A private Docker engine for machines without one (scripts/docker-engine.sh), wherever the package is.
+ENGINE_SCRIPT = package_data.path("scripts", "docker-engine.sh")
 CLUSTER_PROXY_PORTS = (29192, 29193, 29194)
 TOXIPROXY_API_PORT = 28474
 PROXIED_PORT = 9094           # each node's PROXIED listener inside its container, where its proxy forwards
@@ -171,7 +173,7 @@ def up(variant: str = "single", log=print, build_images: bool = False, proxies: 
     why = engine_available()
     if why:
         raise HarnessError(f"--stack compose needs a Docker engine, but {why}; start one with "
-                           f"`bash scripts/docker-engine.sh start`, or use the default local stack (no Docker "
+                           f"`bash {ENGINE_SCRIPT} start`, or use the default local stack (no Docker "
                            f"needed) or --bootstrap-servers/--postgres-dsn")
     state = state_dir()
     proxies = proxies_for(variant, proxies)

@@ -17,10 +17,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .. import versions
+from .. import package_data, versions
 from ..errors import HarnessError, first_line
 
-COMPOSE_DIR = Path(__file__).resolve().parents[2] / "compose"
+COMPOSE_DIR = package_data.path("compose")      # the repository's compose/
 PROJECT = "harness"
 
 
@@ -94,7 +94,7 @@ IMAGE_VARS = {"kafka": ("HARNESS_KAFKA_IMAGE", f"apache/kafka:{versions.KAFKA_VE
               "toxiproxy": ("HARNESS_TOXIPROXY_IMAGE", versions.TOXIPROXY_IMAGE)}
 NEEDED = ("kafka", "postgres")      # the images every compose stack needs (Toxiproxy's: only with --proxies)
 IMAGE_ENV = {var for var, _ in IMAGE_VARS.values()}
-BUILD_SCRIPT = COMPOSE_DIR.parent / "scripts" / "build-images.sh"
+BUILD_SCRIPT = package_data.path("scripts", "build-images.sh")
 BUILD_TIMEOUT_S = 1800
 
 

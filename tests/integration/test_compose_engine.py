@@ -338,3 +338,26 @@ def test_the_nightly_runs_through_the_action_against_the_engine(engine, tmp_path
     finally:
         harness("down", "--purge", env=env, timeout=300)     # after a failure mid-way; a no-op after the action's
     assert leftovers(engine) == {"container": [], "volume": [], "network": []}
+
+
+@pytest.mark.slow
+def test_the_wheel_starts_the_compose_stack_from_its_own_files(engine, tmp_path):
+    """`harness up --stack compose` from a wheel in a fresh virtual environment, run from an empty folder: the
+    containers' compose files are the wheel's (the labels compose gives them), not a checkout's."""
+    from tests.integration.installed_wheel import data_folder, install, ok, run as run_wheel
+    script, clean, venv = install(tmp_path / "wheel")
+    work = tmp_path / "work"
+    work.mkdir()
+    engine_env = {k: v for k, v in engine.items() if k == "DOCKER_HOST" or k in compose_images.IMAGE_ENV}
+    env = {**clean, **engine_env, **home("harness-compose-wheel-")}
+    try:
+        ok(run_wheel([script, "up", "--stack", "compose"], work, env), "harness up --stack compose")
+        label = "com.docker.compose.project.config_files"
+        listed = _docker(env, "ps", "--filter", f"label=com.docker.compose.project={PROJECT}",
+                         "--format", f'{{{{.Label "{label}"}}}}').stdout.split()
+        files = {f for line in listed for f in line.split(",") if f}
+        assert files and all(Path(f).is_relative_to(data_folder(venv)) for f in files), files
+    finally:
+        down = run_wheel([script, "down", "--purge"], work, env, timeout=300)
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert leftovers(engine) == {"container": [], "volume": [], "network": []}

@@ -1,6 +1,7 @@
 """The Kafka Streams worker's launch: when its class-data archive must be retrained, and its command line."""
 
 import os
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -134,3 +135,37 @@ def test_a_build_folder_it_cannot_write_in_makes_the_probe_fail_not_the_run(tmp_
     jar = _touch(tmp_path / "w.jar", 1000)
     assert streams_jvm._probe(tmp_path / "w.jsa", tmp_path / "missing-folder" / "w.jar") is False
     assert streams_jvm._probe(tmp_path / "w.jsa", jar) is False     # no archive there: refused, no traceback
+
+
+def _sources(root: Path, java: str) -> Path:
+    (root / "src" / "main" / "java").mkdir(parents=True)
+    (root / "pom.xml").write_text("<project/>")
+    (root / "src" / "main" / "java" / "A.java").write_text(java)
+    return root
+
+
+def test_the_module_is_copied_into_a_cache_folder_named_by_its_sources(tmp_path, monkeypatch):
+    src = _sources(tmp_path / "pkg", "class A {}")
+    monkeypatch.setattr(streams_jvm, "SOURCES", src)
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
+    folder = streams_jvm.build_folder()
+    assert folder.parent == tmp_path / "cache" / "streams-worker"
+    streams_jvm._stage(folder)
+    assert (folder / "src" / "main" / "java" / "A.java").read_text() == "class A {}"
+    assert (folder / "pom.xml").read_text() == "<project/>"
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name], "a staging copy was left behind"
+    assert streams_jvm.build_folder() == folder
+    (src / "src" / "main" / "java" / "A.java").write_text("class A { int x; }")
+    assert streams_jvm.build_folder() != folder, "edited sources must be built in a folder of their own"
+
+
+def test_build_folders_of_other_sources_go_once_unused_for_a_week(tmp_path):
+    base = tmp_path / "streams-worker"
+    current, recent, old = (base / n for n in ("aaaa", "bbbb", "cccc"))
+    for folder in (current, recent, old):
+        (folder / "target").mkdir(parents=True)
+    week_ago = time.time() - streams_jvm.BUILD_KEEP_S - 60
+    os.utime(old, (week_ago, week_ago))
+    os.utime(current, (week_ago, week_ago))
+    streams_jvm._prune(current)
+    assert sorted(p.name for p in base.iterdir()) == ["aaaa", "bbbb"]

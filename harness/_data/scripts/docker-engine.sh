@@ -1,0 +1,1 @@
+../../../scripts/docker-engine.sh
