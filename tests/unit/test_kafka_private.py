@@ -4,7 +4,8 @@ import os
 import stat
 
 from harness.stack import pidrecord
-from harness.stack.local_kafka import PRIVATE_UMASK, LocalKafka
+from harness.safefile import PRIVATE_UMASK
+from harness.stack.local_kafka import LocalKafka
 
 
 def _mode(p):
