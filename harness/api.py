@@ -59,6 +59,8 @@ EXTRA_OPTIONS = ("faults",)
 # The report's anomaly id lists, by the name a Report gives them.
 WITNESS_KEYS = {"lost": "lost_ids", "duplicated": "duplicate_ids", "unexpected": "unexpected_ids",
                 "unprocessed": "unprocessed_ids"}
+# The report's count of each (stray ids have their list alone).
+COUNT_KEYS = {"lost": "lost", "duplicated": "duplicates", "unprocessed": "unprocessed"}
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,8 @@ class Report:
         from .reporting.run_report import RunReport
         path = Path(folder)
         d = RunReport.load(path).data
+        if not isinstance(d.get("verdict"), str) or not isinstance(d.get("counts"), dict):
+            raise HarnessError(f"{path} is not a finished run's report (it has no verdict or counts)")
         anomalies = d.get("anomalies") or {}
         witnesses = {name: tuple(str(i) for i in (anomalies.get(key) or [])[:MAX_WITNESSES])
                      for name, key in WITNESS_KEYS.items()}
@@ -96,10 +100,11 @@ class Report:
         """The verdict, the count and the first ids of each anomaly, and where the report is."""
         parts = []
         for name, ids in self.witnesses.items():
-            total = self.counts.get("duplicates" if name == "duplicated" else name)
-            if ids or total:
-                shown = ", ".join(ids[:limit]) + (", ..." if len(ids) > limit or (total or 0) > len(ids) else "")
-                parts.append(f"{_count(total)} {name} [{shown}]")
+            total = self.counts.get(COUNT_KEYS[name]) if name in COUNT_KEYS else len(ids)
+            if ids or total != 0:             # an unknown count is said, never taken for none
+                more = ", ..." if len(ids) > limit or (total or 0) > len(ids) else ""
+                shown = f" [{', '.join(ids[:limit])}{more}]" if ids else ""
+                parts.append(f"{_count(total)} {name}{shown}")
         return f"{self.experiment}: {self.verdict}" + (f": {'; '.join(parts)}" if parts else "") + \
             f"; report: {self.path / 'report.html'}"
 
