@@ -80,6 +80,10 @@ class Report:
     def ok(self) -> bool:
         return self.verdict == "as-predicted"
 
+    def __bool__(self) -> bool:
+        """`assert report` means `assert report.ok` (a Report is never true just for being there)."""
+        return self.ok
+
     @classmethod
     def load(cls, folder: str | os.PathLike) -> "Report":
         """The Report of a run folder (or of its report.json); a file that is not a valid report is a
@@ -314,7 +318,10 @@ class Stack:
         if self.temporary:
             self._guard_pipe = _start_guard(self.home, self.env())
         if proc.returncode != 0:
-            self.down()
+            try:
+                self.down()
+            except HarnessError:
+                pass                 # the start's own error is the one to say
             raise HarnessError(_error_line(proc, "harness up"))
         return self
 

@@ -3,8 +3,8 @@
 The user's project is copied to a temporary folder and its test run on the session's stack (its
 HARNESS_HOME in the environment, so `harness_stack` reuses that stack and leaves it running): green with
 the correct consumer, red with the wrong one, whose failure names the duplicated ids and the report's path.
-Then harness.api's temporary stack: started in a folder of its own, and gone with its folder when the
-process that started it is SIGKILLed.
+Then harness.api on its own: a Ctrl-C during `run` still leaves a report (interrupted) and no process,
+and a temporary stack is gone with its folder when the process that started it is SIGKILLed.
 """
 
 import json
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from harness import procs
-from tests.conftest import ROOT, harness, processes_of
+from tests.conftest import ROOT, harness, pids_where, processes_of
 
 pytestmark = pytest.mark.integration
 
@@ -90,3 +90,24 @@ def test_a_temporary_stack_is_gone_when_its_starter_is_killed(tmp_path):
         time.sleep(1)
     assert not processes_of(home), "the killed starter's stack is still running"
     assert not home.exists(), "the killed starter's temporary state folder was left"
+
+
+def test_a_ctrl_c_during_an_api_run_leaves_its_report_and_no_process(stack, tmp_path):
+    out = tmp_path / "report"
+    consumer = CONSUMERS / "correct.py"
+    code = ("import sys; from harness.api import Stack, run; "
+            f"run('custom', stack=Stack.local(sys.argv[1]), out=sys.argv[2], worker_cmd=[sys.executable, "
+            f"{str(consumer)!r}], kills=2, messages=200_000)")
+    caller = subprocess.Popen([sys.executable, "-c", code, stack["env"]["HARNESS_HOME"], str(out)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=procs.die_with_parent)
+    deadline = time.monotonic() + SESSION_TIMEOUT_S
+    def consuming(cmd: str) -> bool:        # a worker: neither the caller nor `harness run`, which name it too
+        return str(consumer) in cmd and "harness.api" not in cmd and "harness.cli" not in cmd
+    while not pids_where(consuming) and caller.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.5)                 # until its consumers work: the run is under way
+    caller.send_signal(signal.SIGINT)   # to the caller alone, as a signal sent to one process: it passes it on
+    _, err = caller.communicate(timeout=SESSION_TIMEOUT_S)
+    assert caller.returncode != 0 and "KeyboardInterrupt" in err, err[-3000:]
+    assert json.loads((out / "report.json").read_text())["verdict"] == "interrupted"
+    assert not pids_where(lambda c: str(out) in c or str(consumer) in c), "a process of the run outlived it"

@@ -110,6 +110,7 @@ def test_a_failed_report_says_its_ids_and_path_in_its_repr_and_assert_ok(tmp_pat
     assert "unexpected" in shown and "1 lost [pay-000007]" in shown and "2 duplicated [pay-000003, pay-000004]" \
         in shown and str(tmp_path / "run" / "report.html") in shown
     assert len(shown) < 240, "pytest cuts a longer repr in the middle"
+    assert not r, "`assert report` must mean `assert report.ok`"
     with pytest.raises(AssertionError) as e:
         r.assert_ok()
     assert "pay-000007" in str(e.value) and "pay-000004" in str(e.value) and str(tmp_path) in str(e.value)
@@ -119,7 +120,7 @@ def test_an_ok_report_passes_and_an_unmeasured_count_is_unknown(tmp_path):
     d = sample("custom", lost=0, dups=0)
     d["anomalies"]["duplicate_ids"] = []
     r = Report.load(_folder(tmp_path, d))
-    assert r.ok
+    assert r.ok and r
     r.assert_ok()
     unmeasured = dataclasses.replace(r, counts={**r.counts, "lost": None}, witnesses={**r.witnesses, "lost": ()})
     assert "unknown lost" in unmeasured.explain() and "0 lost" not in unmeasured.explain()
