@@ -200,7 +200,7 @@ def run(experiment: str | os.PathLike, *, stack: "Stack | None" = None, out: str
     and `faults`, a list of `--fault` specs. A bad option is a ValueError; a run that could not be made
     (a stack that does not start, a worker command that never consumes) a HarnessError.
 
-        >>> run("offset-before", mesages=10)
+        >>> run("offset-before", mesages=10)     # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         ValueError: unknown option 'mesages'; did you mean 'messages'? the options are: messages, ...
@@ -261,12 +261,12 @@ def guard(home: str) -> None:
     import shutil
     sys.stdin.buffer.read()
     folder = Path(home)
-    if (folder / "stack.json").exists():
-        done = subprocess.run([sys.executable, "-m", "harness.cli", "down", "--purge"], capture_output=True,
-                              timeout=DOWN_TIMEOUT_S)
-        if done.returncode != 0:
-            return               # never delete a folder under services still running: it is how to find them
-    shutil.rmtree(folder, ignore_errors=True)
+    if not folder.is_dir():
+        return                   # `down` stopped the stack and deleted it
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "down", "--purge"], capture_output=True,
+                          timeout=DOWN_TIMEOUT_S)
+    if done.returncode == 0:     # never delete a folder under services still running: it is how to find them
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class Stack:
@@ -313,10 +313,10 @@ class Stack:
         """Reuse the stack that answers here, or start one (`harness up`; HarnessError when it cannot)."""
         if self.started or self.answers():
             return self
+        if self.temporary and self._guard_pipe is None:     # before the start: a caller killed during it too
+            self._guard_pipe = _start_guard(self.home, self.env())
         proc = _harness(["up"], {**os.environ, **self.env()}, UP_TIMEOUT_S)
         self.started = True          # even a failed start may have left something to stop
-        if self.temporary:
-            self._guard_pipe = _start_guard(self.home, self.env())
         if proc.returncode != 0:
             try:
                 self.down()

@@ -144,3 +144,10 @@ def test_loading_the_plugin_imports_nothing_heavy():
             "print(sorted(m for m in sys.modules if m.startswith(('harness.', 'confluent_kafka', 'psycopg', 'click'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "['harness.pytest_plugin']"
+
+
+def test_the_docstring_examples_that_need_no_stack_run():
+    import doctest
+    import harness.api
+    result = doctest.testmod(harness.api)
+    assert result.attempted >= 2 and result.failed == 0
