@@ -1,8 +1,9 @@
 """The pytest plugin as a user meets it: examples/pytest-user/ run by pytest in a process of its own.
 
 The user's project is copied to a temporary folder and its test run on the session's stack (its
-HARNESS_HOME in the environment, so `harness_stack` reuses that stack and leaves it running): green with
-the correct consumer, red with the wrong one, whose failure names the duplicated ids and the report's path.
+HARNESS_HOME in the environment, so `harness_stack` reuses that stack and leaves it running) with the
+correct consumer: green; and with the wrong one on a stack the session starts in a temporary folder and
+removes: red, its failure naming the duplicated ids and the report's path.
 Then harness.api on its own: a Ctrl-C during `run` still leaves a report (interrupted) and no process,
 and a temporary stack is gone with its folder when the process that started it is SIGKILLed.
 """
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from harness import procs
-from tests.conftest import ROOT, harness, pids_where, processes_of
+from tests.conftest import ROOT, harness, pids_where, processes_of, searchable_dir
 
 pytestmark = pytest.mark.integration
 
@@ -39,11 +40,11 @@ def plugin_args() -> list[str]:
     return [] if installed else ["-p", "harness.pytest_plugin"]
 
 
-def user_session(stack, tmp_path, consumer: str):
+def user_session(stack_env: dict, tmp_path, consumer: str):
     project = tmp_path / "my-project"
     shutil.copytree(PROJECT, project)
     shutil.copy(CONSUMERS / consumer, project / "consumer.py")
-    env = {**os.environ, **stack["env"], "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, **stack_env, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin_args(),
                            "--basetemp", str(tmp_path / "basetemp")], cwd=project, env=env, capture_output=True,
                           text=True, timeout=SESSION_TIMEOUT_S, preexec_fn=procs.die_with_parent)
@@ -53,7 +54,7 @@ def user_session(stack, tmp_path, consumer: str):
 
 
 def test_the_users_correct_consumer_passes_on_the_reused_stack(stack, tmp_path):
-    proc, _, d = user_session(stack, tmp_path, "correct.py")
+    proc, _, d = user_session(stack["env"], tmp_path, "correct.py")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "1 passed" in proc.stdout
     assert d["verdict"] == "as-predicted" and d["consumer"]["kills_landed"] > 0
@@ -61,15 +62,23 @@ def test_the_users_correct_consumer_passes_on_the_reused_stack(stack, tmp_path):
     assert harness("status", env=stack["env"]).returncode == 0, "the reused stack was stopped"
 
 
-def test_the_users_wrong_consumer_fails_naming_the_ids_and_the_report(stack, tmp_path):
-    proc, folder, d = user_session(stack, tmp_path, "wrong.py")
+def test_the_users_wrong_consumer_fails_naming_the_ids_and_the_report_on_a_stack_of_its_own(stack, tmp_path):
+    """No stack answers in its HARNESS_HOME: the session starts one in a temporary folder (under TMPDIR) and
+    leaves neither it nor its folder behind."""
+    tmp = searchable_dir("harness-test-tmp-")
+    proc, folder, d = user_session({"HARNESS_HOME": str(tmp / "no-stack-here"), "TMPDIR": str(tmp)},
+                                   tmp_path, "wrong.py")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert d["verdict"] == "unexpected" and d["anomalies"]["duplicate_ids"]
     said = proc.stdout
     assert "1 failed" in said and f"{d['counts']['duplicates']} duplicated [" in said
     assert all(i in said for i in d["anomalies"]["duplicate_ids"][:4]), said[-3000:]
     assert str(folder / "report.html") in said
-    assert harness("status", env=stack["env"]).returncode == 0
+    assert d["stack"]["bootstrap_servers"] != stack["bootstrap_servers"]
+    deadline = time.monotonic() + GUARD_WAIT_S          # its guard ends once it finds the folder gone
+    while processes_of(tmp) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not processes_of(tmp) and not list(tmp.iterdir()), "the session's own stack or folder was left"
 
 
 def test_a_temporary_stack_is_gone_when_its_starter_is_killed(tmp_path):
