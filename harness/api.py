@@ -47,6 +47,7 @@ from .errors import HarnessError
 MAX_WITNESSES = 20
 # In the one-line repr (what a failed `assert report.ok` shows), fewer: pytest cuts a long repr in the middle.
 REPR_WITNESSES = 4
+REASON_CHARS = 100
 # A run that was interrupted gets this long to audit and write its report before it is killed.
 INTERRUPTED_RUN_GRACE_S = 300
 # `harness up` may resolve Kafka's jars on first use; `status` and `down` answer in seconds.
@@ -101,16 +102,21 @@ class Report:
                    summary=d.get("summary", ""), data=MappingProxyType(d))
 
     def explain(self, limit: int = MAX_WITNESSES) -> str:
-        """The verdict, the count and the first ids of each anomaly, and where the report is."""
+        """The verdict, the count and the first ids of each anomaly (else the reason of a verdict that is not
+        as-predicted), and where the report is; its text from the report made safe for a terminal."""
+        from .escape import term
         parts = []
         for name, ids in self.witnesses.items():
             total = self.counts.get(COUNT_KEYS[name]) if name in COUNT_KEYS else len(ids)
             if ids or total != 0:             # an unknown count is said, never taken for none
                 more = ", ..." if len(ids) > limit or (total or 0) > len(ids) else ""
-                shown = f" [{', '.join(ids[:limit])}{more}]" if ids else ""
+                shown = f" [{', '.join(term(i) for i in ids[:limit])}{more}]" if ids else ""
                 parts.append(f"{_count(total)} {name}{shown}")
-        return f"{self.experiment}: {self.verdict}" + (f": {'; '.join(parts)}" if parts else "") + \
-            f"; report: {self.path / 'report.html'}"
+        reason = (self.data.get("verdict_detail") or {}).get("reason")
+        if not parts and not self.ok and isinstance(reason, str) and reason:
+            parts.append(reason[:REASON_CHARS] + ("..." if len(reason) > REASON_CHARS else ""))
+        return f"{term(self.experiment)}: {term(self.verdict)}" + (f": {term('; '.join(parts))}" if parts else "") \
+            + f"; report: {term(self.path / 'report.html')}"
 
     def assert_ok(self) -> None:
         """Raise AssertionError naming the anomalies' ids and the report's path unless the run is ok."""

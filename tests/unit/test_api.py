@@ -151,3 +151,13 @@ def test_the_docstring_examples_that_need_no_stack_run():
     import harness.api
     result = doctest.testmod(harness.api)
     assert result.attempted >= 2 and result.failed == 0
+
+
+def test_a_verdict_without_anomalies_says_its_reason_and_hostile_ids_are_shown_safely(tmp_path):
+    d = sample("custom", lost=0, dups=0, verdict="incomplete")
+    d["anomalies"]["duplicate_ids"] = []
+    d["verdict_detail"]["reason"] = "time limit of 600 s reached"
+    r = Report.load(_folder(tmp_path, d))
+    assert "custom: incomplete: time limit of 600 s reached; report: " in repr(r)
+    hostile = dataclasses.replace(r, witnesses={**r.witnesses, "unexpected": ("pay\x1b[2J-1",)})
+    assert "\x1b" not in hostile.explain() and "1 unexpected [pay" in hostile.explain()
