@@ -20,12 +20,12 @@ none of which belongs in the caller's process. It dies with the caller
 writes its report and leaves nothing behind. The result is read back from the
 report.json it wrote (validated against the report's schema).
 
-    >>> from harness.api import Stack, run
+    >>> from harness.api import Stack, crash_test, run
     >>> with Stack.local() as stack:                  # doctest: +SKIP
-    ...     report = run("custom", stack=stack, worker_cmd="python consumer.py",
-    ...                  expect="exactly-once", kills=5, messages=300)
-    >>> report.ok, report.counts["lost"], report.path  # doctest: +SKIP
-    (True, 0, PosixPath('reports/20261207T063000-custom'))
+    ...     report = crash_test("python consumer.py", stack=stack, expect="exactly-once", kills=5, messages=300)
+    ...     print(run("experiments/core/offset-before.toml", stack=stack, messages=200).summary)
+    >>> report.ok, report.counts["lost"], report.witnesses["duplicated"]  # doctest: +SKIP
+    (True, 0, ())
 """
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ def run(experiment: str | os.PathLike, *, stack: "Stack | None" = None, out: str
     and `faults`, a list of `--fault` specs. A bad option is a ValueError; a run that could not be made
     (a stack that does not start, a worker command that never consumes) a HarnessError.
 
-        >>> run("offset-before", mesages=10)     # doctest: +ELLIPSIS
+        >>> run("experiments/core/offset-before.toml", mesages=10)     # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         ValueError: unknown option 'mesages'; did you mean 'messages'? the options are: messages, ...
@@ -223,6 +223,25 @@ def run(experiment: str | os.PathLike, *, stack: "Stack | None" = None, out: str
     if folder is None or not (folder / "report.json").is_file():
         raise HarnessError(_error_line(proc, f"harness run {experiment}"))
     return Report.load(folder)
+
+
+def consumer_experiment() -> str:
+    """The experiment that runs a user's consumer: the one that declares `worker_cmd`."""
+    from .params import declared
+    return declared()["worker_cmd"].experiments[0]
+
+
+def crash_test(worker_cmd: str | Sequence[str], *, stack: "Stack | None" = None,
+               out: str | os.PathLike | None = None, **options) -> Report:
+    """Crash-test a consumer of your own: `run` of the experiment that runs `worker_cmd` (a command line, or
+    its words) under random SIGKILLs, with `expect` (exactly-once by default) the claim it is held to.
+
+        >>> crash_test("python consumer.py", expect="twice")     # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: --expect must be one of exactly-once, at-least-once, at-most-once, got 'twice'
+    """
+    return run(consumer_experiment(), stack=stack, out=out, worker_cmd=worker_cmd, **options)
 
 
 def _error_line(proc: subprocess.CompletedProcess, what: str) -> str:
@@ -282,7 +301,7 @@ class Stack:
     started (a temporary folder's stack is purged and the folder deleted). A context manager:
 
         >>> with Stack.local("/tmp/my-harness-state") as stack:   # doctest: +SKIP
-        ...     run("offset-before", stack=stack, messages=200).verdict
+        ...     run("experiments/core/offset-before.toml", stack=stack, messages=200).verdict
         'as-predicted'
     """
 

@@ -11,10 +11,10 @@ its fixtures (importing it imports pytest alone and starts nothing):
 `harness_stack` (session scope) is the stack the runs use: the one that answers
 in $HARNESS_HOME (or .harness/), left running, else a new one in a temporary
 state folder, stopped and deleted at the end of the session (and by a guard
-process if the session is killed). `crash_test(**options)` runs
-`harness run custom` with those options (harness.api.run; an experiment or
-an experiment file by `experiment=`) into the test's own folder and returns
-the Report. A failed `assert report.ok` shows the report's repr: the verdict,
+process if the session is killed). `crash_test(worker_cmd=..., **options)`
+runs your consumer under random kills with those options
+(harness.api.crash_test; another experiment or an experiment file by
+`experiment=`) into the test's own folder and returns the Report. A failed `assert report.ok` shows the report's repr: the verdict,
 the lost and duplicated ids and the report's path; `report.assert_ok()` raises
 with every id kept.
 """
@@ -35,13 +35,20 @@ def harness_stack():
 
 @pytest.fixture
 def crash_test(harness_stack, tmp_path):
-    """A function: crash_test(worker_cmd=..., expect="exactly-once", kills=10, **options) -> harness.api.Report.
-    `experiment` (default "custom") may name another kind or an experiment file; each call writes its report
-    under the test's tmp_path."""
-    from harness.api import run
+    """A function: crash_test(worker_cmd=..., expect="exactly-once", kills=10, **options) -> harness.api.Report
+    (harness.api.crash_test). With `experiment=` (a kind, or an experiment file) instead it runs that
+    (harness.api.run). Each call writes its report under the test's tmp_path."""
+    from harness import api
     calls = []
 
-    def crash(experiment: str = "custom", **options):
+    def crash(worker_cmd=None, *, experiment=None, **options):
         calls.append(None)
-        return run(experiment, stack=harness_stack, out=tmp_path / f"harness-report-{len(calls)}", **options)
+        out = tmp_path / f"harness-report-{len(calls)}"
+        if experiment is not None:
+            if worker_cmd is not None:
+                options["worker_cmd"] = worker_cmd
+            return api.run(experiment, stack=harness_stack, out=out, **options)
+        if worker_cmd is None:
+            raise ValueError("crash_test needs worker_cmd (your consumer's command), or experiment=")
+        return api.crash_test(worker_cmd, stack=harness_stack, out=out, **options)
     return crash

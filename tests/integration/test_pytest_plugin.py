@@ -27,7 +27,7 @@ pytestmark = pytest.mark.integration
 
 PROJECT = ROOT / "examples" / "pytest-user"
 CONSUMERS = ROOT / "examples" / "consumers" / "python"
-# A user's test session: one crash test of 1000 payments on a running stack, well under a minute when idle.
+# A user's test session: one crash test of 5000 payments on a running stack, well under a minute when idle.
 SESSION_TIMEOUT_S = 900
 # The guard stops and purges the stack once the process that started it has gone.
 GUARD_WAIT_S = 300

@@ -161,3 +161,10 @@ def test_a_verdict_without_anomalies_says_its_reason_and_hostile_ids_are_shown_s
     assert "custom: incomplete: time limit of 600 s reached; report: " in repr(r)
     hostile = dataclasses.replace(r, witnesses={**r.witnesses, "unexpected": ("pay\x1b[2J-1",)})
     assert "\x1b" not in hostile.explain() and "1 unexpected [pay" in hostile.explain()
+
+
+def test_crash_test_runs_the_experiment_that_takes_a_users_command():
+    from harness.api import consumer_experiment, crash_test
+    assert consumer_experiment() == "custom"
+    with pytest.raises(ValueError, match="option kills must be an int"):
+        crash_test(["python", "consumer.py"], kills="many")
