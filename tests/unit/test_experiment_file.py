@@ -21,7 +21,8 @@ from harness.faults import FAULTS
 from harness.params import RunParams, declared, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = sorted((ROOT / "experiments").rglob("*.toml")) + sorted((ROOT / "examples").rglob("*.toml"))
+FILES = sorted((ROOT / "experiments").rglob("*.toml")) + sorted(
+    p for p in (ROOT / "examples").rglob("*.toml") if p.name != "pyproject.toml")   # a project's, not a run's
 
 
 def test_there_are_files_in_every_suite_group_and_beyond():

@@ -28,8 +28,8 @@ LAYERS = [
     ("faults", "workers"),            # what breaks workers; the processes and their supervisor
     ("params", "reporting"),
     ("runner", "suite_runner", "experiment_file"),
-    ("bench", "ui", "matrix"),
-    ("commands",),
+    ("bench", "ui", "matrix", "api"),   # api: run() and Stack for Python callers
+    ("commands", "pytest_plugin"),
     ("cli",),
     ("docs_pages",),                 # the documentation pages written from the declarations and the CLI
 ]
