@@ -79,7 +79,21 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return self.verdict == "as-predicted"
+        """As predicted, and (for a user's consumer) tested: a run in which too few kills landed says
+        nothing about the consumer's claim, so it is not ok even when nothing went wrong."""
+        return self.verdict == "as-predicted" and self.untested is None
+
+    @property
+    def untested(self) -> str | None:
+        """Why a user's consumer's run did not test its claim (fewer kills landed than the report calls
+        meaningful), else None."""
+        from .experiments.custom_report import FEW_KILLS
+        consumer = self.data.get("consumer")
+        landed = consumer.get("kills_landed") if isinstance(consumer, Mapping) else None
+        if isinstance(landed, int) and not isinstance(landed, bool) and landed < FEW_KILLS:
+            return (f"only {landed} kill(s) landed, fewer than {FEW_KILLS}: the claim was not tested "
+                    f"(give more messages or kills)")
+        return None
 
     def __bool__(self) -> bool:
         """`assert report` means `assert report.ok` (a Report is never true just for being there)."""
@@ -113,7 +127,9 @@ class Report:
                 shown = f" [{', '.join(term(i) for i in ids[:limit])}{more}]" if ids else ""
                 parts.append(f"{_count(total)} {name}{shown}")
         reason = (self.data.get("verdict_detail") or {}).get("reason")
-        if not parts and not self.ok and isinstance(reason, str) and reason:
+        if self.untested is not None:
+            parts.append(self.untested)
+        elif not parts and not self.ok and isinstance(reason, str) and reason:
             parts.append(reason[:REASON_CHARS] + ("..." if len(reason) > REASON_CHARS else ""))
         return f"{term(self.experiment)}: {term(self.verdict)}" + (f": {term('; '.join(parts))}" if parts else "") \
             + f"; report: {term(self.path / 'report.html')}"
@@ -219,8 +235,11 @@ def run(experiment: str | os.PathLike, *, stack: "Stack | None" = None, out: str
     if proc.returncode not in (0, 1, 3, 130):
         raise HarnessError(_error_line(proc, f"harness run {experiment}"))
     lines = proc.stdout.strip().splitlines()
-    folder = Path(lines[-1]) if lines else None
-    if folder is None or not (folder / "report.json").is_file():
+    # The folder asked for first: the printed last line escapes control characters, so a name holding one
+    # is not the printed text; the printed folder where the report went elsewhere (unwritten-reports/).
+    candidates = ([Path(out)] if out is not None else []) + ([Path(lines[-1])] if lines else [])
+    folder = next((c for c in candidates if (c / "report.json").is_file()), None)
+    if folder is None:
         raise HarnessError(_error_line(proc, f"harness run {experiment}"))
     return Report.load(folder)
 

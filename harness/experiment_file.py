@@ -323,13 +323,15 @@ def experiments_root() -> Path | None:
 
 
 def folder_of(target: str) -> Path:
-    """A folder given to `harness suite`: a path to a folder, or a group name (experiments/<group>/)."""
+    """A folder given to `harness suite`: a group name (experiments/<group>/), else a path to a folder. A bare
+    name is the group first, so a folder of that name in the current directory does not take `harness suite
+    core` over; `./core` names that folder."""
     given = Path(target)
-    if given.is_dir():
-        return given
     root = experiments_root()
     if "/" not in target and root is not None and (root / target).is_dir():
         return root / target
+    if given.is_dir():
+        return given
     groups = sorted(p.name for p in root.iterdir() if p.is_dir()) if root is not None else []
     raise HarnessError(f"{target!r} is neither a folder nor a group of {root or 'experiments/ (none found)'}; "
                        f"{_near(target, groups)}groups: {', '.join(groups) or 'none'}")

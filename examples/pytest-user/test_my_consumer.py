@@ -12,5 +12,5 @@ CONSUMER = Path(__file__).resolve().parent / "consumer.py"
 
 def test_each_payment_is_charged_once_under_random_kills(crash_test):
     report = crash_test(worker_cmd=[sys.executable, str(CONSUMER)], expect="exactly-once",
-                        kills=10, messages=5000)
+                        kills=10, messages=20000)
     assert report.ok

@@ -170,4 +170,7 @@ def let_go(run) -> None:
     except Exception as e:  # noqa: BLE001 - `harness clean` drops it later; the report matters more
         run.log(f"[{run.names.run_id}] the run's PostgreSQL role {run.db_role.role} was not dropped "
                 f"({type(e).__name__}); `harness clean {run.names.run_id}` drops it")
+        # The report shows `said`: it must not keep saying the role goes when the run ends.
+        run.db_role.said = (f"{run.db_role.role} (made for this run: only its own tables; NOT dropped at the "
+                            f"end ({type(e).__name__}): `harness clean {run.names.run_id}` drops it)")
     run.db_role.dropped = True

@@ -168,3 +168,31 @@ def test_crash_test_runs_the_experiment_that_takes_a_users_command():
     assert consumer_experiment() == "custom"
     with pytest.raises(ValueError, match="option kills must be an int"):
         crash_test(["python", "consumer.py"], kills="many")
+
+
+def test_a_consumers_run_where_too_few_kills_landed_is_not_ok(tmp_path):
+    """As predicted with no kill landed says nothing about the consumer: a CI gate on `ok` must not pass it
+    (a wrong consumer passed this way with 0 of 6 kills landed)."""
+    from harness.experiments.custom_report import FEW_KILLS
+    d = sample("custom", lost=0, dups=0)
+    d["anomalies"]["duplicate_ids"] = []
+    d["consumer"] = {
+        "command": "python my.py", "claim": "exactly-once", "claim_held": True, "audit": "ledger",
+        "membership": "group", "protocol": "classic", "session_timeout_ms": None,
+        "members_tied": {"client.id": 1, "first appearance": 0}, "members_unidentified": 0,
+        "kills_landed": 0, "kills_by_state": {"could do damage": 0, "after its last commit": 0, "before joining": 0},
+        "first_commit_seconds": 1.0, "restart_median_seconds": None, "restart_max_seconds": None,
+        "kills": [], "starts": [], "warnings": [], "witnesses": []}
+
+    def folder(name):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "report.json").write_text(json.dumps(d))
+        return tmp_path / name
+    r = Report.load(folder("few"))
+    assert r.verdict == "as-predicted" and not r.ok and not r
+    assert f"only 0 kill(s) landed, fewer than {FEW_KILLS}" in repr(r)
+    with pytest.raises(AssertionError, match="the claim was not tested"):
+        r.assert_ok()
+    d["consumer"]["kills_landed"] = FEW_KILLS
+    tested = Report.load(folder("enough"))
+    assert tested.ok and tested.untested is None

@@ -210,3 +210,12 @@ def test_a_report_names_its_file_and_overrides_escaped_and_valid():
     del d["source"]
     validate(d)
     assert "From the experiment file" not in markdown.render(RunReport(d))
+
+
+def test_a_group_name_is_the_group_even_beside_a_folder_of_that_name(tmp_path, monkeypatch):
+    """`harness suite core` in a folder that holds a `core/` of its own (and no experiments/) runs the group
+    (it said "core holds no .toml file"); `./core` names the local folder."""
+    (tmp_path / "core").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert ef.folder_of("core").resolve() == ef.experiments_root().joinpath("core").resolve() != (tmp_path / "core")
+    assert ef.folder_of("./core") == Path("./core")
