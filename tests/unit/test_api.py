@@ -196,3 +196,18 @@ def test_a_consumers_run_where_too_few_kills_landed_is_not_ok(tmp_path):
     d["consumer"]["kills_landed"] = FEW_KILLS
     tested = Report.load(folder("enough"))
     assert tested.ok and tested.untested is None
+
+
+def test_run_finds_the_report_of_an_out_whose_name_holds_a_newline(tmp_path, monkeypatch):
+    """`harness run` prints the folder escaped (`\\n`), so the printed last line is not the folder's name: the
+    run wrote its report and the API said "exited 0 without a report". The CLI's real output, stood in for."""
+    import harness.api as api
+    from harness.escape import term
+    out = tmp_path / "api\nx"
+    d = sample("offset-before", lost=0, dups=0)
+    d["anomalies"]["duplicate_ids"] = []
+    out.mkdir()
+    (out / "report.json").write_text(json.dumps(d))
+    monkeypatch.setattr(api, "_harness", lambda argv, env, timeout: subprocess.CompletedProcess(
+        argv, 0, stdout=f"offset-before: as-predicted\n{term(str(out))}\n", stderr=""))
+    assert run("offset-before", out=out, messages=10).path == out
