@@ -29,3 +29,10 @@ def first_line(e: BaseException, limit: int = 200) -> str:
     (a `TimeoutError` from a future's `result(timeout)` says nothing: indexing its lines failed)."""
     text = str(e).strip()
     return text.splitlines()[0][:limit] if text else type(e).__name__
+
+
+def did_you_mean(name: str, valid) -> str:
+    """"did you mean 'x'? " for the valid name nearest a mistyped one (difflib), else ""."""
+    import difflib
+    close = difflib.get_close_matches(str(name), [str(v) for v in valid], n=1)
+    return f"did you mean {close[0]!r}? " if close else ""

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import HarnessError
+from .errors import HarnessError, did_you_mean
 from .environment import describe
 from .procs import die_with_parent
 from .reporting.run_report import RunReport
@@ -329,5 +329,6 @@ def parse_experiments(spec: str | None, group: str | None = None) -> list[str]:
         raise HarnessError(f"--experiments names no experiment; choose from: {', '.join(REGISTRY)}")
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
-        raise HarnessError(f"unknown experiment(s) {', '.join(unknown)}; choose from: {', '.join(REGISTRY)}")
+        raise HarnessError(f"unknown experiment(s) {', '.join(unknown)}; {did_you_mean(unknown[0], REGISTRY)}"
+                          f"choose from: {', '.join(REGISTRY)}")
     return names

@@ -9,7 +9,7 @@ the checker, the reports, the suite, `harness experiments`, `--help`) reads
 them from here.
 """
 
-from ..errors import HarnessError
+from ..errors import HarnessError, did_you_mean
 from .auto_commit import AUTO_COMMIT
 from .balances import INCREMENT, VERSIONED
 from .check_then_insert import KEY_CHECK_THEN_INSERT
@@ -39,7 +39,7 @@ def names() -> list[str]:
 def get(name: str) -> Experiment:
     exp = REGISTRY.get(name)
     if exp is None:
-        raise HarnessError(f"unknown experiment {name!r}; choose one of: {', '.join(REGISTRY)}")
+        raise HarnessError(f"unknown experiment {name!r}; {did_you_mean(name, REGISTRY)}choose one of: {', '.join(REGISTRY)}")
     return exp
 
 

@@ -4,7 +4,7 @@ deliveries overlapping). `build` turns a run's options into its list of faults; 
 supervisor (harness/workers/) ticks them, and the crash plan and crash log they share with the workers are
 in harness/runtime/."""
 
-from ..errors import HarnessError
+from ..errors import HarnessError, did_you_mean
 from .base import Fault, parse_spec
 from .broker import BrokerKill, BrokerPause, LeaderKill
 from .client import Abort, ClientPause
@@ -41,7 +41,7 @@ def build(params, exp) -> list[Fault]:
         name, opts = parse_spec(spec)
         cls = FAULTS.get(name)
         if cls is None:
-            raise HarnessError(f"unknown --fault {name!r}; choose one of: {', '.join(FAULTS)}")
+            raise HarnessError(f"unknown --fault {name!r}; {did_you_mean(name, FAULTS)}choose one of: {', '.join(FAULTS)}")
         fault = cls.from_options(spec, opts, params)
         if opts:
             raise HarnessError(f"--fault {spec}: unknown option(s) {', '.join(opts)}; "

@@ -46,7 +46,7 @@ def test_a_bad_value_is_one_line_saying_what_it_must_be(options, said):
 
 
 def test_an_unknown_experiment_names_the_kinds():
-    with pytest.raises(ValueError, match="unknown experiment 'offset-befor'; choose one of: offset-before"):
+    with pytest.raises(ValueError, match=r"unknown experiment 'offset-befor'; did you mean 'offset-before'\? choose one of: offset-before"):
         check_options("offset-befor", {})
 
 

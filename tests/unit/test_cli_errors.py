@@ -323,3 +323,13 @@ def test_up_says_a_replaced_port_once_when_its_port_is_taken(tmp_path, monkeypat
     assert result.exit_code == 0, result.output
     said = [line for line in result.output.splitlines() if f"port {kafka_port} is taken" in line]
     assert len(said) == 1, result.output
+
+
+@pytest.mark.parametrize("args, near", [
+    (["run", "offset-befor"], "did you mean 'offset-before'?"),
+    (["run", "offset-before", "--fault", "planed-crash"], "did you mean 'planned-crash'?"),
+    (["suite", "--experiments", "eos,eos-boundry"], "did you mean 'eos-boundary'?"),
+])
+def test_a_mistyped_experiment_or_fault_name_gets_a_did_you_mean(args, near):
+    proc = harness(*args)
+    assert proc.returncode == 2 and near in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
