@@ -301,6 +301,7 @@ def _nightly_inputs() -> dict:
     return inputs
 
 
+@pytest.mark.slow          # the whole default suite on the compose stack
 def test_the_nightly_runs_through_the_action_against_the_engine(engine, tmp_path):
     """The action's own shell steps, in order, as a runner would run them (tests/action_steps.py), with
     the nightly's inputs: `harness up --stack compose` with the password the action generates, the

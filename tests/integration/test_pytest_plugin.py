@@ -62,6 +62,7 @@ def test_the_users_correct_consumer_passes_on_the_reused_stack(stack, tmp_path):
     assert harness("status", env=stack["env"]).returncode == 0, "the reused stack was stopped"
 
 
+@pytest.mark.slow          # a stack of its own
 def test_the_users_wrong_consumer_fails_naming_the_ids_and_the_report_on_a_stack_of_its_own(stack, tmp_path):
     """No stack answers in its HARNESS_HOME: the session starts one in a temporary folder (under TMPDIR) and
     leaves neither it nor its folder behind."""
@@ -81,6 +82,7 @@ def test_the_users_wrong_consumer_fails_naming_the_ids_and_the_report_on_a_stack
     assert not processes_of(tmp) and not list(tmp.iterdir()), "the session's own stack or folder was left"
 
 
+@pytest.mark.slow          # a stack of its own
 def test_a_temporary_stack_is_gone_when_its_starter_is_killed(tmp_path):
     code = ("from harness.api import Stack; s = Stack.temporary_folder(); s.up(); print(s.home, flush=True); "
             "import time; time.sleep(600)")
