@@ -30,6 +30,7 @@ def ok(proc, what) -> subprocess.CompletedProcess:
 def install(base: Path) -> tuple[Path, dict, Path]:
     """(the venv's `harness` script, a clean environment, the venv) with the wheel installed, under `base`."""
     venv, dist = base / "venv", base / "dist"
+    base.mkdir(parents=True, exist_ok=True)        # the commands below run in it
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("HARNESS_")}
     ok(run([sys.executable, "-m", "venv", venv], base, env), "python -m venv")
     py = venv / "bin" / "python"
