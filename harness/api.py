@@ -30,7 +30,6 @@ report.json it wrote (validated against the report's schema).
 
 from __future__ import annotations
 
-import difflib
 import os
 import shlex
 import signal
@@ -41,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from .errors import HarnessError
+from .errors import HarnessError, did_you_mean
 
 # Ids of each anomaly kept on a Report (the report itself keeps more; its folder has every one).
 MAX_WITNESSES = 20
@@ -153,11 +152,6 @@ def option_names() -> list[str]:
     return [*declared(), *EXTRA_OPTIONS]
 
 
-def _near(name: str, valid: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, list(valid), n=1)
-    return f"did you mean {close[0]!r}? " if close else ""
-
-
 def _typed(name: str, value, kind: type):
     """`value` as the option's type, or a ValueError naming what it must be."""
     if name == "worker_cmd" and isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
@@ -182,7 +176,7 @@ def check_options(experiment: str | os.PathLike, options: Mapping) -> list[str]:
     valid = option_names()
     for name in options:
         if name not in valid:
-            raise ValueError(f"unknown option {name!r}; {_near(name, valid)}the options are: {', '.join(valid)}")
+            raise ValueError(f"unknown option {name!r}; {did_you_mean(name, valid)}the options are: {', '.join(valid)}")
     faults = options.get("faults") or ()
     if isinstance(faults, str):
         faults = (faults,)

@@ -31,14 +31,13 @@ team can keep its own `experiments/` in its repository and run from there.
 
 from __future__ import annotations
 
-import difflib
 import os
 import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import HarnessError
+from .errors import HarnessError, did_you_mean
 
 MAX_BYTES = 64 * 1024                 # an experiment file is a few lines; this bounds a hostile one
 MAX_FILES = 200                       # files in one folder `harness suite` runs
@@ -144,11 +143,6 @@ def read_bounded(path: Path) -> str:
         raise HarnessError(f"{path}: not UTF-8 text") from None
 
 
-def _near(key: str, valid) -> str:
-    close = difflib.get_close_matches(key, list(valid), n=1)
-    return f"did you mean {close[0]!r}? " if close else ""
-
-
 def _choices(valid, limit: int = 60) -> str:
     valid = list(valid)
     shown = ", ".join(valid[:limit])
@@ -164,7 +158,7 @@ def _unknown_keys(path: Path, data: dict) -> None:
             continue
         for key in got:
             if key not in valid:
-                raise HarnessError(f"{path}: unknown key {where}{key!r}; {_near(key, valid)}"
+                raise HarnessError(f"{path}: unknown key {where}{key!r}; {did_you_mean(key, valid)}"
                                    f"valid keys: {_choices(valid)}")
 
 
@@ -174,7 +168,7 @@ def _say(error) -> str:
     where = ".".join(keys) or "(top level)"
     rule, node, value = error.validator, error.schema, error.instance
     if rule == "enum":
-        near = _near(str(value), map(str, node["enum"])).rstrip("? ") if isinstance(value, str) else ""
+        near = did_you_mean(str(value), map(str, node["enum"])).rstrip("? ") if isinstance(value, str) else ""
         return (f"{where} must be one of {_choices(map(str, node['enum']))}, got {_shown(value)}"
                 + (f"; {near}?" if near else ""))
     elif rule == "type":
@@ -215,14 +209,14 @@ def _fault_problem(where: str, spec) -> str:
         return f"{where} must be a string such as \"planned-crash\", got {_shown(spec)}"
     name = spec.partition(":")[0].strip()
     if name not in FAULTS:
-        return f"{where}: unknown fault {name[:40]!r}; {_near(name, FAULTS)}valid faults: {', '.join(FAULTS)}"
+        return f"{where}: unknown fault {name[:40]!r}; {did_you_mean(name, FAULTS)}valid faults: {', '.join(FAULTS)}"
     try:
         opts = parse_spec(spec)[1]
     except HarnessError as e:
         return f"{where}: {e}"
     keys = list(FAULTS[name].options)
     bad = next((k for k in opts if k not in keys), None)
-    return (f"{where}: fault {name} takes no option {bad[:40]!r}; {_near(bad, keys)}"
+    return (f"{where}: fault {name} takes no option {bad[:40]!r}; {did_you_mean(bad, keys)}"
             f"valid: {', '.join(keys) or 'none'}")
 
 
@@ -334,7 +328,7 @@ def folder_of(target: str) -> Path:
         return given
     groups = sorted(p.name for p in root.iterdir() if p.is_dir()) if root is not None else []
     raise HarnessError(f"{target!r} is neither a folder nor a group of {root or 'experiments/ (none found)'}; "
-                       f"{_near(target, groups)}groups: {', '.join(groups) or 'none'}")
+                       f"{did_you_mean(target, groups)}groups: {', '.join(groups) or 'none'}")
 
 
 def files_in(folder: Path) -> list[Path]:
