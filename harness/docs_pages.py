@@ -130,6 +130,20 @@ def commands_page() -> str:
     return "\n".join(out)
 
 
+def _code(text: str) -> str:
+    """A command as a table cell: a code span when it can be one (no backtick or pipe), else plain text."""
+    s = " ".join(str(text).split())
+    return f"`{s}`" if not set(s) & set("`|") else cell(s)
+
+
+def numbers_page() -> str:
+    from . import docs_numbers
+    out = ["| figure | value | machine | date | command | from |", "| --- | --- | --- | --- | --- | --- |"]
+    out += [f"| {cell(f.figure)} | {cell(f.value)} | {cell(f.machine)} | {cell(f.date)} | {_code(f.command)} | "
+            f"`{cell(f.source)}` |" for f in docs_numbers.figures()]
+    return "\n".join(out) + "\n"
+
+
 # A page's marker name -> the function that writes that part (the hook replaces the marker with it).
 PAGES = {"experiments": experiments_page, "faults": faults_page, "options": options_page,
-         "commands": commands_page}
+         "commands": commands_page, "numbers": numbers_page}

@@ -86,6 +86,20 @@ def test_every_section_link_of_the_html_report_has_its_entry(site):
     assert not missing, f"report sections the reading-a-report page does not explain: {missing}"
 
 
+def test_every_reference_figure_is_on_the_numbers_page_with_its_command(site):
+    from harness import docs_numbers
+    text = page(site, "numbers")
+    missing = [f.figure for f in docs_numbers.figures()
+               if not all(x in text for x in (f.value, f.date, f.command, f.source))]
+    assert not missing, f"figures not on the numbers page with their value, date, command and report: {missing}"
+
+
+def test_each_figure_measured_by_hand_has_its_date_and_command():
+    hand = (ROOT / "docs" / "numbers.md").read_text().split("## Measured by hand", 1)[1]
+    rows = [r for r in hand.splitlines() if r.startswith("| ") and not r.startswith(("| figure", "| ---"))]
+    assert rows and all(re.search(r"\| 20\d\d-\d\d-\d\d \| `[^`]+`", r) for r in rows), rows
+
+
 ELSEWHERE = re.compile(r"(?i)\blessons? \d+|teaching texts?|reference page|the lab's")
 
 

@@ -17,7 +17,8 @@ MAX_LINES = 400
 
 # From the bottom up: what each layer may import is everything below it.
 LAYERS = [
-    ("errors", "versions", "procs", "consume", "escape", "redaction", "suite_schedule"),   # no harness imports
+    ("errors", "versions", "procs", "consume", "escape", "redaction", "suite_schedule",
+     "docs_numbers"),   # no harness imports
     ("safefile", "options", "kafka_java", "pgconn", "package_data"),
     ("paths", "kafka_client", "rundir"),
     ("kafka_logging", "secret_args"),
