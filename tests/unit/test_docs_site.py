@@ -136,7 +136,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup.sh installs it)")
-@pytest.mark.parametrize("path, expect", [("", "Where to go from here"), ("reading-a-report/", "Scoreboard")])
+@pytest.mark.parametrize("path, expect", [("", "Where to go from here"), ("reading-a-report/", "Scoreboard"),
+                                          ("numbers/", "Measured by hand")])
 def test_the_site_renders_in_chromium_without_console_messages(site, path, expect):
     """Served over HTTP as `mkdocs serve` would (the theme's search loads its index with fetch, which a
     file:// page may not): the page's DOM holds its text, and the browser's console
