@@ -49,12 +49,15 @@ def docs_href(anchor: str, page: str = DOCS_PAGE) -> str:
     return f"{base.rstrip('/')}/{page}/#{anchor}" if base else f"{DOCS_PATH}{page}.md#{anchor}"
 
 
+def doc_link(anchor: str) -> str:
+    """The line under a section heading that links to the docs entry explaining that section."""
+    href = docs_href(anchor)
+    return f"<p class=doc><a href='{escape(href)}' title='what this section shows'>{escape(href)}</a></p>"
+
+
 def section(title: str, key: str | None = None, attrs: str = "") -> str:
     """A section heading (already escaped `title`) and, under it, the link to the docs entry on it."""
-    anchor = SECTION_ANCHORS[key or title]
-    href = docs_href(anchor)
-    return (f"<h2{attrs}>{title}</h2><p class=doc><a href='{escape(href)}' title='what this section shows'>"
-            f"{escape(href)}</a></p>")
+    return f"<h2{attrs}>{title}</h2>" + doc_link(SECTION_ANCHORS[key or title])
 
 
 LOST, DUP, OK, ABORTED, PRED = "#d1495b", "#edae49", "#00798c", "#8d6cab", "#c9ced6"

@@ -139,24 +139,34 @@ def _row(cells) -> str:
     return "| " + " | ".join(md(c) for c in cells) + " |"
 
 
+# Each heading of suite.html and the entry of docs/reading-a-report.md that explains it (a test checks both).
+SECTION_ANCHORS = {"Lost and duplicated effects per experiment": "suite-chart", "Scoreboard": "suite-scoreboard",
+                   "What each run says": "suite-runs", "Where the time went": "suite-time",
+                   "Parameters and environment": "suite-parameters"}
+
+
+def _head(title: str) -> str:
+    return f"<h2>{escape(title)}</h2>" + h.doc_link(SECTION_ANCHORS[title])
+
+
 def render_html(summary: dict, folder: Path | None = None) -> str:
     groups = [(r["experiment"], (r.get("counts") or {}).get("lost") or 0, (r.get("counts") or {}).get("duplicates") or 0)
               for r in summary["experiments"]]
     body = [f"<h1>Suite {escape(summary['suite_id'])}</h1>",
             f"<p id=conclusion class=summary>{escape(summary['conclusion'])}</p>",
-            "<h2>Lost and duplicated effects per experiment</h2>", h.bar_chart(groups, width=900),
-            "<h2>Scoreboard</h2>", "<div class=wide>", _table_with_links(summary, folder), "</div>",
+            _head("Lost and duplicated effects per experiment"), h.bar_chart(groups, width=900),
+            _head("Scoreboard"), "<div class=wide>", _table_with_links(summary, folder), "</div>",
             "<p class=muted>Duplicates and lost count effects in the Postgres ledger when the experiment has one, "
             "otherwise records of the output topic as read_committed readers see them.</p>",
-            "<h2>What each run says</h2><ul>"]
+            _head("What each run says") + "<ul>"]
     for r in summary["experiments"]:
         text = r.get("summary") or f"{r.get('verdict')}: {r.get('error', '')}"
         body.append(f"<li><b>{escape(r['experiment'])}</b>: {escape(text)}</li>")
     body.append("</ul>")
-    body += ["<h2>Where the time went</h2>", h.table(time_rows(summary), TIME_COLUMNS, numeric=tuple(range(1, 11))),
+    body += [_head("Where the time went"), h.table(time_rows(summary), TIME_COLUMNS, numeric=tuple(range(1, 11))),
              "<p class=muted>Seconds as each run measured them; a restart wait is a SIGKILL to the restarted "
              f"worker's first record. {escape(cpu_line(summary))}</p>"]
-    body += ["<h2>Parameters and environment</h2>",
+    body += [_head("Parameters and environment"),
              h.table([("arguments", " ".join(map(str, summary.get("command_args", [])))),
                       ("wall seconds", fmt(summary["timings"]["wall_seconds"])),
                       ("experiments at a time", summary_line(summary.get("scheduling"), summary.get("parallel", 1)))] +

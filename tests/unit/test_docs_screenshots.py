@@ -37,9 +37,9 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is n
 # width against the window's, and each table's right edge and whether its box scrolls sideways.
 PROBE = """<script>
 const tables = [...document.querySelectorAll('table')].map(t => {
-  const box = t.parentElement, head = t.closest('div.wide') ? t.closest('div.wide').previousElementSibling : null;
-  let h = t.previousElementSibling; while (h && !/^H[12]$/.test(h.tagName)) h = h.previousElementSibling;
-  if (!h && head) h = head;
+  const box = t.parentElement;
+  let h = (t.closest('div.wide') || t).previousElementSibling;
+  while (h && !/^H[12]$/.test(h.tagName)) h = h.previousElementSibling;
   return {heading: h ? h.textContent : '', right: Math.ceil(t.getBoundingClientRect().right),
           scrolls: box.scrollWidth > box.clientWidth, width: Math.ceil(t.scrollWidth)};
 });

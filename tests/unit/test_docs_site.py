@@ -80,9 +80,10 @@ def test_every_command_has_its_help_on_the_commands_page(site):
 
 
 def test_every_section_link_of_the_html_report_has_its_entry(site):
-    from harness.reporting import html as report_html
+    from harness.reporting import html as report_html, suite_report
     text = (site / report_html.DOCS_PAGE / "index.html").read_text()
-    missing = sorted({a for a in report_html.SECTION_ANCHORS.values() if f'id="{a}"' not in text})
+    anchors = {*report_html.SECTION_ANCHORS.values(), *suite_report.SECTION_ANCHORS.values()}
+    missing = sorted({a for a in anchors if f'id="{a}"' not in text})
     assert not missing, f"report sections the reading-a-report page does not explain: {missing}"
 
 

@@ -132,3 +132,20 @@ def test_each_section_heading_links_to_the_docs_entry_on_it(monkeypatch):
                                               "docs/reading-a-report.md#audit-it-yourself"}
     monkeypatch.setenv("HARNESS_DOCS_URL", "http://127.0.0.1:8000/")
     assert "href='http://127.0.0.1:8000/reading-a-report/#timeline'" in html.render(RunReport(d))
+
+
+def test_each_heading_of_the_suite_page_links_to_the_docs_entry_on_it(monkeypatch):
+    """suite.html too: every <h2> is followed by its link into docs/reading-a-report.md, one per section."""
+    from harness.reporting.suite_report import SECTION_ANCHORS, render_html
+    d = sample()
+    run = {"experiment": "dedupe", "report": "dedupe/report.json", "verdict": "as-predicted", "seconds": 3,
+           "counts": d["counts"], "ledger": d["ledger"], "crashes": 1, "kafka_output": None, "summary": "x"}
+    summary = {"suite_id": "s", "conclusion": "c", "experiments": [run], "timings": {"wall_seconds": 3},
+               "environment": {}, "command_args": []}
+    monkeypatch.delenv("HARNESS_DOCS_URL", raising=False)
+    heads = re.findall(r"<h2[^>]*>(.*?)</h2>(<p class=doc><a href='([^']*)')?", render_html(summary))
+    assert [h for h, link, _ in heads if not link] == [], "headings without their docs link"
+    assert [h for h, _, _ in heads] == list(SECTION_ANCHORS)
+    assert [href for _, _, href in heads] == [f"docs/reading-a-report.md#{a}" for a in SECTION_ANCHORS.values()]
+    monkeypatch.setenv("HARNESS_DOCS_URL", "http://127.0.0.1:8000")
+    assert "href='http://127.0.0.1:8000/reading-a-report/#suite-time'" in render_html(summary)
