@@ -153,14 +153,15 @@ class Supervisor:
             if self.forkserver is None:
                 from .forkserver import ForkServer
                 self.forkserver = ForkServer(self.run_dir, self.logs / "forkserver.log")
-            return self.forkserver.spawn(cmd, env, self.logs / f"{slot.name}.log", stdin_pipe=stdin == subprocess.PIPE)
-        if not self.own_process_group:       # our own processes (a Kafka Streams JVM): their log as it is
+        if not self.own_process_group and not self.forked:   # a Kafka Streams JVM: its log as it is
             with safefile.open_log(self.logs / f"{slot.name}.log") as log:
                 return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin)
-        if slot.name not in self.capped:      # a user's consumer: its log is capped (logcap.py)
+        if slot.name not in self.capped:      # a user's consumer or a forked worker: its log is capped (logcap.py)
             self.capped[slot.name] = CappedLog(self.logs / f"{slot.name}.log")
         out = self.capped[slot.name].pipe()
         try:
+            if self.forked:
+                return self.forkserver.spawn(cmd, env, out, stdin_pipe=stdin == subprocess.PIPE)
             return subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=stdin, process_group=0)
         finally:
             os.close(out)
