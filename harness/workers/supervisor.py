@@ -111,6 +111,8 @@ class Supervisor:
         # die of it, so only forked (our own) workers are asked.
         self.dump_signal = signal.SIGUSR1 if forked else None
         self.result = SupervisorResult(status="running")
+        leftovers.own_token()                     # in the environment of every process the harness starts
+        self.before: set | None = None            # this process's children when the workers started
         self.token = leftovers.new_token()        # in every worker's environment: its descendants carry it
         self.capped: dict[str, CappedLog] = {}    # a user's process writes to a pipe, its slot's log is capped
 
@@ -148,7 +150,8 @@ class Supervisor:
     def _spawn(self, slot: Slot, cmd: list[str], stdin=subprocess.DEVNULL) -> subprocess.Popen:
         # The worker checks, once it can, that we are still its parent (procs.die_with_parent).
         env = self.env(slot) if callable(self.env) else self.env    # a dict, or per slot and attempt
-        env = {**env, PARENT_PID_ENV: str(os.getpid()), leftovers.TOKEN_ENV: self.token}
+        env = {**{k: v for k, v in env.items() if k != leftovers.OWN_ENV}, PARENT_PID_ENV: str(os.getpid()),
+               leftovers.TOKEN_ENV: self.token}
         if self.forked:
             if self.forkserver is None:
                 from .forkserver import ForkServer
@@ -206,7 +209,8 @@ class Supervisor:
         if self.forkserver is not None:
             self.forkserver.close()
         # What the workers started and left (a child that called setsid), now that no worker can start more.
-        self.result.left_behind = leftovers.end(self.token, keep={p.pid for p in procs if p.poll() is None})
+        self.result.left_behind = leftovers.end(self.token, keep={p.pid for p in procs if p.poll() is None},
+                                                before=self.before)
         if self.capped:
             self.result.log_bytes_dropped = {name: log.join() for name, log in self.capped.items()}
 
@@ -266,6 +270,7 @@ class Supervisor:
         deadline = t0 + self.time_limit
         last_progress = 0.0
         subreaper = leftovers.subreaper(True)     # an orphaned descendant of a worker becomes our child
+        self.before = leftovers.children() if subreaper else None
         try:
             for s in self.slots:
                 self.start(s)
@@ -351,6 +356,7 @@ class Supervisor:
             if subreaper:
                 leftovers.subreaper(False)
             for f in self.faults:
+                f.run_end = (self.result.status, self.result.reason)
                 f.finish(self)
             self._read_events()
             self.result.wall_seconds = time.time() - t0
