@@ -1,8 +1,9 @@
 """A record someone else writes into a running run's input topic is named as foreign, with its place.
 
 A real custom run on the session's stack (no Kafka authentication: any local client may produce). Its
-consumer, before it starts, says which input topic it reads and waits; a plain Kafka client of this test
-(not the run's producer) then writes one record into that topic, and the consumer goes on: the correct
+consumer, before it starts, says which input topic it reads and waits; then one record is written into
+that topic by someone who is not the run's producer (a plain Kafka client of this test, or another local
+user the test makes, with nothing but the system's python3), and the consumer goes on: the correct
 example consumer, which applies the intruder's payment like any other. The report names that record by
 its partition and offset, says who wrote it is unknown to the run, and counts none of the run's own.
 """
@@ -16,7 +17,7 @@ import uuid
 import pytest
 
 from harness.procs import die_with_parent
-from tests.conftest import ROOT, pids_where
+from tests.conftest import ROOT, as_user, pids_where
 from tests.unit.sample_report import validate
 
 pytestmark = pytest.mark.integration
@@ -33,8 +34,30 @@ def _wait_for(path, seconds: float) -> str:
     raise AssertionError(f"{path} never written")
 
 
-def test_a_record_written_by_another_client_is_named_with_its_offset(stack, tmp_path):
+def _plain_client(stack, topic: str, key: str, value: bytes, request) -> tuple[int, int]:
     from confluent_kafka import Producer
+    placed = []
+    p = Producer({"bootstrap.servers": stack["bootstrap_servers"], "log_level": 0})   # not the run's producer
+    p.produce(topic, key=key.encode(), value=value,
+              on_delivery=lambda err, m: placed.append((err, m.partition(), m.offset())))
+    assert p.flush(30) == 0
+    (err, partition, offset), = placed
+    assert err is None
+    return partition, offset
+
+
+def _another_local_user(stack, topic: str, key: str, value: bytes, request) -> tuple[int, int]:
+    user = request.getfixturevalue("local_user")
+    got = as_user(user, "/usr/bin/python3", str(ROOT / "tests" / "raw_kafka_produce.py"), stack["bootstrap_servers"],
+                  topic, key, value.decode())
+    assert got.returncode == 0, got.stderr
+    answer = json.loads(got.stdout)
+    assert answer["error"] == 0, answer
+    return answer["partition"], answer["offset"]
+
+
+@pytest.mark.parametrize("write", [_plain_client, _another_local_user], ids=["plain-client", "another-local-user"])
+def test_a_record_written_by_another_client_is_named_with_its_offset(stack, tmp_path, write, request):
     topic_file, go = tmp_path / "topic", tmp_path / "go"
     wrapper = tmp_path / "consumer.sh"
     wrapper.write_text(f'#!/bin/sh\necho "$HARNESS_INPUT_TOPIC" > {topic_file}\n'
@@ -49,14 +72,7 @@ def test_a_record_written_by_another_client_is_named_with_its_offset(stack, tmp_
     try:
         topic = _wait_for(topic_file, 300)
         key = f"intruder-{uuid.uuid4().hex[:6]}\x1b[31m"           # with an escape, shown escaped
-        placed = []
-        p = Producer({"bootstrap.servers": stack["bootstrap_servers"], "log_level": 0})   # a plain client
-        p.produce(topic, key=key.encode(), value=json.dumps({"id": key, "amount": 5}).encode(),
-                  on_delivery=lambda err, m: placed.append((err, m.partition(), m.offset())))
-        assert p.flush(30) == 0
-        del p
-        (err, partition, offset), = placed
-        assert err is None
+        partition, offset = write(stack, topic, key, json.dumps({"id": key, "amount": 5}).encode(), request)
         go.write_text("go")
         stdout, stderr = run.communicate(timeout=600)
         assert run.returncode == 1, stderr[-3000:]                   # unexpected
