@@ -43,7 +43,7 @@ from .rundir import claim_run_dir
 from .stack.deaths import StackWatch
 from .stack.stack import Stack
 from .workload import reuse, tables
-from .workload import registry, run_role
+from .workload import registry, run_role, signature
 from .workload.naming import RunNames, new_run_id
 from .workload.payments import TimeLimitReached, make_payments, create_topic, produce
 
@@ -84,6 +84,8 @@ class Run:
     history: Path = field(init=False)     # the workers' histories (runtime/history.py), one file per process
     worker_dsn: str = ""           # the DSN every consumer of the run gets: its own role's (workload.run_role)
     db_role: object = None         # the run_role.Grant behind worker_dsn, once made
+    # The key the run's producer marks its records with (workload/signature.py); in this process's memory only.
+    secret: bytes = field(default_factory=signature.new_secret, repr=False)
 
     @property
     def sent_ids(self) -> list:
@@ -191,7 +193,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         t_prod = time.time()
         with phase(r, "produce"):
             produce(stack.bootstrap_servers, names.input_topic, payments, positions=positions,
-                    partitions=params.partitions, deadline=r.deadline)
+                    partitions=params.partitions, deadline=r.deadline, secret=r.secret)
             r.reused = _produce_reused(r, payments)
         produced = True
         log(f"[{run_id}] produced {len(payments)} payments in {time.time() - t_prod:.1f} s; faults: "
@@ -262,7 +264,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                               finished=result.status == "complete", accounts=r.accounts,
                               deliveries=read_deliveries(run_dir / DELIVERIES) if exp.stores.deliveries else None,
                               histories=read_histories(r.history) if launch and not params.no_history else None,
-                              concurrent=watcher.placed() if watcher else None, reused=r.reused, **readers)
+                              concurrent=watcher.placed() if watcher else None, reused=r.reused,
+                              secret=r.secret, **readers)
         if pgconn.interrupted() and result.status != "interrupted":
             result.status, result.reason = "interrupted", (
                 f"interrupted by {pgconn.interrupted()} while the run was audited ({result.reason or result.status} "
@@ -314,7 +317,7 @@ def _produce_reused(r: Run, payments: list) -> dict:
         return {}
     where: dict = {}
     produce(r.stack.bootstrap_servers, r.names.input_topic, again, positions=where, partitions=r.params.partitions,
-            deadline=r.deadline)
+            deadline=r.deadline, secret=r.secret)
     out = [reuse.Reused(p.id, p.amount, *where.get(p.id, (None, None))) for p in again]
     reuse.save(r.run_dir, out)
     r.log(f"[{r.names.run_id}] produced {len(out)} requests again with a reused key and another amount "

@@ -61,6 +61,29 @@ def searchable_dir(prefix: str) -> Path:
 _made: list[Path] = []      # every searchable_dir of the session, in the order made
 
 
+@pytest.fixture
+def local_user():
+    """Another local user of the machine, made for the test and removed after it (with no home folder):
+    what a stranger on a shared CI machine can do. Needs root."""
+    import shutil
+    import uuid
+    if os.geteuid() != 0 or not shutil.which("useradd"):
+        pytest.skip("making a local user needs root and useradd")
+    name = f"hxt{uuid.uuid4().hex[:8]}"
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True,
+                   capture_output=True, timeout=60)
+    try:
+        yield name
+    finally:
+        subprocess.run(["userdel", name], capture_output=True, timeout=60)
+
+
+def as_user(user: str, *argv: str, **kw) -> subprocess.CompletedProcess:
+    """Run argv as `user` (runuser), from a folder it may enter; text output captured."""
+    return subprocess.run(["runuser", "-u", user, "--", *argv], capture_output=True, text=True, cwd="/",
+                          timeout=kw.pop("timeout", 120), **kw)
+
+
 @pytest.fixture(autouse=True)
 def _delete_the_tests_own_state_folders():
     """The state folders a test made itself (not those of a module or session fixture, made before it starts)

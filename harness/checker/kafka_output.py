@@ -77,8 +77,10 @@ def read_ids(bootstrap: str, topic: str, isolation: str) -> tuple[list, str | No
     return got.records, got.error
 
 
-def read_log(bootstrap: str, topic: str, isolation: str) -> LogRead:
-    """All records in `topic` as a fresh `isolation` reader sees them, from the beginning of every partition."""
+def read_log(bootstrap: str, topic: str, isolation: str, take=None) -> LogRead:
+    """All records in `topic` as a fresh `isolation` reader sees them, from the beginning of every partition.
+    `take(message)`, when given, makes what is kept of each record (None: nothing), instead of (key, value,
+    partition, offset)."""
     from confluent_kafka import Consumer, TopicPartition, OFFSET_BEGINNING
     from .. import kafka_client, kafka_logging
     try:
@@ -106,8 +108,10 @@ def read_log(bootstrap: str, topic: str, isolation: str) -> LogRead:
             for m in consume.ready(c, 1000, 0.5):
                 if m.error():
                     continue
-                ids.append((m.key().decode(errors="replace") if m.key() is not None else None, m.value(),
-                            m.partition(), m.offset()))
+                kept = take(m) if take else (m.key().decode(errors="replace") if m.key() is not None else None,
+                                             m.value(), m.partition(), m.offset())
+                if kept is not None:
+                    ids.append(kept)
                 if m.offset() + 1 >= ends[m.partition()]:
                     done.add(m.partition())
             # read_committed stops at the last stable offset: control records and aborted data

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from . import anomalies as anomaly_classes
 from . import deliveries as delivery_log
 from . import output_watcher
+from .foreign import read_foreign
 from .effects import EffectCounts, count_effects, integrity, split_missing
 from .accounts import audit_accounts, read_accounts
 from .kafka_output import audit_output, audited, read_ids
@@ -60,6 +61,7 @@ class Observation:
     anomalies: dict | None = None         # class name -> anomalies.Found, over the histories and the logs
     history: dict | None = None           # what the histories held: processes, operations, lines set aside
     during_run: dict | None = None        # per output partition, what the read_committed reader during the run saw
+    foreign: object = None                # input records the run's producer did not write (checker/foreign.py)
     metrics: dict = field(default_factory=dict)
     evidence: Evidence = field(default_factory=Evidence)
 
@@ -88,11 +90,18 @@ def observe_run(exp, stack, names, amounts: dict, positions: dict | None, commit
               finished: bool, ledger_reader=read_ledger, output_reader=audit_output, accounts: dict | None = None,
               accounts_reader=read_accounts, deliveries: "delivery_log.DeliveryLog | None" = None,
               order_reader=read_ids, histories=None, concurrent: dict | None = None,
-              reused: dict | None = None) -> Observation:
+              reused: dict | None = None, secret: bytes | None = None, foreign_reader=read_foreign) -> Observation:
     """`histories`: the workers' (checker/histories.py), None when the run kept none; `concurrent`:
     {(partition, offset): key} of the output topic as a read_committed reader saw it during the run;
-    `reused`: id -> the request the run produced again under that id (workload/reuse.py)."""
+    `reused`: id -> the request the run produced again under that id (workload/reuse.py); `secret`: the
+    run's producer's (workload/signature.py): the input topic is read for records it did not write."""
     a = Observation()
+    if secret is not None:
+        a.foreign = foreign_reader(stack.bootstrap_servers, names.input_topic, secret)
+        if a.foreign.error:
+            a.evidence.errors.append(a.foreign.error)
+        elif a.foreign.failure():
+            a.evidence.integrity.append(a.foreign.failure())
     kout = None
     sent = list(amounts)
     if exp.stores.ledger:

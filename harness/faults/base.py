@@ -50,6 +50,8 @@ class Fault:
         line; None while it can. The supervisor then ends the run as incomplete, at once."""
         return None
 
+    run_end: tuple | None = None       # (status, reason) of the supervisor as it stopped
+
     def finish(self, sup) -> None:
         """The supervisor stops (done, timed out or interrupted): undo what must not outlive the run."""
 
@@ -71,6 +73,14 @@ class Fault:
     def shortfall(self, crashes: list[dict], story: dict | None) -> str:
         """A sentence when the fault did less than it was asked to (fewer kills than requested)."""
         return ""
+
+    def missed_because(self) -> str:
+        """Why what the fault planned for later never came: the workers finished first only when the run
+        completed; otherwise the run stopped first, and how (`run_end`, set by the supervisor as it stops)."""
+        status, reason = self.run_end or ("complete", None)
+        if status == "complete":
+            return "the workers finished first"
+        return f"the run stopped first, {status}" + (f": {reason}" if reason else "")
 
     def bounds_aborts(self, story: dict | None) -> bool:
         """True when what this fault did can abort transactions no crash record describes (a broker

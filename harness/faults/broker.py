@@ -260,7 +260,7 @@ class BrokerFault(Fault):
 
     def shortfall(self, crashes, story: dict | None) -> str:
         if story and story["struck"] < story["planned"]:
-            why = "; ".join(story["skipped"]) or "the workers finished first"
+            why = "; ".join(story["skipped"]) or self.missed_because()
             return f" Only {story['struck']} of {story['planned']} {self.name} faults struck ({why})."
         return ""
 

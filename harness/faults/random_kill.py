@@ -65,8 +65,9 @@ class RandomKill(Fault):
     def shortfall(self, crashes: list[dict], story: dict | None) -> str:
         struck = sum(1 for c in crashes if c.get("by") == "supervisor" and c.get("point") == RANDOM)
         if struck < self.kills:
-            return (f" Only {struck:,} of {self.kills:,} random kills struck: the workers finished first "
-                    f"(more payments give the kills time to land).")
+            why = self.missed_because()
+            return (f" Only {struck:,} of {self.kills:,} random kills struck: {why}"
+                    + (" (more payments give the kills time to land)." if why == "the workers finished first" else "."))
         return ""
 
     def entries(self, crashes, events) -> list[dict]:

@@ -301,6 +301,8 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     data["outside_calls"] = outside_calls(result.events)
     dropped = getattr(result, "log_bytes_dropped", None)
     data["worker_logs"] = {"cap_bytes": CAP_BYTES, "dropped_bytes": dropped} if dropped is not None else None
+    foreign = getattr(audit, "foreign", None)
+    data["input_foreign_records"] = foreign.as_dict() if foreign is not None else None
     data["summary"] = summarize(data, [f.sentence(fault_details[f.name]) + f.shortfall(crashes, fault_details[f.name])
                                        for f in faults])
     return RunReport(data)

@@ -212,14 +212,16 @@ class ForkServer:
         self.exits: dict[int, int] = {}          # pid -> returncode, as the server reported them
         self.gone = False                        # the server's end is closed: it (and every child) is dead
 
-    def spawn(self, argv: list[str], env: dict, log_path: Path, stdin_pipe: bool) -> "ForkedProcess":
+    def spawn(self, argv: list[str], env: dict, log: Path | int, stdin_pipe: bool) -> "ForkedProcess":
         """Fork a process that runs `argv`, a `python -m MODULE ...` command line (our workers'), as
-        the interpreter would, with `env` as its whole environment and its output appended to `log_path`."""
+        the interpreter would, with `env` as its whole environment and its output appended to `log`: a
+        path, or a descriptor (a capped log's pipe, logcap.py) the caller keeps and closes."""
         if stdin_pipe:
             r, w = os.pipe()
         else:
             r, w = os.open(os.devnull, os.O_RDONLY), None
-        log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        log = (os.dup(log) if isinstance(log, int)
+               else os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644))
         try:
             socket.send_fds(self.sock, [json.dumps({"argv": argv, "env": env}).encode()], [r, log])
         except OSError as e:

@@ -6,7 +6,9 @@ output goes to a pipe, and a thread of the supervisor copies it into the slot's 
 holds `CAP_BYTES`; past that, it keeps reading (the consumer never blocks on a full pipe) but counts
 and drops the bytes. When the process's output ends, one marker line says how many bytes of it were
 dropped, and the slot's total is in the report (`worker_logs`). A write the disk refuses (full) is
-counted as dropped too: the run goes on and its report is still written.
+counted as dropped too: the run goes on and its report is still written. The harness's own forked
+workers (forkserver.py) write to such a pipe as well: their output is the experiment code's, which a
+flag or a bug can make as loud as any consumer's.
 """
 
 import os

@@ -111,6 +111,8 @@ class Supervisor:
         # die of it, so only forked (our own) workers are asked.
         self.dump_signal = signal.SIGUSR1 if forked else None
         self.result = SupervisorResult(status="running")
+        leftovers.own_token()                     # in the environment of every process the harness starts
+        self.before: set | None = None            # this process's children when the workers started
         self.token = leftovers.new_token()        # in every worker's environment: its descendants carry it
         self.capped: dict[str, CappedLog] = {}    # a user's process writes to a pipe, its slot's log is capped
 
@@ -148,19 +150,21 @@ class Supervisor:
     def _spawn(self, slot: Slot, cmd: list[str], stdin=subprocess.DEVNULL) -> subprocess.Popen:
         # The worker checks, once it can, that we are still its parent (procs.die_with_parent).
         env = self.env(slot) if callable(self.env) else self.env    # a dict, or per slot and attempt
-        env = {**env, PARENT_PID_ENV: str(os.getpid()), leftovers.TOKEN_ENV: self.token}
+        env = {**{k: v for k, v in env.items() if k != leftovers.OWN_ENV}, PARENT_PID_ENV: str(os.getpid()),
+               leftovers.TOKEN_ENV: self.token}
         if self.forked:
             if self.forkserver is None:
                 from .forkserver import ForkServer
                 self.forkserver = ForkServer(self.run_dir, self.logs / "forkserver.log")
-            return self.forkserver.spawn(cmd, env, self.logs / f"{slot.name}.log", stdin_pipe=stdin == subprocess.PIPE)
-        if not self.own_process_group:       # our own processes (a Kafka Streams JVM): their log as it is
+        if not self.own_process_group and not self.forked:   # a Kafka Streams JVM: its log as it is
             with safefile.open_log(self.logs / f"{slot.name}.log") as log:
                 return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=stdin)
-        if slot.name not in self.capped:      # a user's consumer: its log is capped (logcap.py)
+        if slot.name not in self.capped:      # a user's consumer or a forked worker: its log is capped (logcap.py)
             self.capped[slot.name] = CappedLog(self.logs / f"{slot.name}.log")
         out = self.capped[slot.name].pipe()
         try:
+            if self.forked:
+                return self.forkserver.spawn(cmd, env, out, stdin_pipe=stdin == subprocess.PIPE)
             return subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=stdin, process_group=0)
         finally:
             os.close(out)
@@ -205,7 +209,8 @@ class Supervisor:
         if self.forkserver is not None:
             self.forkserver.close()
         # What the workers started and left (a child that called setsid), now that no worker can start more.
-        self.result.left_behind = leftovers.end(self.token, keep={p.pid for p in procs if p.poll() is None})
+        self.result.left_behind = leftovers.end(self.token, keep={p.pid for p in procs if p.poll() is None},
+                                                before=self.before)
         if self.capped:
             self.result.log_bytes_dropped = {name: log.join() for name, log in self.capped.items()}
 
@@ -265,6 +270,7 @@ class Supervisor:
         deadline = t0 + self.time_limit
         last_progress = 0.0
         subreaper = leftovers.subreaper(True)     # an orphaned descendant of a worker becomes our child
+        self.before = leftovers.children() if subreaper else None
         try:
             for s in self.slots:
                 self.start(s)
@@ -350,6 +356,7 @@ class Supervisor:
             if subreaper:
                 leftovers.subreaper(False)
             for f in self.faults:
+                f.run_end = (self.result.status, self.result.reason)
                 f.finish(self)
             self._read_events()
             self.result.wall_seconds = time.time() - t0

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from .. import kafka_client, kafka_logging
 from ..errors import HarnessError
+from . import signature
 
 # A produce that cannot reach the broker fails within this, instead of retrying forever.
 PRODUCE_TIMEOUT_S = 60
@@ -109,7 +110,8 @@ def _single_node(admin) -> bool:
 
 
 def produce(bootstrap: str, topic: str, payments: Iterable[Payment], progress=None,
-            positions: dict | None = None, partitions: int | None = None, deadline: float | None = None) -> int:
+            positions: dict | None = None, partitions: int | None = None, deadline: float | None = None,
+            secret: bytes | None = None) -> int:
     """Produce all payments (murmur2 partitioner, as Java clients do); return how many were acked.
 
     `payments` may be any iterable, `iter_payments(...)` included: it is read once, lazily.
@@ -118,6 +120,7 @@ def produce(bootstrap: str, topic: str, payments: Iterable[Payment], progress=No
     `partitions`, when given, sends a payment with an account to its account's partition.
     `deadline` (time.monotonic()): past it nothing more is produced, what is in flight gets
     FLUSH_AFTER_LIMIT_S to be acknowledged, the rest is purged, and TimeLimitReached says how many were.
+    `secret`, when given, marks each record as the run's own (workload/signature.py).
     """
     acked = sent = 0
     errors: list[str] = []
@@ -147,7 +150,10 @@ def produce(bootstrap: str, topic: str, payments: Iterable[Payment], progress=No
             try:
                 extra = ({"partition": account_partition(pay.account, partitions)}
                          if partitions and pay.account is not None else {})
-                p.produce(topic, key=pay.id.encode(), value=pay.value(), on_delivery=on_delivery, **extra)
+                key, value = pay.id.encode(), pay.value()
+                if secret is not None:
+                    extra["headers"] = signature.headers(secret, key, value)
+                p.produce(topic, key=key, value=value, on_delivery=on_delivery, **extra)
                 sent += 1
                 break
             except BufferError:

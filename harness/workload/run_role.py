@@ -11,6 +11,9 @@ the user's and the harness's own workers, connect as a role made for that run:
   verifier computed on this side (never in argv, a log or a report);
 - LOGIN and nothing else: no superuser, CREATEDB, CREATEROLE, replication or
   BYPASSRLS, no membership in any role;
+- a CONNECTION LIMIT sized to the run's workers (`connection_limit`): a
+  consumer that opens connections in a loop exhausts its own run's share,
+  not the server's slots every other run and the harness itself need;
 - CONNECT on the database, USAGE on the `harness` schema, SELECT, INSERT,
   UPDATE and DELETE on this run's own tables and USAGE on their sequences;
   nothing on `harness.runs` or any other run's table. A table the user made
@@ -42,6 +45,10 @@ PREFIX = "harness_run_"
 COMMENT = "harness run "
 LIMITED = "LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"
 TABLE_PRIVILEGES = "select, insert, update, delete"
+# Each worker slot: the worker, its warm spare, a predecessor a fault keeps alive (a zombie, an overlap) and a
+# pool's second connection; and a margin for a consumer's own checks and what a restart briefly overlaps.
+CONNECTIONS_PER_WORKER = 4
+CONNECTIONS_MARGIN = 10
 GIVEN_UP = ("this run's consumers connect as the stack's own PostgreSQL role, which owns the registry of runs "
             "and every run's tables: a consumer could change other runs' rows and mark runs finished")
 
@@ -58,6 +65,11 @@ class Grant:
     role: str | None            # None: no role of its own (the fallback)
     said: str
     dropped: bool = False
+
+
+def connection_limit(workers: int) -> int:
+    """The CONNECTION LIMIT of a run's role with `workers` worker slots."""
+    return max(1, workers) * CONNECTIONS_PER_WORKER + CONNECTIONS_MARGIN
 
 
 def _verifier(conn, role: str, password: str) -> str:
@@ -81,9 +93,10 @@ def _sequences(conn, table: str) -> list[tuple[str, str]]:
                            where tn.nspname = %s and t.relname = %s""", (schema or SCHEMA, name)).fetchall()
 
 
-def create(maker_dsn: str, dsn: str, run_id: str, run_tables: list[str]) -> Grant:
-    """Make the run's role with rights on `run_tables` (`harness.<name>`); a fallback Grant (the stack's
-    `dsn`) when `maker_dsn`'s role may not make roles or a grant is refused."""
+def create(maker_dsn: str, dsn: str, run_id: str, run_tables: list[str], workers: int = 1) -> Grant:
+    """Make the run's role with rights on `run_tables` (`harness.<name>`) and connections for `workers`
+    worker slots; a fallback Grant (the stack's `dsn`) when `maker_dsn`'s role may not make roles or a grant
+    is refused."""
     role = role_name(run_id)
     password = secrets.token_urlsafe(24)
     r = sql.Identifier(role)
@@ -95,8 +108,8 @@ def create(maker_dsn: str, dsn: str, run_id: str, run_tables: list[str]) -> Gran
         drop(maker_dsn, run_id)             # one an earlier, killed attempt of this run id left behind
         with pgconn.connect(maker_dsn, connect_timeout=10) as conn:
             with conn.transaction():
-                conn.execute(sql.SQL("create role {} " + LIMITED + " password {}").format(
-                    r, sql.Literal(_verifier(conn, role, password))))
+                conn.execute(sql.SQL("create role {} " + LIMITED + " connection limit {} password {}").format(
+                    r, sql.SQL(str(int(connection_limit(workers)))), sql.Literal(_verifier(conn, role, password))))
                 conn.execute(sql.SQL("comment on role {} is {}").format(r, sql.Literal(COMMENT + run_id)))
                 db = conn.execute("select current_database()").fetchone()[0]
                 conn.execute(sql.SQL("grant connect on database {} to {}").format(sql.Identifier(db), r))
@@ -111,7 +124,8 @@ def create(maker_dsn: str, dsn: str, run_id: str, run_tables: list[str]) -> Gran
         first = (str(e).splitlines() or [type(e).__name__])[0]
         return Grant(dsn, None, f"{_user(dsn)} (no role of its own: {first}; {GIVEN_UP})")
     return Grant(psycopg.conninfo.make_conninfo(dsn, user=role, password=password), role,
-                 f"{role} (made for this run: only its own tables; dropped when the run ends)")
+                 f"{role} (made for this run: only its own tables, at most {connection_limit(workers)} "
+                 "connections; dropped when the run ends)")
 
 
 def _user(dsn: str) -> str:
@@ -155,7 +169,8 @@ def run_ids(maker_dsn: str) -> list[str]:
 
 def give(run, made: list[str]) -> None:
     """The run's own role, allowed only `made`: its consumers connect as it (`run.worker_dsn`)."""
-    run.db_role = create(run.stack.role_maker_dsn, run.stack.postgres_dsn, run.names.run_id, made)
+    run.db_role = create(run.stack.role_maker_dsn, run.stack.postgres_dsn, run.names.run_id, made,
+                         workers=run.params.workers)
     run.worker_dsn = run.db_role.dsn
     if run.db_role.role is None:
         run.log(f"[{run.names.run_id}] warning: PostgreSQL role {run.db_role.said}")

@@ -328,8 +328,9 @@ def _advisory_lock_sql(path) -> str:
 
 
 @pytest.mark.parametrize("example", [EXAMPLES / "python" / "correct.py",
-                                     JAVA / "src" / "main" / "java" / "example" / "PaymentsConsumer.java"],
-                         ids=["python", "java"])
+                                     JAVA / "src" / "main" / "java" / "example" / "PaymentsConsumer.java",
+                                     EXAMPLES.parent / "pytest-user" / "consumer.py"],
+                         ids=["python", "java", "pytest-user"])
 def test_the_examples_lock_a_payment_per_run_so_runs_on_one_stack_never_wait_for_each_other(stack, example):
     lock = _advisory_lock_sql(example)
     keys = lambda ledger, pid: (ledger, pid) if lock.count("%s") == 2 else (pid,)   # noqa: E731 - (ledger, id) or id

@@ -81,3 +81,25 @@ def test_a_run_whose_folder_fills_up_as_soon_as_it_is_claimed_still_ends_with_a_
         proc, state = _run_filling(stack, tmp_path, fs, lambda out: (out / ".run-owner").exists())
     report = json.loads((_kept(proc, state) / "report.json").read_text())
     assert report["experiment"] == "offset-after" and report["verdict"], report.get("verdict")
+
+
+def test_a_consumer_flooding_stdout_cannot_fill_the_report_folder(stack, tmp_path):
+    """Issue 53 case 2 re-made: a consumer whose helper writes 200 MB to stdout, with the run folder on a
+    32 MB file system. Its slot's log stops at the cap, the rest is counted, and the run ends as it would
+    have without the flood: as-predicted, its report in `--out`."""
+    from harness.workers.logcap import CAP_BYTES
+    correct = ROOT / "examples" / "consumers" / "python" / "correct.py"
+    cmd = f"sh -c 'yes flooding-the-log | head -c 200000000 & exec {sys.executable} {correct}'"
+    with small_tmpfs("32m") as fs:
+        out = fs / "run"
+        env = {**os.environ, **stack["env"], "HARNESS_HOME": str(tmp_path / "state")}
+        proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "custom", "--worker-cmd", cmd,
+                               "--kills", "1", "--messages", "200", "--quiet", "--out", str(out)],
+                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        d = json.loads((out / "report.json").read_text())
+        assert d["verdict"] == "as-predicted"
+        dropped = d["worker_logs"]["dropped_bytes"]["w0"]
+        assert dropped is not None and dropped > 100_000_000, d["worker_logs"]
+        assert (out / "workers" / "w0.log").stat().st_size < CAP_BYTES + 4096
+        assert "bytes of this process's output dropped" in (out / "workers" / "w0.log").read_text(errors="replace")

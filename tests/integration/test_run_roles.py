@@ -126,3 +126,27 @@ def test_clean_all_drops_the_roles_of_runs_not_live_and_keeps_a_live_runs(stack)
     finally:
         run_role.drop(stack["admin_dsn"], live)
         registry.forget(stack["dsn"], [live])
+
+
+def test_a_run_role_may_open_only_its_connection_limit(stack):
+    """A consumer that opens connections in a loop gets its run's share (sized to the run's workers), not
+    the server's slots that other runs and the harness need: the next one is refused (53300)."""
+    run_id = f"20261207T000000.000-probe-{uuid.uuid4().hex[:6]}"
+    grant = run_role.create(stack["admin_dsn"], stack["dsn"], run_id, [], workers=2)
+    limit = run_role.connection_limit(2)
+    held = []
+    try:
+        with psycopg.connect(stack["dsn"]) as conn:
+            assert conn.execute("select rolconnlimit from pg_roles where rolname = %s",
+                                (grant.role,)).fetchone()[0] == limit
+        for _ in range(limit):
+            held.append(psycopg.connect(grant.dsn, connect_timeout=10))
+        with pytest.raises(psycopg.OperationalError) as refused:
+            held.append(psycopg.connect(grant.dsn, connect_timeout=10))
+        assert "too many connections for role" in str(refused.value)
+        with psycopg.connect(stack["dsn"]) as conn:          # the stack's own role still gets in
+            assert conn.execute("select 1").fetchone() == (1,)
+    finally:
+        for c in held:
+            c.close()
+        run_role.drop(stack["admin_dsn"], run_id)

@@ -3,7 +3,7 @@
 ACT: exit-N (exit with N), crash (SIGKILL itself), sleep (a minute), standby (read one line from stdin and
 write it to FILE), env (write $HARNESS_STANDIN to FILE), argv (write sys.argv to FILE), raise (an exception),
 report-then-exit-N (a history in folder FILE gets one delivery report, then the process exits with N, as a
-fenced worker does).
+fenced worker does), flood (20 MB to stdout, and a last line to stderr).
 """
 
 import json
@@ -31,6 +31,11 @@ def main(argv) -> int:
     if act == "argv":
         with open(out, "w") as f:
             json.dump(sys.argv, f)
+    if act == "flood":
+        for _ in range(20000):
+            sys.stdout.write("y" * 999 + "\n")
+        sys.stdout.flush()
+        sys.stderr.write("the last line\n")
     if act == "raise":
         raise RuntimeError("a stand-in's own error")
     if act.startswith("report-then-exit-"):

@@ -140,6 +140,21 @@ def test_the_supervisor_restarts_forked_workers_after_planned_crashes(tmp_path, 
     assert not pids_where(lambda cmd: "worker_forkserver" in cmd and str(tmp_path) in cmd)
 
 
+def test_a_flooding_forked_worker_fills_its_log_only_to_the_cap(tmp_path, monkeypatch):
+    """Forked workers write to their slot's capped log too (logcap.py): 20 MB of output leaves 5 MiB and one
+    marker line, and the supervisor counts what was dropped."""
+    from harness.workers.logcap import CAP_BYTES
+    monkeypatch.chdir(ROOT)
+    sup = Supervisor(tmp_path, 1, lambda s: [sys.executable, "-m", STANDIN, "flood"], {}, 60,
+                     tmp_path / "crash-log.jsonl", tmp_path / "events.jsonl", forked=True)
+    r = sup.run()
+    assert r.status == "complete"
+    assert r.log_bytes_dropped == {"w0": 20_000_000 + len("the last line\n") - CAP_BYTES}
+    data = (tmp_path / "workers" / "w0.log").read_bytes()
+    assert len(data) < CAP_BYTES + 200 and data[CAP_BYTES:].startswith(b"[harness] ")
+    assert b"bytes of this process's output dropped" in data[CAP_BYTES:]
+
+
 def test_not_a_python_module_command_line_is_refused_in_the_log(server, tmp_path):
     p = server.spawn(["/bin/true"], {}, tmp_path / "w.log", False)
     assert p.wait(timeout=30) == 1
