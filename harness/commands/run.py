@@ -183,8 +183,8 @@ def _print_scoreboard(report):
     from ..escape import term
     con = Console(stderr=True)
     t = Table(title=Text(term(f"{report.experiment}: {report.verdict}")), title_justify="left")
-    for col in ("metric", "observed", "predicted"):
-        t.add_column(col, justify="left" if col == "metric" else "right")
+    for col in report.SCOREBOARD_COLUMNS:
+        t.add_column(col, justify="right" if col in ("observed", "predicted") else "left")
     for row in report.scoreboard():
         t.add_row(*[Text(term(c)) for c in row])
     con.print(t)

@@ -26,6 +26,8 @@ table{border-collapse:collapse;margin:.5rem 0;font-size:.92rem} td,th{border:1px
 td.n{text-align:right;font-variant-numeric:tabular-nums} th{background:#f6f8fa}
 svg text{font:12px system-ui,sans-serif} .muted{color:#6e7781;font-size:.85rem}
 p.doc{margin:-.3rem 0 .4rem;font-size:.8rem} p.doc a{color:#6e7781}
+dl.legend{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .8rem;font-size:.85rem;margin:.3rem 0}
+dl.legend dt{font-weight:600} dl.legend dd{margin:0}
 pre.commands{background:#f6f8fa;padding:.7rem 1rem;overflow-x:auto;font-size:.85rem;line-height:1.5}
 """
 
@@ -182,6 +184,14 @@ def story_tables(story: dict) -> list[str]:
     return out + ([table(facts, ("what", "value"))] if facts else [])
 
 
+def legend_block(r) -> str:
+    """The scoreboard's legend: a one-line definition of each count it shows, and what the predicted column holds."""
+    from .legend import PREDICTED_NOTE
+    items = "".join(f"<dt>{escape(m)}</dt><dd>{escape(text)}</dd>" for m, text in r.legend())
+    return (f"<details id=legend><summary>What each count means</summary><dl class=legend>{items}</dl>"
+            f"<p class=muted>{escape(PREDICTED_NOTE)}</p></details>")
+
+
 def page(title: str, body: str) -> str:
     return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{escape(title)}</title>"
             f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{CSS}</style></head>"
@@ -205,7 +215,7 @@ def render(r) -> str:
         over = ", ".join(map(str, src.get("overridden") or [])) or "none"
         body.append(f"<p><b>From the experiment file</b> <code>{escape(str(src.get('file')))}</code> "
                     f"({escape(str(src.get('purpose')))}); flags that overrode it: {escape(over)}</p>")
-    body += [section("Scoreboard"), table(r.scoreboard(), ("metric", "observed", "predicted"), numeric=(1, 2))]
+    body += [section("Scoreboard"), table(r.scoreboard(), r.SCOREBOARD_COLUMNS, numeric=(2, 3)), legend_block(r)]
     if r.balance_rows():
         body += [section("Balances"), table(r.balance_rows(), r.BALANCE_COLUMNS, numeric=(1, 2, 3, 4, 5, 6))]
     vd = d.get("verdict_detail") or {}

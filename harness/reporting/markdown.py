@@ -6,6 +6,7 @@ holding newlines, pipes, HTML or link syntax shows as text and cannot add a line
 
 from .recount_by_hand import commands
 from ..escape import fence, md, md_code
+from .legend import PREDICTED_NOTE
 from .shared import fault_table, fmt
 
 
@@ -22,8 +23,10 @@ def render(r) -> str:
         over = ", ".join(map(str, src.get("overridden") or [])) or "none"
         out += [f"*From the experiment file* {md_code(str(src.get('file')))} ({md(str(src.get('purpose')))}); "
                 f"flags that overrode it: {md(over)}", ""]
-    out += ["## Scoreboard", "", "| metric | observed | predicted |", "| --- | ---: | ---: |"]
+    out += ["## Scoreboard", "", _row(r.SCOREBOARD_COLUMNS), "| --- | --- | ---: | ---: |"]
     out += [_row(row) for row in r.scoreboard()]
+    out += ["", "<details><summary>What each count means</summary>", ""]
+    out += [f"- **{md(m)}**: {md(text)}" for m, text in r.legend()] + ["", md(PREDICTED_NOTE), "", "</details>"]
     if r.balance_rows():
         out += ["", "## Balances", "", "| " + " | ".join(r.BALANCE_COLUMNS) + " |",
                 "| --- |" + " ---: |" * (len(r.BALANCE_COLUMNS) - 1)]

@@ -495,7 +495,7 @@ def test_report_renders_markdown_and_html_again(tmp_path):
     res = run_report(folder)
     assert res.exit_code == 0 and res.stdout.strip() == str(folder)
     md = (folder / "report.md").read_text()
-    assert md == markdown.render(RunReport.load(folder)) and "| duplicates | 7 |" in md
+    assert md == markdown.render(RunReport.load(folder)) and "| duplicates | database: ledger table | 7 |" in md
     assert "<html" in (folder / "report.html").read_text().lower()
     assert not list(folder.glob(".*.tmp"))
 
