@@ -36,6 +36,7 @@ from .runtime.crashplan import CrashPlan
 from .workers.supervisor import Supervisor, SupervisorResult
 from .params import RunParams, resolve
 from .paths import refuse_overlap, reports_dir
+from .reporting import guesses
 from .reporting.build import assemble
 from .reporting.run_report import RunReport
 from .reporting.writer import write_or_keep
@@ -145,6 +146,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     names = RunNames(run_id)
     refuse_overlap(Path(out) if out else reports_dir() / run_id)     # a library caller's --out too
     run_dir = claim_run_dir(Path(out) if out else reports_dir() / run_id)
+    guesses.write_pending(run_dir)      # `--predict`: the guesses are on disk before anything runs
     kafka_logging.configure(run_dir / kafka_logging.FILE_NAME)
 
     r = Run(params, exp, names, stack, run_dir, amounts={}, log=log)

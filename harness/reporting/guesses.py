@@ -29,14 +29,14 @@ METRICS = {
     "lost": ("lost", lambda d: d["counts"].get("lost")),
     "dedupe_hits": ("dedupe hits", lambda d: d["counts"].get("dedupe_hits")),
     "ledger_total": ("ledger total", lambda d: (d.get("ledger") or {}).get("actual_total")),
-    "crashes": ("crashes", lambda d: len(d.get("crashes") or [])),
+    "crashes": ("crashes", lambda d: d["crashes"] if is_number(d.get("crashes")) else len(d.get("crashes") or [])),
     "committed_duplicates": ("duplicates in the output topic, read_committed",
                              lambda d: _topic(d, "read_committed")),
     "uncommitted_duplicates": ("duplicates in the output topic, read_uncommitted",
                                lambda d: _topic(d, "read_uncommitted")),
 }
 
-# The lab's four questions for the core group: (experiment, count, the question as the worksheet asks it).
+# The four questions of the core group's class (docs/teaching.md): (experiment, count, the question as the worksheet asks it).
 CORE_QUESTIONS = (
     ("offset-after", "duplicates", "duplicates without a key: offset-after commits its offset after the effect "
                                    "and keeps no idempotency key"),
@@ -46,6 +46,8 @@ CORE_QUESTIONS = (
                                    "included"),
 )
 UNANSWERED = "?"
+COLUMNS = ("question", "you", "actual", "close enough")
+SUITE_COLUMNS = ("experiment", *COLUMNS)
 
 
 def _topic(d: dict, iso: str):
@@ -177,3 +179,26 @@ def score_line(rows: list[tuple]) -> str:
     """'3 of 4 guesses close enough (...rule)'."""
     hits = sum(1 for r in rows if r[-1] == "yes")
     return f"{hits} of {len(rows)} guesses close enough ({RULE})."
+
+
+# `harness run --predict`: the guesses of this process's run, set before it starts (one run per process).
+_pending: dict | None = None
+
+
+def expect(guesses: dict[str, int] | None, source: str = "--predict") -> None:
+    """The guesses the next run of this process records in its folder as it starts (None: no guesses)."""
+    global _pending
+    _pending = {"source": source, "guesses": dict(guesses)} if guesses else None
+
+
+def write_pending(folder: Path) -> None:
+    """Record the pending guesses in the run's folder, once it is claimed and before anything runs."""
+    global _pending
+    if _pending is not None:
+        record(folder, _pending["guesses"], _pending["source"])
+        _pending = {**_pending, **(read(folder) or {})}
+
+
+def section() -> dict | None:
+    """What report.json says of the guesses recorded for this run (None: the run had none)."""
+    return dict(_pending) if _pending is not None else None

@@ -38,7 +38,7 @@ pre.commands{background:#f6f8fa;padding:.7rem 1rem;overflow-x:auto;font-size:.85
 DOCS_PATH = "docs/"
 DOCS_PAGE = "reading-a-report"
 SECTION_ANCHORS = {
-    "Scoreboard": "scoreboard", "Balances": "balances", "What differed": "what-differed", "Faults": "faults",
+    "Scoreboard": "scoreboard", "Your predictions": "your-predictions", "Balances": "balances", "What differed": "what-differed", "Faults": "faults",
     "Fault": "faults", "Your consumer": "your-consumer", "What each kill cost": "what-each-kill-cost",
     "Anomalies, observed and predicted": "anomalies-observed-and-predicted", "Anomaly classes": "anomaly-classes",
     "Timeline": "timeline", "Timings": "timings", "Kill points": "kill-points", "Parameters": "parameters",
@@ -216,6 +216,12 @@ def render(r) -> str:
         body.append(f"<p><b>From the experiment file</b> <code>{escape(str(src.get('file')))}</code> "
                     f"({escape(str(src.get('purpose')))}); flags that overrode it: {escape(over)}</p>")
     body += [section("Scoreboard"), table(r.scoreboard(), r.SCOREBOARD_COLUMNS, numeric=(2, 3)), legend_block(r)]
+    if isinstance(d.get("guesses"), dict):
+        from .guesses import COLUMNS, board, score_line
+        rows = board(d["guesses"].get("guesses") or {}, d)
+        body += [section("Your predictions"), f"<p>Recorded before the run started "
+                 f"({escape(d['guesses'].get('recorded_at'))}). {escape(score_line(rows))}</p>",
+                 table(rows, COLUMNS, numeric=(1, 2))]
     if r.balance_rows():
         body += [section("Balances"), table(r.balance_rows(), r.BALANCE_COLUMNS, numeric=(1, 2, 3, 4, 5, 6))]
     vd = d.get("verdict_detail") or {}

@@ -27,6 +27,11 @@ def render(r) -> str:
     out += [_row(row) for row in r.scoreboard()]
     out += ["", "<details><summary>What each count means</summary>", ""]
     out += [f"- **{md(m)}**: {md(text)}" for m, text in r.legend()] + ["", md(PREDICTED_NOTE), "", "</details>"]
+    if isinstance(d.get("guesses"), dict):
+        from .guesses import COLUMNS, board, score_line
+        rows = board(d["guesses"].get("guesses") or {}, d)
+        out += ["", "## Your predictions", "", f"Recorded before the run started ({md(d['guesses'].get('recorded_at'))}"
+                f"). {md(score_line(rows))}", "", _row(COLUMNS), "| --- | ---: | ---: | --- |"] + [_row(x) for x in rows]
     if r.balance_rows():
         out += ["", "## Balances", "", "| " + " | ".join(r.BALANCE_COLUMNS) + " |",
                 "| --- |" + " ---: |" * (len(r.BALANCE_COLUMNS) - 1)]

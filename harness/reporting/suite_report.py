@@ -110,10 +110,16 @@ def _ratio(a: float, b: float) -> float | None:
     return q if math.isfinite(q) else None
 
 
-def render_md(summary: dict) -> str:
+def render_md(summary: dict, recorded: dict | None = None) -> str:
     out = [f"# Suite {md(summary['suite_id'])}", "", f"> {md(summary['conclusion'])}", "",
            "| " + " | ".join(COLUMNS) + " |", "| " + " | ".join("---" for _ in COLUMNS) + " |"]
     out += [_row(row) for row in rows(summary)]
+    if recorded:
+        from .guesses import SUITE_COLUMNS, score_line, suite_board
+        board = suite_board(recorded, {r["experiment"]: r for r in summary["experiments"]})
+        out += ["", "## Your predictions", "", f"Recorded before the runs started ({md(recorded.get('recorded_at'))}, "
+                f"from {md_code(str(recorded.get('source')))}). {md(score_line(board))}", "",
+                _row(SUITE_COLUMNS), "| --- | --- | ---: | ---: | --- |"] + [_row(b) for b in board]
     out += ["", "Duplicates and lost count effects in the Postgres ledger when the experiment has one, "
             "otherwise records of the output topic as read_committed readers see them.", ""]
     for r in summary["experiments"]:
@@ -139,7 +145,7 @@ def _row(cells) -> str:
     return "| " + " | ".join(md(c) for c in cells) + " |"
 
 
-def render_html(summary: dict, folder: Path | None = None) -> str:
+def render_html(summary: dict, folder: Path | None = None, recorded: dict | None = None) -> str:
     groups = [(r["experiment"], (r.get("counts") or {}).get("lost") or 0, (r.get("counts") or {}).get("duplicates") or 0)
               for r in summary["experiments"]]
     body = [f"<h1>Suite {escape(summary['suite_id'])}</h1>",
@@ -149,6 +155,12 @@ def render_html(summary: dict, folder: Path | None = None) -> str:
             "<p class=muted>Duplicates and lost count effects in the Postgres ledger when the experiment has one, "
             "otherwise records of the output topic as read_committed readers see them.</p>",
             "<h2>What each run says</h2><ul>"]
+    if recorded:
+        from .guesses import SUITE_COLUMNS, score_line, suite_board
+        board = suite_board(recorded, {r["experiment"]: r for r in summary["experiments"]})
+        body[2:2] = ["<h2 id=predictions>Your predictions</h2>",
+                     f"<p>Recorded before the runs started ({escape(recorded.get('recorded_at'))}). "
+                     f"{escape(score_line(board))}</p>", h.table(board, SUITE_COLUMNS, numeric=(2, 3))]
     for r in summary["experiments"]:
         text = r.get("summary") or f"{r.get('verdict')}: {r.get('error', '')}"
         body.append(f"<li><b>{escape(r['experiment'])}</b>: {escape(text)}</li>")
@@ -193,7 +205,9 @@ def write_suite(folder: Path) -> Path:
     from .validate import read_suite
     folder = Path(folder)
     summary = read_suite(folder / "suite.json")
-    text, page = render_md(summary), render_html(summary, folder)      # render both before writing either
+    from .guesses import read
+    recorded = read(folder)
+    text, page = render_md(summary, recorded), render_html(summary, folder, recorded)   # both before writing either
     from ..safefile import write_text
     for name, content in (("suite.md", text), ("suite.html", page)):
         write_text(folder / name, content)
