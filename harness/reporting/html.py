@@ -198,8 +198,9 @@ def page(title: str, body: str) -> str:
             f"<body>{body}</body></html>\n")
 
 
-def render(r) -> str:
-    """report.html of `r`, a model.RunReport (the class is not imported: see writer.py)."""
+def render(r, folder=None) -> str:
+    """report.html of `r`, a model.RunReport (the class is not imported: see writer.py), to be written in
+    `folder` (when known: the audit command it suggests then finds it)."""
     d = r.data
     c = d["counts"]
     body = [f"<h1>{escape(d['experiment'])} <span id=verdict class='verdict {escape(d['verdict'])}'>"
@@ -301,5 +302,5 @@ def render(r) -> str:
              f"<p>The run's topics and tables stay until <code>harness clean {escape(d['run_id'])}</code>. "
              "With the stack up:</p>",
              "<pre class=commands>" + "".join(f"<span class=muted># {escape(what)}</span>\n{escape(cmd)}\n"
-                                                for what, cmd in commands(d)) + "</pre>"]
+                                                for what, cmd in commands(d, folder)) + "</pre>"]
     return page(f"{d['experiment']} {d['verdict']}", "".join(body))

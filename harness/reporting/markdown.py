@@ -10,8 +10,9 @@ from .legend import PREDICTED_NOTE
 from .shared import fault_table, fmt
 
 
-def render(r) -> str:
-    """report.md of `r`, a model.RunReport (the class is not imported: see writer.py)."""
+def render(r, folder=None) -> str:
+    """report.md of `r`, a model.RunReport (the class is not imported: see writer.py), to be written in
+    `folder` (when known: the audit command it suggests then finds it)."""
     d = r.data
     out = [f"# {md(d['experiment'])}: {md(d['verdict'])}", "", f"> {md(r.summary())}", ""]
     if d.get("proves"):
@@ -143,7 +144,7 @@ def render(r) -> str:
             (f"This run wrote {', '.join(md_code(n) for n in written)}; they stay" if written else
              "The run's topics and tables stay") + f" until {md_code('harness clean ' + str(d['run_id']))}. "
             "With the stack up:", ""]
-    out += fence([line for what, cmd in commands(d) for line in (f"# {what}", cmd)], "bash")
+    out += fence([line for what, cmd in commands(d, folder) for line in (f"# {what}", cmd)], "bash")
     out += [""]
     return "\n".join(out)
 
