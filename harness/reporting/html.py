@@ -7,12 +7,13 @@ Every value read from report.json is escaped (escape.html) wherever it lands,
 numbers too: a report.json edited by someone else shows as text, never runs.
 """
 
+import math
 import os
 
 from ..escape import html as escape
 
 from .recount_by_hand import commands
-from .shared import fault_table, fmt
+from .shared import fault_table, fmt, is_number, plain
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1180px;color:#1d1d1f;padding:0 1rem}
@@ -28,6 +29,9 @@ svg text{font:12px system-ui,sans-serif} .muted{color:#6e7781;font-size:.85rem}
 p.doc{margin:-.3rem 0 .4rem;font-size:.8rem} p.doc a{color:#6e7781}
 dl.legend{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .8rem;font-size:.85rem;margin:.3rem 0}
 dl.legend dt{font-weight:600} dl.legend dd{margin:0}
+table.compact{font-size:.8rem} table.compact td,table.compact th{padding:.2rem .35rem}
+table.compact .verdict{font-size:.72rem;padding:.05rem .35rem;white-space:nowrap}
+details.long>summary{cursor:pointer;color:#0b5cad;margin:.4rem 0}
 pre.commands{background:#f6f8fa;padding:.7rem 1rem;overflow-x:auto;font-size:.85rem;line-height:1.5}
 """
 
@@ -73,14 +77,17 @@ def grouped_bars(groups: list[tuple[str, list[tuple[str, int, str]]]], legend: l
                  width: int = 640, chart_id: str = "chart-anomalies") -> str:
     """Bars grouped by label; each bar is (class name, value, color). Values label their bars."""
     h, top, left, bar = 220, 20, 50, 22
-    peak = max([1] + [v for _, bars in groups for _, v, _ in bars])
-    peak = peak if peak % 2 == 0 or peak == 1 else peak + 1   # integer ticks at 0, peak/2, peak
+    peak, broken = axis_top([v for _, bars in groups for _, v, _ in bars])
     most = max([1] + [len(bars) for _, bars in groups])
-    # Wide enough for the longest group label too (about 7 px a character at 12 px), so labels never touch.
-    step = max(70, (bar + 2) * most + 30, 7 * max([0] + [len(label) for label, _ in groups]) + 16)
+    # Wide enough for the longest group label too (about 7 px a character at 12 px), so labels never touch;
+    # with many groups the labels are slanted instead, and the chart shrinks to the page (max-width).
+    natural, need = max(70, (bar + 2) * most + 30), 7 * max([0] + [len(label) for label, _ in groups]) + 16
+    slant = need > natural and len(groups) > 6
+    step = natural if slant else max(natural, need)
+    below = round(0.6 * need) if slant else 0         # room for the slanted labels
     width = max(width, left + step * len(groups) + 20)
-    parts = [f'<svg id="{chart_id}" role="img" aria-label="lost and duplicated effects" '
-             f'width="{width}" height="{h + 60}" viewBox="0 0 {width} {h + 60}">']
+    parts = [f'<svg id="{chart_id}" role="img" aria-label="lost and duplicated effects" style="max-width:100%;height:auto" '
+             f'width="{width}" height="{h + 60 + below}" viewBox="0 0 {width} {h + 60 + below}">']
     for frac in ((0, 1) if peak == 1 else (0, 0.5, 1)):
         y = top + h - frac * h
         parts.append(f'<line x1="{left}" x2="{width - 10}" y1="{y}" y2="{y}" stroke="#eee"/>'
@@ -88,22 +95,51 @@ def grouped_bars(groups: list[tuple[str, list[tuple[str, int, str]]]], legend: l
     for i, (label, bars) in enumerate(groups):
         x = left + i * step + 10
         for j, (name, val, color) in enumerate(bars):
-            bh = h * val / peak
+            bh = h * min(val, peak) / peak
             bx = x + j * (bar + 2)
             parts.append(f'<rect class="bar-{escape(name)}" data-value="{escape(val)}" data-group="{escape(label)}" '
                          f'x="{bx}" y="{top + h - bh:.1f}" width="{bar}" height="{bh:.1f}" fill="{escape(color)}">'
                          f'<title>{escape(label)} {escape(name)}: {escape(val)}</title></rect>'
-                         f'<text x="{bx + bar / 2}" y="{top + h - bh - 4:.1f}" text-anchor="middle">{escape(val)}</text>')
-        parts.append(f'<text class="group-label" x="{x + (bar + 2) * len(bars) / 2}" y="{top + h + 16}" '
-                     f'text-anchor="middle">{escape(label)}</text>')
+                         f'<text x="{bx + bar / 2}" y="{top + h - bh - 4:.1f}" text-anchor="middle">{escape(fmt(val))}</text>')
+            if val > peak:      # cut: a white zigzag across the bar says its top is not to scale
+                parts.append(f'<path class="axis-break" d="M{bx - 2} {top + 22} l{(bar + 4) / 2} -6 l{(bar + 4) / 2} 6 '
+                             f'v6 l-{(bar + 4) / 2} -6 l-{(bar + 4) / 2} 6 z" fill="#fff"/>')
+        cx = x + (bar + 2) * len(bars) / 2
+        turn = f' transform="rotate(-35 {cx} {top + h + 16})"' if slant else ""
+        parts.append(f'<text class="group-label" x="{cx}" y="{top + h + 16}" '
+                     f'text-anchor="{"end" if slant else "middle"}"{turn}>{escape(label)}</text>')
     lx = left
+    if broken:
+        parts.append(f'<text class="axis-note" x="{width - 10}" y="{top - 6}" text-anchor="end">bars above '
+                     f'{fmt(peak)} are cut (axis broken); each bar is labelled with its value</text>')
     for name, color in legend:
-        parts.append(f'<rect class="legend" data-label="{escape(name)}" x="{lx}" y="{h + 45}" width="12" height="12" '
-                     f'fill="{escape(color)}"/>'
-                     f'<text x="{lx + 16}" y="{h + 55}">{escape(name)}</text>')
+        parts.append(f'<rect class="legend" data-label="{escape(name)}" x="{lx}" y="{h + 45 + below}" width="12" '
+                     f'height="12" fill="{escape(color)}"/>'
+                     f'<text x="{lx + 16}" y="{h + 55 + below}">{escape(name)}</text>')
         lx += 30 + 8 * len(name)
     parts.append("</svg>")
     return "".join(parts)
+
+
+def axis_top(values: list) -> tuple[int, bool]:
+    """The top of a bar chart's axis and whether it is broken: one value more than 4 times the next largest
+    (a suite's 3,796 beside its 100s) would flatten every other bar, so the axis stops at 1.5 times that next
+    value and the taller bars are cut. Even, so the ticks at 0, top/2 and top are whole numbers."""
+    ordered = sorted({v for v in values if is_number(v) and v > 0}, reverse=True)
+    top, broken = (ordered[0] if ordered else 1), False
+    if len(ordered) > 1 and ordered[0] > 4 * ordered[1]:
+        top, broken = math.ceil(1.5 * ordered[1]), True
+    return (top if top % 2 == 0 or top == 1 else top + 1), broken
+
+
+def collapsed(table_html: str, rows: int, what: str) -> str:
+    """A long table (more than LONG_TABLE rows) folded under one summary line; a short one as it is."""
+    if rows <= LONG_TABLE:
+        return table_html
+    return f"<details class=long><summary>{escape(what)}: {rows:,} rows (click to show)</summary>{table_html}</details>"
+
+
+LONG_TABLE = 20
 
 
 def run_chart(d: dict) -> str:
@@ -167,7 +203,7 @@ def table(rows, head=None, numeric=()) -> str:
     if head:
         out.append("<tr>" + "".join(f"<th>{escape(str(h))}</th>" for h in head) + "</tr>")
     for row in rows:
-        out.append("<tr>" + "".join(f'<td{" class=n" if i in numeric else ""}>{escape(str(c))}</td>'
+        out.append("<tr>" + "".join(f'<td{" class=n" if i in numeric else ""}>{escape(plain(c))}</td>'
                                     for i, c in enumerate(row)) + "</tr>")
     out.append("</table>")
     return "".join(out)
@@ -192,6 +228,16 @@ def legend_block(r) -> str:
             f"<p class=muted>{escape(PREDICTED_NOTE)}</p></details>")
 
 
+def when(run_id, sep: str = " (") -> str:
+    """The date a run or suite id starts with (`20261207T...`: ' (2026-12-07)'), or '' for an id without one."""
+    import re
+    m = re.match(r"(\d{4})(\d{2})(\d{2})T", str(run_id or ""))
+    if not m:
+        return ""
+    date = "-".join(m.groups())
+    return f"{sep}{date})" if sep == " (" else f"{sep}{date}"
+
+
 def page(title: str, body: str) -> str:
     return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{escape(title)}</title>"
             f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{CSS}</style></head>"
@@ -205,7 +251,7 @@ def render(r, folder=None) -> str:
     c = d["counts"]
     body = [f"<h1>{escape(d['experiment'])} <span id=verdict class='verdict {escape(d['verdict'])}'>"
             f"{escape(d['verdict'])}</span></h1>",
-            f"<p class=muted>run {escape(d['run_id'])}</p>",
+            f"<p class=muted>run {escape(d['run_id'])}{escape(when(d.get('run_id'), ', '))}</p>",
             f"<p id=summary class=summary>{escape(r.summary())}</p>"]
     if d.get("proves"):
         body.append(f"<p><b>What it proves:</b> {escape(d['proves'])}<br><b>Order of steps:</b> {escape(d.get('steps', ''))}</p>")
@@ -221,7 +267,7 @@ def render(r, folder=None) -> str:
         from .guesses import COLUMNS, board, score_line
         rows = board(d["guesses"].get("guesses") or {}, d)
         body += [section("Your predictions"), f"<p>Recorded before the run started "
-                 f"({escape(d['guesses'].get('recorded_at'))}). {escape(score_line(rows))}</p>",
+                 f"({escape(plain(d['guesses'].get('recorded_at')))}). {escape(score_line(rows))}</p>",
                  table(rows, COLUMNS, numeric=(1, 2))]
     if r.balance_rows():
         body += [section("Balances"), table(r.balance_rows(), r.BALANCE_COLUMNS, numeric=(1, 2, 3, 4, 5, 6))]
@@ -245,7 +291,7 @@ def render(r, folder=None) -> str:
                  + "</ul>"]
     heads, rows, left_out = fault_table(d.get("faults") or [])
     if rows:
-        body += [section("Faults"), table(rows, heads)]
+        body += [section("Faults"), collapsed(table(rows, heads), len(rows), "faults")]
         if left_out:
             body.append(f"<p>({left_out:,} more in report.json)</p>")
     if d.get("consumer"):
@@ -257,19 +303,21 @@ def render(r, folder=None) -> str:
             body += ["<h3>Witnesses (times since the workers started)</h3>", table(
                 consumer.witness_rows(cs), ("id", "what", "slot / partition", "effects applied at", "kills"))]
         if cs.get("kills"):
-            body += ["<h3>Kills</h3>", table(consumer.kill_rows(cs)[:200], consumer.KILL_HEADS,
-                                             numeric=(0, 2, 3, 4, 7, 8, 9))]
+            kills = consumer.kill_rows(cs)[:200]
+            body += ["<h3>Kills</h3>", collapsed(table(kills, consumer.KILL_HEADS, numeric=(0, 2, 3, 4, 7, 8, 9)),
+                                                 len(kills), "kills")]
     for name, story in (d.get("fault_details") or {}).items():
         body += [section(f"Fault: {escape(name)}", "Fault"), *story_tables(story)]
     if d["predicted"].get("note"):
         body.append(f"<p class=muted>{escape(d['predicted']['note'])}</p>")
     if d["predicted"].get("evidence"):
         offs = lambda m: ", ".join(f"{p}: {o}" for p, o in m.items()) or "none"   # noqa: E731
-        body += [section("What each kill cost (from the evidence)", "What each kill cost"), table(
+        ev = d["predicted"]["evidence"][:200]
+        body += [section("What each kill cost (from the evidence)", "What each kill cost"), collapsed(table(
             [(e["worker"], e["attempt"], offs(e["last_applied"]), offs(e["resumed_from"]), e["redelivered"],
-              e["skipped"]) for e in d["predicted"]["evidence"][:200]],
+              e["skipped"]) for e in ev],
             ("worker", "attempt", "last applied (partition: offset)", "successor resumed from", "redelivered",
-             "skipped"), numeric=(1, 4, 5))]
+             "skipped"), numeric=(1, 4, 5)), len(ev), "what each kill cost")]
     body += [section("Anomalies, observed and predicted"), run_chart(d)]
     classes = r.anomaly_class_rows()
     if classes:
@@ -290,17 +338,17 @@ def render(r, folder=None) -> str:
     body += [section("Stack and environment"), table(list(d["stack"].items()) + list(d["environment"].items())
                                                           + r.client_rows())]
     if d["crashes"]:
-        body += [section(f"Crashes ({len(d['crashes'])})", "Crashes"), table(
+        body += [section(f"Crashes ({len(d['crashes'])})", "Crashes"), collapsed(table(
             [(i, cr["point"], cr.get("message_id") or "", cr.get("worker") or "", fmt(cr.get("partition")),
               fmt(cr.get("offset")), len(cr.get("unacked") or []), len(cr.get("acked_unapplied") or []),
               len(cr.get("produced") or []), fmt(cr.get("restart_seconds")),
               "" if cr.get("read_committed_stall_seconds") is None else fmt(cr["read_committed_stall_seconds"]))
              for i, cr in enumerate(d["crashes"][:200], 1)],
             ("#", "point", "message", "worker", "partition", "offset", "unacked", "acked, unapplied", "produced",
-             "restart s", "stall s"), numeric=(0, 4, 5, 6, 7, 8, 9, 10))]
+             "restart s", "stall s"), numeric=(0, 4, 5, 6, 7, 8, 9, 10)), min(len(d["crashes"]), 200), "crashes")]
     body += [section("Audit it yourself", attrs=" id=audit"),
              f"<p>The run's topics and tables stay until <code>harness clean {escape(d['run_id'])}</code>. "
              "With the stack up:</p>",
              "<pre class=commands>" + "".join(f"<span class=muted># {escape(what)}</span>\n{escape(cmd)}\n"
                                                 for what, cmd in commands(d, folder)) + "</pre>"]
-    return page(f"{d['experiment']} {d['verdict']}", "".join(body))
+    return page(f"{d['experiment']} {d['verdict']}{when(d.get('run_id'))}", "".join(body))

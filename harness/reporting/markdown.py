@@ -7,7 +7,7 @@ holding newlines, pipes, HTML or link syntax shows as text and cannot add a line
 from .recount_by_hand import commands
 from ..escape import fence, md, md_code
 from .legend import PREDICTED_NOTE
-from .shared import fault_table, fmt
+from .shared import fault_table, fmt, plain
 
 
 def render(r, folder=None) -> str:
@@ -31,7 +31,7 @@ def render(r, folder=None) -> str:
     if isinstance(d.get("guesses"), dict):
         from .guesses import COLUMNS, board, score_line
         rows = board(d["guesses"].get("guesses") or {}, d)
-        out += ["", "## Your predictions", "", f"Recorded before the run started ({md(d['guesses'].get('recorded_at'))}"
+        out += ["", "## Your predictions", "", f"Recorded before the run started ({md(plain(d['guesses'].get('recorded_at')))}"
                 f"). {md(score_line(rows))}", "", _row(COLUMNS), "| --- | ---: | ---: | --- |"] + [_row(x) for x in rows]
     if r.balance_rows():
         out += ["", "## Balances", "", "| " + " | ".join(r.BALANCE_COLUMNS) + " |",
@@ -151,7 +151,7 @@ def render(r, folder=None) -> str:
 
 def _row(cells) -> str:
     """One Markdown table row, each cell escaped."""
-    return "| " + " | ".join(md(c) for c in cells) + " |"
+    return "| " + " | ".join(md(plain(c)) for c in cells) + " |"
 
 
 def _offsets(m: dict) -> str:

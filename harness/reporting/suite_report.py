@@ -13,11 +13,19 @@ from pathlib import Path
 from . import html as h
 from ..escape import href, md, md_code
 from ..escape import html as escape
-from .shared import fmt, is_number
+from .shared import fmt, is_number, plain
 from ..suite_schedule import CGROUP, CPU_LINES, summary_line
 
 COLUMNS = ("experiment", "sent", "deliveries", "effects", "duplicates", "lost", "ledger total",
            "output read_committed", "output read_uncommitted", "crashes", "verdict", "seconds")
+
+
+def suite_title(summary: dict) -> str:
+    """'Suite of the core group, 2026-12-07 (<id>)': what ran and when, then the id."""
+    group = summary.get("group")
+    what = f"Suite of the {group} group" if isinstance(group, str) and group else "Suite"
+    date = h.when(summary.get("suite_id"), ", ")
+    return f"{what}{date} ({summary['suite_id']})"
 
 
 def rows(summary: dict) -> list[tuple]:
@@ -111,13 +119,13 @@ def _ratio(a: float, b: float) -> float | None:
 
 
 def render_md(summary: dict, recorded: dict | None = None) -> str:
-    out = [f"# Suite {md(summary['suite_id'])}", "", f"> {md(summary['conclusion'])}", "",
+    out = [f"# {md(suite_title(summary))}", "", f"> {md(summary['conclusion'])}", "",
            "| " + " | ".join(COLUMNS) + " |", "| " + " | ".join("---" for _ in COLUMNS) + " |"]
     out += [_row(row) for row in rows(summary)]
     if recorded:
         from .guesses import SUITE_COLUMNS, score_line, suite_board
         board = suite_board(recorded, {r["experiment"]: r for r in summary["experiments"]})
-        out += ["", "## Your predictions", "", f"Recorded before the runs started ({md(recorded.get('recorded_at'))}, "
+        out += ["", "## Your predictions", "", f"Recorded before the runs started ({md(plain(recorded.get('recorded_at')))}, "
                 f"from {md_code(str(recorded.get('source')))}). {md(score_line(board))}", "",
                 _row(SUITE_COLUMNS), "| --- | --- | ---: | ---: | --- |"] + [_row(b) for b in board]
     out += ["", "Duplicates and lost count effects in the Postgres ledger when the experiment has one, "
@@ -142,13 +150,13 @@ def render_md(summary: dict, recorded: dict | None = None) -> str:
 
 
 def _row(cells) -> str:
-    return "| " + " | ".join(md(c) for c in cells) + " |"
+    return "| " + " | ".join(md(plain(c)) for c in cells) + " |"
 
 
 def render_html(summary: dict, folder: Path | None = None, recorded: dict | None = None) -> str:
     groups = [(r["experiment"], (r.get("counts") or {}).get("lost") or 0, (r.get("counts") or {}).get("duplicates") or 0)
               for r in summary["experiments"]]
-    body = [f"<h1>Suite {escape(summary['suite_id'])}</h1>",
+    body = [f"<h1>{escape(suite_title(summary))}</h1>",
             f"<p id=conclusion class=summary>{escape(summary['conclusion'])}</p>",
             "<h2>Lost and duplicated effects per experiment</h2>", h.bar_chart(groups, width=900),
             "<h2>Scoreboard</h2>", "<div class=wide>", _table_with_links(summary, folder), "</div>",
@@ -159,7 +167,7 @@ def render_html(summary: dict, folder: Path | None = None, recorded: dict | None
         from .guesses import SUITE_COLUMNS, score_line, suite_board
         board = suite_board(recorded, {r["experiment"]: r for r in summary["experiments"]})
         body[2:2] = ["<h2 id=predictions>Your predictions</h2>",
-                     f"<p>Recorded before the runs started ({escape(recorded.get('recorded_at'))}). "
+                     f"<p>Recorded before the runs started ({escape(plain(recorded.get('recorded_at')))}). "
                      f"{escape(score_line(board))}</p>", h.table(board, SUITE_COLUMNS, numeric=(2, 3))]
     for r in summary["experiments"]:
         text = r.get("summary") or f"{r.get('verdict')}: {r.get('error', '')}"
@@ -173,11 +181,11 @@ def render_html(summary: dict, folder: Path | None = None, recorded: dict | None
                       ("wall seconds", fmt(summary["timings"]["wall_seconds"])),
                       ("experiments at a time", summary_line(summary.get("scheduling"), summary.get("parallel", 1)))] +
                      list((summary.get("environment") or {}).items()))]
-    return h.page(f"suite {summary['suite_id']}", "".join(body))
+    return h.page(suite_title(summary), "".join(body))
 
 
 def _table_with_links(summary: dict, folder: Path | None = None) -> str:
-    out = ["<table id=scoreboard><tr>" + "".join(f"<th>{escape(c)}</th>" for c in COLUMNS) + "</tr>"]
+    out = ["<table id=scoreboard class=compact><tr>" + "".join(f"<th>{escape(c)}</th>" for c in COLUMNS) + "</tr>"]
     for r, row in zip(summary["experiments"], rows(summary)):
         cells = []
         for i, val in enumerate(row):
