@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 from . import html as h
+from .store_chart import suite_chart
 from ..escape import href, md, md_code
 from ..escape import html as escape
 from .shared import fmt, is_number, plain
@@ -154,11 +155,9 @@ def _row(cells) -> str:
 
 
 def render_html(summary: dict, folder: Path | None = None, recorded: dict | None = None) -> str:
-    groups = [(r["experiment"], (r.get("counts") or {}).get("lost") or 0, (r.get("counts") or {}).get("duplicates") or 0)
-              for r in summary["experiments"]]
     body = [f"<h1>{escape(suite_title(summary))}</h1>",
             f"<p id=conclusion class=summary>{escape(summary['conclusion'])}</p>",
-            "<h2>Lost and duplicated effects per experiment</h2>", h.bar_chart(groups, width=900),
+            "<h2>Lost and duplicated effects per experiment</h2>", suite_chart(summary["experiments"]),
             "<h2>Scoreboard</h2>", "<div class=wide>", _table_with_links(summary, folder), "</div>",
             "<p class=muted>Duplicates and lost count effects in the Postgres ledger when the experiment has one, "
             "otherwise records of the output topic as read_committed readers see them.</p>",

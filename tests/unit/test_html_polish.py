@@ -117,3 +117,31 @@ def test_every_page_fits_1280_pixels_in_chromium(tmp_path, kind):
     m = re.search(r'data-overflow="(-?\d+)" data-tables="(\d+)"', dom)
     assert m, "the probe did not run"
     assert (int(m.group(1)), int(m.group(2))) == (0, 0), f"{kind}: page overflow {m.group(1)} px, tables {m.group(2)}"
+
+
+def _bars(svg: str, chart_id: str) -> dict:
+    chart = svg[svg.index(f'id="{chart_id}"'):]
+    chart = chart[:chart.index("</svg>")]
+    return {(g, name): int(v) for name, v, g in re.findall(r'class="bar-([a-z-]+)" data-value="(\d+)" data-group="([^"]+)"',
+                                                            chart)}
+
+
+def test_eos_boundary_shows_the_topic_at_0_and_the_database_at_100():
+    page = html.render(RunReport.load(REFERENCE / "eos-boundary"))
+    bars = _bars(page, "chart-stores")
+    assert bars[("database: ledger", "duplicates")] == 100
+    assert bars[("topic: read_committed", "duplicates")] == 0
+    assert bars[("topic: read_uncommitted", "duplicates")] == 100
+    eos = _bars(html.render(RunReport.load(REFERENCE / "eos")), "chart-stores")
+    assert not [g for g, _n in eos if g.startswith("database")]       # eos writes no ledger: no database bars
+    assert 'id="chart-stores"' not in html.render(RunReport.load(REFERENCE / "offset-after"))   # no topic
+
+
+def test_the_eos_suite_chart_tells_the_lesson():
+    summary = json.loads((REFERENCE / "suite.json").read_text())
+    summary["experiments"] = [r for r in summary["experiments"] if r["experiment"] in ("eos", "eos-boundary", "eos-dedupe")]
+    bars = _bars(render_html(summary), "chart-anomalies")
+    assert bars[("eos-boundary", "db-duplicates")] == 100 and bars[("eos-boundary", "topic-duplicates")] == 0
+    assert bars[("eos-dedupe", "db-duplicates")] == 0 and bars[("eos", "topic-duplicates")] == 0
+    assert ("eos", "db-duplicates") not in bars
+    assert "duplicated in the topic (read_committed)" in render_html(summary)
