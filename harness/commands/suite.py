@@ -158,10 +158,14 @@ def suite(target, experiment_list, group, parallel, out, client, worksheet, keep
     install_sigterm_as_interrupt()
 
     def body(stack, log):
+        from .suite_progress import SuiteProgress
         t0 = time.time()
+        progress = SuiteProgress(names, folder, quiet)
+        progress.install()          # an interrupt says "stopping: ..." at once
         try:
-            summary = suite_mod.run_suite(stack, names, common, folder, parallel, log=log, group=group,
-                                          files=files)
+            with progress:
+                summary = suite_mod.run_suite(stack, names, common, folder, parallel, log=progress.log, group=group,
+                                              files=files)
         finally:
             if (folder / "suite.json").exists():
                 write_suite(folder)

@@ -61,7 +61,8 @@ def render(r, folder=None) -> str:
     stopped = vd.get("killed_at_stop") or []
     if stopped:
         out += ["", f"**{len(stopped)} busy worker(s) SIGKILLed by the stop:** " + ", ".join(
-            f"{md(x['worker'])} attempt {md(x['attempt'])} (pid {md(x['pid'])})" for x in stopped[:10])]
+            f"{md(x['worker'])} attempt {md(x['attempt'])} (pid {md(x['pid'])}"
+            + (f"; its transaction {md(x['transaction'])}" if x.get("transaction") else "") + ")" for x in stopped[:10])]
     logs = d.get("worker_logs") or {}
     cut = {k: n for k, n in (logs.get("dropped_bytes") or {}).items() if n != 0}
     if cut:
