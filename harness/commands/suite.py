@@ -108,6 +108,11 @@ def suite(target, experiment_list, group, parallel, out, client, worksheet, keep
     130 interrupted (every started run still writes its report). An option
     an experiment refuses (auto-commit's --commit-every) is not passed to it.
 
+    While it runs, one row per experiment says waiting, running (with its
+    crashes so far) or its verdict. Ctrl-C says "stopping: ..." at once: the
+    running experiments stop their workers (a transaction a killed worker
+    left open is fenced) and write interrupted reports, then the suite's.
+
     FOLDER|GROUP runs the experiment files (*.toml) of a folder instead, or
     of experiments/<GROUP>/ (`harness experiments` lists them): each as
     `harness run FILE` would, with the options given here over the files'.
