@@ -37,3 +37,37 @@ def test_a_class_runs_the_core_worksheet(stack, tmp_path):
     assert "| offset-after | duplicates | 10 | 10 | yes |" in md and "| offset-before | lost | 10 | 10 | yes |" in md
     assert "4 of 4 guesses close enough" in md and "4 of 4 guesses close enough" in proc.stderr
     assert "Your predictions" in (out / "suite.html").read_text()
+
+
+def test_ctrl_c_is_acknowledged_at_once_and_the_stops_transaction_is_fenced(stack, tmp_path):
+    """A suite interrupted while eos runs: 'stopping: ...' within a second, and the transaction the stop left
+    open (it SIGKILLs the busy worker) is fenced, never reported as the system's hanging transaction."""
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+    from tests.conftest import ROOT
+    from harness.procs import die_with_parent
+    import os
+    out = tmp_path / "suite"
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "suite", "--experiments", "eos", "--messages", "5000",
+                             "--out", str(out)], env={**os.environ, **stack["env"]}, cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=die_with_parent)
+    lines = []
+    threading.Thread(target=lambda: [lines.append((time.monotonic(), x)) for x in proc.stderr], daemon=True).start()
+    deadline = time.monotonic() + 120
+    while not (out / "eos" / "crash-log.jsonl").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(3)                        # crashes under way: a worker is inside a transaction most of the time
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=300) == 130
+    said = [t for t, x in lines if x.startswith("stopping:")]
+    assert said and said[0] - t0 < 1.0, lines[-5:]
+    report = json.loads((out / "eos" / "report.json").read_text())
+    assert report["verdict"] == "interrupted"
+    stopped = report["verdict_detail"]["killed_at_stop"]
+    assert all(x.get("transaction") == "fenced" for x in stopped), stopped
+    assert "Forbidden anomalies: hanging-transaction" not in report["summary"]
+    assert report["anomaly_classes"]["classes"]["hanging-transaction"]["count"] in (0, None)
