@@ -42,7 +42,7 @@ def _cells(c: Comparison) -> tuple[list[str], list[list[str]]]:
         for i in range(1, len(c.labels)):
             d = r.deltas[i] if i < len(r.deltas) else None
             if d is not None:
-                pct = "n/a" if d[1] is None else ("0.0%" if d[1] == 0 else f"{d[1]:+.1f}%")
+                pct = "from 0" if d[1] is None else ("0.0%" if d[1] == 0 else f"{d[1]:+.1f}%")
                 cells += [shown[i], signed(d[0]), pct]
             else:
                 pair = [r.values[0], r.values[i]]
