@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from ..errors import HarnessError, did_you_mean
+from .compare import applies
 from .shared import fmt, is_number
 
 FILE = "guesses.json"
@@ -48,6 +49,10 @@ CORE_QUESTIONS = (
 UNANSWERED = "?"
 COLUMNS = ("question", "you", "actual", "close enough")
 SUITE_COLUMNS = ("experiment", *COLUMNS)
+
+
+# A guess's count -> the comparison's name for it, whose rule says whether it applies to a run.
+APPLIES = {"committed_duplicates": "rc.duplicates", "uncommitted_duplicates": "ru.duplicates"}
 
 
 def _topic(d: dict, iso: str):
@@ -158,6 +163,9 @@ def board(guesses: dict[str, int], d: dict) -> list[tuple[str, str, str, str]]:
             continue
         label, actual_of = METRICS[key]
         actual = actual_of(d)
+        if actual is None and not applies(d, APPLIES.get(key, key)):      # a ledger total where there is no ledger
+            out.append((label, fmt(guess), "n/a", "n/a (not in this run)"))
+            continue
         ok = close_enough(guess, actual)
         out.append((label, fmt(guess), fmt(actual), {True: "yes", False: "no", None: "cannot tell"}[ok]))
     return out

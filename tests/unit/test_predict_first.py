@@ -107,3 +107,15 @@ def test_the_cli_refuses_bad_guesses_before_anything_starts(isolated, tmp_path):
     assert not (tmp_path / "s").exists()
     ok = harness("worksheet", "--group", "core", env=isolated)
     assert ok.returncode == 0 and ok.stdout.count(' = "?"') == 4
+
+
+def test_a_guess_about_a_store_the_run_does_not_have_is_na_not_unknown():
+    d = sample("eos")
+    d["stack"]["ledger_table"], d["ledger"]["actual_total"] = None, None
+    rows = {q: (a, ok) for q, _you, a, ok in guesses.board({"ledger_total": 5, "committed_duplicates": 0}, d)}
+    assert rows["ledger total"] == ("n/a", "n/a (not in this run)")
+    assert rows["duplicates in the output topic, read_committed"] == ("n/a", "n/a (not in this run)")
+    d["kafka_output"] = {"read_committed": {"records": 10, "duplicates": None, "lost": 0, "unprocessed": 0},
+                         "read_uncommitted": {"records": 10, "duplicates": 0, "lost": 0, "unprocessed": 0}}
+    rows = {q: (a, ok) for q, _you, a, ok in guesses.board({"committed_duplicates": 0}, d)}
+    assert rows["duplicates in the output topic, read_committed"] == ("unknown", "cannot tell")   # not measured
