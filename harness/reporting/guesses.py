@@ -210,3 +210,11 @@ def write_pending(folder: Path) -> None:
 def section() -> dict | None:
     """What report.json says of the guesses recorded for this run (None: the run had none)."""
     return dict(_pending) if _pending is not None else None
+
+
+def take() -> dict | None:
+    """`section()`, once: the guesses belong to one run, not to every later run of this process (an API
+    caller's)."""
+    global _pending
+    out, _pending = section(), None
+    return out
