@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from ..errors import HarnessError, did_you_mean
+from ..experiments.questions import CORE_QUESTIONS
 from .compare import applies
 from .shared import fmt, is_number
 
@@ -37,15 +38,6 @@ METRICS = {
                                lambda d: _topic(d, "read_uncommitted")),
 }
 
-# The four questions of the core group's class (docs/teaching.md): (experiment, count, the question as the worksheet asks it).
-CORE_QUESTIONS = (
-    ("offset-after", "duplicates", "duplicates without a key: offset-after commits its offset after the effect "
-                                   "and keeps no idempotency key"),
-    ("dedupe", "duplicates", "duplicates with a key: dedupe records each payment's id beside its effect"),
-    ("offset-before", "lost", "losses with ack-first: offset-before commits its offset before the effect"),
-    ("offset-after", "deliveries", "total deliveries: records handed to offset-after's workers, redeliveries "
-                                   "included"),
-)
 UNANSWERED = "?"
 COLUMNS = ("question", "you", "actual", "close enough")
 SUITE_COLUMNS = ("experiment", *COLUMNS)
