@@ -144,6 +144,13 @@ def numbers_page() -> str:
     return "\n".join(out) + "\n"
 
 
+def counts_page() -> str:
+    """The glossary of the counts: the scoreboard's legend, word for word (harness/reporting/legend.py)."""
+    from .reporting.legend import PREDICTED_NOTE, glossary_rows
+    return "\n".join(["| count | what it is, exactly |", "| --- | --- |"]
+                     + [f"| {cell(m)} | {cell(text)} |" for m, text in glossary_rows()] + ["", PREDICTED_NOTE])
+
+
 # A page's marker name -> the function that writes that part (the hook replaces the marker with it).
 PAGES = {"experiments": experiments_page, "faults": faults_page, "options": options_page,
-         "commands": commands_page, "numbers": numbers_page}
+         "commands": commands_page, "numbers": numbers_page, "counts": counts_page}

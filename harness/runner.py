@@ -36,6 +36,7 @@ from .runtime.crashplan import CrashPlan
 from .workers.supervisor import Supervisor, SupervisorResult
 from .params import RunParams, resolve
 from .paths import refuse_overlap, reports_dir
+from .reporting import guesses
 from .reporting.build import assemble
 from .reporting.run_report import RunReport
 from .reporting.writer import write_or_keep
@@ -147,6 +148,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     names = RunNames(run_id)
     refuse_overlap(Path(out) if out else reports_dir() / run_id)     # a library caller's --out too
     run_dir = claim_run_dir(Path(out) if out else reports_dir() / run_id)
+    guesses.write_pending(run_dir)      # `--predict`: the guesses are on disk before anything runs
     kafka_logging.configure(run_dir / kafka_logging.FILE_NAME)
 
     r = Run(params, exp, names, stack, run_dir, amounts={}, log=log)
@@ -217,6 +219,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         pgconn.set_deadline(time.monotonic() + params.time_limit)    # the workers' own limit starts now
         with phase(r, "workers"):
             result = sup.run()
+        _fence_stopped(r, launcher, result, log)
         with phase(r, "wait_for_dead_transactions"):
             _wait_for_unfenced_transactions(r, result, log)
     except TimeLimitReached as e:
@@ -344,6 +347,36 @@ def _wait_for_unfenced_transactions(r: Run, result, log) -> None:
         log(f"[{r.names.run_id}] waiting {wait:.0f} s for the broker to abort the dead transactions "
             f"(fresh transactional.id: nothing fenced them)")
         time.sleep(wait)
+
+
+FENCE_S = 10.0
+
+
+def _fence_stopped(r: Run, launcher, result, log) -> None:
+    """A transactional worker the stop SIGKILLed (an interrupt, a time limit) may have left a transaction
+    open: the harness's doing, not the system's. A producer with its transactional.id calls
+    init_transactions(), which fences it and aborts that transaction before the final read, so no
+    read_committed reader waits on it and the checker finds no hanging transaction. Each stopped worker's
+    entry says what was done ("fenced", or why not). Python workers only: their transactional.id is ours."""
+    stopped = getattr(result, "killed_at_stop", None) or []
+    if not (stopped and r.exp.stores.output and isinstance(launcher, PythonWorkers)):
+        return
+    import re
+    from confluent_kafka import KafkaException, Producer
+    from .experiments.launch import transactional_id_of
+    from .kafka_client import config
+    for entry in stopped:
+        m = re.fullmatch(r"w(\d+)", str(entry.get("worker")))
+        if not m:
+            continue
+        tid = transactional_id_of(r, int(m.group(1)), int(entry.get("attempt") or 1))
+        try:
+            Producer(config(r.stack.bootstrap_servers, {"transactional.id": tid})).init_transactions(FENCE_S)
+            entry["transaction"] = "fenced"
+        except KafkaException as e:
+            entry["transaction"] = f"not fenced: {e.args[0].str() if e.args else e}"[:200]
+    log(f"[{r.names.run_id}] fenced the transactional.id of {sum(e.get('transaction') == 'fenced' for e in stopped)} "
+        f"worker(s) the stop SIGKILLed, aborting what they had left open")
 
 
 def _fault_line(f) -> str:

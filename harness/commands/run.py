@@ -35,6 +35,7 @@ def _fault_help() -> str:
 @click.command(epilog="\b\nExperiments (kill points: `harness experiments`):\n" + EXPERIMENT_HELP + "\n\n"
              + _fault_help() + "\n\n" + EXIT_HELP + "\n\n\b\nExamples:\n"
              "  harness run offset-before\n"
+             "  harness run offset-after --predict duplicates=110,lost=0\n"
              "  harness run experiments/core/offset-before.toml --messages 200\n"
              "  harness run offset-after --commit-every 10 --kill-point any\n"
              "  harness run dedupe --partitions 3 --workers 2 --kill-mode random\n"
@@ -53,11 +54,15 @@ def _fault_help() -> str:
                    "their options are listed below.")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Report folder (default reports/<run-id>/).")
+@click.option("--predict", "predict", default=None, metavar="COUNT=N,...",
+              help="Predict first: your guesses (e.g. duplicates=110,lost=0), recorded in the run folder before "
+                   "the run starts; the reports show you / actual / close enough (within 10 %, exact for 0).")
 @click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output (for CI); the report folder is still printed.")
 @kafka_version_option
 @stack_options
-def run(experiment, fault_specs, out, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn, **options):
+def run(experiment, fault_specs, out, predict, keep_stack, quiet, stack_kind, bootstrap_servers, postgres_dsn,
+        **options):
     """Run one experiment: produce payments, crash workers, audit, judge, report.
 
     EXPERIMENT is a kind (listed below), or an experiment file (FILE.toml,
@@ -72,7 +77,9 @@ def run(experiment, fault_specs, out, keep_stack, quiet, stack_kind, bootstrap_s
     (report.json, report.md, report.html).
     """
     from ..params import RunParams, resolve
+    from ..reporting import guesses
     from ..runner import EXIT_CODES
+    guesses.expect(guesses.parse_spec(predict) if predict is not None else None)     # bad guesses: one line, now
     local = stack_kind == "local" and not (bootstrap_servers or postgres_dsn)
     if is_file_argument(experiment):
         resolved = _from_file(experiment, fault_specs, options, local, bool(bootstrap_servers or postgres_dsn))
@@ -183,9 +190,20 @@ def _print_scoreboard(report):
     from ..escape import term
     con = Console(stderr=True)
     t = Table(title=Text(term(f"{report.experiment}: {report.verdict}")), title_justify="left")
-    for col in ("metric", "observed", "predicted"):
-        t.add_column(col, justify="left" if col == "metric" else "right")
+    for col in report.SCOREBOARD_COLUMNS:
+        t.add_column(col, justify="right" if col in ("observed", "predicted") else "left")
     for row in report.scoreboard():
         t.add_row(*[Text(term(c)) for c in row])
     con.print(t)
     con.print(Text(term(report.summary())), soft_wrap=True)
+    g = report.data.get("guesses")
+    if isinstance(g, dict):
+        from ..reporting.guesses import COLUMNS, board, score_line
+        rows = board(g.get("guesses") or {}, report.data)
+        t = Table(title=Text("your predictions (recorded before the run)"), title_justify="left")
+        for col in COLUMNS:
+            t.add_column(col, justify="left" if col == "question" else "right")
+        for row in rows:
+            t.add_row(*[Text(term(c)) for c in row])
+        con.print(t)
+        con.print(Text(score_line(rows)), soft_wrap=True)

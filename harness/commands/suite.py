@@ -69,6 +69,7 @@ def file_runs(target: str, given: dict, client: str | None, local: bool) -> tupl
 
 
 @click.command(epilog="\b\nExamples:\n  harness suite\n  harness suite --group mistakes\n"
+             "  harness worksheet > worksheet.toml; harness suite --group core --predict worksheet.toml\n"
              "  harness suite core             # the files of experiments/core/\n"
              "  harness suite ./nightly --seed 7   # a folder of experiment files\n"
              "  harness suite --messages 200 --experiments offset-before,offset-after,dedupe\n"
@@ -88,12 +89,15 @@ def file_runs(target: str, given: dict, client: str | None, local: bool) -> tupl
 @click.option(CLIENT.flag, type=click.Choice(CLIENT.choices), default=None,
               help="The eos family's transactional workers: python (librdkafka) or java (Kafka's own client, "
                    "transaction version 2 where the broker offers it); the other experiments are not affected.")
+@click.option("--predict", "worksheet", default=None, type=click.Path(dir_okay=False), metavar="WORKSHEET.toml",
+              help="Predict first: a filled-in worksheet (`harness worksheet` prints one), recorded in the suite "
+                   "folder before the runs start; the reports show you / actual / close enough.")
 @click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the suite folder on stdout (for CI).")
 @kafka_version_option
 @stack_options
-def suite(target, experiment_list, group, parallel, out, client, keep_stack, quiet, stack_kind, bootstrap_servers,
-          postgres_dsn, **given):
+def suite(target, experiment_list, group, parallel, out, client, worksheet, keep_stack, quiet, stack_kind,
+          bootstrap_servers, postgres_dsn, **given):
     """Run every experiment (or one --group) with one seed and compare them side by side.
 
     Writes <suite>/suite.json, suite.md and suite.html (one row per experiment,
@@ -103,6 +107,11 @@ def suite(target, experiment_list, group, parallel, out, client, keep_stack, qui
     unexpected, 2 bad input, 3 one did not finish or its audit failed,
     130 interrupted (every started run still writes its report). An option
     an experiment refuses (auto-commit's --commit-every) is not passed to it.
+
+    While it runs, one row per experiment says waiting, running (with its
+    crashes so far) or its verdict. Ctrl-C says "stopping: ..." at once: the
+    running experiments stop their workers (a transaction a killed worker
+    left open is fenced) and write interrupted reports, then the suite's.
 
     FOLDER|GROUP runs the experiment files (*.toml) of a folder instead, or
     of experiments/<GROUP>/ (`harness experiments` lists them): each as
@@ -125,6 +134,8 @@ def suite(target, experiment_list, group, parallel, out, client, keep_stack, qui
     if local and files is None:
         from ..stack.local_record import size
         suite_mod.check_brokers(group, size())      # the local stack's size, before starting anything
+    from ..reporting import guesses
+    guessed = guesses.parse_worksheet(Path(worksheet), names) if worksheet is not None else None   # one line, now
     from ..suite_schedule import parse_parallel
     try:
         parallel = parse_parallel(parallel)
@@ -146,13 +157,20 @@ def suite(target, experiment_list, group, parallel, out, client, keep_stack, qui
     refuse_overlap(folder, "--out" if out else "the reports folder")
     check_folder(folder, "the suite folder", "choose an --out that only you can write")     # before any stack starts
     check_creatable(folder)
+    if guessed is not None:     # on disk before any run starts
+        folder.mkdir(parents=True, exist_ok=True)
+        guesses.record(folder, guessed, str(worksheet))
     install_sigterm_as_interrupt()
 
     def body(stack, log):
+        from .suite_progress import SuiteProgress
         t0 = time.time()
+        progress = SuiteProgress(names, folder, quiet)
+        progress.install()          # an interrupt says "stopping: ..." at once
         try:
-            summary = suite_mod.run_suite(stack, names, common, folder, parallel, log=log, group=group,
-                                          files=files)
+            with progress:
+                summary = suite_mod.run_suite(stack, names, common, folder, parallel, log=progress.log, group=group,
+                                              files=files)
         finally:
             if (folder / "suite.json").exists():
                 write_suite(folder)
@@ -172,9 +190,29 @@ def suite(target, experiment_list, group, parallel, out, client, keep_stack, qui
             con.print(t)
             con.print(Text(term(summary["conclusion"])), soft_wrap=True)
             con.print(f"suite wall time: {time.time() - t0:.0f} s")
+            _print_guesses(con, folder, summary)
         return summary
     stopped = []
     summary = with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body, stopped=stopped)
     last_lines(folder, "suite.html", stopped)
     print_folder(folder)
     sys.exit(suite_mod.exit_code(summary["experiments"]))
+
+
+def _print_guesses(con, folder, summary: dict) -> None:
+    """The worksheet's scoreboard on the terminal: you / actual / close enough per question."""
+    from rich.table import Table
+    from rich.text import Text
+    from ..escape import term
+    from ..reporting.guesses import SUITE_COLUMNS, read, score_line, suite_board
+    recorded = read(folder)
+    if recorded is None:
+        return
+    rows = suite_board(recorded, {r["experiment"]: r for r in summary["experiments"]})
+    t = Table(title=Text("your predictions (recorded before the runs)"), title_justify="left")
+    for col in SUITE_COLUMNS:
+        t.add_column(col, justify="right" if col in ("you", "actual") else "left")
+    for row in rows:
+        t.add_row(*[Text(term(c)) for c in row])
+    con.print(t)
+    con.print(Text(score_line(rows)), soft_wrap=True)

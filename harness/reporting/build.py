@@ -296,6 +296,10 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     }
     if _source is not None:
         data["source"] = dict(_source)
+    from .guesses import take
+    guessed = take()
+    if guessed is not None:
+        data["guesses"] = guessed
     if params.assignment == "group":
         data["consumer_group"] = group_story(params.group_protocol or "classic", result.events, r.progress.t0)
     data["outside_calls"] = outside_calls(result.events)

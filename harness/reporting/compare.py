@@ -7,7 +7,8 @@ experiments (the crash plan is keyed by message id, so `offset-before` and
 `offset-after` with the same seed crash on the same payments and read as one
 scoreboard).
 
-The delta is always last target minus first target, absolute and in percent.
+Every target after the first gets its own delta against the first (absolute and in
+percent, signed); `Row.delta` is the last one's, which the rules read.
 A comparison warns when its targets ran on different Kafka, librdkafka or
 PostgreSQL versions, or with different parameters: numbers from different
 environments are not a regression, they are a different experiment.
@@ -49,6 +50,26 @@ METRICS: list[tuple[str, tuple[str, ...]]] = [
     ("msgs_per_s", ("timings", "messages_per_second")),
 ]
 METRIC_NAMES = [name for name, _ in METRICS]
+# What each short name means, written out under every table that shows it (rc. and ru. above all).
+MEANINGS = {
+    "verdict": "the run's verdict",
+    "sent": "payments produced to the input topic",
+    "deliveries": "records handed to the workers, redeliveries included",
+    "effects": "effects in the main store: ledger rows, or read_committed records without a ledger",
+    "duplicates": "copies beyond the first per id, in the main store (the ledger, else the output topic read_committed)",
+    "lost": "ids sent and acknowledged with no effect, in the main store",
+    "dedupe_hits": "deliveries the key table turned away",
+    "ledger_total": "the sum of the amounts in the ledger table",
+    "rc.records": "records of the output topic as a read_committed reader sees them",
+    "rc.duplicates": "duplicates in the output topic, read_committed",
+    "rc.lost": "ids missing from the output topic, read_committed",
+    "ru.records": "records of the output topic as a read_uncommitted reader sees them (aborted ones too)",
+    "ru.duplicates": "duplicates in the output topic, read_uncommitted",
+    "crashes": "workers killed by a planned crash or a kill fault",
+    "wall_seconds": "the run's wall time",
+    "restart_median_s": "median seconds from a SIGKILL to the restarted worker's first record",
+    "msgs_per_s": "payments sent per second of wall time",
+}
 # Rules may also name a metric by its place in report.json (counts.lost, timings.wall_seconds...).
 ALIASES = {".".join(path): name for name, path in METRICS if len(path) > 1}
 ALIASES["len(crashes)"] = "crashes"
@@ -67,6 +88,22 @@ PARAM_KEYS = ("messages", "amount", "seed", "crash_rate", "commit_every", "commi
 # (nothing restarted), and the Kafka output counts, which only some experiments have.
 MUST_KNOW = frozenset({"verdict", "sent", "deliveries", "effects", "duplicates", "lost", "crashes",
                        "wall_seconds", "msgs_per_s"})
+
+
+def applies(report: dict, name: str) -> bool:
+    """Whether metric `name` means something for this run: a ledger total needs a ledger, rc./ru. an output
+    topic, dedupe hits a key table, a restart time a crash. A null metric that applies is unknown; one that
+    does not is shown as n/a."""
+    st = report.get("stack") if isinstance(report.get("stack"), dict) else {}
+    if name.startswith(("rc.", "ru.")):
+        return isinstance(report.get("kafka_output"), dict)
+    if name == "ledger_total":
+        return bool(st.get("ledger_table")) or metric_value(report, name) is not None
+    if name == "dedupe_hits":
+        return bool(st.get("dedupe_table") or st.get("accounts_table")) or metric_value(report, name) is not None
+    if name == "restart_median_s":
+        return bool(metric_value(report, "crashes")) or metric_value(report, name) is not None
+    return True
 
 
 def metric_value(report: dict, name: str):
@@ -92,6 +129,8 @@ class Row:
     present: list[bool]     # whether the experiment exists in each target
     delta: float | int | None = None        # last - first, numbers only
     delta_pct: float | None = None          # 100 * delta / first; None when first is 0 and last is not
+    deltas: list = field(default_factory=list)      # per target: (delta, delta %) against the first, or None
+    applies: list = field(default_factory=list)     # per target: whether the metric means something there
 
     @property
     def changed(self) -> bool:
@@ -111,7 +150,8 @@ class Comparison:
 
 
 def compare(targets: list[dict], labels: list[str] | None = None) -> Comparison:
-    """Put targets side by side. Deltas are last minus first; warnings say what makes them incomparable."""
+    """Put targets side by side. Each delta is a target minus the first; warnings say what makes them
+    incomparable."""
     if not targets:
         raise HarnessError("nothing to compare: name at least one run or suite")
     labels = list(labels) if labels else [getattr(t, "label", None) or f"#{i + 1}" for i, t in enumerate(targets)]
@@ -126,13 +166,11 @@ def compare(targets: list[dict], labels: list[str] | None = None) -> Comparison:
             values = [metric_value(r, name) if r is not None else None for r in reports]
             if all(v is None for v in values):
                 continue
-            row = Row(key, name, values, [r is not None for r in reports])
-            first, last = values[0], values[-1]
-            if len(values) > 1 and is_number(first) and is_number(last):
-                d = last - first
-                # A delta that is not a finite number (1e308 - -1e308; 1.0 over 5e-324) is None: JSON has no inf.
-                row.delta = _finite(round(d, 6) if isinstance(d, float) else d)
-                row.delta_pct = (0.0 if d == 0 else None) if first == 0 else _finite(_percent(d, first))
+            row = Row(key, name, values, [r is not None for r in reports],
+                      applies=[r is None or applies(r, name) for r in reports])
+            row.deltas = [None] + [_delta(values[0], v) for v in values[1:]]
+            if len(values) > 1 and row.deltas[-1] is not None:
+                row.delta, row.delta_pct = row.deltas[-1]
             rows.append(row)
     experiments = {k: [r.get("experiment") if r is not None else None for r in reps] for k, reps in groups.items()}
     warnings = [n for t in targets for n in getattr(t, "notes", [])]
@@ -140,6 +178,16 @@ def compare(targets: list[dict], labels: list[str] | None = None) -> Comparison:
     warnings += _env_warnings(targets, labels)
     warnings += _param_warnings(groups, labels)
     return Comparison(labels, rows, warnings, experiments, list(getattr(targets[-1], "missing", [])))
+
+
+def _delta(first, v) -> tuple | None:
+    """(v - first, in percent of first) when both are numbers, else None. A delta that is not a finite
+    number (1e308 - -1e308; 1.0 over 5e-324) is None: JSON has no inf. From 0, no percentage."""
+    if not (is_number(first) and is_number(v)):
+        return None
+    d = v - first
+    pct = (0.0 if d == 0 else None) if first == 0 else _finite(_percent(d, first))
+    return _finite(round(d, 6) if isinstance(d, float) else d), pct
 
 
 def _finite(v):

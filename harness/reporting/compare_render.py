@@ -27,23 +27,48 @@ def signed(v) -> str:
 
 
 def _cells(c: Comparison) -> tuple[list[str], list[list[str]]]:
-    """Header and formatted cells shared by text and Markdown; `-` = experiment not in that target."""
-    two = len(c.labels) > 1
-    head = ["experiment", "metric", *c.labels] + (["delta", "delta %"] if two else [])
+    """Header and formatted cells shared by text, Markdown and HTML: each target after the first followed by
+    its delta against the first (signed, and in percent); `-` = experiment not in that target, `n/a` = the
+    metric does not apply to that run (no ledger, no output topic), `unknown` = it applies but was not
+    measured."""
+    head = ["experiment", "metric", c.labels[0]]
+    for lab in c.labels[1:]:
+        head += [lab, "delta", "delta %"]
     body, prev = [], None
     for r in c.rows:
-        cells = [r.experiment if r.experiment != prev else "", r.metric]
-        cells += [fmt(v) if here else "-" for v, here in zip(r.values, r.present)]
-        if two:
-            if r.delta is not None:
-                pct = "n/a" if r.delta_pct is None else ("0.0%" if r.delta_pct == 0 else f"{r.delta_pct:+.1f}%")
-                cells += [signed(r.delta), pct]
+        shown = [("-" if not here else "n/a" if v is None and not ok else fmt(v))
+                 for v, here, ok in zip(r.values, r.present, r.applies or [True] * len(r.values))]
+        cells = [r.experiment if r.experiment != prev else "", r.metric, shown[0]]
+        for i in range(1, len(c.labels)):
+            d = r.deltas[i] if i < len(r.deltas) else None
+            if d is not None:
+                pct = "from 0" if d[1] is None else ("0.0%" if d[1] == 0 else f"{d[1]:+.1f}%")
+                cells += [shown[i], signed(d[0]), pct]
             else:
-                strings = all(isinstance(v, str) for v in r.values)
-                cells += ["changed" if strings and r.changed else "", ""]
+                pair = [r.values[0], r.values[i]]
+                strings = all(isinstance(v, str) for v in pair) and all((r.present[0], r.present[i]))
+                cells += [shown[i], "changed" if strings and pair[0] != pair[1] else "", ""]
         body.append(cells)
         prev = r.experiment
     return head, body
+
+
+def delta_note(c: Comparison) -> str:
+    """What the deltas are: each target against the first (never against its neighbour)."""
+    if len(c.labels) < 2:
+        return ""
+    if len(c.labels) == 2:
+        return f"delta: {c.labels[1]} minus {c.labels[0]}"
+    return f"each delta: its target minus the first target, {c.labels[0]} (not the target before it)"
+
+
+def legend(c: Comparison) -> list[tuple[str, str]]:
+    """(metric, meaning) of every metric the comparison shows, rc. and ru. written out."""
+    from .compare import MEANINGS
+    shown = list(dict.fromkeys(r.metric for r in c.rows))
+    return [(m, MEANINGS[m]) for m in shown if m in MEANINGS] + \
+        [("n/a", "the metric does not apply to that run"), ("unknown", "it applies, but was not measured"),
+         ("-", "the experiment is not in that target")]
 
 
 def to_text(c: Comparison) -> str:
@@ -57,8 +82,9 @@ def to_text(c: Comparison) -> str:
         padded = (cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(cells, widths)))
         return "  ".join(padded).rstrip()
     out = [line(head), "  ".join("-" * w for w in widths)] + [line(row) for row in body]
-    if len(c.labels) > 1:
-        out.append(f"(delta: {term(c.labels[-1])} minus {term(c.labels[0])})")
+    if delta_note(c):
+        out.append(f"({term(delta_note(c))})")
+    out += [f"  {term(m)}: {term(text)}" for m, text in legend(c)]
     return "\n".join(out) + "\n"
 
 
@@ -71,16 +97,37 @@ def to_markdown(c: Comparison) -> str:
     out.append("| " + " | ".join(md(x) for x in head) + " |")
     out.append("| " + " | ".join("---" if i < 2 else "---:" for i in range(len(head))) + " |")
     out += ["| " + " | ".join(md(cell) for cell in row) + " |" for row in body]
-    if len(c.labels) > 1:
-        out += ["", f"Delta: {md(c.labels[-1])} minus {md(c.labels[0])}."]
+    if delta_note(c):
+        note = delta_note(c)
+        out += ["", md(note[0].upper() + note[1:]) + "."]
+    out += [""] + [f"- **{md(m)}**: {md(text)}" for m, text in legend(c)]
     return "\n".join(out) + "\n"
 
 
+def to_html(c: Comparison, when: str = "") -> str:
+    """One self-contained page: the warnings, the table (wide tables scroll inside their box), what the
+    deltas are, and every metric written out."""
+    from . import html as h
+    from ..escape import html as escape
+    head, body = _cells(c)
+    title = "compare " + " vs ".join(c.labels) + (f" ({when})" if when else "")
+    numeric = tuple(range(2, len(head)))
+    parts = [f"<h1>{escape(title)}</h1>"]
+    parts += [f"<p class=muted>warning: {escape(w)}</p>" for w in c.warnings]
+    parts += ["<div class=wide>", h.table(body, head, numeric=numeric), "</div>"]
+    if delta_note(c):
+        parts.append(f"<p>{escape(delta_note(c))}.</p>")
+    parts.append("<dl class=legend>" + "".join(f"<dt>{escape(m)}</dt><dd>{escape(t)}</dd>" for m, t in legend(c))
+                 + "</dl>")
+    return h.page(title, "".join(parts))
+
+
 def to_json(c: Comparison, failures: list[str] | None = None) -> str:
-    data = {"targets": c.labels, "warnings": c.warnings,
+    data = {"targets": c.labels, "warnings": c.warnings, "deltas_against": c.labels[0],
             "rows": [{"experiment": r.experiment, "metric": r.metric,
                       "values": [v if here else None for v, here in zip(r.values, r.present)],
-                      "present": r.present, "delta": r.delta, "delta_pct": r.delta_pct, "changed": r.changed}
+                      "present": r.present, "applies": r.applies, "delta": r.delta, "delta_pct": r.delta_pct,
+                      "deltas": [list(d) if d is not None else None for d in r.deltas], "changed": r.changed}
                      for r in c.rows]}
     if failures is not None:
         data["failures"] = failures

@@ -12,7 +12,7 @@ import os
 from ..escape import html as escape
 
 from .recount_by_hand import commands
-from .shared import fault_table, fmt
+from .shared import fault_table, fmt, plain
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1180px;color:#1d1d1f;padding:0 1rem}
@@ -26,6 +26,11 @@ table{border-collapse:collapse;margin:.5rem 0;font-size:.92rem} td,th{border:1px
 td.n{text-align:right;font-variant-numeric:tabular-nums} th{background:#f6f8fa}
 svg text{font:12px system-ui,sans-serif} .muted{color:#6e7781;font-size:.85rem}
 p.doc{margin:-.3rem 0 .4rem;font-size:.8rem} p.doc a{color:#6e7781}
+dl.legend{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .8rem;font-size:.85rem;margin:.3rem 0}
+dl.legend dt{font-weight:600} dl.legend dd{margin:0}
+table.compact{font-size:.8rem} table.compact td,table.compact th{padding:.2rem .35rem}
+table.compact .verdict{font-size:.72rem;padding:.05rem .35rem;white-space:nowrap}
+details.long>summary{cursor:pointer;color:#0b5cad;margin:.4rem 0}
 pre.commands{background:#f6f8fa;padding:.7rem 1rem;overflow-x:auto;font-size:.85rem;line-height:1.5}
 """
 
@@ -36,9 +41,9 @@ pre.commands{background:#f6f8fa;padding:.7rem 1rem;overflow-x:auto;font-size:.85
 DOCS_PATH = "docs/"
 DOCS_PAGE = "reading-a-report"
 SECTION_ANCHORS = {
-    "Scoreboard": "scoreboard", "Balances": "balances", "What differed": "what-differed", "Faults": "faults",
+    "Scoreboard": "scoreboard", "Your predictions": "your-predictions", "Balances": "balances", "What differed": "what-differed", "Faults": "faults",
     "Fault": "faults", "Your consumer": "your-consumer", "What each kill cost": "what-each-kill-cost",
-    "Anomalies, observed and predicted": "anomalies-observed-and-predicted", "Anomaly classes": "anomaly-classes",
+    "Anomalies, observed and predicted": "anomalies-observed-and-predicted", "Each store": "each-stores-count", "Anomaly classes": "anomaly-classes",
     "Timeline": "timeline", "Timings": "timings", "Kill points": "kill-points", "Parameters": "parameters",
     "Stack and environment": "stack-and-environment", "Crashes": "crashes", "Audit it yourself": "audit-it-yourself",
 }
@@ -60,51 +65,18 @@ def section(title: str, key: str | None = None, attrs: str = "") -> str:
     return f"<h2{attrs}>{title}</h2>" + doc_link(SECTION_ANCHORS[key or title])
 
 
-LOST, DUP, OK, ABORTED, PRED = "#d1495b", "#edae49", "#00798c", "#8d6cab", "#c9ced6"
+from .bars import ABORTED, DUP, LOST, OK, PRED, axis_top, bar_chart, grouped_bars  # noqa: F401 - used by other pages
 FAULT = "#f18f01"          # broker faults and freezes on the timeline
 
 
-def bar_chart(groups: list[tuple[str, int, int]], width: int = 640) -> str:
-    """Grouped bars of lost and duplicated effects: (label, lost, duplicates) per experiment."""
-    return grouped_bars([(label, [("lost", lost, LOST), ("duplicates", dup, DUP)]) for label, lost, dup in groups],
-                        legend=[("lost", LOST), ("duplicated", DUP)], width=width)
+def collapsed(table_html: str, rows: int, what: str) -> str:
+    """A long table (more than LONG_TABLE rows) folded under one summary line; a short one as it is."""
+    if rows <= LONG_TABLE:
+        return table_html
+    return f"<details class=long><summary>{escape(what)}: {rows:,} rows (click to show)</summary>{table_html}</details>"
 
 
-def grouped_bars(groups: list[tuple[str, list[tuple[str, int, str]]]], legend: list[tuple[str, str]],
-                 width: int = 640, chart_id: str = "chart-anomalies") -> str:
-    """Bars grouped by label; each bar is (class name, value, color). Values label their bars."""
-    h, top, left, bar = 220, 20, 50, 22
-    peak = max([1] + [v for _, bars in groups for _, v, _ in bars])
-    peak = peak if peak % 2 == 0 or peak == 1 else peak + 1   # integer ticks at 0, peak/2, peak
-    most = max([1] + [len(bars) for _, bars in groups])
-    # Wide enough for the longest group label too (about 7 px a character at 12 px), so labels never touch.
-    step = max(70, (bar + 2) * most + 30, 7 * max([0] + [len(label) for label, _ in groups]) + 16)
-    width = max(width, left + step * len(groups) + 20)
-    parts = [f'<svg id="{chart_id}" role="img" aria-label="lost and duplicated effects" '
-             f'width="{width}" height="{h + 60}" viewBox="0 0 {width} {h + 60}">']
-    for frac in ((0, 1) if peak == 1 else (0, 0.5, 1)):
-        y = top + h - frac * h
-        parts.append(f'<line x1="{left}" x2="{width - 10}" y1="{y}" y2="{y}" stroke="#eee"/>'
-                     f'<text x="{left - 6}" y="{y + 4}" text-anchor="end">{round(peak * frac)}</text>')
-    for i, (label, bars) in enumerate(groups):
-        x = left + i * step + 10
-        for j, (name, val, color) in enumerate(bars):
-            bh = h * val / peak
-            bx = x + j * (bar + 2)
-            parts.append(f'<rect class="bar-{escape(name)}" data-value="{escape(val)}" data-group="{escape(label)}" '
-                         f'x="{bx}" y="{top + h - bh:.1f}" width="{bar}" height="{bh:.1f}" fill="{escape(color)}">'
-                         f'<title>{escape(label)} {escape(name)}: {escape(val)}</title></rect>'
-                         f'<text x="{bx + bar / 2}" y="{top + h - bh - 4:.1f}" text-anchor="middle">{escape(val)}</text>')
-        parts.append(f'<text class="group-label" x="{x + (bar + 2) * len(bars) / 2}" y="{top + h + 16}" '
-                     f'text-anchor="middle">{escape(label)}</text>')
-    lx = left
-    for name, color in legend:
-        parts.append(f'<rect class="legend" data-label="{escape(name)}" x="{lx}" y="{h + 45}" width="12" height="12" '
-                     f'fill="{escape(color)}"/>'
-                     f'<text x="{lx + 16}" y="{h + 55}">{escape(name)}</text>')
-        lx += 30 + 8 * len(name)
-    parts.append("</svg>")
-    return "".join(parts)
+LONG_TABLE = 20
 
 
 def run_chart(d: dict) -> str:
@@ -168,7 +140,7 @@ def table(rows, head=None, numeric=()) -> str:
     if head:
         out.append("<tr>" + "".join(f"<th>{escape(str(h))}</th>" for h in head) + "</tr>")
     for row in rows:
-        out.append("<tr>" + "".join(f'<td{" class=n" if i in numeric else ""}>{escape(str(c))}</td>'
+        out.append("<tr>" + "".join(f'<td{" class=n" if i in numeric else ""}>{escape(plain(c))}</td>'
                                     for i, c in enumerate(row)) + "</tr>")
     out.append("</table>")
     return "".join(out)
@@ -185,19 +157,38 @@ def story_tables(story: dict) -> list[str]:
     return out + ([table(facts, ("what", "value"))] if facts else [])
 
 
+def legend_block(r) -> str:
+    """The scoreboard's legend: a one-line definition of each count it shows, and what the predicted column holds."""
+    from .legend import PREDICTED_NOTE
+    items = "".join(f"<dt>{escape(m)}</dt><dd>{escape(text)}</dd>" for m, text in r.legend())
+    return (f"<details id=legend><summary>What each count means</summary><dl class=legend>{items}</dl>"
+            f"<p class=muted>{escape(PREDICTED_NOTE)}</p></details>")
+
+
+def when(run_id, sep: str = " (") -> str:
+    """The date a run or suite id starts with (`20261207T...`: ' (2026-12-07)'), or '' for an id without one."""
+    import re
+    m = re.match(r"(\d{4})(\d{2})(\d{2})T", str(run_id or ""))
+    if not m:
+        return ""
+    date = "-".join(m.groups())
+    return f"{sep}{date})" if sep == " (" else f"{sep}{date}"
+
+
 def page(title: str, body: str) -> str:
     return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{escape(title)}</title>"
             f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{CSS}</style></head>"
             f"<body>{body}</body></html>\n")
 
 
-def render(r) -> str:
-    """report.html of `r`, a model.RunReport (the class is not imported: see writer.py)."""
+def render(r, folder=None) -> str:
+    """report.html of `r`, a model.RunReport (the class is not imported: see writer.py), to be written in
+    `folder` (when known: the audit command it suggests then finds it)."""
     d = r.data
     c = d["counts"]
     body = [f"<h1>{escape(d['experiment'])} <span id=verdict class='verdict {escape(d['verdict'])}'>"
             f"{escape(d['verdict'])}</span></h1>",
-            f"<p class=muted>run {escape(d['run_id'])}</p>",
+            f"<p class=muted>run {escape(d['run_id'])}{escape(when(d.get('run_id'), ', '))}</p>",
             f"<p id=summary class=summary>{escape(r.summary())}</p>"]
     if d.get("proves"):
         body.append(f"<p><b>What it proves:</b> {escape(d['proves'])}<br><b>Order of steps:</b> {escape(d.get('steps', ''))}</p>")
@@ -208,7 +199,13 @@ def render(r) -> str:
         over = ", ".join(map(str, src.get("overridden") or [])) or "none"
         body.append(f"<p><b>From the experiment file</b> <code>{escape(str(src.get('file')))}</code> "
                     f"({escape(str(src.get('purpose')))}); flags that overrode it: {escape(over)}</p>")
-    body += [section("Scoreboard"), table(r.scoreboard(), ("metric", "observed", "predicted"), numeric=(1, 2))]
+    body += [section("Scoreboard"), table(r.scoreboard(), r.SCOREBOARD_COLUMNS, numeric=(2, 3)), legend_block(r)]
+    if isinstance(d.get("guesses"), dict):
+        from .guesses import COLUMNS, board, score_line
+        rows = board(d["guesses"].get("guesses") or {}, d)
+        body += [section("Your predictions"), f"<p>Recorded before the run started "
+                 f"({escape(plain(d['guesses'].get('recorded_at')))}). {escape(score_line(rows))}</p>",
+                 table(rows, COLUMNS, numeric=(1, 2))]
     if r.balance_rows():
         body += [section("Balances"), table(r.balance_rows(), r.BALANCE_COLUMNS, numeric=(1, 2, 3, 4, 5, 6))]
     vd = d.get("verdict_detail") or {}
@@ -231,7 +228,7 @@ def render(r) -> str:
                  + "</ul>"]
     heads, rows, left_out = fault_table(d.get("faults") or [])
     if rows:
-        body += [section("Faults"), table(rows, heads)]
+        body += [section("Faults"), collapsed(table(rows, heads), len(rows), "faults")]
         if left_out:
             body.append(f"<p>({left_out:,} more in report.json)</p>")
     if d.get("consumer"):
@@ -243,20 +240,25 @@ def render(r) -> str:
             body += ["<h3>Witnesses (times since the workers started)</h3>", table(
                 consumer.witness_rows(cs), ("id", "what", "slot / partition", "effects applied at", "kills"))]
         if cs.get("kills"):
-            body += ["<h3>Kills</h3>", table(consumer.kill_rows(cs)[:200], consumer.KILL_HEADS,
-                                             numeric=(0, 2, 3, 4, 7, 8, 9))]
+            kills = consumer.kill_rows(cs)[:200]
+            body += ["<h3>Kills</h3>", collapsed(table(kills, consumer.KILL_HEADS, numeric=(0, 2, 3, 4, 7, 8, 9)),
+                                                 len(kills), "kills")]
     for name, story in (d.get("fault_details") or {}).items():
         body += [section(f"Fault: {escape(name)}", "Fault"), *story_tables(story)]
     if d["predicted"].get("note"):
         body.append(f"<p class=muted>{escape(d['predicted']['note'])}</p>")
     if d["predicted"].get("evidence"):
         offs = lambda m: ", ".join(f"{p}: {o}" for p, o in m.items()) or "none"   # noqa: E731
-        body += [section("What each kill cost (from the evidence)", "What each kill cost"), table(
+        ev = d["predicted"]["evidence"][:200]
+        body += [section("What each kill cost (from the evidence)", "What each kill cost"), collapsed(table(
             [(e["worker"], e["attempt"], offs(e["last_applied"]), offs(e["resumed_from"]), e["redelivered"],
-              e["skipped"]) for e in d["predicted"]["evidence"][:200]],
+              e["skipped"]) for e in ev],
             ("worker", "attempt", "last applied (partition: offset)", "successor resumed from", "redelivered",
-             "skipped"), numeric=(1, 4, 5))]
+             "skipped"), numeric=(1, 4, 5)), len(ev), "what each kill cost")]
     body += [section("Anomalies, observed and predicted"), run_chart(d)]
+    from .store_chart import run_store_chart
+    if run_store_chart(d):
+        body += [section("Each store's count", "Each store"), run_store_chart(d)]
     classes = r.anomaly_class_rows()
     if classes:
         body += [section("Anomaly classes (Jepsen's names)", "Anomaly classes"), f"<p>{escape(r.history_line())}</p>",
@@ -276,17 +278,17 @@ def render(r) -> str:
     body += [section("Stack and environment"), table(list(d["stack"].items()) + list(d["environment"].items())
                                                           + r.client_rows())]
     if d["crashes"]:
-        body += [section(f"Crashes ({len(d['crashes'])})", "Crashes"), table(
+        body += [section(f"Crashes ({len(d['crashes'])})", "Crashes"), collapsed(table(
             [(i, cr["point"], cr.get("message_id") or "", cr.get("worker") or "", fmt(cr.get("partition")),
               fmt(cr.get("offset")), len(cr.get("unacked") or []), len(cr.get("acked_unapplied") or []),
               len(cr.get("produced") or []), fmt(cr.get("restart_seconds")),
               "" if cr.get("read_committed_stall_seconds") is None else fmt(cr["read_committed_stall_seconds"]))
              for i, cr in enumerate(d["crashes"][:200], 1)],
             ("#", "point", "message", "worker", "partition", "offset", "unacked", "acked, unapplied", "produced",
-             "restart s", "stall s"), numeric=(0, 4, 5, 6, 7, 8, 9, 10))]
+             "restart s", "stall s"), numeric=(0, 4, 5, 6, 7, 8, 9, 10)), min(len(d["crashes"]), 200), "crashes")]
     body += [section("Audit it yourself", attrs=" id=audit"),
              f"<p>The run's topics and tables stay until <code>harness clean {escape(d['run_id'])}</code>. "
              "With the stack up:</p>",
              "<pre class=commands>" + "".join(f"<span class=muted># {escape(what)}</span>\n{escape(cmd)}\n"
-                                                for what, cmd in commands(d)) + "</pre>"]
-    return page(f"{d['experiment']} {d['verdict']}", "".join(body))
+                                                for what, cmd in commands(d, folder)) + "</pre>"]
+    return page(f"{d['experiment']} {d['verdict']}{when(d.get('run_id'))}", "".join(body))

@@ -6,11 +6,13 @@ holding newlines, pipes, HTML or link syntax shows as text and cannot add a line
 
 from .recount_by_hand import commands
 from ..escape import fence, md, md_code
-from .shared import fault_table, fmt
+from .legend import PREDICTED_NOTE
+from .shared import fault_table, fmt, plain
 
 
-def render(r) -> str:
-    """report.md of `r`, a model.RunReport (the class is not imported: see writer.py)."""
+def render(r, folder=None) -> str:
+    """report.md of `r`, a model.RunReport (the class is not imported: see writer.py), to be written in
+    `folder` (when known: the audit command it suggests then finds it)."""
     d = r.data
     out = [f"# {md(d['experiment'])}: {md(d['verdict'])}", "", f"> {md(r.summary())}", ""]
     if d.get("proves"):
@@ -22,8 +24,15 @@ def render(r) -> str:
         over = ", ".join(map(str, src.get("overridden") or [])) or "none"
         out += [f"*From the experiment file* {md_code(str(src.get('file')))} ({md(str(src.get('purpose')))}); "
                 f"flags that overrode it: {md(over)}", ""]
-    out += ["## Scoreboard", "", "| metric | observed | predicted |", "| --- | ---: | ---: |"]
+    out += ["## Scoreboard", "", _row(r.SCOREBOARD_COLUMNS), "| --- | --- | ---: | ---: |"]
     out += [_row(row) for row in r.scoreboard()]
+    out += ["", "<details><summary>What each count means</summary>", ""]
+    out += [f"- **{md(m)}**: {md(text)}" for m, text in r.legend()] + ["", md(PREDICTED_NOTE), "", "</details>"]
+    if isinstance(d.get("guesses"), dict):
+        from .guesses import COLUMNS, board, score_line
+        rows = board(d["guesses"].get("guesses") or {}, d)
+        out += ["", "## Your predictions", "", f"Recorded before the run started ({md(plain(d['guesses'].get('recorded_at')))}"
+                f"). {md(score_line(rows))}", "", _row(COLUMNS), "| --- | ---: | ---: | --- |"] + [_row(x) for x in rows]
     if r.balance_rows():
         out += ["", "## Balances", "", "| " + " | ".join(r.BALANCE_COLUMNS) + " |",
                 "| --- |" + " ---: |" * (len(r.BALANCE_COLUMNS) - 1)]
@@ -52,7 +61,8 @@ def render(r) -> str:
     stopped = vd.get("killed_at_stop") or []
     if stopped:
         out += ["", f"**{len(stopped)} busy worker(s) SIGKILLed by the stop:** " + ", ".join(
-            f"{md(x['worker'])} attempt {md(x['attempt'])} (pid {md(x['pid'])})" for x in stopped[:10])]
+            f"{md(x['worker'])} attempt {md(x['attempt'])} (pid {md(x['pid'])}"
+            + (f"; its transaction {md(x['transaction'])}" if x.get("transaction") else "") + ")" for x in stopped[:10])]
     logs = d.get("worker_logs") or {}
     cut = {k: n for k, n in (logs.get("dropped_bytes") or {}).items() if n != 0}
     if cut:
@@ -135,14 +145,14 @@ def render(r) -> str:
             (f"This run wrote {', '.join(md_code(n) for n in written)}; they stay" if written else
              "The run's topics and tables stay") + f" until {md_code('harness clean ' + str(d['run_id']))}. "
             "With the stack up:", ""]
-    out += fence([line for what, cmd in commands(d) for line in (f"# {what}", cmd)], "bash")
+    out += fence([line for what, cmd in commands(d, folder) for line in (f"# {what}", cmd)], "bash")
     out += [""]
     return "\n".join(out)
 
 
 def _row(cells) -> str:
     """One Markdown table row, each cell escaped."""
-    return "| " + " | ".join(md(c) for c in cells) + " |"
+    return "| " + " | ".join(md(plain(c)) for c in cells) + " |"
 
 
 def _offsets(m: dict) -> str:

@@ -28,8 +28,22 @@ def _kcat(topic: str, isolation: str | None = None, settings: bool = False) -> s
     return f"{KCAT}{cfg}{iso} -t {shlex.quote(topic)} -e -q -f '%k\\n'"
 
 
-def commands(d: dict) -> list[tuple[str, str]]:
-    """[(what it shows, command)] for a run report's data (its `stack` section names the stores)."""
+def audit_target(run_id: str, folder=None) -> str:
+    """What `harness audit` (and `harness compare`) is given to find this run: its id when its folder is the
+    reports folder's `<run-id>/` (where an id is looked up), else the folder itself (a run written with --out
+    elsewhere), quoted for a shell."""
+    if folder is not None:
+        from pathlib import Path
+        from ..paths import reports_dir
+        where = Path(folder).resolve()
+        if where != (reports_dir() / str(run_id)).resolve():
+            return shlex.quote(str(where))
+    return shlex.quote(str(run_id))
+
+
+def commands(d: dict, folder=None) -> list[tuple[str, str]]:
+    """[(what it shows, command)] for a run report's data (its `stack` section names the stores); `folder`,
+    when known, is where the report is written (the audit command names it when an id would not find it)."""
     st, run_id = d.get("stack") or {}, d.get("run_id", "RUN")
     # A cluster that wants credentials: kcat reads them from the client settings file `harness env` names.
     settings = st.get("kafka_auth") not in (None, "", "PLAINTEXT")
@@ -70,5 +84,5 @@ def commands(d: dict) -> list[tuple[str, str]]:
             out.append((f"output as a {iso} reader sees it", f"{_kcat(st['output_topic'], iso, settings)} | {COUNT_KEYS}"))
     # `harness audit` runs no SQL a report names: a custom run's query must be given to it again.
     again = " --audit-sql '<your query>'" if custom else ""
-    out.append(("all of the above, compared with this report", f"harness audit {shlex.quote(run_id)}{again}"))
+    out.append(("all of the above, compared with this report", f"harness audit {audit_target(run_id, folder)}{again}"))
     return out

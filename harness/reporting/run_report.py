@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .shared import CRASH_FAULTS, fmt
+from .shared import CRASH_FAULTS, fmt  # noqa: F401 - CRASH_FAULTS re-exported
 # Re-exported for runner.py only (its home is writer.py, which does not import this module).
 
 SCHEMA_VERSION = 4   # docs/report.schema.json
@@ -84,69 +84,18 @@ class RunReport:
                          f"(the client's log)"))
         return rows
 
-    def scoreboard(self) -> list[tuple[str, str, str]]:
-        """(metric, observed, predicted) rows, formatted, shared by Markdown, HTML and terminal."""
-        d = self.data
-        c, p, led = d["counts"], d["predicted"], d["ledger"]
-        head = "ledger." if (d.get("stack") or {}).get("ledger_table") else "kafka.read_committed."
-        rows = [("sent", fmt(c["sent"]), ""),
-                ("deliveries", fmt(c.get("deliveries")), ""),
-                ("effects", fmt(c["effects"]), ""),
-                ("duplicates", fmt(c["duplicates"]), _pred(p, "duplicates", head)),
-                ("lost", fmt(c["lost"]), _pred(p, "lost", head))]
-        if c.get("unprocessed"):
-            rows.append(("not yet processed", fmt(c["unprocessed"]), ""))
-        if c.get("dedupe_hits") is not None:
-            rows.append(("dedupe hits", fmt(c["dedupe_hits"]), _pred(p, "dedupe_hits", "ledger.")))
-        if led.get("actual_total") is not None:
-            rows.append(("ledger total", fmt(led["actual_total"]), f"expected {fmt(led['expected_total'])}"))
-        ko = d.get("kafka_output")
-        if ko:
-            for iso in ("read_committed", "read_uncommitted"):
-                k = ko[iso]
-                rows.append((f"output {iso}", f"{fmt(k['records'])} records, {fmt(k['duplicates'])} dup, "
-                             f"{fmt(k['lost'])} lost", _pred_kafka(p, iso)))
-            prod = ko.get("delivery_log")
-            if prod:
-                if (d.get("params") or {}).get("acks") == "0":     # fire and forget: a report only says it left
-                    rows.append(("sent (acks=0, never acknowledged)", fmt(prod["acked"]),
-                                 f"{fmt(prod['unacked'])} failed before they left"))
-                else:
-                    rows.append(("acknowledged", fmt(prod["acked"]), f"{fmt(prod['unacked'])} never acknowledged"))
-                rows.append(("reordered", fmt(prod["reordered"]), _pred(_values(p, "producer.reordered"),
-                                                                       "reordered", "producer.")))
-        g = d.get("consumer_group")
-        if g:
-            rows.append(("group rebalances", f"{fmt(g['assignments'])} assigned, {fmt(g['revocations'])} revoked",
-                         f"{fmt(g['commits_lost'])} commits lost"))
-        svc, ps = d.get("service"), p.get("service") or {}
-        if svc:
-            exact = p.get("exact")
-            rows += [("service rows", fmt(svc["rows"]), ""), ("events in the topic", fmt(svc["events"]), ""),
-                     ("rows without an event", fmt(svc["unpublished"]), _pred(ps, "unpublished", exact=exact)),
-                     ("events without a row", fmt(svc["orphaned"]), _pred(ps, "orphaned", exact=exact)),
-                     ("duplicate events in the topic", fmt(svc["event_duplicates"]),
-                      _pred(ps, "event_duplicates", exact=exact))]
-            if svc.get("outbox_rows") is not None:
-                rows.append(("outbox rows unsent", fmt(svc["outbox_unsent"]),
-                             _pred(ps, "outbox_unsent", exact=True)))
-        ru, pr = d.get("reuse"), p.get("reuse") or {}
-        if ru:
-            rows += [("requests under a reused key", fmt(ru["reused"]), "same id, another amount (a client bug)"),
-                     ("  hidden (skipped as redeliveries)", fmt(ru["hidden"]), _pred(pr, "hidden", exact=True)),
-                     ("  rejected", fmt(ru["rejected"]), _pred(pr, "rejected", exact=True))
-                     if (d.get("stack") or {}).get("rejects_table") else ("  rejected", "none: no rejects table", ""),
-                     ("  applied", fmt(ru["applied"]), _pred(pr, "applied", exact=True))]
-            if ru.get("unreached"):
-                rows.append(("  not reached when the run stopped", fmt(ru["unreached"]), ""))
-        rows.append(("crashes", fmt(len(d["crashes"])), ""))
-        others = [f for f in d.get("faults") or [] if f.get("fault") not in CRASH_FAULTS]
-        if others:
-            rows.append(("other faults", fmt(len(others)), ""))
-        deaths = (d.get("verdict_detail") or {}).get("unplanned_deaths") or []
-        if deaths:
-            rows.append(("unplanned worker deaths", fmt(len(deaths)), ""))
-        return rows
+    SCOREBOARD_COLUMNS = ("metric", "counted in", "observed", "predicted")
+
+    def scoreboard(self) -> list[tuple[str, str, str, str]]:
+        """(metric, counted in, observed, predicted) rows, formatted, shared by Markdown, HTML and terminal
+        (scoreboard.py)."""
+        from .scoreboard import rows
+        return rows(self.data)
+
+    def legend(self) -> list[tuple[str, str]]:
+        """(count, one-line definition) of every count the scoreboard shows (legend.py)."""
+        from .scoreboard import legend
+        return legend(self.scoreboard())
 
     BALANCE_COLUMNS = ("account", "expected", "predicted", "actual", "actual - expected", "version",
                        "0-row updates")
@@ -172,7 +121,10 @@ class RunReport:
         out = []
         for name, c in (section.get("classes") or {}).items():
             shown = "; ".join(_witness_text(w) for w in (c.get("witnesses") or [])[:3])
-            out.append((name, "allowed" if c.get("allowed") else "forbidden",
+            from .summary import left_open_by_stop
+            ours = name == "hanging-transaction" and left_open_by_stop(self.data)
+            out.append((name, "the harness's stop (not an anomaly)" if ours else
+                        "allowed" if c.get("allowed") else "forbidden",
                         fmt(c.get("count")), c.get("meaning") or "",
                         shown or (f"not checked: {c['unchecked']}" if c.get("unchecked") else "")))
         return out
@@ -182,7 +134,8 @@ class RunReport:
         h = (self.data.get("anomaly_classes") or {}).get("history") or {}
         if not h:
             return ""
-        text = f"{fmt(h.get('operations'))} operations of {fmt(h.get('processes'))} worker processes"
+        text = (f"counted in the Kafka topics (the workers' histories and the readers of the output topic), not in "
+                f"the database: {fmt(h.get('operations'))} operations of {fmt(h.get('processes'))} worker processes")
         if h.get("bad_lines"):
             text += f"; {fmt(h['bad_lines'])} malformed lines set aside"
         if h.get("problems"):
@@ -202,45 +155,6 @@ class RunReport:
 
     def summary(self) -> str:
         return self.data.get("summary", "")
-
-
-def _pred(p: dict, key: str, prefix: str | None = None, exact: bool | None = None) -> str:
-    """The predicted value: a range `lo to hi` when both sides are bounded, else the value with `<= ` when
-    it is a bound: as `exact` says when given, else as its expectation says (`prefix` + key), else as the
-    prediction as a whole is exact or not."""
-    rg = (p.get("ranges") or {}).get(key)
-    if rg:
-        return fmt(rg[0]) if rg[0] == rg[1] else f"{fmt(rg[0])} to {fmt(rg[1])}"
-    v = p.get(key)
-    if v is None:
-        return ""
-    if exact is not None:
-        bound = not exact
-    else:
-        ops = [t.split()[1] for t in p.get("expectations") or [] if prefix and t.split()[:1] == [prefix + key]]
-        bound = ops[0] == "<=" if ops else not p.get("exact", True)
-    return f"{'<= ' if bound else ''}{fmt(v)}"
-
-
-def _values(p: dict, metric: str) -> dict:
-    """The prediction of one metric as `_pred` reads it: {key: value, expectations, exact}."""
-    for t in p.get("expectations") or []:
-        parts = t.split()
-        if parts[:1] == [metric] and len(parts) == 3:
-            return {metric.rpartition(".")[2]: int(parts[2]), "expectations": [t], "exact": parts[1] == "=="}
-    return {}
-
-
-def _pred_kafka(p: dict, iso: str) -> str:
-    k = (p.get("kafka_output") or {}).get(iso)
-    if not k or k.get("duplicates") is None:
-        return ""
-
-    def op(metric: str) -> str:
-        ops = [t.split()[1] for t in p.get("expectations") or [] if t.split()[:1] == [f"kafka.{iso}.{metric}"]]
-        bound = ops[0] == "<=" if ops else not (p.get("exact", True) or iso == "read_committed")
-        return "<= " if bound else ""
-    return f"{op('duplicates')}{fmt(k['duplicates'])} dup, {op('lost')}{fmt(k['lost'])} lost"
 
 
 def _witness_text(w: dict) -> str:

@@ -28,6 +28,20 @@ def fmt(v) -> str:
     return str(v)
 
 
+def plain(v) -> str:
+    """A value as a person reads it in a table cell, never a Python repr: None as "none", a bool as yes/no,
+    a list as its items joined by commas, a dict as `key: value` pairs, a number with separators."""
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(plain(x) for x in v) or "none"
+    if isinstance(v, dict):
+        return "; ".join(f"{k}: {plain(x)}" for k, x in v.items()) or "none"
+    return fmt(v)
+
+
 # The Faults table's columns after fault, time and target: (a key of a fault's entry, its heading), each shown
 # when any row has it. A row without the key leaves its cell empty; a key present with no value is "unknown".
 FAULT_COLUMNS = (("step", "step"), ("message_id", "payment"), ("paused_seconds", "paused s"),

@@ -11,13 +11,22 @@ import math
 from pathlib import Path
 
 from . import html as h
+from .store_chart import suite_chart
 from ..escape import href, md, md_code
 from ..escape import html as escape
-from .shared import fmt, is_number
+from .shared import fmt, is_number, plain
 from ..suite_schedule import CGROUP, CPU_LINES, summary_line
 
 COLUMNS = ("experiment", "sent", "deliveries", "effects", "duplicates", "lost", "ledger total",
            "output read_committed", "output read_uncommitted", "crashes", "verdict", "seconds")
+
+
+def suite_title(summary: dict) -> str:
+    """'Suite of the core group, 2026-12-07 (<id>)': what ran and when, then the id."""
+    group = summary.get("group")
+    what = f"Suite of the {group} group" if isinstance(group, str) and group else "Suite"
+    date = h.when(summary.get("suite_id"), ", ")
+    return f"{what}{date} ({summary['suite_id']})"
 
 
 def rows(summary: dict) -> list[tuple]:
@@ -110,10 +119,16 @@ def _ratio(a: float, b: float) -> float | None:
     return q if math.isfinite(q) else None
 
 
-def render_md(summary: dict) -> str:
-    out = [f"# Suite {md(summary['suite_id'])}", "", f"> {md(summary['conclusion'])}", "",
+def render_md(summary: dict, recorded: dict | None = None) -> str:
+    out = [f"# {md(suite_title(summary))}", "", f"> {md(summary['conclusion'])}", "",
            "| " + " | ".join(COLUMNS) + " |", "| " + " | ".join("---" for _ in COLUMNS) + " |"]
     out += [_row(row) for row in rows(summary)]
+    if recorded:
+        from .guesses import SUITE_COLUMNS, score_line, suite_board
+        board = suite_board(recorded, {r["experiment"]: r for r in summary["experiments"]})
+        out += ["", "## Your predictions", "", f"Recorded before the runs started ({md(plain(recorded.get('recorded_at')))}, "
+                f"from {md_code(str(recorded.get('source')))}). {md(score_line(board))}", "",
+                _row(SUITE_COLUMNS), "| --- | --- | ---: | ---: | --- |"] + [_row(b) for b in board]
     out += ["", "Duplicates and lost count effects in the Postgres ledger when the experiment has one, "
             "otherwise records of the output topic as read_committed readers see them.", ""]
     for r in summary["experiments"]:
@@ -136,7 +151,7 @@ def render_md(summary: dict) -> str:
 
 
 def _row(cells) -> str:
-    return "| " + " | ".join(md(c) for c in cells) + " |"
+    return "| " + " | ".join(md(plain(c)) for c in cells) + " |"
 
 
 # Each heading of suite.html and the entry of docs/reading-a-report.md that explains it (a test checks both).
@@ -149,16 +164,20 @@ def _head(title: str) -> str:
     return f"<h2>{escape(title)}</h2>" + h.doc_link(SECTION_ANCHORS[title])
 
 
-def render_html(summary: dict, folder: Path | None = None) -> str:
-    groups = [(r["experiment"], (r.get("counts") or {}).get("lost") or 0, (r.get("counts") or {}).get("duplicates") or 0)
-              for r in summary["experiments"]]
-    body = [f"<h1>Suite {escape(summary['suite_id'])}</h1>",
+def render_html(summary: dict, folder: Path | None = None, recorded: dict | None = None) -> str:
+    body = [f"<h1>{escape(suite_title(summary))}</h1>",
             f"<p id=conclusion class=summary>{escape(summary['conclusion'])}</p>",
-            _head("Lost and duplicated effects per experiment"), h.bar_chart(groups, width=900),
+            _head("Lost and duplicated effects per experiment"), suite_chart(summary["experiments"]),
             _head("Scoreboard"), "<div class=wide>", _table_with_links(summary, folder), "</div>",
             "<p class=muted>Duplicates and lost count effects in the Postgres ledger when the experiment has one, "
             "otherwise records of the output topic as read_committed readers see them.</p>",
             _head("What each run says") + "<ul>"]
+    if recorded:
+        from .guesses import SUITE_COLUMNS, score_line, suite_board
+        board = suite_board(recorded, {r["experiment"]: r for r in summary["experiments"]})
+        body[2:2] = ["<h2 id=predictions>Your predictions</h2>",
+                     f"<p>Recorded before the runs started ({escape(plain(recorded.get('recorded_at')))}). "
+                     f"{escape(score_line(board))}</p>", h.table(board, SUITE_COLUMNS, numeric=(2, 3))]
     for r in summary["experiments"]:
         text = r.get("summary") or f"{r.get('verdict')}: {r.get('error', '')}"
         body.append(f"<li><b>{escape(r['experiment'])}</b>: {escape(text)}</li>")
@@ -171,11 +190,11 @@ def render_html(summary: dict, folder: Path | None = None) -> str:
                       ("wall seconds", fmt(summary["timings"]["wall_seconds"])),
                       ("experiments at a time", summary_line(summary.get("scheduling"), summary.get("parallel", 1)))] +
                      list((summary.get("environment") or {}).items()))]
-    return h.page(f"suite {summary['suite_id']}", "".join(body))
+    return h.page(suite_title(summary), "".join(body))
 
 
 def _table_with_links(summary: dict, folder: Path | None = None) -> str:
-    out = ["<table id=scoreboard><tr>" + "".join(f"<th>{escape(c)}</th>" for c in COLUMNS) + "</tr>"]
+    out = ["<table id=scoreboard class=compact><tr>" + "".join(f"<th>{escape(c)}</th>" for c in COLUMNS) + "</tr>"]
     for r, row in zip(summary["experiments"], rows(summary)):
         cells = []
         for i, val in enumerate(row):
@@ -203,7 +222,9 @@ def write_suite(folder: Path) -> Path:
     from .validate import read_suite
     folder = Path(folder)
     summary = read_suite(folder / "suite.json")
-    text, page = render_md(summary), render_html(summary, folder)      # render both before writing either
+    from .guesses import read
+    recorded = read(folder)
+    text, page = render_md(summary, recorded), render_html(summary, folder, recorded)   # both before writing either
     from ..safefile import write_text
     for name, content in (("suite.md", text), ("suite.html", page)):
         write_text(folder / name, content)

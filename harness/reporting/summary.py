@@ -86,6 +86,10 @@ def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
                  + ", ".join(f"{x['worker']} attempt {x['attempt']}" for x in stopped[:10])
                  + "): what they had done since their last commit is undescribed, so the numbers it can "
                    "change are bounds.")
+        fenced = sum(1 for x in stopped if x.get("transaction") == "fenced")
+        if fenced:
+            text += (f" The harness fenced their transactional.id ({fenced}), aborting the transactions its stop "
+                     f"left open, before the final read.")
     logs = d.get("worker_logs") or {}
     cut = {k: n for k, n in (logs.get("dropped_bytes") or {}).items() if n != 0}
     if cut:
@@ -96,11 +100,25 @@ def summarize(d: dict, fault_sentences: list[str] | None = None) -> str:
     if left:
         text += (f" {len(left)} process(es) the consumer left behind were ended (pids "
                  + ", ".join(str(x["pid"]) for x in left[:10]) + "; see verdict_detail.left_behind).")
-    bad = [f"{name} ({c['count']:,})" for name, c in ((d.get("anomaly_classes") or {}).get("classes") or {}).items()
-           if c["count"] and not c["allowed"]]
+    classes = (d.get("anomaly_classes") or {}).get("classes") or {}
+    own = left_open_by_stop(d)
+    bad = [f"{name} ({c['count']:,})" for name, c in classes.items()
+           if c["count"] and not c["allowed"] and not (name == "hanging-transaction" and own)]
     if bad:
         text += f" Forbidden anomalies: {', '.join(bad)} (see anomaly_classes)."
+    if own:
+        text += (f" {own} transaction(s) still open at the end were left by the harness's own stop (it SIGKILLed "
+                 f"their workers), not by the system under test.")
     errs = d["verdict_detail"].get("audit_errors") or []
     if errs:
         text += f" Audit error: {errs[0]}."
     return text
+
+
+def left_open_by_stop(d: dict) -> int:
+    """How many of the run's hanging transactions its own stop left: when the stop SIGKILLed busy workers
+    (an interrupt, a time limit) and no more transactions hang than it killed workers, they are the harness's,
+    not an anomaly of the system under test; 0 otherwise."""
+    stopped = (d.get("verdict_detail") or {}).get("killed_at_stop") or []
+    hanging = (((d.get("anomaly_classes") or {}).get("classes") or {}).get("hanging-transaction") or {}).get("count")
+    return hanging if stopped and isinstance(hanging, int) and 0 < hanging <= len(stopped) else 0

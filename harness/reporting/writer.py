@@ -17,8 +17,8 @@ def write_all(report, folder: Path) -> None:
     from . import markdown, html
     from ..errors import ReportNotWritten
     from ..safefile import make_folder, write_text
-    texts = (("report.json", report.to_json()), ("report.md", markdown.render(report)),
-             ("report.html", html.render(report)))
+    texts = (("report.json", report.to_json()), ("report.md", markdown.render(report, folder)),
+             ("report.html", html.render(report, folder)))
     written = []
     try:
         make_folder(folder)

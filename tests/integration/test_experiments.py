@@ -592,5 +592,5 @@ def test_an_audit_that_cannot_read_the_ledger_reports_unknown_not_zeros(stack, t
     assert "does not exist" in report["verdict_detail"]["audit_errors"][0]
     assert "Audit error" in stderr and "unknown" in stderr
     md = (out / "report.md").read_text()
-    assert "| lost | unknown |" in md and "Audit error" in md
+    assert "| lost | database: ledger table | unknown |" in md and "Audit error" in md
     assert "Audit error" in (out / "report.html").read_text() or "audit error" in (out / "report.html").read_text()

@@ -495,9 +495,24 @@ def test_report_renders_markdown_and_html_again(tmp_path):
     res = run_report(folder)
     assert res.exit_code == 0 and res.stdout.strip() == str(folder)
     md = (folder / "report.md").read_text()
-    assert md == markdown.render(RunReport.load(folder)) and "| duplicates | 7 |" in md
+    assert md == markdown.render(RunReport.load(folder), folder) and "| duplicates | database: ledger table | 7 |" in md
     assert "<html" in (folder / "report.html").read_text().lower()
     assert not list(folder.glob(".*.tmp"))
+
+
+def test_a_report_suggests_an_audit_command_that_finds_it(tmp_path, monkeypatch):
+    """report.md said `harness audit <run-id>` even for a run written with --out elsewhere, where an id finds
+    nothing: it names the folder there, and the id only where an id is looked up."""
+    from harness.reporting import html
+    elsewhere = write_run(tmp_path / "elsewhere", report())
+    r = RunReport.load(elsewhere)
+    assert f"harness audit {elsewhere.resolve()}" in markdown.render(r, elsewhere)
+    assert f"harness audit {elsewhere.resolve()}" in html.render(r, elsewhere)
+    monkeypatch.setenv("HARNESS_REPORTS", str(tmp_path / "reports"))
+    home = write_run(tmp_path / "reports" / r.data["run_id"], report())
+    assert f"harness audit {r.data['run_id']}\n" in markdown.render(RunReport.load(home), home)
+    res = CliRunner().invoke(compare_command, [str(elsewhere), r.data["run_id"]], standalone_mode=False)
+    assert res.exit_code == 0, res.output
 
 
 def test_report_finds_latest_under_the_reports_folder(tmp_path):

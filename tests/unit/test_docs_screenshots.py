@@ -135,9 +135,7 @@ def test_the_report_renders_at_1280_px_and_its_screenshot_is_taken(tmp_path, ren
 
 
 # Known today: the suite page is wider than 1,280 px. Strict: once it fits, these fail until the mark goes.
-WIDE_SUITE = pytest.mark.xfail(strict=True, reason="the suite page's bar chart grows with its experiments "
-                               "(17 groups: 2,365 px), and its scoreboard's 12 columns need 1,213 px of a 1,180 px column")
-EACH = [pytest.param(i, marks=WIDE_SUITE) if i == "suite-report.png" else i for i in REPORTS]
+EACH = REPORTS
 
 
 @pytest.mark.parametrize("image", EACH)

@@ -203,7 +203,7 @@ def test_a_report_with_a_service_and_evidence_follows_the_schema_and_renders():
                                      "last_applied": {"0": 6}, "redelivered": 3, "skipped": 0}])
     validate(d)
     r = RunReport(d)
-    rows = {m: (o, p) for m, o, p in r.scoreboard()}
+    rows = {m: (o, p) for m, _store, o, p in r.scoreboard()}
     assert rows["duplicate events in the topic"] == ("2", "2") and rows["duplicates"][1] == "1 to 3"
     md = markdown.render(r)
     assert "**Lesson:** Mistake: the dual write" in md and "`harness.x.events`" in md

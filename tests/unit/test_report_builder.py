@@ -124,7 +124,7 @@ def test_unplanned_deaths_are_said_even_when_as_predicted():
     validate(d)
     assert d["verdict"] == "as-predicted"
     assert "4 worker death(s) no fault caused" in d["summary"]
-    assert ("unplanned worker deaths", "4", "") in RunReport(d).scoreboard()
+    assert ("unplanned worker deaths", "supervisor", "4", "") in RunReport(d).scoreboard()
     assert "within the predicted bounds" in d["summary"]
     assert "4 worker death(s) no fault caused:** w0 attempt 1 (exit -9)" in markdown.render(RunReport(d))
 

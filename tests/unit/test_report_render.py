@@ -13,10 +13,67 @@ from tests.unit.sample_report import sample
 def test_every_scoreboard_number_is_in_markdown_and_html():
     r = RunReport(sample(dups=7))
     md, page = markdown.render(r), html.render(r)
-    for metric, observed, predicted in r.scoreboard():
-        assert f"| {metric} | {observed} | {predicted} |" in md
-        assert f"<td>{metric}</td><td class=n>{observed}</td>" in page
-    assert "ledger total | 1,700 | expected 1,000" in md
+    for metric, store, observed, predicted in r.scoreboard():
+        assert f"| {metric} | {store} | {observed} | {predicted} |" in md
+        assert f"<td>{metric}</td><td>{store}</td><td class=n>{observed}</td>" in page.replace("&#x27;", "'")
+    assert "| ledger total | database: ledger table | 1,700 |  |" in md
+    assert "| expected ledger total | payments sent (sum of amounts) | 1,000 |  |" in md
+
+
+def _eos(experiment="eos", ledger=False):
+    """An eos-family report: no ledger (eos) or a ledger beside the output topic (eos-boundary)."""
+    d = sample(experiment, dups=0 if not ledger else 100)
+    d["counts"].update(sent=1000, deliveries=1100, effects=1100 if ledger else 1000)
+    d["stack"]["output_topic"] = "harness.x.output"
+    if not ledger:
+        d["stack"]["ledger_table"] = None
+        d["ledger"] = {"expected_total": 100000, "actual_total": None}
+    else:
+        d["ledger"] = {"expected_total": 100000, "actual_total": 110000}
+    d["kafka_output"] = {"read_committed": {"records": 1000, "duplicates": 0, "lost": 0, "unprocessed": 0},
+                         "read_uncommitted": {"records": 1100, "duplicates": 100, "lost": 0, "unprocessed": 0},
+                         "aborted_records": 100}
+    d["predicted"].update(kafka_output={"read_committed": {"duplicates": 0, "lost": 0},
+                                        "read_uncommitted": {"duplicates": 100, "lost": 0}},
+                          expectations=["kafka.read_committed.duplicates == 0", "kafka.read_uncommitted.duplicates == 100"])
+    return d
+
+
+def test_each_number_names_its_store_and_predicted_holds_only_predictions():
+    rows = RunReport(_eos("eos-boundary", ledger=True)).scoreboard()
+    by = {(m, store): (obs, pred) for m, store, obs, pred in rows}
+    assert by[("duplicates", "database: ledger table")] == ("100", "100")
+    assert by[("duplicates", "Kafka output topic, read_committed")] == ("0", "0")
+    assert by[("duplicates", "Kafka output topic, read_uncommitted")] == ("100", "100")
+    assert by[("ledger total", "database: ledger table")] == ("110,000", "")
+    assert by[("expected ledger total", "payments sent (sum of amounts)")] == ("100,000", "")
+    # the predicted column never holds an observation or a description
+    assert all(pred == "" or pred.replace(",", "").lstrip("<= ").split(" to ")[0].isdigit() for *_x, pred in rows)
+
+
+def test_a_run_without_a_ledger_shows_no_ledger_rows_and_no_effects():
+    rows = RunReport(_eos()).scoreboard()
+    metrics = [m for m, *_r in rows]
+    assert "effects" not in metrics and "ledger total" not in metrics and "expected ledger total" not in metrics
+    stores = {m: s for m, s, *_r in rows if m == "records"}
+    assert stores == {"records": "Kafka output topic, read_uncommitted"} or \
+        ("records", "Kafka output topic, read_committed", "1,000", "") in rows
+    assert not any(obs == "unknown" for _m, _s, obs, _p in rows if _m != "deliveries")
+
+
+def test_the_legend_defines_every_count_shown_in_markdown_and_html_and_the_glossary():
+    from harness.docs_pages import counts_page
+    from harness.reporting.legend import definition
+    for d in (sample(), _eos(), _eos("eos-boundary", ledger=True)):
+        r = RunReport(d)
+        md, page, glossary = markdown.render(r), html.render(r), counts_page()
+        shown = {m.strip() for m, *_r in r.scoreboard()}
+        assert shown == {m for m, _t in r.legend()}, shown ^ {m for m, _t in r.legend()}
+        for m in shown:
+            assert definition(m), m
+            assert f"- **{m}**: {definition(m)}" in md
+            assert f"<dt>{m}</dt><dd>{definition(m)}</dd>" in page.replace("&#x27;", "'")
+            assert f"| {m} | {definition(m)} |" in glossary
 
 
 def test_html_is_self_contained_and_has_charts():
@@ -68,15 +125,16 @@ def test_an_unmeasured_number_shows_as_unknown_everywhere():
     assert "unknown lost and unknown duplicated" in d["summary"] and "Audit error: ledger: connection refused" in d["summary"]
     r = RunReport(d)
     md, page = markdown.render(r), html.render(r)
-    assert "| lost | unknown |" in md and "Audit error:** ledger: connection refused" in md
-    assert "<td>lost</td><td class=n>unknown</td>" in page and "audit error: ledger: connection refused" in page
+    assert "| lost | database: ledger table | unknown |" in md and "Audit error:** ledger: connection refused" in md
+    assert "| ledger total | database: ledger table | unknown |" in md
+    assert "<td>lost</td><td>database: ledger table</td><td class=n>unknown</td>" in page and "audit error: ledger: connection refused" in page
     assert 'class="bar-lost"' not in page            # no bar drawn for a number nobody measured
 
 
 def test_schema_1_reports_still_render():
     from tests.unit.sample_report import sample_v1
     r = RunReport(sample_v1())
-    assert "| duplicates | 3 | 3 |" in markdown.render(r) and "<h1>offset-after" in html.render(r)
+    assert "| duplicates | database: ledger table | 3 | 3 |" in markdown.render(r) and "<h1>offset-after" in html.render(r)
 
 
 def test_a_faults_facts_are_not_headed_as_times_after_a_pause():

@@ -1,0 +1,147 @@
+"""Every kind of HTML report (run, suite, compare) as a person reads it: no Python reprs, long tables folded,
+titles that name the group and the date, a chart that stays readable beside one large value, and pages
+that fit 1,280 pixels in a real browser."""
+
+import html as std_html
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from harness.reporting import html, markdown
+from harness.reporting.compare import compare
+from harness.reporting.compare_render import to_html
+from harness.reporting.compare_targets import load_target
+from harness.reporting.run_report import RunReport
+from harness.reporting.suite_report import render_html, render_md
+from tests.unit.sample_report import sample
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE = ROOT / "reports" / "reference" / "suite"
+REPRS = ("None", "['", "{'", "True", "False")
+
+
+def text_of(page: str) -> str:
+    """What a reader sees: the page without its tags, entities resolved."""
+    return std_html.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+def a_run_with_everything_python_could_leak():
+    d = sample(dups=7)
+    d["stack"].update(output_topic=None, dedupe_table=None, tables=["harness.ledger_x"], topics=["harness.x.input"],
+                      consumer_groups=["harness-x"], accounts_table=None)
+    d["environment"].update(extra={"a": 1}, flags=[True, False], missing=None)
+    d["crashes"] = d["crashes"] * 100
+    return d
+
+
+def reprs_in(page: str) -> list[str]:
+    return [r for r in REPRS if r in text_of(page)]
+
+
+def test_no_python_repr_in_any_report_kind(tmp_path):
+    run = RunReport(a_run_with_everything_python_could_leak())
+    assert not reprs_in(html.render(run)), reprs_in(html.render(run))
+    assert not [r for r in REPRS if r in markdown.render(run)]
+    for folder in sorted(p.parent for p in REFERENCE.glob("*/report.json")):
+        page = html.render(RunReport.load(folder))
+        assert not reprs_in(page), (folder.name, reprs_in(page))
+    summary = json.loads((REFERENCE / "suite.json").read_text())
+    assert not reprs_in(render_html(summary)) and not [r for r in REPRS if r in render_md(summary)]
+    targets = [load_target(str(REFERENCE / name)) for name in ("offset-after", "eos", "dedupe")]
+    assert not reprs_in(to_html(compare(targets), "2026-12-07"))
+
+
+def test_a_100_row_crash_table_is_folded_under_one_line():
+    page = html.render(RunReport(a_run_with_everything_python_could_leak()))
+    folded = re.search(r"<details class=long><summary>crashes: 100 rows \(click to show\)</summary><table>", page)
+    assert folded, "the crash table is not folded"
+    short = html.render(RunReport(sample()))
+    assert "<details class=long>" not in short          # one crash: shown as it is
+
+
+def test_titles_name_the_group_and_the_date():
+    summary = json.loads((REFERENCE / "suite.json").read_text())
+    summary.update(group="core", suite_id="20261207T091500-suite")
+    page = render_html(summary)
+    assert "<title>Suite of the core group, 2026-12-07 (20261207T091500-suite)</title>" in page
+    assert render_md(summary).startswith("# Suite of the core group, 2026-12-07")
+    run = html.render(RunReport(sample()))
+    assert "<title>offset-after as-predicted (2026-11-29)</title>" in run
+
+
+def test_one_large_value_breaks_the_axis_instead_of_flattening_the_others():
+    groups = [("a", 100, 0), ("b", 0, 107), ("c", 3796, 0), ("d", 0, 0)]
+    svg = html.bar_chart(groups)
+    heights = {g: float(hgt) for g, hgt in re.findall(r'data-group="([a-d])" x="[^"]+" y="[^"]+" width="22" '
+                                                       r'height="([0-9.]+)"', svg) if float(hgt) > 0}
+    assert heights["a"] > 100 and heights["b"] > 100          # readable: not flattened to a few pixels
+    assert heights["c"] == 220.0 and 'class="axis-break"' in svg and "axis broken" in svg
+    assert ">3,796</text>" in svg                             # the cut bar still says its value
+    even = html.bar_chart([("a", 100, 0), ("b", 0, 107)])
+    assert 'class="axis-break"' not in even and "axis broken" not in even
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+PROBE = ("<script>addEventListener('load',()=>{document.body.setAttribute('data-overflow',"
+         "String(document.documentElement.scrollWidth-document.documentElement.clientWidth));"
+         "document.body.setAttribute('data-tables',[...document.querySelectorAll('table')]"
+         ".filter(t=>t.getBoundingClientRect().right>document.documentElement.clientWidth+1"
+         "||t.parentElement.scrollWidth>t.parentElement.clientWidth+1).length)})</script>")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup.sh installs it)")
+@pytest.mark.parametrize("kind", ["run", "suite", "compare"])
+def test_every_page_fits_1280_pixels_in_chromium(tmp_path, kind):
+    if kind == "run":
+        page = html.render(RunReport.load(REFERENCE / "eos-boundary"))
+    elif kind == "suite":
+        page = render_html(json.loads((REFERENCE / "suite.json").read_text()))
+    else:
+        page = to_html(compare([load_target(str(REFERENCE / n)) for n in ("offset-after", "eos-boundary")]), "")
+    f = tmp_path / f"{kind}.html"
+    f.write_text(page.replace("</body>", PROBE + "</body>"))
+    artifacts = ROOT / "test-artifacts"
+    artifacts.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as profile:
+        flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 f"--user-data-dir={profile}", "--window-size=1280,1600"]
+        subprocess.run([CHROMIUM, *flags, f"--screenshot={artifacts / f'polish-{kind}.png'}", f.as_uri()],
+                       capture_output=True, timeout=120)
+        dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", f.as_uri()], capture_output=True, text=True,
+                             timeout=120).stdout
+    m = re.search(r'data-overflow="(-?\d+)" data-tables="(\d+)"', dom)
+    assert m, "the probe did not run"
+    assert (int(m.group(1)), int(m.group(2))) == (0, 0), f"{kind}: page overflow {m.group(1)} px, tables {m.group(2)}"
+
+
+def _bars(svg: str, chart_id: str) -> dict:
+    chart = svg[svg.index(f'id="{chart_id}"'):]
+    chart = chart[:chart.index("</svg>")]
+    return {(g, name): int(v) for name, v, g in re.findall(r'class="bar-([a-z-]+)" data-value="(\d+)" data-group="([^"]+)"',
+                                                            chart)}
+
+
+def test_eos_boundary_shows_the_topic_at_0_and_the_database_at_100():
+    page = html.render(RunReport.load(REFERENCE / "eos-boundary"))
+    bars = _bars(page, "chart-stores")
+    assert bars[("database: ledger", "duplicates")] == 100
+    assert bars[("topic: read_committed", "duplicates")] == 0
+    assert bars[("topic: read_uncommitted", "duplicates")] == 100
+    eos = _bars(html.render(RunReport.load(REFERENCE / "eos")), "chart-stores")
+    assert not [g for g, _n in eos if g.startswith("database")]       # eos writes no ledger: no database bars
+    assert 'id="chart-stores"' not in html.render(RunReport.load(REFERENCE / "offset-after"))   # no topic
+
+
+def test_the_eos_suite_chart_tells_the_lesson():
+    summary = json.loads((REFERENCE / "suite.json").read_text())
+    summary["experiments"] = [r for r in summary["experiments"] if r["experiment"] in ("eos", "eos-boundary", "eos-dedupe")]
+    bars = _bars(render_html(summary), "chart-anomalies")
+    assert bars[("eos-boundary", "db-duplicates")] == 100 and bars[("eos-boundary", "topic-duplicates")] == 0
+    assert bars[("eos-dedupe", "db-duplicates")] == 0 and bars[("eos", "topic-duplicates")] == 0
+    assert ("eos", "db-duplicates") not in bars
+    assert "duplicated in the topic (read_committed)" in render_html(summary)
