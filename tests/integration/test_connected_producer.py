@@ -25,6 +25,7 @@ PRODUCERS = 40
 CHILD = """
 import os, sys
 from harness import kafka_client
+from tests import kafka_login
 bootstrap, topic, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 for i in range(n):
     p = kafka_client.connected_producer(bootstrap, {"enable.idempotence": True, "debug": "eos"}, topic)
@@ -57,6 +58,6 @@ def test_an_idempotent_producer_is_handed_out_with_its_producer_id_asked_for(sta
         # WaitPID: its InitProducerId is on its way; Assigned: answered. Never RequestPID or WaitTransport.
         assert [s for s in handed if s not in ("WaitPID", "Assigned")] == [], handed
     finally:
-        admin = AdminClient({"bootstrap.servers": boot})
+        admin = AdminClient(kafka_login.config(boot))
         for fut in admin.delete_topics([topic], operation_timeout=30).values():
             fut.result(45)
