@@ -70,7 +70,8 @@ def test_a_client_without_a_login_cannot_write_into_a_running_runs_input(stack, 
 # attempt), then becomes the correct example consumer.
 PROBE = r'''
 import json, os, sys
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 env = os.environ
 login = json.loads(env.get("HARNESS_KAFKA_CONFIG") or "{}")
 boot = env["HARNESS_BOOTSTRAP_SERVERS"]
@@ -81,14 +82,15 @@ p = Producer({**login, "bootstrap.servers": boot, "message.timeout.ms": 8000, "e
 p.produce(env["TEST_OTHER_TOPIC"], key=b"forged", value=b"{}", on_delivery=lambda e, m: got.append(e))
 p.flush(30)
 seen["write_other_input"] = got[0].name() if got and got[0] is not None else "done"
-c = Consumer({**login, "bootstrap.servers": boot, "group.id": env["TEST_OTHER_GROUP"], "enable.auto.commit": False})
-try:
-    c.committed([TopicPartition(env["TEST_OTHER_TOPIC"], 0)], timeout=10)
-    c.commit(offsets=[TopicPartition(env["TEST_OTHER_TOPIC"], 0, 1)], asynchronous=False)
-    seen["other_group"] = "done"
-except KafkaException as e:
-    seen["other_group"] = e.args[0].name()
-c.close()
+admin = AdminClient({**login, "bootstrap.servers": boot})
+group, topic = env["TEST_OTHER_GROUP"], env["TEST_OTHER_TOPIC"]
+for name, call, part in (("read_other_group", admin.list_consumer_group_offsets, TopicPartition(topic, 0)),
+                         ("commit_in_other_group", admin.alter_consumer_group_offsets, TopicPartition(topic, 0, 1))):
+    try:
+        call([ConsumerGroupTopicPartitions(group, [part])])[group].result(timeout=30)
+        seen[name] = "done"
+    except KafkaException as e:
+        seen[name] = e.args[0].name()
 with open(env["TEST_PROBE_OUT"], "a") as f:
     f.write(json.dumps(seen) + "\n")
 os.execv(sys.executable, [sys.executable, sys.argv[1]])
@@ -108,7 +110,7 @@ def test_a_runs_consumer_may_not_write_another_runs_input_nor_use_its_group_and_
     for a in attempts:
         assert a["user"] == user and not a["super_user_in_env"], a
         assert a["write_other_input"] == "TOPIC_AUTHORIZATION_FAILED", a
-        assert a["other_group"] == "GROUP_AUTHORIZATION_FAILED", a
+        assert a["read_other_group"] == a["commit_in_other_group"] == "GROUP_AUTHORIZATION_FAILED", a
     assert d["stack"]["consumers_kafka_user"].startswith(user + " ")
     # After the run: its user and its ACLs are gone (the harness's own user stays).
     admin = AdminClient(kafka_login.config(stack["bootstrap_servers"]))
@@ -136,3 +138,31 @@ def test_harness_envs_user_reads_but_cannot_write(stack, tmp_path):
     st = harness("status", "--json", env={**stack["env"], "HARNESS_KAFKA_CONFIG_FILE": values[
         "HARNESS_KAFKA_CONFIG_FILE"]}, check=True)
     assert json.loads(st.stdout)["kafka_auth"] == "SASL_PLAINTEXT SCRAM-SHA-512 as harness"
+
+
+def test_clean_all_removes_the_kafka_users_of_runs_not_live_and_keeps_a_live_runs_and_strangers(stack):
+    """A killed harness leaves its run's user and ACLs behind: `harness clean --all` removes them, never those
+    of a live run nor a user the harness did not make."""
+    import uuid
+    from harness.workload import kafka_users, registry, run_kafka_user
+    from harness.workload.naming import RunNames
+    boot = stack["bootstrap_servers"]
+    admin = AdminClient(kafka_login.config(boot))
+    live, orphan = (f"20261207T000000.000-probe-{uuid.uuid4().hex[:6]}" for _ in range(2))
+    stranger = f"stranger_{uuid.uuid4().hex[:6]}"
+    users = {r: run_kafka_user.user_name(r) for r in (live, orphan)}
+    registry.register(stack["dsn"], live)              # this process: a live run
+    try:
+        for r, user in users.items():
+            kafka_users.make(boot, user, kafka_users.new_password(), run_kafka_user.allows(RunNames(r)))
+        kafka_users.make(boot, stranger, kafka_users.new_password(), [])
+        cleaned = harness("clean", "--all", env=stack["env"], timeout=180)
+        assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+        left = admin.describe_user_scram_credentials().result(timeout=30)
+        assert users[orphan] not in left and _acls_of(admin, users[orphan]) == []
+        assert users[live] in left and _acls_of(admin, users[live]), "a live run's user was removed"
+        assert stranger in left, "a user the harness did not make was removed"
+    finally:
+        for user in (*users.values(), stranger):
+            kafka_users.remove(boot, user)
+        registry.forget(stack["dsn"], [live])
