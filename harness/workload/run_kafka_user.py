@@ -81,8 +81,7 @@ def create(stack, run_id: str) -> KafkaGrant:
                                 f"{GIVEN_UP})", base)
     user, password = user_name(run_id), kafka_users.new_password()
     names = RunNames(run_id)
-    try:
-        kafka_users.remove(stack.bootstrap_servers, user)        # left by an earlier, killed attempt of this id
+    try:        # a user an earlier, killed attempt of this run id left gets the new password (an upsert)
         kafka_users.make(stack.bootstrap_servers, user, password, allows(names), probe_topic=names.input_topic)
     except HarnessError:
         _remove_quietly(stack, user)

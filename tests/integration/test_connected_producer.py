@@ -18,6 +18,7 @@ import uuid
 import pytest
 
 from harness.workload.payments import create_topic
+from tests import kafka_login
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration
@@ -25,7 +26,6 @@ PRODUCERS = 40
 CHILD = """
 import os, sys
 from harness import kafka_client
-from tests import kafka_login
 bootstrap, topic, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 for i in range(n):
     p = kafka_client.connected_producer(bootstrap, {"enable.idempotence": True, "debug": "eos"}, topic)
