@@ -8,8 +8,9 @@ one of its reports under the reports folder names, or one the user named on
 the command line. Never a run still in progress (its registry entry names a
 live process), whoever asks. A cleaned run's own PostgreSQL role
 (workload.run_role: one with the harness's comment naming that run) is
-dropped with its tables; `--all` also drops such a role of any run that is
-not live, whose tables are already gone. Every other `harness.*` topic and every other
+dropped with its tables, and its Kafka user with that user's ACLs
+(workload.run_kafka_user); `--all` also drops such a role, and such a user,
+of any run that is not live, whose tables are already gone. Every other `harness.*` topic and every other
 table of the `harness` schema is kept, and the command says which and why.
 Table names read back from Postgres are never trusted as SQL: they are
 compared with the names the harness makes and quoted as identifiers when
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from . import kafka_client, kafka_logging
 from .stack.stack import Stack
-from .workload import registry, run_role, tables
+from .workload import registry, run_kafka_user, run_role, tables
 from .workload.naming import SCHEMA, TOPIC_PREFIX, RunNames, run_tables
 from . import pgconn
 
@@ -125,8 +126,21 @@ def clean_runs(stack: Stack, run_ids: list[str], all_runs: bool) -> Plan:
     admin.poll(0)   # hand the client's log lines to the logger
     tables.drop(stack.postgres_dsn, p.tables)
     _drop_roles(stack, p, all_runs)
+    _drop_kafka_users(stack, p, all_runs)
     registry.forget(stack.postgres_dsn, p.runs)
     return p
+
+
+def _drop_kafka_users(stack: Stack, p: Plan, all_runs: bool) -> None:
+    """The Kafka users (and their ACLs) of the cleaned runs, and with --all those of every run not live; listed
+    before the registry is read again, as the roles are (a run registers before it makes its user)."""
+    users = {run_kafka_user.user_name(r) for r in p.runs}
+    if all_runs:
+        found = run_kafka_user.run_users(stack)
+        entries = registry.entries(stack.postgres_dsn)
+        live = {run_kafka_user.user_name(r) for r, e in entries.items() if e.live()}
+        users |= {u for u in found if u not in live}
+    run_kafka_user.remove_users(stack, users)
 
 
 def _drop_roles(stack: Stack, p: Plan, all_runs: bool) -> None:

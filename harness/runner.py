@@ -44,7 +44,7 @@ from .rundir import claim_run_dir
 from .stack.deaths import StackWatch
 from .stack.stack import Stack
 from .workload import reuse, tables
-from .workload import registry, run_role, signature
+from .workload import registry, run_kafka_user, run_role, signature
 from .workload.naming import RunNames, new_run_id
 from .workload.payments import TimeLimitReached, make_payments, create_topic, produce
 
@@ -87,6 +87,8 @@ class Run:
     db_role: object = None         # the run_role.Grant behind worker_dsn, once made
     # The key the run's producer marks its records with (workload/signature.py); in this process's memory only.
     secret: bytes = field(default_factory=signature.new_secret, repr=False)
+    kafka_user: object = None      # the run_kafka_user.KafkaGrant behind kafka_login, once made
+    kafka_login: dict | None = None   # the Kafka client settings every consumer of the run gets (its own user's)
 
     @property
     def sent_ids(self) -> list:
@@ -190,6 +192,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
                                              names.outbox_table if exp.stores.outbox else None)
                 made += [names.rows_table] + ([names.outbox_table] if exp.stores.outbox else [])
             run_role.give(r, made)
+            run_kafka_user.give(r)
         # started before the payments are produced, so its first fetches overlap their production
         watcher = OutputWatcher(stack.bootstrap_servers, names.output_topic) if exp.stores.output else None
         t_prod = time.time()
@@ -256,6 +259,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     with signals_deferred():
         launcher.finish(r, result)
         run_role.let_go(r)           # the workers are gone: nothing the run started writes during the audit
+        run_kafka_user.let_go(r)
         r.progress({"crashes": len(crashlog.read(r.crash_log)), "restarts": result.restarts})
         r.progress.close()
         crashes = crashlog.read(r.crash_log)
@@ -300,6 +304,7 @@ def _let_go(r: Run, watcher, launcher, launch, result) -> None:
     """What a run that ends on an error holds (the output watcher, the progress, the launcher's sampler and
     connections) is let go, and the run's own PostgreSQL role; the error itself is the caller's to raise."""
     run_role.let_go(r)
+    run_kafka_user.let_go(r)
     if watcher:
         watcher.stop()
     if r.progress:

@@ -159,6 +159,8 @@ def stack(stack_home):
     st["admin_dsn"] = LocalPostgres(stack_home).admin_dsn(port)   # the superuser: tests build foreign objects
     st["env"] = {"HARNESS_HOME": str(stack_home), "HARNESS_BOOTSTRAP_SERVERS": st["bootstrap_servers"],
                  "HARNESS_POSTGRES_DSN": st["dsn"]}
+    from tests import kafka_login
+    st["kafka_login"] = kafka_login.settings(st["bootstrap_servers"])   # and harness code called here logs in too
     yield st
     harness("down", "--purge", env=env, check=True)
     from harness import procs

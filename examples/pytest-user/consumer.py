@@ -41,7 +41,8 @@ def start_positions(consumer) -> list:
 def main() -> None:
     signal.signal(signal.SIGTERM, stop)
     ledger = env["HARNESS_LEDGER_TABLE"]             # schema.table, a plain SQL name
-    consumer = Consumer({"bootstrap.servers": env["HARNESS_BOOTSTRAP_SERVERS"], "group.id": env["HARNESS_GROUP_ID"],
+    consumer = Consumer({**json.loads(env.get("HARNESS_KAFKA_CONFIG") or "{}"),  # the run's Kafka login, if any
+                         "bootstrap.servers": env["HARNESS_BOOTSTRAP_SERVERS"], "group.id": env["HARNESS_GROUP_ID"],
                          "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     consumer.assign(start_positions(consumer))
     with psycopg.connect(env["HARNESS_POSTGRES_DSN"]) as db:

@@ -6,17 +6,23 @@ knows: DescribeProducers answers, per partition, each producer's id, epoch and
 the first offset of its open transaction. The Python client has no call for
 it, so we ask Kafka's own tool, `org.apache.kafka.tools.TransactionsCommand`
 (what `kafka-transactions.sh describe-producers` runs), from the jars `harness
-up` resolves (stack/maven.py resolve_tools). A partition it could not describe says why
-(no jars here, a cluster that needs client settings, the tool failed): its
-producers are unknown, never guessed.
+up` resolves (stack/maven.py resolve_tools). A cluster that needs client settings
+(the local stack's SCRAM login) gets them in Java's names (kafka_java) through a
+0600 file given as `--command-config` and deleted afterwards, never on the
+command line. A partition it could not describe says why (no jars here, client
+settings Java cannot take, the tool failed): its producers are unknown, never
+guessed.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
+import tempfile
+from contextlib import contextmanager
 
-from .. import kafka_client
-from ..errors import first_line
+from .. import kafka_client, kafka_java
+from ..errors import HarnessError, first_line
 
 TOOL = "org.apache.kafka.tools.TransactionsCommand"
 DESCRIBE_TIMEOUT_S = 60
@@ -59,23 +65,46 @@ def describe(bootstrap: str, topic: str, partitions, lib=None) -> dict:
         lib = maven.resolved_tools()
         if lib is None:
             why = "Kafka's command-line tools are not on this machine (`harness up` for a local stack resolves them)"
-    if why is None and kafka_client.settings_for(bootstrap):
-        why = "the cluster needs client settings the harness does not hand to Kafka's Java tools"
-    out: dict = {}
-    for i, p in enumerate(parts):
-        if why or i >= MAX_PARTITIONS:
-            out[p] = why or f"not described (only the first {MAX_PARTITIONS} partitions are)"
-            continue
-        cmd = ["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", f"{lib}/*", TOOL, "--bootstrap-server",
-               bootstrap, "describe-producers", "--topic", topic, "--partition", str(p)]
+    java = {}
+    if why is None:
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=DESCRIBE_TIMEOUT_S)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            out[p] = f"{TOOL} failed: {first_line(e)}"
-            continue
-        if proc.returncode != 0:
-            said = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-            out[p] = f"{TOOL} exited {proc.returncode}" + (f": {said[-1][:200]}" if said else "")
-            continue
-        out[p] = parse(proc.stdout)
+            java = kafka_java.java_properties(kafka_client.settings_for(bootstrap), "Kafka's TransactionsCommand")
+        except HarnessError as e:
+            why = str(e)
+    out: dict = {}
+    with _command_config(java) as config:
+        for i, p in enumerate(parts):
+            if why or i >= MAX_PARTITIONS:
+                out[p] = why or f"not described (only the first {MAX_PARTITIONS} partitions are)"
+                continue
+            cmd = ["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", f"{lib}/*", TOOL, "--bootstrap-server",
+                   bootstrap, *(["--command-config", config] if config else []),
+                   "describe-producers", "--topic", topic, "--partition", str(p)]
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=DESCRIBE_TIMEOUT_S)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                out[p] = f"{TOOL} failed: {first_line(e)}"
+                continue
+            if proc.returncode != 0:
+                said = kafka_client.scrub((proc.stderr.strip() or proc.stdout.strip()),
+                                          kafka_client.settings_for(bootstrap)).splitlines()
+                out[p] = f"{TOOL} exited {proc.returncode}" + (f": {said[-1][:200]}" if said else "")
+                continue
+            out[p] = parse(proc.stdout)
     return out
+
+
+@contextmanager
+def _command_config(java: dict):
+    """A 0600 file of these Java client properties for the tool's --command-config (None when there are
+    none), deleted on the way out: the login never goes on a command line."""
+    if not java:
+        yield None
+        return
+    fd, path = tempfile.mkstemp(prefix="harness-tool-", suffix=".properties")     # 0600
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(kafka_java.properties_text(java))
+        yield path
+    finally:
+        os.unlink(path)

@@ -39,7 +39,7 @@ from ..errors import HarnessError
 from .. import REQUIRED_AUTH
 from ..options import Option
 from .custom_report import DEFAULT_CLAIM, GROUP_TIMELINE, annotate, ends_of
-from .launch import Launch, assign_partitions
+from .launch import Launch, assign_partitions, kafka_login, worker_env
 from .declaration import Experiment, Stores
 from .. import pgconn
 
@@ -94,11 +94,10 @@ ENV = {
 }
 
 
-def kafka_settings_env(bootstrap: str) -> dict:
-    """HARNESS_KAFKA_CONFIG and HARNESS_KAFKA_JAVA_CONFIG for the cluster at `bootstrap`: the settings every
-    client of the harness uses (kafka_client), so that a consumer logs in as they do."""
-    from .. import kafka_client, kafka_java
-    settings = kafka_client.settings_for(bootstrap)
+def kafka_settings_env(settings: dict) -> dict:
+    """HARNESS_KAFKA_CONFIG and HARNESS_KAFKA_JAVA_CONFIG: the run's Kafka login (its own user's on the
+    harness's SCRAM stack, else the stack's settings), in librdkafka's and in Java's names."""
+    from .. import kafka_java
     try:
         java = kafka_java.properties_text(kafka_java.java_properties(settings, "a Java consumer"))
     except HarnessError:
@@ -163,9 +162,9 @@ class CustomWorkers:
         argv = dying_with_this_process(shlex.split(p.worker_cmd))
         slots = assign_partitions(p.partitions, p.workers)
         ends = ends_of(run.positions)
-        base = {**os.environ,
+        base = {**worker_env(run),
                 "HARNESS_BOOTSTRAP_SERVERS": run.stack.bootstrap_servers,
-                **kafka_settings_env(run.stack.bootstrap_servers),
+                **kafka_settings_env(kafka_login(run)),
                 "HARNESS_INPUT_TOPIC": names.input_topic,
                 "HARNESS_GROUP_ID": names.group,
                 "HARNESS_POSTGRES_DSN": libpq_uri(run.worker_dsn),

@@ -8,6 +8,7 @@ partitions of each slot, and whether workers report their deliveries. The
 supervisor knows nothing of what runs inside.
 """
 
+import json
 import os
 import shutil
 import sys
@@ -35,6 +36,21 @@ class Launch:
     planned_exits: tuple = (-9, 137, 3)    # exit statuses restarted as crashes: SIGKILL, Java halt, fenced producer
     own_process_group: bool = False        # each worker in its own process group, killed whole when it dies
     forked: bool = False                   # `harness.workers.worker` command lines, forked from a server
+
+
+def kafka_login(run) -> dict:
+    """The Kafka client settings a run's consumers log in with: its own user's (workload.run_kafka_user),
+    else (no user made: an external cluster, a plaintext stack) the stack's."""
+    from .. import kafka_client
+    login = getattr(run, "kafka_login", None)
+    return dict(login) if login is not None else kafka_client.settings_for(run.stack.bootstrap_servers)
+
+
+def worker_env(run) -> dict:
+    """The environment of a run's workers: this process's, with the run's Kafka login as the only client
+    settings they inherit (kafka_client.ENV), never the harness's own (a super user on its SCRAM stack)."""
+    from .. import kafka_client
+    return {**os.environ, kafka_client.ENV: json.dumps({run.stack.bootstrap_servers: kafka_login(run)})}
 
 
 def transactional_id_of(run, slot_index: int, attempt: int) -> str:
@@ -100,7 +116,7 @@ class PythonWorkers:
                                          run.names.input_topic) + self.extra_args
 
         # Our own workers also end with STUCK_EXIT when a transactional call outlives its deadline.
-        return Launch(command, {**os.environ, "HARNESS_WORKER_DSN": run.worker_dsn}, slots, forked=True,
+        return Launch(command, {**worker_env(run), "HARNESS_WORKER_DSN": run.worker_dsn}, slots, forked=True,
                       planned_exits=(-9, 137, 3, STUCK_EXIT))
 
     def finish(self, run, result) -> None:
@@ -139,19 +155,19 @@ class RoleWorkers:
             after = [n for r in role.after for n in by_role[r]]
             return cmd + (["--after", ",".join(after)] if after else [])
 
-        return Launch(command, {**os.environ, "HARNESS_WORKER_DSN": run.worker_dsn}, slots,
+        return Launch(command, {**worker_env(run), "HARNESS_WORKER_DSN": run.worker_dsn}, slots,
                       reports_deliveries=False, standby=False, names=slot_names, forked=True)
 
     def finish(self, run, result) -> None:
         pass
 
 
-def java_client_settings(stack, app: str | None = None) -> dict:
-    """The stack's Kafka client settings as a Java worker's properties (kafka_java); HarnessError naming `app`
-    (default: the Kafka Streams app) and any setting it cannot take."""
+def java_client_settings(stack, app: str | None = None, settings: dict | None = None) -> dict:
+    """`settings` (default: the stack's Kafka client settings) as a Java worker's properties (kafka_java);
+    HarnessError naming `app` (default: the Kafka Streams app) and any setting it cannot take."""
     from .. import kafka_client, kafka_java
-    return kafka_java.java_properties(kafka_client.settings_for(stack.bootstrap_servers),
-                                      app or kafka_java.STREAMS_APP)
+    return kafka_java.java_properties(kafka_client.settings_for(stack.bootstrap_servers) if settings is None
+                                      else settings, app or kafka_java.STREAMS_APP)
 
 
 @dataclass
@@ -171,8 +187,8 @@ class StreamsWorkers:
         start = streams.worker_start(jar, p.streams_jvm or "cds", run.log)
         run.log(f"Kafka Streams workers start as {start.said}")
         # The user's Kafka client settings in Java's names; they may hold secrets, so the environment.
-        java = java_client_settings(run.stack)
-        env = {**os.environ, "HARNESS_PG_PASSWORD": streams.jdbc(run.worker_dsn)[2],
+        java = java_client_settings(run.stack, settings=kafka_login(run))
+        env = {**worker_env(run), "HARNESS_PG_PASSWORD": streams.jdbc(run.worker_dsn)[2],
                kafka_java.ENV: kafka_java.properties_text(java)}
         slots = [list(range(p.partitions))] * min(p.workers, p.partitions)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ..runtime.call_deadline import STUCK_EXIT
 from .common_options import TRANSACTION_TIMEOUT_MS, TXN_STUCK_AFTER_S
-from .launch import Launch, assign_partitions, java_client_settings, transactional_id_of
+from .launch import Launch, assign_partitions, java_client_settings, kafka_login, transactional_id_of, worker_env
 
 MAIN_CLASS = "harness.txn.TxnWorker"
 
@@ -68,8 +68,8 @@ class TxnJavaWorkers:
         jar = streams_jvm.build(run.log)
         start = streams_jvm.worker_start(jar, "cds", run.log)
         run.log(f"Java transactional workers start as {start.said}")
-        java = java_client_settings(run.stack, kafka_java.TXN_APP)
-        env = {**os.environ, "HARNESS_PG_PASSWORD": streams_jvm.jdbc(run.worker_dsn)[2],
+        java = java_client_settings(run.stack, kafka_java.TXN_APP, kafka_login(run))
+        env = {**worker_env(run), "HARNESS_PG_PASSWORD": streams_jvm.jdbc(run.worker_dsn)[2],
                kafka_java.ENV: kafka_java.properties_text(java)}
         slots = assign_partitions(run.params.partitions, run.params.workers)
 

@@ -256,6 +256,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
                   "kafka_auth": stack.kafka_auth,      # protocol, mechanism, user: never a secret
                   "postgres_dsn": redact(stack.postgres_dsn),
                   "consumers_postgres_role": r.db_role.said if getattr(r, "db_role", None) else None,
+                  "consumers_kafka_user": r.kafka_user.said if getattr(r, "kafka_user", None) else None,
                   "input_topic": names.input_topic,
                   "output_topic": names.output_topic if exp.stores.output_topic else None,
                   "consumer_group": names.group,

@@ -190,10 +190,12 @@ def purged_paths(state: Path) -> list[Path]:
     marks for the first time, so that purge never deletes what the harness did not make)."""
     from .shellenv import PGPASS_NAME       # the copy of the password `harness env` keeps
     from .kafka_auth import CONTROLLER_FILE
+    from .shell_user import FILE as SHELL_FILE      # `harness env`'s read-only Kafka login
     kafka, pg = every_node(state), LocalPostgres(state)
     proxy = toxiproxy.LocalToxiproxy(state)         # its files only: a folder of that name may predate us
     return [*(k.home for k in kafka), pg.home, *proxy.files(), pg.password_file, pg.admin_password_file,
-            pg.audit_password_file, kafka[0].client_file, state / CONTROLLER_FILE, state / PGPASS_NAME, record_path(state)]
+            pg.audit_password_file, kafka[0].client_file, state / CONTROLLER_FILE, state / PGPASS_NAME, state / SHELL_FILE,
+            record_path(state)]
 
 
 def down(purge: bool = False, log=print) -> list[str]:

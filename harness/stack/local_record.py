@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import safefile
 from ..paths import state_dir
-from .local_kafka import AUTHS, CLUSTER_SIZES, LocalKafka
+from .local_kafka import AUTHS, CLUSTER_SIZES, DEFAULT_AUTH, LocalKafka, every_node
 from .local_postgres import LocalPostgres
 from .toxiproxy import LocalToxiproxy
 
@@ -143,10 +143,13 @@ def bootstrap_of(port: dict, brokers: int, hosts: list[str] | None = None, proxi
 
 def recorded_auth(state: Path | None = None) -> str:
     """The Kafka auth of the local stack in `state` ("none" or "scram"): as stack.json remembers it, else
-    (a lost or damaged stack.json) as the broker's server.properties says."""
+    (a lost or damaged stack.json) as a node's server.properties says, else (a new folder) DEFAULT_AUTH."""
     state = state or state_dir()
     auth = (read_record(state) or {}).get("auth")
-    return auth if auth in AUTHS else LocalKafka(state).configured_auth()
+    if auth in AUTHS:
+        return auth
+    configured = [k for k in every_node(state) if k.props.exists()]
+    return configured[0].configured_auth() if configured else DEFAULT_AUTH
 
 
 def client_properties_file(state: Path | None = None) -> Path | None:

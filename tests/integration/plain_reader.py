@@ -2,6 +2,7 @@
 did not write."""
 
 import time
+from tests import kafka_login
 
 
 def read_topic(bootstrap: str, topic: str, isolation: str) -> tuple[dict, dict, dict]:
@@ -9,9 +10,9 @@ def read_topic(bootstrap: str, topic: str, isolation: str) -> tuple[dict, dict, 
     sees it, read with confluent_kafka directly: not harness code."""
     from confluent_kafka import Consumer, IsolationLevel, TopicPartition
     from confluent_kafka.admin import AdminClient, OffsetSpec
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"plain-reader-{time.time_ns()}",
-                  "isolation.level": isolation, "enable.auto.commit": False})
+    admin = AdminClient(kafka_login.config(bootstrap))
+    c = Consumer(kafka_login.config(bootstrap, {"group.id": f"plain-reader-{time.time_ns()}",
+                  "isolation.level": isolation, "enable.auto.commit": False}))
     parts = sorted(c.list_topics(topic, timeout=10).topics[topic].partitions)
 
     def latest(level) -> dict:

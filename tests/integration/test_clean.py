@@ -13,6 +13,7 @@ from harness.workload import registry, tables
 from harness.workload.naming import RunNames, new_run_id
 from harness.workload.payments import create_topic
 from tests.conftest import ROOT, harness
+from tests import kafka_login
 
 pytestmark = pytest.mark.integration
 
@@ -53,7 +54,7 @@ def test_clean_all_never_runs_a_table_name_as_sql(stack):
 
 def topics_of(bootstrap: str) -> set:
     from confluent_kafka.admin import AdminClient
-    return set(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=15).topics)
+    return set(AdminClient(kafka_login.config(bootstrap)).list_topics(timeout=15).topics)
 
 
 def test_clean_all_keeps_foreign_names_and_a_live_runs_data_and_says_so(stack, tmp_path):
@@ -105,7 +106,7 @@ def test_clean_all_keeps_foreign_names_and_a_live_runs_data_and_says_so(stack, t
         holder.kill()
         holder.wait()
         from confluent_kafka.admin import AdminClient
-        admin = AdminClient({"bootstrap.servers": boot})
+        admin = AdminClient(kafka_login.config(boot))
         for fut in admin.delete_topics([foreign_topic, live.input_topic], operation_timeout=30).values():
             try:
                 fut.result(timeout=60)

@@ -20,6 +20,7 @@ from harness import procs
 from harness.runner import EXIT_CODES
 from tests.conftest import ROOT, harness, processes_of, searchable_dir
 from tests.unit.sample_report import validate
+from tests import kafka_login
 
 pytestmark = pytest.mark.integration
 
@@ -35,6 +36,7 @@ def local_cluster(prefix: str, *up_args: str):
     try:
         harness("up", "--brokers", "3", *up_args, env=env, check=True, timeout=300)
         st = json.loads(harness("status", "--json", env=env, check=True).stdout)
+        kafka_login.settings(st["bootstrap_servers"])      # harness code this process calls logs in too
         yield {"home": home, "env": env, "status": st}
     finally:
         harness("down", "--purge", env=env, timeout=300)
@@ -76,8 +78,8 @@ def run_exp(cluster, tmp_path, *args, verdict="as-predicted") -> dict:
 def read_keys(bootstrap: str, topic: str, isolation: str) -> Counter:
     """An independent reader: every record of `topic` as `isolation` sees it, counted per key."""
     from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"test-{time.time()}", "isolation.level": isolation,
-                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    c = Consumer(kafka_login.config(bootstrap, {"group.id": f"test-{time.time()}", "isolation.level": isolation,
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"}))
     parts = list(c.list_topics(topic, timeout=10).topics[topic].partitions)
     ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
     c.assign([TopicPartition(topic, p, 0) for p in parts])
@@ -116,7 +118,7 @@ def test_three_brokers_each_with_its_own_folder_and_ports(cluster):
     assert set(st["pids"]) == {"kafka-1", "kafka-2", "kafka-3", "postgres"}
     assert all(procs.alive(p) for p in st["pids"].values())
     from confluent_kafka.admin import AdminClient
-    md = AdminClient({"bootstrap.servers": st["bootstrap_servers"]}).list_topics(timeout=10)
+    md = AdminClient(kafka_login.config(st["bootstrap_servers"])).list_topics(timeout=10)
     assert sorted(b.id for b in md.brokers.values()) == [1, 2, 3]
     assert all(b.host == "127.0.0.1" for b in md.brokers.values())
     assert len({b.port for b in md.brokers.values()}) == 3
@@ -147,7 +149,7 @@ def test_eos_with_broker_kills_and_crashes_stays_exact_under_read_committed(clus
     rc = read_keys(d["stack"]["bootstrap_servers"], d["stack"]["output_topic"], "read_committed")
     assert len(rc) == 200 and set(rc.values()) == {1}
     from confluent_kafka.admin import AdminClient
-    md = AdminClient({"bootstrap.servers": d["stack"]["bootstrap_servers"]}).list_topics(timeout=10)
+    md = AdminClient(kafka_login.config(d["stack"]["bootstrap_servers"])).list_topics(timeout=10)
     for topic in (d["stack"]["input_topic"], d["stack"]["output_topic"], "__transaction_state"):
         assert all(len(p.replicas) == 3 for p in md.topics[topic].partitions.values()), topic
 

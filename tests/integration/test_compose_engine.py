@@ -23,6 +23,7 @@ from harness.runner import EXIT_CODES
 from harness.stack import compose, compose_images
 from tests.conftest import ROOT, harness, searchable_dir
 from tests.unit.sample_report import validate
+from tests import kafka_login
 
 pytestmark = [pytest.mark.integration, pytest.mark.compose]
 
@@ -193,7 +194,7 @@ def test_the_cluster_with_its_proxies_takes_latency_and_nothing_of_a_delay_outli
         st = json.loads(harness("status", "--json", env=env).stdout)
         proxies = [f"127.0.0.1:{p}" for p in compose.CLUSTER_PROXY_PORTS]
         assert st["healthy"] and st["bootstrap_servers"] == ",".join(proxies), st
-        md = AdminClient({"bootstrap.servers": st["bootstrap_servers"]}).list_topics(timeout=10)
+        md = AdminClient(kafka_login.config(st["bootstrap_servers"])).list_topics(timeout=10)
         assert sorted(f"{b.host}:{b.port}" for b in md.brokers.values()) == proxies     # every later connection too
         assert api.toxics() == {}
         fault = "latency:of=leader,ms=2500,jitter=200,count=2,every=1,down=4"

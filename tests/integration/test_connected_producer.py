@@ -18,6 +18,7 @@ import uuid
 import pytest
 
 from harness.workload.payments import create_topic
+from tests import kafka_login
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration
@@ -57,6 +58,6 @@ def test_an_idempotent_producer_is_handed_out_with_its_producer_id_asked_for(sta
         # WaitPID: its InitProducerId is on its way; Assigned: answered. Never RequestPID or WaitTransport.
         assert [s for s in handed if s not in ("WaitPID", "Assigned")] == [], handed
     finally:
-        admin = AdminClient({"bootstrap.servers": boot})
+        admin = AdminClient(kafka_login.config(boot))
         for fut in admin.delete_topics([topic], operation_timeout=30).values():
             fut.result(45)

@@ -182,12 +182,13 @@ env = os.environ
 stop = []
 signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
 topic, table = env["HARNESS_INPUT_TOPIC"], env["TEST_EFFECTS_TABLE"]
-c = Consumer({"bootstrap.servers": env["HARNESS_BOOTSTRAP_SERVERS"], "group.id": env["HARNESS_GROUP_ID"],
+login = json.loads(env.get("HARNESS_KAFKA_CONFIG") or "{}")       # the run's own Kafka user
+c = Consumer({**login, "bootstrap.servers": env["HARNESS_BOOTSTRAP_SERVERS"], "group.id": env["HARNESS_GROUP_ID"],
               "enable.auto.commit": False})
 want = [TopicPartition(topic, int(p)) for p in env["HARNESS_PARTITIONS"].split(",")]
 c.assign([TopicPartition(topic, t.partition, t.offset if t.offset >= 0 else OFFSET_BEGINNING)
           for t in c.committed(want, timeout=30)])
-out = Producer({"bootstrap.servers": env["HARNESS_BOOTSTRAP_SERVERS"]})
+out = Producer({**login, "bootstrap.servers": env["HARNESS_BOOTSTRAP_SERVERS"]})
 with psycopg.connect(env["HARNESS_POSTGRES_DSN"], autocommit=True) as db:
     while not stop:
         m = c.poll(0.5)

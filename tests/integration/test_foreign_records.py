@@ -1,6 +1,8 @@
 """A record someone else writes into a running run's input topic is named as foreign, with its place.
 
-A real custom run on the session's stack (no Kafka authentication: any local client may produce). Its
+A real custom run on a stack of this module's own, started with `--auth none` (no Kafka authentication:
+any local client may produce; on the default SCRAM stack the write is refused, tests/integration/
+test_kafka_users.py). Its
 consumer, before it starts, says which input topic it reads and waits; then one record is written into
 that topic by someone who is not the run's producer (a plain Kafka client of this test, or another local
 user the test makes, with nothing but the system's python3), and the consumer goes on: the correct
@@ -17,12 +19,31 @@ import uuid
 import pytest
 
 from harness.procs import die_with_parent
-from tests.conftest import ROOT, as_user, pids_where
+from tests.conftest import ROOT, as_user, harness, pids_where, processes_of, searchable_dir
 from tests.unit.sample_report import validate
 
 pytestmark = pytest.mark.integration
 
 CORRECT = ROOT / "examples" / "consumers" / "python" / "correct.py"
+
+
+@pytest.fixture(scope="module")
+def plaintext_stack():
+    """A stack that asked for no Kafka authentication (`harness up --auth none`), stopped at the end."""
+    import shutil
+    home = searchable_dir("harness-test-plaintext-")
+    env = {"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "",
+           "HARNESS_KAFKA_CONFIG_FILE": ""}
+    try:
+        harness("up", "--auth", "none", env=env, check=True)
+        st = json.loads(harness("status", "--json", env=env, check=True).stdout)
+        st["env"] = env
+        yield st
+    finally:
+        harness("down", "--purge", env=env)
+        left = processes_of(home)
+        shutil.rmtree(home, ignore_errors=True)
+        assert not left, f"processes of the plaintext stack survived `harness down`: {left}"
 
 
 def _wait_for(path, seconds: float) -> str:
@@ -57,7 +78,8 @@ def _another_local_user(stack, topic: str, key: str, value: bytes, request) -> t
 
 
 @pytest.mark.parametrize("write", [_plain_client, _another_local_user], ids=["plain-client", "another-local-user"])
-def test_a_record_written_by_another_client_is_named_with_its_offset(stack, tmp_path, write, request):
+def test_a_record_written_by_another_client_is_named_with_its_offset(plaintext_stack, tmp_path, write, request):
+    stack = plaintext_stack
     topic_file, go = tmp_path / "topic", tmp_path / "go"
     wrapper = tmp_path / "consumer.sh"
     wrapper.write_text(f'#!/bin/sh\necho "$HARNESS_INPUT_TOPIC" > {topic_file}\n'

@@ -15,6 +15,7 @@ from tests.conftest import ROOT
 from tests.integration.plain_reader import read_topic
 from tests.integration.test_experiments import run_exp, worker_pids
 from tests.unit.sample_report import validate
+from tests import kafka_login
 
 pytestmark = pytest.mark.integration
 CLASSES = {"lost-write", "duplicate", "inconsistent-offsets", "aborted-read", "torn-transaction", "out-of-order",
@@ -82,7 +83,7 @@ def test_a_record_another_producer_writes_into_the_output_topic_is_a_named_dupli
     out = tmp_path / "foreign"
     proc, topic = _start_eos(stack, out)
     placed = []
-    p = Producer({"bootstrap.servers": stack["bootstrap_servers"]})
+    p = Producer(kafka_login.config(stack["bootstrap_servers"]))
     p.produce(topic, key=b"pay-000001", value=json.dumps({"id": "pay-000001", "amount": 100}).encode(),
               partition=0, on_delivery=lambda err, m: placed.append((err, m.partition(), m.offset())))
     p.flush(30)
@@ -106,8 +107,8 @@ def test_a_transaction_a_foreign_producer_leaves_open_on_the_output_topic_is_cau
     from confluent_kafka import Producer
     out = tmp_path / "hanging"
     proc, topic = _start_eos(stack, out)
-    p = Producer({"bootstrap.servers": stack["bootstrap_servers"], "transactional.id": f"foreign-{time.time_ns()}",
-                  "transaction.timeout.ms": 900_000})
+    p = Producer(kafka_login.config(stack["bootstrap_servers"], {"transactional.id": f"foreign-{time.time_ns()}",
+                  "transaction.timeout.ms": 900_000}))
     placed = []
     try:
         p.init_transactions(30)

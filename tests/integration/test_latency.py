@@ -13,6 +13,7 @@ import pytest
 from harness.stack import toxiproxy
 from tests.conftest import harness, processes_of
 from tests.integration.test_cluster import local_cluster, read_keys, run_exp, sigkill_mid_fault
+from tests import kafka_login
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(toxiproxy.find_binary() is None and not os.environ.get("CI"),
@@ -36,7 +37,7 @@ def test_clients_reach_every_node_through_its_proxy(cluster):
     rec = json.loads((cluster["home"] / "stack.json").read_text())
     proxies = [rec[f"proxy-{n}_port"] for n in (1, 2, 3)]
     assert cluster["status"]["bootstrap_servers"] == ",".join(f"127.0.0.1:{p}" for p in proxies)
-    md = AdminClient({"bootstrap.servers": cluster["status"]["bootstrap_servers"]}).list_topics(timeout=10)
+    md = AdminClient(kafka_login.config(cluster["status"]["bootstrap_servers"])).list_topics(timeout=10)
     # the metadata the clients get names the proxies, so every later connection goes through them too
     assert sorted((b.host, b.port) for b in md.brokers.values()) == sorted(("127.0.0.1", p) for p in proxies)
     assert toxics(cluster["home"]) == {}
@@ -108,7 +109,7 @@ def test_a_node_killed_and_restarted_comes_back_behind_its_proxy(cluster, tmp_pa
     assert len(kills) == 1 and kills[0]["back_at"]
     k = d["kafka_output"]["read_committed"]
     assert (k["duplicates"], k["lost"]) == (0, 0)
-    md = AdminClient({"bootstrap.servers": cluster["status"]["bootstrap_servers"]}).list_topics(timeout=10)
+    md = AdminClient(kafka_login.config(cluster["status"]["bootstrap_servers"])).list_topics(timeout=10)
     assert len(md.brokers) == 3                   # the restarted node advertises its proxy again
     props = (cluster["home"] / f"kafka-{kills[0]['node']}" / "server.properties").read_text()
     assert "PROXIED://" in props

@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import ROOT, harness
 from tests.integration.test_experiments import _wait_for_workers, run_exp, worker_pids
+from tests import kafka_login
 
 pytestmark = pytest.mark.integration
 
@@ -31,8 +32,8 @@ def table(name: str) -> str:
 def topic_keys(stack, topic: str) -> Counter:
     """Every record of every partition, read from the beginning by a plain consumer: key -> copies."""
     from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": stack["bootstrap_servers"], "group.id": f"test-{uuid.uuid4().hex[:8]}",
-                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    c = Consumer(kafka_login.config(stack["bootstrap_servers"], {"group.id": f"test-{uuid.uuid4().hex[:8]}",
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"}))
     parts = sorted(c.list_topics(topic, timeout=15).topics[topic].partitions)
     ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in parts}
     c.assign([TopicPartition(topic, p, 0) for p in parts])

@@ -11,6 +11,7 @@ import pytest
 
 from harness.checker.output_watcher import OutputWatcher
 from harness.workload.payments import create_topic
+from tests import kafka_login
 
 pytestmark = pytest.mark.integration
 
@@ -21,11 +22,11 @@ def test_the_reader_is_ready_only_once_it_has_read_every_partition_to_its_last_s
     boot = stack["bootstrap_servers"]
     topic = f"harness.test-watcher-{uuid.uuid4().hex[:8]}"
     create_topic(boot, topic, 3)
-    open_txn = Producer({"bootstrap.servers": boot, "transactional.id": f"test-watcher-{uuid.uuid4().hex[:8]}",
-                         "transaction.timeout.ms": 60000})
+    open_txn = Producer(kafka_login.config(boot, {"transactional.id": f"test-watcher-{uuid.uuid4().hex[:8]}",
+                         "transaction.timeout.ms": 60000}))
     watcher = None
     try:
-        plain = Producer({"bootstrap.servers": boot, "enable.idempotence": True})
+        plain = Producer(kafka_login.config(boot, {"enable.idempotence": True}))
         for i in range(30):                       # partitions 0 and 1 hold committed records, partition 2 none
             plain.produce(topic, key=f"k{i}", value=b"{}", partition=i % 2)
         assert plain.flush(30) == 0
@@ -45,7 +46,7 @@ def test_the_reader_is_ready_only_once_it_has_read_every_partition_to_its_last_s
         if watcher:
             watcher.stop()
         open_txn.abort_transaction(30)
-        admin = AdminClient({"bootstrap.servers": boot})     # kept until its answer has come
+        admin = AdminClient(kafka_login.config(boot))     # kept until its answer has come
         for fut in admin.delete_topics([topic], operation_timeout=30).values():
             fut.result(45)
 

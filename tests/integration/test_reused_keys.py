@@ -12,6 +12,7 @@ from harness.runtime.crashplan import CrashPlan
 from harness.workload.sqlnames import table_identifier
 from tests.conftest import harness
 from tests.integration.test_experiments import run_exp
+from tests import kafka_login
 
 pytestmark = pytest.mark.integration
 
@@ -19,8 +20,8 @@ pytestmark = pytest.mark.integration
 def input_amounts(bootstrap: str, topic: str) -> dict:
     """key -> [amount of each record with that key, in offset order], read with a plain consumer."""
     from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"plain-{time.time_ns()}",
-                  "enable.auto.commit": False})
+    c = Consumer(kafka_login.config(bootstrap, {"group.id": f"plain-{time.time_ns()}",
+                  "enable.auto.commit": False}))
     parts = sorted(c.list_topics(topic, timeout=10).topics[topic].partitions)
     ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
     c.assign([TopicPartition(topic, p, 0) for p in parts])

@@ -48,16 +48,24 @@ def role_exists(dsn: str, role: str) -> bool:
         return conn.execute("select 1 from pg_roles where rolname = %s", (role,)).fetchone() is not None
 
 
-def test_a_consumer_may_not_touch_the_registry_or_another_runs_ledger(stack, tmp_path):
+def probed_run(stack, tmp_path, probe_source: str, env_of) -> tuple[dict, dict, list]:
+    """(other, run, attempts): a finished run of the correct example (`other`), then a run whose consumer first
+    runs `probe_source` (its environment plus `env_of(other)` and TEST_PROBE_OUT), which appends a line of JSON
+    per attempt, and then becomes the correct example; `attempts` are those lines."""
     other = run_custom(stack, tmp_path / "other", python_example("correct.py"), "--kills", "0", "--messages", "50")
     probe, seen = tmp_path / "probe.py", tmp_path / "seen.jsonl"
-    probe.write_text(PROBE)
+    probe.write_text(probe_source)
     d = run_custom(stack, tmp_path / "run", f"{sys.executable} {probe} {python_example('correct.py').split()[-1]}",
-                   "--kills", "2", "--messages", "300",
-                   env={"TEST_PROBE_OUT": str(seen), "TEST_OTHER_LEDGER": other["stack"]["ledger_table"]})
-    role = run_role.role_name(d["run_id"])
+                   "--kills", "2", "--messages", "300", env={"TEST_PROBE_OUT": str(seen), **env_of(other)})
     attempts = [json.loads(line) for line in seen.read_text().splitlines()]
     assert attempts, "the consumer never ran"
+    return other, d, attempts
+
+
+def test_a_consumer_may_not_touch_the_registry_or_another_runs_ledger(stack, tmp_path):
+    _, d, attempts = probed_run(stack, tmp_path, PROBE,
+                                lambda other: {"TEST_OTHER_LEDGER": other["stack"]["ledger_table"]})
+    role = run_role.role_name(d["run_id"])
     for a in attempts:          # 42501: insufficient_privilege
         assert a == {"user": role, "runs": "42501", "other_ledger": "42501", "create_role": "42501"}, a
     assert d["stack"]["consumers_postgres_role"].startswith(role + " ")

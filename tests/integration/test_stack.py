@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from tests.conftest import harness, processes_of, searchable_dir
+from tests import kafka_login
 
 pytestmark = pytest.mark.integration
 
@@ -15,12 +16,12 @@ def test_produce_and_consume_through_the_broker(stack):
     from confluent_kafka import Consumer, Producer
     from confluent_kafka.admin import AdminClient, NewTopic
     topic = f"it-plain-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": stack["bootstrap_servers"]})
+    admin = AdminClient(kafka_login.config(stack["bootstrap_servers"]))
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    p = Producer({"bootstrap.servers": stack["bootstrap_servers"], "enable.idempotence": True})
+    p = Producer(kafka_login.config(stack["bootstrap_servers"], {"enable.idempotence": True}))
     p.produce(topic, key=b"k", value=b"hello")
     assert p.flush(30) == 0
-    c = Consumer({"bootstrap.servers": stack["bootstrap_servers"], "group.id": topic, "auto.offset.reset": "earliest"})
+    c = Consumer(kafka_login.config(stack["bootstrap_servers"], {"group.id": topic, "auto.offset.reset": "earliest"}))
     c.subscribe([topic])
     got = None
     deadline = time.time() + 30
@@ -36,9 +37,9 @@ def test_transaction_is_seen_by_read_committed_only_after_commit(stack):
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
     topic = f"it-txn-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": stack["bootstrap_servers"]})
+    admin = AdminClient(kafka_login.config(stack["bootstrap_servers"]))
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    p = Producer({"bootstrap.servers": stack["bootstrap_servers"], "transactional.id": topic})
+    p = Producer(kafka_login.config(stack["bootstrap_servers"], {"transactional.id": topic}))
     p.init_transactions(30)
     p.begin_transaction()
     p.produce(topic, key=b"aborted", value=b"x")
@@ -54,8 +55,8 @@ def test_transaction_is_seen_by_read_committed_only_after_commit(stack):
     assert stable == high, (stable, high)
 
     def keys(isolation):
-        c = Consumer({"bootstrap.servers": stack["bootstrap_servers"], "group.id": f"{topic}-{isolation}",
-                      "isolation.level": isolation, "enable.partition.eof": True})
+        c = Consumer(kafka_login.config(stack["bootstrap_servers"], {"group.id": f"{topic}-{isolation}",
+                      "isolation.level": isolation, "enable.partition.eof": True}))
         c.assign([TopicPartition(topic, 0, 0)])
         out, deadline = [], time.time() + 30
         while time.time() < deadline:
@@ -86,7 +87,8 @@ def test_status_json_and_second_up_reuses(stack):
     assert "***" in st["postgres_dsn"] and stack["dsn"].split(":")[2].split("@")[0] not in st["postgres_dsn"]
     again = harness("up", env=env, check=True)
     from harness.commands.up import NO_AUTH
-    assert NO_AUTH in again.stderr + again.stdout, "a plaintext stack does not say what it gives up"
+    assert NO_AUTH not in again.stderr + again.stdout, "the default stack is not plaintext"
+    assert st["kafka_auth"] == "SASL_PLAINTEXT SCRAM-SHA-512 as harness", "the default stack has no SCRAM"
     assert "reused" in again.stderr + again.stdout or again.returncode == 0
     st2 = json.loads(harness("status", "--json", env=env, check=True).stdout)
     assert st2["pids"] == st["pids"]
@@ -113,9 +115,9 @@ def test_nothing_of_kafka_is_open_to_other_local_users(stack):
     from confluent_kafka.admin import AdminClient, NewTopic
     home = Path(stack["env"]["HARNESS_HOME"]) / "kafka"
     topic = f"private-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": stack["bootstrap_servers"]})
+    admin = AdminClient(kafka_login.config(stack["bootstrap_servers"]))
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    p = Producer({"bootstrap.servers": stack["bootstrap_servers"]})
+    p = Producer(kafka_login.config(stack["bootstrap_servers"]))
     p.produce(topic, b"not for other users")
     assert p.flush(60) == 0
     assert stat.S_IMODE(home.stat().st_mode) == 0o700

@@ -261,20 +261,33 @@ def test_the_environment_contract_is_what_the_launcher_sets_and_the_readme_lists
     assert set(re.findall(r"^\| `(HARNESS_[A-Z_]+)` \|", section, re.M)) == set(ENV)
 
 
-def test_a_custom_consumer_gets_the_clusters_settings_in_both_clients_names(monkeypatch):
+def test_a_custom_consumer_gets_the_runs_login_in_both_clients_names():
     import json
-    from harness import kafka_client
     from harness.experiments.custom import kafka_settings_env
-    monkeypatch.setattr(kafka_client, "_bound", {})
-    monkeypatch.setenv(kafka_client.ENV, "{}")        # restored afterwards, whatever `use` writes
-    assert kafka_settings_env("127.0.0.1:1") == {"HARNESS_KAFKA_CONFIG": "{}", "HARNESS_KAFKA_JAVA_CONFIG": ""}
-    login = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "harness",
-             "sasl.password": 'p"w=1'}
-    kafka_client.use("127.0.0.1:2", login)
-    env = kafka_settings_env("127.0.0.1:2")
+    assert kafka_settings_env({}) == {"HARNESS_KAFKA_CONFIG": "{}", "HARNESS_KAFKA_JAVA_CONFIG": ""}
+    login = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+             "sasl.username": "harness_run_r1", "sasl.password": 'p"w=1'}
+    env = kafka_settings_env(login)
     assert json.loads(env["HARNESS_KAFKA_CONFIG"]) == login
     java = env["HARNESS_KAFKA_JAVA_CONFIG"]
     assert "security.protocol=SASL_PLAINTEXT\n" in java and "sasl.mechanism=SCRAM-SHA-512\n" in java
-    assert 'ScramLoginModule required username\\="harness" password\\="p\\\\"w\\=1";' in java
-    kafka_client.use("127.0.0.1:3", {"enable.ssl.certificate.verification": "false"})
-    assert kafka_settings_env("127.0.0.1:3")["HARNESS_KAFKA_JAVA_CONFIG"] == "", "no Java equivalent: left out"
+    assert 'ScramLoginModule required username\\="harness_run_r1" password\\="p\\\\"w\\=1";' in java
+    assert kafka_settings_env({"enable.ssl.certificate.verification": "false"})["HARNESS_KAFKA_JAVA_CONFIG"] == "", \
+        "no Java equivalent: left out"
+
+
+def test_a_runs_workers_inherit_only_the_runs_login_never_the_harnesss(monkeypatch):
+    """Every worker's environment carries the run's own Kafka login under kafka_client.ENV: the harness's own
+    settings there (the super user on its SCRAM stack) would let a consumer under test log in as it."""
+    import json
+    from types import SimpleNamespace
+    from harness import kafka_client
+    from harness.experiments.launch import worker_env
+    boot = "127.0.0.1:9"
+    monkeypatch.setenv(kafka_client.ENV, json.dumps({boot: {"sasl.username": "harness", "sasl.password": "super"},
+                                                     "127.0.0.1:8": {"sasl.password": "super"}}))
+    run = SimpleNamespace(stack=SimpleNamespace(bootstrap_servers=boot),
+                          kafka_login={"sasl.username": "harness_run_r1", "sasl.password": "own"})
+    env = worker_env(run)
+    assert json.loads(env[kafka_client.ENV]) == {boot: {"sasl.username": "harness_run_r1", "sasl.password": "own"}}
+    assert "super" not in json.dumps(env)

@@ -111,6 +111,21 @@ def test_a_lost_stack_json_does_not_lose_the_auth(tmp_path):
     assert local_record.recorded_auth(tmp_path) == "none"
 
 
+def test_a_new_stack_gets_scram_and_one_set_up_plaintext_keeps_it(tmp_path):
+    """Issue 53: a new local stack has SCRAM and the authorizer unless asked otherwise (it was plaintext). A stack
+    recorded as `none`, or whose nodes were set up plaintext (a lost stack.json), stays so: switching needs
+    `harness down --purge`."""
+    new, cluster, old = tmp_path / "new", tmp_path / "cluster", tmp_path / "old"
+    assert local_record.recorded_auth(new) == "scram"
+    assert local_services._choose_auth(new, [LocalKafka(new)], False, None) == "scram"
+    assert local_services._choose_auth(new, [LocalKafka(new)], False, "none") == "none", "--auth none on a new stack"
+    LocalKafka(cluster, 2).write_config(1, 2)             # node 2 of a plaintext cluster, no stack.json
+    assert local_record.recorded_auth(cluster) == "none"
+    old.mkdir()
+    (old / "stack.json").write_text('{"kind": "local", "auth": "none"}')
+    assert local_services._choose_auth(old, [LocalKafka(old)], False, None) == "none"
+
+
 def test_argfile_quoting():
     assert _argfile_quote('SCRAM-SHA-512=[name=harness,password=a"b\\c]') == \
         '"SCRAM-SHA-512=[name=harness,password=a\\"b\\\\c]"'

@@ -1,0 +1,33 @@
+"""What a run's Kafka user is allowed (workload.run_kafka_user), on hand-made names: its own and nothing else."""
+
+from types import SimpleNamespace
+
+from harness.workload import run_kafka_user, run_role
+from harness.workload.naming import RunNames
+
+
+def test_a_runs_user_is_allowed_only_its_own_names_and_never_to_write_its_input():
+    names = RunNames("20261207T000000.000-offset-after-abc123")
+    other = RunNames("20261207T000000.000-offset-after-abc124")
+    allows = run_kafka_user.allows(names)
+    own = {names.input_topic, names.output_topic, names.events_topic, names.group, names.downstream_group,
+           f"harness-{names.run_id}-", "kafka-cluster"}
+    assert {a.name for a in allows} <= own
+    assert not any(a.name in (other.input_topic, other.group) or "*" in a.name or a.name == "" for a in allows)
+    on_input = {a.operation for a in allows if a.kind == "TOPIC" and a.name == names.input_topic}
+    assert on_input == {"READ", "DESCRIBE"}, "a consumer may not write its own input (the harness produces it)"
+    assert {a.operation for a in allows if a.kind == "TOPIC" and a.name == names.output_topic} == {"WRITE", "DESCRIBE"}
+    assert [a for a in allows if a.kind == "BROKER"] == [run_kafka_user.Allow("BROKER", "kafka-cluster",
+                                                                                "IDEMPOTENT_WRITE")]
+    assert all(a.prefixed == (a.name == f"harness-{names.run_id}-") for a in allows)
+
+
+def test_the_user_is_named_as_the_runs_database_role_and_made_only_on_the_harnesss_scram_stack():
+    run_id = "20261207T000000.000-" + "x" * 80
+    assert run_kafka_user.user_name(run_id) == run_role.role_name(run_id)
+    scram = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "harness"}
+    assert run_kafka_user.can_make_users(SimpleNamespace(owned=True, kafka_config=scram))
+    assert not run_kafka_user.can_make_users(SimpleNamespace(owned=False, kafka_config=scram)), "an external cluster"
+    assert not run_kafka_user.can_make_users(SimpleNamespace(owned=True, kafka_config={})), "a plaintext stack"
+    fallback = run_kafka_user.create(SimpleNamespace(owned=True, kafka_config={}, bootstrap_servers="h:1"), run_id)
+    assert fallback.user is None and "no user of its own" in fallback.said
