@@ -13,7 +13,7 @@ in $HARNESS_HOME (or .harness/), left running, else a new one in a temporary
 state folder, stopped and deleted at the end of the session (and by a guard
 process if the session is killed). `crash_test(worker_cmd=..., **options)`
 runs your consumer under random kills with those options
-(harness.api.crash_test; another experiment or an experiment file by
+(harness.api.library.crash_test; another experiment or an experiment file by
 `experiment=`) into the test's own folder and returns the Report. A failed `assert report.ok` shows the report's repr: the verdict,
 the lost and duplicated ids and the report's path; `report.assert_ok()` raises
 with every id kept.
@@ -25,7 +25,7 @@ import pytest
 @pytest.fixture(scope="session")
 def harness_stack():
     """The running stack of $HARNESS_HOME, or one started for this session in a temporary state folder."""
-    from harness.api import Stack
+    from harness.api.library import Stack
     stack = Stack.local()
     if not stack.answers():
         stack = Stack.temporary_folder()
@@ -35,10 +35,10 @@ def harness_stack():
 
 @pytest.fixture
 def crash_test(harness_stack, tmp_path):
-    """A function: crash_test(worker_cmd=..., expect="exactly-once", kills=10, **options) -> harness.api.Report
-    (harness.api.crash_test). With `experiment=` (a kind, or an experiment file) instead it runs that
-    (harness.api.run). Each call writes its report under the test's tmp_path."""
-    from harness import api
+    """A function: crash_test(worker_cmd=..., expect="exactly-once", kills=10, **options) -> harness.api.library.Report
+    (harness.api.library.crash_test). With `experiment=` (a kind, or an experiment file) instead it runs that
+    (harness.api.library.run). Each call writes its report under the test's tmp_path."""
+    from harness.api import library as api
     calls = []
 
     def crash(worker_cmd=None, *, experiment=None, **options):

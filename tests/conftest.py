@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def harness(*args, env=None, timeout=900, check=False):
     """Run the real CLI in a subprocess; return CompletedProcess (text). It dies with pytest (a SIGKILLed
     session leaves no `harness run` going on; tests/stack_watcher.py then stops the stacks)."""
-    from harness.procs import die_with_parent
+    from harness.core.procs import die_with_parent
     proc = subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, timeout=timeout, cwd=ROOT, preexec_fn=die_with_parent)
     if check and proc.returncode != 0:
@@ -163,7 +163,7 @@ def stack(stack_home):
     st["kafka_login"] = kafka_login.settings(st["bootstrap_servers"])   # and harness code called here logs in too
     yield st
     harness("down", "--purge", env=env, check=True)
-    from harness import procs
+    from harness.core import procs
     left = {k: v for k, v in st["pids"].items() if procs.alive(v)}
     assert not left, f"processes left after `harness down`: {left}"
     assert not processes_of(stack_home), "processes from the test state folder survived `harness down`"

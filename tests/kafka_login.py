@@ -5,7 +5,7 @@ test builds itself (to read a topic as an outsider would, to produce a foreign r
 API) needs the stack's client settings, as the harness's own clients do. `config(bootstrap, extra)` is
 that client's config: the settings of the state folder whose stack serves `bootstrap` (its
 client.properties: the harness's own user), found among the test session's state folders by port.
-It also binds them in harness.kafka_client, so harness code a test calls in its own process
+It also binds them in harness.clients.kafka_client, so harness code a test calls in its own process
 (create_topic, stable_ends, leader_of, OutputWatcher) logs in the same way. A plaintext stack
 (`--auth none`) has no client settings: then the config is the address alone.
 """
@@ -13,7 +13,7 @@ It also binds them in harness.kafka_client, so harness code a test calls in its 
 import json
 from pathlib import Path
 
-from harness import kafka_client
+from harness.clients import kafka_client
 
 
 def _ports(bootstrap: str) -> set[int]:

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import procs
+from harness.core import procs
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY_ENV = "HARNESS_TEST_STATE_FOLDERS"

@@ -1,4 +1,4 @@
-"""MkDocs hook: fills the pages' generated parts from the code (harness/docs_pages.py) at build time.
+"""MkDocs hook: fills the pages' generated parts from the code (harness/cli/docs_pages.py) at build time.
 
 A page holds its prose and a marker line, `<!-- generated: experiments -->`; the build replaces the
 marker with what the declarations say today (the experiment registry, the faults, the run options, the
@@ -8,7 +8,7 @@ the build.
 
 import re
 
-from harness import docs_pages
+from harness.cli import docs_pages
 
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.M)
 

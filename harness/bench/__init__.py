@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 
-from ..errors import HarnessError
+from ..core.errors import HarnessError
 from ..stack.stack import Stack, redact
 
 DEFAULT_MESSAGES = 2000
@@ -95,7 +95,7 @@ def caveats(data: dict) -> list[str]:
 
 
 def run_bench(stack: Stack, opts: BenchOptions, folder: Path, bench_id: str, log=print) -> tuple[dict, Path]:
-    from ..environment import describe
+    from ..stack.environment import describe
     from . import report
     from .common import broker_settings
     from .restart import run_restart, parse_strategies

@@ -13,7 +13,7 @@ is what is timed, from its first record to its last commit.
            without the transaction)
 
 The DSN comes from HARNESS_WORKER_DSN (never argv), the Kafka client settings
-(credentials) from HARNESS_KAFKA_CLIENT_SETTINGS, as harness.kafka_client passes them. Writes one JSON object to --result:
+(credentials) from HARNESS_KAFKA_CLIENT_SETTINGS, as harness.clients.kafka_client passes them. Writes one JSON object to --result:
 {"messages", "first", "done"} (epoch seconds).
 """
 
@@ -48,7 +48,7 @@ def commit(consumer, offsets, seconds: float = 30.0) -> None:
 
 
 def client_settings(bootstrap: str) -> dict:
-    """The user's Kafka client settings for `bootstrap`, read as harness.kafka_client.settings_for does
+    """The user's Kafka client settings for `bootstrap`, read as harness.clients.kafka_client.settings_for does
     (that module is not imported here: see the docstring)."""
     try:
         return dict(json.loads(os.environ.get("HARNESS_KAFKA_CLIENT_SETTINGS") or "{}").get(bootstrap) or {})

@@ -18,7 +18,7 @@ def broker_settings(stack: Stack) -> dict:
     """The broker's effective values of BROKER_KEYS (empty when the cluster does not let us describe it)."""
     from confluent_kafka.admin import AdminClient, ConfigResource
     try:
-        from .. import kafka_client
+        from ..clients import kafka_client
         admin = AdminClient(kafka_client.config(stack.bootstrap_servers, {"log_level": 0}))
         brokers = admin.list_topics(timeout=10).brokers
         res = ConfigResource(ConfigResource.Type.BROKER, str(min(brokers)))
@@ -39,7 +39,7 @@ def spread(values: list[float]) -> dict:
 
 def clean_run(stack: Stack, run_id: str) -> None:
     """Remove one measured run's topics and tables (its reports stay): benchmarks write a lot of data."""
-    from ..clean import clean_runs
+    from ..run.clean import clean_runs
     try:
         clean_runs(stack, [run_id], False)
     except Exception:  # noqa: BLE001 - cleaning is best effort; `harness clean --all` remains
@@ -49,7 +49,7 @@ def clean_run(stack: Stack, run_id: str) -> None:
 def run_child(cmd: list[str], env: dict) -> tuple[int, str]:
     """Run one `harness run` as a child process (it dies with us; Ctrl-C reaches it as SIGINT, so it still
     stops its workers and reports): (exit code, stderr)."""
-    from ..procs import die_with_parent
+    from ..core.procs import die_with_parent
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
     try:

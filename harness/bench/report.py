@@ -29,7 +29,7 @@ PUBLISHED_CONTEXT = (
 
 
 def write_all(data: dict, folder: Path) -> None:
-    from ..safefile import make_folder, write_text
+    from ..core.safefile import make_folder, write_text
     make_folder(folder)
     for name, text in (("bench.json", json.dumps(data, indent=2) + "\n"), ("bench.md", render_md(data)),
                        ("bench.html", render_html(data))):

@@ -34,9 +34,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import safefile
+from ..core import safefile
 from ..runtime import crashlog
-from ..errors import HarnessError
+from ..core.errors import HarnessError
 from ..stack.stack import Stack
 
 DEFAULT_KILLS = 5
@@ -171,7 +171,7 @@ class _Run:
 def committed_offset(stack: Stack, topic: str, group: str) -> int:
     """The group's committed offset of partition 0, read back from the broker (no membership)."""
     from confluent_kafka import Consumer, TopicPartition
-    from .. import kafka_client
+    from ..clients import kafka_client
     c = Consumer(kafka_client.config(stack.bootstrap_servers, {"group.id": group, "enable.auto.commit": False,
                                                                "log_level": 3}))
     try:

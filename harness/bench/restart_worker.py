@@ -58,12 +58,12 @@ def parse(argv=None):
 
 
 def main(argv=None) -> int:
-    from ..procs import die_with_parent
+    from ..core.procs import die_with_parent
     die_with_parent()
     args = parse(argv)
     from confluent_kafka import Consumer, KafkaException, TopicPartition, OFFSET_BEGINNING
 
-    from .. import kafka_client
+    from ..clients import kafka_client
     conf = kafka_client.config(args.bootstrap, {
         "group.id": args.group, "enable.auto.commit": False, "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest", "log_level": 3, **json.loads(args.config)})

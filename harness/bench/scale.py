@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import HarnessError
+from ..core.errors import HarnessError
 from ..stack.stack import Stack
 
 # Per experiment, what the bench passes besides the cell's size and shape. eos with a transaction per
@@ -56,7 +56,7 @@ class ScaleOptions:
             raise HarnessError(f"--experiments: choose among {', '.join(EXPERIMENT_ARGS)}")
         if not 0 <= self.crash_rate <= 1:
             raise HarnessError(f"--crash-rate must be between 0 and 1, got {self.crash_rate}")
-        from ..params import MAX_MESSAGES
+        from ..run.params import MAX_MESSAGES
         if max(self.messages) > MAX_MESSAGES:
             raise HarnessError(f"--messages must be at most {MAX_MESSAGES:,}")
 
@@ -112,7 +112,7 @@ def run_cell(stack: Stack, exp: str, messages: int, shape: tuple[int, int], opts
            str(partitions), "--workers", str(workers), "--crash-rate", str(opts.crash_rate), "--seed",
            str(opts.seed), "--quiet", "--out", str(out), "--time-limit", str(CELL_TIME_LIMIT_S),
            *EXPERIMENT_ARGS[exp]]
-    from ..suite_runner import run_env
+    from ..run.suite_runner import run_env
     env = run_env(stack)
     t0 = time.time()
     from .common import run_child
@@ -170,7 +170,7 @@ def growth(cells: list[dict]) -> list[dict]:
 
 
 def run_scale(stack: Stack, opts: ScaleOptions, folder: Path, bench_id: str, log=print) -> tuple[dict, Path]:
-    from ..environment import describe
+    from ..stack.environment import describe
     from .scale_report import write_all
     folder.mkdir(parents=True, exist_ok=True)
     cells, status = [], "complete"

@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import HarnessError
+from ..core.errors import HarnessError
 from ..stack.stack import Stack
 from .streams_report import ALL_PHASES, write_all
 
@@ -72,7 +72,7 @@ class StreamsBenchOptions:
             raise HarnessError(f"--levers names a lever twice: {', '.join(self.levers)}")
         if not 1 <= self.repetitions <= 50:
             raise HarnessError("--repetitions must be between 1 and 50")
-        from ..params import MAX_MESSAGES
+        from ..run.params import MAX_MESSAGES
         if not 10 <= self.messages <= MAX_MESSAGES:
             raise HarnessError(f"--messages must be between 10 and {MAX_MESSAGES:,}")
 
@@ -128,7 +128,7 @@ def run_cell(stack: Stack, lever: str, rep: int, opts: StreamsBenchOptions, fold
     cmd = [sys.executable, "-m", "harness.cli", "run", "eos-streams", "--streams-jvm", lever, "--messages",
            str(opts.messages), "--seed", str(opts.seed), "--quiet", "--out", str(out),
            "--time-limit", str(CELL_TIME_LIMIT_S)]
-    from ..suite_runner import run_env
+    from ..run.suite_runner import run_env
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.time()
     from .common import run_child
@@ -192,7 +192,7 @@ def summary(cells: list[dict], levers: list) -> list[dict]:
 
 def run_streams_bench(stack: Stack, opts: StreamsBenchOptions, folder: Path, bench_id: str,
                       log=print) -> tuple[dict, Path]:
-    from ..environment import describe
+    from ..stack.environment import describe
     folder.mkdir(parents=True, exist_ok=True)
     cells, status, t0 = [], "complete", time.time()
     total = opts.repetitions * len(opts.levers)

@@ -99,6 +99,6 @@ def render_html(d: dict) -> str:
 def write_all(d: dict, folder: Path) -> None:
     texts = (("streams.json", json.dumps(d, indent=2) + "\n"), ("streams.md", render_md(d)),
              ("streams.html", render_html(d)))
-    from ..safefile import write_text
+    from ..core.safefile import write_text
     for name, text in texts:
         write_text(folder / name, text)

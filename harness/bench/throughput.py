@@ -2,7 +2,7 @@
 
 Every case consumes the same records (`messages` payments padded to about
 `size` bytes, one partition, one worker process) from a fresh topic. The
-harness cases go through `harness.runner.run` (crash_rate 0: the same worker
+harness cases go through `harness.run.runner.run` (crash_rate 0: the same worker
 processes, supervisor and audit as an experiment, and the audit must find
 every payment applied exactly once); the bare cases are a minimal
 confluent-kafka loop with no harness code (bare_worker.py).
@@ -22,11 +22,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import safefile
-from ..errors import HarnessError
+from ..core import safefile
+from ..core.errors import HarnessError
 from ..stack.stack import Stack
 from .common import clean_run, spread
-from .. import pgconn
+from ..clients import pgconn
 
 BIG = 1_000_000          # commit_every for the interval-committed eos cases: the interval decides
 
@@ -73,7 +73,7 @@ METHOD = ("Payments padded to about payload_bytes ({sizes}) on a fresh 1-partiti
           "by one worker process, no crashes; {messages} payments per run for cases with a per-record "
           "Postgres write or offset commit, {fast_messages} for Kafka-only cases (eos, bare-cp), which are "
           "~100x faster and need several commit intervals to be measured. Harness cases: "
-          "harness.runner.run(RunParams(crash_rate=0, ...)); bare cases: a standalone confluent-kafka/psycopg "
+          "harness.run.runner.run(RunParams(crash_rate=0, ...)); bare cases: a standalone confluent-kafka/psycopg "
           "loop. messages/s = messages / (worker's last 'done' - first 'first_message' in events.jsonl; for "
           "bare cases, the same two instants measured by the loop itself): start-up, topic creation, produce "
           "and audit are excluded. {repetitions} repetition(s) per case and size, interleaved across cases; "
@@ -123,8 +123,8 @@ def busy_rate(events_path: Path, messages: int) -> tuple[float, float]:
 
 
 def run_harness_case(case: Case, stack: Stack, run_id: str, out: Path, messages: int, size: int, log) -> dict:
-    from .. import runner
-    from ..params import RunParams
+    from ..run import runner
+    from ..run.params import RunParams
     params = RunParams(case.experiment, messages=messages, crash_rate=0.0, commit_every=case.commit_every,
                               commit_interval_ms=case.commit_interval_ms, payload_bytes=size, time_limit=600,
                               no_history=case.no_history)
@@ -221,7 +221,7 @@ def run_throughput(stack: Stack, bench_id: str, folder: Path, messages: int, rep
             rows.append({"case": case.name, "size_bytes": size, "experiment": case.experiment,
                          "what": case.what, "commit_every": case.commit_every if case.experiment else None,
                          "commit_interval_ms": case.commit_interval_ms,
-                         "method": ("harness.runner.run, rate from events.jsonl first_message..done"
+                         "method": ("harness.run.runner.run, rate from events.jsonl first_message..done"
                                     if case.experiment else "bare_worker.py " + case.bare_mode +
                                     ", rate from its own first record..last commit"),
                          "parameters": {"messages": fast_messages if case.kafka_only else messages,

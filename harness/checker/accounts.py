@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from .. import pgconn
+from ..clients import pgconn
 
 
 @dataclass

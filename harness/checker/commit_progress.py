@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 
-from .. import kafka_client, kafka_logging
+from ..clients import kafka_client, kafka_logging
 from ..stack.stack import Stack
 from ..workload.naming import RunNames
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from ..escape import shown
+from ..core.escape import shown
 from ..workload import signature
 from .kafka_output import read_log
 

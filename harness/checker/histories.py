@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import HarnessError
-from ..safefile import read_limited
+from ..core.errors import HarnessError
+from ..core.safefile import read_limited
 from .anomalies import Process
 
 # A million payments through an eos worker write about 80 MB of history; beyond this a file is not ours.

@@ -14,7 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from .. import consume, pgconn
+from ..clients import consume, pgconn
 from .effects import count_effects
 
 # An idle local topic is read in well under this; it bounds the audit of a huge or stuck topic.
@@ -52,7 +52,7 @@ def stable_ends(bootstrap: str, topic: str, parts: list, wait_s: float = STABLE_
     left below its end holds a transaction still open."""
     from confluent_kafka import IsolationLevel, TopicPartition
     from confluent_kafka.admin import AdminClient, OffsetSpec
-    from .. import kafka_client, kafka_logging
+    from ..clients import kafka_client, kafka_logging
     admin = AdminClient(kafka_client.config(bootstrap, kafka_logging.client_config()))
 
     def latest(isolation) -> dict:
@@ -82,7 +82,7 @@ def read_log(bootstrap: str, topic: str, isolation: str, take=None) -> LogRead:
     `take(message)`, when given, makes what is kept of each record (None: nothing), instead of (key, value,
     partition, offset)."""
     from confluent_kafka import Consumer, TopicPartition, OFFSET_BEGINNING
-    from .. import kafka_client, kafka_logging
+    from ..clients import kafka_client, kafka_logging
     try:
         c = Consumer(kafka_client.config(bootstrap, {
             "group.id": f"harness-audit-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,

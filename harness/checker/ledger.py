@@ -6,7 +6,7 @@ could not be measured must show as unknown, not as zero.
 """
 
 from dataclasses import dataclass
-from .. import pgconn
+from ..clients import pgconn
 
 
 @dataclass

@@ -21,8 +21,8 @@ import subprocess
 import tempfile
 from contextlib import contextmanager
 
-from .. import kafka_client, kafka_java
-from ..errors import HarnessError, first_line
+from ..clients import kafka_client, kafka_java
+from ..core.errors import HarnessError, first_line
 
 TOOL = "org.apache.kafka.tools.TransactionsCommand"
 DESCRIBE_TIMEOUT_S = 60

@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 
-from .. import consume
+from ..clients import consume
 
 METADATA_WAIT_S = 15.0
 
@@ -48,7 +48,7 @@ class OutputWatcher:
         c = None
         try:
             from confluent_kafka import Consumer, KafkaError, OFFSET_BEGINNING, TopicPartition
-            from .. import kafka_client, kafka_logging
+            from ..clients import kafka_client, kafka_logging
             c = Consumer(kafka_client.config(self.bootstrap, {
                 "group.id": f"harness-watch-{uuid.uuid4().hex[:8]}", "isolation.level": "read_committed",
                 "enable.auto.commit": False, "fetch.wait.max.ms": consume.FETCH_WAIT_MS, "enable.partition.eof": True,

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg import sql
 
-from ..redaction import redact
-from .. import pgconn
+from ..core.redaction import redact
+from ..clients import pgconn
 
 # {t}: the ledger table, {d}: the dedupe table. Shown verbatim (identifiers quoted) in the reports.
 LEDGER_TOTALS = "select count(*) as effects, count(distinct message_id) as ids, coalesce(sum(amount), 0) as total from {t}"
@@ -106,7 +106,7 @@ class TopicRead:
 def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
     """Every record of `topic` up to its end as a fresh `isolation` reader sees it."""
     from confluent_kafka import Consumer, TopicPartition
-    from .. import kafka_client
+    from ..clients import kafka_client
     c = Consumer(kafka_client.config(bootstrap, {
         "group.id": f"harness-recount-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
         "auto.offset.reset": "earliest", "isolation.level": isolation, "log_level": 0}))

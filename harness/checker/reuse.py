@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from .damage import DEDUPED
 from .effects import MAX_IDS
 from .predict import CrashFacts, Expectation, Prediction, expect_or_bound
-from .. import pgconn
+from ..clients import pgconn
 
 
 @dataclass

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from .effects import MAX_IDS
 from .kafka_output import bad_records, read_ids
-from .. import pgconn
+from ..clients import pgconn
 
 
 @dataclass

@@ -18,7 +18,7 @@ user's own role may.
 """
 
 from psycopg import sql
-from .. import pgconn
+from ..clients import pgconn
 
 TIMEOUT_MS = 60_000
 

@@ -9,7 +9,7 @@ the checker, the reports, the suite, `harness experiments`, `--help`) reads
 them from here.
 """
 
-from ..errors import HarnessError, did_you_mean
+from ..core.errors import HarnessError, did_you_mean
 from .auto_commit import AUTO_COMMIT
 from .balances import INCREMENT, VERSIONED
 from .check_then_insert import KEY_CHECK_THEN_INSERT

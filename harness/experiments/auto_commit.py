@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..checker.predict import Expectation
-from ..options import Option
+from ..core.options import Option
 from .declaration import Experiment, Stores
 
 POLL_BATCH = 500              # the Java client's default max.poll.records

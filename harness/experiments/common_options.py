@@ -1,12 +1,12 @@
 """Run options that several experiment families declare alike: Kafka transactions, consumer-group membership.
 
 Each is declared once here and named in the `options` of every experiment that
-takes it (harness/options.py says what a declaration gives); the rule across
+takes it (harness/core/options.py says what a declaration gives); the rule across
 the group options (a protocol needs a group) is declared beside them.
 """
 
-from ..errors import HarnessError
-from ..options import Option
+from ..core.errors import HarnessError
+from ..core.options import Option
 
 # With a fresh transactional.id nobody fences the dead producer: its transaction stays open until this
 # timeout. 10 s keeps the experiment short while making the stall obvious next to sub-second restarts.

@@ -34,14 +34,14 @@ from urllib.parse import quote
 
 from ..checker import group_timeline, user_sql
 from ..checker.predictors import CLAIMS, ClaimPredictor
-from ..procs import dying_with_this_process
-from ..errors import HarnessError
+from ..core.procs import dying_with_this_process
+from ..core.errors import HarnessError
 from .. import REQUIRED_AUTH
-from ..options import Option
+from ..core.options import Option
 from .custom_report import DEFAULT_CLAIM, GROUP_TIMELINE, annotate, ends_of
 from .launch import Launch, assign_partitions, kafka_login, worker_env
 from .declaration import Experiment, Stores
-from .. import pgconn
+from ..clients import pgconn
 
 AUDIT_SQL_TIMEOUT_MS = user_sql.TIMEOUT_MS
 WORKER_CMD = Option("worker_cmd", str, "custom only: your consumer, started once per worker slot (split like a shell "
@@ -97,7 +97,7 @@ ENV = {
 def kafka_settings_env(settings: dict) -> dict:
     """HARNESS_KAFKA_CONFIG and HARNESS_KAFKA_JAVA_CONFIG: the run's Kafka login (its own user's on the
     harness's SCRAM stack, else the stack's settings), in librdkafka's and in Java's names."""
-    from .. import kafka_java
+    from ..clients import kafka_java
     try:
         java = kafka_java.properties_text(kafka_java.java_properties(settings, "a Java consumer"))
     except HarnessError:
@@ -210,7 +210,7 @@ class CustomWorkers:
     def _committed(self, run) -> dict | None:
         """The group's committed offsets right now (the supervisor's thread only)."""
         from confluent_kafka import Consumer, TopicPartition
-        from .. import kafka_client, kafka_logging
+        from ..clients import kafka_client, kafka_logging
         reader = self._readers.get(run.names.run_id)
         if reader is None:
             reader = self._readers[run.names.run_id] = Consumer(kafka_client.config(run.stack.bootstrap_servers, {
@@ -279,7 +279,7 @@ class GroupWatch:
 
     def _start(self) -> None:
         """The sampler starts with the supervisor's loop (not when the launch is prepared)."""
-        from .. import kafka_client, kafka_logging
+        from ..clients import kafka_client, kafka_logging
         from ..runtime.group_sampler import GroupSampler
         run, p, names = self.run, self.run.params, self.run.names
         self.ledger = None if p.audit_sql else ledger_rows_since(run.stack.postgres_dsn, names.ledger_table,

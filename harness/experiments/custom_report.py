@@ -17,7 +17,7 @@ import statistics
 from ..checker import group_timeline
 from .custom_witnesses import Placer, witnesses
 from .launch import assign_partitions
-from .. import pgconn
+from ..clients import pgconn
 
 FEW_KILLS = 5                 # fewer kills than this say little about a consumer
 DEFAULT_CLAIM = "exactly-once"

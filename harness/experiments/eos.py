@@ -35,7 +35,7 @@ import json
 import sys
 import time
 
-from .. import kafka_client
+from ..clients import kafka_client
 from ..checker.damage import ABORTED, DEDUPED, DUPLICATED
 from ..checker.predictors import FencedPredictor, LedgerPredictor, OutputPredictor
 from ..runtime.call_deadline import CallDeadline

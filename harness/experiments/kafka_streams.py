@@ -11,7 +11,7 @@ write, outside Kafka, duplicates like eos-boundary's.
 
 from ..checker.damage import ABORTED, DUPLICATED
 from ..checker.predictors import LedgerPredictor, OutputPredictor
-from ..options import Option
+from ..core.options import Option
 from .common_options import COMMIT_INTERVAL_MS
 from .launch import StreamsWorkers
 from .declaration import Experiment, KillPoint, Stores

@@ -37,7 +37,7 @@ from ..checker.key_predictors import KeyExpiryPredictor, NoHitsPredictor, SplitK
 from ..checker.predictors import LedgerPredictor
 from ..runtime import crashlog
 from ..workload.sqlnames import table_identifier as table_ident
-from ..options import Option
+from ..core.options import Option
 from .declaration import Experiment, KillPoint, Stores
 from .offsets import POLL_BATCH, at_least_once_loop
 

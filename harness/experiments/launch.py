@@ -41,7 +41,7 @@ class Launch:
 def kafka_login(run) -> dict:
     """The Kafka client settings a run's consumers log in with: its own user's (workload.run_kafka_user),
     else (no user made: an external cluster, a plaintext stack) the stack's."""
-    from .. import kafka_client
+    from ..clients import kafka_client
     login = getattr(run, "kafka_login", None)
     return dict(login) if login is not None else kafka_client.settings_for(run.stack.bootstrap_servers)
 
@@ -49,7 +49,7 @@ def kafka_login(run) -> dict:
 def worker_env(run) -> dict:
     """The environment of a run's workers: this process's, with the run's Kafka login as the only client
     settings they inherit (kafka_client.ENV), never the harness's own (a super user on its SCRAM stack)."""
-    from .. import kafka_client
+    from ..clients import kafka_client
     return {**os.environ, kafka_client.ENV: json.dumps({run.stack.bootstrap_servers: kafka_login(run)})}
 
 
@@ -165,7 +165,7 @@ class RoleWorkers:
 def java_client_settings(stack, app: str | None = None, settings: dict | None = None) -> dict:
     """`settings` (default: the stack's Kafka client settings) as a Java worker's properties (kafka_java);
     HarnessError naming `app` (default: the Kafka Streams app) and any setting it cannot take."""
-    from .. import kafka_client, kafka_java
+    from ..clients import kafka_client, kafka_java
     return kafka_java.java_properties(kafka_client.settings_for(stack.bootstrap_servers) if settings is None
                                       else settings, app or kafka_java.STREAMS_APP)
 
@@ -180,8 +180,8 @@ class StreamsWorkers:
 
     def prepare(self, run) -> Launch:
         from . import streams_jvm as streams
-        from .. import kafka_java
-        from ..procs import dying_with_this_process
+        from ..clients import kafka_java
+        from ..core.procs import dying_with_this_process
         p, names = run.params, run.names
         jar = streams.build(run.log)
         start = streams.worker_start(jar, p.streams_jvm or "cds", run.log)

@@ -41,7 +41,7 @@ IDLE_S = 0.05
 
 
 def events_producer(ctx):
-    from .. import kafka_client
+    from ..clients import kafka_client
     return kafka_client.connected_producer(ctx.args.bootstrap, {"enable.idempotence": True, "acks": "all",
                                                                 "linger.ms": 0, "log_level": 3},
                                            ctx.args.events_topic)

@@ -40,8 +40,8 @@ import time
 from dataclasses import dataclass
 
 from ..checker.predict import Expectation
-from ..errors import HarnessError
-from ..options import Option
+from ..core.errors import HarnessError
+from ..core.options import Option
 from .launch import PythonWorkers
 from .declaration import Experiment, Stores
 
@@ -91,7 +91,7 @@ def settings(params) -> dict:
 def producer_loop(ctx) -> None:
     """Consume the payments, produce each (paced) with the producer under test, log every delivery report,
     then commit the input offsets once every report is in."""
-    from .. import kafka_client
+    from ..clients import kafka_client
     from ..checker import deliveries
 
     conf = ctx.option("producer")

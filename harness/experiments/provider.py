@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 from ..checker.damage import DEDUPED, DUPLICATED
 from ..checker.key_predictors import NoHitsPredictor
 from ..checker.predictors import LedgerPredictor
-from ..options import Option
+from ..core.options import Option
 from .declaration import Experiment, KillPoint, Role, Stores
 from .launch import RoleWorkers
 from .offsets import at_least_once_loop

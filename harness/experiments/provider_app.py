@@ -55,7 +55,7 @@ def make_app(ctx, before_charge: str, after_charge: str, prefix: str = ""):
     def database_gone(e):
         # Its connection is broken for good: die, so the supervisor starts a provider with a new one (the
         # caller's cut call is an unknown outcome, asked again), rather than answer 500 to every call.
-        from ..redaction import redact
+        from ..core.redaction import redact
         print(f"provider: the database connection failed: {redact(str(e).splitlines()[0] if str(e) else repr(e))}",
               flush=True)
         os._exit(1)

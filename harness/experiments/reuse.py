@@ -24,7 +24,7 @@ table's `hits`), so hits = redeliveries + reused requests, predicted per id.
 from __future__ import annotations
 
 from ..checker.reuse import ReusedKeyPredictor
-from ..options import Option
+from ..core.options import Option
 from ..runtime.context import amount_of
 from ..workload import reuse
 from ..workload.sqlnames import table_identifier

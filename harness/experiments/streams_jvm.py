@@ -31,10 +31,10 @@ from pathlib import Path
 
 import psycopg.conninfo
 
-from .. import package_data
-from ..errors import HarnessError
-from ..paths import cache_dir
-from ..procs import dying_with_this_process
+from ..core import package_data
+from ..core.errors import HarnessError
+from ..core.paths import cache_dir
+from ..core.procs import dying_with_this_process
 from ..stack import pgpass
 
 SOURCES = package_data.path("streams-worker")     # pom.xml and src/ (the repository's streams-worker/)

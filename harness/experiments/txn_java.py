@@ -58,13 +58,13 @@ class TxnJavaWorkers:
 
     def check(self, stack) -> None:
         """Client settings the Java client cannot take are an error before the run starts."""
-        from ..kafka_java import TXN_APP
+        from ..clients.kafka_java import TXN_APP
         java_client_settings(stack, TXN_APP)
 
     def prepare(self, run) -> Launch:
         from . import streams_jvm
-        from .. import kafka_java
-        from ..procs import dying_with_this_process
+        from ..clients import kafka_java
+        from ..core.procs import dying_with_this_process
         jar = streams_jvm.build(run.log)
         start = streams_jvm.worker_start(jar, "cds", run.log)
         run.log(f"Java transactional workers start as {start.said}")

@@ -4,7 +4,7 @@ deliveries overlapping). `build` turns a run's options into its list of faults; 
 supervisor (harness/workers/) ticks them, and the crash plan and crash log they share with the workers are
 in harness/runtime/."""
 
-from ..errors import HarnessError, did_you_mean
+from ..core.errors import HarnessError, did_you_mean
 from .base import Fault, parse_spec
 from .broker import BrokerKill, BrokerPause, LeaderKill
 from .client import Abort, ClientPause

@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import math
 
-from ..errors import HarnessError
+from ..core.errors import HarnessError
 
 
 class Fault:
     name = "fault"
     options: dict = {}          # --fault NAME:option -> help
-    run_options: tuple = ()     # the `harness run` options (harness.options.Option) that set this fault up
+    run_options: tuple = ()     # the `harness run` options (harness.core.options.Option) that set this fault up
     excludes: dict = {}         # faults it cannot run with -> why, in a few words
     setup_order = 0             # faults set up in this order (a fault whose plan avoids another's comes later)
     # True when the fault moves where a worker fetches (a seek after an abort, a partition's new leader): the
-    # workers then keep idle fetches short, as one held at the end of the log delays the next (harness/consume.py)
+    # workers then keep idle fetches short, as one held at the end of the log delays the next (harness/clients/consume.py)
     moves_partitions = False
 
     def unmet(self, exp) -> str | None:

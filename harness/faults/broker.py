@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 import time
 
-from ..errors import first_line
+from ..core.errors import first_line
 from ..runtime.client_faults import PLANNED_ABORT
 from .base import Fault, number
 
@@ -300,7 +300,7 @@ class LeaderKill(BrokerFault):
         of = opts.pop("of", None)
         f = super().from_options(spec, opts, params)
         if of is not None and of not in ("input", "output", "coordinator"):
-            from ..errors import HarnessError
+            from ..core.errors import HarnessError
             raise HarnessError(f"--fault {spec}: of must be input, output or coordinator, got {of!r}")
         f.of = of
         return f

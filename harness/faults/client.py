@@ -28,7 +28,7 @@ import signal
 import time
 
 from ..experiments.common_options import TRANSACTION_TIMEOUT_MS
-from ..procs import stopped
+from ..core.procs import stopped
 from ..runtime.client_faults import BEFORE_COMMIT, PAUSE_STEPS, PLANNED_ABORT
 from ..runtime.crashplan import CrashPlan, seeded_pauses
 from .base import Fault, number
@@ -135,7 +135,7 @@ class ClientPause(Fault):
     def from_options(cls, spec: str, opts: dict, params) -> "ClientPause":
         at = opts.pop("at", BEFORE_COMMIT)
         if at not in PAUSE_STEPS:
-            from ..errors import HarnessError
+            from ..core.errors import HarnessError
             raise HarnessError(f"--fault {spec}: at must be one of {', '.join(PAUSE_STEPS)}, got {at!r}")
         seconds = number(spec, "seconds", opts.pop("seconds"), float, 0.0, 3600) if "seconds" in opts \
             else DEFAULT_PAUSE_S

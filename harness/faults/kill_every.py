@@ -12,9 +12,9 @@ import math
 import signal
 import time
 
-from ..errors import HarnessError
+from ..core.errors import HarnessError
 from ..runtime import crashlog
-from ..options import Option
+from ..core.options import Option
 from .base import Fault, number
 
 BEAT = "beat"       # the point recorded for a kill on the beat

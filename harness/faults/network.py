@@ -40,7 +40,7 @@ node's container.
 
 from __future__ import annotations
 
-from ..errors import HarnessError
+from ..core.errors import HarnessError
 from .base import number
 from .broker import BrokerFault, LeaderKill
 

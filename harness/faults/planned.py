@@ -6,7 +6,7 @@ does to the crash log, fsynced, then SIGKILLs itself. That log is what makes
 the prediction exact per crash.
 """
 
-from ..options import Option
+from ..core.options import Option
 from .base import Fault, number
 from ..runtime.crashplan import CrashPlan
 

@@ -13,7 +13,7 @@ import time
 
 from ..runtime import crashlog
 from .base import Fault, number
-from ..options import Option
+from ..core.options import Option
 from ..runtime.crashplan import random_kill_delays
 
 RANDOM = "random"   # the point recorded for a supervisor's kill

@@ -15,7 +15,7 @@ zombie resumed (SIGCONT) -> zombie fenced (its own event) and exited.
 import signal
 import time
 
-from ..options import Option
+from ..core.options import Option
 from .base import Fault, number
 
 # After this long without the zombie exiting once resumed, we stop waiting and kill it.

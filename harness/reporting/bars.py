@@ -7,7 +7,7 @@ the benches' reports) draws with the same function without importing the pages t
 
 import math
 
-from ..escape import html as escape
+from ..core.escape import html as escape
 from .shared import fmt, is_number
 
 LOST, DUP, OK, ABORTED, PRED = "#d1495b", "#edae49", "#00798c", "#8d6cab", "#c9ced6"

@@ -18,7 +18,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from ..checker.effects import MAX_IDS
-from ..environment import describe
+from ..stack.environment import describe
 from ..runtime.crashlog import restart_seconds
 from ..workers.logcap import CAP_BYTES
 from ..stack.stack import redact

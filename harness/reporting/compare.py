@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..errors import HarnessError
+from ..core.errors import HarnessError
 from .shared import fmt, is_number
 
 # -- metrics ---------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from .compare import Comparison
-from ..escape import md, term
+from ..core.escape import md, term
 from .shared import fmt
 
 
@@ -108,7 +108,7 @@ def to_html(c: Comparison, when: str = "") -> str:
     """One self-contained page: the warnings, the table (wide tables scroll inside their box), what the
     deltas are, and every metric written out."""
     from . import html as h
-    from ..escape import html as escape
+    from ..core.escape import html as escape
     head, body = _cells(c)
     title = "compare " + " vs ".join(c.labels) + (f" ({when})" if when else "")
     numeric = tuple(range(2, len(head)))

@@ -15,10 +15,10 @@ import operator
 import re
 from dataclasses import dataclass
 
-from ..errors import HarnessError
+from ..core.errors import HarnessError
 from .compare import ALIASES, METRIC_NAMES, MUST_KNOW, Comparison
 from .compare_render import signed
-from ..escape import term
+from ..core.escape import term
 from .run_report import VERDICTS
 from .shared import fmt, is_number
 

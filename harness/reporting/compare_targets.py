@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..errors import HarnessError
+from ..core.errors import HarnessError
 from . import validate
-from ..escape import within
+from ..core.escape import within
 
 
 class Target(dict):
@@ -56,7 +56,7 @@ def find_folder(arg: str, reports_root: Path | None = None) -> Path:
 
 
 def _default_root() -> Path:
-    from ..paths import reports_dir
+    from ..core.paths import reports_dir
     return reports_dir()
 
 
@@ -67,7 +67,7 @@ def _latest(root: Path) -> Path:
     A folder named by a timestamp counts only when the harness made it (`rundir.made_by_harness`):
     anyone who can create a folder there could otherwise name the newest one.
     """
-    from ..rundir import made_by_harness
+    from ..core.rundir import made_by_harness
     if not root.is_dir():
         raise HarnessError(f"no target 'latest': the reports folder {root} does not exist")
     found = [d for d in root.iterdir()
@@ -84,7 +84,7 @@ def load_target(arg: str, reports_root: Path | None = None) -> dict[str, dict]:
     """Load a run or suite as {experiment: report dict} (a `Target`, which also knows its label).
 
     `arg` is a run folder, a suite folder, a report.json or suite.json, a run or suite id under
-    `reports_root` (default: harness.paths.reports_dir()), or `latest`.
+    `reports_root` (default: harness.core.paths.reports_dir()), or `latest`.
     """
     p = find_folder(str(arg), reports_root)
     if p.is_dir():

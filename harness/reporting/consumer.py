@@ -8,7 +8,7 @@ effect's time and the attempt that applied it, and the kill that explains it),
 so a reader sees which kill caused which duplicate.
 """
 
-from ..escape import md
+from ..core.escape import md
 from .shared import fmt
 
 

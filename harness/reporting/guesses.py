@@ -14,7 +14,7 @@ import json
 import time
 from pathlib import Path
 
-from ..errors import HarnessError, did_you_mean
+from ..core.errors import HarnessError, did_you_mean
 from ..experiments.questions import CORE_QUESTIONS
 from .compare import applies
 from .shared import fmt, is_number
@@ -126,7 +126,7 @@ def parse_worksheet(path: Path, names: list[str]) -> dict[str, dict[str, int]]:
 
 def record(folder: Path, guesses: dict, source: str) -> None:
     """Write the guesses to the folder before the run starts, with the time they were recorded."""
-    from ..safefile import write_text
+    from ..core.safefile import write_text
     write_text(Path(folder) / FILE, json.dumps({"recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                                 "source": source, "guesses": guesses}, indent=2) + "\n")
 

@@ -9,7 +9,7 @@ numbers too: a report.json edited by someone else shows as text, never runs.
 
 import os
 
-from ..escape import html as escape
+from ..core.escape import html as escape
 
 from .recount_by_hand import commands
 from .shared import fault_table, fmt, plain

@@ -5,7 +5,7 @@ holding newlines, pipes, HTML or link syntax shows as text and cannot add a line
 """
 
 from .recount_by_hand import commands
-from ..escape import fence, md, md_code
+from ..core.escape import fence, md, md_code
 from .legend import PREDICTED_NOTE
 from .shared import fault_table, fmt, plain
 

@@ -1,6 +1,6 @@
 """matrix.md and matrix.html: one row per experiment, one column per Kafka release.
 
-Rendered from matrix.json alone (harness/matrix.py writes it), so the three
+Rendered from matrix.json alone (harness/run/matrix.py writes it), so the three
 never disagree. Each cell is the run's verdict and its key figures; a row
 whose figures differ between releases is marked, and each column names what
 the broker of that release said about itself (metadata.version, and the
@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import html as h
-from ..escape import href, md
-from ..escape import html as escape
+from ..core.escape import href, md
+from ..core.escape import html as escape
 from .shared import fmt
 
 
@@ -128,7 +128,7 @@ def render_html(summary: dict, folder: Path | None = None) -> str:
 
 
 def write_matrix(folder: Path, summary: dict) -> Path:
-    from ..safefile import write_text
+    from ..core.safefile import write_text
     text, page = render_md(summary), render_html(summary, folder)      # render both before writing either
     for name, content in (("matrix.md", text), ("matrix.html", page)):
         write_text(Path(folder) / name, content)

@@ -34,7 +34,7 @@ def audit_target(run_id: str, folder=None) -> str:
     elsewhere), quoted for a shell."""
     if folder is not None:
         from pathlib import Path
-        from ..paths import reports_dir
+        from ..core.paths import reports_dir
         where = Path(folder).resolve()
         if where != (reports_dir() / str(run_id)).resolve():
             return shlex.quote(str(where))

@@ -3,7 +3,7 @@
 Built from suite.json alone (which copies each run's numbers), so a suite
 folder can be re-rendered with `harness report DIR`, and the Markdown, HTML
 and JSON never disagree. A suite.json may come from someone else: every value is
-escaped (harness/escape.py), and a run's link is rendered only when it
+escaped (harness/core/escape.py), and a run's link is rendered only when it
 is a relative path that stays inside the suite folder.
 """
 
@@ -12,10 +12,10 @@ from pathlib import Path
 
 from . import html as h
 from .store_chart import suite_chart
-from ..escape import href, md, md_code
-from ..escape import html as escape
+from ..core.escape import href, md, md_code
+from ..core.escape import html as escape
 from .shared import fmt, is_number, plain
-from ..suite_schedule import CGROUP, CPU_LINES, summary_line
+from ..core.suite_schedule import CGROUP, CPU_LINES, summary_line
 
 COLUMNS = ("experiment", "sent", "deliveries", "effects", "duplicates", "lost", "ledger total",
            "output read_committed", "output read_uncommitted", "crashes", "verdict", "seconds")
@@ -225,7 +225,7 @@ def write_suite(folder: Path) -> Path:
     from .guesses import read
     recorded = read(folder)
     text, page = render_md(summary, recorded), render_html(summary, folder, recorded)   # both before writing either
-    from ..safefile import write_text
+    from ..core.safefile import write_text
     for name, content in (("suite.md", text), ("suite.html", page)):
         write_text(folder / name, content)
     return folder

@@ -23,9 +23,9 @@ import stat
 from functools import lru_cache
 from pathlib import Path
 
-from .. import package_data
-from ..errors import HarnessError
-from ..escape import term
+from ..core import package_data
+from ..core.errors import HarnessError
+from ..core.escape import term
 
 SCHEMAS = package_data.path("docs")   # the repository's docs/*.schema.json
 CURRENT = {"report": 4, "suite": 2}   # the schema_version each schema file describes

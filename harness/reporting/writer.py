@@ -12,11 +12,11 @@ from pathlib import Path
 
 def write_all(report, folder: Path) -> None:
     """Write report.json, report.md and report.html, each atomically (no half-written report), never
-    through a link (`harness.safefile`). A file that cannot be written (a full disk) ends the writing in
+    through a link (`harness.core.safefile`). A file that cannot be written (a full disk) ends the writing in
     one ReportNotWritten naming what was written; no temporary file is left behind."""
     from . import markdown, html
-    from ..errors import ReportNotWritten
-    from ..safefile import make_folder, write_text
+    from ..core.errors import ReportNotWritten
+    from ..core.safefile import make_folder, write_text
     texts = (("report.json", report.to_json()), ("report.md", markdown.render(report, folder)),
              ("report.html", html.render(report, folder)))
     written = []
@@ -36,8 +36,8 @@ def write_or_keep(report, folder: Path) -> None:
     quota, a folder gone read-only), the whole report (json, md, html) is written to a folder of the state
     folder instead, `<state>/unwritten-reports/<run-id>/`, and the ReportNotWritten that ends the run (exit 3)
     says why and carries that folder as `kept` (the run prints it last), or says that even that failed."""
-    from ..errors import ReportNotWritten
-    from ..paths import state_dir
+    from ..core.errors import ReportNotWritten
+    from ..core.paths import state_dir
     try:
         write_all(report, folder)
         return

@@ -21,10 +21,10 @@ import sys
 import time
 from pathlib import Path
 
-from .. import consume, kafka_client
+from ..clients import consume, kafka_client
 from .client_faults import ClientFaults
 from .crashplan import CrashPlan
-from ..options import worker_options
+from ..core.options import worker_options
 from ..workload.sqlnames import table_identifier as table_ident
 from .evidence import Events, KillSwitch, ids
 from .group import GROUP_SETTINGS, GroupMember
@@ -46,7 +46,7 @@ def consumer_settings(args, options: dict, plan, consumer: dict | None = None) -
     """A worker's consumer config: its run's group and isolation, `options` the experiment declared
     (assignment, group protocol, auto-commit interval), `consumer` the settings an experiment puts
     instead of ours. A worker whose partitions move under it (its group hands them out, or a fault in
-    `plan` seeks or moves their leader) keeps idle fetches short (harness/consume.py says why)."""
+    `plan` seeks or moves their leader) keeps idle fetches short (harness/clients/consume.py says why)."""
     group = options.get("assignment") == "group"
     moves = group or (plan is not None and plan.partitions_move)
     conf = kafka_client.config(args.bootstrap, {
@@ -100,7 +100,7 @@ class WorkerContext(GroupMember):
         self.client_faults = ClientFaults(plan, self.events, args.worker, args.attempt)
 
     def option(self, name: str):
-        """A run option the experiment declared for its workers (harness/options.py); None when not given."""
+        """A run option the experiment declared for its workers (harness/core/options.py); None when not given."""
         return self.options.get(name)
 
     def warm_up(self) -> None:

@@ -67,7 +67,7 @@ class CrashPlan:
                 "overlaps": list(self.overlaps), "partitions_move": self.partitions_move}
 
     def save(self, path: Path) -> None:
-        from ..safefile import write_text
+        from ..core.safefile import write_text
         write_text(path, json.dumps(self.to_json()) + "\n")
 
     @classmethod

@@ -22,7 +22,7 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from ..errors import HarnessError, first_line
+from ..core.errors import HarnessError, first_line
 from . import health
 from . import ports as portcheck
 from .toxiproxy import ProxiedNodes
@@ -237,7 +237,7 @@ def for_stack(stack, fault: str, docker_client=None):
                            f"{stack.brokers} broker(s): start it with `{how}` (after `harness down --purge`)")
     if stack.kind == "compose":
         return ComposeBrokers(docker_client)
-    from ..paths import state_dir
+    from ..core.paths import state_dir
     return LocalBrokers(state_dir())
 
 
@@ -264,7 +264,7 @@ def leader_of(bootstrap: str, topic: str, partition: int | None = None, transact
     """The node id that leads `topic`'s `partition` (or, with `transactional_id`, that id's transaction
     coordinator), and what it is, in words. (None, why) when the metadata does not say."""
     from confluent_kafka.admin import AdminClient
-    from .. import kafka_client, kafka_logging
+    from ..clients import kafka_client, kafka_logging
     admin = AdminClient(kafka_client.config(bootstrap, kafka_logging.client_config()))
     try:
         if transactional_id is not None:

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import HarnessError
+from ..core.errors import HarnessError
 from . import leases, netns
 from .local_services import services as stack_services, stop_all
 

@@ -22,9 +22,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .. import package_data, versions
-from ..errors import HarnessError
-from ..paths import state_dir
+from ..core import package_data, versions
+from ..core.errors import HarnessError
+from ..core.paths import state_dir
 from . import health
 from .compose_images import (COMPOSE_DIR, IMAGE_ENV, NEEDED, PROJECT, RELEASE_FILE, ensure_images, kafka_image,
                              recorded_release, release_for_up, reported_release)
@@ -159,7 +159,7 @@ def _files(variant: str, proxies: bool) -> list[str]:
 
 
 def _stack(state: Path, variant: str = "single", proxies: bool = False) -> Stack:
-    from .. import kafka_client
+    from ..clients import kafka_client
     ports = CLUSTER_PROXY_PORTS if proxies else CLUSTER_KAFKA_PORTS if variant == "cluster" else (KAFKA_PORT,)
     bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
     return Stack(kind="compose", bootstrap_servers=bootstrap,
@@ -190,7 +190,7 @@ def up(variant: str = "single", log=print, build_images: bool = False, proxies: 
     cmd = ["docker", "compose", "-p", PROJECT, *_files(variant, proxies), "up", "-d", "--wait"]
     log("Starting the compose stack: " + " ".join(cmd[2:]))
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=UP_TIMEOUT_S)
-    from ..safefile import PRIVATE, write_text
+    from ..core.safefile import PRIVATE, write_text
     if proc.returncode == 0 or not existing:
         write_text(state / RELEASE_FILE, release + "\n", PRIVATE)     # new volumes, or these: that release's data now
     if proc.returncode != 0:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import ipaddress
 
-from ..errors import HarnessError, first_line
-from ..paths import state_dir
+from ..core.errors import HarnessError, first_line
+from ..core.paths import state_dir
 from . import compose, container_net, health
 from . import ports as portcheck
 from .compose import CLUSTER_KAFKA_PORTS

@@ -17,8 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .. import package_data, versions
-from ..errors import HarnessError, first_line
+from ..core import package_data, versions
+from ..core.errors import HarnessError, first_line
 
 COMPOSE_DIR = package_data.path("compose")      # the repository's compose/
 PROJECT = "harness"
@@ -67,7 +67,7 @@ def reported_release(state: Path, recorded_images: dict) -> str:
 
 
 def recorded_release(state: Path) -> str | None:
-    from ..safefile import read_tail
+    from ..core.safefile import read_tail
     from .kafka_versions import RELEASE
     got = read_tail(state / RELEASE_FILE, 64).strip()       # never blocks on a FIFO, never follows a link
     return got if RELEASE.fullmatch(got) else None

@@ -31,7 +31,7 @@ import os
 import shutil
 import subprocess
 
-from ..errors import HarnessError
+from ..core.errors import HarnessError
 from .netns import isolate_rules  # noqa: F401 - the same rules in a container
 
 NSENTER_TIMEOUT_S = 20

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from .. import procs
+from ..core import procs
 
 WATCH_EVERY_S = 1.0
 
@@ -55,7 +55,7 @@ class StackWatch:
         if stack.kind != "local":
             return cls([], f"the {stack.kind} stack's processes are not the harness's own: a death of its broker "
                            "or PostgreSQL is not watched for (the run then ends at its time limit)")
-        from ..paths import state_dir
+        from ..core.paths import state_dir
         from .local_services import services
         watched = []
         for key, svc in services(state_dir(), stack.brokers).items():

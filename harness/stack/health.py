@@ -8,10 +8,10 @@ check is bounded in time and returns an error string instead of raising.
 import time
 import uuid
 
-from .. import kafka_client
-from ..errors import HarnessError, first_line
-from ..redaction import scrub
-from .. import pgconn
+from ..clients import kafka_client
+from ..core.errors import HarnessError, first_line
+from ..core.redaction import scrub
+from ..clients import pgconn
 
 # librdkafka retries connections forever; every call below passes a timeout.
 METADATA_TIMEOUT_S = 5.0
@@ -111,7 +111,7 @@ def postgres_refusal(message: str, dsn: str) -> str | None:
     written)."""
     import re
     from psycopg.conninfo import conninfo_to_dict
-    from ..escape import term
+    from ..core.escape import term
     try:
         info = conninfo_to_dict(dsn)
     except Exception:  # noqa: BLE001

@@ -22,8 +22,8 @@ import re
 import secrets
 from pathlib import Path
 
-from .. import safefile
-from ..errors import HarnessError
+from ..core import safefile
+from ..core.errors import HarnessError
 
 SCRAM_MECHANISM = "SCRAM-SHA-512"
 SCRAM_USER = "harness"
@@ -51,7 +51,7 @@ def checked(password: str, where: Path) -> str:
 
 def controller_password(state: Path) -> str:
     """The controller user's password from `<state>/kafka-controller.properties`, written (0600) if missing."""
-    from ..kafka_client import load_file
+    from ..clients.kafka_client import load_file
     f = state / CONTROLLER_FILE
     if f.exists():
         pw = load_file(f).get("password")

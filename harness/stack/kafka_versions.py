@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import re
 
-from .. import versions
-from ..errors import HarnessError
+from ..core import versions
+from ..core.errors import HarnessError
 
 RELEASE = re.compile(r"(\d{1,2})\.(\d{1,2})\.(\d{1,3})")     # whole strings only: fullmatch
 OLDEST = (3, 9)

@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import procs, safefile
-from ..errors import HarnessError
+from ..core import procs, safefile
+from ..core.errors import HarnessError
 
 LOCK_TIMEOUT_S = 600.0   # a start (maven, Kafka) or a stop takes at most a few minutes
 

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import psycopg.conninfo
 
-from ..errors import HarnessError
-from ..paths import state_dir
+from ..core.errors import HarnessError
+from ..core.paths import state_dir
 from . import health, interrupts, leases, marker, netns, toxiproxy
 from .claim import Claim
 from .local_kafka import every_node, nodes as kafka_nodes

@@ -45,8 +45,8 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from .. import safefile
-from ..errors import HarnessError
+from ..core import safefile
+from ..core.errors import HarnessError
 from . import kafka_auth, netns, pidrecord
 from .kafka_auth import SCRAM_MECHANISM, SCRAM_USER, client_properties, write_private as _write_private
 
@@ -233,7 +233,7 @@ class LocalKafka(pidrecord.RecordedService):
 
     def scram_password(self) -> str:
         """The SCRAM user's password from client.properties, written (0600) with a new one if missing."""
-        from ..kafka_client import load_file
+        from ..clients.kafka_client import load_file
         if self.client_file.exists():
             pw = load_file(self.client_file).get("sasl.password")
             if pw:
@@ -244,7 +244,7 @@ class LocalKafka(pidrecord.RecordedService):
 
     def client_settings(self) -> dict:
         """The settings in client.properties ({} when there is none: a plaintext stack)."""
-        from ..kafka_client import load_file
+        from ..clients.kafka_client import load_file
         return load_file(self.client_file) if self.client_file.exists() else {}
 
     def _java(self, lib: Path, main: str, *args: str) -> list[str]:
@@ -290,7 +290,7 @@ class LocalKafka(pidrecord.RecordedService):
         finally:
             argfile.unlink(missing_ok=True)
         if proc.returncode != 0:
-            from ..kafka_client import scrub
+            from ..clients.kafka_client import scrub
             raise HarnessError("Kafka storage format failed",
                                scrub((proc.stdout + proc.stderr)[-2000:], self.client_settings()))
         if release:

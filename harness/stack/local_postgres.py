@@ -38,12 +38,12 @@ import signal
 import subprocess
 from pathlib import Path
 
-from .. import procs, safefile
-from ..errors import HarnessError
+from ..core import procs, safefile
+from ..core.errors import HarnessError
 from ..workload.naming import SCHEMA
 from . import pg_roles, pidrecord
-from ..redaction import redact
-from .. import pgconn
+from ..core.redaction import redact
+from ..clients import pgconn
 
 USER = "harness"            # every run and audit: owns the `harness` schema, nothing more
 ADMIN = "harness_admin"     # the bootstrap superuser: set-up only

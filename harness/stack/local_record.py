@@ -14,8 +14,8 @@ file, none of which should load what starts services.
 import json
 from pathlib import Path
 
-from .. import safefile
-from ..paths import state_dir
+from ..core import safefile
+from ..core.paths import state_dir
 from .local_kafka import AUTHS, CLUSTER_SIZES, DEFAULT_AUTH, LocalKafka, every_node
 from .local_postgres import LocalPostgres
 from .toxiproxy import LocalToxiproxy
@@ -48,7 +48,7 @@ def preferred(name: str) -> int:
 def kafka_release(state: Path | None = None) -> str:
     """The Kafka release this state folder's local stack was started with (the default when not recorded:
     the only one earlier harnesses started)."""
-    from .. import versions
+    from ..core import versions
     from .kafka_versions import RELEASE
     got = (read_record(state) or {}).get("kafka_version")
     return got if isinstance(got, str) and RELEASE.fullmatch(got) else versions.KAFKA_VERSION

@@ -15,8 +15,9 @@ import shutil
 import time
 from pathlib import Path
 
-from .. import kafka_client, versions
-from ..errors import HarnessError
+from ..clients import kafka_client
+from ..core import versions
+from ..core.errors import HarnessError
 from . import health, interrupts, kafka_versions, local_kafka, maven, netns, ports, toxiproxy
 from .local_kafka import AUTHS, CLUSTER_SIZES, START_TIMEOUT_S as KAFKA_START_TIMEOUT_S
 from .local_kafka import every_node, nodes as kafka_nodes, voters as quorum_voters

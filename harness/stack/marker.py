@@ -14,8 +14,8 @@ import stat
 import time
 from pathlib import Path
 
-from .. import safefile
-from ..errors import HarnessError
+from ..core import safefile
+from ..core.errors import HarnessError
 
 MARKER = ".harness-state"
 

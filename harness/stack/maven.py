@@ -14,9 +14,9 @@ import subprocess
 from importlib import resources
 from pathlib import Path
 
-from .. import safefile, versions
-from ..errors import HarnessError
-from ..paths import cache_dir
+from ..core import safefile, versions
+from ..core.errors import HarnessError
+from ..core.paths import cache_dir
 
 REQUIRED_JARS = ("kafka_", "kafka-clients-", "log4j-core-", "log4j-slf4j2-impl-", "slf4j-api-2")
 # First resolution downloads ~60 MB of jars; allow a slow mirror but never hang forever.

@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import HarnessError
+from ..core.errors import HarnessError
 
 RECORD = "netns.json"
 NET = "198.18"              # the /16 the subnets are drawn from (RFC 2544's benchmark range)
@@ -227,7 +227,7 @@ def record_path(state: Path) -> Path:
 def read_record(state: Path) -> Layout | None:
     """The layout the record claims, or None without one. The file is read as untrusted: its names are
     rebuilt from the home (never taken from it), and only its subnet and size are read, checked."""
-    from ..safefile import read_limited
+    from ..core.safefile import read_limited
     try:
         d = json.loads(read_limited(record_path(state), RECORD_LIMIT, "the node networks' record", follow_links=False))
         subnet, nodes = d["subnet"], d["nodes"]

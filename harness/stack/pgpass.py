@@ -36,7 +36,7 @@ def _fields(line: str) -> list[str]:
 
 def write(path: Path, host: str, port: str | int, database: str, user: str, password: str) -> Path:
     """Write a one-line password file, readable by its owner only (libpq ignores looser ones)."""
-    from ..safefile import PRIVATE, make_folder, write_text
+    from ..core.safefile import PRIVATE, make_folder, write_text
     make_folder(path.parent, 0o700)
     return write_text(path, ":".join(_escape(str(v)) for v in (host, port, database, user, password)) + "\n",
                       PRIVATE)

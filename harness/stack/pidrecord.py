@@ -29,7 +29,7 @@ import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .. import procs, safefile
+from ..core import procs, safefile
 
 OWNERS = ("user", "command")
 

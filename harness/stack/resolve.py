@@ -7,8 +7,8 @@ running local stack's own (as `harness env` exports them) mean that stack: the
 command then holds its lease like any other, so nothing stops it meanwhile.
 """
 
-from .. import kafka_client
-from ..errors import HarnessError
+from ..clients import kafka_client
+from ..core.errors import HarnessError
 from . import broker_version, compose, health, kafka_versions, local, local_record
 from .stack import Stack, redact
 from .compose_brokers import cut_nodes, delayed_nodes

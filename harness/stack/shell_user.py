@@ -18,7 +18,7 @@ the user's settings (`is_shell_file`): they keep logging in as `harness`.
 
 from pathlib import Path
 
-from .. import kafka_client
+from ..clients import kafka_client
 from ..workload import kafka_users
 from ..workload.kafka_users import Allow
 from .kafka_auth import checked, write_private

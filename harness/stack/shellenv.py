@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psycopg
 
-from ..errors import HarnessError
+from ..core.errors import HarnessError
 from . import health, pgpass
 from .stack import Stack, redact
 

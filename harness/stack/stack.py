@@ -4,7 +4,7 @@ Experiments never care whether Kafka is a local process, a container or a
 remote cluster; they get a `Stack` with a bootstrap address and a Postgres DSN.
 `redact` (see redaction.py) removes the password from a DSN before it goes
 into any report, log or error message. `kafka_config` holds the Kafka client
-settings of the stack (credentials included: see harness.kafka_client), which
+settings of the stack (credentials included: see harness.clients.kafka_client), which
 `public()` shows with their secrets masked. `audit_dsn`, when the harness
 made the database, is its read-only role's: SQL the harness did not write
 (`--audit-sql`) runs there (see harness.checker.user_sql); `public()` leaves it out. `roles_dsn`, when the
@@ -15,7 +15,7 @@ leaves it out too.
 
 from dataclasses import dataclass, field, asdict
 
-from ..redaction import redact  # noqa: F401 - the name the rest of the harness imports
+from ..core.redaction import redact  # noqa: F401 - the name the rest of the harness imports
 
 
 @dataclass
@@ -41,11 +41,11 @@ class Stack:
     @property
     def kafka_auth(self) -> str:
         """How clients authenticate, e.g. `SASL_PLAINTEXT SCRAM-SHA-512 as harness`, or `PLAINTEXT`."""
-        from ..kafka_client import describe
+        from ..clients.kafka_client import describe
         return describe(self.kafka_config)
 
     def public(self) -> dict:
-        from ..kafka_client import public
+        from ..clients.kafka_client import public
         d = asdict(self)
         d["postgres_dsn"] = redact(self.postgres_dsn)
         d.pop("audit_dsn", None)

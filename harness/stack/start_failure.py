@@ -9,7 +9,7 @@ named like a topic partition, and the line then says to move it out.
 
 import re
 
-from .. import safefile
+from ..core import safefile
 
 _ERROR = re.compile(r"\b(?:ERROR|FATAL)\b")
 _EXCEPTION = re.compile(r"^(?:Caused by: )?(?:[\w$]+\.)*([\w$]+(?:Exception|Error)): (.+)$")

@@ -38,8 +38,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from .. import safefile
-from ..errors import HarnessError
+from ..core import safefile
+from ..core.errors import HarnessError
 from . import pidrecord
 
 LOOPBACK = "127.0.0.1"

@@ -74,7 +74,7 @@ def _child(sock: socket.socket, wake: tuple, request: dict, stdin_fd: int, log_f
     before the fork."""
     rc = 1
     try:
-        from ..procs import die_with
+        from ..core.procs import die_with
         die_with(server)                 # first: a server that died since the fork takes this child with it
         sock.close()
         for fd in wake:
@@ -93,7 +93,7 @@ def _child(sock: socket.socket, wake: tuple, request: dict, stdin_fd: int, log_f
         # The title first: setproctitle needs the environment as the process started with it.
         _title(" ".join(request["argv"]))
         env = dict(request["env"])
-        from ..procs import PARENT_PID_ENV
+        from ..core.procs import PARENT_PID_ENV
         env[PARENT_PID_ENV] = str(server)              # this server is the worker's parent now
         os.environ.clear()
         os.environ.update(env)
@@ -121,7 +121,7 @@ def _child(sock: socket.socket, wake: tuple, request: dict, stdin_fd: int, log_f
 
 
 def serve(sock: socket.socket) -> None:
-    from ..procs import die_with_parent
+    from ..core.procs import die_with_parent
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the supervisor's to handle
     wake_r, wake_w = os.pipe()
@@ -200,9 +200,9 @@ class ForkServer:
 
     def __init__(self, run_dir: Path, log_path: Path):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        from ..procs import PARENT_PID_ENV
+        from ..core.procs import PARENT_PID_ENV
         env = {**os.environ, FD_ENV: str(theirs.fileno()), PARENT_PID_ENV: str(os.getpid())}
-        from ..safefile import open_log
+        from ..core.safefile import open_log
         with open_log(log_path) as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "harness.workers.forkserver", "--run-dir", str(run_dir)],
@@ -278,7 +278,7 @@ class ForkServer:
         return msg, fds
 
     def _dead(self, cause) -> Exception:
-        from ..errors import HarnessError
+        from ..core.errors import HarnessError
         self.gone = True
         return HarnessError(f"the worker fork server stopped answering ({cause or 'no reply'}); "
                             f"see {self.log_path}")

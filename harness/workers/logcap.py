@@ -15,7 +15,7 @@ import os
 import threading
 from pathlib import Path
 
-from .. import safefile
+from ..core import safefile
 
 CAP_BYTES = 5 * 1024 * 1024          # per slot, every attempt of it together
 CHUNK = 1 << 16

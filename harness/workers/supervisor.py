@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .. import safefile
+from ..core import safefile
 from . import leftovers
 from .logcap import CappedLog
-from ..procs import PARENT_PID_ENV
+from ..core.procs import PARENT_PID_ENV
 from ..runtime import crashlog
 from ..runtime.call_deadline import STUCK_EXIT
 

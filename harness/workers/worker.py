@@ -44,7 +44,7 @@ def parse(argv=None):
     ap.add_argument("--transactional-id")
     ap.add_argument("--delivery-log", help="the producer under test: append each delivery report here")
     ap.add_argument("--option", action="append", default=[], metavar="NAME=JSON",
-                    help="a run option the experiment declared for its workers (harness/options.py)")
+                    help="a run option the experiment declared for its workers (harness/core/options.py)")
     ap.add_argument("--accounts")
     ap.add_argument("--variant", default="")
     ap.add_argument("--role")
@@ -58,7 +58,7 @@ def parse(argv=None):
 def main(argv=None) -> int:
     import faulthandler
     import signal
-    from ..procs import die_with_parent
+    from ..core.procs import die_with_parent
     die_with_parent()
     # A run that stops with this worker still busy (its time limit, a node that never came back) asks it for
     # its threads' stacks before the SIGKILL: its log then says where it stood.

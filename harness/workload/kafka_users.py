@@ -17,8 +17,8 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from .. import kafka_client, kafka_logging
-from ..errors import HarnessError
+from ..clients import kafka_client, kafka_logging
+from ..core.errors import HarnessError
 
 MECHANISM = "SCRAM-SHA-512"
 ITERATIONS = 4096

@@ -18,8 +18,8 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from .. import kafka_client, kafka_logging
-from ..errors import HarnessError
+from ..clients import kafka_client, kafka_logging
+from ..core.errors import HarnessError
 from . import signature
 
 # A produce that cannot reach the broker fails within this, instead of retrying forever.

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from .. import procs
+from ..core import procs
 from .naming import SCHEMA
-from .. import pgconn
+from ..clients import pgconn
 
 TABLE = "runs"
 # What `naming.new_run_id` makes (and what a bench adds after it): the UTC stamp first, then plain characters.

@@ -77,7 +77,7 @@ def fingerprint(value: bytes) -> str:
 
 
 def save(run_dir: Path, reused: list[Reused]) -> None:
-    from ..safefile import write_text
+    from ..core.safefile import write_text
     write_text(run_dir / FILE_NAME, json.dumps([r.as_dict() for r in reused]) + "\n")
 
 

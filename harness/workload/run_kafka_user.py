@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import kafka_client
-from ..errors import HarnessError
+from ..clients import kafka_client
+from ..core.errors import HarnessError
 from . import kafka_users
 from .kafka_users import Allow
 from .naming import PG_IDENTIFIER_MAX, RunNames, slug

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from .. import pgconn
+from ..clients import pgconn
 
 from .naming import PG_IDENTIFIER_MAX, SCHEMA, slug
 from .sqlnames import table_identifier

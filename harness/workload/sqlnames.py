@@ -10,7 +10,7 @@ names a run's table builds it with psycopg's `sql.Identifier`, through
 
 from psycopg import sql
 
-from ..errors import HarnessError
+from ..core.errors import HarnessError
 
 
 def table_identifier(qualified: str) -> sql.Identifier:

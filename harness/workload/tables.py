@@ -25,7 +25,7 @@ from psycopg import sql
 
 from .naming import SCHEMA, is_run_table
 from .sqlnames import table_identifier
-from .. import pgconn
+from ..clients import pgconn
 
 
 def ensure_schema(conn) -> None:

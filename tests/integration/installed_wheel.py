@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.procs import die_with_parent
+from harness.core.procs import die_with_parent
 from tests.conftest import ROOT
 
 # pip fetches the dependencies from the package registry the first time (its cache serves later runs)

@@ -47,7 +47,7 @@ def test_up_writes_a_private_client_properties_and_status_names_the_auth(scram_s
     assert scram_stack["kafka_config"]["sasl.password"] == "***"
     text = harness("status", env=scram_stack["env"]).stdout
     assert "kafka auth:        SASL_PLAINTEXT SCRAM-SHA-512 as harness" in text
-    from harness.commands.up import NO_AUTH
+    from harness.cli.commands.up import NO_AUTH
     assert NO_AUTH not in scram_stack["up"].stdout + scram_stack["up"].stderr
     pw = scram_stack["password"]
     assert pw not in text + scram_stack["up"].stdout + scram_stack["up"].stderr
@@ -169,7 +169,7 @@ def test_the_authorizer_lets_a_user_without_an_acl_write_nothing(scram_stack):
     from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
                                        NewTopic, ResourcePatternType, ResourceType, ScramCredentialInfo,
                                        ScramMechanism, UserScramCredentialDeletion, UserScramCredentialUpsertion)
-    from harness.kafka_client import load_file
+    from harness.clients.kafka_client import load_file
     bootstrap = scram_stack["bootstrap_servers"]
     admin = AdminClient({"bootstrap.servers": bootstrap, **load_file(scram_stack["props"])})
     topic, user, pw = f"authz-{uuid.uuid4().hex[:8]}", f"stranger-{uuid.uuid4().hex[:8]}", secrets.token_urlsafe(18)
@@ -202,7 +202,7 @@ def test_a_three_node_scram_cluster_runs_through_a_broker_kill(tmp_path):
     """`--auth scram` was refused with `--brokers 3` and with `--proxies`. Now every node has the SASL listeners
     (the one its Toxiproxy proxy forwards to as well) and the authorizer, and a node a broker-kill fault restarts
     comes back with them (a plaintext restart would never rejoin)."""
-    from harness.kafka_client import parse_properties
+    from harness.clients.kafka_client import parse_properties
     from harness.stack.local_kafka import LocalKafka
     from tests.integration.test_cluster import local_cluster, run_exp
     with local_cluster("harness-scram-cluster-", "--auth", "scram", "--proxies") as c:

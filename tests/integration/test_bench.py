@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.commands.bench import bench
-from harness.errors import HarnessError
+from harness.cli.commands.bench import bench
+from harness.core.errors import HarnessError
 from tests.conftest import pids_where
 
 pytestmark = pytest.mark.integration

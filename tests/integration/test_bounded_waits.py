@@ -34,7 +34,7 @@ def _ledgers(conn) -> set:
 def _start_locked_run(stack, tmp_path):
     """A `harness run` whose ledger a separate session locks once it exists: (process, the locking
     connection, the report folder)."""
-    from harness.procs import die_with_parent
+    from harness.core.procs import die_with_parent
     lock = psycopg.connect(stack["admin_dsn"], autocommit=False)
     before = _ledgers(lock)
     lock.rollback()

@@ -16,8 +16,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from harness import procs
-from harness.runner import EXIT_CODES
+from harness.core import procs
+from harness.run.runner import EXIT_CODES
 from tests.conftest import ROOT, harness, processes_of, searchable_dir
 from tests.unit.sample_report import validate
 from tests import kafka_login

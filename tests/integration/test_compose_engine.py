@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.runner import EXIT_CODES
+from harness.run.runner import EXIT_CODES
 from harness.stack import compose, compose_images
 from tests.conftest import ROOT, harness, searchable_dir
 from tests.unit.sample_report import validate

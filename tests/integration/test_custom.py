@@ -15,7 +15,7 @@ import uuid
 import psycopg
 import pytest
 
-from harness.runner import EXIT_CODES
+from harness.run.runner import EXIT_CODES
 from tests.conftest import ROOT, harness, pids_where
 from tests.unit.sample_report import validate
 

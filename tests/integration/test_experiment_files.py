@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.runner import EXIT_CODES
+from harness.run.runner import EXIT_CODES
 from tests.conftest import ROOT, harness
 from tests.unit.sample_report import validate
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.runtime.crashplan import CrashPlan
-from harness.runner import EXIT_CODES
+from harness.run.runner import EXIT_CODES
 from tests.conftest import ROOT, harness, pids_where
 from tests.unit.sample_report import validate, validate_suite
 

@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from harness.procs import die_with_parent
+from harness.core.procs import die_with_parent
 from tests.conftest import ROOT, as_user, harness, pids_where, processes_of, searchable_dir
 from tests.unit.sample_report import validate
 

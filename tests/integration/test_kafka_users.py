@@ -16,7 +16,7 @@ from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import (AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
                                    ResourcePatternType, ResourceType)
 
-from harness.kafka_client import load_file
+from harness.clients.kafka_client import load_file
 from tests import kafka_login
 from tests.conftest import harness
 from tests.integration.test_custom import python_example, run_custom

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.stack import netns
 
 ROOT = Path(__file__).resolve().parents[2]

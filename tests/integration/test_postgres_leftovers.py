@@ -13,7 +13,7 @@ import time
 import psycopg
 import pytest
 
-from harness import procs
+from harness.core import procs
 from harness.stack import ports
 from harness.stack.local_postgres import LocalPostgres, find_bindir
 from tests.conftest import searchable_dir

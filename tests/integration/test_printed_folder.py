@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.escape import term
+from harness.core.escape import term
 from tests.conftest import harness
 
 pytestmark = pytest.mark.integration

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import procs
+from harness.core import procs
 from tests.conftest import ROOT, harness, pids_where, processes_of, searchable_dir
 
 pytestmark = pytest.mark.integration

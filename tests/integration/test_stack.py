@@ -86,7 +86,7 @@ def test_status_json_and_second_up_reuses(stack):
     assert st["healthy"] is True and st["kafka_version"] and st["postgres_version"]
     assert "***" in st["postgres_dsn"] and stack["dsn"].split(":")[2].split("@")[0] not in st["postgres_dsn"]
     again = harness("up", env=env, check=True)
-    from harness.commands.up import NO_AUTH
+    from harness.cli.commands.up import NO_AUTH
     assert NO_AUTH not in again.stderr + again.stdout, "the default stack is not plaintext"
     assert st["kafka_auth"] == "SASL_PLAINTEXT SCRAM-SHA-512 as harness", "the default stack has no SCRAM"
     assert "reused" in again.stderr + again.stdout or again.returncode == 0
@@ -127,7 +127,7 @@ def test_nothing_of_kafka_is_open_to_other_local_users(stack):
 
 def test_down_leaves_no_process():
     """A second, separate stack: up, then down, then every pid it had is gone."""
-    from harness import procs
+    from harness.core import procs
     import shutil
     home = searchable_dir("harness-test-own-")
     env = {"HARNESS_HOME": str(home)}

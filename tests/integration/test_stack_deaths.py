@@ -43,7 +43,7 @@ def _working(out) -> bool:
 
 
 def test_a_killed_broker_ends_the_run_naming_it(own_stack, tmp_path):
-    from harness.procs import die_with_parent
+    from harness.core.procs import die_with_parent
     home, env = own_stack
     pids = json.loads(harness("status", "--json", env=env, check=True).stdout)["pids"]
     broker = pids["kafka"]

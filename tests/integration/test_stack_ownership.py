@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from harness import procs
+from harness.core import procs
 from tests.conftest import ROOT, harness, processes_of, searchable_dir
 
 pytestmark = pytest.mark.integration
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 # A command that uses the stack through the CLI's own `_with_stack` until a line arrives on stdin.
 HOLDER = """
 import json, sys
-from harness.commands.stack_options import with_stack
+from harness.cli.commands.stack_options import with_stack
 def body(stack, log):
     print(json.dumps(stack.pids), flush=True)
     sys.stdin.readline()

@@ -1,6 +1,6 @@
 """Issue 53 case 9, re-made with another local user: when PostgreSQL's port is taken by a program of a user
 the test makes (a stranger's fake server asking for the password in cleartext), the harness's connection
-sends it no password: libpq is told to require SCRAM (harness/pgconn.py, `PGREQUIREAUTH`).
+sends it no password: libpq is told to require SCRAM (harness/clients/pgconn.py, `PGREQUIREAUTH`).
 
 The stranger's program runs with the system's python3 only, prints one line per connection it asked, and one
 line with whatever came back after its request (a password message starts with `p`)."""
@@ -11,7 +11,7 @@ import subprocess
 import psycopg
 import pytest
 
-from harness import pgconn
+from harness.clients import pgconn
 
 pytestmark = pytest.mark.integration
 

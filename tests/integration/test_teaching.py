@@ -48,7 +48,7 @@ def test_ctrl_c_is_acknowledged_at_once_and_the_stops_transaction_is_fenced(stac
     import threading
     import time
     from tests.conftest import ROOT
-    from harness.procs import die_with_parent
+    from harness.core.procs import die_with_parent
     import os
     out = tmp_path / "suite"
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "suite", "--experiments", "eos", "--messages", "5000",

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from harness import procs
+from harness.core import procs
 from tests.conftest import ROOT, harness, processes_of, searchable_dir
 
 pytestmark = pytest.mark.integration

@@ -221,7 +221,7 @@ def _decide(found: dict, metrics: dict | None = None):
     from harness.checker.outcome import decide
     from harness.checker.verdict import Evidence
     from harness.experiments import get
-    from harness.params import RunParams
+    from harness.run.params import RunParams
     p = RunParams("eos", messages=3)
     result = SimpleNamespace(status="complete", events=[], unplanned_deaths=[], killed_at_end=0)
     audit = SimpleNamespace(metrics={"kafka.read_committed.duplicates": 0, "kafka.read_committed.lost": 0,
@@ -461,7 +461,7 @@ def test_the_tools_table_is_parsed_to_the_producers_holding_a_transaction_open()
 
 
 def test_producers_are_unknown_with_the_reason_when_they_cannot_be_asked(tmp_path, monkeypatch):
-    from harness import kafka_client
+    from harness.clients import kafka_client
     from harness.checker import open_transactions
     monkeypatch.setattr(kafka_client, "settings_for", lambda b: {"enable.ssl.certificate.verification": "false"})
     got = open_transactions.describe("127.0.0.1:1", "t", {0: (1, 2), 1: (1, 2)}, lib=tmp_path)
@@ -477,7 +477,7 @@ def test_the_tool_logs_in_through_a_private_command_config_never_its_command_lin
     import os
     import stat
     import subprocess
-    from harness import kafka_client
+    from harness.clients import kafka_client
     from harness.checker import open_transactions
     login = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "harness",
              "sasl.password": "s3cret-pw-0123456789"}
@@ -538,7 +538,7 @@ def test_out_of_order_leaves_duplicates_and_foreign_ids_to_their_own_classes_and
 
 def test_the_producer_under_test_allows_what_its_settings_give_up_and_nothing_else():
     from harness.experiments import get
-    from harness.params import RunParams
+    from harness.run.params import RunParams
     exp = get("producer")
     assert exp.resolve(RunParams("producer", messages=3)).allows == frozenset()
     assert exp.resolve(RunParams("producer", messages=3, idempotence="on")).allows == frozenset()

@@ -9,8 +9,8 @@ import tomllib
 
 import pytest
 
-from harness.api import MAX_WITNESSES, Report, check_options, run
-from harness.errors import HarnessError
+from harness.api.library import MAX_WITNESSES, Report, check_options, run
+from harness.core.errors import HarnessError
 from tests.conftest import ROOT
 from tests.unit.sample_report import sample, validate
 
@@ -148,8 +148,8 @@ def test_loading_the_plugin_imports_nothing_heavy():
 
 def test_the_docstring_examples_that_need_no_stack_run():
     import doctest
-    import harness.api
-    result = doctest.testmod(harness.api)
+    import harness.api.library
+    result = doctest.testmod(harness.api.library)
     assert result.attempted >= 2 and result.failed == 0
 
 
@@ -164,7 +164,7 @@ def test_a_verdict_without_anomalies_says_its_reason_and_hostile_ids_are_shown_s
 
 
 def test_crash_test_runs_the_experiment_that_takes_a_users_command():
-    from harness.api import consumer_experiment, crash_test
+    from harness.api.library import consumer_experiment, crash_test
     assert consumer_experiment() == "custom"
     with pytest.raises(ValueError, match="option kills must be an int"):
         crash_test(["python", "consumer.py"], kills="many")
@@ -201,8 +201,8 @@ def test_a_consumers_run_where_too_few_kills_landed_is_not_ok(tmp_path):
 def test_run_finds_the_report_of_an_out_whose_name_holds_a_newline(tmp_path, monkeypatch):
     """`harness run` prints the folder escaped (`\\n`), so the printed last line is not the folder's name: the
     run wrote its report and the API said "exited 0 without a report". The CLI's real output, stood in for."""
-    import harness.api as api
-    from harness.escape import term
+    import harness.api.library as api
+    from harness.core.escape import term
     out = tmp_path / "api\nx"
     d = sample("offset-before", lost=0, dups=0)
     d["anomalies"]["duplicate_ids"] = []

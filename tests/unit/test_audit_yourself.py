@@ -212,7 +212,7 @@ def test_service_stores_come_from_the_reports_lists():
 
 
 def test_audit_refuses_a_report_that_names_stores_its_run_cannot_have_written():
-    from harness.commands.audit import foreign_stores
+    from harness.cli.commands.audit import foreign_stores
     from harness.workload.naming import RunNames
     d = sample()
     n = RunNames(d["run_id"])
@@ -230,7 +230,7 @@ def test_audit_refuses_a_report_that_names_stores_its_run_cannot_have_written():
 
 def test_env_says_in_one_line_when_it_cannot_keep_the_password_file(tmp_path):
     import pytest
-    from harness.errors import HarnessError
+    from harness.core.errors import HarnessError
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")
     st = Stack("local", "127.0.0.1:19092", "postgresql://harness:pw@127.0.0.1:15432/harness", True)
@@ -285,7 +285,7 @@ def test_the_dedupe_keys_the_report_counted_are_compared_as_stated():
 def test_audit_refuses_an_accounts_table_its_run_cannot_have_written():
     """The accounts table is read like the ledger: one named outside the run (a catalog, someone's
     table with an `account` and a `balance`) is refused before anything is read."""
-    from harness.commands.audit import foreign_stores
+    from harness.cli.commands.audit import foreign_stores
     from harness.workload.naming import RunNames
     d = sample()
     n = RunNames(d["run_id"])

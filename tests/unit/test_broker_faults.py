@@ -7,10 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.faults import FAULTS, build
 from harness.faults.broker import BrokerKill, BrokerPause, LeaderKill
-from harness.params import RunParams
+from harness.run.params import RunParams
 from harness.stack import brokers, pidrecord
 from harness.stack.brokers import ComposeBrokers, LocalBrokers, coordinator_partition, for_stack, java_string_hash
 from harness.stack.stack import Stack
@@ -427,7 +427,7 @@ def test_local_broker_faults_never_signal_a_process_their_record_does_not_prove(
     decoy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "kafka.Kafka",
                               "/someone/elses/server.properties"], start_new_session=True)
     try:
-        from harness import procs
+        from harness.core import procs
         rec = pidrecord.PidRecord(pid=decoy.pid, start_time=procs.start_time(decoy.pid),
                                   marks=["kafka.Kafka", str(home / "server.properties")], group=True)
         pidrecord.write(home / "kafka.pid", rec)
@@ -444,7 +444,7 @@ def test_local_broker_faults_never_signal_a_process_their_record_does_not_prove(
 def test_a_local_node_is_signalled_as_its_own_process_group(tmp_path):
     import subprocess
     import sys
-    from harness import procs
+    from harness.core import procs
     from harness.stack.local_kafka import LocalKafka
     node = LocalKafka(tmp_path, 3)
     node.home.mkdir(parents=True)

@@ -209,7 +209,7 @@ def test_a_malformed_dsn_is_reported_without_its_password(isolated, dsn):
 def test_a_dsn_error_after_parsing_is_scrubbed_too(monkeypatch):
     """libpq accepts `harness:S3cret@PWzz9@host` and then fails on host 'PWzz9@host': hide that piece."""
     from harness.stack import health, resolve
-    from harness.errors import HarnessError
+    from harness.core.errors import HarnessError
     monkeypatch.setattr(health, "kafka_probe", lambda *_a, **_k: None)
     with pytest.raises(HarnessError) as e:
         resolve.external("127.0.0.1:1", "postgresql://harness:S3cret@PWzz9@127.0.0.1:1/db")
@@ -252,7 +252,7 @@ def test_a_broker_fault_on_a_one_broker_folder_is_refused_before_a_stack_starts(
 
 def test_the_audit_hint_names_a_folder_outside_the_reports_folder_by_its_path(tmp_path, monkeypatch):
     """`harness audit NAME` finds only ids under the reports folder: an --out elsewhere needs its path."""
-    from harness.commands.stack_options import audit_target
+    from harness.cli.commands.stack_options import audit_target
     monkeypatch.setenv("HARNESS_REPORTS", str(tmp_path / "reports"))
     assert audit_target(tmp_path / "reports" / "20261130T120000-suite") == "20261130T120000-suite"
     assert audit_target(tmp_path / "elsewhere" / "suite") == str(tmp_path / "elsewhere" / "suite")
@@ -278,7 +278,7 @@ def test_up_says_each_note_once(monkeypatch):
     """A note said while the stack starts (a port replaced) was said again from the stack's notes."""
     from click.testing import CliRunner
     import harness.stack.resolve as resolve
-    from harness.commands.up import up
+    from harness.cli.commands.up import up
     from harness.stack.stack import Stack
 
     def get_stack(*args, log=print, **kwargs):
@@ -299,7 +299,7 @@ def test_up_says_a_replaced_port_once_when_its_port_is_taken(tmp_path, monkeypat
     import socket
     from pathlib import Path
     from click.testing import CliRunner
-    from harness.commands.up import up
+    from harness.cli.commands.up import up
     from harness.stack import health, local_kafka, local_postgres, local_record, local_services, marker, ports
     state = tmp_path / "state"
     for k, v in {"HARNESS_HOME": str(state), "HARNESS_CACHE": str(tmp_path / "cache"),

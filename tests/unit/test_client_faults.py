@@ -12,12 +12,12 @@ from types import SimpleNamespace
 import pytest
 
 from harness.checker.predict import predict
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.experiments import get
 from harness.faults import build
 from harness.faults.client import Abort, ClientPause
-from harness.procs import stopped as _stopped
-from harness.params import RunParams
+from harness.core.procs import stopped as _stopped
+from harness.run.params import RunParams
 from harness.runtime.client_faults import BEFORE_COMMIT, MID_PRODUCE, PLANNED_ABORT, ClientFaults, paused_ids
 from harness.runtime.crashplan import CrashPlan, seeded_pauses
 from harness.runtime.evidence import Events

@@ -9,10 +9,10 @@ import pytest
 from harness.checker import deliveries
 from harness.checker.observe import observe_run
 from harness.checker.predict import predict
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.experiments import get
 from harness.experiments.producer import RETRIES, settings
-from harness.params import RunParams
+from harness.run.params import RunParams
 from harness.stack import local_record, local_services
 from harness.stack.claim import release_plan
 from harness.workload.naming import RunNames
@@ -233,7 +233,7 @@ def test_the_last_command_out_stops_every_node_it_started():
 
 
 def test_the_cluster_group_is_not_in_the_default_suite():
-    from harness.suite_runner import parse_experiments, suite_experiments
+    from harness.run.suite_runner import parse_experiments, suite_experiments
     assert "producer" not in suite_experiments()
     assert get("producer").suite["group"] == "cluster"
     assert parse_experiments("producer") == ["producer"]

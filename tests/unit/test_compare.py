@@ -7,9 +7,9 @@ import types
 import pytest
 from click.testing import CliRunner
 
-from harness.commands.compare import compare as compare_command
-from harness.commands.report import report as report_command
-from harness.errors import HarnessError
+from harness.cli.commands.compare import compare as compare_command
+from harness.cli.commands.report import report as report_command
+from harness.core.errors import HarnessError
 from harness.reporting import markdown
 from harness.reporting.compare import compare
 from harness.reporting.compare_render import to_json, to_markdown, to_text
@@ -45,7 +45,7 @@ def write_run(folder, data):
 
 def claimed(folder, suite=False):
     """`folder` as a run (or suite) of the harness leaves it: with its owner file (`latest` needs one)."""
-    from harness.rundir import OWNER_FILE, SUITE_OWNER_FILE
+    from harness.core.rundir import OWNER_FILE, SUITE_OWNER_FILE
     (folder / (SUITE_OWNER_FILE if suite else OWNER_FILE)).write_text("{}\n")
     return folder
 

@@ -1,6 +1,6 @@
 """Static checks of the Docker Compose files (no Docker engine needed).
 
-The compose stack must run exactly the Kafka pinned in harness/versions.py,
+The compose stack must run exactly the Kafka pinned in harness/core/versions.py,
 publish its ports on 127.0.0.1 only, have a healthcheck on every service (so
 `docker compose up --wait` means "ready"), and take the PostgreSQL password
 from the environment. Where the docker client and its compose plugin exist,
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import versions
+from harness.core import versions
 from harness.stack import compose as compose_stack
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,7 +129,7 @@ def test_images_match_the_pinned_versions(compose_doc):
         repo, _, tag = image.partition(":")
         assert repo == "apache/kafka"
         assert tag == versions.KAFKA_VERSION, \
-            f"{name}: {svc_name} runs Kafka {tag!r}, harness/versions.py pins {versions.KAFKA_VERSION!r}"
+            f"{name}: {svc_name} runs Kafka {tag!r}, harness/core/versions.py pins {versions.KAFKA_VERSION!r}"
         assert image == versions.KAFKA_IMAGE
     var, image = image_ref(postgres_service(doc))
     assert var == IMAGE_VARS["postgres"], f"{name}: the PostgreSQL image is not taken from ${IMAGE_VARS['postgres']}"

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.stack import compose_images as compose
 
 OFFICIAL = compose.chosen_images({})
@@ -90,7 +90,7 @@ def test_commands_follow_the_kind_of_stack_the_state_folder_holds(tmp_path, monk
     """`harness up --stack compose --brokers 3`, then `harness run ... --fault broker-kill` without --stack:
     the run took the local default and said the stack had 1 broker."""
     import json
-    from harness.commands.stack_options import recorded_stack as _recorded_stack
+    from harness.cli.commands.stack_options import recorded_stack as _recorded_stack
     monkeypatch.setenv("HARNESS_HOME", str(tmp_path))
     assert _recorded_stack() == "local"
     (tmp_path / "stack.json").write_text(json.dumps({"kind": "compose", "variant": "cluster"}))

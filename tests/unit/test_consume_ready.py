@@ -1,6 +1,6 @@
 """consume.ready: records that have arrived come back at once, never after a wait for a full batch."""
 
-from harness import consume
+from harness.clients import consume
 
 
 class FakeConsumer:

@@ -6,9 +6,9 @@ from types import SimpleNamespace
 import pytest
 
 from harness.checker.predict import predict
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.experiments import get
-from harness.params import RunParams
+from harness.run.params import RunParams
 from harness.runtime import context, evidence, group
 from harness.runtime.history import History
 from harness.reporting.build import group_story

@@ -11,7 +11,7 @@ import pytest
 
 from harness.checker.predict import predict
 from harness.checker.verdict import Evidence, judge
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.experiments import get
 from harness.experiments.custom import libpq_uri
 from harness.experiments.custom_report import kill_quality
@@ -20,7 +20,7 @@ from harness.faults import build
 from harness.runtime import crashlog
 from harness.faults.kill_every import KillEvery
 from harness.faults.random_kill import RandomKill
-from harness.params import RunParams
+from harness.run.params import RunParams
 
 SUPERVISOR_KILL = {"point": "random", "by": "supervisor", "worker": "w0", "attempt": 1, "time": 10.0}
 
@@ -195,7 +195,7 @@ def test_custom_options_are_refused_where_they_do_not_apply(kwargs, needle):
 
 
 def test_the_suite_leaves_custom_out():
-    from harness.suite_runner import suite_experiments
+    from harness.run.suite_runner import suite_experiments
     assert "custom" not in suite_experiments() and "dedupe" in suite_experiments()
 
 
@@ -281,7 +281,7 @@ def test_a_runs_workers_inherit_only_the_runs_login_never_the_harnesss(monkeypat
     settings there (the super user on its SCRAM stack) would let a consumer under test log in as it."""
     import json
     from types import SimpleNamespace
-    from harness import kafka_client
+    from harness.clients import kafka_client
     from harness.experiments.launch import worker_env
     boot = "127.0.0.1:9"
     monkeypatch.setenv(kafka_client.ENV, json.dumps({boot: {"sasl.username": "harness", "sasl.password": "super"},

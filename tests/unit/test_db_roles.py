@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands.audit import _effects_query
+from harness.cli.commands.audit import _effects_query
 from harness.reporting.recount_by_hand import commands
 from harness.stack.local_postgres import LocalPostgres
 from harness.stack.stack import Stack
@@ -60,7 +60,7 @@ def test_a_password_file_is_never_made_or_read_through_a_planted_link(tmp_path):
     target.write_text("root's\n")
     pg = LocalPostgres(tmp_path)
     pg.admin_password_file.symlink_to(target)
-    from harness.errors import HarnessError
+    from harness.core.errors import HarnessError
     with pytest.raises(HarnessError, match="symbolic link"):
         pg.admin_password()
     assert target.read_text() == "root's\n"
@@ -90,7 +90,7 @@ def test_chown_of_the_postgres_folder_never_follows_a_planted_link(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root gives the folder to the postgres user")
 def test_chown_refuses_a_postgres_folder_that_is_itself_a_link(tmp_path):
-    from harness.errors import HarnessError
+    from harness.core.errors import HarnessError
     victim = tmp_path / "elsewhere"
     victim.mkdir()
     (tmp_path / "state").mkdir()

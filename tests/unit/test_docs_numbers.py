@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import docs_numbers, docs_pages
+from harness.cli import docs_numbers
+from harness.cli import docs_pages
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = {"suite/suite.json", "bench/bench.json", "bench-scale/scale.json", "bench-streams/streams.json"}

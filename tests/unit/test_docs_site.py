@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import docs_pages
-from harness.cli import cli
+from harness.cli import docs_pages
+from harness.cli.entry import cli
 from harness.experiments import REGISTRY
 from harness.faults import FAULTS
-from harness.params import declared
+from harness.run.params import declared
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,7 +88,7 @@ def test_every_section_link_of_the_html_report_has_its_entry(site):
 
 
 def test_every_reference_figure_is_on_the_numbers_page_with_its_command(site):
-    from harness import docs_numbers
+    from harness.cli import docs_numbers
     text = page(site, "numbers")
     missing = [f.figure for f in docs_numbers.figures()
                if not all(x in text for x in (f.value, f.date, f.command, f.source))]

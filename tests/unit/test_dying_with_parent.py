@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from harness import procs
+from harness.core import procs
 
 WRAPPERS = [pytest.param(True, id="setpriv"), pytest.param(False, id="python")]
 

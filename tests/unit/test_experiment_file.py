@@ -12,13 +12,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from harness import experiment_file as ef
-from harness import suite_runner
-from harness.commands.run import run as run_cmd
-from harness.commands.suite import SUITE_OPTIONS
-from harness.errors import HarnessError
+from harness.run import experiment_file as ef
+from harness.run import suite_runner
+from harness.cli.commands.run import run as run_cmd
+from harness.cli.commands.suite import SUITE_OPTIONS
+from harness.core.errors import HarnessError
 from harness.faults import FAULTS
-from harness.params import RunParams, declared, resolve
+from harness.run.params import RunParams, declared, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted((ROOT / "experiments").rglob("*.toml")) + sorted(
@@ -162,7 +162,7 @@ def test_a_group_name_maps_to_its_folder_and_a_wrong_one_names_the_groups():
 
 def test_the_experiments_command_lists_files_and_prints_the_schema():
     from click.testing import CliRunner
-    from harness.commands.experiments import experiments_cmd
+    from harness.cli.commands.experiments import experiments_cmd
     out = CliRunner().invoke(experiments_cmd, [])
     assert out.exit_code == 0 and "core/offset-before.toml  [offset-before]" in out.output
     out = CliRunner().invoke(experiments_cmd, ["--schema"])

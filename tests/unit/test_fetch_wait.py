@@ -1,11 +1,11 @@
-"""How long a worker's consumer lets the broker hold an idle fetch (harness/consume.py says why): long for a
+"""How long a worker's consumer lets the broker hold an idle fetch (harness/clients/consume.py says why): long for a
 worker that only reads forward, short for one whose partitions move under it (a seek after an abort, a new
 leader, a group's assignment). Before: every worker used 20 ms; with 500 ms for all, `harness run eos
 --fault abort` took 121 s against 10 s, each rewind waiting out a held fetch."""
 
 from types import SimpleNamespace
 
-from harness import consume
+from harness.clients import consume
 from harness.faults import FAULTS
 from harness.runtime.context import consumer_settings
 from harness.runtime.crashplan import CrashPlan

@@ -48,10 +48,10 @@ def test_harness_run_refuses_before_anything_is_made(tmp_path, monkeypatch):
 
     import pytest
 
-    from harness.commands.run import _check_workload_fits
-    from harness.errors import HarnessError
+    from harness.cli.commands.run import _check_workload_fits
+    from harness.core.errors import HarnessError
     from harness.experiments import REGISTRY
-    from harness.params import RunParams, resolve
+    from harness.run.params import RunParams, resolve
     state = tmp_path / "state"
     monkeypatch.setenv("HARNESS_HOME", str(state))
     usage = namedtuple("usage", "total used free")

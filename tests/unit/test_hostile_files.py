@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import procs, safefile
+from harness.core import procs, safefile
 from harness.reporting.run_report import RunReport
 from harness.reporting.writer import write_all
 from harness.stack import leases, local_record, pidrecord
@@ -202,7 +202,7 @@ def test_folders_the_harness_makes_have_the_mode_it_chose(tmp_path):
 
 def test_a_folder_merely_named_like_a_run_id_is_not_latest(tmp_path):
     from harness.reporting.compare_targets import find_folder
-    from harness.rundir import claim_run_dir
+    from harness.core.rundir import claim_run_dir
     root = tmp_path / "reports"
     ours = claim_run_dir(root / "20261129T183000.000-offset-after-000001")
     run_folder(ours)
@@ -402,7 +402,7 @@ def test_a_run_with_out_on_a_full_file_system_is_refused_before_anything_starts(
 def test_a_run_whose_report_cannot_be_written_writes_it_in_the_state_folder(tmp_path, monkeypatch, how):
     """A full --out (ENOSPC) or one gone read-only (EROFS): the whole report goes to
     $HARNESS_HOME/unwritten-reports/<run-id>/, and the error says why and where."""
-    from harness.errors import ReportNotWritten
+    from harness.core.errors import ReportNotWritten
     from harness.reporting.writer import write_or_keep
     monkeypatch.setenv("HARNESS_HOME", str(tmp_path / "state"))
     with small_tmpfs() as fs:

@@ -135,7 +135,7 @@ def test_suite_html_link_cannot_leave_the_suite_folder_by_percent_encoded_dot_se
 
 def test_markdown_makes_no_link_of_a_bare_url_from_a_report():
     """GitHub (GFM) turns a bare `https://...` or `www.` into a link; escape.md promises no link."""
-    from harness.escape import md
+    from harness.core.escape import md
     for text in ("https://evil.example/login", "www.evil.example"):
         assert md(text) != text, "a bare URL passes through md() unchanged and renders as a link"
 
@@ -146,7 +146,7 @@ def test_report_writes_nowhere_but_the_folder_it_read_when_the_folder_is_swapped
     """`harness report DIR` checks DIR (ours, not world-writable) but not its parent: a user who owns the
     parent renames DIR and puts a link to a root-owned folder in its place while the report renders
     (staged here inside markdown.render), and root writes report.json/md/html into that folder."""
-    from harness.commands.report import rerender
+    from harness.cli.commands.report import rerender
     from harness.reporting import markdown
     parent, victim = tmp_path / "theirs", tmp_path / "victim"
     parent.mkdir()
@@ -176,8 +176,8 @@ def test_report_writes_nowhere_but_the_folder_it_read_when_the_folder_is_swapped
 def test_run_folder_is_not_claimed_through_a_link_another_user_planted(tmp_path):
     """`--out /tmp/ci-out` that another user created first as a link to a root-owned empty folder: the
     run claims the link's target (its owner file, then crash plan, logs and report all land there)."""
-    from harness.errors import HarnessError
-    from harness.rundir import claim_run_dir
+    from harness.core.errors import HarnessError
+    from harness.core.rundir import claim_run_dir
     try:
         nobody = pwd.getpwnam("nobody")
     except KeyError:
@@ -226,7 +226,7 @@ def test_a_fifo_planted_at_server_log_does_not_hang_up(tmp_path):
         "import sys\n"
         "from pathlib import Path\n"
         "from harness.stack.local_postgres import LocalPostgres\n"
-        "from harness.errors import HarnessError\n"
+        "from harness.core.errors import HarnessError\n"
         "pg = LocalPostgres(Path(sys.argv[1]))\n"
         "try:\n"
         "    pg._own_log()\n"

@@ -21,7 +21,7 @@ from tests.conftest import ROOT, harness
 MEASURE = r"""
 import sys, time
 t0 = time.monotonic()
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.reporting import validate
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.reporting import compare as comparison
 from harness.reporting.compare_render import to_markdown, to_text
 from harness.reporting.compare_targets import Target
@@ -272,7 +272,7 @@ def test_harness_compare_prints_hostile_folder_names_and_values_as_text(tmp_path
 
 def test_audit_prints_hostile_stores_metrics_and_ids_as_text(capsys):
     from harness.checker.crosscheck import Row
-    from harness.commands.audit import print_rows
+    from harness.cli.commands.audit import print_rows
     rows = [Row(store=HOSTILE, metric=HOSTILE, reported=3, recounted=4, ids=[HOSTILE, "pay-1"])]
     print_rows(HOSTILE, rows)
     out = capsys.readouterr().out
@@ -295,7 +295,7 @@ def test_audit_refuses_a_hostile_report_in_one_escaped_line(tmp_path):
 
 
 def test_the_progress_log_and_error_lines_show_escapes_as_text(capsys, tmp_path):
-    from harness.ui import ProgressUI, log_fn
+    from harness.cli.ui import ProgressUI, log_fn
     log_fn(False)(HOSTILE)
     with ProgressUI(HOSTILE) as ui:
         ui.log(HOSTILE)
@@ -311,7 +311,7 @@ def test_the_progress_log_and_error_lines_show_escapes_as_text(capsys, tmp_path)
 
 
 def test_every_escape_function_leaves_no_control_character():
-    from harness import escape
+    from harness.core import escape
     for f in (escape.term, escape.md, escape.md_code, escape.html):
         assert_terminal_safe(f(HOSTILE).replace("\n", "!"))
         assert "\n" not in f(HOSTILE) and "\r" not in f(HOSTILE)
@@ -319,7 +319,7 @@ def test_every_escape_function_leaves_no_control_character():
 
 
 def test_the_scoreboard_a_run_prints_shows_hostile_values_as_text(capsys):
-    from harness.commands.run import _print_scoreboard
+    from harness.cli.commands.run import _print_scoreboard
     _print_scoreboard(RunReport(replace_strings(full_report(), HOSTILE)))
     err = capsys.readouterr().err
     assert "INJECTED" in err and "[bold red]rich" in err

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from harness import kafka_client
-from harness.errors import HarnessError
+from harness.clients import kafka_client
+from harness.core.errors import HarnessError
 from harness.stack.stack import Stack
 from tests.conftest import ROOT, harness
 
@@ -197,7 +197,7 @@ def test_a_probe_error_without_a_message_is_named_by_its_type():
     """A future's result(timeout) raises a TimeoutError with no message: the probe's note indexed its
     lines and `harness up` died with an IndexError traceback (seen in CI on a loaded machine)."""
     from concurrent.futures import TimeoutError as FutureTimeout
-    from harness.errors import first_line
+    from harness.core.errors import first_line
     assert first_line(FutureTimeout()) == "TimeoutError"
     assert first_line(ValueError("bad\nsecond line")) == "bad"
     assert first_line(ValueError("  ")) == "ValueError"
@@ -224,7 +224,7 @@ def test_the_kafka_probe_reports_a_silent_timeout_instead_of_dying(monkeypatch):
 def test_a_producer_is_connected_first_and_a_broker_that_does_not_answer_changes_nothing(monkeypatch):
     import confluent_kafka
     import pytest
-    from harness import kafka_client
+    from harness.clients import kafka_client
     calls = []
 
     class Fake:

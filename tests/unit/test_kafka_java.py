@@ -2,8 +2,8 @@
 
 import pytest
 
-from harness.errors import HarnessError
-from harness.kafka_java import TXN_APP, java_properties, properties_text
+from harness.core.errors import HarnessError
+from harness.clients.kafka_java import TXN_APP, java_properties, properties_text
 
 SCRAM = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice",
          "sasl.password": 'p"w\\1'}
@@ -50,7 +50,7 @@ def test_a_setting_without_java_equivalent_is_named():
 def test_the_error_names_the_java_worker_that_would_take_the_settings(monkeypatch, tmp_path):
     """Before: `--client java` refused a setting saying "the Kafka Streams app (eos-streams)"."""
     import types
-    from harness import kafka_client
+    from harness.clients import kafka_client
     from harness.experiments.txn_java import TxnJavaWorkers
     from harness.experiments.launch import StreamsWorkers
     monkeypatch.setattr(kafka_client, "settings_for", lambda servers: {"enable.ssl.certificate.verification": "false"})

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from harness import kafka_logging
-from harness.kafka_logging import RateLimitedHandler
+from harness.clients import kafka_logging
+from harness.clients.kafka_logging import RateLimitedHandler
 
 
 class Clock:

@@ -4,7 +4,7 @@ import os
 import stat
 
 from harness.stack import pidrecord
-from harness.safefile import PRIVATE_UMASK
+from harness.core.safefile import PRIVATE_UMASK
 from harness.stack.local_kafka import LocalKafka
 
 

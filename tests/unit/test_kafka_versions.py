@@ -3,8 +3,8 @@ services needed: the real starts on 3.9.1 and 4.4.0 are tests/integration/test_k
 
 import pytest
 
-from harness import versions
-from harness.errors import HarnessError
+from harness.core import versions
+from harness.core.errors import HarnessError
 from harness.stack import kafka_versions, maven
 from tests.conftest import harness
 
@@ -62,7 +62,7 @@ def test_an_existing_cluster_takes_no_kafka_version(tmp_path):
 
 
 def test_the_report_says_what_the_broker_says_or_unknown():
-    from harness import environment
+    from harness.stack import environment
     from harness.stack.stack import Stack
     st = Stack(kind="local", bootstrap_servers="127.0.0.1:1", postgres_dsn="", owned=True, kafka_version="4.4.0")
     d = environment.describe(st)
@@ -102,7 +102,7 @@ def test_the_suites_child_runs_never_inherit_the_release(monkeypatch):
     """HARNESS_KAFKA_VERSION chose the suite's stack; its child runs get that stack's addresses and no
     release (with both, every child was refused as if the stack were an existing cluster)."""
     from harness.stack.stack import Stack
-    from harness.suite_runner import run_env
+    from harness.run.suite_runner import run_env
     monkeypatch.setenv("HARNESS_KAFKA_VERSION", "3.9.1")
     env = run_env(Stack(kind="local", bootstrap_servers="127.0.0.1:19092", postgres_dsn="x", owned=True))
     assert "HARNESS_KAFKA_VERSION" not in env and env["HARNESS_BOOTSTRAP_SERVERS"] == "127.0.0.1:19092"

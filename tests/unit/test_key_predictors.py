@@ -3,8 +3,8 @@
 from harness.checker.key_predictors import expired_at_redelivery
 from harness.checker.predict import predict
 from harness.experiments import get
-from harness.params import RunParams
-from harness.errors import HarnessError
+from harness.run.params import RunParams
+from harness.core.errors import HarnessError
 
 import pytest
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from harness import procs
+from harness.core import procs
 from harness.workers import leftovers
 from harness.workers.leftovers import Seen, chosen, marked
 

@@ -2,7 +2,7 @@
 
 import stat
 
-from harness import kafka_client
+from harness.clients import kafka_client
 from harness.stack import local_record, local_services
 from harness.stack.local_kafka import LocalKafka, _argfile_quote
 
@@ -74,7 +74,7 @@ def test_requests_go_through_the_standard_authorizer_with_only_our_own_users_sup
 
 def test_a_password_the_harness_did_not_write_is_refused(tmp_path):
     import pytest
-    from harness.errors import HarnessError
+    from harness.core.errors import HarnessError
     (tmp_path / "kafka-controller.properties").write_text('password=x" user_evil="x\n')
     with pytest.raises(HarnessError, match="did not write"):
         LocalKafka(tmp_path).write_config(1, 2, "scram")

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from harness import matrix
-from harness.errors import HarnessError
+from harness.run import matrix
+from harness.core.errors import HarnessError
 from harness.reporting import matrix_report
 
 
@@ -141,7 +141,7 @@ def test_a_java_client_column_judges_only_what_it_can_run():
 
 
 def test_the_suite_passes_client_only_to_the_experiments_that_take_it():
-    from harness.suite_runner import accepted_args
+    from harness.run.suite_runner import accepted_args
     common = ["--messages", "100", "--client", "java"]
     assert accepted_args("eos", common) == common
     assert accepted_args("offset-before", common) == ["--messages", "100"]

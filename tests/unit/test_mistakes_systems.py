@@ -7,10 +7,10 @@ import pytest
 from harness.checker.predict import predict
 from harness.checker.systems import compare
 from harness.checker.verdict import Evidence, judge
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.experiments import get
 from harness.experiments.auto_commit import APPLIED_LOG, Attempt, bounds, coverage, per_kill, read_attempts
-from harness.params import RunParams
+from harness.run.params import RunParams
 
 
 def expectations(p):
@@ -218,7 +218,7 @@ def test_a_worker_whose_parent_died_while_it_started_dies_at_once():
     import signal
     import subprocess
     import sys
-    code = "from harness.procs import die_with_parent; die_with_parent(); print('alive')"
+    code = "from harness.core.procs import die_with_parent; die_with_parent(); print('alive')"
     from tests.conftest import ROOT
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     orphan = subprocess.run([sys.executable, "-c", code], env={**env, "HARNESS_PARENT_PID": "1"},

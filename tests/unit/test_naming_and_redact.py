@@ -6,7 +6,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from harness.reporting.compare_targets import TIMESTAMPED
 from harness.stack.stack import redact
-from harness.redaction import scrub
+from harness.core.redaction import scrub
 from harness.workload.naming import PG_IDENTIFIER_MAX, RunNames, SCHEMA, is_run_table, new_run_id, run_tables, slug
 from harness.workload.sqlnames import table_identifier
 

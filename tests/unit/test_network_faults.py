@@ -3,11 +3,11 @@ with a cut for a strike and a heal for a recovery; their options and refusals in
 
 import pytest
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.experiments import get
 from harness.faults import build
 from harness.faults.network import ClientCut, Partition
-from harness.params import RunParams
+from harness.run.params import RunParams
 from tests.unit.test_broker_faults import FakeHands, drive, fake_sup
 
 

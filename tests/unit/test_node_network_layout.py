@@ -62,7 +62,7 @@ def test_a_subnet_is_refused_only_where_a_route_names_it(monkeypatch):
 def test_a_record_that_is_a_fifo_a_link_or_a_folder_is_never_followed_read_or_removed(tmp_path):
     import os
     import pytest
-    from harness.errors import HarnessError
+    from harness.core.errors import HarnessError
     home = tmp_path / "home"
     home.mkdir()
     os.mkfifo(netns.record_path(home))
@@ -101,7 +101,7 @@ def test_nodes_with_networks_listen_and_advertise_their_own_address_also_with_sc
 
 def test_the_choice_of_node_networks_keeps_what_runs_and_refuses_a_change_under_running_nodes(tmp_path):
     import pytest
-    from harness.errors import HarnessError
+    from harness.core.errors import HarnessError
     from harness.stack.local_services import _choose_networks
     home = _networked_home(tmp_path)
     assert _choose_networks(home, {}, True, None) is True          # stack.json lost: what runs wins

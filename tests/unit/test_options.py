@@ -1,16 +1,16 @@
 """Run options are declared once: `--help`, the checks, the owners' refusals and the workers' argv come
-from the declarations (harness/options.py), and nothing else writes an option's flag or default."""
+from the declarations (harness/core/options.py), and nothing else writes an option's flag or default."""
 
 import re
 
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import cli
-from harness.errors import HarnessError
+from harness.cli.entry import cli
+from harness.core.errors import HarnessError
 from harness.experiments import REGISTRY
-from harness.options import Option, worker_options
-from harness.params import RunParams, declared, resolve
+from harness.core.options import Option, worker_options
+from harness.run.params import RunParams, declared, resolve
 
 
 def _help_of(command) -> dict:
@@ -20,7 +20,7 @@ def _help_of(command) -> dict:
 
 
 def test_every_declared_default_is_the_one_run_help_shows():
-    from harness.commands.run import run
+    from harness.cli.commands.run import run
     shown_by_run = _help_of(run)
     for name, d in declared().items():
         opt = d.option
@@ -35,7 +35,7 @@ def test_every_declared_default_is_the_one_run_help_shows():
 
 
 def test_the_suite_shows_the_same_defaults_as_run():
-    from harness.commands.suite import SUITE_OPTIONS, suite
+    from harness.cli.commands.suite import SUITE_OPTIONS, suite
     shown_by_suite = _help_of(suite)
     for opt in SUITE_OPTIONS:
         assert shown_by_suite[opt.flag].endswith(f"[default: {opt.default_text()}]"), opt.flag
@@ -43,7 +43,7 @@ def test_the_suite_shows_the_same_defaults_as_run():
 
 def test_no_command_module_writes_a_run_options_flag_itself():
     from pathlib import Path
-    import harness.commands as commands
+    import harness.cli.commands as commands
     flags = {d.option.flag for d in declared().values()}
     # bench's options (sizes, repetitions) are its own; audit's --audit-sql is the recount's query, not a run's.
     own = {"bench.py": flags, "audit.py": {"--audit-sql"}}
@@ -90,7 +90,7 @@ def test_values_are_checked_against_their_declaration():
 
 
 def test_no_option_takes_a_name_the_run_command_uses_itself():
-    from harness.commands.run import run
+    from harness.cli.commands.run import run
     own = {p.name for p in run.params} - set(declared())
     assert own >= {"experiment", "out", "quiet", "keep_stack", "stack_kind"}
     assert not own & set(declared())

@@ -99,7 +99,7 @@ HOSTILE_NAME = "run\nINJECTED\x1b[2K\x1b]0;title\x07"
 
 def test_the_printed_folder_shows_control_characters_as_escapes(capsys):
     from pathlib import Path
-    from harness.commands.stack_options import print_folder
+    from harness.cli.commands.stack_options import print_folder
     print_folder(Path("/r") / HOSTILE_NAME)
     out = capsys.readouterr().out
     assert out == "/r/run\\nINJECTED\\x1b[2K\\x1b]0;title\\x07\n"
@@ -107,7 +107,7 @@ def test_the_printed_folder_shows_control_characters_as_escapes(capsys):
 
 def test_harness_report_prints_a_hostile_folder_name_escaped_on_its_last_line(tmp_path):
     """The cheap way to the printing path of a command that writes a folder: `report` re-renders one."""
-    from harness.escape import term
+    from harness.core.escape import term
     from tests.unit.test_hostile_files import run_folder
     folder = run_folder(tmp_path / HOSTILE_NAME)
     proc = harness("report", str(folder), env={"HARNESS_HOME": str(tmp_path / "state")}, timeout=120)

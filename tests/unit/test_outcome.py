@@ -5,7 +5,7 @@ from types import SimpleNamespace
 from harness.checker.outcome import decide
 from harness.checker.verdict import Evidence
 from harness.experiments import get
-from harness.params import RunParams
+from harness.run.params import RunParams
 
 
 class Fault:

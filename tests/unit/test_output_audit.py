@@ -76,7 +76,7 @@ def _audit_with_output(tmp_path, monkeypatch, experiment: str, kafka_output, out
     from collections import Counter
     from types import SimpleNamespace
     from harness.checker import recount
-    from harness.commands import audit
+    from harness.cli.commands import audit
     from harness.workload.naming import RunNames
     from tests.unit.sample_report import sample
     d = sample(experiment)

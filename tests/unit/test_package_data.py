@@ -1,4 +1,4 @@
-"""The files a run needs beside the code are package data: found through harness.package_data (never by
+"""The files a run needs beside the code are package data: found through harness.core.package_data (never by
 walking up to a checkout), and every one of them listed in pyproject.toml's package-data, so the sdist
 and the wheel carry it (tests/integration/test_wheel.py installs the wheel and runs from it)."""
 
@@ -7,7 +7,7 @@ import os
 import tomllib
 from pathlib import Path
 
-from harness import package_data
+from harness.core import package_data
 from harness.experiments import streams_jvm
 from harness.reporting import validate
 from harness.stack import compose, compose_images
@@ -44,7 +44,7 @@ def test_an_installed_package_reports_no_git_commit(tmp_path):
     """Before: a package installed into a virtual environment inside the user's repository reported that
     repository's commit as the harness's (`git -C site-packages/.. rev-parse HEAD` finds it)."""
     import subprocess
-    from harness.environment import git_sha
+    from harness.stack.environment import git_sha
     repo = tmp_path / "their-project"
     site = repo / ".venv" / "lib" / "python3.11" / "site-packages"
     site.mkdir(parents=True)

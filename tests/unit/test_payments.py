@@ -4,7 +4,7 @@ import types
 
 import pytest
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.workload import payments
 from harness.workload.payments import iter_payments, make_payments
 
@@ -23,7 +23,7 @@ class FakeProducer:
     fail = False
 
     def __init__(self, config):
-        assert "logger" in config, "the payments producer logs through harness.kafka_logging"
+        assert "logger" in config, "the payments producer logs through harness.clients.kafka_logging"
         self.pending = []
 
     def list_topics(self, topic=None, timeout=None):

@@ -1,10 +1,10 @@
-"""The bounds every PostgreSQL connection of the harness carries (harness/pgconn.py), on hand-made values:
+"""The bounds every PostgreSQL connection of the harness carries (harness/clients/pgconn.py), on hand-made values:
 what is left of the time limit, the floors, the order of the options, the reasons, an interrupted run."""
 
 import psycopg
 import pytest
 
-from harness import pgconn
+from harness.clients import pgconn
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import procs
+from harness.core import procs
 from harness.stack import pidrecord
 from harness.stack.local_kafka import LocalKafka
 from harness.stack.local_postgres import LocalPostgres

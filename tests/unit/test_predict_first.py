@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.reporting import guesses, html, markdown
 from harness.reporting.run_report import RunReport
 from harness.reporting.suite_report import render_html, render_md

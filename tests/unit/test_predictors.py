@@ -4,7 +4,7 @@ import pytest
 
 from harness.checker.predict import predict
 from harness.experiments import REGISTRY, get
-from harness.params import RunParams
+from harness.run.params import RunParams
 
 
 def crash(msg, point, unacked=(), acked_unapplied=(), produced=(), worker="w0"):

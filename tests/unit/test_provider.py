@@ -13,7 +13,7 @@ from harness.experiments import get
 from harness.experiments.provider import _never_sent
 from harness.experiments.provider_app import fingerprint
 from harness.runtime.evidence import KeyedRecord
-from harness.params import RunParams
+from harness.run.params import RunParams
 from harness.reporting.build import outside_calls
 
 

@@ -11,8 +11,8 @@ from harness.checker.outcome import decide
 from harness.experiments import get
 from harness.faults import build as build_faults
 from harness.workers.supervisor import SupervisorResult
-from harness.params import RunParams
-from harness.runner import Run
+from harness.run.params import RunParams
+from harness.run.runner import Run
 from harness.reporting.build import assemble
 from harness.stack.stack import Stack
 from harness.workload.naming import RunNames

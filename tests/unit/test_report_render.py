@@ -62,7 +62,7 @@ def test_a_run_without_a_ledger_shows_no_ledger_rows_and_no_effects():
 
 
 def test_the_legend_defines_every_count_shown_in_markdown_and_html_and_the_glossary():
-    from harness.docs_pages import counts_page
+    from harness.cli.docs_pages import counts_page
     from harness.reporting.legend import definition
     for d in (sample(), _eos(), _eos("eos-boundary", ledger=True)):
         r = RunReport(d)

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.reporting import validate
 from tests.conftest import harness
 from tests.unit.sample_report import sample
@@ -197,7 +197,7 @@ def test_compare_reads_a_suite_report_inside_the_folder(tmp_path):
 
 
 def test_within(tmp_path):
-    from harness.escape import within
+    from harness.core.escape import within
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "out").symlink_to(tmp_path)
     assert within(tmp_path / "in", "a/report.json") and within(tmp_path / "in", "./a")
@@ -208,7 +208,7 @@ def test_within(tmp_path):
 def test_a_suite_counts_a_run_report_that_is_not_valid_as_no_report(tmp_path):
     """The suite reads its runs' reports to build suite.json: one that is not valid (edited, damaged)
     becomes a failed row with the reason, and the suite summary is still written."""
-    from harness.suite_runner import build_summary
+    from harness.run.suite_runner import build_summary
     for name, text in (("dedupe", json.dumps(sample("dedupe"))), ("eos", with_lost('"100"'))):
         (tmp_path / name).mkdir()
         (tmp_path / name / "report.json").write_text(text)
@@ -223,7 +223,7 @@ def test_a_suite_counts_a_run_report_that_is_not_valid_as_no_report(tmp_path):
 
 def test_a_custom_runs_report_lists_only_the_options_that_apply_to_it():
     """custom refuses --crash-rate and --commit-every and takes no --assignment: its report listed all three."""
-    from harness.params import RunParams
+    from harness.run.params import RunParams
     d = RunParams("custom", worker_cmd="python my_consumer.py").as_dict()
     assert not {"crash_rate", "commit_every", "assignment"} & set(d)
     assert {"worker_cmd", "kills", "messages"} <= set(d)

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from harness.errors import HarnessError
-from harness.rundir import OWNER_FILE, check_creatable, check_run_dir, claim_run_dir
+from harness.core.errors import HarnessError
+from harness.core.rundir import OWNER_FILE, check_creatable, check_run_dir, claim_run_dir
 
 
 def one_line(excinfo) -> str:
@@ -98,8 +98,8 @@ def test_checks_leave_nothing_behind(tmp_path):
 
 def test_the_runner_refuses_a_used_folder_before_touching_it(tmp_path):
     """Nothing in the folder of a killed run changes: not its crash plan, not its crash log."""
-    from harness import runner
-    from harness.params import RunParams
+    from harness.run import runner
+    from harness.run.params import RunParams
     from harness.stack.stack import Stack
     d = tmp_path / "killed"
     d.mkdir()

@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from harness import environment, kafka_client, secret_args
+from harness.stack import environment
+from harness.clients import kafka_client, secret_args
 from harness.stack.stack import Stack
 from tests.conftest import ROOT
 

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from harness import procs
+from harness.core import procs
 from harness.stack.deaths import WATCH_EVERY_S, StackWatch, Watched
 from harness.stack.stack import Stack
 
@@ -59,7 +59,7 @@ class _Service:
 def test_a_run_that_kills_brokers_on_purpose_watches_postgresql_only(monkeypatch, tmp_path):
     """broker-kill's own deaths must not end the run: the watch leaves the Kafka nodes alone then."""
     from harness.faults.broker import BrokerKill
-    from harness.runner import _stack_watch
+    from harness.run.runner import _stack_watch
     from harness.stack import local_services
     from harness.stack.pidrecord import PidRecord
     monkeypatch.setenv("HARNESS_HOME", str(tmp_path))

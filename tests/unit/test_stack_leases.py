@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from harness import procs
-from harness.errors import HarnessError
+from harness.core import procs
+from harness.core.errors import HarnessError
 from harness.stack import leases
 from harness.stack.claim import release_plan
 

@@ -2,7 +2,7 @@
 
 from harness.bench.streams import StreamsBenchOptions, restart_phases, start_times, summary
 from harness.bench.streams_report import render_html, render_md
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 LOG = """[0.028s][warning][aot] a line of the JVM's own
 eos-streams MAIN worker=w0 attempt=1 process-start=100.000000 main=100.300000

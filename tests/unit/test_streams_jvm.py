@@ -80,7 +80,7 @@ def test_the_aot_java_is_the_newest_jdk_of_release_25_or_later(tmp_path, monkeyp
 
 def test_asking_for_aot_without_a_jdk_25_is_one_clear_error(tmp_path, monkeypatch):
     import pytest
-    from harness.errors import HarnessError
+    from harness.core.errors import HarnessError
     monkeypatch.setattr(streams_jvm, "aot_java", lambda: None)
     with pytest.raises(HarnessError, match="needs a JDK 25 or later"):
         streams_jvm.worker_start(tmp_path / "w.jar", "aot", log=lambda _: None)

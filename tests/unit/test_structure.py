@@ -17,22 +17,18 @@ MAX_LINES = 400
 
 # From the bottom up: what each layer may import is everything below it.
 LAYERS = [
-    ("errors", "versions", "procs", "consume", "escape", "redaction", "suite_schedule",
-     "docs_numbers"),   # no harness imports
-    ("safefile", "options", "kafka_java", "pgconn", "package_data"),
-    ("paths", "kafka_client", "rundir"),
-    ("kafka_logging", "secret_args"),
+    ("core",),                        # errors, processes, safe files, run folders, escaping, options: no harness imports
+    ("clients",),                     # Kafka and PostgreSQL client settings, connections, logs, secrets out of argv
     ("workload",),                    # payments, run names, tables, the registry of runs
-    ("stack",),                       # local processes, compose, an existing cluster
-    ("checker", "runtime", "environment", "clean"),
+    ("stack",),                       # local processes, compose, an existing cluster; the environment of a run
+    ("checker", "runtime"),           # observe, predict, judge; what a worker's loop runs on
     ("experiments",),                 # declarations and their worker loops
     ("faults", "workers"),            # what breaks workers; the processes and their supervisor
-    ("params", "reporting"),
-    ("runner", "suite_runner", "experiment_file"),
-    ("bench", "ui", "matrix", "api"),   # api: run() and Stack for Python callers
-    ("commands", "pytest_plugin"),
-    ("cli",),
-    ("docs_pages",),                 # the documentation pages written from the declarations and the CLI
+    ("reporting",),                   # report.json, Markdown, HTML, compare
+    ("run",),                         # params, one run, the suite, the matrix, experiment files, clean
+    ("bench", "api"),                 # api: run() and Stack for Python callers
+    ("cli", "pytest_plugin"),         # the command line (commands, ui, docs pages); the pytest fixtures
+    ("__main__",),                    # python -m harness
 ]
 
 

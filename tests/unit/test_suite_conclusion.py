@@ -1,6 +1,6 @@
 """The suite's last line states findings only from runs whose every check passed."""
 
-from harness.suite_runner import conclusion, exit_code
+from harness.run.suite_runner import conclusion, exit_code
 
 
 def row(name, verdict, lost=0, dups=0, hits=None, ledger=True, rc=None):
@@ -52,7 +52,7 @@ def test_a_reuse_section_with_unknown_counts_does_not_break_the_conclusion():
 
 def test_a_run_whose_report_went_elsewhere_is_listed_with_its_error_line_not_its_last(tmp_path):
     """A full --out: the run prints why (one error line), then the folder its report went to, last."""
-    from harness.suite_runner import _entry
+    from harness.run.suite_runner import _entry
     (tmp_path / "dedupe.log").write_text("[dedupe] produced 10 payments\nerror: cannot write the report in "
                                          "/r/dedupe: No space left on device; written to /s/u/x instead\n/s/u/x\n")
     entry = _entry("dedupe", tmp_path, 3, 1.0)

@@ -7,10 +7,11 @@ import os
 
 import pytest
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.experiments import REGISTRY
 from harness.stack.stack import Stack
-from harness.suite_runner import OPT_IN_GROUPS, accepted_args, check_stack, groups, parse_experiments, run_suite, suite_experiments
+from harness.run.suite_runner import (OPT_IN_GROUPS, accepted_args, check_stack, groups, parse_experiments,
+    run_suite, suite_experiments)
 from tests.conftest import harness
 from tests.unit.test_cli_errors import isolated, one_clear_line  # noqa: F401 - the fixture
 
@@ -100,7 +101,7 @@ def test_a_finished_run_s_cpu_seconds_are_the_kernel_s_account_of_it_and_its_chi
     import subprocess
     import sys
     import time
-    from harness.suite_runner import reaped
+    from harness.run.suite_runner import reaped
     # the run's own process burns a little, a child of it burns more: both are counted
     burn = "import time\nt=time.process_time()\nwhile time.process_time()-t<0.3: pass\n"
     proc = subprocess.Popen([sys.executable, "-c", f"import subprocess,sys\n{burn}"

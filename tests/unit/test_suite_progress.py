@@ -5,7 +5,7 @@ import signal
 
 import pytest
 
-from harness.commands.suite_progress import SuiteProgress
+from harness.cli.commands.suite_progress import SuiteProgress
 
 
 def test_rows_follow_the_suite_log_and_the_crash_logs(tmp_path, capsys):

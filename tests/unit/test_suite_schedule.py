@@ -1,4 +1,4 @@
-"""How many suite runs go at once (harness/suite_schedule.py), on hand-made CPU counts and a hand-made clock."""
+"""How many suite runs go at once (harness/core/suite_schedule.py), on hand-made CPU counts and a hand-made clock."""
 
 import json
 import subprocess
@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from harness import suite_schedule as ss
+from harness.core import suite_schedule as ss
 
 
 class Clock:
@@ -182,7 +182,7 @@ def test_the_suite_lines_say_how_the_runs_were_started():
 
 def test_run_suite_starts_runs_as_the_scheduler_allows_and_records_why(tmp_path, monkeypatch):
     """The suite loop with real child processes (each a short sleep standing in for `harness run`)."""
-    from harness import suite_runner as sr
+    from harness.run import suite_runner as sr
     started = []
     real_popen = subprocess.Popen
 
@@ -193,7 +193,7 @@ def test_run_suite_starts_runs_as_the_scheduler_allows_and_records_why(tmp_path,
     monkeypatch.setattr(sr, "check_stack", lambda stack, group: None)
     monkeypatch.setattr(sr, "describe", lambda stack: {"cpus": 2})
     monkeypatch.setattr(sr, "run_env", lambda stack: {})
-    monkeypatch.setattr("harness.rundir.mark_suite_dir", lambda out: None)
+    monkeypatch.setattr("harness.core.rundir.mark_suite_dir", lambda out: None)
 
     # The real decision path with one core: two runs at once, the third waits for one of them to end.
     sched = ss.Scheduler(None, n_cores=1.0, read=lambda: __import__("time").monotonic() * 0.5)

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.experiments import get
 from harness.faults import build
 from harness.runtime import crashlog
@@ -18,7 +18,7 @@ from harness.faults.random_kill import RandomKill
 from harness.runtime.call_deadline import STUCK_EXIT
 from harness.workers.supervisor import Supervisor
 from harness.faults.zombie import ZombiePause
-from harness.params import RunParams
+from harness.run.params import RunParams
 from tests.conftest import pids_where
 
 # A worker stand-in: behaviour by attempt, given as a tiny Python program.

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import versions
-from harness.errors import HarnessError
+from harness.core import versions
+from harness.core.errors import HarnessError
 from harness.stack import toxiproxy
 
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.workers.supervisor import Supervisor
 from harness.workers.forkserver import ForkServer
 from tests.conftest import ROOT, pids_where

@@ -1,0 +1,1 @@
+"""Click commands kept out of harness/cli/entry.py, each registered there with cli.add_command."""

@@ -1,1 +1,0 @@
-"""Click commands kept out of harness/cli.py, each registered there with cli.add_command."""
