@@ -96,7 +96,7 @@ def caveats(data: dict) -> list[str]:
 
 def run_bench(stack: Stack, opts: BenchOptions, folder: Path, bench_id: str, log=print) -> tuple[dict, Path]:
     from ..stack.environment import describe
-    from . import report
+    from . import bench_report as report
     from .common import broker_settings
     from .restart import run_restart, parse_strategies
     from .throughput import run_throughput, parse_cases

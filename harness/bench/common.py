@@ -39,7 +39,7 @@ def spread(values: list[float]) -> dict:
 
 def clean_run(stack: Stack, run_id: str) -> None:
     """Remove one measured run's topics and tables (its reports stay): benchmarks write a lot of data."""
-    from ..run.clean import clean_runs
+    from ..run.cleanup import clean_runs
     try:
         clean_runs(stack, [run_id], False)
     except Exception:  # noqa: BLE001 - cleaning is best effort; `harness clean --all` remains

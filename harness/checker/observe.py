@@ -57,7 +57,7 @@ class Observation:
     output: dict | None = None            # per isolation: StoreCounts; plus "aborted_records"
     accounts: list | None = None          # per account: {account, expected, actual, version, stale_updates}
     service: object = None                # a service's rows, outbox and events (checker/systems.py)
-    reuse: object = None                  # what became of the requests produced under a used key (checker/reuse.py)
+    reuse: object = None                  # what became of the requests produced under a used key (checker/reused_keys.py)
     anomalies: dict | None = None         # class name -> anomalies.Found, over the histories and the logs
     history: dict | None = None           # what the histories held: processes, operations, lines set aside
     during_run: dict | None = None        # per output partition, what the read_committed reader during the run saw
@@ -93,7 +93,7 @@ def observe_run(exp, stack, names, amounts: dict, positions: dict | None, commit
               reused: dict | None = None, secret: bytes | None = None, foreign_reader=read_foreign) -> Observation:
     """`histories`: the workers' (checker/histories.py), None when the run kept none; `concurrent`:
     {(partition, offset): key} of the output topic as a read_committed reader saw it during the run;
-    `reused`: id -> the request the run produced again under that id (workload/reuse.py); `secret`: the
+    `reused`: id -> the request the run produced again under that id (workload/reused_payments.py); `secret`: the
     run's producer's (workload/signature.py): the input topic is read for records it did not write."""
     a = Observation()
     if secret is not None:
@@ -183,7 +183,7 @@ def observe_run(exp, stack, names, amounts: dict, positions: dict | None, commit
 
 def _observe_reuse(a: Observation, exp, stack, names, reused: dict, ledger_rows, finished: bool,
                    committed: dict | None) -> None:
-    from . import reuse
+    from . import reused_keys as reuse
     reject_rows = None
     if exp.stores.rejects:
         reject_rows, err = reuse.read_rejects(stack.postgres_dsn, names.rejects_table)
@@ -214,7 +214,7 @@ def _check_histories(a: Observation, exp, names, histories, positions: dict | No
                                     rc.get("reached") if not rc.get("error") else None,
                                     kout.get("open_transactions"), ru.get("tags") if not ru.get("error") else None,
                                     kout.get("open_transaction_producers"))
-    from . import outcomes
+    from . import write_outcomes as outcomes
     a.history = {"processes": len(histories.processes), "operations": histories.ops(),
                  "bad_lines": histories.bad_lines, "problems": histories.problems[:20],
                  "outcomes": outcomes.count(histories.processes, names.output_topic)}

@@ -110,7 +110,7 @@ class CrashFacts:
     planned_aborts: list = field(default_factory=list)   # the abort fault's, flushed first: as exact as crash records
     loosened: bool = False     # a fault struck that can abort transactions unseen by crash records (a broker fault)
     params: object = None      # the run's options (RunParams), for predictors that depend on them
-    reused: dict = field(default_factory=dict)   # payment id -> its reused request (workload/reuse.py), if any
+    reused: dict = field(default_factory=dict)   # payment id -> its reused request (workload/reused_payments.py), if any
     frozen: list = field(default_factory=list)   # the overlap fault's `frozen` records: like crashes, their unacked
                                                  # come again (to the replacement)
     twins: list = field(default_factory=list)    # payments a resumed worker wrote a second time (finished overlaps)

@@ -23,7 +23,7 @@ from .offsets import OFFSET_AFTER, OFFSET_BEFORE
 from .outbox import DUAL_WRITE, OUTBOX
 from .producer import PRODUCER
 from .provider import PROVIDER
-from .reuse import KEY_FINGERPRINT, KEY_REUSE
+from .key_reuse import KEY_FINGERPRINT, KEY_REUSE
 
 REGISTRY: dict[str, Experiment] = {e.name: e for e in (
     OFFSET_BEFORE, OFFSET_AFTER, DEDUPE, EOS, EOS_BOUNDARY, EOS_DEDUPE, EOS_STREAMS, ZOMBIE,

@@ -2,7 +2,7 @@
 
 The report is the last step of the run's pipeline (run -> audit -> predict ->
 judge -> render): it lays out the run's declaration, its faults, the crash log,
-the audit and the checker's `Outcome` (checker/outcome.py: the prediction and
+the audit and the checker's `Outcome` (checker/run_outcome.py: the prediction and
 the verdict), and decides nothing itself: it neither predicts nor judges.
 
 The contract is docs/report.schema.json (schema_version 4); every report the

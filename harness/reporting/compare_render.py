@@ -1,6 +1,6 @@
 """A comparison as a person or a program reads it: an aligned text table, a Markdown table, or JSON.
 
-Apart from compare.py, which computes the rows once, so that every rendering
+Apart from comparison.py, which computes the rows once, so that every rendering
 shows the same numbers. Labels and experiment names come from files someone
 else may have written, so every cell is escaped for where it lands (escape.term
 for a terminal, escape.md for Markdown); the JSON is strict (never Infinity or
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from .compare import Comparison
+from .comparison import Comparison
 from ..core.escape import md, term
 from .shared import fmt
 
@@ -64,7 +64,7 @@ def delta_note(c: Comparison) -> str:
 
 def legend(c: Comparison) -> list[tuple[str, str]]:
     """(metric, meaning) of every metric the comparison shows, rc. and ru. written out."""
-    from .compare import MEANINGS
+    from .comparison import MEANINGS
     shown = list(dict.fromkeys(r.metric for r in c.rows))
     return [(m, MEANINGS[m]) for m in shown if m in MEANINGS] + \
         [("n/a", "the metric does not apply to that run"), ("unknown", "it applies, but was not measured"),

@@ -4,7 +4,7 @@ Absolute rules read the last target, relative ones the change from the first.
 A rule that cannot apply (an experiment or metric that is not there) is a
 mistake and raises; a rule that cannot be checked (an experiment a suite lists
 without a report, a metric every report must have that is null) fails, unless
---allow-unknown. Apart from compare.py, which only measures and warns: this
+--allow-unknown. Apart from comparison.py, which only measures and warns: this
 module alone decides what fails.
 """
 
@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from ..core.errors import HarnessError
-from .compare import ALIASES, METRIC_NAMES, MUST_KNOW, Comparison
+from .comparison import ALIASES, METRIC_NAMES, MUST_KNOW, Comparison
 from .compare_render import signed
 from ..core.escape import term
 from .run_report import VERDICTS

@@ -5,9 +5,9 @@ report.json or suite.json, a run or suite id under the reports folder, or
 `latest`. Each loads as {experiment name: report dict} (a `Target`, which also
 knows its label and where it came from).
 
-Apart from compare.py because this is the part that reads files, and so the
+Apart from comparison.py because this is the part that reads files, and so the
 part that must distrust them: every report is validated (reporting/validate.py)
-before compare.py sees it, a suite's reports are read only from inside its
+before comparison.py sees it, a suite's reports are read only from inside its
 folder and must be the reports of the entries that name them, and `latest`
 counts only folders the harness made.
 """

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..core.errors import HarnessError, did_you_mean
 from ..experiments.questions import CORE_QUESTIONS
-from .compare import applies
+from .comparison import applies
 from .shared import fmt, is_number
 
 FILE = "guesses.json"

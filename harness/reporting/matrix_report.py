@@ -1,6 +1,6 @@
 """matrix.md and matrix.html: one row per experiment, one column per Kafka release.
 
-Rendered from matrix.json alone (harness/run/matrix.py writes it), so the three
+Rendered from matrix.json alone (harness/run/matrix_runner.py writes it), so the three
 never disagree. Each cell is the run's verdict and its key figures; a row
 whose figures differ between releases is marked, and each column names what
 the broker of that release said about itself (metadata.version, and the

@@ -26,7 +26,7 @@ from ..clients import kafka_logging, pgconn
 from ..checker.histories import read as read_histories
 from ..checker.observe import observe_run
 from ..checker.deliveries import FILE_NAME as DELIVERIES, read as read_deliveries
-from ..checker.outcome import decide
+from ..checker.run_outcome import decide
 from ..checker.output_watcher import OutputWatcher
 from ..checker.commit_progress import NoProgress, Progress
 from ..core.errors import HarnessError, ReportNotWritten
@@ -43,7 +43,7 @@ from ..reporting.writer import write_or_keep
 from ..core.rundir import claim_run_dir
 from ..stack.deaths import StackWatch
 from ..stack.stack import Stack
-from ..workload import reuse, tables
+from ..workload import reused_payments as reuse, tables
 from ..workload import registry, run_kafka_user, run_role, signature
 from ..workload.naming import RunNames, new_run_id
 from ..workload.payments import TimeLimitReached, make_payments, create_topic, produce
@@ -76,7 +76,7 @@ class Run:
     log: object = print
     progress: object = None
     accounts: dict = field(default_factory=dict)   # payment id -> account (experiments with balances)
-    reused: dict = field(default_factory=dict)     # payment id -> its reused request (workload/reuse.py), if any
+    reused: dict = field(default_factory=dict)     # payment id -> its reused request (workload/reused_payments.py), if any
     phases: dict = field(default_factory=dict)   # seconds per phase (see `phase`), for the time breakdown
     deadline: float | None = None   # time.monotonic() at which the time limit ends the set-up and produce phases
     crash_log: Path = field(init=False)

@@ -218,7 +218,7 @@ def test_well_formed_knows_every_kind_the_writer_writes():
 
 def _decide(found: dict, metrics: dict | None = None):
     from types import SimpleNamespace
-    from harness.checker.outcome import decide
+    from harness.checker.run_outcome import decide
     from harness.checker.verdict import Evidence
     from harness.experiments import get
     from harness.run.params import RunParams

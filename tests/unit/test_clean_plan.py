@@ -2,7 +2,7 @@
 
 import json
 
-from harness.run import clean
+from harness.run import cleanup as clean
 from harness.workload import registry
 from harness.workload.naming import RunNames, new_run_id, run_tables
 

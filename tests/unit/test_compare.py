@@ -11,7 +11,7 @@ from harness.cli.commands.compare import compare as compare_command
 from harness.cli.commands.report import report as report_command
 from harness.core.errors import HarnessError
 from harness.reporting import markdown
-from harness.reporting.compare import compare
+from harness.reporting.comparison import compare
 from harness.reporting.compare_render import to_json, to_markdown, to_text
 from harness.reporting.compare_rules import Rule, evaluate, parse_fail_on
 from harness.reporting.compare_targets import load_target
@@ -599,7 +599,7 @@ def test_compare_reads_a_schema_1_report_beside_a_schema_2_one(tmp_path):
 
 
 def test_runs_of_another_client_are_said_to_differ_and_a_report_from_before_the_option_ran_python(tmp_path):
-    from harness.reporting.compare import _param_warnings
+    from harness.reporting.comparison import _param_warnings
     old, py, java = report(), report(), report()
     old["params"].pop("client", None)
     py["params"]["client"], java["params"]["client"] = "python", "java"

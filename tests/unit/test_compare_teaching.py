@@ -1,7 +1,7 @@
 """`harness compare` as a learner reads it: every target against the first, signed deltas, n/a for what does
 not apply, the abbreviations written out, and Markdown and HTML output."""
 
-from harness.reporting.compare import compare
+from harness.reporting.comparison import compare
 from harness.reporting.compare_render import to_html, to_markdown, to_text
 from harness.reporting.compare_targets import load_target
 from tests.unit.test_compare import eos_output, report, run_compare, write_run

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.reporting import compare, compare_render, html, suite_report
+from harness.reporting import comparison as compare, compare_render, html, suite_report
 from harness.reporting.compare_targets import load_target
 from harness.reporting.run_report import RunReport
 from tests.unit.test_browser import CHROMIUM, chromium

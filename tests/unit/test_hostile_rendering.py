@@ -17,7 +17,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from harness.core.errors import HarnessError
-from harness.reporting import compare as comparison
+from harness.reporting import comparison
 from harness.reporting.compare_render import to_markdown, to_text
 from harness.reporting.compare_targets import Target
 from harness.reporting import html, markdown, validate

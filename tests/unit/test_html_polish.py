@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.reporting import html, markdown
-from harness.reporting.compare import compare
+from harness.reporting.comparison import compare
 from harness.reporting.compare_render import to_html
 from harness.reporting.compare_targets import load_target
 from harness.reporting.run_report import RunReport

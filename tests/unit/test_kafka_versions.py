@@ -132,7 +132,7 @@ def test_a_report_names_the_compose_release_only_when_its_image_is_that_releases
 
 def test_compare_says_unknown_rather_than_differs_when_one_side_was_not_measured():
     from types import SimpleNamespace
-    from harness.reporting.compare import _env_warnings
+    from harness.reporting.comparison import _env_warnings
     a = SimpleNamespace(environment={"kafka_version": "4.4.0", "kafka_metadata_version": "4.4-IV2"})
     b = SimpleNamespace(environment={"kafka_version": "4.4.0"})
     a.values = b.values = lambda: []
@@ -141,7 +141,7 @@ def test_compare_says_unknown_rather_than_differs_when_one_side_was_not_measured
 
 def test_compare_takes_an_unknown_image_release_for_unknown_not_for_another_release():
     from types import SimpleNamespace
-    from harness.reporting.compare import _env_warnings
+    from harness.reporting.comparison import _env_warnings
     a = SimpleNamespace(environment={"kafka_version": "4.1.1"})
     b = SimpleNamespace(environment={"kafka_version": "unknown (image mykafka:latest)"})
     c = SimpleNamespace(environment={"kafka_version": "4.4.0"})

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.run import matrix
+from harness.run import matrix_runner as matrix
 from harness.core.errors import HarnessError
 from harness.reporting import matrix_report
 

@@ -2,7 +2,7 @@
 
 from types import SimpleNamespace
 
-from harness.checker.outcome import decide
+from harness.checker.run_outcome import decide
 from harness.checker.verdict import Evidence
 from harness.experiments import get
 from harness.run.params import RunParams

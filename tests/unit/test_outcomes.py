@@ -1,6 +1,6 @@
-"""Each write's outcome as its writer knew it (checker/outcomes.py), counted from hand-made histories."""
+"""Each write's outcome as its writer knew it (checker/write_outcomes.py), counted from hand-made histories."""
 
-from harness.checker.outcomes import count, send_failed_for_good
+from harness.checker.write_outcomes import count, send_failed_for_good
 from tests.unit.test_anomalies import IN, OUT, proc, txn
 
 
@@ -31,7 +31,7 @@ def test_a_transaction_is_unknown_only_between_asking_to_commit_and_the_answer()
 
 def test_an_offset_commit_is_ok_refused_or_unknown_and_unknown_when_its_process_died_asking():
     from harness.checker.anomalies import Process
-    from harness.checker.outcomes import commit_refused
+    from harness.checker.write_outcomes import commit_refused
     a = Process("w0", 1)
     a.ops = [[1.0, "commit-begin", IN, {"0": 5}], [1.1, "commit", IN, {"0": 5}],
              [2.0, "commit-begin", IN, {"0": 9}],

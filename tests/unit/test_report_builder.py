@@ -7,7 +7,7 @@ from harness.runtime.crashplan import CrashPlan
 from harness.checker.observe import observe_run
 from harness.checker.kafka_output import audit_records
 from harness.checker.ledger import LedgerRows
-from harness.checker.outcome import decide
+from harness.checker.run_outcome import decide
 from harness.experiments import get
 from harness.faults import build as build_faults
 from harness.workers.supervisor import SupervisorResult

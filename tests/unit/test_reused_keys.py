@@ -8,9 +8,9 @@ import pytest
 from harness.checker import crosscheck
 from harness.checker.predict import predict
 from harness.checker.recount import ReuseRecount
-from harness.checker.reuse import compare
+from harness.checker.reused_keys import compare
 from harness.experiments import get
-from harness.workload import reuse
+from harness.workload import reused_payments as reuse
 from harness.workload.payments import Payment, make_payments
 
 

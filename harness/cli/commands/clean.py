@@ -21,7 +21,7 @@ def clean(run_ids, all_runs, stack_kind, bootstrap_servers, postgres_dsn):
       harness clean 20261129T183000.123-offset-after-3f9a2c
       harness clean --all
     """
-    from ...run.clean import clean_runs
+    from ...run.cleanup import clean_runs
     if not run_ids and not all_runs:
         raise HarnessError("name the run ids to clean, or pass --all")
     done = with_stack(stack_kind, bootstrap_servers, postgres_dsn, False, False,

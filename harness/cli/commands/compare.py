@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from ...core.errors import HarnessError
-from ...reporting import compare as comparison
+from ...reporting import comparison
 from ...reporting.compare_render import to_html, to_json, to_markdown, to_text
 from ...reporting.compare_rules import evaluate, parse_fail_on
 from ...reporting.compare_targets import load_target

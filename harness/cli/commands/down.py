@@ -31,7 +31,7 @@ def down(purge):
         stopped = ["the compose stack"]
     else:
         stopped = local.down(purge, log=say)
-    from ...run.matrix import leftover_homes, purge as purge_release
+    from ...run.matrix_runner import leftover_homes, purge as purge_release
     for home in leftover_homes():       # the per-release stacks an interrupted or killed `harness matrix` left
         purge_release(home, log=say)
         stopped.append(f"the matrix stack of Kafka {home.name}")

@@ -1,4 +1,4 @@
-"""`harness matrix`: the same suite on several Kafka releases, side by side (harness/run/matrix.py).
+"""`harness matrix`: the same suite on several Kafka releases, side by side (harness/run/matrix_runner.py).
 """
 
 import sys
@@ -43,7 +43,7 @@ def matrix(releases, experiment_list, group, parallel, client_list, out, quiet, 
     worst cell, as for suite (130 when interrupted).
     """
     from pathlib import Path
-    from ...run import matrix as matrix_mod
+    from ...run import matrix_runner as matrix_mod
     from ...run import suite_runner as suite_mod
     from ...core.paths import reports_dir
     from ...reporting.matrix_report import write_matrix

@@ -144,7 +144,7 @@ def suite(target, experiment_list, group, parallel, out, client, worksheet, keep
     if files is None:
         common = check_common_options(names, given)
     if client and files is None:
-        from ...run.matrix import client_experiments
+        from ...run.matrix_runner import client_experiments
         if not client_experiments(names):
             raise HarnessError(f"--client applies to {CLIENT.applies_to}; none of this suite's experiments takes it")
         common += [CLIENT.flag, client]

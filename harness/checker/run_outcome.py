@@ -46,7 +46,7 @@ def decide(exp, params, crashes: list[dict], result, faults: list, audit, *, amo
     stopped without a crash record, whether they can abort transactions unseen, and what they observed;
     `audit` the audit's result (metrics and evidence). `amounts`, `positions`, `accounts` and `run_dir`
     are for predictors that need more than the crash log; `reused` the requests produced again under a
-    used key (workload/reuse.py); `overlaps` the overlap log's records (runtime/overlaps.py)."""
+    used key (workload/reused_payments.py); `overlaps` the overlap log's records (runtime/overlaps.py)."""
     stories = {f.name: f.story(result.events) for f in faults}
     # The most records one worker holds unacknowledged: its commit_every, or every payment on a timer.
     inflight_max = params.messages if params.commit_interval_ms else params.commit_every

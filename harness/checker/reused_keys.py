@@ -1,7 +1,7 @@
 """Reused keys (key-reuse, key-fingerprint): what happened to each request produced again under a used key.
 
 The run produced a seeded share of payments again with the same id and
-another amount (workload/reuse.py) and logged each one. A consumer can do three
+another amount (workload/reused_payments.py) and logged each one. A consumer can do three
 things with such a request, and each leaves its own trace:
 
 - apply it: a ledger row of that id with the reused amount (also an integrity

@@ -2,7 +2,7 @@
 
 The reference page (../shared/seeds, 004): "the same key with a different
 request payload should be rejected, as it indicates a client bug." The run
-plays that client (workload/reuse.py): after the payments it produces a seeded
+plays that client (workload/reused_payments.py): after the payments it produces a seeded
 share of their ids again, each with another amount. Both experiments keep
 `dedupe`'s loop, kill points and planned crashes:
 
@@ -23,10 +23,10 @@ table's `hits`), so hits = redeliveries + reused requests, predicted per id.
 
 from __future__ import annotations
 
-from ..checker.reuse import ReusedKeyPredictor
+from ..checker.reused_keys import ReusedKeyPredictor
 from ..core.options import Option
 from ..runtime.context import amount_of
-from ..workload import reuse
+from ..workload import reused_payments as reuse
 from ..workload.sqlnames import table_identifier
 from .dedupe import D_COMMIT, D_EFFECT, D_INSIDE, D_POLL, dedupe_loop
 from .declaration import Experiment, Stores
