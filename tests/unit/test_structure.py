@@ -136,3 +136,72 @@ def test_the_docs_code_map_matches_the_tree():
     assert not gone, f"the code map names what is not there: {gone}"
     tops = set(re.findall(r"^([a-z][a-z._-]*)/\s", block, re.M)) - {"harness"}
     assert tops and all((ROOT / t).is_dir() for t in tops), tops
+
+
+# What may stand at harness/'s top beside the packages: the package itself, `python -m harness`, and the
+# pytest plugin, whose dotted name the pytest11 entry point writes into every environment that installs
+# the harness (and users' conftest files name). Everything else lives in the package of its layer.
+TOP_MODULES = {"__init__", "__main__", "pytest_plugin"}
+
+
+def test_no_loose_modules_at_the_top():
+    loose = {p.stem for p in PACKAGE.glob("*.py")} - TOP_MODULES
+    assert not loose, f"modules at harness/'s top, outside every package: {sorted(loose)}"
+
+
+def test_no_two_modules_share_a_name():
+    seen: dict[str, list[str]] = {}
+    for p in PACKAGE.rglob("*.py"):
+        if p.stem not in ("__init__", "__main__"):
+            seen.setdefault(p.stem, []).append(str(p.relative_to(ROOT)))
+    same = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not same, f"modules with the same name: {same}"
+
+
+# The checker's judging part: pure functions of what the run recorded (crash log, events, histories,
+# the audit's numbers), so it is tested on hand-made data with no stack. Observing (reading Postgres and
+# Kafka) is observe.py, ledger.py, accounts.py, kafka_output.py, systems.py, recount.py and their kin.
+JUDGING = ("predict", "predictors", "key_predictors", "balance_predictors", "verdict", "anomalies",
+           "run_outcome", "write_outcomes", "histories", "deliveries", "effects", "damage", "group_timeline",
+           "producer_epochs")
+CONNECTS = {"psycopg", "confluent_kafka", "requests", "docker", "harness.clients.pgconn",
+            "harness.clients.kafka_client"}
+
+
+def _outside_imports(path: Path) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+def _what_connects(start: str, graph: dict, modules: dict) -> list[str]:
+    """The chains from `start` to an import that opens a connection, anywhere below it."""
+    found, seen, todo = [], {start}, [[start]]
+    while todo:
+        chain = todo.pop()
+        here = chain[-1]
+        found += [" -> ".join(chain + [x]) for x in sorted(_outside_imports(modules[here]) & CONNECTS)]
+        for nxt in sorted(graph.get(here, ())):
+            if nxt in CONNECTS:
+                found.append(" -> ".join(chain + [nxt]))
+            elif nxt not in seen:
+                seen.add(nxt)
+                todo.append(chain + [nxt])
+    return found
+
+
+def test_the_checkers_judging_part_opens_no_connection():
+    modules, graph = _modules(), _graph()
+    judging = [f"harness.checker.{m}" for m in JUDGING]
+    assert set(judging) <= set(modules), set(judging) - set(modules)
+    found = [c for m in judging for c in _what_connects(m, graph, modules)]
+    assert not found, "judging modules that reach a connection:\n" + "\n".join(found)
+
+
+def test_the_connection_walk_finds_a_connection():
+    # The walk above must be able to fail: observe.py reads Postgres and Kafka.
+    assert _what_connects("harness.checker.observe", _graph(), _modules())
