@@ -94,10 +94,6 @@ class Option:
         help_text = self.help + (f"  [default: {shown}]" if shown else "")
         return click.option(self.flag, self.name, type=kind, default=None, metavar=self.metavar, help=help_text)
 
-    def to_worker(self, value) -> list[str]:
-        """The worker's `--option name=value` arguments (JSON values: a string stays a string)."""
-        return [] if value is None else ["--option", f"{self.name}={json.dumps(value)}"]
-
 
 def _shown(value) -> str:
     """A default as `--help` writes it: 600.0 as 600, 0.2 as 0.2."""
@@ -115,7 +111,7 @@ def click_options(options, own_defaults: dict | None = None):
 
 
 def worker_options(pairs: list[str]) -> dict:
-    """The worker's side of `to_worker`: `name=value` arguments -> {name: value}."""
+    """The worker's `--option name=JSON` arguments (written by runtime/worker_args.py) -> {name: value}."""
     out = {}
     for pair in pairs:
         name, _, value = pair.partition("=")

@@ -12,9 +12,10 @@ import json
 import os
 import shutil
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
+from ..runtime import worker_args
 from ..runtime.call_deadline import STUCK_EXIT
 
 
@@ -65,55 +66,50 @@ def assign_partitions(partitions: int, workers: int) -> list[list[int]]:
     return [s for s in slots if s]
 
 
-def python_worker_command(run, slot, partitions: list, group: str, topic: str) -> list[str]:
-    """`python -m harness.workers.worker --experiment NAME ...` for one slot and attempt."""
+def python_worker_command(run, slot, partitions: list, group: str, topic: str, **more) -> list[str]:
+    """`python -m harness.workers.worker --experiment NAME ...` for one slot and attempt; `more`: other
+    worker arguments by name (runtime/worker_args.py), its `option` dict merged with the declared ones."""
     p, names, exp = run.params, run.names, run.exp
-    cmd = [sys.executable, "-m", "harness.workers.worker", "--experiment", exp.name,
-           "--worker", slot.name, "--attempt", str(slot.attempt), "--bootstrap", run.stack.bootstrap_servers,
-           "--group", group, "--input-topic", topic, "--partitions", ",".join(map(str, partitions)),
-           "--commit-every", str(p.commit_every), "--crash-log", str(run.crash_log),
-           "--events", str(run.events), "--crash-plan", str(run.crash_plan)]
-    if not p.no_history:
-        cmd += ["--history", str(run.history)]
-    if exp.variant:
-        cmd += ["--variant", exp.variant]
-    if exp.stores.ledger:
-        cmd += ["--ledger", names.ledger_table]
-    if exp.stores.dedupe:
-        cmd += ["--dedupe", names.dedupe_table]
-    if exp.stores.rejects:
-        cmd += ["--rejects", names.rejects_table]
-    if exp.stores.rows:
-        cmd += ["--rows", names.rows_table]
-    if exp.stores.outbox:
-        cmd += ["--outbox", names.outbox_table]
-    if exp.stores.events:
-        cmd += ["--events-topic", names.events_topic]
-    if exp.stores.output:
-        cmd += ["--output-topic", names.output_topic,
-                "--transactional-id", transactional_id_of(run, slot.index, slot.attempt)]
-    if exp.stores.accounts:
-        cmd += ["--accounts", names.accounts_table]
-    for opt in exp.options:         # the run options its declaration hands to its workers
-        if opt.worker:
-            cmd += opt.to_worker(getattr(p, opt.name))
-    return cmd
+    stores = exp.stores
+    values = {
+        "experiment": exp.name, "variant": exp.variant or None, "worker": slot.name, "attempt": slot.attempt,
+        "bootstrap": run.stack.bootstrap_servers, "group": group, "input_topic": topic, "partitions": partitions,
+        "commit_every": p.commit_every, "crash_log": run.crash_log, "events": run.events,
+        "crash_plan": run.crash_plan, "history": None if p.no_history else run.history,
+        "ledger": names.ledger_table if stores.ledger else None,
+        "dedupe": names.dedupe_table if stores.dedupe else None,
+        "rejects": names.rejects_table if stores.rejects else None,
+        "rows": names.rows_table if stores.rows else None,
+        "outbox": names.outbox_table if stores.outbox else None,
+        "events_topic": names.events_topic if stores.events else None,
+        "output_topic": names.output_topic if stores.output else None,
+        "transactional_id": transactional_id_of(run, slot.index, slot.attempt) if stores.output else None,
+        "accounts": names.accounts_table if stores.accounts else None,
+        # the run options its declaration hands to its workers
+        "option": {opt.name: getattr(p, opt.name) for opt in exp.options if opt.worker},
+    }
+    values["option"].update(more.pop("option", {}))
+    return [sys.executable, "-m", "harness.workers.worker", *worker_args.encode({**values, **more})]
 
 
 @dataclass
 class PythonWorkers:
     """`python -m harness.workers.worker --experiment NAME ...`: the experiment's own loop."""
-    extra_args: list = field(default_factory=list)
 
     def check(self, stack) -> None:
         """Bad input this launcher can see before anything is created (HarnessError); Python workers have none."""
 
+    def more(self, run) -> dict:
+        """Worker arguments beyond the experiment's, by name (runtime/worker_args.py): none here."""
+        return {}
+
     def prepare(self, run) -> Launch:
         slots = assign_partitions(run.params.partitions, run.params.workers)
+        more = self.more(run)
 
         def command(slot) -> list[str]:
-            return python_worker_command(run, slot, slots[slot.index], run.names.group,
-                                         run.names.input_topic) + self.extra_args
+            return python_worker_command(run, slot, slots[slot.index], run.names.group, run.names.input_topic,
+                                         **more)
 
         # Our own workers also end with STUCK_EXIT when a transactional call outlives its deadline.
         return Launch(command, {**worker_env(run), "HARNESS_WORKER_DSN": run.worker_dsn}, slots, forked=True,
@@ -151,9 +147,8 @@ class RoleWorkers:
                 group, topic = names.downstream_group, names.events_topic
             else:
                 group, topic = names.group, names.input_topic
-            cmd = python_worker_command(run, slot, slots[slot.index], group, topic) + ["--role", role.name]
             after = [n for r in role.after for n in by_role[r]]
-            return cmd + (["--after", ",".join(after)] if after else [])
+            return python_worker_command(run, slot, slots[slot.index], group, topic, role=role.name, after=after)
 
         return Launch(command, {**worker_env(run), "HARNESS_WORKER_DSN": run.worker_dsn}, slots,
                       reports_deliveries=False, standby=False, names=slot_names, forked=True)

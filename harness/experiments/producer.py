@@ -140,15 +140,9 @@ def producer_loop(ctx) -> None:
 class ProducerWorkers(PythonWorkers):
     """Python workers that also get the producer's settings and the delivery log's path."""
 
-    def prepare(self, run):
-        import json
+    def more(self, run) -> dict:
         from ..checker.deliveries import FILE_NAME
-        launch = super().prepare(run)
-        base = launch.command
-        extra = ["--delivery-log", str(run.run_dir / FILE_NAME),
-                 "--option", "producer=" + json.dumps(settings(run.params), separators=(",", ":"))]
-        launch.command = lambda slot: base(slot) + extra
-        return launch
+        return {"delivery_log": run.run_dir / FILE_NAME, "option": {"producer": settings(run.params)}}
 
 
 @dataclass(frozen=True)

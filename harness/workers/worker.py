@@ -18,41 +18,14 @@ downstream consumer); `--after` names the worker slots whose `done` it waits
 for before it may finish.
 """
 
-import argparse
 import json
 import sys
 
+
 def parse(argv=None):
-    ap = argparse.ArgumentParser(prog="harness-worker")
-    ap.add_argument("--experiment", required=True)
-    ap.add_argument("--worker", required=True)
-    ap.add_argument("--attempt", type=int, default=1)
-    ap.add_argument("--bootstrap", required=True)
-    ap.add_argument("--group", required=True)
-    ap.add_argument("--input-topic", required=True)
-    ap.add_argument("--output-topic")
-    ap.add_argument("--partitions", type=lambda s: [int(x) for x in s.split(",") if x], required=True)
-    ap.add_argument("--ledger")
-    ap.add_argument("--dedupe")
-    ap.add_argument("--rejects")
-    ap.add_argument("--commit-every", type=int, default=1)
-    ap.add_argument("--crash-plan")
-    ap.add_argument("--crash-log", required=True)
-    ap.add_argument("--events", required=True)
-    ap.add_argument("--history", help="the folder of the run's histories (runtime/history.py)")
-    ap.add_argument("--isolation", default="read_committed")
-    ap.add_argument("--transactional-id")
-    ap.add_argument("--delivery-log", help="the producer under test: append each delivery report here")
-    ap.add_argument("--option", action="append", default=[], metavar="NAME=JSON",
-                    help="a run option the experiment declared for its workers (harness/core/options.py)")
-    ap.add_argument("--accounts")
-    ap.add_argument("--variant", default="")
-    ap.add_argument("--role")
-    ap.add_argument("--after", type=lambda s: [x for x in s.split(",") if x], default=[])
-    ap.add_argument("--rows")
-    ap.add_argument("--outbox")
-    ap.add_argument("--events-topic")
-    return ap.parse_args(argv)
+    """The worker's arguments, as the launcher encoded them (runtime/worker_args.py)."""
+    from ..runtime.worker_args import decode
+    return decode(sys.argv[1:] if argv is None else argv)
 
 
 def main(argv=None) -> int:
