@@ -9,6 +9,7 @@ Whatever it started it stops; every test checks that nothing of the harness's co
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -254,6 +255,24 @@ def test_another_kafka_release_on_compose_gets_its_own_image_and_its_data_keeps_
         down_purge(env)
     assert not (Path(env["HARNESS_HOME"]) / compose_images.RELEASE_FILE).exists()
     assert leftovers(engine) == {"container": [], "volume": [], "network": []}
+
+
+def test_the_readmes_first_command_runs_as_written_on_a_stock_debian_12(engine, tmp_path):
+    """A stock Debian 12 (debootstrap minbase), the README's apt line and nothing else, a clean copy of the
+    checkout: `./scripts/setup.sh && .venv/bin/harness run offset-before` exits 0 and says as-predicted
+    (tests/integration/stock_debian.py says what the container gets and why)."""
+    from tests.integration import stock_debian
+    stock_debian.build_base(engine)
+    proc = stock_debian.run(engine, tmp_path / "reports")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    assert re.search(r"^offset-before: as-predicted\s*$", out, re.M), out[-6000:]
+    (report,) = tmp_path.glob("reports/*/report.json")
+    d = json.loads(report.read_text())
+    assert d["verdict"] == "as-predicted" and d["counts"]["lost"] == len(d["crashes"]) > 0, d["verdict_detail"]
+    left = _docker(engine, "ps", "-a", "--filter", "name=harness-stock-debian-", "--format", "{{.Names}}")
+    assert left.stdout.split() == []
+    print("\n".join(line for line in out.splitlines() if line.startswith(("stock-debian:", "setup:"))))
 
 
 def container_rules(env) -> dict:
