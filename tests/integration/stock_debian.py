@@ -12,7 +12,9 @@ What the container gets beyond that, and why:
 - the host's own extra CA certificates (/usr/local/share/ca-certificates), read-only, when it has some: a
   machine whose traffic passes a TLS-inspecting proxy trusts it, and the container must too;
 - dpkg's `force-unsafe-io` (no fsync while unpacking: the container is thrown away), for speed.
-It runs as the container's root with only the capabilities apt, dpkg, runuser and the harness use, and
+The checkout is /srv/harness: as root, the harness runs PostgreSQL as the `postgres` user, who cannot enter
+/root (mode 0700; the harness says so in one line, and the getting-started page tells root to keep the
+checkout elsewhere). It runs as the container's root with only the capabilities apt, dpkg, runuser and the harness use, and
 no new privileges; the container is removed whatever happens.
 """
 
@@ -52,7 +54,7 @@ def readme_lines() -> tuple[str, str]:
 
 def checkout_archive(dest: Path) -> Path:
     """A tar of the checkout's files as git sees them (tracked and untracked, not ignored; links kept as
-    links), under harness/: what a fresh clone holds plus the changes not committed yet. Nothing is
+    links), under srv/harness/: what a fresh clone holds plus the changes not committed yet. Nothing is
     written into the repository."""
     listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                             capture_output=True, check=True).stdout.decode().split("\0")
@@ -60,7 +62,7 @@ def checkout_archive(dest: Path) -> Path:
     with tarfile.open(tar, "w") as t:
         for rel in sorted(set(filter(None, listed))):
             if os.path.lexists(ROOT / rel):                 # not a tracked file deleted in the working tree
-                t.add(ROOT / rel, arcname=f"harness/{rel}", recursive=False)
+                t.add(ROOT / rel, arcname=f"srv/harness/{rel}", recursive=False)
     return tar
 
 
@@ -73,7 +75,7 @@ def script(apt_line: str, first_command: str) -> str:
         "t=$(date +%s)",
         apt_line.replace("sudo ", ""),
         'echo "stock-debian: the apt line took $(( $(date +%s) - t )) s"',
-        "cd /root/harness",
+        "cd /srv/harness",
         "t=$(date +%s)",
         "status=0",
         f"{first_command.split('#')[0].strip()} || status=$?",
@@ -105,11 +107,11 @@ def run(env: dict, out: Path) -> subprocess.CompletedProcess:
                             *mounts, *trust, BASE_IMAGE, "bash", "-c", script(apt_line, first_command)],
                            env=env, check=True, capture_output=True, text=True, timeout=120)
             with open(tar, "rb") as f:
-                subprocess.run([*docker, "cp", "-", f"{name}:/root/"], stdin=f, env=env, check=True,
+                subprocess.run([*docker, "cp", "-", f"{name}:/"], stdin=f, env=env, check=True,
                                capture_output=True, timeout=300)
             proc = subprocess.run([*docker, "start", "--attach", name], env=env, capture_output=True, text=True,
                                   timeout=RUN_TIMEOUT_S)
-            subprocess.run([*docker, "cp", f"{name}:/root/harness/reports", str(out)], env=env,
+            subprocess.run([*docker, "cp", f"{name}:/srv/harness/reports", str(out)], env=env,
                            capture_output=True, timeout=120)
             return proc
         finally:
