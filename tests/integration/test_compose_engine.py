@@ -1,5 +1,6 @@
 """The Compose stack on a real Docker engine: real containers, real volumes, broker faults through the
-Docker SDK on real containers, and the nightly workflow's own commands.
+Docker SDK on real containers, the nightly workflow's own commands, and the README's first command on a
+stock Debian 12 in a container of that engine (tests/integration/stock_debian.py).
 
 The module uses an engine that answers, or starts a private one with `scripts/docker-engine.sh` (root
 only), and uses the official images when the engine has them, else builds local ones from Debian's
