@@ -80,6 +80,7 @@ def script(apt_line: str, first_command: str) -> str:
         "status=0",
         f"{first_command.split('#')[0].strip()} || status=$?",
         'echo "stock-debian: the first command took $(( $(date +%s) - t )) s and exited $status"',
+        "apt-get -qq autoclean || true",      # the cache keeps no package Debian no longer has
         "exit $status",
     ])
 
