@@ -6,6 +6,7 @@
 #   bash scripts/build-images.sh            # builds what is missing
 #   bash scripts/build-images.sh --rebuild  # builds all four again
 #   bash scripts/build-images.sh --only kafka,toxiproxy   # only those (and the base image they need)
+#   bash scripts/build-images.sh --only base   # only the stock bookworm image (step 1)
 #
 # Then point the compose files at the images:
 #   export HARNESS_KAFKA_IMAGE=harness-kafka:<KAFKA_VERSION> HARNESS_POSTGRES_IMAGE=harness-postgres:15 \
@@ -41,13 +42,13 @@ REBUILD= ONLY=
 while [ $# -gt 0 ]; do
   case "$1" in
     --rebuild) REBUILD=1 ;;
-    --only) [ $# -ge 2 ] || die "usage: $0 [--rebuild] [--only kafka,postgres,toxiproxy]"; ONLY="$2"; shift ;;
-    *) die "usage: $0 [--rebuild] [--only kafka,postgres,toxiproxy]" ;;
+    --only) [ $# -ge 2 ] || die "usage: $0 [--rebuild] [--only base,kafka,postgres,toxiproxy]"; ONLY="$2"; shift ;;
+    *) die "usage: $0 [--rebuild] [--only base,kafka,postgres,toxiproxy]" ;;
   esac
   shift
 done
 for svc in ${ONLY//,/ }; do
-  case "$svc" in kafka|postgres|toxiproxy) ;; *) die "--only takes kafka, postgres and toxiproxy, not '$svc'" ;; esac
+  case "$svc" in base|kafka|postgres|toxiproxy) ;; *) die "--only takes base, kafka, postgres and toxiproxy, not '$svc'" ;; esac
 done
 # wanted SVC: whether this run builds SVC's image (all of them without --only)
 wanted() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
@@ -113,7 +114,7 @@ TMP="$(mktemp -d /tmp/harness-images.XXXXXX)"
 trap 'rm -rf --one-file-system "$TMP"' EXIT
 
 # --- 1. Base image (for Kafka's and PostgreSQL's) -------------------------------
-if ! wanted kafka && ! wanted postgres; then
+if ! wanted base && ! wanted kafka && ! wanted postgres; then
   :
 elif have_image "$BASE_IMAGE"; then
   echo "build-images: $BASE_IMAGE exists (--rebuild makes it again)" >&2
@@ -216,6 +217,7 @@ fi
 
 echo "build-images: done in $((SECONDS - START)) s" >&2
 EXPORTS=
+[[ ",$ONLY," == *",base,"* ]] && EXPORTS+=" HARNESS_BASE_IMAGE=$BASE_IMAGE"
 wanted kafka && EXPORTS+=" HARNESS_KAFKA_IMAGE=$KAFKA_IMAGE"
 wanted postgres && EXPORTS+=" HARNESS_POSTGRES_IMAGE=$POSTGRES_IMAGE"
 echo "export${EXPORTS}${TOXIPROXY_EXPORT}"

@@ -1,5 +1,6 @@
 """The Compose stack on a real Docker engine: real containers, real volumes, broker faults through the
-Docker SDK on real containers, and the nightly workflow's own commands.
+Docker SDK on real containers, the nightly workflow's own commands, and the README's first command on a
+stock Debian 12 in a container of that engine (tests/integration/stock_debian.py).
 
 The module uses an engine that answers, or starts a private one with `scripts/docker-engine.sh` (root
 only), and uses the official images when the engine has them, else builds local ones from Debian's
@@ -9,6 +10,7 @@ Whatever it started it stops; every test checks that nothing of the harness's co
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -255,6 +257,24 @@ def test_another_kafka_release_on_compose_gets_its_own_image_and_its_data_keeps_
         down_purge(env)
     assert not (Path(env["HARNESS_HOME"]) / compose_images.RELEASE_FILE).exists()
     assert leftovers(engine) == {"container": [], "volume": [], "network": []}
+
+
+def test_the_readmes_first_command_runs_as_written_on_a_stock_debian_12(engine, tmp_path):
+    """A stock Debian 12 (debootstrap minbase), the README's apt line and nothing else, a clean copy of the
+    checkout: `./scripts/setup.sh && .venv/bin/harness run offset-before` exits 0 and says as-predicted
+    (tests/integration/stock_debian.py says what the container gets and why)."""
+    from tests.integration import stock_debian
+    stock_debian.build_base(engine)
+    proc = stock_debian.run(engine, tmp_path / "reports")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    assert re.search(r"^offset-before: as-predicted\s*$", out, re.M), out[-6000:]
+    (report,) = tmp_path.glob("reports/*/report.json")
+    d = json.loads(report.read_text())
+    assert d["verdict"] == "as-predicted" and d["counts"]["lost"] == len(d["crashes"]) > 0, d["verdict_detail"]
+    left = _docker(engine, "ps", "-a", "--filter", "name=harness-stock-debian-", "--format", "{{.Names}}")
+    assert left.stdout.split() == []
+    print("\n".join(line for line in out.splitlines() if line.startswith(("stock-debian:", "setup:"))))
 
 
 def container_rules(env) -> dict:

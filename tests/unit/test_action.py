@@ -8,7 +8,7 @@ script is shell injection), the steps after the runs still run when a run
 failed, and the stack is stopped only when the action started it.
 tests/integration/test_action.py runs the steps themselves.
 
-Pins: each `uses:` of another repository's action names a major release that
+Pins: each `uses:` of another repository's action names a release (its exact tag) that
 was checked against that action's published releases, and says which in a
 comment on its line; CONFIRMED is the record of that check.
 """
@@ -30,9 +30,9 @@ PINNED_FILES = [ACTION, *sorted((ROOT / ".github" / "workflows").glob("*.yml"))]
 # action's published releases: actions/checkout v6.0.0 to v6.0.3, actions/setup-python v6.0.0,
 # actions/upload-artifact v6.0.0, dawidd6/action-download-artifact v21 (v20...v21 in its changelog).
 CONFIRMED = {
-    "actions/checkout": ("v6", "v6.0.3"),
-    "actions/setup-python": ("v6", "v6.0.0"),
-    "actions/upload-artifact": ("v6", "v6.0.0"),
+    "actions/checkout": ("v6.1.0", "v6.1.0"),          # v6 pointed at v6.1.0 when checked, not v6.0.3
+    "actions/setup-python": ("v6.3.0", "v6.3.0"),      # v6 pointed at v6.3.0, not v6.0.0
+    "actions/upload-artifact": ("v6.0.0", "v6.0.0"),
     "dawidd6/action-download-artifact": ("v21", "v21"),
 }
 EXPR = re.compile(r"\$\{\{(.*?)\}\}")
