@@ -28,7 +28,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from harness.paths import cache_dir
+from harness.core.paths import cache_dir
 from tests.conftest import ROOT
 
 BASE_IMAGE = "harness-base:bookworm"
