@@ -282,13 +282,16 @@ def _harness(argv: list[str], env: dict, timeout: float | None) -> subprocess.Co
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
+# The guard's program (`python -c`): it must name the module that defines guard, not the package's face.
+GUARD_CODE = "import sys; from harness.api.library import guard; guard(sys.argv[1])"
+
+
 def _start_guard(home: Path, env: dict) -> int:
     """A process, in a session of its own, that waits for the end of a pipe only this process holds: when
     this process ends without `down` (SIGKILLed), it stops and purges the stack of the temporary folder `home`
     and deletes the folder. Returns the pipe's end to close after a `down`."""
     read_end, write_end = os.pipe()
-    subprocess.Popen([sys.executable, "-c", "import sys; from harness.api import guard; guard(sys.argv[1])",
-                      str(home)], stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    subprocess.Popen([sys.executable, "-c", GUARD_CODE, str(home)], stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                      env={**os.environ, **env}, start_new_session=True)
     os.close(read_end)
     return write_end

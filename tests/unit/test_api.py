@@ -211,3 +211,15 @@ def test_run_finds_the_report_of_an_out_whose_name_holds_a_newline(tmp_path, mon
     monkeypatch.setattr(api, "_harness", lambda argv, env, timeout: subprocess.CompletedProcess(
         argv, 0, stdout=f"offset-before: as-predicted\n{term(str(out))}\n", stderr=""))
     assert run("offset-before", out=out, messages=10).path == out
+
+
+def test_the_guards_program_imports_what_it_calls():
+    """The temporary stack's guard is a `python -c` program: its import must resolve (it named
+    `harness.api`, whose face does not hand `guard` on, after the package moved)."""
+    import subprocess
+    import sys
+    from harness.api.library import GUARD_CODE
+    head, _, call = GUARD_CODE.rpartition(";")
+    assert call.strip().startswith("guard(")
+    done = subprocess.run([sys.executable, "-c", head + "; assert callable(guard)"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
