@@ -17,7 +17,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-REFERENCE = Path(__file__).resolve().parents[1] / "reports" / "reference"
+REFERENCE = Path(__file__).resolve().parents[2] / "reports" / "reference"
 UNKNOWN = "unknown"
 
 

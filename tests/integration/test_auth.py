@@ -198,6 +198,9 @@ def test_the_authorizer_lets_a_user_without_an_acl_write_nothing(scram_stack):
         admin.delete_topics([topic])
 
 
+# Slow: a cluster of its own. Since SCRAM became the default, test_cluster's broker-kill runs and test_latency's
+# proxied cluster run on SCRAM nodes in the default test run; this keeps the explicit `--auth scram --proxies` case.
+@pytest.mark.slow
 def test_a_three_node_scram_cluster_runs_through_a_broker_kill(tmp_path):
     """`--auth scram` was refused with `--brokers 3` and with `--proxies`. Now every node has the SASL listeners
     (the one its Toxiproxy proxy forwards to as well) and the authorizer, and a node a broker-kill fault restarts
