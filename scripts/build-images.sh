@@ -62,8 +62,8 @@ docker info >/dev/null 2>&1 || die "no Docker engine answers at ${DOCKER_HOST:-t
 KAFKA_VERSION=
 if wanted kafka; then KAFKA_VERSION="$("$PYTHON" -c '
 import os, sys
-from harness import versions
-from harness.errors import HarnessError
+from harness.core import versions
+from harness.core.errors import HarnessError
 from harness.stack import kafka_versions
 try:
     release = kafka_versions.check(os.environ.get("HARNESS_KAFKA_VERSION") or versions.KAFKA_VERSION)
@@ -77,7 +77,7 @@ export KAFKA_VERSION
 BASE_IMAGE=harness-base:bookworm
 KAFKA_IMAGE="harness-kafka:${KAFKA_VERSION}"
 POSTGRES_IMAGE=harness-postgres:15
-TOXIPROXY_VERSION="$("$PYTHON" -c 'from harness import versions; print(versions.TOXIPROXY_VERSION)')"
+TOXIPROXY_VERSION="$("$PYTHON" -c 'from harness.core import versions; print(versions.TOXIPROXY_VERSION)')"
 TOXIPROXY_IMAGE="harness-toxiproxy:${TOXIPROXY_VERSION}"
 
 # build TAG CONTEXT [docker build options]: the build's output goes to a log, shown when it fails.
@@ -149,8 +149,8 @@ else
 # The local stack's class path (harness/stack/kafka-pom.xml) plus kafka-tools,
 # whose classes the image's scripts (kafka-topics.sh, ...) run.
 import os, subprocess, sys
-from harness import safefile
-from harness.paths import cache_dir
+from harness.core import safefile
+from harness.core.paths import cache_dir
 from harness.stack import maven
 release = os.environ["KAFKA_VERSION"]
 home = cache_dir() / f"kafka-image-{release}"

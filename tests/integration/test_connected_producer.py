@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 PRODUCERS = 40
 CHILD = """
 import os, sys
-from harness import kafka_client
+from harness.clients import kafka_client
 bootstrap, topic, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 for i in range(n):
     p = kafka_client.connected_producer(bootstrap, {"enable.idempotence": True, "debug": "eos"}, topic)

@@ -17,7 +17,7 @@ WRAPPERS = [pytest.param(True, id="setpriv"), pytest.param(False, id="python")]
 PARENT = """
 import os, subprocess, sys, time
 sys.path.insert(0, sys.argv[1])
-from harness import procs
+from harness.core import procs
 p = subprocess.Popen(procs.dying_with(["sleep", "300"], os.getpid(), use_setpriv=sys.argv[2] == "1"))
 time.sleep(0.5)
 print(p.pid, flush=True)

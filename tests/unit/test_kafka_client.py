@@ -88,7 +88,7 @@ def test_config_call_site_entries_win_and_the_address_is_the_stacks():
 
 def test_bound_settings_reach_child_processes_through_the_environment_only():
     kafka_client.use("h:1", {"security.protocol": "SASL_PLAINTEXT", "sasl.password": SECRET})
-    code = "import json; from harness import kafka_client; print(json.dumps(kafka_client.config('h:1')))"
+    code = "import json; from harness.clients import kafka_client; print(json.dumps(kafka_client.config('h:1')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
     assert json.loads(out)["sasl.password"] == SECRET

@@ -65,7 +65,7 @@ def test_command_line_in_a_report_masks_kafka_secrets(monkeypatch):
 def test_the_harness_hides_secrets_from_its_own_argv():
     """A real process: after `hide_own()` /proc/PID/cmdline (what `ps` shows) holds no secret."""
     code = ("import sys, time\n"
-            "from harness import secret_args\n"
+            "from harness.clients import secret_args\n"
             "secret_args.hide_own()\n"
             "print('ready', flush=True)\n"
             "time.sleep(30)\n")
