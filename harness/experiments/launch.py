@@ -47,11 +47,22 @@ def kafka_login(run) -> dict:
     return dict(login) if login is not None else kafka_client.settings_for(run.stack.bootstrap_servers)
 
 
+# What a shell of `eval "$(harness env)"` (stack/shellenv.py) or a user's own set-up puts in the environment
+# that logs in as someone other than the run: libpq's user and password settings (a consumer's bare `psql`
+# would connect as the `harness` role, owner of every run's tables), the harness's own Kafka login file and
+# its state folder. A consumer gets its run's logins (HARNESS_WORKER_DSN / HARNESS_POSTGRES_DSN, the Kafka
+# settings below) and nothing else. libpq's PGREQUIREAUTH and PGCHANNELBINDING stay: they only restrict.
+NOT_FOR_WORKERS = ("PGUSER", "PGPASSWORD", "PGPASSFILE", "PGSERVICE", "PGSERVICEFILE", "PGDATABASE",
+                   "HARNESS_KAFKA_CONFIG_FILE", "HARNESS_HOME", "HARNESS_POSTGRES_DSN")
+
+
 def worker_env(run) -> dict:
-    """The environment of a run's workers: this process's, with the run's Kafka login as the only client
-    settings they inherit (kafka_client.ENV), never the harness's own (a super user on its SCRAM stack)."""
+    """The environment of a run's workers: this process's without another login (NOT_FOR_WORKERS), with the
+    run's Kafka login as the only client settings they inherit (kafka_client.ENV), never the harness's own
+    (a super user on its SCRAM stack)."""
     from ..clients import kafka_client
-    return {**os.environ, kafka_client.ENV: json.dumps({run.stack.bootstrap_servers: kafka_login(run)})}
+    own = {k: v for k, v in os.environ.items() if k not in NOT_FOR_WORKERS}
+    return {**own, kafka_client.ENV: json.dumps({run.stack.bootstrap_servers: kafka_login(run)})}
 
 
 def transactional_id_of(run, slot_index: int, attempt: int) -> str:
