@@ -120,3 +120,32 @@ def test_a_guess_about_a_store_the_run_does_not_have_is_na_not_unknown():
                          "read_uncommitted": {"records": 10, "duplicates": 0, "lost": 0, "unprocessed": 0}}
     rows = {q: (a, ok) for q, _you, a, ok in guesses.board({"committed_duplicates": 0}, d)}
     assert rows["duplicates in the output topic, read_committed"] == ("unknown", "cannot tell")   # not measured
+
+
+def _offset_after():
+    return {"counts": {"sent": 1000, "deliveries": 1100, "effects": 1100, "duplicates": 100, "lost": 0},
+            "ledger": {"expected_total": 100000, "actual_total": 110000}, "crashes": 100}
+
+
+def test_the_thousand_payments_every_run_has_do_not_make_a_naive_guess_close_enough():
+    """The worksheet asks for offset-after's deliveries to catch the answer 'one per payment': 1,000 against
+    1,100 was within 10 % of the total, so the misconception scored 'yes'."""
+    rows = {r[0]: r[3] for r in guesses.board({"deliveries": 1000, "effects": 1000, "ledger_total": 100000}, _offset_after())}
+    assert set(rows.values()) == {"no"}, rows
+    rows = {r[0]: r[3] for r in guesses.board({"deliveries": 1095, "ledger_total": 109500}, _offset_after())}
+    assert set(rows.values()) == {"yes"}, rows
+
+
+def test_a_suite_experiment_without_counts_is_cannot_tell_not_a_crash():
+    rows = guesses.suite_board({"guesses": {"eos": {"lost": 0}, "dedupe": {"duplicates": 0}}},
+                               {"eos": {"experiment": "eos", "verdict": "failed", "report": None},
+                                "dedupe": {"experiment": "dedupe", "verdict": "interrupted", "counts": None}})
+    assert [r[-1] for r in rows] == ["cannot tell", "cannot tell"]
+    line = guesses.score_line(rows)
+    assert line.startswith("0 of 0 guesses close enough; 2 could not be judged")
+
+
+@pytest.mark.parametrize("bad", ["lost=²", "lost=١٢", "lost=1.5", "lost=-1"])
+def test_a_guess_that_is_not_ascii_digits_is_one_line(bad):
+    with pytest.raises(HarnessError):
+        guesses.parse_spec(bad)

@@ -16,7 +16,8 @@ def worksheet(group, experiment_list):
     Replace each "?" with a guess, then give the file to `harness suite
     --predict`: the guesses are recorded in the suite folder before the runs
     start, and the suite's reports show you / actual / close enough (within
-    10 % of the actual number, or exactly 0 when it is 0).
+    10 % of the actual number, or exactly 0 when it is 0; deliveries, effects
+    and the ledger total by their distance from the payments sent).
 
     \b
     Example:
