@@ -21,7 +21,8 @@ def bar_chart(groups: list[tuple[str, int, int]], width: int = 640) -> str:
 
 def grouped_bars(groups: list[tuple[str, list[tuple[str, int, str]]]], legend: list[tuple[str, str]],
                  width: int = 640, chart_id: str = "chart-anomalies") -> str:
-    """Bars grouped by label; each bar is (class name, value, color). Values label their bars."""
+    """Bars grouped by label; each bar is (class name, value, color). Values label their bars; a value that
+    is not a number (unknown: not measured) gets a '?' and no bar."""
     h, top, left, bar = 220, 20, 50, 22
     peak, broken = axis_top([v for _, bars in groups for _, v, _ in bars])
     most = max([1] + [len(bars) for _, bars in groups])
@@ -41,8 +42,13 @@ def grouped_bars(groups: list[tuple[str, list[tuple[str, int, str]]]], legend: l
     for i, (label, bars) in enumerate(groups):
         x = left + i * step + 10
         for j, (name, val, color) in enumerate(bars):
-            bh = h * min(val, peak) / peak
             bx = x + j * (bar + 2)
+            if not is_number(val):      # not measured: no bar (a 0 would claim it was), a label that says so
+                parts.append(f'<text class="bar-unknown" data-group="{escape(label)}" data-name="{escape(name)}" '
+                             f'x="{bx + bar / 2}" y="{top + h - 4}" text-anchor="middle">?<title>{escape(label)} '
+                             f'{escape(name)}: unknown (not measured)</title></text>')
+                continue
+            bh = h * min(val, peak) / peak
             parts.append(f'<rect class="bar-{escape(name)}" data-value="{escape(val)}" data-group="{escape(label)}" '
                          f'x="{bx}" y="{top + h - bh:.1f}" width="{bar}" height="{bh:.1f}" fill="{escape(color)}">'
                          f'<title>{escape(label)} {escape(name)}: {escape(val)}</title></rect>'

@@ -48,17 +48,17 @@ def suite_chart(experiments: list[dict]) -> str:
     database (where there is a ledger) and duplicated in the topic (read_committed), side by side; else lost
     and duplicated as every suite shows them."""
     if not any(has_topic(r) for r in experiments):
-        return h.bar_chart([(r["experiment"], (r.get("counts") or {}).get("lost") or 0,
-                             (r.get("counts") or {}).get("duplicates") or 0) for r in experiments], width=900)
+        return h.bar_chart([(r["experiment"], (r.get("counts") or {}).get("lost"),
+                             (r.get("counts") or {}).get("duplicates")) for r in experiments], width=900)
     groups = []
     for r in experiments:
         c = r.get("counts") or {}
-        bars = [("lost", c.get("lost") or 0, h.LOST)]
+        bars = [("lost", c.get("lost"), h.LOST)]          # None (not measured) is drawn as '?', never as 0
         if _has_ledger(r):
-            bars.append(("db-duplicates", c.get("duplicates") or 0, h.DUP))
+            bars.append(("db-duplicates", c.get("duplicates"), h.DUP))
         if has_topic(r):
             rc = r["kafka_output"].get("read_committed") or {}
-            bars.append(("topic-duplicates", rc.get("duplicates") or 0, TOPIC))
+            bars.append(("topic-duplicates", rc.get("duplicates"), TOPIC))
         groups.append((r["experiment"], bars))
     return h.grouped_bars(groups, legend=[("lost", h.LOST), ("duplicated in the database (ledger)", h.DUP),
                                           ("duplicated in the topic (read_committed)", TOPIC)], width=900)
