@@ -83,7 +83,7 @@ def create(stack, run_id: str) -> KafkaGrant:
     names = RunNames(run_id)
     try:        # a user an earlier, killed attempt of this run id left gets the new password (an upsert)
         kafka_users.make(stack.bootstrap_servers, user, password, allows(names), probe_topic=names.input_topic)
-    except HarnessError:
+    except BaseException:      # an error, and also Ctrl-C or SIGTERM while it was being made: nothing stays
         _remove_quietly(stack, user)
         raise
     return KafkaGrant(user, f"{user} (made for this run: only its own topics, group and transactional ids; "

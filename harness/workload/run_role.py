@@ -49,6 +49,10 @@ TABLE_PRIVILEGES = "select, insert, update, delete"
 # pool's second connection; and a margin for a consumer's own checks and what a restart briefly overlaps.
 CONNECTIONS_PER_WORKER = 4
 CONNECTIONS_MARGIN = 10
+# Never more than this, whatever --workers says (it goes to 64, and 4 * 64 + 10 is more than the local
+# server's max_connections of 200): a run's consumers may take at most 120 of the 200 slots, so the
+# harness's own audit and other runs on the stack still connect.
+CONNECTIONS_AT_MOST = 120
 GIVEN_UP = ("this run's consumers connect as the stack's own PostgreSQL role, which owns the registry of runs "
             "and every run's tables: a consumer could change other runs' rows and mark runs finished")
 
@@ -68,8 +72,8 @@ class Grant:
 
 
 def connection_limit(workers: int) -> int:
-    """The CONNECTION LIMIT of a run's role with `workers` worker slots."""
-    return max(1, workers) * CONNECTIONS_PER_WORKER + CONNECTIONS_MARGIN
+    """The CONNECTION LIMIT of a run's role with `workers` worker slots (at most CONNECTIONS_AT_MOST)."""
+    return min(CONNECTIONS_AT_MOST, max(1, workers) * CONNECTIONS_PER_WORKER + CONNECTIONS_MARGIN)
 
 
 def _verifier(conn, role: str, password: str) -> str:

@@ -31,3 +31,22 @@ def test_the_user_is_named_as_the_runs_database_role_and_made_only_on_the_harnes
     assert not run_kafka_user.can_make_users(SimpleNamespace(owned=True, kafka_config={})), "a plaintext stack"
     fallback = run_kafka_user.create(SimpleNamespace(owned=True, kafka_config={}, bootstrap_servers="h:1"), run_id)
     assert fallback.user is None and "no user of its own" in fallback.said
+
+
+def test_a_ctrl_c_while_the_user_is_being_made_removes_it(monkeypatch):
+    """Only an error removed a half-made user: a Ctrl-C (or SIGTERM) during its ACLs or its wait left the user
+    and its ACLs on the broker, though the report promises they go with the run."""
+    import pytest
+    from harness.workload import kafka_users
+    removed = []
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(run_kafka_user, "can_make_users", lambda stack: True)
+    monkeypatch.setattr(run_kafka_user.kafka_client, "settings_for", lambda b: {"sasl.username": "harness"})
+    monkeypatch.setattr(kafka_users, "make", interrupted)
+    monkeypatch.setattr(kafka_users, "remove", lambda bootstrap, user: removed.append(user))
+    stack = SimpleNamespace(bootstrap_servers="127.0.0.1:1", owned=True, kafka_config={})
+    with pytest.raises(KeyboardInterrupt):
+        run_kafka_user.create(stack, "20261207T100000.000-eos-abcdef")
+    assert removed == [run_kafka_user.user_name("20261207T100000.000-eos-abcdef")]
