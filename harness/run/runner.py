@@ -83,12 +83,14 @@ class Run:
     events: Path = field(init=False)
     crash_plan: Path = field(init=False)
     history: Path = field(init=False)     # the workers' histories (runtime/history.py), one file per process
-    worker_dsn: str = ""           # the DSN every consumer of the run gets: its own role's (workload.run_role)
+    # The DSN every consumer of the run gets: its own role's (workload.run_role); with its password, so no repr.
+    worker_dsn: str = field(default="", repr=False)
     db_role: object = None         # the run_role.Grant behind worker_dsn, once made
     # The key the run's producer marks its records with (workload/signature.py); in this process's memory only.
     secret: bytes = field(default_factory=signature.new_secret, repr=False)
     kafka_user: object = None      # the run_kafka_user.KafkaGrant behind kafka_login, once made
-    kafka_login: dict | None = None   # the Kafka client settings every consumer of the run gets (its own user's)
+    # The Kafka client settings every consumer of the run gets (its own user's), with the password: no repr.
+    kafka_login: dict | None = field(default=None, repr=False)
 
     @property
     def sent_ids(self) -> list:

@@ -171,3 +171,13 @@ def test_scale_growth_fits_a_line_and_names_sizes_off_it():
     cells[1]["verdict"] = "unexpected"                         # only as-predicted runs are measured
     assert 10_000 not in growth(cells)[0]["seconds_per_1000"]
     assert parse_shapes("1x1, 4X2") == [(1, 1), (4, 2)]
+
+
+def test_a_runs_repr_shows_none_of_its_logins():
+    """The Run's repr (a traceback, a debug line) printed the consumers' DSN and Kafka login with passwords."""
+    r = Run(RunParams("offset-after", messages=5), get("offset-after").resolve(RunParams("offset-after", messages=5)),
+            RunNames("20261130T000000-x"), STACK, Path("/nonexistent"), amounts=AMOUNTS)
+    r.worker_dsn = "host=127.0.0.1 user=harness_run_x password=s3cret-pg"
+    r.kafka_login = {"sasl.username": "harness_run_x", "sasl.password": "s3cret-kafka"}
+    text = repr(r)
+    assert "s3cret" not in text and "harness_run_x" not in text
