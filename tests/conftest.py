@@ -1,6 +1,7 @@
 """Shared fixtures. Integration tests run against a real local stack that the
 session starts once in a temporary state folder and stops at the end."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -59,6 +60,25 @@ def searchable_dir(prefix: str) -> Path:
 
 
 _made: list[Path] = []      # every searchable_dir of the session, in the order made
+
+
+@contextlib.contextmanager
+def own_stack(prefix: str, *up_args: str):
+    """A local stack of a test module's own (`harness up UP_ARGS` in a fresh folder), for a setting the
+    session's stack does not have; stopped, purged and checked gone at the end. Yields (status, env, up)."""
+    import shutil
+    home = searchable_dir(prefix)
+    env = {"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "",
+           "HARNESS_KAFKA_CONFIG_FILE": ""}
+    try:
+        up = harness("up", *up_args, env=env, check=True)
+        st = json.loads(harness("status", "--json", env=env, check=True).stdout)
+        yield st, env, up
+    finally:
+        harness("down", "--purge", env=env)
+        left = processes_of(home)
+        shutil.rmtree(home, ignore_errors=True)
+        assert not left, f"processes of the stack in {home} survived `harness down`: {left}"
 
 
 @pytest.fixture

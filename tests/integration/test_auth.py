@@ -7,25 +7,21 @@ the credentials. No password may reach any output, report or command line.
 """
 
 import json
-import shutil
 import stat
 import threading
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import harness, pids_where, processes_of, searchable_dir
+from tests.conftest import harness, own_stack, pids_where
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def scram_stack():
-    home = searchable_dir("harness-test-scram-")
-    env = {"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "",
-           "HARNESS_KAFKA_CONFIG_FILE": ""}
-    try:
-        up = harness("up", "--auth", "scram", env=env, check=True)
-        st = json.loads(harness("status", "--json", env=env, check=True).stdout)
+    with own_stack("harness-test-scram-", "--auth", "scram") as (st, env, up):
+        home = Path(env["HARNESS_HOME"])
         from harness.stack.local_postgres import LocalPostgres
         st["dsn"] = LocalPostgres(home).dsn(json.loads((home / "stack.json").read_text())["postgres_port"])
         st.update(home=home, env=env, up=up)
@@ -33,11 +29,6 @@ def scram_stack():
         st["password"] = [line.split("=", 1)[1] for line in st["props"].read_text().splitlines()
                           if line.startswith("sasl.password=")][0]
         yield st
-    finally:
-        harness("down", "--purge", env=env)
-        left = processes_of(home)
-        shutil.rmtree(home, ignore_errors=True)
-        assert not left, f"processes of the SCRAM stack survived `harness down`: {left}"
 
 
 def test_up_writes_a_private_client_properties_and_status_names_the_auth(scram_stack):

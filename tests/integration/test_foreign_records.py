@@ -19,7 +19,7 @@ import uuid
 import pytest
 
 from harness.core.procs import die_with_parent
-from tests.conftest import ROOT, as_user, harness, pids_where, processes_of, searchable_dir
+from tests.conftest import ROOT, as_user, own_stack, pids_where
 from tests.unit.sample_report import validate
 
 pytestmark = pytest.mark.integration
@@ -29,21 +29,10 @@ CORRECT = ROOT / "examples" / "consumers" / "python" / "correct.py"
 
 @pytest.fixture(scope="module")
 def plaintext_stack():
-    """A stack that asked for no Kafka authentication (`harness up --auth none`), stopped at the end."""
-    import shutil
-    home = searchable_dir("harness-test-plaintext-")
-    env = {"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "",
-           "HARNESS_KAFKA_CONFIG_FILE": ""}
-    try:
-        harness("up", "--auth", "none", env=env, check=True)
-        st = json.loads(harness("status", "--json", env=env, check=True).stdout)
+    """A stack that asked for no Kafka authentication (`harness up --auth none`)."""
+    with own_stack("harness-test-plaintext-", "--auth", "none") as (st, env, _up):
         st["env"] = env
         yield st
-    finally:
-        harness("down", "--purge", env=env)
-        left = processes_of(home)
-        shutil.rmtree(home, ignore_errors=True)
-        assert not left, f"processes of the plaintext stack survived `harness down`: {left}"
 
 
 def _wait_for(path, seconds: float) -> str:

@@ -56,7 +56,8 @@ def _fault_help() -> str:
               help="Report folder (default reports/<run-id>/).")
 @click.option("--predict", "predict", default=None, metavar="COUNT=N,...",
               help="Predict first: your guesses (e.g. duplicates=110,lost=0), recorded in the run folder before "
-                   "the run starts; the reports show you / actual / close enough (within 10 %, exact for 0; deliveries, effects and ledger total by their distance from what was sent).")
+                   "the run starts; the reports show you / actual / close enough (within 10 %, exact for 0; "
+                   "deliveries, effects and ledger total by their distance from what was sent).")
 @click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output (for CI); the report folder is still printed.")
 @kafka_version_option
