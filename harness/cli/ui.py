@@ -62,3 +62,22 @@ class ProgressUI:
 
 def log_fn(quiet: bool):
     return (lambda _m: None) if quiet else (lambda m: click.echo(term_lines(m), err=True))
+
+
+WIDEST = 1_000      # the widest line a table off a terminal may take (a bound, not a goal)
+
+
+def print_table(con, table) -> None:
+    """Print a rich `table` on the console `con` whole: on a terminal at the terminal's width; elsewhere (a CI
+    log, a file, a pipe), where rich would assume 80 columns and cut names short, as wide as its content."""
+    if con.is_terminal:
+        con.print(table)
+        return
+    from rich.measure import Measurement
+    need = Measurement.get(con, con.options.update_width(WIDEST), table).maximum
+    width = con.width
+    con.width = max(width, min(need, WIDEST))
+    try:
+        con.print(table)
+    finally:
+        con.width = width

@@ -219,7 +219,7 @@ def _summary(d: dict, claim: str, kills: list, dup_explained: dict, lost_explain
         if said in d["summary"]:
             d["summary"] = d["summary"].replace(said, meant, 1)
             break
-    text = f" Claim {claim}: " + {True: "held", False: "BROKEN", None: "not judged"}[c["claim_held"]]
+    text = f"Claim {claim}: " + {True: "held", False: "BROKEN", None: "not judged"}[c["claim_held"]]
     text += f"; {len(kills)} kill(s) landed"
     if kills:
         text += f" ({c['kills_by_state'][group_timeline.DAMAGE]} could do damage)"
@@ -244,4 +244,4 @@ def _summary(d: dict, claim: str, kills: list, dup_explained: dict, lost_explain
                  + (" (no kill: its partition moved at a group change)" if w.get("explained_by") == "group change"
                     else "") + ".")
     text += "".join(f" Warning: {x}." for x in warnings)
-    d["summary"] += text
+    d["summary_detail"] = [text.strip()] + list(d.get("summary_detail") or [])

@@ -23,7 +23,7 @@ from ..runtime.crashlog import restart_seconds
 from ..workers.logcap import CAP_BYTES
 from ..stack.stack import redact
 from .run_report import CRASH_FAULTS, SCHEMA_VERSION, RunReport
-from .summary import summarize
+from .summary import compose
 
 # The experiment file a run came from ({file, purpose, overridden}), as `harness run FILE` records it
 # before the run: one run per process, so the value of this process is its run's.
@@ -308,8 +308,8 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
     data["worker_logs"] = {"cap_bytes": CAP_BYTES, "dropped_bytes": dropped} if dropped is not None else None
     foreign = getattr(audit, "foreign", None)
     data["input_foreign_records"] = foreign.as_dict() if foreign is not None else None
-    data["summary"] = summarize(data, [f.sentence(fault_details[f.name]) + f.shortfall(crashes, fault_details[f.name])
-                                       for f in faults])
+    data["summary"], data["summary_detail"] = compose(
+        data, [f.sentence(fault_details[f.name]) + f.shortfall(crashes, fault_details[f.name]) for f in faults])
     return RunReport(data)
 
 

@@ -190,6 +190,8 @@ def render(r, folder=None) -> str:
             f"{escape(d['verdict'])}</span></h1>",
             f"<p class=muted>run {escape(d['run_id'])}{escape(when(d.get('run_id'), ', '))}</p>",
             f"<p id=summary class=summary>{escape(r.summary())}</p>"]
+    if r.summary_detail():
+        body.append("<ul id=summary-detail>" + "".join(f"<li>{escape(x)}</li>" for x in r.summary_detail()) + "</ul>")
     if d.get("proves"):
         body.append(f"<p><b>What it proves:</b> {escape(d['proves'])}<br><b>Order of steps:</b> {escape(d.get('steps', ''))}</p>")
     if d.get("lesson"):

@@ -15,6 +15,8 @@ def render(r, folder=None) -> str:
     `folder` (when known: the audit command it suggests then finds it)."""
     d = r.data
     out = [f"# {md(d['experiment'])}: {md(d['verdict'])}", "", f"> {md(r.summary())}", ""]
+    if r.summary_detail():
+        out += [f"- {md(x)}" for x in r.summary_detail()] + [""]
     if d.get("proves"):
         out += [f"*What it proves:* {md(d['proves'])}  ", f"*Order of steps:* {md(d.get('steps', ''))}", ""]
     if d.get("lesson"):

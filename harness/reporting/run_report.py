@@ -156,6 +156,10 @@ class RunReport:
     def summary(self) -> str:
         return self.data.get("summary", "")
 
+    def summary_detail(self) -> list[str]:
+        """What the summary sentence leaves out, one item a fact ([] for reports written before it)."""
+        return [str(x) for x in self.data.get("summary_detail") or []]
+
 
 def _witness_text(w: dict) -> str:
     """One witness of an anomaly class in a few words: what, where, who."""

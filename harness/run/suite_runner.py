@@ -55,7 +55,8 @@ def suite_experiments(group: str | None = None) -> list[str]:
     if group is None:
         return [n for g, names in known.items() if g not in OPT_IN_GROUPS for n in names]
     if group not in known:
-        raise HarnessError(f"unknown --group {group!r}; choose one of: {', '.join(sorted(known))}")
+        raise HarnessError(f"unknown --group {group!r}; {did_you_mean(group, known)}choose one of: "
+                           f"{', '.join(sorted(known))}")
     return known[group]
 
 

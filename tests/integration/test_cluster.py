@@ -21,6 +21,7 @@ from harness.run.runner import EXIT_CODES
 from tests.conftest import ROOT, harness, processes_of, searchable_dir
 from tests.unit.sample_report import validate
 from tests import kafka_login
+from harness.reporting.summary import whole
 
 pytestmark = pytest.mark.integration
 
@@ -135,8 +136,8 @@ def test_eos_with_broker_kills_and_crashes_stays_exact_under_read_committed(clus
     # on how fast the machine restarts a JVM (as in the eos-dedupe test below): either way the report says so.
     kills = [f for f in d["faults"] if f["fault"] == "broker-kill"]
     assert 1 <= len(kills) <= 2 and all(f["back_at"] and f["target"].startswith("kafka-") for f in kills)
-    assert (f"Only {len(kills)} of 2 broker-kill faults struck (the workers finished first)" in d["summary"]) == \
-        (len(kills) < 2), d["summary"]
+    assert (f"Only {len(kills)} of 2 broker-kill faults struck (the workers finished first)" in whole(d)) == \
+        (len(kills) < 2), whole(d)
     assert all("aborted_transactions" in f and "read_committed_stall_seconds" in f for f in kills)
     assert [t["fault"] for t in d["timeline"]["faults"]] == ["broker-kill"] * len(kills)
     ko = d["kafka_output"]
@@ -221,8 +222,8 @@ def test_eos_dedupe_with_broker_kills_is_exact_in_kafka_and_postgres(cluster, tm
     # still busy once the first node is back, which depends on the machine: either way the report says so.
     struck = len([f for f in d["faults"] if f["fault"] == "broker-kill"])
     assert 1 <= struck <= 2
-    assert (f"Only {struck} of 2 broker-kill faults struck (the workers finished first)" in d["summary"]) == \
-        (struck < 2), d["summary"]
+    assert (f"Only {struck} of 2 broker-kill faults struck (the workers finished first)" in whole(d)) == \
+        (struck < 2), whole(d)
 
 
 def test_producer_with_and_without_idempotence_under_paused_brokers(cluster, tmp_path):
@@ -256,7 +257,7 @@ def test_a_fire_and_forget_producer_counts_what_it_sent_and_the_topic_lacks(clus
     d = run_exp(cluster, tmp_path / "zero", "producer", "--messages", "300", "--acks", "0", "--fault", "broker-pause")
     prod = d["kafka_output"]["delivery_log"]
     assert prod["acked"] + prod["unacked"] == 300 and d["params"]["acks"] == "0"
-    assert "none acknowledged" in d["summary"] and "kafka.read_committed.lost <= 300" in d["predicted"]["expectations"]
+    assert "none acknowledged" in whole(d) and "kafka.read_committed.lost <= 300" in d["predicted"]["expectations"]
     # what the report calls lost is what an independent reader finds missing, id for id
     seen = read_keys(d["stack"]["bootstrap_servers"], d["stack"]["output_topic"], "read_committed")
     missing = sorted(f"pay-{i:06d}" for i in range(1, 301) if f"pay-{i:06d}" not in seen)

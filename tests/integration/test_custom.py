@@ -18,6 +18,7 @@ import pytest
 from harness.run.runner import EXIT_CODES
 from tests.conftest import ROOT, harness, pids_where
 from tests.unit.sample_report import validate
+from harness.reporting.summary import whole
 
 pytestmark = pytest.mark.integration
 
@@ -78,7 +79,7 @@ def test_the_wrong_python_consumer_is_caught_with_the_duplicates_and_their_kills
     first, last = w["effects"][0]["t"], w["effects"][-1]["t"]
     assert all(first <= k["t"] <= last for k in w["kills"]), "a witness kill outside the id's effects"
     assert sum(k["duplicates_explained"] or 0 for k in c["kills"]) >= len({x["id"] for x in c["witnesses"]})
-    assert "NOT as claimed" in d["summary"] and "Witness:" in d["summary"]
+    assert "NOT as claimed" in whole(d) and "Witness:" in whole(d)
 
 
 SESSION_MS, HEARTBEAT_MS = 2000, 2000 // 3            # the group example's settings in the test below
@@ -132,7 +133,7 @@ def test_a_consumer_in_a_real_group_is_killed_while_it_works_and_witnessed_by_th
     assert len(damaging) >= len(c["kills"]) - 2 and None not in stalls, c["kills"]
     assert min(stalls) >= (SESSION_MS - HEARTBEAT_MS) / 1000, stalls
     assert c["restart_median_seconds"] >= SESSION_MS / 1000 * 0.9
-    assert "the group's stall (classic protocol)" in d["summary"]
+    assert "the group's stall (classic protocol)" in whole(d)
     assert (tmp_path / "report" / "group.jsonl").exists()
 
 
@@ -149,7 +150,7 @@ def test_a_consumer_that_finishes_before_any_kill_can_strike_is_told_so(stack, t
         assert all(k["state"] == "after its last commit" for k in c["kills"]), c["kills"]
         said = f"{c['kills_landed']} of {c['kills_landed']} kill(s) struck a worker that could do no damage"
     assert any(said in w for w in c["warnings"]), c["warnings"]
-    assert said in d["summary"]
+    assert said in whole(d)
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ from harness.runtime.crashplan import CrashPlan
 from harness.run.runner import EXIT_CODES
 from tests.conftest import ROOT, harness, pids_where
 from tests.unit.sample_report import validate, validate_suite
+from harness.reporting.summary import whole
 
 pytestmark = pytest.mark.integration
 
@@ -107,7 +108,7 @@ def test_eos_boundary_duplicates_in_postgres_only(stack, tmp_path):
     d = run_exp(stack, tmp_path, "eos-boundary", "--messages", "100")
     assert d["kafka_output"]["read_committed"]["duplicates"] == 0
     assert d["counts"]["duplicates"] == len(d["crashes"]) == 10
-    assert "not the database" in d["summary"]
+    assert "not the database" in whole(d)
 
 
 def cache_kinds():
@@ -319,7 +320,7 @@ def test_eos_streams_exact_output_and_postgres_duplicates(stack, tmp_path):
     rc = d["kafka_output"]["read_committed"]
     assert (rc["records"], rc["duplicates"], rc["lost"]) == (60, 0, 0)
     assert len(d["crashes"]) == 3 and d["counts"]["duplicates"] == d["predicted"]["duplicates"] >= 3
-    assert "not the database" in d["summary"]
+    assert "not the database" in whole(d)
     # Every attempt ran under one Streams process id, so one transactional.id that fenced the halted one.
     log = (tmp_path / "report" / "workers" / "w0.log").read_text()
     ids = re.findall(r"eos-streams RUNNING worker=w0 attempt=\d+ time=\S+ process-id=(\S+)", log)
@@ -498,7 +499,7 @@ def test_an_interrupt_that_kills_a_busy_worker_makes_its_numbers_bounds_and_name
     # so the loss it may add is bounded (commit-every records), not predicted exactly.
     stopped = d["verdict_detail"]["killed_at_stop"]
     assert [(x["worker"], x["attempt"], x["pid"]) for x in stopped] == [(held["worker"], held["attempt"], held["pid"])]
-    assert f"{held['worker']} attempt {held['attempt']}" in d["summary"]
+    assert f"{held['worker']} attempt {held['attempt']}" in whole(d)
     assert d["predicted"]["exact"] is False
     c = d["counts"]
     assert c["unprocessed"] > 0 and c["lost"] <= d["predicted"]["lost"] < 100

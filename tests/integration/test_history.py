@@ -16,6 +16,7 @@ from tests.integration.plain_reader import read_topic
 from tests.integration.test_experiments import run_exp, worker_pids
 from tests.unit.sample_report import validate
 from tests import kafka_login
+from harness.reporting.summary import whole
 
 pytestmark = pytest.mark.integration
 CLASSES = {"lost-write", "duplicate", "inconsistent-offsets", "aborted-read", "torn-transaction", "out-of-order",
@@ -95,7 +96,7 @@ def test_a_record_another_producer_writes_into_the_output_topic_is_a_named_dupli
     dup = d["anomaly_classes"]["classes"]["duplicate"]
     assert d["verdict"] == "unexpected" and dup["count"] == 1 and not dup["allowed"]
     assert dup["witnesses"][0]["id"] == "pay-000001" and [0, placed[0][2]] in dup["witnesses"][0]["at"]
-    assert "Forbidden anomalies: duplicate (1)" in d["summary"]
+    assert "Forbidden anomalies: duplicate (1)" in whole(d)
     assert "anomaly.duplicate: predicted == 0, observed 1" in d["verdict_detail"]["failed"]
 
 
@@ -132,6 +133,6 @@ def test_a_transaction_a_foreign_producer_leaves_open_on_the_output_topic_is_cau
     (holder,) = w["producers"]
     assert holder["transaction_start_offset"] == placed[0][1] and holder["producer_id"] >= 0
     assert holder["producer_epoch"] >= 0
-    assert "hanging-transaction (1)" in d["summary"]
+    assert "hanging-transaction (1)" in whole(d)
     # what read_committed readers could not reach is missing for them, and said as such
     assert d["kafka_output"]["read_committed"]["lost"] > 0 and d["verdict_detail"]["audit_errors"] == []

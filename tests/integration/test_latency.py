@@ -14,6 +14,7 @@ from harness.stack import toxiproxy
 from tests.conftest import harness, processes_of
 from tests.integration.test_cluster import local_cluster, read_keys, run_exp, sigkill_mid_fault
 from tests import kafka_login
+from harness.reporting.summary import whole
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(toxiproxy.find_binary() is None and not os.environ.get("CI"),
@@ -78,8 +79,8 @@ def test_a_producer_under_latency_past_its_request_timeout_duplicates_only_witho
         rows = [f for f in d["faults"] if f["fault"] == "latency"]
         assert 1 <= len(rows) <= 2 and all(r["back_at"] and r["process"].startswith("toxic on proxy kafka-")
                                            for r in rows)
-        assert (f"Only {len(rows)} of 2 latency faults struck (the workers finished first)" in d["summary"]) == \
-            (len(rows) < 2), d["summary"]
+        assert (f"Only {len(rows)} of 2 latency faults struck (the workers finished first)" in whole(d)) == \
+            (len(rows) < 2), whole(d)
         assert all("leader of" in r["target"] for r in rows) and d["counts"]["lost"] == 0
         keys = read_keys(d["stack"]["bootstrap_servers"], d["stack"]["output_topic"], "read_committed")
         assert len(keys) == 400 and sum(n - 1 for n in keys.values()) == d["counts"]["duplicates"]  # a reader agrees

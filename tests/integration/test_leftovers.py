@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import ROOT, harness, pids_where
 from tests.unit.sample_report import validate
+from harness.reporting.summary import whole
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +35,7 @@ def test_a_child_that_called_setsid_is_ended_and_counted(stack, tmp_path):
         ended = d["verdict_detail"]["left_behind"]
         attempts = len({(s["worker"], s["attempt"]) for s in d["consumer"]["starts"]})
         assert len([x for x in ended if x["command"] == f"sleep {mark}"]) == attempts >= 2, ended
-        assert f"{len(ended)} process(es) the consumer left behind were ended" in d["summary"]
+        assert f"{len(ended)} process(es) the consumer left behind were ended" in whole(d)
         assert "left behind by the consumer" in (out / "report.html").read_text()
     finally:
         import os
@@ -60,7 +61,7 @@ def test_a_child_that_double_forks_calls_setsid_and_clears_its_environment_is_en
         attempts = len({(s["worker"], s["attempt"]) for s in d["consumer"]["starts"]})
         assert len(ended) == attempts >= 1, d["verdict_detail"]["left_behind"]
         assert f"{len(d['verdict_detail']['left_behind'])} process(es) the consumer left behind were ended" \
-            in d["summary"]
+            in whole(d)
     finally:
         import os
         import signal

@@ -14,6 +14,7 @@ from harness.workload import tables
 from harness.workload.naming import RunNames, new_run_id
 from harness.workload.sqlnames import table_identifier
 from tests.integration.test_experiments import run_exp
+from harness.reporting.summary import whole
 
 pytestmark = pytest.mark.integration
 
@@ -78,7 +79,7 @@ def test_a_provider_killed_between_charge_and_answer_charges_again_unless_the_re
                  "--idempotency-key", "on")
     for d in (off, on):
         assert len(d["crashes"]) == 10 and {c["worker"] for c in d["crashes"]} == {"provider-0"}
-        assert "10 call(s) to the provider got no answer once sent" in d["summary"]
+        assert "10 call(s) to the provider got no answer once sent" in whole(d)
         assert d["outside_calls"]["calls_with_unknown_outcome"] == d["outside_calls"]["attempts_unknown"] == 10
     assert off["counts"]["duplicates"] == 10 and on["counts"]["duplicates"] == 0
     assert on["counts"]["dedupe_hits"] == 10

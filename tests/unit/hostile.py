@@ -56,6 +56,7 @@ def full_report() -> dict:
                            "unplanned_deaths": [{"worker": "w0", "attempt": 2, "exit_code": 1, "time": 3.0}],
                            "left_behind": [{"pid": 4343, "command": "sleep 600"}]}
     d["worker_logs"] = {"cap_bytes": 5242880, "dropped_bytes": {"w0": 12, "w1": None}}
+    d["summary_detail"] = ["The ledger's total was 1,300 of the expected 1,000.", "Audit error: x."]
     d["reuse"] = {"reused": 3, "applied": 0, "rejected": 1, "hidden": 1, "unreached": 1,
                   "reused_requests": [{"id": "pay-000002", "amount": 7, "partition": 0, "offset": 11}],
                   "hidden_ids": ["pay-000002"], "unreached_ids": ["pay-000005"], "rejected_ids": ["pay-000004"]}

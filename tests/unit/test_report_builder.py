@@ -17,6 +17,7 @@ from harness.reporting.build import assemble
 from harness.stack.stack import Stack
 from harness.workload.naming import RunNames
 from tests.unit.sample_report import validate
+from harness.reporting.summary import whole
 
 AMOUNTS = {f"pay-{i:06d}": 100 for i in range(1, 6)}
 POSITIONS = {k: (0, i) for i, k in enumerate(AMOUNTS)}
@@ -74,7 +75,7 @@ def test_a_failed_audit_is_null_everywhere_and_says_why():
     assert d["verdict"] == "audit-failed"
     assert (d["counts"]["effects"], d["counts"]["lost"], d["ledger"]["actual_total"]) == (None, None, None)
     assert d["verdict_detail"]["audit_errors"] == ["ledger: connection refused", "dedupe table: connection refused"]
-    assert "unknown lost" in d["summary"] and "connection refused" in d["summary"]
+    assert "unknown lost" in whole(d) and "connection refused" in whole(d)
 
 
 def test_an_eos_report_with_output_and_an_interrupted_one():
@@ -86,7 +87,7 @@ def test_an_eos_report_with_output_and_an_interrupted_one():
     validate(d)
     assert d["verdict"] == "interrupted"
     assert (d["counts"]["lost"], d["counts"]["unprocessed"]) == (1, 3)
-    assert "3 payments not yet processed" in d["summary"]
+    assert "3 payments not yet processed" in whole(d)
 
 
 def test_an_interrupted_run_names_the_busy_workers_its_stop_killed():
@@ -98,13 +99,13 @@ def test_an_interrupted_run_names_the_busy_workers_its_stop_killed():
     d = make("offset-before", [("pay-000001", 100)], status="interrupted", committed={0: 2}, stopped=stopped)
     validate(d)
     assert d["predicted"]["exact"] is False and d["verdict_detail"]["killed_at_stop"] == stopped
-    assert "SIGKILLed 1 busy worker(s) where they stood (w0 attempt 2)" in d["summary"]
+    assert "SIGKILLed 1 busy worker(s) where they stood (w0 attempt 2)" in whole(d)
     assert "SIGKILLed by the stop:** w0 attempt 2 (pid 4242)" in markdown.render(RunReport(d))
     assert "SIGKILLed by the stop: w0 attempt 2 (pid 4242)" in html.render(RunReport(d))
     d = make("offset-before", [("pay-000001", 100)], status="interrupted", committed={0: 2})
     validate(d)
     assert d["predicted"]["exact"] is True and d["verdict_detail"]["killed_at_stop"] == []
-    assert "busy worker" not in d["summary"]
+    assert "busy worker" not in whole(d)
 
 
 def test_zombie_report_carries_the_fault_story():
@@ -123,18 +124,18 @@ def test_unplanned_deaths_are_said_even_when_as_predicted():
     d = make("offset-after", rows, deaths=deaths)
     validate(d)
     assert d["verdict"] == "as-predicted"
-    assert "4 worker death(s) no fault caused" in d["summary"]
+    assert "4 worker death(s) no fault caused" in whole(d)
     assert ("unplanned worker deaths", "supervisor", "4", "") in RunReport(d).scoreboard()
-    assert "within the predicted bounds" in d["summary"]
+    assert "within the predicted bounds" in whole(d)
     assert "4 worker death(s) no fault caused:** w0 attempt 1 (exit -9)" in markdown.render(RunReport(d))
 
 
 def test_a_fault_that_did_less_than_asked_says_so():
     rows = [(i, 100) for i in AMOUNTS]
     d = make("offset-after", rows, kill_mode="random", kills=10)
-    assert "Only 0 of 10 random kills struck" in d["summary"]
+    assert "Only 0 of 10 random kills struck" in whole(d)
     d = make("offset-after", rows, crash_rate=0.4)      # 2 planned, none struck in this hand-made run
-    assert "0 of 2 planned crashes struck" in d["summary"]
+    assert "0 of 2 planned crashes struck" in whole(d)
 
 
 def test_time_breakdown_splits_the_workers_time_and_never_invents_a_negative():

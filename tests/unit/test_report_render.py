@@ -120,9 +120,9 @@ def test_an_unmeasured_number_shows_as_unknown_everywhere():
     d["ledger"]["actual_total"] = None
     d["verdict_detail"]["audit_errors"] = ["ledger: connection refused"]
     d["verdict_detail"]["failed"] = ["ledger.lost: not measured"]
-    from harness.reporting.summary import summarize
-    d["summary"] = summarize(d)
-    assert "unknown lost and unknown duplicated" in d["summary"] and "Audit error: ledger: connection refused" in d["summary"]
+    from harness.reporting.summary import compose, whole
+    d["summary"], d["summary_detail"] = compose(d)
+    assert "unknown lost and unknown duplicated" in d["summary"] and "Audit error: ledger: connection refused" in whole(d)
     r = RunReport(d)
     md, page = markdown.render(r), html.render(r)
     assert "| lost | database: ledger table | unknown |" in md and "Audit error:** ledger: connection refused" in md

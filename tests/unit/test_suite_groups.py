@@ -84,10 +84,23 @@ def test_an_unknown_group_names_the_valid_ones():
         parse_experiments("dedupe", "core")
 
 
+def test_a_mistyped_group_gets_a_did_you_mean():
+    with pytest.raises(HarnessError, match=r"unknown --group 'mistake'; did you mean 'mistakes'\? choose one of: "
+                                           r"cluster, core, eos, mistakes"):
+        suite_experiments("mistake")
+    with pytest.raises(HarnessError, match=r"unknown --group 'Core'; did you mean 'core'\? choose one of"):
+        parse_experiments(None, "Core")
+
+
 def test_the_cli_refuses_an_unknown_group_in_one_line_with_exit_2(isolated):  # noqa: F811
     proc = harness("suite", "--group", "nope", env=isolated)
     assert proc.returncode == 2
     one_clear_line(proc, "unknown --group 'nope'", "core", "mistakes")
+    assert "did you mean" not in proc.stderr, "nothing is near 'nope'"
+    proc = harness("suite", "--group", "eso", env=isolated)
+    assert proc.returncode == 2
+    one_clear_line(proc, "unknown --group 'eso'; did you mean 'eos'?", "choose one of")
+    one_clear_line(harness("worksheet", "--group", "cor", env=isolated), "did you mean 'core'?")
     assert not os.path.exists(isolated["HARNESS_HOME"]), "a refused suite started something"
 
 

@@ -64,8 +64,12 @@ def test_the_transaction_the_harness_stop_left_open_is_not_the_systems_anomaly()
     """An interrupted eos run said 'Forbidden anomalies: hanging-transaction (1)' for the transaction its own
     stop left open when it SIGKILLed the busy worker."""
     from harness.reporting.run_report import RunReport
-    from harness.reporting.summary import summarize
+    from harness.reporting.summary import compose
     from tests.unit.sample_report import validate
+
+    def summarize(d: dict) -> str:      # the sentence and its detail
+        sentence, detail = compose(d)
+        return " ".join([sentence, *detail])
     d = _stopped_eos(1, fenced=True)
     validate(d)
     text = summarize(d)

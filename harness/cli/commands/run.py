@@ -196,6 +196,8 @@ def _print_scoreboard(report):
     for row in report.scoreboard():
         t.add_row(*[Text(term(c)) for c in row])
     con.print(t)
+    for x in report.summary_detail():
+        con.print(Text(term(f"  {x}")), soft_wrap=True)
     con.print(Text(term(report.summary())), soft_wrap=True)
     g = report.data.get("guesses")
     if isinstance(g, dict):

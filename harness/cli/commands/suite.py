@@ -175,19 +175,12 @@ def suite(target, experiment_list, group, parallel, out, client, worksheet, keep
             if (folder / "suite.json").exists():
                 write_suite(folder)
         if not quiet:
-            from ...reporting.suite_report import rows
             from ...core.escape import term
+            from ..ui import print_table
             from rich.console import Console
-            from rich.table import Table
             from rich.text import Text
-            t = Table(title=Text(term(f"suite {folder.name}")), title_justify="left")
-            keep = {"experiment": 0, "dup": 4, "lost": 5, "ledger": 6, "read_committed": 7, "verdict": 10, "s": 11}
-            for col in keep:
-                t.add_column(col, no_wrap=True)
-            for row in rows(summary):
-                t.add_row(*[Text(term(row[i])) for i in keep.values()])
             con = Console(stderr=True)
-            con.print(t)
+            print_table(con, suite_table(folder.name, summary))
             con.print(Text(term(summary["conclusion"])), soft_wrap=True)
             con.print(f"suite wall time: {time.time() - t0:.0f} s")
             _print_guesses(con, folder, summary)
@@ -197,6 +190,21 @@ def suite(target, experiment_list, group, parallel, out, client, worksheet, keep
     last_lines(folder, "suite.html", stopped)
     print_folder(folder)
     sys.exit(suite_mod.exit_code(summary["experiments"]))
+
+
+def suite_table(name: str, summary: dict):
+    """The suite's table for the terminal: one row per experiment, its counts and verdict (cells never wrap)."""
+    from rich.table import Table
+    from rich.text import Text
+    from ...core.escape import term
+    from ...reporting.suite_report import rows
+    t = Table(title=Text(term(f"suite {name}")), title_justify="left")
+    keep = {"experiment": 0, "dup": 4, "lost": 5, "ledger": 6, "read_committed": 7, "verdict": 10, "s": 11}
+    for col in keep:
+        t.add_column(col, no_wrap=True)
+    for row in rows(summary):
+        t.add_row(*[Text(term(row[i])) for i in keep.values()])
+    return t
 
 
 def _print_guesses(con, folder, summary: dict) -> None:
@@ -214,5 +222,6 @@ def _print_guesses(con, folder, summary: dict) -> None:
         t.add_column(col, justify="right" if col in ("you", "actual") else "left")
     for row in rows:
         t.add_row(*[Text(term(c)) for c in row])
-    con.print(t)
+    from ..ui import print_table
+    print_table(con, t)
     con.print(Text(score_line(rows)), soft_wrap=True)
