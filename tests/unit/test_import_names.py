@@ -24,6 +24,8 @@ def _files():
     listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     for rel in listed.splitlines():
         p = ROOT / rel
+        if rel == "tests/unit/test_import_names.py":        # its own examples of names that do not resolve
+            continue
         if p.suffix in SUFFIXES and p.is_file() and not p.is_symlink() and "/_data/" not in f"/{rel}":
             try:
                 yield rel, p.read_text()
