@@ -70,11 +70,15 @@ def own_stack(prefix: str, *up_args: str):
     home = searchable_dir(prefix)
     env = {"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "",
            "HARNESS_KAFKA_CONFIG_FILE": ""}
+    st = {}
     try:
         up = harness("up", *up_args, env=env, check=True)
         st = json.loads(harness("status", "--json", env=env, check=True).stdout)
         yield st, env, up
     finally:
+        from tests import kafka_login
+        if st.get("bootstrap_servers"):
+            kafka_login.forget(st["bootstrap_servers"])     # its login must not reach a later stack on its port
         harness("down", "--purge", env=env)
         left = processes_of(home)
         shutil.rmtree(home, ignore_errors=True)

@@ -46,3 +46,17 @@ def settings(bootstrap: str) -> dict:
 def config(bootstrap: str, extra: dict | None = None) -> dict:
     """A confluent_kafka config for the stack at `bootstrap`, logged in as the harness: `extra` wins."""
     return {**settings(bootstrap), "bootstrap.servers": bootstrap, **(extra or {})}
+
+
+def forget(bootstrap: str) -> None:
+    """Unbind `bootstrap`'s settings in this process and the ones it starts: a stack a module started and
+    stopped must not lend its login to the next stack on the same port (the session's plaintext one)."""
+    import os
+    kafka_client._bound.pop(bootstrap, None)
+    try:
+        d = json.loads(os.environ.get(kafka_client.ENV) or "{}")
+    except ValueError:
+        d = {}
+    if isinstance(d, dict) and bootstrap in d:
+        del d[bootstrap]
+        os.environ[kafka_client.ENV] = json.dumps(d)
