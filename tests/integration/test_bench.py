@@ -95,6 +95,7 @@ def test_tiny_scale_bench_measures_every_cell(stack, tmp_path):
     assert not _bench_workers()
 
 
+@pytest.mark.slow          # a JVM per restart and lever; the bench's report shape is tested by the tiny bench
 def test_tiny_streams_bench_times_each_restart_phase_per_lever(stack, tmp_path):
     """Each lever really starts its JVMs as it says (the report's streams_jvm), and the phases of a restart
     are read from the workers' own timestamps: none unknown, and none longer than the restart itself."""

@@ -178,6 +178,7 @@ def test_the_cluster_takes_broker_faults_on_real_containers_and_purge_removes_bo
     assert leftovers(engine) == {"container": [], "volume": [], "network": []}
 
 
+@pytest.mark.slow          # a compose cluster with proxies; the local cluster's proxies are tested in test_latency
 def test_the_cluster_with_its_proxies_takes_latency_and_nothing_of_a_delay_outlives_down(engine, tmp_path):
     """`harness up --stack compose --brokers 3 --proxies`: a Toxiproxy container in front of every node.
     A producer under a leader's delay past its request timeout duplicates only without idempotence (an
@@ -235,6 +236,7 @@ def test_the_cluster_with_its_proxies_takes_latency_and_nothing_of_a_delay_outli
     assert leftovers(engine) == {"container": [], "volume": [], "network": []}
 
 
+@pytest.mark.slow          # builds a second Kafka image
 def test_another_kafka_release_on_compose_gets_its_own_image_and_its_data_keeps_it(engine, tmp_path):
     """`--kafka-version 4.1.1`: the official image of that release, or one built here for it (never the
     pinned release's image the engine fixture names); the broker says 4.1; another release on its volumes is

@@ -16,7 +16,10 @@ pytestmark = pytest.mark.integration
 RELEASES = [("3.9.1", "3.9-IV0", "before 2"), ("4.1.1", "4.1-IV1", "2")]
 
 
-@pytest.mark.parametrize("release, metadata, protocol", RELEASES, ids=[r for r, _, _ in RELEASES])
+# 4.1.1 is slow-marked (pytest -m slow): the default run keeps the oldest release, 3.9.1, beside the default 4.4.0.
+@pytest.mark.parametrize("release, metadata, protocol",
+                         [pytest.param(*r, marks=pytest.mark.slow) if r[0] == "4.1.1" else r for r in RELEASES],
+                         ids=[r for r, _, _ in RELEASES])
 def test_a_stack_of_another_release_starts_runs_and_says_so(release, metadata, protocol, tmp_path):
     home = searchable_dir(f"harness-kafka-{release}-")
     env = {"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "", "HARNESS_STACK": ""}

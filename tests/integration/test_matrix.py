@@ -20,6 +20,7 @@ def env_of(home) -> dict:
     return {"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "", "HARNESS_STACK": ""}
 
 
+@pytest.mark.slow          # two releases, each a stack and two suites; test_kafka_versions runs 3.9.1 in the default run
 def test_two_releases_side_by_side_each_in_its_own_purged_stack(tmp_path):
     home = searchable_dir("harness-matrix-")
     out = tmp_path / "m"
