@@ -51,12 +51,4 @@ def config(bootstrap: str, extra: dict | None = None) -> dict:
 def forget(bootstrap: str) -> None:
     """Unbind `bootstrap`'s settings in this process and the ones it starts: a stack a module started and
     stopped must not lend its login to the next stack on the same port (the session's plaintext one)."""
-    import os
-    kafka_client._bound.pop(bootstrap, None)
-    try:
-        d = json.loads(os.environ.get(kafka_client.ENV) or "{}")
-    except ValueError:
-        d = {}
-    if isinstance(d, dict) and bootstrap in d:
-        del d[bootstrap]
-        os.environ[kafka_client.ENV] = json.dumps(d)
+    kafka_client.forget(bootstrap)

@@ -164,16 +164,30 @@ def resolve(bootstrap: str, stack_settings: dict | None = None) -> dict:
     return settings
 
 
+def _env_bindings() -> dict:
+    """The bindings in this process's environment (ENV), {} when there are none or they are not JSON."""
+    try:
+        d = json.loads(os.environ.get(ENV) or "{}")
+    except ValueError:
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
 def use(bootstrap: str, settings: dict) -> None:
     """Bind `settings` to `bootstrap` in this process and in every process it starts from now on."""
     _bound[bootstrap] = dict(settings)
-    try:
-        d = json.loads(os.environ.get(ENV) or "{}")
-        d = d if isinstance(d, dict) else {}
-    except ValueError:
-        d = {}
+    d = _env_bindings()
     d[bootstrap] = dict(settings)
     os.environ[ENV] = json.dumps(d)
+
+
+def forget(bootstrap: str) -> None:
+    """Undo `use(bootstrap, ...)`: in this process and in the processes it starts from now on."""
+    _bound.pop(bootstrap, None)
+    d = _env_bindings()
+    if bootstrap in d:
+        del d[bootstrap]
+        os.environ[ENV] = json.dumps(d)
 
 
 def settings_for(bootstrap: str) -> dict:

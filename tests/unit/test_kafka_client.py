@@ -263,3 +263,11 @@ def test_a_producer_is_connected_first_and_a_broker_that_does_not_answer_changes
         p = kafka_client.connected_producer("127.0.0.1:1", {"no second answer": True, "transactional.id": "t"},
                                             required=required)
         assert p.conf["transactional.id"] == "t" and len(calls) == 2
+
+
+def test_forget_undoes_use_in_this_process_and_its_children(monkeypatch):
+    from harness.clients import kafka_client as kc
+    monkeypatch.setenv(kc.ENV, json.dumps({"other:1": {"a": "b"}}))
+    kc.use("h:9", {"sasl.username": "u"})
+    kc.forget("h:9")
+    assert kc.settings_for("h:9") == {} and json.loads(os.environ[kc.ENV]) == {"other:1": {"a": "b"}}
