@@ -86,3 +86,8 @@ class TxnJavaWorkers:
 
     def finish(self, run, result) -> None:
         pass
+
+    def open_transactional_ids(self, run, slot_index: int, attempt: int) -> list[str]:
+        """The transactional.id a JVM the stop SIGKILLed may have left a transaction open under: ours, as
+        the Python workers'."""
+        return [transactional_id_of(run, slot_index, attempt)]
