@@ -40,7 +40,7 @@ from ..checker.damage import ABORTED, DEDUPED, DUPLICATED
 from ..checker.predictors import FencedPredictor, LedgerPredictor, OutputPredictor
 from ..runtime.call_deadline import CallDeadline
 from ..runtime.client_faults import AFTER_SEND_OFFSETS, BEFORE_COMMIT, MID_PRODUCE, PLANNED_ABORT
-from .common_options import TRANSACTION_OPTIONS, TRANSACTION_TIMEOUT_MS, TXN_STUCK_AFTER_S
+from .common_options import GROUP_PROTOCOL, TRANSACTION_OPTIONS, TRANSACTION_TIMEOUT_MS, TXN_STUCK_AFTER_S
 from .declaration import Experiment, KillPoint, Stores
 from .txn_java import TxnJavaWorkers
 
@@ -320,7 +320,7 @@ def _points(ledger_damage=None) -> tuple:
 # their loop carries out, output tagged and in poll order (records to their input's partition), and
 # --client java: the same loop on Kafka's Java client (txn_java.py), without the Python loop's client faults.
 TRANSACTIONAL = dict(
-    warm_up=warm_producer, options=TRANSACTION_OPTIONS, leader="coordinator", client_faults=CLIENT_FAULTS,
+    warm_up=warm_producer, options=TRANSACTION_OPTIONS + (GROUP_PROTOCOL,), leader="coordinator", client_faults=CLIENT_FAULTS,
     tagged_output=True, ordered_output=True,
     variants={"client=java": {"launcher": TxnJavaWorkers(), "client_faults": (), "warm_up": None}})
 
