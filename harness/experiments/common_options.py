@@ -1,8 +1,8 @@
 """Run options that several experiment families declare alike: Kafka transactions, consumer-group membership.
 
 Each is declared once here and named in the `options` of every experiment that
-takes it (harness/core/options.py says what a declaration gives); the rule across
-the group options (a protocol needs a group) is declared beside them.
+takes it (harness/core/options.py says what a declaration gives);
+the group protocol's refusal on a cluster or client without it is declared beside them.
 """
 
 from ..core.errors import HarnessError
@@ -53,19 +53,13 @@ ASSIGNMENT = Option(
     default="assign", choices=("assign", "group"), worker=True)
 GROUP_PROTOCOL = Option(
     "group_protocol", str, "The workers' consumer group protocol (group.protocol): classic or KIP-848's consumer "
-    "(Kafka 4.0+ brokers, librdkafka 2.12+). Consumer experiments, with --assignment group: how members join "
-    "(classic: 1 s session). eos family (python or java): the client's protocol; its workers keep fixed "
-    "partitions, so the broker's group is a simple one either way, and the Java client runs its KIP-848 "
-    "consumer.", shown="classic", choices=("classic", "consumer"), worker=True)
+    "(Kafka 4.0+ brokers, librdkafka 2.12+). With --assignment group: how members join (classic: 1 s session). "
+    "With fixed partitions (every other run): the client's protocol alone; the broker's group is a simple one "
+    "either way, and Kafka's Java client (--client java) runs its KIP-848 consumer.", shown="classic", choices=("classic", "consumer"), worker=True)
 
 # KIP-848's consumer protocol is GA from Kafka 4.0 (the cluster finalizes the group.version feature at 1)
 # and from librdkafka 2.12; Kafka's Java client has it since 4.0 (the streams-worker builds on 4.1).
 CONSUMER_PROTOCOL_LIBRDKAFKA = (2, 12)
-
-
-def group_rule(params, exp) -> None:
-    if params.group_protocol is not None and params.assignment != "group":
-        raise HarnessError("--group-protocol applies to --assignment group")
 
 
 def consumer_protocol_refusal(found: dict | None, librdkafka: str | None) -> str | None:

@@ -9,7 +9,7 @@ one transaction: a death there rolls back key and charge together.
 
 from ..checker.damage import DEDUPED
 from ..checker.predictors import LedgerPredictor
-from .common_options import GROUP_OPTIONS, group_rule
+from .common_options import GROUP_OPTIONS
 from .declaration import Experiment, KillPoint, Stores
 from .offsets import at_least_once_loop
 
@@ -42,5 +42,4 @@ DEDUPE = Experiment(
     overlap_point=D_POLL.name,       # its check is the insert itself: a delivery frozen before it
     overlap_applied=D_EFFECT.name,
     options=GROUP_OPTIONS,
-    rules=(group_rule,),
 )

@@ -13,7 +13,7 @@ payments the death affects, so the prediction is exact per crash.
 
 from ..checker.damage import DUPLICATED, LOST
 from ..checker.predictors import LedgerPredictor
-from .common_options import GROUP_OPTIONS, group_rule
+from .common_options import GROUP_OPTIONS
 from .declaration import Experiment, KillPoint, Stores
 
 POLL_BATCH = 500
@@ -95,7 +95,6 @@ OFFSET_BEFORE = Experiment(
     loop=offset_before_loop,
     suite={"group": "core", "weight": 2},
     options=GROUP_OPTIONS,
-    rules=(group_rule,),
 )
 
 OFFSET_AFTER = Experiment(
@@ -110,5 +109,4 @@ OFFSET_AFTER = Experiment(
     loop=offset_after_loop,
     suite={"group": "core", "weight": 2},
     options=GROUP_OPTIONS,
-    rules=(group_rule,),
 )

@@ -23,6 +23,11 @@ def test_the_eos_family_takes_it_with_either_client(experiment):
         RunParams(experiment, group_protocol="consumer", client=client).validate()
 
 
+def test_the_consumer_experiments_take_it_with_fixed_partitions_too_as_the_client_protocol():
+    RunParams("offset-after", group_protocol="consumer").validate()           # refused once: now a column
+    RunParams("dedupe", assignment="group", group_protocol="consumer").validate()
+
+
 def test_an_experiment_without_a_consumer_group_of_its_own_refuses_it_naming_who_takes_it():
     with pytest.raises(HarnessError, match=r"--group-protocol applies to .*eos.* only; key-after-effect does not"):
         RunParams("key-after-effect", group_protocol="consumer").validate()
