@@ -62,13 +62,18 @@ CLIENTS = ("python", "java")
 def parse_clients(spec: str | None) -> list[str]:
     """--client python,java: the eos family's transactional clients, each a column of its own per release
     (python, the default, runs the whole suite; java only the experiments that take --client)."""
-    clients = [c.strip() for c in (spec or "python").split(",") if c.strip()]
-    bad = [c for c in clients if c not in CLIENTS]
-    if bad or not clients:
-        raise HarnessError(f"--client takes python, java or both (comma-separated), got {spec!r}")
-    if len(set(clients)) != len(clients):
-        raise HarnessError("--client names a client twice")
-    return clients
+    return _columns(spec, CLIENTS, "--client", "client")
+
+
+def _columns(spec: str | None, allowed: tuple, flag: str, what: str) -> list[str]:
+    """A comma-separated list of `allowed` values, each once (the first of `allowed` when not given)."""
+    chosen = [c.strip() for c in (spec or allowed[0]).split(",") if c.strip()]
+    if not chosen or any(c not in allowed for c in chosen):
+        raise HarnessError(f"{flag} takes {', '.join(allowed[:-1])}, {allowed[-1]} or both (comma-separated), "
+                           f"got {spec!r}")
+    if len(set(chosen)) != len(chosen):
+        raise HarnessError(f"{flag} names a {what} twice")
+    return chosen
 
 
 def client_experiments(names: list[str]) -> list[str]:
@@ -85,12 +90,7 @@ CONSUMER_PROTOCOL_FROM = (4, 0)     # KIP-848's consumer protocol: GA on Kafka 4
 def parse_protocols(spec: str | None) -> list[str]:
     """--group-protocol classic,consumer: each a column of its own per release and client (classic, the
     clients' default, runs the whole suite; consumer only the experiments that take --group-protocol)."""
-    protocols = [c.strip() for c in (spec or "classic").split(",") if c.strip()]
-    if not protocols or any(c not in PROTOCOLS for c in protocols):
-        raise HarnessError(f"--group-protocol takes classic, consumer or both (comma-separated), got {spec!r}")
-    if len(set(protocols)) != len(protocols):
-        raise HarnessError("--group-protocol names a protocol twice")
-    return protocols
+    return _columns(spec, PROTOCOLS, "--group-protocol", "protocol")
 
 
 def protocol_experiments(names: list[str]) -> list[str]:
