@@ -187,6 +187,13 @@ class RollingUpgrade(BrokerFault):
         self.state = "done"
 
     def finish(self, sup) -> None:
+        if self.state == "out":               # the run ends mid-stop: let the node end, then start it on `to`
+            node, deadline = self.struck[-1]["node"], time.time() + STOP_TIMEOUT_S
+            while self.hands.running(node) and time.time() < deadline:
+                time.sleep(0.2)
+            if self.hands.running(node):
+                self.hands.kill(node)
+                time.sleep(0.5)
         super().finish(sup)
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()

@@ -127,3 +127,16 @@ def test_workers_that_finish_mid_upgrade_leave_no_node_behind_and_the_features_s
     drive(f, sup, seconds=60)
     assert [c[0] for c in f.hands.calls] == ["stop", "start"] * 3 and f.started and f.state == "done"
     assert f.shortfall([], f.story([])) == ""
+
+
+def test_a_run_that_ends_while_a_node_shuts_down_starts_it_again_on_the_new_release():
+    f = upgrade()
+    sup = fake_sup()
+    for _ in range(10_000):
+        f.tick(sup)
+        if f.state == "out":
+            break
+        f.next_at = 0.0
+    assert f.state == "out" and f.hands.calls == [("stop", 1)]
+    f.finish(sup)
+    assert f.hands.calls == [("stop", 1), ("start", 1, "4.4.0")] and f.state == "done"
