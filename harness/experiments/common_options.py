@@ -1,8 +1,8 @@
 """Run options that several experiment families declare alike: Kafka transactions, consumer-group membership.
 
 Each is declared once here and named in the `options` of every experiment that
-takes it (harness/core/options.py says what a declaration gives); the rule across
-the group options (a protocol needs a group) is declared beside them.
+takes it (harness/core/options.py says what a declaration gives);
+the group protocol's refusal on a cluster or client without it is declared beside them.
 """
 
 from ..core.errors import HarnessError
@@ -52,13 +52,43 @@ ASSIGNMENT = Option(
     "group (subscribe as members of the run's group: partitions move when workers die and return).",
     default="assign", choices=("assign", "group"), worker=True)
 GROUP_PROTOCOL = Option(
-    "group_protocol", str, "With --assignment group: the classic protocol (1 s session) or KIP-848's consumer "
-    "protocol.", shown="classic", choices=("classic", "consumer"), worker=True)
+    "group_protocol", str, "The workers' consumer group protocol (group.protocol): classic or KIP-848's consumer "
+    "(Kafka 4.0+ brokers, librdkafka 2.12+). With --assignment group: how members join (classic: 1 s session). "
+    "With fixed partitions (every other run): the client's protocol alone; the broker's group is a simple one "
+    "either way, and Kafka's Java client (--client java) runs its KIP-848 consumer.", shown="classic", choices=("classic", "consumer"), worker=True)
+
+# KIP-848's consumer protocol is GA from Kafka 4.0 (the cluster finalizes the group.version feature at 1)
+# and from librdkafka 2.12; Kafka's Java client has it since 4.0 (the streams-worker builds on 4.1).
+CONSUMER_PROTOCOL_LIBRDKAFKA = (2, 12)
 
 
-def group_rule(params, exp) -> None:
-    if params.group_protocol is not None and params.assignment != "group":
-        raise HarnessError("--group-protocol applies to --assignment group")
+def consumer_protocol_refusal(found: dict | None, librdkafka: str | None) -> str | None:
+    """Why `--group-protocol consumer` cannot run here, in one line, or None. `found`: the cluster's
+    finalized features (None: it could not be asked, so not refused); `librdkafka`: the Python workers'
+    librdkafka version (None: the workers are Java)."""
+    if found is not None and found.get("group.version", 0) < 1:
+        from ..stack.broker_version import metadata_version
+        return ("--group-protocol consumer needs a cluster that finalized group.version 1 (Kafka 4.0 or later); "
+                f"this one has metadata.version {metadata_version(found) or 'unknown'} and no group.version")
+    if librdkafka is not None:
+        have = tuple(int(x) for x in librdkafka.split(".")[:2] if x.isdigit())
+        if have < CONSUMER_PROTOCOL_LIBRDKAFKA:
+            return (f"--group-protocol consumer needs librdkafka 2.12 or later in the Python workers; this one "
+                    f"has {librdkafka} (or use --client java where the experiment takes it)")
+    return None
+
+
+def refuse_group_protocol(params, stack) -> None:
+    """One line (HarnessError) when the run asks for a group protocol its cluster or client lacks."""
+    if getattr(params, "group_protocol", None) != "consumer":
+        return
+    import confluent_kafka
+    from ..stack.broker_version import features
+    found = features(stack.bootstrap_servers) if stack.bootstrap_servers else None
+    lib = None if getattr(params, "client", None) == "java" else confluent_kafka.libversion()[0]
+    why = consumer_protocol_refusal(found, lib)
+    if why:
+        raise HarnessError(why)
 
 
 GROUP_OPTIONS = (ASSIGNMENT, GROUP_PROTOCOL)

@@ -1,5 +1,5 @@
 """Faults: the protocol (base) and each fault in its own module (planned crashes, random kills, the
-zombie pause, kills on a beat, broker faults, a transactional client's own aborts and pauses, two
+zombie pause, kills on a beat, broker faults, a rolling upgrade, a transactional client's own aborts and pauses, two
 deliveries overlapping). `build` turns a run's options into its list of faults; the
 supervisor (harness/workers/) ticks them, and the crash plan and crash log they share with the workers are
 in harness/runtime/."""
@@ -13,10 +13,11 @@ from .network import ClientCut, Latency, Partition
 from .overlap import Overlap
 from .planned import PlannedCrash
 from .random_kill import RandomKill
+from .upgrade import RollingUpgrade
 from .zombie import ZombiePause
 
 FAULTS = {f.name: f for f in (PlannedCrash, RandomKill, ZombiePause, KillEvery, BrokerKill, BrokerPause, LeaderKill,
-                              Partition, ClientCut, Latency, Abort, ClientPause, Overlap)}
+                              RollingUpgrade, Partition, ClientCut, Latency, Abort, ClientPause, Overlap)}
 
 
 def help_text() -> str:

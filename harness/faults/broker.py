@@ -98,6 +98,14 @@ class BrokerFault(Fault):
     def recover(self, node: int) -> str | None:
         return self.hands.start(node)
 
+    def may_recover(self, now: float) -> bool:
+        """The struck node may be brought back now (its planned time out is over)."""
+        return now >= self.up_at
+
+    def back(self, node: int) -> bool:
+        """The node is back: it answers again (a rolling upgrade also waits for every replica in sync)."""
+        return self.hands.answers(node)
+
     # -- the schedule ---------------------------------------------------------------------
     def busy(self) -> bool:
         return self.state in ("out", "recovering")
@@ -115,7 +123,7 @@ class BrokerFault(Fault):
                 self.state = "done"             # the workers finished first: the remaining faults are missed
             elif now >= self.next_at:
                 self._strike(sup, now)
-        elif self.state == "out" and now >= self.up_at:
+        elif self.state == "out" and self.may_recover(now):
             cur = self.struck[-1]
             try:
                 cur["recovered"] = self.recover(cur["node"])
@@ -130,7 +138,7 @@ class BrokerFault(Fault):
         elif self.state == "recovering" and now - self.checked >= CHECK_EVERY_S:
             self.checked = now
             cur = self.struck[-1]
-            if self.hands.answers(cur["node"]):
+            if self.back(cur["node"]):
                 cur["back_at"] = round(now, 3)
                 self._next(now)
                 return

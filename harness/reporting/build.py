@@ -151,7 +151,8 @@ def timeline(samples, crashes: list[dict], events: list[dict], t0: float, faults
             "crashes": [round(c["time"] - t0, 3) for c in crashes if c.get("time")],
             "restarts": [round(s, 3) for s in starts],
             "faults": [{"fault": f["fault"], "t": round(f["time"] - t0, 3),
-                        **({"until": round(f["back_at"] - t0, 3)} if f.get("back_at") else {})} for f in faults
+                        **({"until": round(f["back_at"] - t0, 3)} if f.get("back_at") else {}),
+                        **({"mark": f["mark"]} if f.get("mark") else {})} for f in faults
                        if f.get("time") and f["fault"] not in CRASH_FAULTS]}
 
 

@@ -20,15 +20,19 @@ from .shared import fmt
 
 
 NOT_APPLICABLE = "n/a (takes no --client)"
+NO_PROTOCOL = "n/a (takes no --group-protocol)"
 
 
 def keys(summary: dict) -> list[str]:
-    """The columns in order: a release (Python workers), or `<release> java` (matrix.column_key)."""
+    """The columns in order: a release (Python workers, classic groups), or `<release> java`, `<release>
+    consumer`, `<release> java consumer` (matrix.column_key)."""
     return summary.get("keys") or summary["releases"]
 
 
 def cell_of(e: dict, key: str) -> str:
-    return NOT_APPLICABLE if key in (e.get("not_applicable") or ()) else cell_text(e["cells"].get(key))
+    if key in (e.get("not_applicable") or ()):
+        return NOT_APPLICABLE if " java" in key else NO_PROTOCOL
+    return cell_text(e["cells"].get(key))
 
 
 def cell_text(c: dict | None) -> str:
@@ -65,7 +69,8 @@ def column_heads(summary: dict) -> list[str]:
 
 
 def client_text(c: dict) -> str:
-    return ", Java client" if c.get("client") == "java" else ""
+    return (", Java client" if c.get("client") == "java" else "") + (
+        ", consumer group protocol (KIP-848)" if c.get("group_protocol") == "consumer" else "")
 
 
 def render_md(summary: dict) -> str:
@@ -73,7 +78,7 @@ def render_md(summary: dict) -> str:
     heads = column_heads(summary)
     out = [f"# Kafka releases side by side: {md(', '.join(releases))}", "",
            f"The same suite (`{md(suite_line(summary))}`) on each release, one stack after another, with the same "
-           f"seed. Rows marked **differs** have other figures in some column (release or client); where every cell is "
+           f"seed. Rows marked **differs** have other figures in some column (release, client or group protocol); where every cell is "
            f"as-predicted, "
            f"the experiment's numbers depend on timing and each run predicted its own.", "",
            "| experiment | " + " | ".join(md(x) for x in heads) + " |",
@@ -112,7 +117,7 @@ def render_html(summary: dict, folder: Path | None = None) -> str:
     rows.append("</table>")
     body = [f"<h1>Kafka releases side by side: {escape(', '.join(releases))}</h1>",
             f"<p class=summary>The same suite ({escape(suite_line(summary))}) on each release, one stack after "
-            f"another, with the same seed; highlighted rows have other figures in some column, release or client (where "
+            f"another, with the same seed; highlighted rows have other figures in some column, release, client or group protocol (where "
             f"every cell "
             f"is as-predicted, the numbers depend on timing and each run predicted its own).</p>",
             "<div class=wide>", *rows, "</div>",

@@ -67,12 +67,19 @@ class RunReport:
 
     def client_rows(self) -> list[tuple[str, str]]:
         """How the workers' clients ran, for the "Stack and environment" table: the JVM of a Kafka Streams
-        run, and the transaction protocol a Java transactional client was seen to speak (with its evidence)."""
+        run, the consumer group protocol asked for, and the transaction protocol a Java transactional client was
+        seen to speak (with its evidence)."""
         rows = []
         jvm = self.data.get("streams_jvm")
         if jvm:
             rows.append(("Kafka Streams workers' JVM", f"{jvm.get('release') or 'java'} ({jvm.get('java')}), "
                          f"class cache {jvm.get('cache') or 'none'} (--streams-jvm {jvm.get('asked')})"))
+        params = self.data.get("params") or {}
+        if params.get("group_protocol"):
+            how = ("members of the run's group" if params.get("assignment") == "group" else
+                   "fixed partitions, never subscribed: the broker's group is a simple one either way")
+            rows.append(("consumer group protocol of the workers",
+                         f"group.protocol={params['group_protocol']} (--group-protocol); {how}"))
         tp = self.data.get("transaction_protocol")
         if tp:
             said = {"2": "transaction version 2 (KIP-890): a new producer epoch at every transaction's end",

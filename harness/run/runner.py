@@ -30,6 +30,7 @@ from ..checker.run_outcome import decide
 from ..checker.output_watcher import OutputWatcher
 from ..checker.commit_progress import NoProgress, Progress
 from ..core.errors import HarnessError, ReportNotWritten
+from ..experiments.common_options import refuse_group_protocol
 from ..experiments.launch import PythonWorkers
 from ..runtime import crashlog, overlaps
 from ..runtime.crashplan import CrashPlan
@@ -148,6 +149,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     launcher = exp.launcher or PythonWorkers()
     if hasattr(launcher, "check"):       # bad input a launcher can see (e.g. client settings): before anything
         launcher.check(stack)
+    refuse_group_protocol(params, stack)     # a protocol the cluster or the client lacks
     run_id = run_id or new_run_id(exp.name)
     names = RunNames(run_id)
     refuse_overlap(Path(out) if out else reports_dir() / run_id)     # a library caller's --out too

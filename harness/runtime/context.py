@@ -55,8 +55,11 @@ def consumer_settings(args, options: dict, plan, consumer: dict | None = None) -
         "isolation.level": args.isolation, "log_level": 3, **(consumer or {})})
     if options.get("auto_commit_interval_ms"):
         conf["auto.commit.interval.ms"] = options["auto_commit_interval_ms"]
+    protocol = options.get("group_protocol")
     if group:
-        conf.update(GROUP_SETTINGS[options.get("group_protocol") or "classic"])
+        conf.update(GROUP_SETTINGS[protocol or "classic"])
+    elif protocol:                    # fixed partitions (the eos family): the client's protocol alone
+        conf["group.protocol"] = protocol
     return conf
 
 

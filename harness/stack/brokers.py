@@ -67,15 +67,25 @@ class LocalBrokers(ProxiedNodes):
 
     def kill(self, node: int) -> str | None:
         """SIGKILL the node's process group; its pid as a string, or None when it was not running (ours)."""
+        return self._end(node, signal.SIGKILL)
+
+    def stop(self, node: int) -> str | None:
+        """Ask the node to shut down cleanly (SIGTERM: a controlled shutdown hands its leaderships over); its
+        pid as a string, or None when it was not running (ours). `running` says when it has ended."""
+        return self._end(node, signal.SIGTERM)
+
+    def _end(self, node: int, sig: signal.Signals) -> str | None:
         rec = self.by_id[node].running()
         if rec is None:
             return None
-        self._saved[node] = rec
-        pid = self.by_id[node].signal(signal.SIGKILL)
+        self._saved[node] = rec              # its owner and ports, for the start that follows
+        pid = self.by_id[node].signal(sig)
         return None if pid is None else f"pid {pid}"
 
-    def start(self, node: int) -> str:
-        """Start a killed node again, recorded like its first start; its new pid."""
+    def start(self, node: int, release: str | None = None) -> str:
+        """Start a killed or stopped node again, recorded like its first start, on its own release or on
+        `release` (a rolling upgrade: the same data folder and settings, that release's jars, which its
+        folder then names as its release); its new pid."""
         from .local_kafka import voters
         from .local_record import kafka_release, proxied as recorded_proxies, recorded_auth
         from .maven import resolve_kafka
@@ -95,6 +105,8 @@ class LocalBrokers(ProxiedNodes):
             if None in proxied:
                 raise HarnessError(f"cannot restart {k.name} behind its proxy: its proxied ports are not "
                                    f"recorded in {self.state}")
+        if release:
+            k.record_release(release)
         release = k.release() or kafka_release(self.state)       # the release its own data was formatted by
         pid = k.start(resolve_kafka(lambda _m: None, release), port, ctrl[node - 1], owner, voters=voters(ctrl, hosts),
                       cluster_id=k.cluster_id(), proxied=proxied, auth=recorded_auth(self.state))
@@ -119,6 +131,11 @@ class LocalBrokers(ProxiedNodes):
             return False
         others = [f"{self.by_id[n].host()}:{p}" for n in self.node_ids() if (p := self._port(n)) is not None]
         return health.node_answers(host, port, node, ",".join(others))
+
+    def in_sync(self) -> bool:
+        """Every partition of the cluster (internal ones included) has all its replicas in sync again."""
+        hosts = [f"{self.by_id[n].host()}:{p}" for n in self.node_ids() if (p := self._port(n)) is not None]
+        return health.partitions_short_of_replicas(",".join(hosts)) == 0
 
     def condition(self, node: int) -> str:
         """What the node is doing, in words, for a fault that gave up waiting for it."""

@@ -100,6 +100,19 @@ def node_answers(host: str, port: int, node_id: int, bootstrap: str, timeout: fl
         return False
 
 
+def partitions_short_of_replicas(bootstrap: str, timeout: float = 2.0) -> int | None:
+    """How many partitions (internal ones included) have fewer in-sync replicas than replicas, or lead by no
+    node: 0 when every partition is back in sync; None when the cluster could not be asked."""
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient(kafka_client.config(bootstrap, {"log_level": 0}))
+    try:
+        topics = admin.list_topics(timeout=timeout).topics
+    except Exception:  # noqa: BLE001 - a probe reports, never raises
+        return None
+    return sum(1 for t in topics.values() for p in t.partitions.values()
+               if p.leader < 0 or len(p.isrs) < len(p.replicas))
+
+
 class PostgresRefused(HarnessError):
     """The server answered and refused for good (no such database, a password it does not take): waiting
     changes nothing, so the probe says it at once, in one line (exit 2)."""

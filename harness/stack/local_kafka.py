@@ -271,6 +271,10 @@ class LocalKafka(pidrecord.RecordedService):
         got = safefile.read_tail(self.home / RELEASE_FILE, 64).strip()     # never a FIFO's wait, never a link
         return got if RELEASE.fullmatch(got) else None
 
+    def record_release(self, release: str) -> None:
+        """Name `release` as the one this node's data now runs on (a rolling upgrade restarted it there)."""
+        safefile.write_text(self.home / RELEASE_FILE, release + "\n", safefile.PRIVATE)
+
     def format(self, lib: Path, auth: str = "none", cluster_id: str | None = None, release: str | None = None) -> None:
         if self.formatted():
             return

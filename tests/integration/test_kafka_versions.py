@@ -45,6 +45,12 @@ def test_a_stack_of_another_release_starts_runs_and_says_so(release, metadata, p
         tp = json.loads((out / "report.json").read_text())["transaction_protocol"]
         assert tp["version_seen"] == protocol and tp["transactions_ended"] == tp["commits_with_epoch_known"] > 0, tp
         assert tp["commits_epoch_bumped"] == (tp["transactions_ended"] if protocol == "2" else 0)
+        if release.startswith("3."):       # no KIP-848 consumer protocol: refused before anything is created
+            refused = harness("run", "eos", "--group-protocol", "consumer", "--messages", "10", env=env, timeout=300)
+            assert refused.returncode == 2 and "Traceback" not in refused.stderr
+            assert refused.stderr.strip().splitlines()[-1] == (
+                f"error: --group-protocol consumer needs a cluster that finalized group.version 1 (Kafka 4.0 or "
+                f"later); this one has metadata.version {metadata} and no group.version")
         other = "4.1.1" if release != "4.1.1" else "4.4.0"
         refused = harness("run", "offset-after", "--messages", "10", "--kafka-version", other, env=env, timeout=300)
         assert refused.returncode == 2 and "Traceback" not in refused.stderr

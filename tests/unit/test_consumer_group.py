@@ -16,7 +16,6 @@ from harness.reporting.build import group_story
 
 @pytest.mark.parametrize("opts, says", [
     ({"experiment": "eos", "assignment": "group"}, "--assignment applies to offset-before, offset-after, dedupe only"),
-    ({"experiment": "offset-after", "group_protocol": "consumer"}, "--group-protocol applies to --assignment group"),
     ({"experiment": "offset-after", "assignment": "group", "group_protocol": "x"}, "one of classic, consumer"),
 ])
 def test_group_options_are_checked_in_one_line(opts, says):

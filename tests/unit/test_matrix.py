@@ -180,3 +180,36 @@ def test_an_interrupted_suite_s_column_keeps_what_its_runs_reported(tmp_path, mo
     m = json.loads((out / "matrix.json").read_text())
     assert m["columns"][0]["exit_code"] == 130 and m["columns"][0]["metadata_version"] == "4.4-IV2"
     assert [e["experiment"] for e in m["experiments"]] == ["eos"] and m["exit_code"] == 130
+
+
+def test_a_consumer_protocol_column_judges_only_what_takes_the_protocol_and_needs_kafka_4():
+    assert matrix.parse_protocols(None) == ["classic"]
+    assert matrix.parse_protocols("classic, consumer") == ["classic", "consumer"]
+    for spec in ("streams", "consumer,consumer", ","):
+        with pytest.raises(HarnessError, match="--group-protocol"):
+            matrix.parse_protocols(spec)
+    assert not matrix.has_protocol("3.9.1", "consumer") and matrix.has_protocol("4.0.0", "consumer")
+    assert matrix.has_protocol("3.9.1", "classic")
+    assert matrix.column_key("4.4.0", "java", "consumer") == "4.4.0 java consumer"
+    assert matrix.folder_of("4.4.0", "python", "consumer") == "4.4.0-consumer"
+    assert matrix.protocol_experiments(["eos", "offset-after", "key-after-effect", "zombie"]) == [
+        "eos", "offset-after", "zombie"]
+    consumer = {**col("4.4.0", [row("eos", rc=(0, 0))]), "key": "4.4.0 consumer", "group_protocol": "consumer",
+                "suite": "4.4.0-consumer/suite.json"}
+    cols = {"4.4.0": col("4.4.0", [row("eos", rc=(0, 0)), row("key-after-effect")]), "4.4.0 consumer": consumer}
+    s = matrix.build_summary(["4.4.0", "4.4.0 consumer"], cols, [], 10.0)
+    by = {e["experiment"]: e for e in s["experiments"]}
+    assert s["group_protocols"] == ["classic", "consumer"] and s["exit_code"] == 0
+    # key-after-effect takes no --group-protocol: not applicable there, neither a difference nor a failure
+    assert by["key-after-effect"]["not_applicable"] == ["4.4.0 consumer"] and not by["key-after-effect"]["differs"]
+    assert by["eos"]["cells"]["4.4.0 consumer"]["report"] == "4.4.0-consumer/eos/report.json"
+    text = matrix_report.render_md(s)
+    assert "Kafka 4.4.0, consumer group protocol (KIP-848) (metadata.version x" in text
+    assert matrix_report.NO_PROTOCOL in text
+
+
+def test_the_suite_passes_the_group_protocol_only_to_the_experiments_that_take_it():
+    from harness.run.suite_runner import accepted_args
+    common = ["--messages", "100", "--group-protocol", "consumer"]
+    assert accepted_args("eos", common) == accepted_args("offset-after", common) == common
+    assert accepted_args("key-after-effect", common) == ["--messages", "100"]

@@ -22,7 +22,7 @@ def test_client_java_is_a_variant_of_each_with_the_java_launcher_and_no_client_f
 
 def _run(exp, **params):
     p = dict(txn_stuck_after=None, commit_every=1, transaction_timeout_ms=None, commit_interval_ms=None,
-             fresh_transactional_id=False, no_history=False)
+             fresh_transactional_id=False, no_history=False, group_protocol=None)
     p.update(params)
     names = SimpleNamespace(group="g", input_topic="in", output_topic="out", ledger_table="harness.l",
                             dedupe_table="harness.d", transactional_id=lambda i: f"tid-{i}")
@@ -53,6 +53,14 @@ def test_the_command_line_names_the_slot_s_partitions_and_transactional_id_and_n
     assert not any("s3cret" in a for a in cmd) and f["--history"] == "/r/history"
     plain = _flags(txn_java.command(_run(EOS, no_history=True), slot, [0], Path("/j/x.jar"), WorkerStart("java", None, None, "")))
     assert "--ledger" not in plain and "--dedupe" not in plain and "--history" not in plain and plain["--transactional-id"] == "tid-1"
+
+
+def test_the_group_protocol_reaches_the_java_worker_only_when_given():
+    slot = SimpleNamespace(index=0, name="w0", attempt=1)
+    start = WorkerStart("java", None, None, "")
+    given = _flags(txn_java.command(_run(EOS, group_protocol="consumer"), slot, [0], Path("/j/x.jar"), start))
+    assert given["--group-protocol"] == "consumer"
+    assert "--group-protocol" not in _flags(txn_java.command(_run(EOS), slot, [0], Path("/j/x.jar"), start))
 
 
 def test_the_jdbc_url_keeps_the_dsn_s_certificate_check_and_quotes_the_database():

@@ -6,7 +6,7 @@ import sys
 import click
 
 from ...core.errors import HarnessError
-from ...experiments.common_options import CLIENT
+from ...experiments.common_options import CLIENT, GROUP_PROTOCOL
 from ...core.options import click_options
 from ...core.escape import term
 from .stack_options import print_folder, say
@@ -15,6 +15,7 @@ from .suite import SUITE_OPTIONS, check_common_options
 
 @click.command(epilog="\b\nExamples:\n  harness matrix --kafka-version 3.9.1,4.1.1,4.4.0 --group eos\n"
                "  harness matrix --kafka-version 3.9.1,4.4.0 --group eos --client python,java\n"
+               "  harness matrix --kafka-version 4.4.0 --group core,eos --group-protocol classic,consumer\n"
                "  harness matrix --kafka-version 4.1.1,4.4.0 --experiments zombie,eos --messages 300")
 @click.option("--kafka-version", "releases", default=None, metavar="R1,R2,...",
               help="The Kafka releases, comma-separated, each 3.9.0 or newer; one suite per release, in this order.")
@@ -27,10 +28,14 @@ from .suite import SUITE_OPTIONS, check_common_options
               help="The eos family's transactional clients, a column each per release (default python): java "
                    "adds a suite of the experiments that take --client, on the same stack, with Kafka's own "
                    "client (transaction version 2 where the release offers it).")
+@click.option(GROUP_PROTOCOL.flag, "protocol_list", default=None, metavar="classic,consumer",
+              help="The workers' consumer group protocols, a column each per release and client (default classic): "
+                   "consumer adds a suite of the experiments that take --group-protocol, with KIP-848's consumer "
+                   "protocol (no such column for a release before 4.0).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Matrix folder (default reports/<id>-matrix/); each release's suite goes in <out>/<release>/.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the matrix folder on stdout (for CI).")
-def matrix(releases, experiment_list, group, parallel, client_list, out, quiet, **given):
+def matrix(releases, experiment_list, group, parallel, client_list, protocol_list, out, quiet, **given):
     """Run the same suite on several Kafka releases and compare them cell by cell.
 
     Each release gets a local stack of its own, in a state folder of its own
@@ -43,6 +48,7 @@ def matrix(releases, experiment_list, group, parallel, client_list, out, quiet, 
     worst cell, as for suite (130 when interrupted).
     """
     from pathlib import Path
+    from ...experiments import REGISTRY
     from ...run import matrix_runner as matrix_mod
     from ...run import suite_runner as suite_mod
     from ...core.paths import reports_dir
@@ -58,6 +64,11 @@ def matrix(releases, experiment_list, group, parallel, client_list, out, quiet, 
     if "java" in clients and not java:
         raise HarnessError("--client java applies to eos, eos-boundary, eos-dedupe and zombie; none of the "
                            "chosen experiments is one")
+    protocols = matrix_mod.parse_protocols(protocol_list)
+    takers = matrix_mod.protocol_experiments(chosen)
+    if "consumer" in protocols and not takers:
+        raise HarnessError(f"--group-protocol consumer applies to {', '.join(matrix_mod.protocol_experiments(list(REGISTRY)))}"
+                           "; none of the chosen experiments is one")
     suite_mod.check_brokers(group, 1)
     if parallel is not None:
         from ...core.suite_schedule import parse_parallel
@@ -69,7 +80,10 @@ def matrix(releases, experiment_list, group, parallel, client_list, out, quiet, 
     at_once = ["--parallel", str(parallel)] if parallel else []
     args = [*common, *(["--experiments", experiment_list] if experiment_list else []),
             *(["--group", group] if group else []), *at_once]
-    client_args = {"java": [*common, "--experiments", ",".join(java), CLIENT.flag, "java", *at_once]}
+    client_args = {"java": [*common, "--experiments", ",".join(java), CLIENT.flag, "java", *at_once],
+                   "consumer": [*common, "--experiments", ",".join(takers), GROUP_PROTOCOL.flag, "consumer", *at_once],
+                   "java consumer": [*common, "--experiments", ",".join(n for n in java if n in takers), CLIENT.flag,
+                                     "java", GROUP_PROTOCOL.flag, "consumer", *at_once]}
     folder = Path(out) if out else reports_dir() / f"{suite_mod.new_suite_id()}-matrix"
     if (folder / "matrix.json").exists():
         raise HarnessError(f"{folder} already holds a matrix; choose another --out")
@@ -77,7 +91,7 @@ def matrix(releases, experiment_list, group, parallel, client_list, out, quiet, 
     refuse_overlap(folder, "--out" if out else "the reports folder")
     check_folder(folder, "the matrix folder", "choose an --out that only you can write")
     check_creatable(folder)
-    if any((folder / matrix_mod.folder_of(r, c)).exists() for r in names for c in clients):
+    if any((folder / matrix_mod.folder_of(r, c, g)).exists() for r in names for c in clients for g in protocols):
         raise HarnessError(f"{folder} already holds a folder of one of these releases; choose another --out")
     matrix_mod.check_homes(names)
     mark_suite_dir(folder)
@@ -86,7 +100,8 @@ def matrix(releases, experiment_list, group, parallel, client_list, out, quiet, 
     install_sigterm_as_interrupt()          # SIGTERM and SIGHUP as Ctrl-C: the running suite's stack is purged
     summary, failure = None, None
     try:
-        summary = matrix_mod.run_matrix(names, args, folder, log=log, clients=tuple(clients), client_args=client_args)
+        summary = matrix_mod.run_matrix(names, args, folder, log=log, clients=tuple(clients), client_args=client_args,
+                                        protocols=tuple(protocols))
     except KeyboardInterrupt:
         pass
     except HarnessError as e:               # a purge that failed: said once the pages are written

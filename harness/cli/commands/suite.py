@@ -8,7 +8,7 @@ import click
 
 from ...core.errors import HarnessError
 from ...core.options import click_options
-from ...experiments.common_options import CLIENT
+from ...experiments.common_options import CLIENT, GROUP_PROTOCOL
 from ...run.params import COMMIT_EVERY, CRASH_RATE, MESSAGES, SEED
 from .stack_options import kafka_version_option, last_lines, print_folder, stack_options, with_stack
 
@@ -105,6 +105,9 @@ def runs_of_folders(folders: list, given: dict, client: str | None, local: bool)
 @click.option(CLIENT.flag, type=click.Choice(CLIENT.choices), default=None,
               help="The eos family's transactional workers: python (librdkafka) or java (Kafka's own client, "
                    "transaction version 2 where the broker offers it); the other experiments are not affected.")
+@click.option(GROUP_PROTOCOL.flag, "group_protocol", type=click.Choice(GROUP_PROTOCOL.choices), default=None,
+              help="The workers' consumer group protocol, for the experiments that take --group-protocol (the eos "
+                   "family, the offset experiments, dedupe); the others are not affected.")
 @click.option("--predict", "worksheet", default=None, type=click.Path(dir_okay=False), metavar="WORKSHEET.toml",
               help="Predict first: a filled-in worksheet (`harness worksheet` prints one), recorded in the suite "
                    "folder before the runs start; the reports show you / actual / close enough.")
@@ -112,7 +115,7 @@ def runs_of_folders(folders: list, given: dict, client: str | None, local: bool)
 @click.option("--quiet", "-q", is_flag=True, help="Only the suite folder on stdout (for CI).")
 @kafka_version_option
 @stack_options
-def suite(target, experiment_list, group, parallel, out, client, worksheet, keep_stack, quiet, stack_kind,
+def suite(target, experiment_list, group, parallel, out, client, group_protocol, worksheet, keep_stack, quiet, stack_kind,
           bootstrap_servers, postgres_dsn, **given):
     """Run every experiment (or one --group) with one seed and compare them side by side.
 
@@ -171,6 +174,14 @@ def suite(target, experiment_list, group, parallel, out, client, worksheet, keep
         if not client_experiments(names):
             raise HarnessError(f"--client applies to {CLIENT.applies_to}; none of this suite's experiments takes it")
         common += [CLIENT.flag, client]
+    if group_protocol and files is not None:
+        raise HarnessError("--group-protocol applies to the suite's own experiments; an experiment file names "
+                           "its own options")
+    if group_protocol and files is None:
+        from ...run.matrix_runner import protocol_experiments
+        if not protocol_experiments(names):
+            raise HarnessError("--group-protocol applies to none of this suite's experiments")
+        common += [GROUP_PROTOCOL.flag, group_protocol]
     folder = Path(out) if out else reports_dir() / suite_mod.new_suite_id()
     if (folder / "suite.json").exists():
         raise HarnessError(f"{folder} already holds a suite; choose another --out")

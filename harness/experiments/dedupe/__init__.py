@@ -8,7 +8,7 @@ one transaction: a death there rolls back key and charge together.
 """
 
 from ...checker.predictors import LedgerPredictor
-from ..common_options import GROUP_OPTIONS, group_rule
+from ..common_options import GROUP_OPTIONS
 from ..declaration import Experiment, Stores
 from .dedupe_loops import D_COMMIT, D_EFFECT, D_INSIDE, D_POLL, dedupe_loop
 
@@ -26,5 +26,4 @@ DEDUPE = Experiment(
     overlap_point=D_POLL.name,       # its check is the insert itself: a delivery frozen before it
     overlap_applied=D_EFFECT.name,
     options=GROUP_OPTIONS,
-    rules=(group_rule,),
 )

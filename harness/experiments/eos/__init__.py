@@ -33,7 +33,7 @@ predicted exactly from the crash log.
 
 from ...checker.damage import ABORTED, DEDUPED, DUPLICATED
 from ...checker.predictors import FencedPredictor, LedgerPredictor, OutputPredictor
-from ..common_options import TRANSACTION_OPTIONS
+from ..common_options import GROUP_PROTOCOL, TRANSACTION_OPTIONS
 from ..declaration import Experiment, KillPoint, Stores
 from .eos_loops import (
     EFFECT, INSIDE, POLL, PRODUCE, SEND_OFFSETS, TXN_COMMIT, eos_boundary_loop, eos_dedupe_loop, eos_loop,
@@ -74,7 +74,8 @@ def _points(ledger_damage=None) -> tuple:
 # their loop carries out, output tagged and in poll order (records to their input's partition), and
 # --client java: the same loop on Kafka's Java client (txn_java.py), without the Python loop's client faults.
 TRANSACTIONAL = dict(
-    warm_up=warm_producer, options=TRANSACTION_OPTIONS, leader="coordinator", client_faults=CLIENT_FAULTS,
+    warm_up=warm_producer, options=TRANSACTION_OPTIONS + (GROUP_PROTOCOL,), leader="coordinator",
+    client_faults=CLIENT_FAULTS,
     tagged_output=True, ordered_output=True,
     variants={"client=java": {"launcher": TxnJavaWorkers(), "client_faults": (), "warm_up": None}})
 

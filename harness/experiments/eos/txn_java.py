@@ -42,6 +42,8 @@ def command(run, slot, partitions: list, jar, start) -> list[str]:
            "--txn-stuck-after-ms", str(max(stuck_ms, 500))]
     if p.commit_interval_ms:
         cmd += ["--commit-interval-ms", str(p.commit_interval_ms)]
+    if p.group_protocol:
+        cmd += ["--group-protocol", p.group_protocol]
     if not p.no_history:
         cmd += ["--history", str(run.history)]
     if exp.stores.ledger:

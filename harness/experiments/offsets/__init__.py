@@ -12,7 +12,7 @@ payments the death affects, so the prediction is exact per crash.
 """
 
 from ...checker.predictors import LedgerPredictor
-from ..common_options import GROUP_OPTIONS, group_rule
+from ..common_options import GROUP_OPTIONS
 from ..declaration import Experiment, Stores
 from .offset_loops import (
     OA_COMMIT, OA_EFFECT, OA_POLL, OB_COMMIT, OB_EFFECT, OB_POLL, offset_after_loop, offset_before_loop)
@@ -29,7 +29,6 @@ OFFSET_BEFORE = Experiment(
     loop=offset_before_loop,
     suite={"group": "core", "weight": 2},
     options=GROUP_OPTIONS,
-    rules=(group_rule,),
 )
 
 OFFSET_AFTER = Experiment(
@@ -44,5 +43,4 @@ OFFSET_AFTER = Experiment(
     loop=offset_after_loop,
     suite={"group": "core", "weight": 2},
     options=GROUP_OPTIONS,
-    rules=(group_rule,),
 )

@@ -18,7 +18,7 @@ final class TxnOptions {
         "         --crash-plan FILE --crash-log FILE --events FILE",
         "         [--commit-every N | --commit-interval-ms MS] [--transaction-timeout-ms MS]",
         "         [--txn-stuck-after-ms MS] [--ledger TABLE [--dedupe TABLE] --jdbc-url URL [--jdbc-user USER]]",
-        "         [--history FOLDER]",
+        "         [--history FOLDER] [--group-protocol classic|consumer]",
         "  The JDBC password is taken from $" + CommandLine.PASSWORD_ENV + " only; Kafka client settings",
         "  (security, credentials) from $" + CommandLine.KAFKA_PROPERTIES_ENV + " (properties text).");
 
@@ -26,7 +26,8 @@ final class TxnOptions {
     private static final Set<String> REQUIRED = Set.of("experiment", "bootstrap", "group", "input-topic",
         "output-topic", "transactional-id", "partitions", "worker", "attempt", "crash-plan", "crash-log", "events");
     private static final Set<String> OPTIONAL = Set.of("commit-every", "commit-interval-ms", "transaction-timeout-ms",
-        "txn-stuck-after-ms", "ledger", "dedupe", "jdbc-url", "jdbc-user", "history");
+        "txn-stuck-after-ms", "ledger", "dedupe", "jdbc-url", "jdbc-user", "history",
+        "group-protocol");
 
     final String experiment;
     final String bootstrap;
@@ -49,6 +50,7 @@ final class TxnOptions {
     final String jdbcUrl;
     final String jdbcUser;
     final Path history;                 // null: no history (the run's --no-history)
+    final String groupProtocol;         // null: the client's default (classic); consumer: KIP-848's consumer
 
     private TxnOptions(Map<String, String> v) throws UsageError {
         experiment = v.get("experiment");
@@ -82,6 +84,10 @@ final class TxnOptions {
         jdbcUrl = v.get("jdbc-url");
         jdbcUser = v.get("jdbc-user");
         history = v.containsKey("history") ? Path.of(v.get("history")) : null;
+        groupProtocol = v.get("group-protocol");
+        if (groupProtocol != null && !Set.of("classic", "consumer").contains(groupProtocol)) {
+            throw new UsageError("--group-protocol must be classic or consumer: " + groupProtocol);
+        }
         if (dedupe != null && ledger == null) {
             throw new UsageError("--dedupe guards the --ledger table: give both");
         }

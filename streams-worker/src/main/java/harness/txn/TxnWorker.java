@@ -189,6 +189,9 @@ public final class TxnWorker {
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 20);
         p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 500);
+        if (opts.groupProtocol != null) {    // consumer: the KIP-848 consumer (its partitions stay assigned)
+            p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, opts.groupProtocol);
+        }
         return ClientMetrics.notExported(p);
     }
 
