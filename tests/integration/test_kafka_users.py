@@ -150,19 +150,25 @@ def test_clean_all_removes_the_kafka_users_of_runs_not_live_and_keeps_a_live_run
     admin = AdminClient(kafka_login.config(boot))
     live, orphan = (f"20261207T000000.000-probe-{uuid.uuid4().hex[:6]}" for _ in range(2))
     stranger = f"stranger_{uuid.uuid4().hex[:6]}"
+    # named like a run's user, but made by someone else (no ACL on a run's own prefix): `clean --all` took it
+    impostor = run_kafka_user.user_name(f"20261207T000000.000-probe-{uuid.uuid4().hex[:6]}")
     users = {r: run_kafka_user.user_name(r) for r in (live, orphan)}
     registry.register(stack["dsn"], live)              # this process: a live run
     try:
         for r, user in users.items():
             kafka_users.make(boot, user, kafka_users.new_password(), run_kafka_user.allows(RunNames(r)))
         kafka_users.make(boot, stranger, kafka_users.new_password(), [])
+        kafka_users.make(boot, impostor, kafka_users.new_password(), [])
         cleaned = harness("clean", "--all", env=stack["env"], timeout=180)
         assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
         left = admin.describe_user_scram_credentials().result(timeout=30)
         assert users[orphan] not in left and _acls_of(admin, users[orphan]) == []
         assert users[live] in left and _acls_of(admin, users[live]), "a live run's user was removed"
         assert stranger in left, "a user the harness did not make was removed"
+        assert impostor in left, "a user named like a run's that the harness did not make was removed"
+        assert f"kept {impostor}: a Kafka user named like a run's that the harness did not make" in \
+            cleaned.stdout + cleaned.stderr
     finally:
-        for user in (*users.values(), stranger):
+        for user in (*users.values(), stranger, impostor):
             kafka_users.remove(boot, user)
         registry.forget(stack["dsn"], [live])
