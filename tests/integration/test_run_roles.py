@@ -167,6 +167,7 @@ def test_a_role_that_can_be_made_but_fails_ends_the_run_instead_of_falling_back(
     from harness.core.errors import HarnessError
     run_id = f"20261207T000000.000-probe-{uuid.uuid4().hex[:6]}"
     with pytest.raises(HarnessError) as e:
-        run_role.create(stack["admin_dsn"], stack["dsn"], run_id, [f"ledger_missing_{uuid.uuid4().hex[:6]}"])
+        missing = f"harness.ledger_missing_{uuid.uuid4().hex[:6]}"
+        run_role.create(stack["admin_dsn"], stack["dsn"], run_id, [missing])
     assert "could not make the run's PostgreSQL role" in str(e.value) and "owns the registry" in str(e.value)
     assert not role_exists(stack["admin_dsn"], run_role.role_name(run_id))
