@@ -5,12 +5,15 @@ or a table `harness.ledger_reports`. So a name is deleted only when it is
 exactly one of the names (naming.RunNames, naming.run_tables) of a run id
 the harness knows: one it registered in the database (workload.registry),
 one of its reports under the reports folder names, or one the user named on
-the command line. Never a run still in progress (its registry entry names a
+the command line; and a topic under a run's own prefix (`harness-<run id>-`:
+Kafka Streams' internal topics, or any its user made there) goes with that
+run. Never a run still in progress (its registry entry names a
 live process), whoever asks. A cleaned run's own PostgreSQL role
 (workload.run_role: one with the harness's comment naming that run) is
 dropped with its tables, and its Kafka user with that user's ACLs
-(workload.run_kafka_user); `--all` also drops such a role, and such a user,
-of any run that is not live, whose tables are already gone. Every other `harness.*` topic and every other
+(workload.run_kafka_user); `--all` also drops such a role, and such a user
+(one whose ACL on its run's own prefix says the harness made it), of any run
+that is not live, whose tables are already gone. Every other `harness.*` topic and every other
 table of the `harness` schema is kept, and the command says which and why.
 Table names read back from Postgres are never trusted as SQL: they are
 compared with the names the harness makes and quoted as identifiers when
@@ -29,6 +32,7 @@ from ..workload import registry, run_kafka_user, run_role, tables
 from ..workload.naming import SCHEMA, TOPIC_PREFIX, RunNames, run_tables
 from ..clients import pgconn
 
+OWN_TOPIC_PREFIX = "harness-"          # RunNames.own_prefix without the run id
 REPORT_MAX_BYTES = 16 * 1024 * 1024     # as harness.reporting.validate.MAX_BYTES (and MAX_VALUES below)
 REPORT_MAX_VALUES = 1_000_000
 
@@ -55,6 +59,12 @@ def plan(topics: list[str], schema_tables: list[str], known: set[str], live: dic
     """
     wanted = set(named) if named is not None else set(known)
     owner_of_topic = {t: r for r in wanted | set(live) for t in RunNames(r).topics()}
+    # Topics a run's user made under its own prefix (Kafka Streams' internal ones, or a consumer's): the longest
+    # run id whose prefix starts the name owns it.
+    prefixes = sorted(((RunNames(r).own_prefix, r) for r in wanted | set(live)), key=lambda pr: -len(pr[0]))
+
+    def topic_owner(t: str) -> str | None:
+        return owner_of_topic.get(t) or next((r for pre, r in prefixes if t.startswith(pre)), None)
     owner_of_table = {t: r for r in wanted | set(live) for t in run_tables(r)}
     p = Plan()
 
@@ -66,8 +76,8 @@ def plan(topics: list[str], schema_tables: list[str], known: set[str], live: dic
         elif named is None:
             p.kept.append((shown(name), f"no run the harness knows (its registry or reports) has this {kind}"))
     for t in sorted(topics):
-        if t.startswith(TOPIC_PREFIX):                  # else not a name the harness could have made: not ours to mention
-            sort(t, owner_of_topic.get(t), p.topics, "topic")
+        if t.startswith((TOPIC_PREFIX, OWN_TOPIC_PREFIX)):   # else not a name the harness could have made: not ours to mention
+            sort(t, topic_owner(t), p.topics, "topic")
     for t in sorted(schema_tables):
         if t != registry.TABLE:                         # the registry itself
             sort(f"{SCHEMA}.{t}", owner_of_table.get(t), p.tables, "table")
@@ -139,7 +149,12 @@ def _drop_kafka_users(stack: Stack, p: Plan, all_runs: bool) -> None:
         found = run_kafka_user.run_users(stack)
         entries = registry.entries(stack.postgres_dsn)
         live = {run_kafka_user.user_name(r) for r, e in entries.items() if e.live()}
-        users |= {u for u in found if u not in live}
+        for u in sorted(set(found) - live - users):
+            if run_kafka_user.run_of(stack, u) is None:     # only named like a run's user: not ours to remove
+                p.kept.append((shown(u), "a Kafka user named like a run's that the harness did not make (no ACL "
+                                         "on a run's own prefix)"))
+            else:
+                users.add(u)
     run_kafka_user.remove_users(stack, users)
 
 

@@ -14,8 +14,17 @@ controllers: before, any local user could change a cluster-wide setting through 
 
 Every request is checked by Kafka's StandardAuthorizer (KRaft's, ACLs kept in the metadata log):
 `harness` and `controller` are super users, and any other principal may do only what an ACL grants it
-(`allow.everyone.if.no.acl.found=false`). Today no other user is made: the harness, its workers and the
-shell of `harness env` all log in as `harness`.
+(`allow.everyone.if.no.acl.found=false`). Each run gets a user of its own (workload/run_kafka_user.py),
+made at its start and deleted at its end; `harness env`'s shell gets `harness_shell`.
+
+A node writes a snapshot of its metadata every few seconds (`SNAPSHOT_SETTINGS`), because of a flaw in
+Kafka's ScramDelta.apply (3.x to 4.4 at least): a node that starts rebuilds its SCRAM users from its
+metadata log into an empty image, walking the changed users in HashMap order; when the first one it
+meets is a deleted user (a finished run's), the mechanism's map is dropped and every user after it is
+written into the dropped map. The node then knows no SCRAM user at all and refuses every login, the
+other nodes' included ("invalid credentials"); on a cluster each broker fault's restart drew that lot.
+From a snapshot the node starts with the users that exist (`harness` among them), and a deleted one
+can no longer empty the map.
 """
 
 import re
@@ -32,6 +41,10 @@ CONTROLLER_USER = "controller"
 CONTROLLER_FILE = "kafka-controller.properties"
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 SUPER_USERS = (SCRAM_USER, CONTROLLER_USER)       # the harness itself, and every node towards the controllers
+# A metadata snapshot within seconds of any change (Kafka's default: an hour, or 20 MB of records), so that a
+# node that starts never rebuilds its SCRAM users from a log that deleted one (see above); old snapshots and
+# log segments go after ten minutes (the newest snapshot is always kept).
+SNAPSHOT_SETTINGS = {"metadata.log.max.snapshot.interval.ms": "5000", "metadata.max.retention.ms": "600000"}
 # What secrets.token_urlsafe draws: anything else read back from a file is refused, as it could break out
 # of the JAAS string it goes into.
 PASSWORD = re.compile(r"[A-Za-z0-9_-]{16,200}")
@@ -86,6 +99,7 @@ def scram_settings(port: int, controller_port: int, password: str, controller_pw
         "authorizer.class.name": AUTHORIZER,
         "super.users": ";".join(f"User:{u}" for u in SUPER_USERS),
         "allow.everyone.if.no.acl.found": "false",
+        **SNAPSHOT_SETTINGS,
     }
 
 

@@ -142,3 +142,18 @@ def users(bootstrap: str) -> list[str]:
     except Exception as e:  # noqa: BLE001
         raise HarnessError(f"could not list the Kafka users: {(str(e).splitlines() or ['?'])[0]}") from None
     return sorted(got)
+
+
+def prefixed_topic_acls(bootstrap: str, user: str) -> list[str]:
+    """The names of the PREFIXED topic ACLs that allow `user` something (a run's user has one: its own prefix)."""
+    from confluent_kafka.admin import (AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType,
+                                       ResourceType)
+    admin = _admin(bootstrap)
+    mine = AclBindingFilter(ResourceType.TOPIC, None, ResourcePatternType.PREFIXED, f"User:{user}", None,
+                            AclOperation.ANY, AclPermissionType.ALLOW)
+    try:
+        got = admin.describe_acls(mine, request_timeout=ADMIN_TIMEOUT_S).result(timeout=ADMIN_TIMEOUT_S)
+    except Exception as e:  # noqa: BLE001
+        raise HarnessError(f"could not list the ACLs of the Kafka user {user}: "
+                           f"{(str(e).splitlines() or ['?'])[0]}") from None
+    return sorted({b.name for b in got})

@@ -82,6 +82,12 @@ class RunNames:
         return f"harness-{self.run_id}"
 
     @property
+    def own_prefix(self) -> str:
+        """What the run's Kafka user may create topics and transactional ids under (Kafka Streams' internal
+        topics start so): `harness clean` drops the topics found under it with the run's."""
+        return f"harness-{self.run_id}-"
+
+    @property
     def downstream_group(self) -> str:
         """The consumer group of a downstream consumer of the events topic."""
         return f"harness-{self.run_id}-downstream"

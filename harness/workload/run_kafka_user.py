@@ -46,7 +46,7 @@ def user_name(run_id: str) -> str:
 
 def allows(names: RunNames) -> list[Allow]:
     """Every ACL a run's user gets: its own topics, groups and transactional ids, nothing else."""
-    own = f"harness-{names.run_id}-"
+    own = names.own_prefix
     return [Allow("TOPIC", names.input_topic, "READ"), Allow("TOPIC", names.input_topic, "DESCRIBE"),
             Allow("TOPIC", names.output_topic, "WRITE"), Allow("TOPIC", names.output_topic, "DESCRIBE"),
             *(Allow("TOPIC", names.events_topic, op) for op in ("READ", "WRITE", "DESCRIBE")),
@@ -127,6 +127,18 @@ def run_users(stack) -> list[str]:
     if not can_make_users(stack):
         return []
     return [u for u in kafka_users.users(stack.bootstrap_servers) if u.startswith(PREFIX)]
+
+
+def run_of(stack, user: str) -> str | None:
+    """The run id `user` was made for, when the harness made it: its ACL on its run's own prefix
+    (`harness-<run id>-`, which only the super user could grant) names a run whose user name it has. None for
+    a user that is merely named like one (another admin's `harness_run_x`), or one whose ACLs are gone."""
+    for name in kafka_users.prefixed_topic_acls(stack.bootstrap_servers, user):
+        if name.startswith("harness-") and name.endswith("-"):
+            run_id = name[len("harness-"):-1]
+            if user_name(run_id) == user:
+                return run_id
+    return None
 
 
 def remove_users(stack, users) -> None:

@@ -25,7 +25,8 @@ CREATEROLE) and carries a comment naming its run, which only such a role can
 set: `drop` removes only a role with that comment, after ending its sessions
 and dropping what it owns or was granted. Where no role can be made (an
 external PostgreSQL whose role lacks CREATEROLE), the run's consumers get the
-stack's DSN as before, and the report says what that gives up.
+stack's DSN as before, and the report says what that gives up. Where a role
+can be made but making it fails, the run ends with that error instead.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import psycopg
 from psycopg import sql
 
 from ..clients import pgconn
+from ..core.errors import HarnessError
 
 from .naming import PG_IDENTIFIER_MAX, SCHEMA, slug
 from .sqlnames import table_identifier
@@ -99,8 +101,9 @@ def _sequences(conn, table: str) -> list[tuple[str, str]]:
 
 def create(maker_dsn: str, dsn: str, run_id: str, run_tables: list[str], workers: int = 1) -> Grant:
     """Make the run's role with rights on `run_tables` (`harness.<name>`) and connections for `workers`
-    worker slots; a fallback Grant (the stack's `dsn`) when `maker_dsn`'s role may not make roles or a grant
-    is refused."""
+    worker slots; a fallback Grant (the stack's `dsn`) when `maker_dsn`'s role may not make roles. When it may
+    and the role still cannot be made (a grant refused, the server gone), HarnessError: the run does not go
+    on with the stack's own login, as it once did with a warning."""
     role = role_name(run_id)
     password = secrets.token_urlsafe(24)
     r = sql.Identifier(role)
@@ -124,9 +127,15 @@ def create(maker_dsn: str, dsn: str, run_id: str, run_tables: list[str], workers
                     for seq in _sequences(conn, t):
                         conn.execute(sql.SQL("grant usage, select on sequence {} to {}").format(
                             sql.Identifier(*seq), r))
-    except psycopg.Error as e:
+    except psycopg.Error as e:      # it may make roles, so the run must not go on as the owner of every table
         first = (str(e).splitlines() or [type(e).__name__])[0]
-        return Grant(dsn, None, f"{_user(dsn)} (no role of its own: {first}; {GIVEN_UP})")
+        try:
+            drop(maker_dsn, run_id)         # made in the transaction that failed, so normally gone already
+        except psycopg.Error:
+            pass
+        raise HarnessError(f"could not make the run's PostgreSQL role {role}: {first}; its consumers would "
+                           f"have connected as {_user(dsn)}, which owns the registry of runs and every run's "
+                           "tables") from None
     return Grant(psycopg.conninfo.make_conninfo(dsn, user=role, password=password), role,
                  f"{role} (made for this run: only its own tables, at most {connection_limit(workers)} "
                  "connections; dropped when the run ends)")

@@ -1,7 +1,8 @@
 """A record someone else writes into a running run's input topic is named as foreign, with its place.
 
-A real custom run on the session's plaintext stack (no Kafka authentication: any local client may
-produce; on a SCRAM stack the write is refused, tests/integration/test_kafka_users.py). Its
+A real custom run on a stack of this module's own, started with `--auth none` (no Kafka authentication:
+any local client may produce; on the default SCRAM stack the write is refused, tests/integration/
+test_kafka_users.py). Its
 consumer, before it starts, says which input topic it reads and waits; then one record is written into
 that topic by someone who is not the run's producer (a plain Kafka client of this test, or another local
 user the test makes, with nothing but the system's python3), and the consumer goes on: the correct
@@ -18,7 +19,7 @@ import uuid
 import pytest
 
 from harness.core.procs import die_with_parent
-from tests.conftest import ROOT, as_user, pids_where
+from tests.conftest import ROOT, as_user, own_stack, pids_where
 from tests.unit.sample_report import validate
 
 pytestmark = pytest.mark.integration
@@ -26,10 +27,12 @@ pytestmark = pytest.mark.integration
 CORRECT = ROOT / "examples" / "consumers" / "python" / "correct.py"
 
 
-@pytest.fixture
-def plaintext_stack(stack):
-    """The session's stack: plaintext (`--auth none`, the default), so any local client may produce."""
-    return stack
+@pytest.fixture(scope="module")
+def plaintext_stack():
+    """A stack that asked for no Kafka authentication (`harness up --auth none`)."""
+    with own_stack("harness-test-plaintext-", "--auth", "none") as (st, env, _up):
+        st["env"] = env
+        yield st
 
 
 def _wait_for(path, seconds: float) -> str:

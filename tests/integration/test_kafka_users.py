@@ -1,6 +1,6 @@
-"""Who may do what on a SCRAM local stack's Kafka (`harness up --auth scram`), on the real broker.
+"""Who may do what on the default local stack's Kafka, on the real broker (issue 53, item 1, the Kafka half).
 
-Such a stack has SCRAM and an authorizer. A client with no login cannot write into a running run's
+The default stack has SCRAM and an authorizer. A client with no login cannot write into a running run's
 input topic (before, another local user wrote one record there and turned a correct consumer's run
 `unexpected`); each run's consumers log in as a user of that run, which may not write another run's input
 nor use another run's group, and which is gone with its ACLs once the run has ended; the shell of
@@ -18,24 +18,11 @@ from confluent_kafka.admin import (AclBindingFilter, AclOperation, AclPermission
 
 from harness.clients.kafka_client import load_file
 from tests import kafka_login
-from tests.conftest import harness, own_stack
+from tests.conftest import harness
 from tests.integration.test_custom import python_example, run_custom
 from tests.integration.test_run_roles import probed_run
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def stack():
-    """A SCRAM stack of this module's own (`harness up --auth scram`; the session's stack is plaintext)."""
-    from pathlib import Path
-    from harness.stack.local_postgres import LocalPostgres
-    with own_stack("harness-test-users-", "--auth", "scram") as (st, env, _up):
-        home = Path(env["HARNESS_HOME"])
-        port = json.loads((home / "stack.json").read_text())["postgres_port"]
-        st.update(env=env, dsn=LocalPostgres(home).dsn(port), admin_dsn=LocalPostgres(home).admin_dsn(port))
-        st["kafka_login"] = kafka_login.settings(st["bootstrap_servers"])
-        yield st
 
 
 def _produce_once(bootstrap: str, settings: dict, topic: str, wait_s: float = 8.0):
@@ -163,19 +150,25 @@ def test_clean_all_removes_the_kafka_users_of_runs_not_live_and_keeps_a_live_run
     admin = AdminClient(kafka_login.config(boot))
     live, orphan = (f"20261207T000000.000-probe-{uuid.uuid4().hex[:6]}" for _ in range(2))
     stranger = f"stranger_{uuid.uuid4().hex[:6]}"
+    # named like a run's user, but made by someone else (no ACL on a run's own prefix): `clean --all` took it
+    impostor = run_kafka_user.user_name(f"20261207T000000.000-probe-{uuid.uuid4().hex[:6]}")
     users = {r: run_kafka_user.user_name(r) for r in (live, orphan)}
     registry.register(stack["dsn"], live)              # this process: a live run
     try:
         for r, user in users.items():
             kafka_users.make(boot, user, kafka_users.new_password(), run_kafka_user.allows(RunNames(r)))
         kafka_users.make(boot, stranger, kafka_users.new_password(), [])
+        kafka_users.make(boot, impostor, kafka_users.new_password(), [])
         cleaned = harness("clean", "--all", env=stack["env"], timeout=180)
         assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
         left = admin.describe_user_scram_credentials().result(timeout=30)
         assert users[orphan] not in left and _acls_of(admin, users[orphan]) == []
         assert users[live] in left and _acls_of(admin, users[live]), "a live run's user was removed"
         assert stranger in left, "a user the harness did not make was removed"
+        assert impostor in left, "a user named like a run's that the harness did not make was removed"
+        assert f"kept {impostor}: a Kafka user named like a run's that the harness did not make" in \
+            cleaned.stdout + cleaned.stderr
     finally:
-        for user in (*users.values(), stranger):
+        for user in (*users.values(), stranger, impostor):
             kafka_users.remove(boot, user)
         registry.forget(stack["dsn"], [live])

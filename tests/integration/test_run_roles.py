@@ -158,3 +158,16 @@ def test_a_run_role_may_open_only_its_connection_limit(stack):
         for c in held:
             c.close()
         run_role.drop(stack["admin_dsn"], run_id)
+
+
+def test_a_role_that_can_be_made_but_fails_ends_the_run_instead_of_falling_back(stack):
+    """A grant the server refuses (here: on a table that does not exist) while the maker may make roles: the run
+    used to go on with the stack's own login (the owner of every run's tables) and a warning. Now it is one
+    clear error and no half-made role stays."""
+    from harness.core.errors import HarnessError
+    run_id = f"20261207T000000.000-probe-{uuid.uuid4().hex[:6]}"
+    with pytest.raises(HarnessError) as e:
+        missing = f"harness.ledger_missing_{uuid.uuid4().hex[:6]}"
+        run_role.create(stack["admin_dsn"], stack["dsn"], run_id, [missing])
+    assert "could not make the run's PostgreSQL role" in str(e.value) and "owns the registry" in str(e.value)
+    assert not role_exists(stack["admin_dsn"], run_role.role_name(run_id))

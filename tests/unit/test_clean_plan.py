@@ -70,3 +70,20 @@ def test_valid_run_ids():
     assert registry.valid_run_id(OLD) and registry.valid_run_id(f"{OLD}-dedupe-100b-r1")
     for bad in ("customer-config", "", None, 5, f"{OLD}\n", f"{OLD}/..", "20261129T183000.123-", OLD.upper()):
         assert not registry.valid_run_id(bad)
+
+
+def test_topics_under_a_runs_own_prefix_go_with_the_run_and_a_live_runs_stay():
+    """A run's Kafka user may create topics under `harness-<run id>-` (Kafka Streams' internal topics; a consumer
+    may make its own there): `clean` listed none of them, so they stayed for ever."""
+    made = f"harness-{OLD}-KSTREAM-AGGREGATE-STATE-STORE-0000000001-changelog"
+    own = f"harness-{OLD}-made-by-its-consumer"
+    live = f"harness-{LIVE}-repartition"
+    stray = "harness-shell-scratch"
+    topics, tables = _names(OLD, LIVE)
+    p = clean.plan(topics + [made, own, live, stray], tables, {OLD, LIVE}, {LIVE: f"run {LIVE} is in progress"})
+    assert made in p.topics and own in p.topics
+    kept = dict(p.kept)
+    assert "in progress" in kept[live] and live not in p.topics
+    assert "no run the harness knows" in kept[stray] and stray not in p.topics
+    named = clean.plan([made, own, live, stray], [], {OLD, LIVE}, {}, named=[OLD])
+    assert sorted(named.topics) == sorted([made, own])
