@@ -294,7 +294,8 @@ def _summary(d: dict, claim: str, kills: list, dup_explained: dict, lost_explain
         if c["membership"] == "group":
             text += f", the group's stall ({c['protocol'] or 'unknown'} protocol)"
     if c.get("killed_again_before_recovery"):
-        text += f"; {c['killed_again_before_recovery']} kill(s) killed again before their partitions recovered"
+        text += (f"; {c['killed_again_before_recovery']} kill(s) had another kill strike before their partitions "
+                 f"recovered (not in the median)")
     text += "."
     if dup_explained:
         text += (f" {len(dup_explained)} of {len(kills)} kill(s) left duplicated effects behind "

@@ -23,8 +23,8 @@ def facts(c: dict) -> list[tuple[str, str]]:
             ("first committed offset", _secs(c.get("first_commit_seconds"))),
             ("after a kill, its partitions committed again", f"median {_secs(c.get('restart_median_seconds'))}, "
                                                              f"max {_secs(c.get('restart_max_seconds'))}"
-             + (f" ({fmt(c['killed_again_before_recovery'])} kill(s) killed again before they recovered, "
-                f"not counted)" if c.get("killed_again_before_recovery") else "")),
+             + (f" ({fmt(c['killed_again_before_recovery'])} kill(s) had another kill strike before their "
+                f"partitions recovered: not counted)" if c.get("killed_again_before_recovery") else "")),
             ("kills between an effect and its commit", fmt(c.get("kills_in_gap")))] \
         + ([("why the run did not finish", c["unfinished"])] if c.get("unfinished") else [])
 

@@ -175,7 +175,7 @@ def test_the_summary_says_kills_killed_again_effects_applied_again_no_kill_dupli
     _summary(d, "exactly-once", kills, {0: 5, 2: 7}, {}, [])
     why, text = d["summary_detail"][:2]
     assert why == "Why the run did not finish: committed 0: 70 of 100; the group rebalanced 118 time(s) in its last 60 s."
-    assert "committed again 11.00 s later (median), the group's stall (classic protocol); 2 kill(s) killed again " \
-           "before their partitions recovered." in text
+    assert "committed again 11.00 s later (median), the group's stall (classic protocol); 2 kill(s) had another " \
+           "kill strike before their partitions recovered (not in the median)." in text
     assert "2 of 3 kill(s) left duplicated effects behind (12 effects of their attempts applied again)." in text
     assert "100 duplicated id(s) had no kill: 100 applied twice by the same attempt across a rebalance." in text
