@@ -179,3 +179,19 @@ def test_the_summary_says_kills_killed_again_effects_applied_again_no_kill_dupli
            "kill strike before their partitions recovered (not in the median)." in text
     assert "2 of 3 kill(s) left duplicated effects behind (12 effects of their attempts applied again)." in text
     assert "100 duplicated id(s) had no kill: 100 applied twice by the same attempt across a rebalance." in text
+
+
+def test_the_consumer_section_shows_kills_in_the_gap_kills_killed_again_no_kill_witnesses_and_why_unfinished():
+    from harness.reporting import consumer
+    from tests.unit.test_custom import consumer_section
+    c = {**consumer_section(), "kills_in_gap": 0, "killed_again_before_recovery": 1,
+         "unfinished": "committed 0: 70 of 100; w1 never joined the group"}
+    c["witnesses"] = [{**c["witnesses"][0], "kills": [], "explained_by": "rebalance"}]
+    facts = dict(consumer.facts(c))
+    assert facts["kills between an effect and its commit"] == "0"
+    assert "(1 kill(s) had another kill strike before their partitions recovered: not counted)" in \
+        facts["after a kill, its partitions committed again"]
+    assert facts["why the run did not finish"] == "committed 0: 70 of 100; w1 never joined the group"
+    assert consumer.witness_rows(c)[0][4] == "none (no kill: the same attempt applied it again across a rebalance " \
+                                             "of the group, e.g. a transaction aborted there)"
+    assert dict(consumer.facts({**c, "kills_in_gap": None}))["kills between an effect and its commit"] == "unknown"
