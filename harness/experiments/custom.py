@@ -153,6 +153,7 @@ def audit_sql_reader(query: str, dsn: str, timeout_ms: int = AUDIT_SQL_TIMEOUT_M
 @dataclass
 class CustomWorkers:
     """The user's --worker-cmd, run without a shell, one process per slot, restarted after each death."""
+    sees_gaps = True        # GroupWatch sets each slot's in_gap, for random-kill:aim=gap
     _readers: dict = field(default_factory=dict, repr=False)   # run id -> its committed-offset consumer
     _watches: dict = field(default_factory=dict, repr=False)   # run id -> its GroupWatch
 
@@ -258,6 +259,27 @@ def ledger_rows_since(dsn: str, ledger: str, positions: dict):
     return read
 
 
+class GapClock:
+    """Per partition, when its committed offset last moved and when the ledger last grew on it, sample by
+    sample: a worker is in its gap (an effect applied, its offset not yet committed: where random-kill's
+    aim=gap strikes) when the ledger grew on a partition it owns, since it started, after that partition's
+    commit last moved."""
+
+    def __init__(self):
+        self.moved: dict = {}           # partition -> time its committed offset was last seen to change
+        self.at: dict = {}              # partition -> the committed offset seen then
+        self.grew: dict = {}            # partition -> the latest insert time on it
+
+    def add(self, sample: dict) -> None:
+        for q, off in (sample.get("committed") or {}).items():
+            if self.at.get(q) != off:
+                self.at[q], self.moved[q] = off, sample["t"]
+        self.grew.update(sample.get("effects") or {})
+
+    def in_gap(self, partitions, started_at: float) -> bool:
+        return any(self.grew.get(q, 0.0) > max(self.moved.get(q, 0.0), started_at) for q in partitions)
+
+
 class GroupWatch:
     """The run's group, watched from the supervisor's loop: the `started` and `first_message` events a
     harness worker would write itself, the first when an attempt starts, the second when the group's
@@ -276,6 +298,7 @@ class GroupWatch:
         self.poked: dict = {}
         self.seen = 0
         self.failed: str | None = None
+        self.commits = GapClock()
 
     def _start(self) -> None:
         """The sampler starts with the supervisor's loop (not when the launch is prepared)."""
@@ -327,6 +350,7 @@ class GroupWatch:
                     s.first_message_at = work.at
                     sup.result.events.append({"event": "first_message", "worker": s.name, "attempt": s.attempt,
                                               "t": work.at})
+            self.commits.add(sample)
         self.seen += len(new)
         last = new[-1]
         for s in sup.slots:
@@ -337,6 +361,7 @@ class GroupWatch:
             # all it owns is committed to the end: a kill now could damage nothing (it is spared)
             s.has_work = not (committed is not None and mine and all(
                 (committed.get(q) or 0) >= self.ends.get(q, 0) for q in mine))
+            s.in_gap = self.commits.in_gap(mine or (), s.started_at or 0.0)
 
     def close(self) -> None:
         from ..runtime.group_sampler import append

@@ -9,6 +9,7 @@ so a reader sees which kill caused which duplicate.
 """
 
 from ..core.escape import md
+from ..experiments.custom_report import NO_KILL
 from .shared import fmt
 
 
@@ -21,7 +22,11 @@ def facts(c: dict) -> list[tuple[str, str]]:
             ("kills landed", fmt(c.get("kills_landed")) + _by_state(c)),
             ("first committed offset", _secs(c.get("first_commit_seconds"))),
             ("after a kill, its partitions committed again", f"median {_secs(c.get('restart_median_seconds'))}, "
-                                                             f"max {_secs(c.get('restart_max_seconds'))}")]
+                                                             f"max {_secs(c.get('restart_max_seconds'))}"
+             + (f" ({fmt(c['killed_again_before_recovery'])} kill(s) had another kill strike before their "
+                f"partitions recovered: not counted)" if c.get("killed_again_before_recovery") else "")),
+            ("kills between an effect and its commit", fmt(c.get("kills_in_gap")))] \
+        + ([("why the run did not finish", c["unfinished"])] if c.get("unfinished") else [])
 
 
 def _membership(c: dict) -> str:
@@ -45,8 +50,8 @@ def witness_rows(c: dict) -> list[tuple[str, str, str, str, str]]:
     rows = []
     for w in c.get("witnesses") or []:
         effects = ", ".join(f"{_at(e.get('t'))} ({_who(e)})" for e in w.get("effects") or [])
-        if w.get("explained_by") == "group change":
-            kills_note = " (no kill: its partition moved at a group change)"
+        if w.get("explained_by") in NO_KILL:
+            kills_note = NO_KILL[w["explained_by"]]
         elif w.get("kind") == "lost" and w.get("committed_past_at") is not None:
             kills_note = f" (the group's commit passed it at {_at(w['committed_past_at'])})"
         else:

@@ -77,7 +77,9 @@ def test_the_wrong_python_consumer_is_caught_with_the_duplicates_and_their_kills
     w = c["witnesses"][0]
     assert w["kind"] == "duplicated" and len(w["effects"]) >= 2 and w["kills"]
     first, last = w["effects"][0]["t"], w["effects"][-1]["t"]
-    assert all(first <= k["t"] <= last for k in w["kills"]), "a witness kill outside the id's effects"
+    # (an insert sent just before its writer's kill may commit up to COMMIT_GRACE_S after it)
+    from harness.experiments.custom_witnesses import COMMIT_GRACE_S
+    assert all(first - COMMIT_GRACE_S <= k["t"] <= last for k in w["kills"]), "a witness kill outside the id's effects"
     assert sum(k["duplicates_explained"] or 0 for k in c["kills"]) >= len({x["id"] for x in c["witnesses"]})
     assert "NOT as claimed" in whole(d) and "Witness:" in whole(d)
 
@@ -131,9 +133,11 @@ def test_a_consumer_in_a_real_group_is_killed_while_it_works_and_witnessed_by_th
     # the restart per kill is the group's stall: the dead member's session must expire first (it heartbeat at
     # most HEARTBEAT_MS before its death)
     # (a kill that struck after its victim's last commit has no stall: nothing of its was left to commit)
+    # (a kill another kill followed before its partitions recovered has no stall either: it would sum both)
     damaging = [k for k in c["kills"] if k["state"] == "could do damage"]
-    stalls = [k["stall_seconds"] for k in damaging]
-    assert len(damaging) >= len(c["kills"]) - 2 and None not in stalls, c["kills"]
+    stalls = [k["stall_seconds"] for k in damaging if not k["killed_again"]]
+    assert len(damaging) >= len(c["kills"]) - 2 and stalls and None not in stalls, c["kills"]
+    assert c["killed_again_before_recovery"] == sum(1 for k in c["kills"] if k["killed_again"])
     assert min(stalls) >= (SESSION_MS - HEARTBEAT_MS) / 1000, stalls
     assert c["restart_median_seconds"] >= SESSION_MS / 1000 * 0.9
     assert "the group's stall (classic protocol)" in whole(d)

@@ -83,6 +83,11 @@ def assigned(starts=(), slots=None, samples=()):
     return Placer(Timeline(list(samples)), None, False, list(starts), slots or {"w0": [0], "w1": [1]}, {})
 
 
+def untold(*times):
+    """Effects whose ledger rows left worker and attempt empty."""
+    return [(t, None, None) for t in times]
+
+
 def test_witnesses_name_the_kill_between_two_effects_and_spread_over_kills():
     positions = {"a": (0, 0), "b": (0, 1), "c": (1, 0), "lost1": (1, 5)}
     kills = [{"worker": "w0", "attempt": 1, "pid": 11, "time": 105.0},
@@ -92,12 +97,14 @@ def test_witnesses_name_the_kill_between_two_effects_and_spread_over_kills():
               {"worker": "w1", "attempt": 1, "t": 100.0}, {"worker": "w1", "attempt": 2, "t": 106.5}]
     # partition 1's commit passes offset 5 between +5.6 s and +5.8 s, while w1 attempt 1 runs
     samples = [{"t": 105.6, "committed": {0: 0, 1: 5}}, {"t": 105.8, "committed": {0: 0, 1: 6}}]
-    dup = {"a": [104.0, 107.0], "b": [104.5, 107.5], "c": [105.8, 108.0]}
-    seen, explained, lost = witnesses(dup, ["lost1"], kills, assigned(starts, samples=samples), positions, t0=100.0)
+    dup = {"a": untold(104.0, 107.0), "b": untold(104.5, 107.5), "c": untold(105.8, 108.0)}
+    seen, explained, lost, _ = witnesses(dup, ["lost1"], kills, assigned(starts, samples=samples), positions,
+                                         t0=100.0)
     assert [w["id"] for w in seen] == ["a", "c", "b", "lost1"]     # one per explaining kill first, in kill order
     a = seen[0]
     assert a["worker"] == "w0" and a["partition"] == 0 and a["explained_by"] == "kill"
-    assert a["effects"] == [{"t": 4.0, "worker": "w0", "attempt": 1}, {"t": 7.0, "worker": "w0", "attempt": 2}]
+    assert a["effects"] == [{"t": 4.0, "worker": "w0", "attempt": 1, "by": "placed"},
+                            {"t": 7.0, "worker": "w0", "attempt": 2, "by": "placed"}]
     assert a["kills"] == [{"worker": "w0", "attempt": 1, "pid": 11, "t": 5.0}]
     assert seen[1]["kills"][0]["pid"] == 12
     assert explained == {0: 2, 1: 1}
@@ -108,20 +115,21 @@ def test_witnesses_name_the_kill_between_two_effects_and_spread_over_kills():
 def test_a_kill_of_another_attempt_between_the_effects_does_not_explain_a_duplicate():
     kills = [{"worker": "w1", "attempt": 1, "pid": 12, "time": 105.0}]
     starts = [{"worker": "w0", "attempt": 1, "t": 100.0}, {"worker": "w1", "attempt": 1, "t": 100.0}]
-    seen, explained, _ = witnesses({"a": [104.0, 107.0]}, [], kills, assigned(starts), {"a": (0, 0)}, t0=100.0)
+    seen, explained, _, _ = witnesses({"a": untold(104.0, 107.0)}, [], kills, assigned(starts), {"a": (0, 0)},
+                                      t0=100.0)
     assert seen[0]["kills"] == [] and seen[0]["explained_by"] == "unexplained" and explained == {}
 
 
 def test_without_insert_times_a_duplicate_lists_its_slots_kills_and_explains_none():
     kills = [{"worker": "w0", "attempt": 1, "pid": 11, "time": 105.0}, {"worker": "w1", "attempt": 1, "pid": 12, "time": 106.0}]
-    seen, explained, _ = witnesses({"a": []}, [], kills, assigned(), {"a": (1, 0)}, t0=100.0)
+    seen, explained, _, _ = witnesses({"a": []}, [], kills, assigned(), {"a": (1, 0)}, t0=100.0)
     assert seen[0]["effects"] == [] and [k["pid"] for k in seen[0]["kills"]] == [12] and explained == {}
 
 
 def test_many_duplicates_leave_room_for_lost_witnesses():
     kills = [{"worker": "w0", "attempt": 1, "pid": 11, "time": 105.0}]
-    dups = {f"d{i:02d}": [104.0, 106.0] for i in range(40)}
-    seen, _, _ = witnesses(dups, ["x1", "x2"], kills, assigned(slots={"w0": [0]}), {}, t0=100.0)
+    dups = {f"d{i:02d}": untold(104.0, 106.0) for i in range(40)}
+    seen, _, _, _ = witnesses(dups, ["x1", "x2"], kills, assigned(slots={"w0": [0]}), {}, t0=100.0)
     assert len(seen) == 20 and [w["id"] for w in seen if w["kind"] == "lost"] == ["x1", "x2"]
 
 

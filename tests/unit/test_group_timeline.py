@@ -120,16 +120,18 @@ def test_a_duplicate_with_no_kill_of_its_first_applier_is_put_on_the_group_chang
     ties = tied(samples)
     placer = Placer(gt.Timeline(samples), ties, True, [], {"w0": [0], "w1": [1]}, {})
     kills = [{"worker": "w0", "attempt": 1, "pid": 5, "time": 9.0}]
-    seen, explained, _ = witnesses({"p": [1.1, 2.1]}, [], kills, placer, {"p": (1, 3)}, t0=0.0)
+    seen, explained, _, _ = witnesses({"p": [(1.1, None, None), (2.1, None, None)]}, [], kills, placer,
+                                      {"p": (1, 3)}, t0=0.0)
     w = seen[0]
     assert w["explained_by"] == "group change" and w["kills"] == [] and explained == {}
-    assert w["effects"][-1] == {"t": 2.1, "worker": "w1", "attempt": 1}
+    assert w["effects"][-1] == {"t": 2.1, "worker": "w1", "attempt": 1, "by": "placed"}
     # the same with w0 attempt 1 killed between the effects: that kill explains it
     kills = [{"worker": "w0", "attempt": 1, "pid": 5, "time": 1.5}]
     samples2 = [sample(1.0, [member("a", "w0", 1, [0, 1])], {}), sample(1.2, [member("a", "w0", 1, [0, 1])], {}),
                 sample(2.0, [member("b", "w1", 1, [0, 1])], {})]
     placer = Placer(gt.Timeline(samples2), tied(samples2), True, [], {"w0": [0], "w1": [1]}, {("w0", 1): 1.5})
-    seen, explained, _ = witnesses({"p": [1.1, 2.1]}, [], kills, placer, {"p": (1, 3)}, t0=0.0)
+    seen, explained, _, _ = witnesses({"p": [(1.1, None, None), (2.1, None, None)]}, [], kills, placer,
+                                      {"p": (1, 3)}, t0=0.0)
     assert seen[0]["explained_by"] == "kill" and seen[0]["kills"][0]["pid"] == 5 and explained == {0: 1}
     assert [(e["worker"], e["attempt"]) for e in seen[0]["effects"]] == [("w0", 1), ("w1", 1)]
 
@@ -290,5 +292,5 @@ def test_the_usual_at_most_once_loss_is_put_on_the_kill_after_the_commit_that_pa
                sample(2.06, [member("b", "w0", 2, [])], {0: 9})]
     kills = [{"worker": "w0", "attempt": 1, "pid": 9, "time": 2.05}]
     placer = Placer(gt.Timeline(samples), tied(samples), True, [], {"w0": [0]}, {("w0", 1): 2.05})
-    seen, _, lost = witnesses({}, ["lost7"], kills, placer, {"lost7": (0, 7)}, t0=0.0)
+    seen, _, lost, _ = witnesses({}, ["lost7"], kills, placer, {"lost7": (0, 7)}, t0=0.0)
     assert seen[0]["explained_by"] == "kill" and seen[0]["kills"][0]["pid"] == 9 and lost == {0: 1}
