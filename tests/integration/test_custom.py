@@ -353,3 +353,18 @@ def test_the_examples_lock_a_payment_per_run_so_runs_on_one_stack_never_wait_for
             with b.transaction():
                 b.execute(lock, keys(ledger_a, "p-000001"))
         a.rollback()
+
+
+def test_kills_aimed_at_the_gap_strike_between_an_effect_and_its_commit(stack, tmp_path):
+    """random-kill:aim=gap holds a due kill until its worker has applied payments its partition's committed
+    offset has not caught up with: with commits every 200 payments, every kill that lands finds applied,
+    uncommitted work, and the report counts each one in the gap."""
+    d = run_custom(stack, tmp_path, python_example("group.py") + f" --session-timeout-ms {SESSION_MS} --commit-every 200"
+                   " --work-ms 2", "--expect", "at-least-once", "--fault", "random-kill:kills=5,aim=gap",
+                   "--partitions", "2", "--workers", "2", "--messages", "8000")
+    c = d["consumer"]
+    assert [f for f in d["faults_configured"] if f["fault"] == "random-kill"][0]["aim"] == "gap"
+    assert c["kills_landed"] >= 1 and c["kills_in_gap"] == c["kills_landed"], c["kills"]
+    assert all(k["effects_since_commit"] for k in c["kills"]), c["kills"]
+    assert d["counts"]["duplicates"] > 0
+    assert not any("landed between an effect and its commit" in w for w in c["warnings"]), c["warnings"]
