@@ -86,7 +86,7 @@ class Report:
     def untested(self) -> str | None:
         """Why a user's consumer's run did not test its claim (fewer kills landed than the report calls
         meaningful), else None."""
-        from ..experiments.custom_report import FEW_KILLS
+        from ..experiments.custom.custom_report import FEW_KILLS
         consumer = self.data.get("consumer")
         landed = consumer.get("kills_landed") if isinstance(consumer, Mapping) else None
         if isinstance(landed, int) and not isinstance(landed, bool) and landed < FEW_KILLS:

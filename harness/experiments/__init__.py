@@ -1,10 +1,11 @@
 """The experiment registry: every experiment, declared once, in the order reports show them.
 
 Each family has its own folder (offsets, dedupe, eos, kafka_streams, keys, key_reuse,
-check_then_insert, balances, auto_commit, outbox, provider, producer) holding its declarations
+check_then_insert, balances, auto_commit, outbox, provider, producer, custom) holding its declarations
 (the folder's __init__.py, with `declaration.Experiment`: steps, kill points and their damage,
 stores, predictors, options), its worker loops (*_loops.py) and the predictors only it needs
-(*_predictors.py); custom*.py declares the consumer a user brings. Everything else (the runner,
+(*_predictors.py); custom/ holds the consumer a user brings, its launcher and its report. Everything
+else (the runner,
 the checker, the reports, the suite, `harness experiments`, `--help`) reads them from here.
 Adding a family is its folder, one import line below and its names in EXPERIMENTS.
 """

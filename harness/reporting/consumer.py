@@ -9,7 +9,7 @@ so a reader sees which kill caused which duplicate.
 """
 
 from ..core.escape import md
-from ..experiments.custom_report import NO_KILL
+from ..experiments.custom.custom_report import NO_KILL
 from .shared import fmt
 
 

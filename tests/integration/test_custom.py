@@ -78,7 +78,7 @@ def test_the_wrong_python_consumer_is_caught_with_the_duplicates_and_their_kills
     assert w["kind"] == "duplicated" and len(w["effects"]) >= 2 and w["kills"]
     first, last = w["effects"][0]["t"], w["effects"][-1]["t"]
     # (an insert sent just before its writer's kill may commit up to COMMIT_GRACE_S after it)
-    from harness.experiments.custom_witnesses import COMMIT_GRACE_S
+    from harness.experiments.custom.custom_witnesses import COMMIT_GRACE_S
     assert all(first - COMMIT_GRACE_S <= k["t"] <= last for k in w["kills"]), "a witness kill outside the id's effects"
     assert sum(k["duplicates_explained"] or 0 for k in c["kills"]) >= len({x["id"] for x in c["witnesses"]})
     assert "NOT as claimed" in whole(d) and "Witness:" in whole(d)
@@ -111,7 +111,7 @@ def test_a_consumer_in_a_real_group_is_killed_while_it_works_and_witnessed_by_th
     # every kill counted as landed struck a member that owned partitions and had applied payments since its start
     # how many of the 12 land depends on how the machine paces the workers against their rejoins; at least
     # as many as the report needs to call them meaningful (FEW_KILLS), and it does not warn
-    from harness.experiments.custom_report import FEW_KILLS
+    from harness.experiments.custom.custom_report import FEW_KILLS
     assert c["kills_landed"] >= FEW_KILLS and not any("kill(s) landed" in w for w in c["warnings"]), c["warnings"]
     for k in c["kills"]:
         # (a kill may still land just after the victim's own last commit, before a sample showed it)

@@ -173,7 +173,7 @@ def test_crash_test_runs_the_experiment_that_takes_a_users_command():
 def test_a_consumers_run_where_too_few_kills_landed_is_not_ok(tmp_path):
     """As predicted with no kill landed says nothing about the consumer: a CI gate on `ok` must not pass it
     (a wrong consumer passed this way with 0 of 6 kills landed)."""
-    from harness.experiments.custom_report import FEW_KILLS
+    from harness.experiments.custom.custom_report import FEW_KILLS
     d = sample("custom", lost=0, dups=0)
     d["anomalies"]["duplicate_ids"] = []
     d["consumer"] = {

@@ -13,9 +13,9 @@ from harness.checker.predict import predict
 from harness.checker.verdict import Evidence, judge
 from harness.core.errors import HarnessError
 from harness.experiments import get
-from harness.experiments.custom import libpq_uri
-from harness.experiments.custom_report import kill_quality
-from harness.experiments.custom_witnesses import Placer, attempt_at, slot_of, witnesses
+from harness.experiments.custom.custom_launch import libpq_uri
+from harness.experiments.custom.custom_report import kill_quality
+from harness.experiments.custom.custom_witnesses import Placer, attempt_at, slot_of, witnesses
 from harness.faults import build
 from harness.runtime import crashlog
 from harness.faults.kill_every import KillEvery
@@ -250,7 +250,7 @@ def test_the_consumer_section_validates_and_renders_its_witnesses():
 def test_the_environment_contract_is_what_the_launcher_sets_and_the_readme_lists(tmp_path):
     import re
     from pathlib import Path
-    from harness.experiments.custom import ENV, CustomWorkers
+    from harness.experiments.custom.custom_launch import ENV, CustomWorkers
     from harness.workload.naming import RunNames
     run = SimpleNamespace(params=RunParams("custom", worker_cmd="my-consumer --flag", partitions=3, workers=2),
                           names=RunNames("20261130T000000.000-custom-abcdef"), run_dir=tmp_path, positions={},
@@ -271,7 +271,7 @@ def test_the_environment_contract_is_what_the_launcher_sets_and_the_readme_lists
 
 def test_a_custom_consumer_gets_the_runs_login_in_both_clients_names():
     import json
-    from harness.experiments.custom import kafka_settings_env
+    from harness.experiments.custom.custom_launch import kafka_settings_env
     assert kafka_settings_env({}) == {"HARNESS_KAFKA_CONFIG": "{}", "HARNESS_KAFKA_JAVA_CONFIG": ""}
     login = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
              "sasl.username": "harness_run_r1", "sasl.password": 'p"w=1'}

@@ -9,9 +9,9 @@ import time
 from types import SimpleNamespace
 
 from harness.checker.group_timeline import DAMAGE, MemberTies, Timeline
-from harness.experiments.custom import GapClock
-from harness.experiments.custom_report import gap_warning, kill_states, no_kill_sentence, why_unfinished
-from harness.experiments.custom_witnesses import Placer, rebalance_times, witnesses
+from harness.experiments.custom.custom_launch import GapClock
+from harness.experiments.custom.custom_report import gap_warning, kill_states, no_kill_sentence, why_unfinished
+from harness.experiments.custom.custom_witnesses import Placer, rebalance_times, witnesses
 from harness.faults.random_kill import RandomKill
 from harness.runtime import crashlog
 
@@ -165,7 +165,7 @@ def test_kills_aimed_at_the_gap_are_for_custom_runs_only():
 
 
 def test_the_summary_says_kills_killed_again_effects_applied_again_no_kill_duplicates_and_why_unfinished():
-    from harness.experiments.custom_report import _summary
+    from harness.experiments.custom.custom_report import _summary
     kills = [{"worker": "w0", "attempt": n, "t": float(n)} for n in (1, 2, 3)]
     d = {"summary": "custom: NOT as predicted", "summary_detail": [],
          "consumer": {"claim_held": None, "kills_by_state": {DAMAGE: 3}, "restart_median_seconds": 11.0,

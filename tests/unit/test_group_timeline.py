@@ -7,8 +7,8 @@ starts at 10.1.
 """
 
 from harness.checker import group_timeline as gt
-from harness.experiments.custom_report import kill_warnings
-from harness.experiments.custom_witnesses import Placer, witnesses
+from harness.experiments.custom.custom_report import kill_warnings
+from harness.experiments.custom.custom_witnesses import Placer, witnesses
 
 RUN = "20261203T000000.000-custom-abcdef"
 
@@ -268,7 +268,7 @@ def test_a_sample_exactly_the_window_after_the_kill_is_its_baseline():
 
 def test_read_back_lines_that_are_not_samples_are_skipped(tmp_path):
     import json
-    from harness.experiments.custom_report import read_timeline
+    from harness.experiments.custom.custom_report import read_timeline
     path = tmp_path / "group.jsonl"
     good = sample(1.0, [member("a", "w0", 1, [0])], {"0": 5})
     path.write_text("\n".join(json.dumps(x) for x in [

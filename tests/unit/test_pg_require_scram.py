@@ -17,7 +17,7 @@ import threading
 import psycopg
 import pytest
 
-from harness.experiments.custom import libpq_uri
+from harness.experiments.custom.custom_launch import libpq_uri
 from harness.stack import health
 
 SSL_OR_GSS = (80877103, 80877104)

@@ -132,7 +132,7 @@ def test_the_detail_is_in_report_md_html_and_whole():
 
 def test_a_custom_consumers_claim_goes_to_the_detail_and_its_verdict_words_stay():
     from harness.checker import group_timeline
-    from harness.experiments.custom_report import _summary
+    from harness.experiments.custom.custom_report import _summary
     d = heavy("custom", "unexpected")
     d["summary"], d["summary_detail"] = compose(d, FAULT_SENTENCES)
     kills = [{"worker": "w0", "attempt": 1, "t": 1.0}]

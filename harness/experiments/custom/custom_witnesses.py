@@ -20,7 +20,7 @@ owner after the group's commit passed its offset with no effect applied.
 
 from __future__ import annotations
 
-from ..checker import group_timeline
+from ...checker import group_timeline
 
 MAX_WITNESSES = 20
 COMMIT_GRACE_S = 0.25    # an insert sent before its writer's SIGKILL may commit this long after it

@@ -1,4 +1,4 @@
-"""custom: crash-test a consumer the harness did not write (`harness run custom --worker-cmd CMD`).
+"""Starting and watching the consumer a user brings (`harness run custom --worker-cmd CMD`).
 
 The user's program, in any language, is started once per worker slot with the
 run's names in its environment (the contract in `ENV` below and in the README),
@@ -26,22 +26,20 @@ group's stall after it.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import signal
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from ..checker import group_timeline, user_sql
-from ..checker.predictors import CLAIMS, ClaimPredictor
-from ..core.procs import dying_with_this_process
-from ..core.errors import HarnessError
-from .. import REQUIRED_AUTH
-from ..core.options import Option
+from ...checker import group_timeline, user_sql
+from ...checker.predictors import CLAIMS
+from ...core.procs import dying_with_this_process
+from ...core.errors import HarnessError
+from ... import REQUIRED_AUTH
+from ...core.options import Option
 from .custom_report import DEFAULT_CLAIM, GROUP_TIMELINE, annotate, ends_of
-from .launch import Launch, assign_partitions, kafka_login, worker_env
-from .declaration import Experiment, Stores
-from ..clients import pgconn
+from ..launch import Launch, assign_partitions, kafka_login, worker_env
+from ...clients import pgconn
 
 AUDIT_SQL_TIMEOUT_MS = user_sql.TIMEOUT_MS
 WORKER_CMD = Option("worker_cmd", str, "custom only: your consumer, started once per worker slot (split like a shell "
@@ -97,7 +95,7 @@ ENV = {
 def kafka_settings_env(settings: dict) -> dict:
     """HARNESS_KAFKA_CONFIG and HARNESS_KAFKA_JAVA_CONFIG: the run's Kafka login (its own user's on the
     harness's SCRAM stack, else the stack's settings), in librdkafka's and in Java's names."""
-    from ..clients import kafka_java
+    from ...clients import kafka_java
     try:
         java = kafka_java.properties_text(kafka_java.java_properties(settings, "a Java consumer"))
     except HarnessError:
@@ -125,7 +123,7 @@ def audit_sql_reader(query: str, dsn: str, timeout_ms: int = AUDIT_SQL_TIMEOUT_M
     """A ledger reader (checker/ledger.py) that runs the user's --audit-sql at `dsn` (the stack's read-only
     role when it has one: see checker/user_sql.py), read-only, with a statement timeout. It must return
     (message_id, amount) rows; anything else is one error."""
-    from ..checker.ledger import LedgerRows, _first_line
+    from ...checker.ledger import LedgerRows, _first_line
 
     def read(_dsn: str, ledger: str, dedupe: str | None) -> LedgerRows:
         try:
@@ -211,7 +209,7 @@ class CustomWorkers:
     def _committed(self, run) -> dict | None:
         """The group's committed offsets right now (the supervisor's thread only)."""
         from confluent_kafka import Consumer, TopicPartition
-        from ..clients import kafka_client, kafka_logging
+        from ...clients import kafka_client, kafka_logging
         reader = self._readers.get(run.names.run_id)
         if reader is None:
             reader = self._readers[run.names.run_id] = Consumer(kafka_client.config(run.stack.bootstrap_servers, {
@@ -239,7 +237,7 @@ def ledger_rows_since(dsn: str, ledger: str, positions: dict):
     group sampler's thread (its own connection, a statement timeout). A row committed after a later one
     was read is missed here (the report reads the whole ledger)."""
     from psycopg import sql
-    from ..workload.sqlnames import table_identifier
+    from ...workload.sqlnames import table_identifier
     state: dict = {}
     query = sql.SQL("select id, message_id, extract(epoch from applied_at)::float8 from {} where id > %s "
                     "order by id limit %s").format(table_identifier(ledger))
@@ -302,8 +300,8 @@ class GroupWatch:
 
     def _start(self) -> None:
         """The sampler starts with the supervisor's loop (not when the launch is prepared)."""
-        from ..clients import kafka_client, kafka_logging
-        from ..runtime.group_sampler import GroupSampler
+        from ...clients import kafka_client, kafka_logging
+        from ...runtime.group_sampler import GroupSampler
         run, p, names = self.run, self.run.params, self.run.names
         self.ledger = None if p.audit_sql else ledger_rows_since(run.stack.postgres_dsn, names.ledger_table,
                                                                  run.positions)
@@ -321,7 +319,7 @@ class GroupWatch:
 
     def _observe(self, sup) -> None:
         import time
-        from ..runtime.group_sampler import append
+        from ...runtime.group_sampler import append
         for s in sup.slots:
             if s.proc is not None and self.announced.get(s.index) != s.attempt:
                 self.announced[s.index] = s.attempt
@@ -364,7 +362,7 @@ class GroupWatch:
             s.in_gap = self.commits.in_gap(mine or (), s.started_at or 0.0)
 
     def close(self) -> None:
-        from ..runtime.group_sampler import append
+        from ...runtime.group_sampler import append
         if self.sampler is not None:
             self.sampler.close()
         if self.ledger is not None:
@@ -377,24 +375,3 @@ class GroupWatch:
 
 
 # -- what the report adds: the kills, their quality, the witnesses --------------------------------------
-CUSTOM = Experiment(
-    name="custom",
-    steps=("your consumer: poll, effect and offset commit in its own order",),
-    kill_points=(),
-    default_point=None,
-    stores=Stores(ledger=True, output_if_written=True),
-    # a consumer we did not write may be stopped mid-transaction at the end: say so, do not fail it for that
-    allows=frozenset({"hanging-transaction"}),
-    proves="Your consumer (--worker-cmd) keeps its claim (--expect, default exactly-once) under seeded SIGKILLs.",
-    expected="no lost and/or no duplicated effect per id, as --expect claims; a violation names the ids and kills",
-    predictors=(ClaimPredictor(DEFAULT_CLAIM),),
-    launcher=CustomWorkers(),
-    default_faults=("random-kill",),
-    options=(WORKER_CMD, EXPECT, AUDIT_SQL),
-    rules=(consumer_rule,),
-    refuses={"commit_every": "your consumer commits its offsets as it likes (it applies to the harness's own workers)",
-             "crash_rate": "its kills are random: --kills, --kill-every (it applies to the harness's own workers)"},
-    variants={f"expect={c}": {"predictors": (ClaimPredictor(c),)} for c in CLAIMS},
-    suite={"include": False},
-)
-

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import statistics
 
-from ..checker import group_timeline
+from ...checker import group_timeline
 from .custom_witnesses import COMMIT_GRACE_S, Placer, rebalance_times, witnesses
-from .launch import assign_partitions
-from ..clients import pgconn
+from ..launch import assign_partitions
+from ...clients import pgconn
 
 FEW_KILLS = 5                 # fewer kills than this say little about a consumer
 DEFAULT_CLAIM = "exactly-once"
@@ -48,7 +48,7 @@ def _effects(dsn: str, ledger: str) -> list | None:
     """(message_id, insert time in epoch seconds, worker, attempt) of every ledger row, in insert order (worker
     and attempt as the consumer wrote them, None when it did not); None when unreadable."""
     from psycopg import sql
-    from ..workload.sqlnames import table_identifier
+    from ...workload.sqlnames import table_identifier
     try:
         with pgconn.connect(dsn, connect_timeout=10) as conn:
             return conn.execute(sql.SQL("select message_id, extract(epoch from applied_at)::float8, worker, "
@@ -60,7 +60,7 @@ def _effects(dsn: str, ledger: str) -> list | None:
 def read_timeline(path) -> tuple[group_timeline.Timeline, list, dict]:
     """The group timeline's samples, its member ties and its closing facts (protocol, session timeout, a
     failure). The file is read as anyone's: lines that are not what the sampler writes are skipped."""
-    from ..runtime import crashlog
+    from ...runtime import crashlog
     lines = crashlog.read(path)
     samples = [s for s in (group_timeline.normalize(x) for x in lines if "members" in x) if s is not None]
     meta: dict = {}
@@ -179,8 +179,8 @@ def _finished_at(samples: list[dict], ends: dict) -> float | None:
 
 def annotate(run, result, report) -> None:
     """The report's `consumer` section, and its words in the summary."""
-    from ..runtime import crashlog
-    from ..stack.stack import redact
+    from ...runtime import crashlog
+    from ...stack.stack import redact
     d, p = report.data, run.params
     for key in ("worker_cmd", "audit_sql"):       # the user's own text: no password of theirs in a report
         d["params"][key] = redact(d["params"].get(key))
