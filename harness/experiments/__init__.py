@@ -1,7 +1,7 @@
 """The experiment registry: every experiment, declared once, in the order reports show them.
 
 Each family has its own module (offsets, dedupe, eos, kafka_streams, keys, reuse, check_then_insert,
-balances,
+balances, queues (share groups),
 auto_commit, outbox, provider, producer, and custom for a consumer the user brings) that
 declares its experiments with `model.Experiment`: steps, kill points and
 their damage, stores, predictors, worker loop. Everything else (the runner,
@@ -23,12 +23,14 @@ from .offsets import OFFSET_AFTER, OFFSET_BEFORE
 from .outbox import DUAL_WRITE, OUTBOX
 from .producer import PRODUCER
 from .provider import PROVIDER
+from .queues import SHARE_ACK_AFTER, SHARE_ACK_BEFORE, SHARE_DEDUPE
 from .key_reuse import KEY_FINGERPRINT, KEY_REUSE
 
 REGISTRY: dict[str, Experiment] = {e.name: e for e in (
     OFFSET_BEFORE, OFFSET_AFTER, DEDUPE, EOS, EOS_BOUNDARY, EOS_DEDUPE, EOS_STREAMS, ZOMBIE,
     KEY_AFTER_EFFECT, KEY_BEFORE_EFFECT, KEY_PER_ATTEMPT, KEY_EXPIRY, KEY_REUSE, KEY_FINGERPRINT, KEY_CHECK_THEN_INSERT,
     INCREMENT, VERSIONED,
+    SHARE_ACK_AFTER, SHARE_ACK_BEFORE, SHARE_DEDUPE,
     AUTO_COMMIT, DUAL_WRITE, OUTBOX, PROVIDER, PRODUCER, CUSTOM)}
 
 
