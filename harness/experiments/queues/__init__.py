@@ -17,6 +17,7 @@ the lock story (predictors.py).
 
 from ..declaration import Experiment, Stores
 from . import loops
+from .launcher import ShareWorkers
 from .predictors import LockNote, ShareLedgerPredictor
 from .share_worker import PRODUCER
 
@@ -35,6 +36,7 @@ SHARE_ACK_AFTER = Experiment(
     loop=loops.ack_after_loop,
     suite=SUITE,
     producer=PRODUCER,
+    launcher=ShareWorkers(),
     lesson="A share group redelivers what a dead member held once its lock expires: ACCEPT after the effect "
            "duplicates; an idempotency key makes it exact (share-dedupe).",
 )
@@ -51,6 +53,7 @@ SHARE_ACK_BEFORE = Experiment(
     loop=loops.ack_before_loop,
     suite=SUITE,
     producer=PRODUCER,
+    launcher=ShareWorkers(),
     lesson="An ACCEPTed record is never delivered again: accept after the effect, and dedupe.",
 )
 
@@ -67,4 +70,5 @@ SHARE_DEDUPE = Experiment(
     loop=loops.dedupe_loop,
     suite=SUITE,
     producer=PRODUCER,
+    launcher=ShareWorkers(),
 )
