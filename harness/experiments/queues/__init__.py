@@ -21,7 +21,8 @@ from .launcher import ShareWorkers
 from .predictors import LockNote, ShareLedgerPredictor
 from .share_worker import PRODUCER
 
-SUITE = {"group": "queues", "weight": 2}
+# In the suite (opt-in: `harness suite --group queues`), three members share one group of three partitions.
+SUITE = {"group": "queues", "weight": 2, "args": ["--partitions", "3", "--workers", "3"]}
 
 SHARE_ACK_AFTER = Experiment(
     name="share-ack-after",
