@@ -24,52 +24,35 @@ from .share_worker import PRODUCER
 # In the suite (opt-in: `harness suite --group queues`), three members share one group of three partitions.
 SUITE = {"group": "queues", "weight": 2, "args": ["--partitions", "3", "--workers", "3"]}
 
-SHARE_ACK_AFTER = Experiment(
-    name="share-ack-after",
+
+def share_experiment(name: str, points: tuple, default, loop, dedupe: bool = False, **text) -> Experiment:
+    """One experiment of the family: what they all share (launcher, input, suite, predictors), and its own."""
+    return Experiment(name=name, steps=text.pop("steps"), kill_points=points, default_point=default.name,
+                      stores=Stores(ledger=True, dedupe=dedupe), predictors=(ShareLedgerPredictor(dedupe), LockNote()),
+                      loop=loop, suite=SUITE, producer=PRODUCER, launcher=ShareWorkers(), **text)
+
+
+SHARE_ACK_AFTER = share_experiment(
+    "share-ack-after", (loops.AA_POLL, loops.AA_EFFECT, loops.AA_ACCEPT), loops.AA_EFFECT, loops.ack_after_loop,
     steps=("acquire", "effect", "ACCEPT"),
-    kill_points=(loops.AA_POLL, loops.AA_EFFECT, loops.AA_ACCEPT),
-    default_point=loops.AA_EFFECT.name,
-    stores=Stores(ledger=True),
     proves="A share group at least once: ACCEPT after the effect, and each crash between them charges again "
            "after the lock expires.",
-    expected="duplicates = effects not yet ACCEPTed at each crash, lost 0, ledger above expected",
-    predictors=(ShareLedgerPredictor(), LockNote()),
-    loop=loops.ack_after_loop,
-    suite=SUITE,
-    producer=PRODUCER,
-    launcher=ShareWorkers(),
+    expected="duplicates = effects not yet ACCEPTed at each crash (a payment a death left at the delivery-count "
+             "limit is archived instead), ledger above expected",
     lesson="A share group redelivers what a dead member held once its lock expires: ACCEPT after the effect "
-           "duplicates; an idempotency key makes it exact (share-dedupe).",
-)
+           "duplicates; an idempotency key makes it exact (share-dedupe).")
 
-SHARE_ACK_BEFORE = Experiment(
-    name="share-ack-before",
+SHARE_ACK_BEFORE = share_experiment(
+    "share-ack-before", (loops.AB_POLL, loops.AB_ACCEPT, loops.AB_EFFECT), loops.AB_ACCEPT, loops.ack_before_loop,
     steps=("acquire", "ACCEPT", "effect"),
-    kill_points=(loops.AB_POLL, loops.AB_ACCEPT, loops.AB_EFFECT),
-    default_point=loops.AB_ACCEPT.name,
-    stores=Stores(ledger=True),
     proves="A share group at most once: ACCEPT before the effect, and each crash between them loses payments.",
     expected="lost = crashed payments, duplicates 0, ledger below expected",
-    predictors=(ShareLedgerPredictor(), LockNote()),
-    loop=loops.ack_before_loop,
-    suite=SUITE,
-    producer=PRODUCER,
-    launcher=ShareWorkers(),
-    lesson="An ACCEPTed record is never delivered again: accept after the effect, and dedupe.",
-)
+    lesson="An ACCEPTed record is never delivered again: accept after the effect, and dedupe.")
 
-SHARE_DEDUPE = Experiment(
-    name="share-dedupe",
+SHARE_DEDUPE = share_experiment(
+    "share-dedupe", (loops.SD_POLL, loops.SD_INSIDE, loops.SD_EFFECT, loops.SD_ACCEPT), loops.SD_EFFECT,
+    loops.dedupe_loop, dedupe=True,
     steps=("acquire", "PG transaction {dedupe key (unique), effect if new}", "ACCEPT"),
-    kill_points=(loops.SD_POLL, loops.SD_INSIDE, loops.SD_EFFECT, loops.SD_ACCEPT),
-    default_point=loops.SD_EFFECT.name,
-    stores=Stores(ledger=True, dedupe=True),
     proves="A share group made exact: the same crashes, harmless with an idempotency key in the effect's "
            "transaction.",
-    expected="0 lost, 0 duplicates, ledger exactly as expected, dedupe hits = redeliveries",
-    predictors=(ShareLedgerPredictor(dedupe=True), LockNote()),
-    loop=loops.dedupe_loop,
-    suite=SUITE,
-    producer=PRODUCER,
-    launcher=ShareWorkers(),
-)
+    expected="0 lost, 0 duplicates, ledger exactly as expected, dedupe hits = redeliveries")
