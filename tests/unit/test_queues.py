@@ -6,7 +6,7 @@ import json
 from harness.checker.predict import predict
 from harness.experiments import get
 from harness.experiments.queues import launcher
-from harness.experiments.queues.predictors import LockNote, effect_runs, redeliveries
+from harness.experiments.queues.share_predictors import LockNote, effect_runs, redeliveries
 from harness.experiments.queues.share_worker import DELIVERY_LIMIT, archived, archived_records, settled_records
 
 

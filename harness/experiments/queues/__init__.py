@@ -12,13 +12,13 @@ with the same seeded crashes as offset-before / offset-after / dedupe:
 
 The loops (loops.py) run in worker processes as members of the run's share group
 (share_worker.py); the predictions are the ledger's (checker/predictors.py) plus
-the lock story (predictors.py).
+the lock story (share_predictors.py).
 """
 
 from ..declaration import Experiment, Stores
 from . import loops
 from .launcher import ShareWorkers
-from .predictors import LockNote, ShareLedgerPredictor
+from .share_predictors import LockNote, ShareLedgerPredictor
 from .share_worker import PRODUCER
 
 # In the suite (opt-in: `harness suite --group queues`), three members share one group of three partitions.
