@@ -1,6 +1,7 @@
 """The queues family on the real stack (Kafka 4.4.0's share groups, real SIGKILLs): several members of one
 share group, each crash's held records back after their locks, observed == predicted, and the share group's
-numbers beside the consumer group's for the same seeded crashes."""
+numbers beside the consumer group's for the same seeded crashes. On the session's stack: share-ack-after takes
+about 20 s in the default run; share-ack-before with share-dedupe about 40 s, slow-marked."""
 
 import json
 
