@@ -100,3 +100,15 @@ def test_a_broker_without_share_groups_is_refused_in_one_line_naming_it():
     assert "share.version 0" in off
     assert launcher.refusal({"metadata.version": 33, "share.version": 2}, "4.4.0") is None
     assert launcher.refusal(None, None) is None         # a broker that does not say: the workers find out
+
+
+def test_poison_is_lost_once_a_death_leaves_it_at_the_limit_and_its_poll_mates_spend_deliveries():
+    limit = DELIVERY_LIMIT
+    deaths = [crash("p3", "poison-acquired", held={"p3": n, "p4": n}) for n in range(1, limit)]
+    p = predict(get("share-poison"), deaths + [crash("p3", "poison-acquired", held={"p3": limit, "p4": 1})])
+    assert expectations(p) == {"ledger.duplicates": ("==", 0), "ledger.lost": ("==", 1)}
+    assert p.lost_ids == {"p3"} and not p.inconsistent
+    # a poll-mate held by `limit` deaths is archived too, though it never failed itself
+    p = predict(get("share-poison"), [crash("p3", "poison-acquired", held={"p3": n, "p4": n})
+                                      for n in range(1, limit + 1)])
+    assert p.lost_ids == {"p3", "p4"}

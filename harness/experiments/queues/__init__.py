@@ -9,6 +9,8 @@ with the same seeded crashes as offset-before / offset-after / dedupe:
 - share-ack-before: acquire, ACCEPT, effect. A crash between them loses the
   payment: an accepted record is never delivered again.
 - share-dedupe: the idempotency key in the effect's transaction, then ACCEPT: exact.
+- share-poison: the crash plan's payments kill their worker at every delivery; after the
+  group's delivery-count limit the broker archives them: lost.
 
 The loops (loops.py) run in worker processes as members of the run's share group
 (share_worker.py); the predictions are the ledger's (checker/predictors.py) plus
@@ -23,13 +25,14 @@ from .share_worker import PRODUCER
 
 # In the suite (opt-in: `harness suite --group queues`), three members share one group of three partitions.
 SUITE = {"group": "queues", "weight": 2, "args": ["--partitions", "3", "--workers", "3"]}
+POISON_RATE = 0.01         # share-poison in the suite: 10 of 1000 payments, each killing a worker 5 times
 
 
 def share_experiment(name: str, points: tuple, default, loop, dedupe: bool = False, **text) -> Experiment:
     """One experiment of the family: what they all share (launcher, input, suite, predictors), and its own."""
     return Experiment(name=name, steps=text.pop("steps"), kill_points=points, default_point=default.name,
                       stores=Stores(ledger=True, dedupe=dedupe), predictors=(ShareLedgerPredictor(dedupe), LockNote()),
-                      loop=loop, suite=SUITE, producer=PRODUCER, launcher=ShareWorkers(), **text)
+                      loop=loop, suite=text.pop("suite", SUITE), producer=PRODUCER, launcher=ShareWorkers(), **text)
 
 
 SHARE_ACK_AFTER = share_experiment(
@@ -56,3 +59,14 @@ SHARE_DEDUPE = share_experiment(
     proves="A share group made exact: the same crashes, harmless with an idempotency key in the effect's "
            "transaction.",
     expected="0 lost, 0 duplicates, ledger exactly as expected, dedupe hits = redeliveries")
+
+SHARE_POISON = share_experiment(
+    "share-poison", (loops.POISON,), loops.POISON, loops.poison_loop,
+    steps=("acquire", "effect", "ACCEPT"),
+    suite={**SUITE, "args": SUITE["args"] + ["--crash-rate", str(POISON_RATE)]},
+    proves="A poison payment that kills its worker at every delivery is archived after the group's "
+           "delivery-count limit: lost, without an error anywhere.",
+    expected="lost = the poison payments (and any record their deaths held at the limit), each crashing "
+             "share.delivery.count.limit times",
+    lesson="A share group gives up on a record silently: count the archived ones (or name a dead-letter topic, "
+           "Kafka 4.4), and catch the poison before it kills the worker.")

@@ -101,3 +101,28 @@ def ack_before_loop(ctx) -> None:
 
 def dedupe_loop(ctx) -> None:
     ack_after_loop(ctx, ctx.apply_effect_deduped, (SD_POLL.name, SD_INSIDE.name, SD_EFFECT.name, SD_ACCEPT.name))
+
+
+POISON = KillPoint("poison-acquired", "acquire", "effect", frozenset({LOST, DUPLICATED}),
+                   "a poison payment kills its worker at every delivery: the death left at the delivery-count limit "
+                   "has the broker archive it, lost; each death also spends a delivery of every record held with "
+                   "it, and repeats the effects not yet ACCEPTed (none with --commit-every 1)")
+
+
+def poison_loop(ctx) -> None:
+    """acquire, effect, ACCEPT, where the crash plan's payments are poison: each of their deliveries kills the
+    worker before the effect (not only the first, as a planned crash does), until the broker archives them."""
+    poison = ctx.kill.plan_ids
+
+    def handle(share, batch):
+        pending: list = []
+        for msg in batch:
+            if msg.key().decode() in poison:
+                ctx.kill.crash(POISON.name, msg, unacked=[m.key().decode() for m in pending], held=share.held_now())
+            ctx.apply_effect(msg)
+            pending.append(msg)
+            if len(pending) >= ctx.commit_every:
+                share.acknowledge(pending)
+                pending.clear()
+        share.acknowledge(pending)
+    _run(ctx, handle)
