@@ -158,7 +158,7 @@ def bad_records(amounts: dict | None, records: list) -> list[str]:
 
 def tagged(records: list) -> dict | None:
     """{(partition, offset): ("worker/attempt", transaction number)} of the records whose value names its
-    writer and transaction (our transactional workers' do: experiments/eos.py); values are untrusted, so
+    writer and transaction (our transactional workers' do: experiments/eos/); values are untrusted, so
     only well-formed names and small numbers count. None when a record lacks its place."""
     if not all(isinstance(r, tuple) and len(r) == 4 for r in records):
         return None

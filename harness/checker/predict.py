@@ -5,8 +5,7 @@ second): what the crash records say must have happened, stated before
 anything is compared. It holds the types every predictor writes into
 (`Expectation`, `Prediction`), the facts they read (`CrashFacts`), and
 `predict`, which runs the predictors an experiment declares
-(checker/predictors.py, key_predictors.py, balance_predictors.py, or an
-experiment's own) without knowing any experiment by name.
+(checker/predictors.py, or a family's own, experiments/<family>/*_predictors.py) without knowing any experiment by name.
 
 A worker about to die writes what its death will do: `unacked` (effects
 applied but not acknowledged: they come again), `acked_unapplied` (offsets

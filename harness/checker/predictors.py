@@ -3,9 +3,8 @@
 Each is a frozen dataclass with `add(prediction, facts, exp)`: it reads the
 crash records' lists its store cares about (checker/predict.py's `CrashFacts`)
 and appends what the audit must find. An experiment lists the ones it uses in
-its declaration (experiments/*.py); predictors a single family needs live
-beside these (key_predictors.py, balance_predictors.py) or in the family's own
-module when they read that family's own evidence.
+its declaration (experiments/<family>/__init__.py); predictors a single family
+needs live in that family's folder (experiments/keys/key_predictors.py, ...).
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """The experiment registry: every experiment, declared once, in the order reports show them.
 
-Each family has its own module (offsets, dedupe, eos, kafka_streams, keys, reuse, check_then_insert,
-balances, queues (share groups),
-auto_commit, outbox, provider, producer, and custom for a consumer the user brings) that
-declares its experiments with `model.Experiment`: steps, kill points and
-their damage, stores, predictors, worker loop. Everything else (the runner,
-the checker, the reports, the suite, `harness experiments`, `--help`) reads
-them from here.
+Each family has its own folder (offsets, dedupe, eos, kafka_streams, keys, key_reuse,
+check_then_insert, balances, queues, auto_commit, outbox, provider, producer) holding its declarations
+(the folder's __init__.py, with `declaration.Experiment`: steps, kill points and their damage,
+stores, predictors, options), its worker loops (*_loops.py) and the predictors only it needs
+(*_predictors.py); custom*.py declares the consumer a user brings. Everything else (the runner,
+the checker, the reports, the suite, `harness experiments`, `--help`) reads them from here.
+Adding a family is its folder, one import line below and its names in EXPERIMENTS.
 """
 
 from ..core.errors import HarnessError, did_you_mean
@@ -26,12 +26,25 @@ from .provider import PROVIDER
 from .queues import SHARE_ACK_AFTER, SHARE_ACK_BEFORE, SHARE_DEDUPE, SHARE_POISON
 from .key_reuse import KEY_FINGERPRINT, KEY_REUSE
 
-REGISTRY: dict[str, Experiment] = {e.name: e for e in (
-    OFFSET_BEFORE, OFFSET_AFTER, DEDUPE, EOS, EOS_BOUNDARY, EOS_DEDUPE, EOS_STREAMS, ZOMBIE,
-    KEY_AFTER_EFFECT, KEY_BEFORE_EFFECT, KEY_PER_ATTEMPT, KEY_EXPIRY, KEY_REUSE, KEY_FINGERPRINT, KEY_CHECK_THEN_INSERT,
+EXPERIMENTS: list[Experiment] = [
+    OFFSET_BEFORE, OFFSET_AFTER,
+    DEDUPE,
+    EOS, EOS_BOUNDARY, EOS_DEDUPE,
+    EOS_STREAMS,
+    ZOMBIE,
+    KEY_AFTER_EFFECT, KEY_BEFORE_EFFECT, KEY_PER_ATTEMPT, KEY_EXPIRY,
+    KEY_REUSE, KEY_FINGERPRINT,
+    KEY_CHECK_THEN_INSERT,
     INCREMENT, VERSIONED,
     SHARE_ACK_AFTER, SHARE_ACK_BEFORE, SHARE_DEDUPE, SHARE_POISON,
-    AUTO_COMMIT, DUAL_WRITE, OUTBOX, PROVIDER, PRODUCER, CUSTOM)}
+    AUTO_COMMIT,
+    DUAL_WRITE, OUTBOX,
+    PROVIDER,
+    PRODUCER,
+    CUSTOM,
+]
+
+REGISTRY: dict[str, Experiment] = {e.name: e for e in EXPERIMENTS}
 
 
 def names() -> list[str]:

@@ -129,6 +129,10 @@ class PythonWorkers:
     def finish(self, run, result) -> None:
         pass
 
+    def open_transactional_ids(self, run, slot_index: int, attempt: int) -> list[str]:
+        """The transactional.id a worker attempt the stop SIGKILLed may have left a transaction open under."""
+        return [transactional_id_of(run, slot_index, attempt)]
+
 
 @dataclass
 class RoleWorkers:
@@ -217,6 +221,12 @@ class StreamsWorkers:
                                           "cache": start.kind.name if start.kind and start.cache else None}
         return Launch(command, env, slots, group_done=lambda: run.progress.done >= p.messages,
                       reports_deliveries=False, standby=False, annotate=annotate)
+
+    def open_transactional_ids(self, run, slot_index: int, attempt: int) -> list[str]:
+        """The transactional.ids a Streams JVM the stop SIGKILLed may have left a transaction open under: named
+        by the process id it kept in its state directory (read before finish() deletes it)."""
+        from .streams_jvm import transactional_ids
+        return transactional_ids(run.run_dir / "streams-state" / f"w{slot_index}", run.names.group)
 
     def finish(self, run, result) -> None:
         from .streams_jvm import first_record_events

@@ -20,6 +20,7 @@ archive crashes a JVM at start even under the default `-Xshare:auto`.
 """
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -345,6 +346,28 @@ def command(jar: Path, slot, *, bootstrap: str, input_topic: str, output_topic: 
         url, user, _pw = jdbc(dsn)
         cmd += ["--ledger-table", ledger_table, "--jdbc-url", url, "--jdbc-user", user]
     return cmd
+
+
+PROCESS_FILE = "kafka-streams-process-metadata"   # Streams' own record of its process id (ProcessIdAnchor.java)
+PROCESS_FILE_MAX = 4096
+STREAM_THREADS = 1                                 # num.stream.threads of Main.java
+UUID_TEXT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def transactional_ids(state_dir: Path, application_id: str) -> list[str]:
+    """The EOS transactional.ids of the Streams instance that kept its process id in `state_dir`: Kafka
+    Streams names its thread producers `<application.id>-<process id>-<thread index>` (thread indexes from 1).
+    The file is the worker's, read as untrusted: capped, and the id must be a UUID (HarnessError if not)."""
+    path = state_dir / application_id / PROCESS_FILE
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(PROCESS_FILE_MAX + 1)
+        pid = json.loads(raw).get("processId") if len(raw) <= PROCESS_FILE_MAX else None
+    except (OSError, ValueError, AttributeError):
+        pid = None
+    if not (isinstance(pid, str) and UUID_TEXT.fullmatch(pid)):
+        raise HarnessError("no process id readable in its state directory")
+    return [f"{application_id}-{pid}-{t}" for t in range(1, STREAM_THREADS + 1)]
 
 
 def first_record_events(log_dir: Path) -> list[dict]:

@@ -364,22 +364,25 @@ def _fence_stopped(r: Run, launcher, result, log) -> None:
     open: the harness's doing, not the system's. A producer with its transactional.id calls
     init_transactions(), which fences it and aborts that transaction before the final read, so no
     read_committed reader waits on it and the checker finds no hanging transaction. Each stopped worker's
-    entry says what was done ("fenced", or why not). Python workers only: their transactional.id is ours."""
+    entry says what was done ("fenced", or why not). Our own workers only (Python, Java and Kafka Streams),
+    through their launcher's open_transactional_ids: a custom consumer's transactional.id is not ours."""
     stopped = getattr(result, "killed_at_stop", None) or []
-    if not (stopped and r.exp.stores.output and isinstance(launcher, PythonWorkers)):
+    ids_of = getattr(launcher, "open_transactional_ids", None)
+    if not (stopped and r.exp.stores.output and ids_of):
         return
     import re
     from confluent_kafka import KafkaException, Producer
-    from ..experiments.launch import transactional_id_of
     from ..clients.kafka_client import config
     for entry in stopped:
         m = re.fullmatch(r"w(\d+)", str(entry.get("worker")))
         if not m:
             continue
-        tid = transactional_id_of(r, int(m.group(1)), int(entry.get("attempt") or 1))
         try:
-            Producer(config(r.stack.bootstrap_servers, {"transactional.id": tid})).init_transactions(FENCE_S)
+            for tid in ids_of(r, int(m.group(1)), int(entry.get("attempt") or 1)):
+                Producer(config(r.stack.bootstrap_servers, {"transactional.id": tid})).init_transactions(FENCE_S)
             entry["transaction"] = "fenced"
+        except HarnessError as e:
+            entry["transaction"] = f"not fenced: {e}"[:200]
         except KafkaException as e:
             entry["transaction"] = f"not fenced: {e.args[0].str() if e.args else e}"[:200]
     log(f"[{r.names.run_id}] fenced the transactional.id of {sum(e.get('transaction') == 'fenced' for e in stopped)} "

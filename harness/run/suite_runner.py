@@ -60,6 +60,30 @@ def suite_experiments(group: str | None = None) -> list[str]:
     return known[group]
 
 
+def suite_folders(group: str | None = None) -> list[Path]:
+    """The folders of experiment files the default suite runs (the files are its source): the package's
+    experiments/<group>/ for every group but the opt-in ones, or for the one named (refused, with the valid
+    ones named, when unknown). The package's own folder, not the current directory's: a team's own
+    experiments/ runs by naming it (`harness suite ./experiments/nightly`). The declarations' groups name
+    the folders; a unit test holds the files and the declarations' suite runs the same."""
+    from ..core import package_data
+    suite_experiments(group)           # an unknown group: one line naming the valid ones
+    chosen = [group] if group else [g for g in groups() if g not in OPT_IN_GROUPS]
+    root = package_data.path("experiments")
+    missing = [g for g in chosen if not (root / g).is_dir()]
+    if missing:
+        raise HarnessError(f"the harness's experiment files are missing ({root / missing[0]} is not there): "
+                           f"reinstall the harness, or name the experiments with --experiments")
+    return [root / g for g in chosen]
+
+
+def registry_order(runs: list, kind_of) -> list:
+    """Runs in the registry's order of their experiment kinds (the rows of the suite report), then by name."""
+    from ..experiments import REGISTRY
+    order = {name: i for i, name in enumerate(REGISTRY)}
+    return sorted(runs, key=lambda r: (order.get(kind_of(r), len(order)), str(r)))
+
+
 def launch_order(names: list[str], kinds: dict | None = None) -> list[str]:
     """Longest first (each declaration's suite weight), so the short ones fill the gaps. `kinds` maps a run
     that comes from an experiment file to its experiment kind (the run's name is the file's)."""

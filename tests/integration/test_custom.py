@@ -90,8 +90,11 @@ def test_a_consumer_in_a_real_group_is_killed_while_it_works_and_witnessed_by_th
     reads what; it commits after every 20 payments, so a kill leaves applied work behind. Its ledger rows
     carry the worker and attempt that applied them: the consumer's own record, checked against what the
     harness placed from the group's timeline."""
-    d = run_custom(stack, tmp_path, python_example("group.py") + f" --session-timeout-ms {SESSION_MS} --commit-every 20",
-                   "--expect", "at-least-once", "--kills", "12", "--partitions", "2", "--workers", "2",
+    # 2 ms of work per payment: the pace is the consumer's, not the machine's. Unpaced, one full test run saw
+    # only 4 of the 12 kills find a busy member (the 8,000 payments were done while the group waited out dead
+    # members' fixed 2 s sessions); paced, they are at least 8 s of the two members' work
+    d = run_custom(stack, tmp_path, python_example("group.py") + f" --session-timeout-ms {SESSION_MS} --commit-every 20"
+                   " --work-ms 2", "--expect", "at-least-once", "--kills", "12", "--partitions", "2", "--workers", "2",
                    "--messages", "8000")
     c = d["consumer"]
     assert c["membership"] == "group" and c["protocol"] == "classic" and c["members_unidentified"] == 0

@@ -363,7 +363,7 @@ def test_kill_point_any_strikes_every_gap_and_stays_exact(stack, tmp_path):
 # A worker changed to commit its offsets outside the transaction (consumer.commit where
 # send_offsets_to_transaction belongs): no longer exactly-once. Loaded into every worker by sitecustomize.
 OFFSETS_OUTSIDE_TXN = """
-import harness.experiments.eos as eos
+import harness.experiments.eos.eos_loops as eos
 _make = eos.make_producer
 class _OffsetsOutsideTxn:
     def __init__(self, producer, ctx):

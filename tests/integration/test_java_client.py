@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from harness.reporting.summary import whole
 from tests.conftest import harness
 from tests.integration.plain_reader import read_topic
 from tests.integration.test_experiments import run_exp
@@ -62,3 +63,36 @@ def test_what_only_the_python_loop_does_is_refused_in_one_line(stack):
         proc = harness("run", *args, "--messages", "10", env=stack["env"], timeout=120)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
         assert says in proc.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("experiment, args, started", [
+    ("eos", ("--client", "java"), "TXN-END"),
+    ("eos-streams", (), "FIRST-RECORD"),
+])
+def test_an_interrupt_fences_the_transaction_a_stopped_jvm_left_open(stack, tmp_path, experiment, args, started):
+    """Ctrl-C SIGKILLs the busy JVMs where they stand, likely inside a transaction: the harness's doing. Their
+    transactional.id (ours for the Java workers; for Kafka Streams the one named by the process id it kept in its
+    state directory) is fenced before the final read, so no transaction of theirs hangs and the report blames
+    no hanging transaction on the system under test. No crashes are planned: every JVM is busy at the stop."""
+    import signal
+    import time
+    from tests.integration.test_experiments import _start_run
+    out = tmp_path / experiment
+    proc = _start_run(stack, out, experiment, *args, "--messages", "20000", "--crash-rate", "0", "--workers", "2",
+                      "--partitions", "2")
+    deadline = time.monotonic() + 240
+    while not all(started in (f.read_text(errors="replace") if f.exists() else "")
+                  for f in (out / "workers" / "w0.log", out / "workers" / "w1.log")):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()[1][-2000:] if proc.poll() else ""
+        time.sleep(0.2)
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=300)
+    assert proc.returncode == 130
+    d = json.loads((out / "report.json").read_text())
+    assert d["verdict"] == "interrupted"
+    stopped = d["verdict_detail"]["killed_at_stop"]
+    assert {x["worker"] for x in stopped} == {"w0", "w1"}, stopped
+    assert all(x.get("transaction") == "fenced" for x in stopped), stopped
+    assert d["anomaly_classes"]["classes"]["hanging-transaction"]["count"] == 0
+    assert "fenced their transactional.id (2)" in whole(d)

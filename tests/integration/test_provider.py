@@ -8,7 +8,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from harness.experiments.provider_app import KEY_HEADER, REPLAYED_HEADER, make_app
+from harness.experiments.provider.provider_app import KEY_HEADER, REPLAYED_HEADER, make_app
 from harness.runtime.evidence import Events, KillSwitch
 from harness.workload import tables
 from harness.workload.naming import RunNames, new_run_id

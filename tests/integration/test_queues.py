@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from harness.experiments.queues.share_worker import DELIVERY_LIMIT, LOCK_MS, archived
+from harness.experiments.queues.share_facts import DELIVERY_LIMIT, LOCK_MS, archived
 from harness.runtime import crashlog
 from tests.integration.test_experiments import run_exp
 

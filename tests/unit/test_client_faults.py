@@ -263,7 +263,7 @@ def test_planned_aborts_are_one_report_entry_per_worker_attempt():
 
 def test_output_values_name_their_transaction_first_so_a_large_payload_keeps_its_tag():
     from harness.checker.kafka_output import tagged
-    from harness.experiments.eos import output_value
+    from harness.experiments.eos.eos_loops import output_value
     ctx = SimpleNamespace(worker="w1", attempt=3, history=SimpleNamespace(txn_no=9))
     value = json.dumps({"id": "pay-000001", "amount": 100, "memo": "x" * 20_000, "worker": "forged"}).encode()
     msg = SimpleNamespace(value=lambda: value, key=lambda: b"pay-000001")

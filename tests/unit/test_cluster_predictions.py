@@ -11,7 +11,7 @@ from harness.checker.observe import observe_run
 from harness.checker.predict import predict
 from harness.core.errors import HarnessError
 from harness.experiments import get
-from harness.experiments.producer import RETRIES, settings
+from harness.experiments.producer.producer_settings import RETRIES, settings
 from harness.run.params import RunParams
 from harness.stack import local_record, local_services
 from harness.stack.claim import release_plan

@@ -3,7 +3,7 @@
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from harness.experiments import eos
+from harness.experiments.eos import eos_loops as eos
 
 
 class FakeProducer:

@@ -73,6 +73,26 @@ def test_each_default_file_gives_the_run_the_suite_code_builds(name, tmp_path):
     assert from_file.experiment == from_code.experiment and from_file.faults == from_code.faults
 
 
+def test_the_default_suite_runs_its_files_which_are_the_code_groups_runs():
+    """`harness suite` and `harness suite --group G` run experiments/<group>/'s files: each group's folder holds
+    exactly the runs the declarations put in that group, in the registry's order (the suite report's rows);
+    each file's run equals the code's (the test above)."""
+    from harness.cli.commands.suite import default_runs
+    given = {o.name: None for o in SUITE_OPTIONS}
+    for group, names in suite_runner.groups().items():
+        got, files, common = default_runs(group, given, None, False)
+        assert got == names and common == [], group
+        assert {n: kind for n, (_, kind) in files.items()} == {n: n for n in names}
+        assert all(path.parent == (ROOT / "experiments" / group).resolve() for path, _ in files.values())
+        assert {p.stem for p in (ROOT / "experiments" / group).glob("*.toml")} == set(names), group
+    got, files, _ = default_runs(None, {**given, "seed": 7}, None, False)
+    assert got == suite_runner.suite_experiments() == suite_runner.parse_experiments(None)
+    got, files, common = default_runs(None, {**given, "seed": 7}, "java", False)
+    assert common == ["--seed", "7", "--client", "java"]
+    with pytest.raises(HarnessError, match=r"unknown --group 'cor'; did you mean 'core'"):
+        default_runs("cor", given, None, False)
+
+
 def test_flags_beside_a_file_override_it_and_are_named():
     f = ef.load(ROOT / "experiments" / "mistakes" / "auto-commit.toml")
     given = {name: (False if d.option.type is bool else None) for name, d in declared().items()}

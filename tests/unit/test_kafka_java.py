@@ -51,7 +51,7 @@ def test_the_error_names_the_java_worker_that_would_take_the_settings(monkeypatc
     """Before: `--client java` refused a setting saying "the Kafka Streams app (eos-streams)"."""
     import types
     from harness.clients import kafka_client
-    from harness.experiments.txn_java import TxnJavaWorkers
+    from harness.experiments.eos.txn_java import TxnJavaWorkers
     from harness.experiments.launch import StreamsWorkers
     monkeypatch.setattr(kafka_client, "settings_for", lambda servers: {"enable.ssl.certificate.verification": "false"})
     stack = types.SimpleNamespace(bootstrap_servers="127.0.0.1:9092")

@@ -1,6 +1,6 @@
 """The idempotency-key mistakes' predictors on hand-made crash records and worker events."""
 
-from harness.checker.key_predictors import expired_at_redelivery
+from harness.experiments.keys.key_predictors import expired_at_redelivery
 from harness.checker.predict import predict
 from harness.experiments import get
 from harness.run.params import RunParams

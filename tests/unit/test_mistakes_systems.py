@@ -9,7 +9,8 @@ from harness.checker.systems import compare
 from harness.checker.verdict import Evidence, judge
 from harness.core.errors import HarnessError
 from harness.experiments import get
-from harness.experiments.auto_commit import APPLIED_LOG, Attempt, bounds, coverage, per_kill, read_attempts
+from harness.experiments.auto_commit.auto_commit_loops import APPLIED_LOG
+from harness.experiments.auto_commit.auto_commit_predictors import Attempt, bounds, coverage, per_kill, read_attempts
 from harness.run.params import RunParams
 
 

@@ -10,8 +10,8 @@ from urllib3.exceptions import MaxRetryError, NewConnectionError, ProtocolError
 
 from harness.checker.predict import predict
 from harness.experiments import get
-from harness.experiments.provider import _never_sent
-from harness.experiments.provider_app import fingerprint
+from harness.experiments.provider.provider_loops import _never_sent
+from harness.experiments.provider.provider_app import fingerprint
 from harness.runtime.evidence import KeyedRecord
 from harness.run.params import RunParams
 from harness.reporting.build import outside_calls

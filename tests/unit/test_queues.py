@@ -5,9 +5,9 @@ import json
 
 from harness.checker.predict import predict
 from harness.experiments import get
-from harness.experiments.queues import launcher
+from harness.experiments.queues import share_launcher as launcher
 from harness.experiments.queues.share_predictors import LockNote, effect_runs, redeliveries
-from harness.experiments.queues.share_worker import DELIVERY_LIMIT, archived, archived_records, settled_records
+from harness.experiments.queues.share_facts import DELIVERY_LIMIT, archived, archived_records, settled_records
 
 
 def crash(msg, point, unacked=(), acked_unapplied=(), held=None, worker="w0"):

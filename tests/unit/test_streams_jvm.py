@@ -5,6 +5,8 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from harness.experiments import streams_jvm
 
 
@@ -169,3 +171,23 @@ def test_build_folders_of_other_sources_go_once_unused_for_a_week(tmp_path):
     os.utime(current, (week_ago, week_ago))
     streams_jvm._prune(current)
     assert sorted(p.name for p in base.iterdir()) == ["aaaa", "bbbb"]
+
+
+def test_the_streams_transactional_ids_come_from_the_process_id_it_kept_and_nothing_else(tmp_path):
+    """Kafka Streams names its EOS producer <application.id>-<process id>-<thread>; the process id is read from
+    the worker's own file, which is untrusted: anything but a UUID in a small JSON file is refused."""
+    from harness.core.errors import HarnessError
+    from harness.experiments.streams_jvm import PROCESS_FILE, PROCESS_FILE_MAX, transactional_ids
+    folder = tmp_path / "app-1"
+    folder.mkdir()
+    f = folder / PROCESS_FILE
+    f.write_text('{"processId": "0f8fad5b-d9cb-469f-a165-70867728950e", "newProcessId": "x"}')
+    assert transactional_ids(tmp_path, "app-1") == ["app-1-0f8fad5b-d9cb-469f-a165-70867728950e-1"]
+    for bad in ('{"processId": "0f8fad5b-d9cb-469f-a165-70867728950e,other"}', '{"processId": 7}', "[1]", "not json",
+                '{"processId": "0f8fad5b-d9cb-469f-a165-70867728950e"}' + " " * PROCESS_FILE_MAX):
+        f.write_text(bad)
+        with pytest.raises(HarnessError, match="no process id"):
+            transactional_ids(tmp_path, "app-1")
+    f.unlink()
+    with pytest.raises(HarnessError, match="no process id"):
+        transactional_ids(tmp_path, "app-1")

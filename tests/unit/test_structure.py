@@ -161,7 +161,8 @@ def test_no_two_modules_share_a_name():
 # The checker's judging part: pure functions of what the run recorded (crash log, events, histories,
 # the audit's numbers), so it is tested on hand-made data with no stack. Observing (reading Postgres and
 # Kafka) is observe.py, ledger.py, accounts.py, kafka_output.py, systems.py, recount.py and their kin.
-JUDGING = ("predict", "predictors", "key_predictors", "balance_predictors", "verdict", "anomalies",
+# A family's own predictors (harness/experiments/<family>/*_predictors.py) are judging too.
+JUDGING = ("predict", "predictors", "verdict", "anomalies",
            "run_outcome", "write_outcomes", "histories", "deliveries", "effects", "damage", "group_timeline",
            "producer_epochs")
 CONNECTS = {"psycopg", "confluent_kafka", "requests", "docker", "harness.clients.pgconn",
@@ -198,6 +199,9 @@ def test_the_checkers_judging_part_opens_no_connection():
     modules, graph = _modules(), _graph()
     judging = [f"harness.checker.{m}" for m in JUDGING]
     assert set(judging) <= set(modules), set(judging) - set(modules)
+    families = [m for m in modules if re.fullmatch(r"harness\.experiments\.\w+\.\w+_predictors", m)]
+    assert {"harness.experiments.keys.key_predictors", "harness.experiments.balances.balance_predictors"} <= set(families)
+    judging += families
     found = [c for m in judging for c in _what_connects(m, graph, modules)]
     assert not found, "judging modules that reach a connection:\n" + "\n".join(found)
 
@@ -205,3 +209,50 @@ def test_the_checkers_judging_part_opens_no_connection():
 def test_the_connection_walk_finds_a_connection():
     # The walk above must be able to fail: observe.py reads Postgres and Kafka.
     assert _what_connects("harness.checker.observe", _graph(), _modules())
+
+
+# Each experiment family is a folder under harness/experiments/: the folder's __init__.py declares its
+# experiments, its worker loops live beside it, and so do the predictors only it needs. custom*.py (a
+# consumer the user brings) is the one family still in loose modules.
+LOOSE_FAMILIES = {"custom"}
+
+
+def _family_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[:2] == ["harness", "experiments"] else None
+
+
+def _declared_where() -> dict[str, str]:
+    """Each experiment's name -> the module whose source declares it (`X = Experiment(name="...", ...)`)."""
+    out = {}
+    for module, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Experiment":
+                for kw in node.keywords:
+                    if kw.arg == "name" and isinstance(kw.value, ast.Constant):
+                        out[kw.value.value] = module
+    return out
+
+
+def test_each_experiment_family_is_a_folder_with_its_declaration_loops_and_predictors():
+    from harness.checker import predictors as shared
+    from harness.experiments import REGISTRY
+    where = _declared_where()
+    assert set(where) == set(REGISTRY), set(where) ^ set(REGISTRY)
+    families = set()
+    for name, exp in REGISTRY.items():
+        module = where[name]
+        family = module.split(".")[2]
+        if family in LOOSE_FAMILIES:
+            continue
+        assert (PACKAGE / "experiments" / family / "__init__.py").exists() and module.count(".") == 2, \
+            f"{name} is declared in {module}, not in its family folder's __init__.py"
+        families.add(family)
+        for loop in filter(None, [exp.loop] + [r.loop for r in exp.roles]):
+            # a family's own loop, or one it shares from another family (key-reuse runs dedupe's)
+            assert _family_of(loop.__module__), \
+                f"{name}'s loop {loop.__qualname__} lives in {loop.__module__}, outside every family folder"
+        for pred in exp.predictors:
+            home = type(pred).__module__
+            assert home == shared.__name__ or _family_of(home), f"{name}'s predictor lives in {home}"
+    assert len(families) >= 12, families

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.experiments import txn_java
+from harness.experiments.eos import txn_java
 from harness.experiments.eos import EOS, EOS_BOUNDARY, EOS_DEDUPE, ZOMBIE
 from harness.experiments.streams_jvm import WorkerStart
 

@@ -16,13 +16,17 @@ reads it (with `--commit-every N`, up to N payments: it commits after every N). 
 `at-least-once` holds, `exactly-once` is broken with the kill behind each
 duplicate. `--session-timeout-ms` sets how long the group waits for a dead
 member before its partitions move (default 6000, the broker's smallest by
-default).
+default). `--work-ms` gives each payment that many milliseconds of work before
+its insert, as a consumer that calls a service would: the pace then no longer
+depends on how fast the machine is, so a given number of payments keeps the
+group busy long enough for the kills to land.
 """
 
 import argparse
 import json
 import os
 import signal
+import time
 
 import psycopg
 from confluent_kafka import Consumer, KafkaError, KafkaException
@@ -41,7 +45,11 @@ def main() -> None:
     ap.add_argument("--session-timeout-ms", type=int, default=6000)
     ap.add_argument("--commit-every", type=int, default=1, choices=range(1, 100_001), metavar="N",
                     help="commit the offsets after every N payments (1 to 100000)")
+    ap.add_argument("--work-ms", type=float, default=0.0, metavar="MS",
+                    help="milliseconds of work per payment before its insert (0 to 1000, default 0)")
     args = ap.parse_args()
+    if not 0 <= args.work_ms <= 1000:
+        ap.error("--work-ms must be between 0 and 1000")
     signal.signal(signal.SIGTERM, stop)
     ledger = env["HARNESS_LEDGER_TABLE"]             # schema.table, a plain SQL name
     consumer = Consumer({**json.loads(env.get("HARNESS_KAFKA_CONFIG") or "{}"),  # the cluster's login, if any
@@ -57,6 +65,7 @@ def main() -> None:
             msg = consumer.poll(0.5)
             if msg is not None and not msg.error():
                 payment = json.loads(msg.value())
+                time.sleep(args.work_ms / 1000)            # the payment's work, before its effect
                 with db.transaction():
                     db.execute(f"insert into {ledger} (message_id, amount, worker, attempt) values (%s, %s, %s, %s)",
                                (payment["id"], payment["amount"], env["HARNESS_WORKER"], int(env["HARNESS_ATTEMPT"])))

@@ -43,16 +43,33 @@ def file_runs(target: str, given: dict, client: str | None, local: bool) -> tupl
     hold otherwise) and the group's name (None for a path). Every file is loaded and its run checked with
     those arguments first: bad input is one line before any stack starts."""
     from pathlib import Path
+    from ...run.experiment_file import folder_of
+    names, files, common = runs_of_folders([folder_of(target)], given, client, local)
+    return names, files, common, (target if not Path(target).is_dir() else None)
+
+
+def default_runs(group: str | None, given: dict, client: str | None, local: bool) -> tuple:
+    """The default suite (or one --group) from its experiment files, experiments/<group>/: names, files and
+    common arguments as file_runs gives them, in the registry's order."""
+    from ...run.suite_runner import suite_folders
+    return runs_of_folders(suite_folders(group), given, client, local)
+
+
+def runs_of_folders(folders: list, given: dict, client: str | None, local: bool) -> tuple:
     from ...run import suite_runner as suite_mod
-    from ...run.experiment_file import check_stack_needs, files_in, folder_of, load, run_kwargs
+    from ...run.experiment_file import check_stack_needs, files_in, load, run_kwargs
     from ...run.params import RunParams, resolve
-    folder = folder_of(target)
-    loaded = [load(p) for p in files_in(folder)]
+    loaded = suite_mod.registry_order([load(p) for folder in folders for p in files_in(folder)],
+                                      lambda f: f.experiment)
+    same = sorted({f.name for f in loaded if [g.name for g in loaded].count(f.name) > 1})
+    if same:
+        raise HarnessError(f"two experiment files named {same[0]}.toml in one suite; rename one")
     common = [x for o in SUITE_OPTIONS if given[o.name] is not None for x in (o.flag, str(given[o.name]))]
     if client:
         from ...experiments import REGISTRY
         if not any(CLIENT in REGISTRY[f.experiment].options for f in loaded):
-            raise HarnessError(f"--client applies to {CLIENT.applies_to}; none of {folder}'s files takes it")
+            where = folders[0] if len(folders) == 1 else "the suite"
+            raise HarnessError(f"--client applies to {CLIENT.applies_to}; none of {where}'s files takes it")
         common += [CLIENT.flag, client]
     every = {o.flag: o for o in (*SUITE_OPTIONS, CLIENT)}
     for f in loaded:
@@ -64,8 +81,7 @@ def file_runs(target: str, given: dict, client: str | None, local: bool) -> tupl
         except HarnessError as e:
             raise HarnessError(f"{f.path}: {e}") from None
         check_stack_needs(f, local)
-    group = target if not Path(target).is_dir() else None
-    return [f.name for f in loaded], {f.name: (f.path.resolve(), f.experiment) for f in loaded}, common, group
+    return [f.name for f in loaded], {f.name: (f.path.resolve(), f.experiment) for f in loaded}, common
 
 
 @click.command(epilog="\b\nExamples:\n  harness suite\n  harness suite --group mistakes\n"
@@ -113,9 +129,11 @@ def suite(target, experiment_list, group, parallel, out, client, worksheet, keep
     running experiments stop their workers (a transaction a killed worker
     left open is fenced) and write interrupted reports, then the suite's.
 
-    FOLDER|GROUP runs the experiment files (*.toml) of a folder instead, or
-    of experiments/<GROUP>/ (`harness experiments` lists them): each as
-    `harness run FILE` would, with the options given here over the files'.
+    The runs come from the harness's experiment files: experiments/<group>/
+    for every group but cluster, or for the one --group names. FOLDER|GROUP
+    runs the files (*.toml) of a folder instead, or of experiments/<GROUP>/
+    (`harness experiments` lists them): each as `harness run FILE` would,
+    with the options given here over the files'.
     """
     from pathlib import Path
     from ...run import suite_runner as suite_mod
@@ -129,6 +147,11 @@ def suite(target, experiment_list, group, parallel, out, client, worksheet, keep
             raise HarnessError("a FOLDER|GROUP argument chooses the runs itself; give it without --experiments "
                                "and --group")
         names, files, common, group = file_runs(target, given, client, local)
+    elif experiment_list is None:          # the default suite, or one --group: from experiments/<group>/
+        if local:
+            from ...stack.local_record import size
+            suite_mod.check_brokers(group, size())      # the local stack's size, before starting anything
+        names, files, common = default_runs(group, given, client, local)
     else:
         names = suite_mod.parse_experiments(experiment_list, group)
     if local and files is None:

@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ...checker.predict import expect_or_bound
-from .share_worker import DELIVERY_LIMIT, LOCK_MS, archived
+from .share_facts import DELIVERY_LIMIT, LOCK_MS, archived
 
 
 def effect_runs(crashes: list, limit: int = DELIVERY_LIMIT) -> Counter:

@@ -18,44 +18,25 @@ is done when the events and the crash log account for every record of the input.
 The broker acquires whole record batches whatever the consumer's max.poll.records
 (librdkafka 2.16 has no `share.acquire.mode=record_limit`): a crash would hold,
 and count a delivery of, every record of the batch. The family's input is
-therefore produced one record a batch (PRODUCER), and a poll acquires at most
-POLL_RECORDS. An acknowledgement the broker refuses (its lock had expired: the
+therefore produced one record a batch, and a poll acquires at most a few
+(share_facts.py holds these numbers). An acknowledgement the broker refuses (its lock had expired: the
 record went to another member) is `commit_lost`, as in a consumer group: its
 records come again with no crash record, and the numbers they touch become bounds.
 
 The group's settings are set with the admin API before the worker subscribes
-(GROUP_CONFIG): locks of LOCK_MS instead of Kafka's 30 s default, sessions of
+(share_facts.GROUP_CONFIG): locks of LOCK_MS instead of Kafka's 30 s default, sessions of
 SESSION_MS instead of 45 s, earliest start. The broker must allow them
 (`group.share.min.record.lock.duration.ms`, `group.share.min.session.timeout.ms`:
 the local stack lowers both floors, stack/local_kafka.py).
 """
 
-import json
 import sys
 import time
 
 from ...clients import kafka_client
 from ...runtime.crashlog import crashed_ids
 from ...runtime.kafka_calls import REQUEST_TIMEOUT_S, retrying
-
-LOCK_MS = 3000             # share.record.lock.duration.ms of the run's group (Kafka's default: 30000)
-SESSION_MS = 3000          # share.session.timeout.ms (default 45000): a dead member's partitions move on after it
-DELIVERY_LIMIT = 5         # share.delivery.count.limit: Kafka's default, said in the reports
-GROUP_CONFIG = {
-    "share.record.lock.duration.ms": str(LOCK_MS),
-    "share.session.timeout.ms": str(SESSION_MS),
-    "share.heartbeat.interval.ms": "500",
-    "share.auto.offset.reset": "earliest",
-    "share.delivery.count.limit": str(DELIVERY_LIMIT),
-}
-POLL_TIMEOUT_S = 0.2
-POLL_RECORDS = 10          # max.poll.records: what one crash holds at most (with one-record batches)
-PRODUCER = {"linger.ms": 0, "batch.num.messages": 1}
-# The queue counts as done only from acknowledgements the workers announced. One a worker had confirmed but
-# not yet announced when an undescribed death struck would keep the run waiting: after this long with no
-# record polled by this worker, and the events short of the input, it gives up waiting and says so.
-QUIET_S = 6 * (LOCK_MS + SESSION_MS) / 1000
-
+from .share_facts import GROUP_CONFIG, POLL_RECORDS, POLL_TIMEOUT_S, QUIET_S, archived_records, settled_records
 
 def share_group(run_group: str) -> str:
     """The run's share group: its own name, so it never meets the run's consumer group (a group id is one type)."""
@@ -178,38 +159,3 @@ class ShareWorker:
             self.consumer.close()
         except Exception as e:  # noqa: BLE001 - closing after the work is done: said, not fatal
             print(f"worker {self.ctx.worker}: share consumer close: {e}", file=sys.stderr)
-
-
-SETTLING = (b'"accepted"', b'"rejected"')
-
-
-def settled_records(events_path) -> set:
-    """The (partition, offset) of every record some member's acknowledgement settled for good (accepted or
-    rejected), from the run's events file."""
-    out = set()
-    try:
-        with open(events_path, "rb") as f:
-            for line in f:
-                if not any(s in line for s in SETTLING):
-                    continue
-                try:
-                    e = json.loads(line)
-                except ValueError:
-                    continue
-                if e.get("event") in ("accepted", "rejected"):
-                    out.update((r[0], r[1]) for r in e.get("records") or ())
-    except OSError:
-        pass
-    return out
-
-
-def archived(crash: dict, limit: int = DELIVERY_LIMIT) -> dict:
-    """payment id -> (partition, offset) of the records a crash left at the delivery-count limit: archived."""
-    held = crash.get("held")
-    return {i: (v[0], v[1]) for i, v in held.items() if len(v) > 2 and v[2] >= limit} \
-        if isinstance(held, dict) else {}
-
-
-def archived_records(crash_log) -> set:
-    from ...runtime import crashlog
-    return {po for c in crashlog.read(crash_log) for po in archived(c).values()}

@@ -41,7 +41,7 @@ import java.util.Properties;
 
 /**
  * The eos family's worker on Kafka's own Java client (kafka-clients), beside
- * the Python one (harness/experiments/eos.py): the same steps, kill points,
+ * the Python one (harness/experiments/eos/eos_loops.py): the same steps, kill points,
  * crash records and events, so the same predictors judge both. Per record:
  * [ledger row, or dedupe key + row in one Postgres transaction], produce in
  * the open transaction; every --commit-every records (or --commit-interval-ms):

@@ -4,7 +4,7 @@ The Python workers speak the transaction protocol through librdkafka, which
 has not implemented transaction version 2 (KIP-890's client side: a new
 producer epoch with every transaction, so a late EndTxn of an old
 transaction is fenced). Kafka's Java client has. This worker runs the same
-loop as eos.py's `transactional_loop` (same steps, kill points, crash
+loop as eos_loops.py's `transactional_loop` (same steps, kill points, crash
 records, events and output tags), so the experiments' predictors judge it
 unchanged; only what the Python loop alone does is refused in one line
 (the abort and client-pause faults it carries out itself, warm spares).
@@ -19,16 +19,16 @@ with, from every worker's log (`TxnJavaWorkers.finish`).
 import os
 from dataclasses import dataclass
 
-from ..runtime.call_deadline import STUCK_EXIT
-from .common_options import TRANSACTION_TIMEOUT_MS, TXN_STUCK_AFTER_S
-from .launch import Launch, assign_partitions, java_client_settings, kafka_login, transactional_id_of, worker_env
+from ...runtime.call_deadline import STUCK_EXIT
+from ..common_options import TRANSACTION_TIMEOUT_MS, TXN_STUCK_AFTER_S
+from ..launch import Launch, assign_partitions, java_client_settings, kafka_login, transactional_id_of, worker_env
 
 MAIN_CLASS = "harness.txn.TxnWorker"
 
 
 def command(run, slot, partitions: list, jar, start) -> list[str]:
     """The JVM command line of one slot's attempt (no secret: those travel in the environment)."""
-    from . import streams_jvm
+    from .. import streams_jvm
     p, names, exp = run.params, run.names, run.exp
     stuck_ms = round(1000 * (p.txn_stuck_after or TXN_STUCK_AFTER_S))
     cmd = [start.java, *streams_jvm.JVM_OPTIONS, *start.flags(), "-Dharness.worker=true", "-cp", str(jar), MAIN_CLASS,
@@ -58,13 +58,13 @@ class TxnJavaWorkers:
 
     def check(self, stack) -> None:
         """Client settings the Java client cannot take are an error before the run starts."""
-        from ..clients.kafka_java import TXN_APP
+        from ...clients.kafka_java import TXN_APP
         java_client_settings(stack, TXN_APP)
 
     def prepare(self, run) -> Launch:
-        from . import streams_jvm
-        from ..clients import kafka_java
-        from ..core.procs import dying_with_this_process
+        from .. import streams_jvm
+        from ...clients import kafka_java
+        from ...core.procs import dying_with_this_process
         jar = streams_jvm.build(run.log)
         start = streams_jvm.worker_start(jar, "cds", run.log)
         run.log(f"Java transactional workers start as {start.said}")
@@ -78,7 +78,7 @@ class TxnJavaWorkers:
             return dying_with_this_process(command(run, slot, slots[slot.index], jar, start))
 
         def annotate(run, result, report) -> None:
-            from ..checker.producer_epochs import summarize
+            from ...checker.producer_epochs import summarize
             report.data["transaction_protocol"] = summarize(run.run_dir / "workers", "java")
 
         return Launch(launch_command, env, slots, standby=False, annotate=annotate,
@@ -86,3 +86,8 @@ class TxnJavaWorkers:
 
     def finish(self, run, result) -> None:
         pass
+
+    def open_transactional_ids(self, run, slot_index: int, attempt: int) -> list[str]:
+        """The transactional.id a JVM the stop SIGKILLed may have left a transaction open under: ours, as
+        the Python workers'."""
+        return [transactional_id_of(run, slot_index, attempt)]

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ..runtime.evidence import KeyedRecord
+from ...runtime.evidence import KeyedRecord
 
 KEY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
@@ -45,7 +45,7 @@ def make_app(ctx, before_charge: str, after_charge: str, prefix: str = ""):
     import psycopg
     from flask import Flask, jsonify, request
     from psycopg import sql
-    from ..workload.sqlnames import table_identifier
+    from ...workload.sqlnames import table_identifier
 
     app = Flask("harness-provider")
     ledger, keys = table_identifier(ctx.args.ledger), table_identifier(ctx.args.dedupe)
@@ -55,7 +55,7 @@ def make_app(ctx, before_charge: str, after_charge: str, prefix: str = ""):
     def database_gone(e):
         # Its connection is broken for good: die, so the supervisor starts a provider with a new one (the
         # caller's cut call is an unknown outcome, asked again), rather than answer 500 to every call.
-        from ..core.redaction import redact
+        from ...core.redaction import redact
         print(f"provider: the database connection failed: {redact(str(e).splitlines()[0] if str(e) else repr(e))}",
               flush=True)
         os._exit(1)

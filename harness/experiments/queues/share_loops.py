@@ -108,6 +108,10 @@ POISON = KillPoint("poison-acquired", "acquire", "effect", frozenset({LOST, DUPL
                    "has the broker archive it, lost; each death also spends a delivery of every record held with "
                    "it, and repeats the effects not yet ACCEPTed (none with --commit-every 1)")
 
+POISON_ACCEPT = KillPoint("after-accept", "ACCEPT", None, frozenset(),
+                          "never struck: the poison payments kill their worker before the effect, and no other "
+                          "payment is planned")
+
 
 def poison_loop(ctx) -> None:
     """acquire, effect, ACCEPT, where the crash plan's payments are poison: each of their deliveries kills the

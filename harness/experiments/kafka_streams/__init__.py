@@ -9,12 +9,12 @@ is the only gap our code can reach, since Streams owns the commit. With
 write, outside Kafka, duplicates like eos-boundary's.
 """
 
-from ..checker.damage import ABORTED, DUPLICATED
-from ..checker.predictors import LedgerPredictor, OutputPredictor
-from ..core.options import Option
-from .common_options import COMMIT_INTERVAL_MS
-from .launch import StreamsWorkers
-from .declaration import Experiment, KillPoint, Stores
+from ...checker.damage import ABORTED, DUPLICATED
+from ...checker.predictors import LedgerPredictor, OutputPredictor
+from ...core.options import Option
+from ..common_options import COMMIT_INTERVAL_MS
+from ..declaration import Experiment, KillPoint, Stores
+from ..launch import StreamsWorkers
 
 PROCESS = KillPoint("after-process-before-commit", "process (produce in the task's transaction)",
                     "Streams commit", frozenset({ABORTED, DUPLICATED}),

@@ -1,13 +1,14 @@
-"""Predictors of the idempotency-key mistakes (experiments/keys.py), from crash records and worker events.
+"""Predictors of the idempotency-key mistakes (this family, experiments/keys/), from crash records and worker events.
 
 They read the same crash records as predictors.py (`unacked`: the records that
 come again, `acked_unapplied`: lost), plus what those records alone cannot
 say: which of the redelivered payments lost their key (the crash struck
 between effect and key, or the key had expired by the time the payment came
 again). Crashes the worker did not describe turn the numbers they can change
-into upper bounds, as in predict.py. They live in the checker, beside the
-other predictors, because predicting is the checker's work; experiments/keys.py
-only names them in its declarations.
+into upper bounds, as in checker/predict.py. They live in the family's folder,
+beside its declarations (__init__.py) and its loops (key_loops.py): pure
+functions of the recorded data, like the checker's judging part, whose types
+they use (provider's declaration uses NoHitsPredictor too).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from .damage import DEDUPED, DUPLICATED
-from .predict import CrashFacts, Expectation, Prediction, expect_or_bound
+from ...checker.damage import DEDUPED, DUPLICATED
+from ...checker.predict import CrashFacts, Expectation, Prediction, expect_or_bound
 
 # Postgres keeps timestamps to the microsecond: a key this close to the purge's cutoff is too close to call.
 ROUNDING_S = 0.001

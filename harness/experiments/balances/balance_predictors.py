@@ -1,12 +1,12 @@
-"""The balances' predictor (experiments/balances.py): each account's balance, from the crash log.
+"""The balances' predictor (this family, experiments/balances/): each account's balance, from the crash log.
 
 An account's expected balance is the sum of the payments produced to it. A
 blind increment adds a redelivered payment again, so the account ends over by
 the amounts of its payments in the crash records' `unacked` lists; a
 conditional write leaves it exact. Crashes the worker did not describe make
 the blind increment's balances upper bounds (at most `inflight_max` payments
-of the largest amount per crash). It lives in the checker with the other
-predictors; experiments/balances.py only names it in its declarations.
+of the largest amount per crash). It lives in the family's folder beside its
+declarations and loops: a pure function of the crash log, with the checker's types.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from .predict import CrashFacts, Expectation, Prediction
+from ...checker.predict import CrashFacts, Expectation, Prediction
 
 
 @dataclass(frozen=True)
