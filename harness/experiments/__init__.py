@@ -1,13 +1,13 @@
 """The experiment registry: every experiment, declared once, in the order reports show them.
 
 Each family has its own folder (offsets, dedupe, eos, kafka_streams, keys, key_reuse,
-check_then_insert, balances, auto_commit, outbox, provider, producer, custom) holding its declarations
-(the folder's __init__.py, with `declaration.Experiment`: steps, kill points and their damage,
-stores, predictors, options), its worker loops (*_loops.py) and the predictors only it needs
-(*_predictors.py); custom/ holds the consumer a user brings, its launcher and its report. Everything
-else (the runner,
-the checker, the reports, the suite, `harness experiments`, `--help`) reads them from here.
-Adding a family is its folder, one import line below and its names in EXPERIMENTS.
+check_then_insert, balances, queues, auto_commit, outbox, provider, producer, custom) holding its
+declarations (the folder's __init__.py, with `declaration.Experiment`: steps, kill points and their
+damage, stores, predictors, options), its worker loops (*_loops.py) and the predictors only it
+needs (*_predictors.py); custom/ holds the consumer a user brings, its launcher and its report.
+Everything else (the runner, the checker, the reports, the suite, `harness experiments`, `--help`)
+reads them from here. Adding a family is its folder, one import line below and its names in
+EXPERIMENTS.
 """
 
 from ..core.errors import HarnessError, did_you_mean
@@ -24,6 +24,7 @@ from .offsets import OFFSET_AFTER, OFFSET_BEFORE
 from .outbox import DUAL_WRITE, OUTBOX
 from .producer import PRODUCER
 from .provider import PROVIDER
+from .queues import SHARE_ACK_AFTER, SHARE_ACK_BEFORE, SHARE_DEDUPE, SHARE_POISON
 from .key_reuse import KEY_FINGERPRINT, KEY_REUSE
 
 EXPERIMENTS: list[Experiment] = [
@@ -36,6 +37,7 @@ EXPERIMENTS: list[Experiment] = [
     KEY_REUSE, KEY_FINGERPRINT,
     KEY_CHECK_THEN_INSERT,
     INCREMENT, VERSIONED,
+    SHARE_ACK_AFTER, SHARE_ACK_BEFORE, SHARE_DEDUPE, SHARE_POISON,
     AUTO_COMMIT,
     DUAL_WRITE, OUTBOX,
     PROVIDER,

@@ -115,6 +115,7 @@ class Experiment:
     # Anomaly classes (checker/anomalies.py) its guarantees permit; every other one found makes the run
     # unexpected. `duplicate` follows the prediction instead: allowed unless read_committed must have none.
     allows: frozenset = frozenset()
+    producer: dict = field(default_factory=dict)   # settings of the producer of its input (queues: one record a batch)
 
     # -- derived -------------------------------------------------------------------------------
     def point(self, name: str) -> KillPoint | None:

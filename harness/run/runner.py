@@ -202,7 +202,7 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         t_prod = time.time()
         with phase(r, "produce"):
             produce(stack.bootstrap_servers, names.input_topic, payments, positions=positions,
-                    partitions=params.partitions, deadline=r.deadline, secret=r.secret)
+                    partitions=params.partitions, deadline=r.deadline, secret=r.secret, settings=exp.producer)
             r.reused = _produce_reused(r, payments)
         produced = True
         log(f"[{run_id}] produced {len(payments)} payments in {time.time() - t_prod:.1f} s; faults: "

@@ -31,7 +31,7 @@ REPORT_GRACE_S = 150
 
 # Groups that run only when asked for by name (`--group cluster`): their experiments need more than the
 # default one-broker stack.
-OPT_IN_GROUPS = ("cluster",)
+OPT_IN_GROUPS = ("cluster", "queues")
 # Groups whose experiments need a Kafka of this many brokers (`harness up --brokers N`): refused on a smaller stack.
 GROUP_BROKERS = {"cluster": 3}
 

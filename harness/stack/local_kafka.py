@@ -82,6 +82,13 @@ SERVER_SETTINGS = {
     "group.consumer.session.timeout.ms": "5000",
     "group.consumer.heartbeat.interval.ms": "500",
     "group.consumer.min.heartbeat.interval.ms": "500",
+    # Share groups (KIP-932; share.version is finalized at format on 4.2+): a group may set record locks and
+    # sessions as short as a crash test needs (the broker's floors are 15 s and 45 s); the groups' defaults stay
+    # Kafka's own (30 s locks, 45 s sessions), and the queues experiments set theirs with the admin API.
+    "group.share.min.record.lock.duration.ms": "1000",
+    "group.share.min.session.timeout.ms": "1000",
+    "group.share.min.heartbeat.interval.ms": "500",
+    "share.coordinator.state.topic.num.partitions": "4",
     # Offset commits are appended by the group coordinator after a 5 ms linger by default: every
     # synchronous commit would wait for it. Append at once instead (commits per record are our workload).
     "group.coordinator.append.linger.ms": "0",

@@ -111,7 +111,7 @@ def _single_node(admin) -> bool:
 
 def produce(bootstrap: str, topic: str, payments: Iterable[Payment], progress=None,
             positions: dict | None = None, partitions: int | None = None, deadline: float | None = None,
-            secret: bytes | None = None) -> int:
+            secret: bytes | None = None, settings: dict | None = None) -> int:
     """Produce all payments (murmur2 partitioner, as Java clients do); return how many were acked.
 
     `payments` may be any iterable, `iter_payments(...)` included: it is read once, lazily.
@@ -121,6 +121,7 @@ def produce(bootstrap: str, topic: str, payments: Iterable[Payment], progress=No
     `deadline` (time.monotonic()): past it nothing more is produced, what is in flight gets
     FLUSH_AFTER_LIMIT_S to be acknowledged, the rest is purged, and TimeLimitReached says how many were.
     `secret`, when given, marks each record as the run's own (workload/signature.py).
+    `settings`: producer settings the experiment needs over ours (the queues family: one record a batch).
     """
     acked = sent = 0
     errors: list[str] = []
@@ -137,7 +138,7 @@ def produce(bootstrap: str, topic: str, payments: Iterable[Payment], progress=No
     p = kafka_client.connected_producer(bootstrap, {"enable.idempotence": True, "acks": "all",
                                                  "partitioner": "murmur2_random", "linger.ms": 5,
                                                  "message.timeout.ms": PRODUCE_TIMEOUT_S * 1000,
-                                                 **kafka_logging.client_config()}, topic)
+                                                 **kafka_logging.client_config(), **(settings or {})}, topic)
     def late() -> bool:
         return deadline is not None and time.monotonic() >= deadline
 

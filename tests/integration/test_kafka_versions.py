@@ -1,6 +1,6 @@
 """--kafka-version on the local stack for real: Kafka 3.9.1 and 4.1.1 (beside the default 4.4.0) resolved with
 mvn, formatted and started, a run on each as-predicted and naming the release the harness started and the
-metadata.version the broker itself answers, and the Java client's epochs per transaction on each; another release on the same data refused in one line; nothing left after
+metadata.version the broker itself answers, and the Java client's epochs per transaction on each; another release on the same data refused in one line, and a share-group experiment too; nothing left after
 `down --purge`."""
 
 import json
@@ -51,6 +51,11 @@ def test_a_stack_of_another_release_starts_runs_and_says_so(release, metadata, p
             assert refused.stderr.strip().splitlines()[-1] == (
                 f"error: --group-protocol consumer needs a cluster that finalized group.version 1 (Kafka 4.0 or "
                 f"later); this one has metadata.version {metadata} and no group.version")
+        # share groups (KIP-932) are production-ready from 4.2: an older broker is refused in one line naming it
+        refused = harness("run", "share-ack-after", "--messages", "10", env=env, timeout=300)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr
+        assert refused.stderr.strip().splitlines()[-1].startswith(
+            f"error: share groups need Kafka 4.2 or later; this broker is {release} (metadata.version {metadata})")
         other = "4.1.1" if release != "4.1.1" else "4.4.0"
         refused = harness("run", "offset-after", "--messages", "10", "--kafka-version", other, env=env, timeout=300)
         assert refused.returncode == 2 and "Traceback" not in refused.stderr

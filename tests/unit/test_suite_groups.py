@@ -16,7 +16,7 @@ from tests.conftest import harness
 from tests.unit.test_cli_errors import isolated, one_clear_line  # noqa: F401 - the fixture
 
 
-def test_every_experiment_is_in_one_group_and_the_default_is_all_but_cluster():
+def test_every_experiment_is_in_one_group_and_the_default_is_all_but_cluster_and_queues():
     g = groups()
     # custom needs the user's --worker-cmd: it declares itself out of the suite, and has no group (so may
     # any experiment whose declaration says so).
@@ -27,7 +27,8 @@ def test_every_experiment_is_in_one_group_and_the_default_is_all_but_cluster():
     assert g["mistakes"] == ["key-after-effect", "key-before-effect", "key-per-attempt", "key-expiry", "key-reuse",
                              "key-fingerprint", "key-check-then-insert", "increment", "versioned", "auto-commit", "dual-write", "outbox", "provider"]
     assert g["cluster"] == ["producer"]
-    default = [n for n in REGISTRY if n not in outside and n not in g["cluster"]]
+    assert g["queues"] == ["share-ack-after", "share-ack-before", "share-dedupe", "share-poison"]
+    default = [n for n in REGISTRY if n not in outside and n not in g["cluster"] + g["queues"]]
     assert suite_experiments() == default == parse_experiments(None)
     assert parse_experiments(None, "mistakes") == g["mistakes"]
 

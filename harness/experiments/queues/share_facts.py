@@ -1,0 +1,66 @@
+"""The run's share group in numbers, and what its evidence says: pure, so the predictors may read it.
+
+The settings the run gives its share group (lock, session, delivery-count
+limit), how the family's input is produced and polled, and the reading of the
+evidence the members leave: the records some acknowledgement settled (the
+events' `accepted` and `rejected`) and the records a death left at the
+delivery-count limit (a crash record's `held`), which the broker archives.
+No client, no connection: share_worker.py uses these to run, the predictors
+(share_predictors.py) to predict.
+"""
+
+import json
+
+LOCK_MS = 3000             # share.record.lock.duration.ms of the run's group (Kafka's default: 30000)
+SESSION_MS = 3000          # share.session.timeout.ms (default 45000): a dead member's partitions move on after it
+DELIVERY_LIMIT = 5         # share.delivery.count.limit: Kafka's default, said in the reports
+GROUP_CONFIG = {
+    "share.record.lock.duration.ms": str(LOCK_MS),
+    "share.session.timeout.ms": str(SESSION_MS),
+    "share.heartbeat.interval.ms": "500",
+    "share.auto.offset.reset": "earliest",
+    "share.delivery.count.limit": str(DELIVERY_LIMIT),
+}
+POLL_TIMEOUT_S = 0.2
+POLL_RECORDS = 10          # max.poll.records: what one crash holds at most (with one-record batches)
+PRODUCER = {"linger.ms": 0, "batch.num.messages": 1}
+# The queue counts as done only from acknowledgements the workers announced. One a worker had confirmed but
+# not yet announced when an undescribed death struck would keep the run waiting: after this long with no
+# record polled by this worker, and the events short of the input, it gives up waiting and says so.
+QUIET_S = 6 * (LOCK_MS + SESSION_MS) / 1000
+
+
+SETTLING = (b'"accepted"', b'"rejected"')
+
+
+def settled_records(events_path) -> set:
+    """The (partition, offset) of every record some member's acknowledgement settled for good (accepted or
+    rejected), from the run's events file."""
+    out = set()
+    try:
+        with open(events_path, "rb") as f:
+            for line in f:
+                if not any(s in line for s in SETTLING):
+                    continue
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue
+                if e.get("event") in ("accepted", "rejected"):
+                    out.update((r[0], r[1]) for r in e.get("records") or ())
+    except OSError:
+        pass
+    return out
+
+
+def archived(crash: dict, limit: int = DELIVERY_LIMIT) -> dict:
+    """payment id -> (partition, offset) of the records a crash left at the delivery-count limit: archived."""
+    held = crash.get("held")
+    return {i: (v[0], v[1]) for i, v in held.items() if len(v) > 2 and v[2] >= limit} \
+        if isinstance(held, dict) else {}
+
+
+def archived_records(crash_log) -> set:
+    """The (partition, offset) of every record the crash log shows archived."""
+    from ...runtime import crashlog
+    return {po for c in crashlog.read(crash_log) for po in archived(c).values()}

@@ -1,0 +1,41 @@
+"""How the queues family's workers start: the Python workers, on a broker that has share groups.
+
+Share groups are production-ready from Kafka 4.2 (`share.version` 1, finalized
+when a 4.2+ node is formatted); an older broker, or one whose feature is off,
+has no share group to join, and a worker would wait on it forever. The check
+reads the broker's own finalized features (stack/broker_version.py) before
+anything of the run is created, and refuses in one line naming what it found.
+A broker that does not say (a listener that wants SASL first) is not refused:
+the workers then find out themselves.
+"""
+
+from ...core.errors import HarnessError
+from ...stack import broker_version
+from ..launch import PythonWorkers
+
+FIRST_RELEASE = "4.2"
+FIRST_LEVEL = 28               # metadata.version 4.2-IV0 (broker_version.LEVELS)
+
+
+def refusal(found: dict | None, release: str | None) -> str | None:
+    """One line when these finalized features cannot serve share groups, else None (also when unknown)."""
+    if found is None:
+        return None
+    level, share = found.get("metadata.version"), found.get("share.version", 0)
+    said = release or broker_version.metadata_version(found) or "unknown"
+    if isinstance(level, int) and level < FIRST_LEVEL:
+        return (f"share groups need Kafka {FIRST_RELEASE} or later; this broker is {said} "
+                f"(metadata.version {broker_version.metadata_version(found)}): start one with "
+                f"`harness up --kafka-version 4.4.0`")
+    if not share:
+        return (f"share groups are off on this broker ({said}: share.version {share}); turn them on with "
+                f"`kafka-features.sh upgrade --feature share.version=1`")
+    return None
+
+
+class ShareWorkers(PythonWorkers):
+    def check(self, stack) -> None:
+        why = refusal(broker_version.features(stack.bootstrap_servers) if stack.bootstrap_servers else None,
+                      stack.kafka_version)
+        if why:
+            raise HarnessError(why)

@@ -1,0 +1,99 @@
+"""What the queues family's predictions say beyond the ledger's numbers: the locks and delivery counts behind them.
+
+A share-group worker's crash record lists `unacked` (effects not yet ACCEPTed:
+they come again) and `acked_unapplied` (ACCEPTed, never applied: lost) as a
+consumer-group worker's does, and `held`: every record it had acquired, with its
+delivery count. What differs from a consumer group is how a record comes back:
+its lock must expire first, its delivery count grows, and a record a death left
+at the group's delivery-count limit is archived, never delivered again.
+`ShareLedgerPredictor` counts, per payment, the deliveries that ran its effect:
+one per crash that lists it `unacked`, plus the last one, unless a crash
+archived it or its ACCEPT preceded a death (`acked_unapplied`). Runs above one
+are duplicates (dedupe hits with the dedupe table); none is a loss. `LockNote` reads the
+workers' `accepted` events and says, per run, how many records were delivered
+more than once, the highest delivery count the broker gave, and how long the
+redelivered records waited under their locks (the group's lock duration, not
+Kafka's 30 s default).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from ...checker.predict import expect_or_bound
+from .share_facts import DELIVERY_LIMIT, LOCK_MS, archived
+
+
+def effect_runs(crashes: list, limit: int = DELIVERY_LIMIT) -> Counter:
+    """payment id -> how many of its deliveries ran the effect, for every payment a crash record names
+    (a payment no crash names ran it once)."""
+    runs, finished = Counter(), {}
+    for c in crashes:
+        for i in c.get("unacked") or ():
+            runs[i] += 1
+            finished.setdefault(i, True)
+        for i in c.get("acked_unapplied") or ():
+            finished[i] = False
+            runs[i] += 0
+        for i in archived(c, limit):
+            finished[i] = False
+            runs[i] += 0
+        for i in (c.get("held") or {}) if isinstance(c.get("held"), dict) else ():
+            finished.setdefault(i, True)
+            runs[i] += 0
+    for i, last in finished.items():
+        runs[i] += 1 if last else 0
+    return runs
+
+
+@dataclass(frozen=True)
+class ShareLedgerPredictor:
+    """The ledger (and dedupe table) of a share-group run, from `effect_runs`: exact when every death was
+    described, else upper bounds (an undescribed death, or an ACCEPT the broker refused, may add to them)."""
+    dedupe: bool = False
+    limit: int = DELIVERY_LIMIT
+
+    def add(self, p, facts, exp) -> None:
+        runs = effect_runs(facts.described, self.limit)
+        again = Counter({i: n - 1 for i, n in runs.items() if n > 1})
+        lost = {i for i, n in runs.items() if n == 0}
+        if self.dedupe:
+            expect_or_bound(p, facts, "ledger.duplicates", 0, False)
+            expect_or_bound(p, facts, "ledger.dedupe_hits", sum(again.values()), True, "unacked")
+        else:
+            expect_or_bound(p, facts, "ledger.duplicates", sum(again.values()), True, "unacked")
+        expect_or_bound(p, facts, "ledger.lost", len(lost), True)
+        if facts.exact:
+            if self.dedupe:
+                p.hit_counts = again
+            else:
+                p.duplicate_counts = again
+            p.lost_ids = lost
+
+
+def redeliveries(events: list) -> dict:
+    """(partition, offset) -> the delivery count of its confirmed acknowledgement, for records delivered more
+    than once, from the workers' `accepted` events."""
+    out = {}
+    for e in events:
+        if e.get("event") in ("accepted", "rejected"):
+            for r in e.get("records") or ():
+                if len(r) > 2 and isinstance(r[2], int) and r[2] > 1:
+                    out[(r[0], r[1])] = r[2]
+    return out
+
+
+@dataclass(frozen=True)
+class LockNote:
+    """Adds the lock and delivery-count story to the prediction's note; predicts nothing itself."""
+    lock_ms: int = LOCK_MS
+
+    def add(self, p, facts, exp) -> None:
+        again = redeliveries(facts.events)
+        crashes = len(facts.crashes)
+        text = (f"share group: records a dead member held came back after their {self.lock_ms / 1000:g} s lock "
+                f"(the run's share.record.lock.duration.ms; Kafka's default is 30 s) at any member; "
+                f"{crashes} crash(es), {len(again)} record(s) acknowledged at a delivery count above 1"
+                + (f" (highest {max(again.values())})" if again else ""))
+        p.note = f"{p.note}; {text}" if p.note else text

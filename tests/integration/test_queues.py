@@ -1,0 +1,52 @@
+"""The queues family on the real stack (Kafka 4.4.0's share groups, real SIGKILLs): several members of one
+share group, each crash's held records back after their locks, observed == predicted, and the share group's
+numbers beside the consumer group's for the same seeded crashes. On the session's stack: share-ack-after takes
+about 20 s in the default run; share-ack-before with share-dedupe about 40 s, slow-marked."""
+
+import json
+
+import pytest
+
+from harness.experiments.queues.share_facts import DELIVERY_LIMIT, LOCK_MS, archived
+from harness.runtime import crashlog
+from tests.integration.test_experiments import run_exp
+
+pytestmark = pytest.mark.integration
+
+
+def _archived_ids(out) -> set:
+    return {i for c in crashlog.read(out / "crash-log.jsonl") for i in archived(c)}
+
+
+def test_share_ack_after_duplicates_each_crash_between_effect_and_accept(stack, tmp_path):
+    d = run_exp(stack, tmp_path, "share-ack-after", "--messages", "100", "--partitions", "2", "--workers", "2")
+    out = tmp_path / "report"
+    crashes = crashlog.read(out / "crash-log.jsonl")
+    c = d["counts"]
+    assert len(crashes) == 10 and all(x["point"] == "after-effect-before-accept" for x in crashes)
+    # each death applied its payment and never accepted it: it comes again once its lock expires, unless the
+    # death left it at the delivery-count limit (then the broker archives it: applied once, not again)
+    again = [x for x in crashes if x["message_id"] not in _archived_ids(out)]
+    assert c["duplicates"] == d["predicted"]["duplicates"] == len(again) > 0 and c["lost"] == 0
+    # two members: the events say which one accepted what, with the broker's delivery counts
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    accepted = [r for e in events if e["event"] == "accepted" for r in e["records"]]
+    assert len({(p, o) for p, o, _ in accepted}) == 100
+    assert {e["worker"] for e in events if e["event"] == "accepted"} == {"w0", "w1"}
+    redelivered = {(p, o) for p, o, dc in accepted if dc > 1}
+    assert {(x["partition"], x["offset"]) for x in again} <= redelivered
+    assert all(dc <= DELIVERY_LIMIT for _, _, dc in accepted)
+    assert f"{LOCK_MS / 1000:g} s lock" in d["predicted"]["note"]
+
+
+@pytest.mark.slow
+def test_share_ack_before_loses_and_share_dedupe_is_exact(stack, tmp_path):
+    d = run_exp(stack, tmp_path, "share-ack-before", "--messages", "100", "--partitions", "2", "--workers", "2")
+    lost = {x["message_id"] for x in crashlog.read(tmp_path / "report" / "crash-log.jsonl")}
+    assert d["counts"]["lost"] == d["predicted"]["lost"] >= len(lost) == 10 and d["counts"]["duplicates"] == 0
+    assert lost <= set(d["anomalies"]["lost_ids"])
+    (tmp_path / "report").rename(tmp_path / "before")
+    d = run_exp(stack, tmp_path, "share-dedupe", "--messages", "100", "--partitions", "2", "--workers", "2",
+                "--kill-point", "any")
+    assert (d["counts"]["lost"], d["counts"]["duplicates"]) == (0, 0)
+    assert d["ledger"]["actual_total"] == d["ledger"]["expected_total"]

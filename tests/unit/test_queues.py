@@ -1,0 +1,114 @@
+"""The queues family (share groups) on hand-made data: its predictions from crash records that list what each
+death held, its refusal of brokers without share groups, and how a worker tells the queue is done."""
+
+import json
+
+from harness.checker.predict import predict
+from harness.experiments import get
+from harness.experiments.queues import share_launcher as launcher
+from harness.experiments.queues.share_predictors import LockNote, effect_runs, redeliveries
+from harness.experiments.queues.share_facts import DELIVERY_LIMIT, archived, archived_records, settled_records
+
+
+def crash(msg, point, unacked=(), acked_unapplied=(), held=None, worker="w0"):
+    """A share worker's crash record: `held` maps payment id -> delivery count (partition 0, offset from the id)."""
+    held = {i: [0, int(i[1:]), dc] for i, dc in (held or {msg: 1}).items()}
+    return {"point": point, "message_id": msg, "unacked": list(unacked), "acked_unapplied": list(acked_unapplied),
+            "held": held, "time": 1.0, "worker": worker, "attempt": 1}
+
+
+def expectations(p):
+    return {e.metric: (e.op, e.value) for e in p.expectations}
+
+
+def test_ack_after_duplicates_what_each_death_applied_and_did_not_accept():
+    p = predict(get("share-ack-after"), [
+        crash("p2", "after-effect-before-accept", unacked=["p1", "p2"], held={"p1": 1, "p2": 1, "p3": 1}),
+        crash("p5", "after-acquire-before-effect", held={"p5": 1, "p3": 2}),
+        crash("p7", "after-accept", held={"p8": 1})])
+    assert expectations(p) == {"ledger.duplicates": ("==", 2), "ledger.lost": ("==", 0)}
+    assert p.duplicate_counts == {"p1": 1, "p2": 1} and p.exact and not p.inconsistent
+
+
+def test_a_record_a_death_held_at_the_delivery_limit_is_archived_applied_once_or_never():
+    limit = DELIVERY_LIMIT
+    p = predict(get("share-ack-after"), [
+        # applied at its last allowed delivery, then the death: archived, so it is not applied again
+        crash("p1", "after-effect-before-accept", unacked=["p1"], held={"p1": limit}),
+        # held, never applied, at the limit: archived before anyone applied it: lost
+        crash("p4", "after-acquire-before-effect", held={"p4": 1, "p9": limit})])
+    assert expectations(p) == {"ledger.duplicates": ("==", 0), "ledger.lost": ("==", 1)}
+    assert p.lost_ids == {"p9"}
+
+
+def test_ack_before_loses_what_was_accepted_and_never_applied():
+    p = predict(get("share-ack-before"), [
+        crash("p2", "after-accept-before-effect", acked_unapplied=["p2", "p3"], held={"p4": 1}),
+        crash("p5", "after-acquire-before-accept", held={"p5": 1, "p6": 1})])
+    assert expectations(p) == {"ledger.duplicates": ("==", 0), "ledger.lost": ("==", 2)}
+    assert p.lost_ids == {"p2", "p3"} and not p.inconsistent
+
+
+def test_share_dedupe_turns_the_redeliveries_into_hits():
+    p = predict(get("share-dedupe"), [
+        crash("p2", "after-effect-before-accept", unacked=["p1", "p2"], held={"p1": 1, "p2": 1}),
+        crash("p3", "inside-effect-txn", unacked=[], held={"p3": 1}),
+        crash("p1", "after-effect-before-accept", unacked=["p1"], held={"p1": 2})])
+    assert expectations(p) == {"ledger.duplicates": ("==", 0), "ledger.dedupe_hits": ("==", 3),
+                               "ledger.lost": ("==", 0)}
+    assert p.hit_counts == {"p1": 2, "p2": 1}
+
+
+def test_an_undescribed_death_makes_the_numbers_bounds():
+    random_kill = {"point": "random", "message_id": None, "time": 1.0, "worker": "w0", "by": "supervisor"}
+    p = predict(get("share-ack-after"), [crash("p2", "after-effect-before-accept", unacked=["p2"]), random_kill])
+    assert not p.exact and expectations(p)["ledger.duplicates"][0] == "<="
+    assert expectations(p)["ledger.duplicates"][1] >= 1
+
+
+def test_effect_runs_counts_each_delivery_that_ran_the_effect():
+    runs = effect_runs([crash("p1", "x", unacked=["p1"], held={"p1": 1, "p2": 1}),
+                        crash("p1", "x", unacked=["p1"], held={"p1": 2})])
+    assert runs == {"p1": 3, "p2": 1}
+
+
+def test_the_note_tells_lock_and_delivery_counts():
+    events = [{"event": "accepted", "records": [[0, 1, 1], [0, 2, 3]]}, {"event": "started"}]
+    assert redeliveries(events) == {(0, 2): 3}
+    p = predict(get("share-ack-after"), [crash("p2", "after-effect-before-accept", unacked=["p2"])], events=events)
+    assert "lock" in p.note and "highest 3" in p.note and "1 record(s)" in p.note
+    assert LockNote().lock_ms < 30_000
+
+
+def test_settled_records_are_the_accepted_and_the_archived(tmp_path):
+    events = tmp_path / "events.jsonl"
+    events.write_text("\n".join(json.dumps(e) for e in [
+        {"event": "accepted", "records": [[0, 0, 1], [0, 1, 2]]}, {"event": "started"}, "torn",
+        {"event": "commit_lost", "unacked": ["p2"]}, {"event": "rejected", "records": [[1, 5, 1]]}]) + "\n{torn")
+    assert settled_records(events) == {(0, 0), (0, 1), (1, 5)}
+    assert settled_records(tmp_path / "missing") == set()
+    log = tmp_path / "crash-log.jsonl"
+    log.write_text(json.dumps(crash("p1", "x", held={"p1": DELIVERY_LIMIT, "p2": 1})) + "\n")
+    assert archived_records(log) == {(0, 1)}
+    assert archived({"held": "not a dict"}) == {}
+
+
+def test_a_broker_without_share_groups_is_refused_in_one_line_naming_it():
+    old = launcher.refusal({"metadata.version": 21}, "3.9.1")
+    assert "3.9.1" in old and "4.2" in old and "\n" not in old
+    off = launcher.refusal({"metadata.version": 29, "share.version": 0}, "4.2.0")
+    assert "share.version 0" in off
+    assert launcher.refusal({"metadata.version": 33, "share.version": 2}, "4.4.0") is None
+    assert launcher.refusal(None, None) is None         # a broker that does not say: the workers find out
+
+
+def test_poison_is_lost_once_a_death_leaves_it_at_the_limit_and_its_poll_mates_spend_deliveries():
+    limit = DELIVERY_LIMIT
+    deaths = [crash("p3", "poison-acquired", held={"p3": n, "p4": n}) for n in range(1, limit)]
+    p = predict(get("share-poison"), deaths + [crash("p3", "poison-acquired", held={"p3": limit, "p4": 1})])
+    assert expectations(p) == {"ledger.duplicates": ("==", 0), "ledger.lost": ("==", 1)}
+    assert p.lost_ids == {"p3"} and not p.inconsistent
+    # a poll-mate held by `limit` deaths is archived too, though it never failed itself
+    p = predict(get("share-poison"), [crash("p3", "poison-acquired", held={"p3": n, "p4": n})
+                                      for n in range(1, limit + 1)])
+    assert p.lost_ids == {"p3", "p4"}
