@@ -61,6 +61,11 @@ def run_tables(run_id: str) -> set[str]:
     return {f"{kind}_{slug(run_id)}" for kind in TABLE_KINDS}
 
 
+def share_group_of(group: str) -> str:
+    """The share group beside consumer group `group` (a worker knows only the group's name)."""
+    return f"{group}-share"
+
+
 @dataclass(frozen=True)
 class RunNames:
     run_id: str
@@ -91,6 +96,11 @@ class RunNames:
     def downstream_group(self) -> str:
         """The consumer group of a downstream consumer of the events topic."""
         return f"harness-{self.run_id}-downstream"
+
+    @property
+    def share_group(self) -> str:
+        """The share group of a queues run (KIP-932): a name of its own, since a group id has one type."""
+        return share_group_of(self.group)
 
     @property
     def rows_table(self) -> str:

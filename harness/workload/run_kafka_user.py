@@ -8,7 +8,7 @@ makes a SCRAM user for it (kafka_users.py), named after the run id like its Post
 
 - READ and DESCRIBE on the run's input topic; WRITE and DESCRIBE on its output topic; READ, WRITE and
   DESCRIBE on its events topic (the outbox's relay writes it, its downstream consumer reads it);
-- READ on its consumer groups (the group, the downstream group): join, commit, fetch offsets;
+- READ on its groups (the group, the downstream group, the share group): join, commit, fetch offsets;
 - WRITE and DESCRIBE on transactional ids starting with `harness-<run id>-` (each slot's, and Kafka
   Streams' own, which start with its application id, the run's group), and IDEMPOTENT_WRITE on the
   cluster (idempotent producers on brokers that still ask for it);
@@ -51,6 +51,7 @@ def allows(names: RunNames) -> list[Allow]:
             Allow("TOPIC", names.output_topic, "WRITE"), Allow("TOPIC", names.output_topic, "DESCRIBE"),
             *(Allow("TOPIC", names.events_topic, op) for op in ("READ", "WRITE", "DESCRIBE")),
             Allow("GROUP", names.group, "READ"), Allow("GROUP", names.downstream_group, "READ"),
+            Allow("GROUP", names.share_group, "READ"),
             Allow("TRANSACTIONAL_ID", own, "WRITE", prefixed=True),
             Allow("TRANSACTIONAL_ID", own, "DESCRIBE", prefixed=True),
             Allow("TOPIC", own, "ALL", prefixed=True),

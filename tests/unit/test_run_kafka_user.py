@@ -11,7 +11,7 @@ def test_a_runs_user_is_allowed_only_its_own_names_and_never_to_write_its_input(
     other = RunNames("20261207T000000.000-offset-after-abc124")
     allows = run_kafka_user.allows(names)
     own = {names.input_topic, names.output_topic, names.events_topic, names.group, names.downstream_group,
-           f"harness-{names.run_id}-", "kafka-cluster"}
+           names.share_group, f"harness-{names.run_id}-", "kafka-cluster"}
     assert {a.name for a in allows} <= own
     assert not any(a.name in (other.input_topic, other.group) or "*" in a.name or a.name == "" for a in allows)
     on_input = {a.operation for a in allows if a.kind == "TOPIC" and a.name == names.input_topic}

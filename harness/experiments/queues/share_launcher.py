@@ -6,7 +6,8 @@ has no share group to join, and a worker would wait on it forever. The check
 reads the broker's own finalized features (stack/broker_version.py) before
 anything of the run is created, and refuses in one line naming what it found.
 A broker that does not say (a listener that wants SASL first) is not refused:
-the workers then find out themselves.
+the workers then find out themselves. The group's settings are made here too,
+by the supervisor, before the workers join.
 """
 
 from ...core.errors import HarnessError
@@ -39,3 +40,10 @@ class ShareWorkers(PythonWorkers):
                       stack.kafka_version)
         if why:
             raise HarnessError(why)
+
+    def prepare(self, run):
+        """The share group's settings (short locks, the delivery limit) are set here, with the harness's own
+        login, before any worker joins: a run's Kafka user on a SCRAM stack may not alter a group's configs."""
+        from .share_worker import configure_group
+        configure_group(run.stack.bootstrap_servers, run.names.share_group)
+        return super().prepare(run)

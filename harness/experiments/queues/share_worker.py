@@ -36,15 +36,13 @@ import time
 from ...clients import kafka_client
 from ...runtime.crashlog import crashed_ids
 from ...runtime.kafka_calls import REQUEST_TIMEOUT_S, retrying
+from ...workload.naming import share_group_of
 from .share_facts import GROUP_CONFIG, POLL_RECORDS, POLL_TIMEOUT_S, QUIET_S, archived_records, settled_records
 
-def share_group(run_group: str) -> str:
-    """The run's share group: its own name, so it never meets the run's consumer group (a group id is one type)."""
-    return f"{run_group}-share"
-
-
 def configure_group(bootstrap: str, group: str, settings: dict | None = None) -> None:
-    """Set the share group's settings with the admin API (incremental: idempotent, any worker may do it)."""
+    """Set the share group's settings with the admin API (incremental, idempotent). The supervisor does it with
+    the harness's own login before the workers start (ShareWorkers.prepare): a run's Kafka user may join its
+    groups but not alter their configs."""
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
     admin = AdminClient(kafka_client.config(bootstrap, {"log_level": 3}))
     entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
@@ -61,9 +59,8 @@ class ShareWorker:
     def __init__(self, ctx):
         from confluent_kafka import ShareConsumer
         self.ctx = ctx
-        self.group = share_group(ctx.args.group)
+        self.group = share_group_of(ctx.args.group)
         self.total = self._input_size()
-        configure_group(ctx.args.bootstrap, self.group)
         self.consumer = ShareConsumer(kafka_client.config(ctx.args.bootstrap, {
             "group.id": self.group, "share.acknowledgement.mode": "explicit", "max.poll.records": POLL_RECORDS,
             "log_level": 3}))
