@@ -33,10 +33,10 @@ error) and a mark on the timeline, read from the proxy's own log
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..core.errors import HarnessError
+from ..runtime import crashlog
 from . import kafka_wire as wire
 from .base import Fault, number
 from .protocol_proxy import ProtocolProxy, Rule
@@ -147,15 +147,7 @@ class ProtocolFault(Fault):
         """The proxy's log of the requests it touched (empty when it never started)."""
         if self.log is None or not self.log.is_file():
             return []
-        rows = []
-        for line in self.log.read_text(errors="replace").splitlines():
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(row, dict):
-                rows.append(row)
-        return rows
+        return crashlog.parse(self.log.read_bytes())
 
     def entries(self, crashes, events) -> list[dict]:
         return [{"fault": self.name, "time": r.get("time"),

@@ -170,6 +170,7 @@ class ProtocolProxy:
         client_gone = asyncio.Event()
         writer = self._spawn(self._forward(node, requests, answers, up_w))
         reader = self._spawn(self._answer(node, answers, up_r, client_w, client_gone))
+        reader.add_done_callback(lambda _: client_w.close())     # the node hung up: so does the client's side
         try:
             while True:
                 prefix = await client_r.readexactly(4)
@@ -183,8 +184,8 @@ class ProtocolProxy:
             await requests.put(None)
             try:
                 await asyncio.wait_for(asyncio.gather(writer, reader), DRAIN_S)
-            except (asyncio.TimeoutError, ConnectionError):
-                pass
+            except (asyncio.TimeoutError, OSError, EOFError, wire.WireError):
+                pass                    # the node hung up or never answered: nothing more to hand back
             finally:
                 for t in (writer, reader):
                     t.cancel()

@@ -315,3 +315,21 @@ def test_a_run_routes_every_nodes_proxy_through_it_and_back_at_the_end(node, tmp
     story = f.story([])
     assert story["touched"] == 1 and "held back 1 EndTxn request(s) 10 ms each" in f.sentence(story)
     assert f.observed(story) == {"fault.delay-request.touched": 1} and f.shortfall([], story) == ""
+
+
+def test_a_node_that_hangs_up_closes_the_clients_connection_too(tmp_path):
+    hangs_up = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        conn, _ = hangs_up.accept()
+        conn.recv(100)
+        conn.close()
+    threading.Thread(target=serve, daemon=True).start()
+    proxy = ProtocolProxy({1: ("127.0.0.1", hangs_up.getsockname()[1])}, Rule("delay", "EndTxn"), tmp_path / "t.jsonl")
+    try:
+        with socket.create_connection(("127.0.0.1", proxy.start()[1]), timeout=10) as c:
+            c.sendall(request("ApiVersions", 0, 1))
+            assert c.recv(10) == b""                    # closed, not left waiting for an answer that cannot come
+    finally:
+        proxy.stop()
+        hangs_up.close()
