@@ -153,7 +153,7 @@ class ProtocolFault(Fault):
         return [{"fault": self.name, "time": r.get("time"),
                  "target": f"{r.get('api')} to node {r.get('node')}, correlation id {r.get('correlation_id')}",
                  **{k: r.get(k) for k in ("node", "api", "version", "correlation_id", "client_id")},
-                 **{k: r[k] for k in ("ms", "held_ms", "error", "when", "broker_error") if k in r}}
+                 **{k: r[k] for k in ("ms", "held_ms", "client_gone", "error", "when", "broker_error") if k in r}}
                 for r in self.touched()]
 
     def story(self, events) -> dict:
@@ -206,8 +206,18 @@ class DelayRequest(HeldOrFailed):
     def describe(self) -> dict:
         return {**super().describe(), "ms": self.rule.ms}
 
+    def story(self, events) -> dict:
+        return {**super().story(events), "after_client_gone": sum(1 for r in self.touched() if r.get("client_gone"))}
+
     def _how(self) -> str:
         return f" {self.rule.ms} ms each"
+
+    def sentence(self, story) -> str:
+        s = super().sentence(story)
+        if story and story["touched"]:
+            s += (f" {story['after_client_gone']} of them reached the node after their client had closed the "
+                  f"connection (it gave up on them).")
+        return s
 
 
 class FailRequest(HeldOrFailed):

@@ -168,7 +168,7 @@ class ProtocolProxy:
         requests: asyncio.Queue = asyncio.Queue()
         answers: asyncio.Queue = asyncio.Queue()
         client_gone = asyncio.Event()
-        writer = self._spawn(self._forward(node, requests, answers, up_w))
+        writer = self._spawn(self._forward(node, requests, answers, up_w, client_gone))
         reader = self._spawn(self._answer(node, answers, up_r, client_w, client_gone))
         reader.add_done_callback(lambda _: client_w.close())     # the node hung up: so does the client's side
         try:
@@ -192,8 +192,10 @@ class ProtocolProxy:
                 up_w.close()
                 client_w.close()
 
-    async def _forward(self, node: int, requests, answers, up_w):
-        """Requests to the node in their order: a delayed one holds those after it."""
+    async def _forward(self, node: int, requests, answers, up_w, client_gone):
+        """Requests to the node in their order: a delayed one holds those after it (`client_gone` in its log
+        line: its client had closed the connection by the time it was forwarded, so it landed after the client
+        gave up on it)."""
         rule = self.rule
         while (item := await requests.get()) is not None:
             head, body, touched = item
@@ -203,7 +205,7 @@ class ProtocolProxy:
                 held = time.monotonic()
                 await asyncio.sleep(rule.ms / 1000)
                 self._record(node, head, action="delay", ms=rule.ms,
-                             held_ms=round((time.monotonic() - held) * 1000))
+                             held_ms=round((time.monotonic() - held) * 1000), client_gone=client_gone.is_set())
             if touched and rule.action == "fail" and rule.when == "before":
                 self._record(node, head, action="fail", when="before", error=rule.error, forwarded=False)
                 await answers.put(("local", head, wire.error_response(head, rule.error)))

@@ -156,7 +156,7 @@ def test_a_delayed_request_holds_the_ones_after_it_and_is_logged(node, tmp_path)
             assert time.monotonic() - t >= 0.4
         (row,) = logged(tmp_path)
         assert (row["api"], row["correlation_id"], row["client_id"], row["node"], row["ms"]) == \
-            ("EndTxn", 7, "worker-1", 1, 400) and row["held_ms"] >= 400
+            ("EndTxn", 7, "worker-1", 1, 400) and row["held_ms"] >= 400 and row["client_gone"] is False
         assert [h["api"] for h, _ in node.seen] == ["EndTxn", "AddOffsetsToTxn"]
     finally:
         proxy.stop()
@@ -172,6 +172,7 @@ def test_a_held_request_lands_after_its_client_closed_the_connection(node, tmp_p
         assert wait_for(lambda: node.seen)
         (head, at), = node.seen
         assert head["correlation_id"] == 9 and at - closed >= 0.3
+        assert wait_for(lambda: logged(tmp_path)) and logged(tmp_path)[0]["client_gone"] is True
     finally:
         proxy.stop()
 
@@ -314,6 +315,8 @@ def test_a_run_routes_every_nodes_proxy_through_it_and_back_at_the_end(node, tmp
     assert row["fault"] == "delay-request" and row["target"] == "EndTxn to node 1, correlation id 21"
     story = f.story([])
     assert story["touched"] == 1 and "held back 1 EndTxn request(s) 10 ms each" in f.sentence(story)
+    assert story["after_client_gone"] == 0 and "0 of them reached the node after their client had closed" in \
+        f.sentence(story)
     assert f.observed(story) == {"fault.delay-request.touched": 1} and f.shortfall([], story) == ""
 
 
