@@ -104,6 +104,8 @@ class ProtocolProxy:
 
         def run():
             self.loop = asyncio.new_event_loop()
+            # A connection's task that ended on its node's or client's hang-up is no news: never a traceback.
+            self.loop.set_exception_handler(lambda loop, context: None)
             try:
                 self.loop.run_until_complete(self._listen())
             except BaseException as e:      # noqa: BLE001 - handed to start(), which raises it
@@ -150,6 +152,7 @@ class ProtocolProxy:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())     # retrieved: never "never retrieved"
         return task
 
     def _record(self, node: int, head: dict, **what) -> None:
@@ -183,9 +186,8 @@ class ProtocolProxy:
             client_gone.set()
             await requests.put(None)
             try:
-                await asyncio.wait_for(asyncio.gather(writer, reader), DRAIN_S)
-            except (asyncio.TimeoutError, OSError, EOFError, wire.WireError):
-                pass                    # the node hung up or never answered: nothing more to hand back
+                # asyncio.wait, not gather: the node hanging up (the reader's error) is no error of the proxy's
+                await asyncio.wait({writer, reader}, timeout=DRAIN_S)
             finally:
                 for t in (writer, reader):
                     t.cancel()

@@ -336,3 +336,16 @@ def test_a_node_that_hangs_up_closes_the_clients_connection_too(tmp_path):
     finally:
         proxy.stop()
         hangs_up.close()
+
+
+def test_stopping_the_proxy_while_it_holds_a_request_prints_nothing(node, tmp_path, capfd):
+    """The end of a run with a request still held (and a node that then hangs up): no traceback on the terminal."""
+    import gc
+    proxy, port = proxied(node, tmp_path, Rule("delay", "EndTxn", ms=60_000))
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+        c.sendall(request("ApiVersions", 0, 1) + request("EndTxn", 1, 2))
+        assert answer(c)[0] == 1
+        node.close()
+        proxy.stop()
+    gc.collect()
+    assert capfd.readouterr().err == ""
