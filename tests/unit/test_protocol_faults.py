@@ -17,6 +17,7 @@ from harness.faults import build
 from harness.faults import kafka_wire as wire
 from harness.faults.protocol_proxy import ProtocolProxy, Rule
 from harness.run.params import RunParams
+from tests.raw_kafka_produce import _read as _exactly       # n bytes from a socket, EOFError when it closes
 
 
 def request(api: str, version: int, corr: int, client: str = "worker-1", body: bytes = b"") -> bytes:
@@ -66,16 +67,6 @@ class Node:
 
     def close(self):
         self.sock.close()
-
-
-def _exactly(conn, n) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = conn.recv(n - len(data))
-        if not chunk:
-            raise EOFError
-        data += chunk
-    return data
 
 
 def answer(conn) -> tuple[int, int]:
