@@ -1,8 +1,8 @@
 """Faults: the protocol (base) and each fault in its own module (planned crashes, random kills, the
-zombie pause, kills on a beat, broker faults, a rolling upgrade, a transactional client's own aborts and pauses, two
-deliveries overlapping). `build` turns a run's options into its list of faults; the
-supervisor (harness/workers/) ticks them, and the crash plan and crash log they share with the workers are
-in harness/runtime/."""
+zombie pause, kills on a beat, broker faults, a rolling upgrade, a transactional client's own aborts and
+pauses, two deliveries overlapping, requests of one Kafka API delayed, failed or sent twice). `build` turns
+a run's options into its list of faults; the supervisor (harness/workers/) ticks them, and the crash plan
+and crash log they share with the workers are in harness/runtime/."""
 
 from ..core.errors import HarnessError, did_you_mean
 from .base import Fault, parse_spec
@@ -12,12 +12,14 @@ from .kill_every import KillEvery
 from .network import ClientCut, Latency, Partition
 from .overlap import Overlap
 from .planned import PlannedCrash
+from .protocol import DelayRequest, DuplicateRequest, FailRequest
 from .random_kill import RandomKill
 from .upgrade import RollingUpgrade
 from .zombie import ZombiePause
 
 FAULTS = {f.name: f for f in (PlannedCrash, RandomKill, ZombiePause, KillEvery, BrokerKill, BrokerPause, LeaderKill,
-                              RollingUpgrade, Partition, ClientCut, Latency, Abort, ClientPause, Overlap)}
+                              RollingUpgrade, Partition, ClientCut, Latency, Abort, ClientPause, Overlap,
+                              DelayRequest, FailRequest, DuplicateRequest)}
 
 
 def help_text() -> str:

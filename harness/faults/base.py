@@ -55,6 +55,10 @@ class Fault:
     def finish(self, sup) -> None:
         """The supervisor stops (done, timed out or interrupted): undo what must not outlive the run."""
 
+    def release(self) -> None:
+        """What must not outlive the run even when the supervisor never ran (set-up failed, the run stopped
+        before its workers): undone here too. Called after `finish` as well, so it must be idempotent."""
+
     def entries(self, crashes: list[dict], events: list[dict]) -> list[dict]:
         """What happened, one dict per fault occurrence: {fault, time, target, ...}."""
         return []

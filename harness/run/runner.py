@@ -255,6 +255,9 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     except BaseException:
         _let_go(r, watcher, launcher, launch, result)
         raise
+    finally:
+        for f in faults:        # the supervisor's end did it, unless it never ran (set-up failed, stopped before)
+            f.release()
     if not produced:
         # Only what the broker acknowledged was sent.
         r.amounts = {i: a for i, a in r.amounts.items() if i in positions}

@@ -236,6 +236,10 @@ class LocalBrokers(ProxiedNodes):
             raise HarnessError("the stack's Toxiproxy is not running")
         return api
 
+    def _recorded_upstreams(self) -> dict[int, str]:
+        from .toxiproxy import LocalToxiproxy
+        return LocalToxiproxy(self.state).upstreams()
+
     def _add_loss(self, node: int, share: float) -> str:
         from . import netns
         layout = self.by_id[node].network()

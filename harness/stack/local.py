@@ -126,6 +126,16 @@ def status(check: bool = True) -> Stack | None:
             if toxic:
                 stack.notes.append(f"{', '.join(sorted(toxic))} delayed by Toxiproxy (a latency fault under way, or "
                                    f"one a killed harness left: `harness down` removes it)")
+            try:
+                now, recorded = api.upstreams(), proxy.upstreams()
+            except HarnessError as e:
+                now, recorded = {}, {}
+                stack.notes.append(f"where Toxiproxy's proxies forward could not be read: {e}")
+            elsewhere = sorted(n for n in recorded if now.get(n, recorded[n]) != recorded[n])
+            if elsewhere:
+                stack.notes.append(f"the proxies of node {', '.join(map(str, elsewhere))} forward to a protocol "
+                                   f"proxy, not to the node (a protocol fault under way, or one a killed harness "
+                                   f"left: the next protocol fault or `harness down` points them back)")
     if leases.held(state):
         stack.notes.append("held by `harness up` until `harness down`")
     users = leases.live(state, drop_stale=False)

@@ -81,6 +81,16 @@ class LocalToxiproxy(pidrecord.RecordedService):
         self.pidfile = self.home / "toxiproxy.pid"
         self.proc: subprocess.Popen | None = None
 
+    def upstreams(self) -> dict[int, str]:
+        """{node: "host:port"} as the server was started with (its configuration file)."""
+        try:
+            proxies = json.loads(safefile.read_limited(self.config, 1 << 20, "Toxiproxy's configuration"))
+        except ValueError:
+            raise HarnessError(f"Toxiproxy's configuration {self.config} is not its JSON")
+        return {int(p["name"].rpartition("-")[2]): str(p["upstream"]) for p in proxies
+                if isinstance(p, dict) and str(p.get("name", "")).startswith("kafka-")
+                and str(p["name"]).rpartition("-")[2].isdigit()}
+
     def marks(self) -> list[str]:
         return [str(self.config)]
 
@@ -197,6 +207,19 @@ class Api:
                    {"name": TOXIC, "type": "latency", "stream": "downstream", "toxicity": 1.0,
                     "attributes": {"latency": int(ms), "jitter": int(jitter)}})
 
+    def upstreams(self) -> dict[int, str]:
+        """{node: the "host:port" its proxy forwards to now}."""
+        out = {}
+        for name, p in self.proxies().items():
+            n = str(name).rpartition("-")[2]
+            if n.isascii() and n.isdigit() and len(n) < 4 and name == proxy_name(int(n)) and isinstance(p, dict):
+                out[int(n)] = str(p.get("upstream"))
+        return out
+
+    def set_upstream(self, node: int, upstream: str) -> None:
+        """The node's proxy forwards to `upstream` from now on (Toxiproxy restarts it: open connections close)."""
+        self._call("POST", f"/proxies/{proxy_name(node)}", {"upstream": upstream})
+
     def remove_latency(self, node: int) -> None:
         """The fault's toxic removed from the node's proxy (nothing to do when it has none)."""
         try:
@@ -208,9 +231,9 @@ class Api:
 
 
 class ProxiedNodes:
-    """The latency fault's hands, for a cluster whose nodes each have a proxy: a class that mixes this in
-    gives `_api()` (its Toxiproxy's), `node_ids()`, `heal(node)`, and `_add_loss(node, share)` (the loss
-    rules where its nodes' client packets pass; returns where they are)."""
+    """The latency and protocol faults' hands, for a cluster whose nodes each have a proxy: a class that mixes
+    this in gives `_api()` (its Toxiproxy's), `node_ids()`, `heal(node)`, `_add_loss(node, share)` (the loss
+    rules where its nodes' client packets pass; returns where they are) and `_recorded_upstreams()`."""
 
     def delayed_nodes(self) -> list[int]:
         """Nodes whose proxy has a toxic now (a fault of another run, or one a killed harness left)."""
@@ -236,6 +259,17 @@ class ProxiedNodes:
                 raise
             return f"toxic on proxy {proxy_name(node)}, {where}"
         return f"toxic on proxy {proxy_name(node)}"
+
+    def reroute(self, node: int, upstream: str | None) -> None:
+        """The node's proxy forwards to `upstream` (a protocol proxy's listener; None: the node again, as
+        the stack's Toxiproxy configuration says)."""
+        self._api().set_upstream(node, upstream or self._recorded_upstreams()[node])
+
+    def rerouted_nodes(self) -> list[int]:
+        """Nodes whose proxy forwards elsewhere than to the node (a protocol fault under way, or one a killed
+        harness left)."""
+        recorded, now = self._recorded_upstreams(), self._api().upstreams()
+        return sorted(n for n in self.node_ids() if n in recorded and now.get(n, recorded[n]) != recorded[n])
 
     def undelay(self, node: int, loss: float = 0.0) -> None:
         try:

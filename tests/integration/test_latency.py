@@ -130,3 +130,57 @@ def test_a_harness_killed_mid_delay_leaves_a_toxic_that_is_refused_and_down_remo
     assert not processes_of(cluster["home"])                      # the toxic went with the server
     harness("up", env=cluster["env"], check=True, timeout=300)  # remembered: the proxies come back, clean
     assert toxics(cluster["home"]) == {}
+
+
+@pytest.mark.slow
+def test_eos_on_the_java_client_with_its_endtxn_requests_held_stays_exact(cluster, tmp_path):
+    """delay-request: for the run, each node's Toxiproxy proxy forwards to the protocol proxy, which holds three
+    EndTxn requests 2 s each; the proxy's own log names exactly those (EndTxn, the workers' transactional
+    producers), read_committed stays exact, and afterwards every proxy forwards to its node again."""
+    d = run_exp(cluster, tmp_path / "endtxn", "eos", "--client", "java", "--messages", "200",
+                "--fault", "delay-request:api=EndTxn,ms=2000,count=3")
+    log = tmp_path / "endtxn" / "report" / "protocol-proxy.jsonl"
+    touched = [json.loads(line) for line in log.read_text().splitlines()]
+    rows = [f for f in d["faults"] if f["fault"] == "delay-request"]
+    assert len(touched) == len(rows) == 3, rows
+    assert all(t["api"] == "EndTxn" and t["action"] == "delay" and t["held_ms"] >= 2000 and t["node"] in (1, 2, 3)
+               and str(t["client_id"]).endswith("-producer") for t in touched), touched
+    assert [(r["correlation_id"], r["client_id"]) for r in rows] == \
+        [(t["correlation_id"], t["client_id"]) for t in touched]
+    assert [t["fault"] for t in d["timeline"]["faults"]].count("delay-request") == 3
+    k = d["kafka_output"]["read_committed"]
+    assert (k["records"], k["duplicates"], k["lost"]) == (200, 0, 0)
+    keys = read_keys(d["stack"]["bootstrap_servers"], d["stack"]["output_topic"], "read_committed")
+    assert len(keys) == 200 and set(keys.values()) == {1}
+    server = toxiproxy.LocalToxiproxy(cluster["home"])
+    assert toxiproxy.Api(server.running().ports["toxiproxy"]).upstreams() == server.upstreams()
+
+
+def rerouted(home) -> list[int]:
+    server = toxiproxy.LocalToxiproxy(home)
+    now, recorded = toxiproxy.Api(server.running().ports["toxiproxy"]).upstreams(), server.upstreams()
+    return sorted(n for n in recorded if now.get(n) != recorded[n])
+
+
+@pytest.mark.slow
+def test_a_harness_killed_mid_protocol_fault_leaves_routes_status_names_and_the_next_fault_puts_back(cluster, tmp_path,
+                                                                                                monkeypatch):
+    """SIGKILLed while its protocol proxy holds requests: the proxy (a thread of the harness) and its ports go with
+    it, Toxiproxy's proxies still forward to those ports; `harness status` says so, and the next protocol
+    fault's check points each proxy back at its node before anything else."""
+    left = sigkill_mid_fault(cluster["env"], tmp_path / "r", ["eos", "--messages", "3000", "--fault",
+                                                              "delay-request:api=EndTxn,ms=1000,count=100"],
+                             lambda: rerouted(cluster["home"]) == [1, 2, 3], timeout=180)
+    assert left and rerouted(cluster["home"]) == [1, 2, 3]
+    st = harness("status", env=cluster["env"], timeout=120)
+    assert "the proxies of node 1, 2, 3 forward to a protocol proxy" in st.stdout + st.stderr
+    from types import SimpleNamespace
+    from harness.experiments import get
+    from harness.faults import build
+    from harness.run.params import RunParams
+    (f,) = build(RunParams("eos", messages=10, faults=["delay-request:api=EndTxn"]), get("eos"))
+    monkeypatch.setenv("HARNESS_HOME", str(cluster["home"]))
+    f.check_stack(SimpleNamespace(kind="local", brokers=3))
+    assert rerouted(cluster["home"]) == []
+    d = run_exp(cluster, tmp_path / "after", "eos", "--messages", "100")     # the clients reach the nodes again
+    assert d["kafka_output"]["read_committed"]["lost"] == 0

@@ -34,4 +34,4 @@ def test_an_experiments_own_consumer_settings_win():
 def test_the_faults_that_seek_or_move_a_leader_say_so():
     moving = {name for name, f in FAULTS.items() if f.moves_partitions}
     assert moving == {"abort", "client-pause", "broker-kill", "broker-pause", "leader-kill", "rolling-upgrade",
-                      "partition", "client-cut", "latency"}
+                      "partition", "client-cut", "latency", "delay-request", "fail-request"}

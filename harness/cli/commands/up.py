@@ -36,7 +36,8 @@ NO_AUTH = ("Kafka has no authentication (--auth none): any local user can read a
                    "[default: what the stack was set up with, else off]")
 @click.option("--proxies/--no-proxies", default=None,
               help="3-broker stack: Kafka clients reach each node through a Toxiproxy proxy on 127.0.0.1 "
-                   "(the nodes talk to each other directly), so the latency fault can delay one node's replies. "
+                   "(the nodes talk to each other directly), so the latency fault can delay one node's replies and the "
+                   "protocol faults (delay-request, fail-request, duplicate-request) can put their proxy there. "
                    "Local: needs toxiproxy-server (bash .ci/install-toxiproxy.sh); compose: a Toxiproxy container "
                    "(the official image, or one scripts/build-images.sh builds). The state folder remembers it. "
                    "[default: what the stack was set up with, else off]")
@@ -58,7 +59,7 @@ def up(brokers, auth, build_images, node_networks, proxies, stack_kind, bootstra
       harness up && harness status
       harness up --brokers 3        # then: harness run eos --fault broker-kill
       harness up --brokers 3 --node-networks   # then: --fault partition
-      harness up --brokers 3 --proxies         # then: --fault latency
+      harness up --brokers 3 --proxies         # then: --fault latency, --fault delay-request:api=EndTxn
       harness up --auth none        # plaintext Kafka: any local user may write any topic
       harness up --stack compose    # Docker Compose (an engine: bash scripts/docker-engine.sh start)
       harness up --stack compose --brokers 3 --proxies   # then: --fault latency
