@@ -162,6 +162,16 @@ def stack_home():
 
 
 @pytest.fixture(scope="session")
+def plaintext_stack():
+    """A stack that asked for no Kafka authentication (`harness up --auth none`), for the tests of what any
+    client may do there (a stranger's records) or that speak Kafka's wire protocol without a login; one for
+    the session, started by the first test that needs it."""
+    with own_stack("harness-test-plaintext-", "--auth", "none") as (st, env, _up):
+        st["env"] = env
+        yield st
+
+
+@pytest.fixture(scope="session")
 def stack(stack_home):
     """A real Kafka + PostgreSQL, started with `harness up`, stopped (and checked gone) at the end.
     A SIGTERM or SIGHUP to pytest (a CI job cancelled, a terminal closed) stops it as Ctrl-C would:

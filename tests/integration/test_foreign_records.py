@@ -19,20 +19,12 @@ import uuid
 import pytest
 
 from harness.core.procs import die_with_parent
-from tests.conftest import ROOT, as_user, own_stack, pids_where
+from tests.conftest import ROOT, as_user, pids_where
 from tests.unit.sample_report import validate
 
 pytestmark = pytest.mark.integration
 
 CORRECT = ROOT / "examples" / "consumers" / "python" / "correct.py"
-
-
-@pytest.fixture(scope="module")
-def plaintext_stack():
-    """A stack that asked for no Kafka authentication (`harness up --auth none`)."""
-    with own_stack("harness-test-plaintext-", "--auth", "none") as (st, env, _up):
-        st["env"] = env
-        yield st
 
 
 def _wait_for(path, seconds: float) -> str:

@@ -1,6 +1,7 @@
 """The protocol proxy (faults/protocol_proxy.py) in front of the session's real broker: a Produce it sends twice
 lands twice in the topic (a client without idempotence, so the broker cannot tell the copy), a Produce it holds
-reaches the broker late, and its log names exactly the requests it touched. The protocol faults on the 3-node
+reaches the broker late, and its log names exactly the requests it touched. The raw producer speaks no SASL, so
+these run on the session's plaintext stack. The protocol faults on the 3-node
 cluster, in a run, are in test_latency.py (which has the cluster behind its proxies)."""
 
 import json
@@ -18,7 +19,8 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def topic(stack):
+def topic(plaintext_stack):
+    stack = plaintext_stack
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient(kafka_login.config(stack["bootstrap_servers"]))
     name = f"harness-protocol-proxy-{uuid.uuid4().hex[:8]}"
@@ -37,7 +39,8 @@ def touched(log) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
-def test_a_duplicated_produce_lands_twice_and_a_delayed_one_late(stack, topic, tmp_path):
+def test_a_duplicated_produce_lands_twice_and_a_delayed_one_late(plaintext_stack, topic, tmp_path):
+    stack = plaintext_stack
     log = tmp_path / "touched.jsonl"
     proxy, address = through_proxy(stack, Rule("duplicate", "Produce"), log)
     try:
