@@ -17,8 +17,12 @@ from ..clients import pgconn
 METADATA_TIMEOUT_S = 5.0
 
 
-def kafka_probe(bootstrap: str, timeout: float, brokers: int = 1) -> str | None:
+def kafka_probe(bootstrap: str, timeout: float, brokers: int = 1, cluster_id: str | None = None) -> str | None:
     """None when Kafka serves metadata listing at least `brokers` brokers and can create a topic, else the reason.
+
+    With `cluster_id` (a stack that starts its own nodes), only that cluster counts: two stacks started at
+    the same instant can pick the same free port, and the loser's node dies on the bind while the winner's
+    answers there; without the check the loser's `up` said ready and its runs went to the other stack.
 
     Bad client settings are not a reason to wait: credentials the broker refuses (librdkafka
     would retry them forever) raise HarnessError at the first refusal, without any secret.
@@ -39,6 +43,10 @@ def kafka_probe(bootstrap: str, timeout: float, brokers: int = 1) -> str | None:
     while time.monotonic() < deadline:
         try:
             md = admin.list_topics(timeout=min(METADATA_TIMEOUT_S, max(0.5, deadline - time.monotonic())))
+            if cluster_id and md.cluster_id != cluster_id:
+                last = f"another Kafka answers on {bootstrap} (cluster id {md.cluster_id}, not this stack's {cluster_id})"
+                time.sleep(0.3)
+                continue
             if len(md.brokers) < brokers:
                 last = f"metadata lists {len(md.brokers)} of {brokers} brokers"
                 time.sleep(0.3)

@@ -99,7 +99,8 @@ def status(check: bool = True) -> Stack | None:
                            f"record names it: the harness will not touch it")
     if check:
         stack.healthy = all(running.values()) and set(port_names(len(kafka), proxies)) <= set(port) \
-            and health.kafka_probe(stack.bootstrap_servers, 10, brokers=len(kafka)) is None \
+            and health.kafka_probe(stack.bootstrap_servers, 10, brokers=len(kafka),
+                                    cluster_id=kafka[0].cluster_id()) is None \
             and health.postgres_probe(stack.postgres_dsn, 5) is None
         stack.postgres_version = health.postgres_version(stack.postgres_dsn) if stack.healthy else None
     layout = netns.read_record(state)

@@ -334,7 +334,8 @@ def _wait_ready(stack: Stack, kafka: list, pg: LocalPostgres, proxy=None) -> Non
             if why:             # the cause in one line; its stack trace stays in the node's log
                 raise HarnessError(f"{dead[0].name} exited during start-up: {why}")
             raise HarnessError(f"{dead[0].name} exited during start-up", dead[0].log_tail())
-        err = health.kafka_probe(stack.bootstrap_servers, min(10, deadline - time.monotonic()), brokers=len(kafka))
+        err = health.kafka_probe(stack.bootstrap_servers, min(10, deadline - time.monotonic()), brokers=len(kafka),
+                                 cluster_id=kafka[0].cluster_id())
         if err is None:
             return
     raise HarnessError(f"Kafka did not become ready within {KAFKA_START_TIMEOUT_S} s: {err}", kafka[0].log_tail())

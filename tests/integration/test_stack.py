@@ -195,3 +195,17 @@ def test_a_port_taken_between_its_choice_and_the_bind_is_chosen_again(monkeypatc
         local.down(purge=True, log=said.append)
         assert not processes_of(home), "processes of the state folder survived `down`"
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_a_stack_waits_only_for_its_own_cluster_on_its_port(stack):
+    """Two stacks started at one instant can pick the same free port: the loser's node dies on the bind while
+    the winner's answers there. `up` (and status) ask the node that answers for its cluster id, and only this
+    stack's own counts: another cluster on the port is named, never taken as ready."""
+    from confluent_kafka.admin import AdminClient
+    from harness.stack import health
+    from tests import kafka_login
+    boot = stack["bootstrap_servers"]
+    ours = AdminClient(kafka_login.config(boot)).list_topics(timeout=30).cluster_id    # binds the login too
+    assert ours and health.kafka_probe(boot, 30, cluster_id=ours) is None
+    said = health.kafka_probe(boot, 2, cluster_id="AAAAAAAAAAAAAAAAAAAAAA")
+    assert said == f"another Kafka answers on {boot} (cluster id {ours}, not this stack's AAAAAAAAAAAAAAAAAAAAAA)"
