@@ -138,6 +138,8 @@ def test_a_volume_with_another_password_is_one_line_naming_it(engine):
     assert leftovers(engine) == {"container": [], "volume": [], "network": []}
 
 
+# about 250 s (a 3-node cluster of containers, three broker faults): nightly; the single-node compose tests run every time
+@pytest.mark.slow
 def test_the_cluster_takes_broker_faults_on_real_containers_and_purge_removes_both_variants(engine, tmp_path):
     from tests.integration.test_cluster import sigkill_mid_fault
     env = {**engine, **home("harness-compose-cluster-")}

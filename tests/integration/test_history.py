@@ -101,6 +101,8 @@ def test_a_record_another_producer_writes_into_the_output_topic_is_a_named_dupli
 
 
 
+# about 40 s (it waits out the foreign producer's open transaction): nightly
+@pytest.mark.slow
 def test_a_transaction_a_foreign_producer_leaves_open_on_the_output_topic_is_caught_with_its_offset(stack, tmp_path):
     """A transactional producer that is not the harness's begins a transaction on the run's output topic, writes
     one record and then does nothing (paused): every read_committed reader stops at that record. The run is

@@ -67,6 +67,8 @@ def test_a_delay_is_a_real_delay_on_the_wire_and_goes_when_removed(cluster):
     api.remove_latency(1)           # removing what is gone is no error
 
 
+# about 36 s (two producer runs under latency): nightly; eos under latency runs every time
+@pytest.mark.slow
 def test_a_producer_under_latency_past_its_request_timeout_duplicates_only_without_idempotence(cluster, tmp_path):
     """The leader's replies held 2.5 s, past the producer's 1 s socket timeout: the request was applied, the
     producer does not know it and sends it again. The broker drops the second copy only when idempotent."""
