@@ -1,6 +1,6 @@
-"""Who may do what on the default local stack's Kafka, on the real broker (issue 53, item 1, the Kafka half).
+"""Who may do what on a SCRAM local stack's Kafka (`harness up --auth scram`), on the real broker.
 
-The default stack has SCRAM and an authorizer. A client with no login cannot write into a running run's
+Such a stack has SCRAM and an authorizer. A client with no login cannot write into a running run's
 input topic (before, another local user wrote one record there and turned a correct consumer's run
 `unexpected`); each run's consumers log in as a user of that run, which may not write another run's input
 nor use another run's group, and which is gone with its ACLs once the run has ended; the shell of
@@ -18,11 +18,24 @@ from confluent_kafka.admin import (AclBindingFilter, AclOperation, AclPermission
 
 from harness.clients.kafka_client import load_file
 from tests import kafka_login
-from tests.conftest import harness
+from tests.conftest import harness, own_stack
 from tests.integration.test_custom import python_example, run_custom
 from tests.integration.test_run_roles import probed_run
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def stack():
+    """A SCRAM stack of this module's own (`harness up --auth scram`; the session's stack is plaintext)."""
+    from pathlib import Path
+    from harness.stack.local_postgres import LocalPostgres
+    with own_stack("harness-test-users-", "--auth", "scram") as (st, env, _up):
+        home = Path(env["HARNESS_HOME"])
+        port = json.loads((home / "stack.json").read_text())["postgres_port"]
+        st.update(env=env, dsn=LocalPostgres(home).dsn(port), admin_dsn=LocalPostgres(home).admin_dsn(port))
+        st["kafka_login"] = kafka_login.settings(st["bootstrap_servers"])
+        yield st
 
 
 def _produce_once(bootstrap: str, settings: dict, topic: str, wait_s: float = 8.0):
