@@ -12,7 +12,10 @@ by the supervisor, before the workers join.
 
 from ...core.errors import HarnessError
 from ...stack import broker_version
+from ...clients import kafka_client
+from ...runtime.kafka_calls import REQUEST_TIMEOUT_S
 from ..launch import PythonWorkers
+from .share_facts import GROUP_CONFIG
 
 FIRST_RELEASE = "4.2"
 FIRST_LEVEL = 28               # metadata.version 4.2-IV0 (broker_version.LEVELS)
@@ -34,6 +37,19 @@ def refusal(found: dict | None, release: str | None) -> str | None:
     return None
 
 
+def configure_group(bootstrap: str, group: str, settings: dict | None = None) -> None:
+    """Set the share group's settings with the admin API (incremental, idempotent). The supervisor does it with
+    the harness's own login before the workers start (ShareWorkers.prepare): a run's Kafka user may join its
+    groups but not alter their configs."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    admin = AdminClient(kafka_client.config(bootstrap, {"log_level": 3}))
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+               for k, v in (settings or GROUP_CONFIG).items()]
+    for fut in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group,
+                                                               incremental_configs=entries)]).values():
+        fut.result(timeout=REQUEST_TIMEOUT_S)
+
+
 class ShareWorkers(PythonWorkers):
     def check(self, stack) -> None:
         why = refusal(broker_version.features(stack.bootstrap_servers) if stack.bootstrap_servers else None,
@@ -44,6 +60,5 @@ class ShareWorkers(PythonWorkers):
     def prepare(self, run):
         """The share group's settings (short locks, the delivery limit) are set here, with the harness's own
         login, before any worker joins: a run's Kafka user on a SCRAM stack may not alter a group's configs."""
-        from .share_worker import configure_group
         configure_group(run.stack.bootstrap_servers, run.names.share_group)
         return super().prepare(run)

@@ -23,7 +23,7 @@ therefore produced one record a batch, and a poll acquires at most a few
 record went to another member) is `commit_lost`, as in a consumer group: its
 records come again with no crash record, and the numbers they touch become bounds.
 
-The group's settings are set with the admin API before the worker subscribes
+The group's settings are set by the supervisor (share_launcher.py) before the workers join
 (share_facts.GROUP_CONFIG): locks of LOCK_MS instead of Kafka's 30 s default, sessions of
 SESSION_MS instead of 45 s, earliest start. The broker must allow them
 (`group.share.min.record.lock.duration.ms`, `group.share.min.session.timeout.ms`:
@@ -37,20 +37,7 @@ from ...clients import kafka_client
 from ...runtime.crashlog import crashed_ids
 from ...runtime.kafka_calls import REQUEST_TIMEOUT_S, retrying
 from ...workload.naming import share_group_of
-from .share_facts import GROUP_CONFIG, POLL_RECORDS, POLL_TIMEOUT_S, QUIET_S, archived_records, settled_records
-
-def configure_group(bootstrap: str, group: str, settings: dict | None = None) -> None:
-    """Set the share group's settings with the admin API (incremental, idempotent). The supervisor does it with
-    the harness's own login before the workers start (ShareWorkers.prepare): a run's Kafka user may join its
-    groups but not alter their configs."""
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-    admin = AdminClient(kafka_client.config(bootstrap, {"log_level": 3}))
-    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
-               for k, v in (settings or GROUP_CONFIG).items()]
-    for fut in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group,
-                                                               incremental_configs=entries)]).values():
-        fut.result(timeout=REQUEST_TIMEOUT_S)
-
+from .share_facts import POLL_RECORDS, POLL_TIMEOUT_S, QUIET_S, archived_records, settled_records
 
 class ShareWorker:
     """The share consumer of one worker process, beside the WorkerContext `ctx` it takes its run, events,
