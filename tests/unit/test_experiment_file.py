@@ -83,7 +83,7 @@ def test_the_default_suite_runs_its_files_which_are_the_code_groups_runs():
         got, files, common = default_runs(group, given, None, False)
         assert got == names and common == [], group
         assert {n: kind for n, (_, kind) in files.items()} == {n: n for n in names}
-        assert all(path.parent == (ROOT / "experiments" / group).resolve() for path, _ in files.values())
+        assert all(path.resolve().parent == (ROOT / "experiments" / group).resolve() for path, _ in files.values())
         assert {p.stem for p in (ROOT / "experiments" / group).glob("*.toml")} == set(names), group
     got, files, _ = default_runs(None, {**given, "seed": 7}, None, False)
     assert got == suite_runner.suite_experiments() == suite_runner.parse_experiments(None)
@@ -91,6 +91,23 @@ def test_the_default_suite_runs_its_files_which_are_the_code_groups_runs():
     assert common == ["--seed", "7", "--client", "java"]
     with pytest.raises(HarnessError, match=r"unknown --group 'cor'; did you mean 'core'"):
         default_runs("cor", given, None, False)
+
+
+def test_a_suites_file_is_named_from_the_folder_it_runs_in_when_it_lies_there(tmp_path, monkeypatch):
+    """The runs' command lines and reports name a file under the suite's folder relatively (a reference report
+    kept in the repository names experiments/core/dedupe.toml, not one machine's checkout), and any other file
+    by its absolute path."""
+    from harness.cli.commands.suite import default_runs, file_runs
+    given = {o.name: None for o in SUITE_OPTIONS}
+    monkeypatch.chdir(ROOT)
+    _, files, _ = default_runs("core", given, None, False)
+    assert files["dedupe"][0] == Path("experiments/core/dedupe.toml")
+    elsewhere = tmp_path / "nightly"
+    elsewhere.mkdir()
+    (elsewhere / "dedupe.toml").write_text((ROOT / "experiments" / "core" / "dedupe.toml").read_text())
+    monkeypatch.chdir(ROOT / "docs")
+    _, files, _, _ = file_runs(str(elsewhere), given, None, False)
+    assert files["dedupe"][0] == (elsewhere / "dedupe.toml").resolve() and files["dedupe"][0].is_absolute()
 
 
 def test_flags_beside_a_file_override_it_and_are_named():

@@ -2,6 +2,7 @@
 """
 
 import sys
+from pathlib import Path
 import time
 
 import click
@@ -42,7 +43,6 @@ def file_runs(target: str, given: dict, client: str | None, local: bool) -> tupl
     names, {name: (path, kind)}, the common arguments (only the suite options given: a file's own values
     hold otherwise) and the group's name (None for a path). Every file is loaded and its run checked with
     those arguments first: bad input is one line before any stack starts."""
-    from pathlib import Path
     from ...run.experiment_file import folder_of
     names, files, common = runs_of_folders([folder_of(target)], given, client, local)
     return names, files, common, (target if not Path(target).is_dir() else None)
@@ -81,7 +81,18 @@ def runs_of_folders(folders: list, given: dict, client: str | None, local: bool)
         except HarnessError as e:
             raise HarnessError(f"{f.path}: {e}") from None
         check_stack_needs(f, local)
-    return [f.name for f in loaded], {f.name: (f.path.resolve(), f.experiment) for f in loaded}, common
+    return [f.name for f in loaded], {f.name: (_as_given_here(f.path), f.experiment) for f in loaded}, common
+
+
+def _as_given_here(path: Path) -> Path:
+    """A file's path for its run's command line and report: relative to the folder the suite runs in when
+    it lies there (a report kept in a repository then names `experiments/core/offset-after.toml`, not where
+    one machine had its checkout), absolute otherwise. The runs start in the same folder."""
+    full = path.resolve()
+    try:
+        return full.relative_to(Path.cwd().resolve())
+    except ValueError:
+        return full
 
 
 @click.command(epilog="\b\nExamples:\n  harness suite\n  harness suite --group mistakes\n"
