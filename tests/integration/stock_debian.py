@@ -67,8 +67,9 @@ def checkout_archive(dest: Path) -> Path:
 
 
 def script(apt_line: str, first_command: str) -> str:
-    """What the container runs: the README's two lines (apt as root: no sudo in a minbase system), each
-    timed on a line of its own."""
+    """What the container runs: the README's two lines, each timed on a line of its own. The apt line runs as
+    root without `sudo` (a minbase system has none); the first command is the README's line byte for byte,
+    its comment too, its exit status taken right after it."""
     return "\n".join([
         "set -eu",
         "echo force-unsafe-io > /etc/dpkg/dpkg.cfg.d/unsafe-io",
@@ -77,8 +78,10 @@ def script(apt_line: str, first_command: str) -> str:
         'echo "stock-debian: the apt line took $(( $(date +%s) - t )) s"',
         "cd /srv/harness",
         "t=$(date +%s)",
-        "status=0",
-        f"{first_command.split('#')[0].strip()} || status=$?",
+        "set +e",
+        first_command,
+        "status=$?",
+        "set -e",
         'echo "stock-debian: the first command took $(( $(date +%s) - t )) s and exited $status"',
         "apt-get -qq autoclean || true",      # the cache keeps no package Debian no longer has
         "exit $status",
