@@ -88,8 +88,9 @@ def script(apt_line: str, first_command: str) -> str:
     ])
 
 
-def run(env: dict, out: Path) -> subprocess.CompletedProcess:
-    """Run the README's lines in a new container of BASE_IMAGE; its reports folder is copied to `out`."""
+def run(env: dict, out: Path) -> tuple[subprocess.CompletedProcess, str]:
+    """Run the README's lines in a new container of BASE_IMAGE: (what it printed and its exit status, the
+    container's name; it is removed by then). Its reports folder is copied to `out`."""
     docker = ["docker"]
     apt_line, first_command = readme_lines()
     caches = cache_dir() / "stock-debian"
@@ -117,7 +118,7 @@ def run(env: dict, out: Path) -> subprocess.CompletedProcess:
                                   timeout=RUN_TIMEOUT_S)
             subprocess.run([*docker, "cp", f"{name}:/srv/harness/reports", str(out)], env=env,
                            capture_output=True, timeout=120)
-            return proc
+            return proc, name
         finally:
             subprocess.run([*docker, "rm", "--force", name], env=env, capture_output=True, timeout=120)
 

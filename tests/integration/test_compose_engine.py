@@ -281,15 +281,15 @@ def test_the_readmes_first_command_runs_as_written_on_a_stock_debian_12(docker_e
     (tests/integration/stock_debian.py says what the container gets and why)."""
     from tests.integration import stock_debian
     stock_debian.build_base(docker_engine)
-    proc = stock_debian.run(docker_engine, tmp_path / "reports")
+    proc, name = stock_debian.run(docker_engine, tmp_path / "reports")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]
     assert re.search(r"^offset-before: as-predicted\s*$", out, re.M), out[-6000:]
     (report,) = tmp_path.glob("reports/*/report.json")
     d = json.loads(report.read_text())
     assert d["verdict"] == "as-predicted" and d["counts"]["lost"] == len(d["crashes"]) > 0, d["verdict_detail"]
-    left = _docker(docker_engine, "ps", "-a", "--filter", "name=harness-stock-debian-", "--format", "{{.Names}}")
-    assert left.stdout.split() == []
+    left = _docker(docker_engine, "ps", "-a", "--filter", f"name=^{name}$", "--format", "{{.Names}}")
+    assert left.returncode == 0 and left.stdout.split() == [], left.stdout + left.stderr      # removed
     print("\n".join(line for line in out.splitlines() if line.startswith(("stock-debian:", "setup:"))))
 
 
