@@ -5,7 +5,9 @@ ignored: no .venv, no reports, no state). Used by test_compose_engine.py (its en
 
 What the container gets beyond that, and why:
 - host networking: apt, pip and mvn reach their registries (the private engine makes no bridge), and the
-  harness's Kafka and PostgreSQL bind 127.0.0.1 (on free ports: the harness picks others when taken);
+  harness's Kafka and PostgreSQL bind 127.0.0.1 (on free ports: the harness picks others when taken, and
+  counts only a node with its own cluster id). Its state folder is the default `.harness` of the copy, in the
+  container's own file system, so it shares nothing with a stack the host runs at the same time;
 - the download caches of apt, pip and Maven, bind-mounted from a folder of this test's own in the
   harness's cache folder (`stock-debian/`): a later run downloads nothing again, whatever engine it has
   (CI's private engine is new each run, so nothing kept inside an engine survives);
