@@ -38,6 +38,7 @@ FIRST_COMMAND = "./scripts/setup.sh && .venv/bin/harness run offset-before"
 APT_LINE = re.compile(r"^sudo apt-get update && sudo apt-get install -y --no-install-recommends [a-z0-9.+ -]+$")
 CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETUID", "SETGID")
 RUN_TIMEOUT_S = 1800
+RM_TIMEOUT_S = 900
 CA_FOLDER = Path("/usr/local/share/ca-certificates")
 
 
@@ -119,10 +120,12 @@ def run(env: dict, out: Path) -> tuple[subprocess.CompletedProcess, str]:
             proc = subprocess.run([*docker, "start", "--attach", name], env=env, capture_output=True, text=True,
                                   timeout=RUN_TIMEOUT_S)
             subprocess.run([*docker, "cp", f"{name}:/srv/harness/reports", str(out)], env=env,
-                           capture_output=True, timeout=120)
+                           capture_output=True, timeout=300)
             return proc, name
         finally:
-            subprocess.run([*docker, "rm", "--force", name], env=env, capture_output=True, timeout=120)
+            # Its layer holds a JDK, Maven, Chromium, PostgreSQL and a venv: removing it took over a minute on
+            # 2 busy cores
+            subprocess.run([*docker, "rm", "--force", name], env=env, capture_output=True, timeout=RM_TIMEOUT_S)
 
 
 def build_base(env: dict) -> None:
