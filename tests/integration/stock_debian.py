@@ -5,7 +5,9 @@ ignored: no .venv, no reports, no state). Used by test_compose_engine.py (its en
 
 What the container gets beyond that, and why:
 - host networking: apt, pip and mvn reach their registries (the private engine makes no bridge), and the
-  harness's Kafka and PostgreSQL bind 127.0.0.1 (on free ports: the harness picks others when taken);
+  harness's Kafka and PostgreSQL bind 127.0.0.1 (on free ports: the harness picks others when taken, and
+  counts only a node with its own cluster id). Its state folder is the default `.harness` of the copy, in the
+  container's own file system, so it shares nothing with a stack the host runs at the same time;
 - the download caches of apt, pip and Maven, bind-mounted from a folder of this test's own in the
   harness's cache folder (`stock-debian/`): a later run downloads nothing again, whatever engine it has
   (CI's private engine is new each run, so nothing kept inside an engine survives);
@@ -36,6 +38,7 @@ FIRST_COMMAND = "./scripts/setup.sh && .venv/bin/harness run offset-before"
 APT_LINE = re.compile(r"^sudo apt-get update && sudo apt-get install -y --no-install-recommends [a-z0-9.+ -]+$")
 CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETUID", "SETGID")
 RUN_TIMEOUT_S = 1800
+RM_TIMEOUT_S = 900
 CA_FOLDER = Path("/usr/local/share/ca-certificates")
 
 
@@ -67,8 +70,9 @@ def checkout_archive(dest: Path) -> Path:
 
 
 def script(apt_line: str, first_command: str) -> str:
-    """What the container runs: the README's two lines (apt as root: no sudo in a minbase system), each
-    timed on a line of its own."""
+    """What the container runs: the README's two lines, each timed on a line of its own. The apt line runs as
+    root without `sudo` (a minbase system has none); the first command is the README's line byte for byte,
+    its comment too, its exit status taken right after it."""
     return "\n".join([
         "set -eu",
         "echo force-unsafe-io > /etc/dpkg/dpkg.cfg.d/unsafe-io",
@@ -77,16 +81,19 @@ def script(apt_line: str, first_command: str) -> str:
         'echo "stock-debian: the apt line took $(( $(date +%s) - t )) s"',
         "cd /srv/harness",
         "t=$(date +%s)",
-        "status=0",
-        f"{first_command.split('#')[0].strip()} || status=$?",
+        "set +e",
+        first_command,
+        "status=$?",
+        "set -e",
         'echo "stock-debian: the first command took $(( $(date +%s) - t )) s and exited $status"',
         "apt-get -qq autoclean || true",      # the cache keeps no package Debian no longer has
         "exit $status",
     ])
 
 
-def run(env: dict, out: Path) -> subprocess.CompletedProcess:
-    """Run the README's lines in a new container of BASE_IMAGE; its reports folder is copied to `out`."""
+def run(env: dict, out: Path) -> tuple[subprocess.CompletedProcess, str]:
+    """Run the README's lines in a new container of BASE_IMAGE: (what it printed and its exit status, the
+    container's name; it is removed by then). Its reports folder is copied to `out`."""
     docker = ["docker"]
     apt_line, first_command = readme_lines()
     caches = cache_dir() / "stock-debian"
@@ -113,10 +120,12 @@ def run(env: dict, out: Path) -> subprocess.CompletedProcess:
             proc = subprocess.run([*docker, "start", "--attach", name], env=env, capture_output=True, text=True,
                                   timeout=RUN_TIMEOUT_S)
             subprocess.run([*docker, "cp", f"{name}:/srv/harness/reports", str(out)], env=env,
-                           capture_output=True, timeout=120)
-            return proc
+                           capture_output=True, timeout=300)
+            return proc, name
         finally:
-            subprocess.run([*docker, "rm", "--force", name], env=env, capture_output=True, timeout=120)
+            # Its layer holds a JDK, Maven, Chromium, PostgreSQL and a venv: removing it took over a minute on
+            # 2 busy cores
+            subprocess.run([*docker, "rm", "--force", name], env=env, capture_output=True, timeout=RM_TIMEOUT_S)
 
 
 def build_base(env: dict) -> None:

@@ -45,8 +45,10 @@ def _answers(env) -> bool:
 
 
 @pytest.fixture(scope="module")
-def engine():
-    """{env} with DOCKER_HOST and the images to use; the engine stopped at the end if we started it."""
+def docker_engine():
+    """{env} with DOCKER_HOST of an engine that answers; the engine stopped at the end if we started it. Alone,
+    for a test that makes no compose stack (the stock-Debian one): it builds no compose image and removes no
+    compose container."""
     env = dict(os.environ)
     started = False
     if not _answers(env):
@@ -59,6 +61,18 @@ def engine():
         env["DOCKER_HOST"] = shlex.split(last.split("=", 1)[1])[0]
         started = True
     try:
+        yield env
+    finally:
+        if started:
+            subprocess.run(["bash", str(ENGINE_SCRIPT), "stop"], env=env, capture_output=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def engine(docker_engine):
+    """{env} with DOCKER_HOST and the images to use; the compose project's containers, volumes and networks
+    removed at the end."""
+    env = dict(docker_engine)
+    try:
         env.update(compose_images.build_images(env, only=tuple(compose_images.IMAGE_VARS)))  # the harness's own builder
         assert env.get("HARNESS_KAFKA_IMAGE") and env.get("HARNESS_POSTGRES_IMAGE") and env.get("HARNESS_TOXIPROXY_IMAGE")
         yield env
@@ -68,8 +82,6 @@ def engine():
             if names:
                 _docker(env, kind, "rm", "-f", *names) if kind == "container" else \
                     _docker(env, kind, "rm", *names)
-        if started:
-            subprocess.run(["bash", str(ENGINE_SCRIPT), "stop"], env=env, capture_output=True, timeout=300)
 
 
 def leftovers(env) -> dict:
@@ -263,21 +275,21 @@ def test_another_kafka_release_on_compose_gets_its_own_image_and_its_data_keeps_
     assert leftovers(engine) == {"container": [], "volume": [], "network": []}
 
 
-def test_the_readmes_first_command_runs_as_written_on_a_stock_debian_12(engine, tmp_path):
+def test_the_readmes_first_command_runs_as_written_on_a_stock_debian_12(docker_engine, tmp_path):
     """A stock Debian 12 (debootstrap minbase), the README's apt line and nothing else, a clean copy of the
     checkout: `./scripts/setup.sh && .venv/bin/harness run offset-before` exits 0 and says as-predicted
     (tests/integration/stock_debian.py says what the container gets and why)."""
     from tests.integration import stock_debian
-    stock_debian.build_base(engine)
-    proc = stock_debian.run(engine, tmp_path / "reports")
+    stock_debian.build_base(docker_engine)
+    proc, name = stock_debian.run(docker_engine, tmp_path / "reports")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]
     assert re.search(r"^offset-before: as-predicted\s*$", out, re.M), out[-6000:]
     (report,) = tmp_path.glob("reports/*/report.json")
     d = json.loads(report.read_text())
     assert d["verdict"] == "as-predicted" and d["counts"]["lost"] == len(d["crashes"]) > 0, d["verdict_detail"]
-    left = _docker(engine, "ps", "-a", "--filter", "name=harness-stock-debian-", "--format", "{{.Names}}")
-    assert left.stdout.split() == []
+    left = _docker(docker_engine, "ps", "-a", "--filter", f"name=^{name}$", "--format", "{{.Names}}")
+    assert left.returncode == 0 and left.stdout.split() == [], left.stdout + left.stderr      # removed
     print("\n".join(line for line in out.splitlines() if line.startswith(("stock-debian:", "setup:"))))
 
 
