@@ -46,19 +46,19 @@ def stop_excuses(d: dict) -> list[dict]:
 def _tie(p: dict, by_id: dict, by_writer: dict) -> tuple[bool, str]:
     """(tied to a worker the stop killed, why) for one open transaction as its witness describes it."""
     tid, writer = p.get("transactional_id"), p.get("first_record_writer")
-    who = ", ".join(f"{k} {p[k]}" for k in ("producer_id", "transactional_id") if p.get(k) is not None)
+    who = ", ".join(f"{name} {p[k]}" for k, name in (("producer_id", "producer id"), ("transactional_id",
+                                                     "transactional.id")) if p.get(k) is not None)
     start = f"from offset {p.get('transaction_start_offset')}" + (f" ({who})" if who else "")
     x = by_id.get(str(tid)) if tid is not None else None
     if x is not None:
-        return True, f"{start}: transactional.id of {x.get('worker')} attempt {x.get('attempt')}, killed by the stop"
+        return True, f"{start}: the transactional.id of {x.get('worker')} attempt {x.get('attempt')}, killed by the stop"
     x = by_writer.get(str(writer)) if writer is not None else None
     if x is not None:
         return True, f"{start}: its first record names {writer}, killed by the stop"
     if tid is None and writer is None:
         return False, f"{start}: owner unknown (no transactional.id listed, its first record names no writer)"
-    named = " and ".join(s for s in (tid is not None and f"transactional.id {tid}",
-                                     writer is not None and f"first record by {writer}") if s)
-    return False, f"{start}: {named}, not a worker the stop killed"
+    return False, f"{start}: " + (f"first record by {writer}, " if writer is not None else "") + \
+        "not a worker the stop killed"
 
 
 def left_open_by_stop(d: dict) -> int:

@@ -43,7 +43,8 @@ def test_a_transaction_held_by_the_transactional_id_of_a_worker_the_stop_killed_
     d = stopped(open_by(1, 40, transactional_id="run-x-w0"))
     (e,) = stop_excuses(d)
     assert e["excused"] and e["partition"] == 1 and e["offset"] == 40
-    assert "transactional.id of w0 attempt 3, killed by the stop" in e["why"] and "run-x-w0" in e["why"]
+    assert e["why"] == ("from offset 40 (producer id 4001, transactional.id run-x-w0): the transactional.id of w0 "
+                        "attempt 3, killed by the stop")
     assert (left_open_by_stop(d), unexcused(d)) == (1, 0)
     assert "Forbidden anomalies" not in told(d) and "partition 1 offset 40" in told(d)
     assert row(d)[1] == "the harness's stop (not an anomaly)" and "the stop's" in row(d)[4]
@@ -55,7 +56,7 @@ def test_one_the_stop_killed_a_worker_beside_but_nothing_ties_is_the_systems_wit
     d = stopped(open_by(0, 12), experiment="custom",
                 killed=[{"worker": "w0", "attempt": 2, "pid": 9, "time": 1.0}])
     (e,) = stop_excuses(d)
-    assert not e["excused"] and "owner unknown" in e["why"] and "from offset 12 (producer_id 4000)" in e["why"]
+    assert not e["excused"] and "owner unknown" in e["why"] and "from offset 12 (producer id 4000)" in e["why"]
     assert (left_open_by_stop(d), unexcused(d)) == (0, 1)
     assert "Forbidden anomalies: hanging-transaction (1)" in told(d)
     assert "tied to no worker the stop killed" in told(d)
@@ -65,7 +66,7 @@ def test_one_the_stop_killed_a_worker_beside_but_nothing_ties_is_the_systems_wit
 def test_a_transactional_id_or_writer_the_stop_did_not_kill_is_named_and_not_excused():
     d = stopped(open_by(0, 5, transactional_id="someone-else"), open_by(1, 6, first_record_writer="w0/2"))
     a, b = stop_excuses(d)
-    assert not a["excused"] and "transactional.id someone-else, not a worker the stop killed" in a["why"]
+    assert not a["excused"] and "transactional.id someone-else): not a worker the stop killed" in a["why"]
     assert not b["excused"] and "first record by w0/2, not a worker the stop killed" in b["why"]   # attempt 3 was
 
 
