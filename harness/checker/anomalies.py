@@ -44,6 +44,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
+from .hanging_witness import holders
+
 CLASSES = ("lost-write", "duplicate", "inconsistent-offsets", "aborted-read", "torn-transaction", "out-of-order",
            "poll-skip", "nonmonotonic-poll", "nonmonotonic-send", "unseen", "hanging-transaction")
 MEANING = {
@@ -325,7 +327,7 @@ def log_anomalies(logs: Logs, sends: list[Send] | None) -> list[Found]:
     else:
         hanging = Found("hanging-transaction", len(logs.open_at), witnesses=[
             {"partition": p, "offset": lso, "last_stable_offset": lso, "high_watermark": hw,
-             **_holders((logs.producers or {}).get(p, "not asked"))}
+             **holders((logs.producers or {}).get(p, "not asked"), logs.tags, p, lso)}
             for p, (lso, hw) in sorted(logs.open_at.items())])
     return [dup, inconsistent, hanging]
 
@@ -352,14 +354,6 @@ def out_of_order(committed: dict | None, positions: dict | None) -> Found:
         else:
             last[p] = io
     return Found("out-of-order", len(bad), witnesses=bad)
-
-
-def _holders(described) -> dict:
-    """A hanging partition's producers as its witness names them: who holds it open, or why that is unknown."""
-    if isinstance(described, str):
-        return {"producers": None, "producers_unknown": described}
-    return {"producers": [{k: d.get(k) for k in ("producer_id", "producer_epoch", "transaction_start_offset",
-                                                 "last_timestamp")} for d in described[:5]]}
 
 
 def check(procs: list[Process], input_topic: str, input_log: dict | None, logs: Logs | None,

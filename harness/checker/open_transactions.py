@@ -11,7 +11,10 @@ up` resolves (stack/maven.py resolve_tools). A cluster that needs client setting
 0600 file given as `--command-config` and deleted afterwards, never on the
 command line. A partition it could not describe says why (no jars here, client
 settings Java cannot take, the tool failed): its producers are unknown, never
-guessed.
+guessed. When some producer holds a transaction open, the tool's `list`
+(ListTransactions) names the transactional.id each producer id serves: the
+identity by which the report ties a transaction to a worker the harness's stop
+killed (reporting/stop_excuse.py); a producer it does not list has none.
 """
 
 from __future__ import annotations
@@ -32,11 +35,11 @@ COLUMNS = {"ProducerId": "producer_id", "ProducerEpoch": "producer_epoch", "Last
            "LatestCoordinatorEpoch": "coordinator_epoch"}
 
 
-def parse(text: str) -> list[dict]:
+def parse(text: str | list[str]) -> list[dict]:
     """The tool's table (a header row, then one row per producer) -> one dict per producer whose open
     transaction starts at an offset (CurrentTransactionStartOffset >= 0); numbers as ints, anything else
     dropped. Lines before the header (log noise) and rows of another width are ignored."""
-    rows = [line.split() for line in text.splitlines() if line.strip()]
+    rows = [line.split() for line in (text.splitlines() if isinstance(text, str) else text) if line.strip()]
     head = next((i for i, r in enumerate(rows) if "ProducerId" in r and "CurrentTransactionStartOffset" in r), None)
     if head is None:
         return []
@@ -73,24 +76,52 @@ def describe(bootstrap: str, topic: str, partitions, lib=None) -> dict:
             why = str(e)
     out: dict = {}
     with _command_config(java) as config:
+        def tool(*args) -> str | list:
+            return _tool(lib, bootstrap, config, args)
         for i, p in enumerate(parts):
             if why or i >= MAX_PARTITIONS:
                 out[p] = why or f"not described (only the first {MAX_PARTITIONS} partitions are)"
                 continue
-            cmd = ["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", f"{lib}/*", TOOL, "--bootstrap-server",
-                   bootstrap, *(["--command-config", config] if config else []),
-                   "describe-producers", "--topic", topic, "--partition", str(p)]
-            try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=DESCRIBE_TIMEOUT_S)
-            except (OSError, subprocess.TimeoutExpired) as e:
-                out[p] = f"{TOOL} failed: {first_line(e)}"
-                continue
-            if proc.returncode != 0:
-                said = kafka_client.scrub((proc.stderr.strip() or proc.stdout.strip()),
-                                          kafka_client.settings_for(bootstrap)).splitlines()
-                out[p] = f"{TOOL} exited {proc.returncode}" + (f": {said[-1][:200]}" if said else "")
-                continue
-            out[p] = parse(proc.stdout)
+            said = tool("describe-producers", "--topic", topic, "--partition", str(p))
+            out[p] = parse(said) if isinstance(said, list) else said
+        if any(isinstance(v, list) and v for v in out.values()):
+            listed = tool("list")       # ListTransactions: which transactional.id each producer id serves
+            ids = parse_list(listed) if isinstance(listed, list) else {}
+            for v in out.values():
+                for d in v if isinstance(v, list) else ():
+                    d["transactional_id"] = ids.get(d["producer_id"])
+    return out
+
+
+def _tool(lib, bootstrap: str, config: str | None, args) -> str | list:
+    """The tool's output lines, or a string saying why it failed (its last line, scrubbed of the login)."""
+    cmd = ["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", f"{lib}/*", TOOL, "--bootstrap-server",
+           bootstrap, *(["--command-config", config] if config else []), *args]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=DESCRIBE_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"{TOOL} failed: {first_line(e)}"
+    if proc.returncode != 0:
+        said = kafka_client.scrub((proc.stderr.strip() or proc.stdout.strip()),
+                                  kafka_client.settings_for(bootstrap)).splitlines()
+        return f"{TOOL} exited {proc.returncode}" + (f": {said[-1][:200]}" if said else "")
+    return proc.stdout.splitlines()
+
+
+def parse_list(lines: list[str]) -> dict:
+    """`list`'s table (TransactionalId, Coordinator, ProducerId, TransactionState) -> {producer id:
+    transactional.id}. Ids are untrusted text: only printable ones of at most 249 characters (Kafka's own
+    limit for names) count; rows of another width and lines before the header are ignored."""
+    rows = [line.split() for line in lines if line.strip()]
+    head = next((i for i, r in enumerate(rows) if "TransactionalId" in r and "ProducerId" in r), None)
+    if head is None:
+        return {}
+    tid, pid = rows[head].index("TransactionalId"), rows[head].index("ProducerId")
+    out = {}
+    for r in rows[head + 1:]:
+        if len(r) == len(rows[head]) and r[pid].isdigit() and len(r[pid]) <= 20 and len(r[tid]) <= 249 \
+                and r[tid].isprintable():
+            out[int(r[pid])] = r[tid]
     return out
 
 

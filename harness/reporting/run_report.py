@@ -126,12 +126,19 @@ class RunReport:
         run kept no history. A class it could not check shows "unknown" and why."""
         section = self.data.get("anomaly_classes") or {}
         out = []
+        from .stop_excuse import stop_excuses
+        excuses = stop_excuses(self.data)
+        ours = sum(e["excused"] for e in excuses)
         for name, c in (section.get("classes") or {}).items():
             shown = "; ".join(_witness_text(w) for w in (c.get("witnesses") or [])[:3])
-            from .summary import left_open_by_stop
-            ours = name == "hanging-transaction" and left_open_by_stop(self.data)
-            out.append((name, "the harness's stop (not an anomaly)" if ours else
-                        "allowed" if c.get("allowed") else "forbidden",
+            stop = name == "hanging-transaction" and excuses
+            if stop:        # each partition, the stop's or not, and the evidence that says so
+                shown = "; ".join(f"partition {e['partition']} offset {e['offset']}: "
+                                  f"{'the stop' if e['excused'] else 'not the stop'}'s, {e['why']}"
+                                  for e in excuses[:3])
+            out.append((name, "the harness's stop (not an anomaly)" if stop and ours == c.get("count") else
+                        "allowed" if c.get("allowed") else
+                        f"forbidden ({ours} of them the harness's stop)" if stop and ours else "forbidden",
                         fmt(c.get("count")), c.get("meaning") or "",
                         shown or (f"not checked: {c['unchecked']}" if c.get("unchecked") else "")))
         return out

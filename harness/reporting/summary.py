@@ -161,24 +161,20 @@ def _further(d: dict, fault_sentences: list[str] | None) -> list[str]:
         more.append(f"{len(left)} process(es) the consumer left behind were ended (pids "
                     + ", ".join(str(x["pid"]) for x in left[:10]) + "; see verdict_detail.left_behind).")
     classes = (d.get("anomaly_classes") or {}).get("classes") or {}
-    own = left_open_by_stop(d)
-    bad = [f"{name} ({k['count']:,})" for name, k in classes.items()
-           if k["count"] and not k["allowed"] and not (name == "hanging-transaction" and own)]
+    from .stop_excuse import stop_excuses, unexcused
+    excuses = stop_excuses(d)
+    counts = {name: unexcused(d) if name == "hanging-transaction" else k["count"] for name, k in classes.items()}
+    bad = [f"{name} ({counts[name]:,})" for name, k in classes.items() if counts[name] and not k["allowed"]]
     if bad:
         more.append(f"Forbidden anomalies: {', '.join(bad)} (see anomaly_classes).")
+    own = [e for e in excuses if e["excused"]]
     if own:
-        more.append(f"{own} transaction(s) still open at the end were left by the harness's own stop (it SIGKILLed "
-                    f"their workers), not by the system under test.")
+        more.append(f"{len(own)} transaction(s) still open at the end were the stop's: tied to workers it SIGKILLed "
+                    f"(partition " + ", ".join(f"{e['partition']} offset {e['offset']}" for e in own[:4]) + ").")
+    if len(own) < len(excuses):
+        more.append(f"{len(excuses) - len(own)} transaction(s) still open at the end are tied to no worker the stop "
+                    f"killed: not excused (see the anomaly table).")
     errs = d["verdict_detail"].get("audit_errors") or []
     if errs:
         more.append(f"Audit error: {errs[0]}.")
     return more
-
-
-def left_open_by_stop(d: dict) -> int:
-    """How many of the run's hanging transactions its own stop left: when the stop SIGKILLed busy workers
-    (an interrupt, a time limit) and no more transactions hang than it killed workers, they are the harness's,
-    not an anomaly of the system under test; 0 otherwise."""
-    stopped = (d.get("verdict_detail") or {}).get("killed_at_stop") or []
-    hanging = (((d.get("anomaly_classes") or {}).get("classes") or {}).get("hanging-transaction") or {}).get("count")
-    return hanging if stopped and isinstance(hanging, int) and 0 < hanging <= len(stopped) else 0

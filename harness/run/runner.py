@@ -369,8 +369,8 @@ def _fence_stopped(r: Run, launcher, result, log) -> None:
     open: the harness's doing, not the system's. A producer with its transactional.id calls
     init_transactions(), which fences it and aborts that transaction before the final read, so no
     read_committed reader waits on it and the checker finds no hanging transaction. Each stopped worker's
-    entry says what was done ("fenced", or why not). Our own workers only (Python, Java and Kafka Streams),
-    through their launcher's open_transactional_ids: a custom consumer's transactional.id is not ours."""
+    entry says what was done ("fenced", or why not) and its transactional_ids (reporting/stop_excuse.py ties
+    by them). Ours only (Python, Java, Kafka Streams; launcher.open_transactional_ids), not a custom one's."""
     stopped = getattr(result, "killed_at_stop", None) or []
     ids_of = getattr(launcher, "open_transactional_ids", None)
     if not (stopped and r.exp.stores.output and ids_of):
@@ -383,7 +383,8 @@ def _fence_stopped(r: Run, launcher, result, log) -> None:
         if not m:
             continue
         try:
-            for tid in ids_of(r, int(m.group(1)), int(entry.get("attempt") or 1)):
+            entry["transactional_ids"] = ids = list(ids_of(r, int(m.group(1)), int(entry.get("attempt") or 1)))
+            for tid in ids:
                 Producer(config(r.stack.bootstrap_servers, {"transactional.id": tid})).init_transactions(FENCE_S)
             entry["transaction"] = "fenced"
         except HarnessError as e:

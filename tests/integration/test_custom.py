@@ -368,3 +368,77 @@ def test_kills_aimed_at_the_gap_strike_between_an_effect_and_its_commit(stack, t
     assert all(k["effects_since_commit"] for k in c["kills"]), c["kills"]
     assert d["counts"]["duplicates"] > 0
     assert not any("landed between an effect and its commit" in w for w in c["warnings"]), c["warnings"]
+
+
+LEAKY = '''
+import json, os, sys, time, uuid
+from confluent_kafka import Producer
+env = os.environ
+if env["HARNESS_ATTEMPT"] == "1":   # its bug: a producer with a fresh transactional.id, its transaction never ended
+    p = Producer({**json.loads(env.get("HARNESS_KAFKA_CONFIG") or "{}"),
+                  "bootstrap.servers": env["HARNESS_BOOTSTRAP_SERVERS"], "transaction.timeout.ms": 600000,
+                  "transactional.id": "leaky-" + uuid.uuid4().hex})
+    p.init_transactions(60)
+    p.begin_transaction()
+    tag = {"worker": env["HARNESS_WORKER"], "attempt": int(env["HARNESS_ATTEMPT"]), "txn": 1}
+    p.produce(env["HARNESS_OUTPUT_TOPIC"], key=b"leak", value=json.dumps(tag if env.get("TEST_TAG") else {}))
+    p.flush(60)
+    print("LEAKED", flush=True)
+while True:
+    time.sleep(1)
+'''
+
+
+@pytest.mark.parametrize("tagged", [False, True], ids=["untied", "tagged-by-the-killed-attempt"])
+def test_a_consumers_own_hanging_transaction_is_reported_though_the_stop_killed_a_worker(stack, tmp_path, tagged):
+    """Ctrl-C SIGKILLs the consumer where it stands, and one transaction hangs: as many as the stop killed
+    workers. Counting excused it as the stop's; nothing ties it to the killed worker (its transactional.id is
+    the consumer's own, its record names no writer), so it is the consumer's forbidden anomaly, reported
+    with its evidence: the partition, its offset and the transactional.id that holds it open. A consumer
+    whose transaction's first record names its writer (worker and attempt), the attempt the stop killed,
+    is excused by that identity."""
+    import os
+    import signal
+    import time
+    script = tmp_path / "leaky_consumer.py"
+    script.write_text(LEAKY)
+    out = tmp_path / "report"
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "custom", "--worker-cmd",
+                             f"{sys.executable} {script}", "--messages", "50", "--kills", "0", "--quiet",
+                             "--out", str(out)], cwd=ROOT, env={**os.environ, **stack["env"],
+                                                                **({"TEST_TAG": "1"} if tagged else {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = out / "workers" / "w0.log"
+    deadline = time.monotonic() + 180
+    while "LEAKED" not in (log.read_text(errors="replace") if log.exists() else ""):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()[1][-2000:] if proc.poll() else ""
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=300)
+    assert proc.returncode == 130
+    d = json.loads((out / "report.json").read_text())
+    validate(d)
+    assert d["verdict"] == "interrupted"
+    assert [(x["worker"], x["attempt"]) for x in d["verdict_detail"]["killed_at_stop"]] == [("w0", 1)]
+    hanging = d["anomaly_classes"]["classes"]["hanging-transaction"]
+    text, md = whole(d), (out / "report.md").read_text()
+    (w,) = hanging["witnesses"]
+    (held,) = w["producers"]
+    try:
+        assert hanging["count"] == 1 and not hanging["allowed"]
+        if tagged:
+            assert held["first_record_writer"] == w["writer"] == "w0/1", w
+            assert "Forbidden anomalies" not in text and "were the stop's: tied to workers it SIGKILLed" in text
+            assert "its first record names w0/1, killed by the stop" in md
+        else:
+            assert "Forbidden anomalies: hanging-transaction (1)" in text, text
+            assert "tied to no worker the stop killed" in text
+            assert held["transactional_id"].startswith("leaky-"), w          # ListTransactions named it
+            assert f"transactional.id {held['transactional_id']}): not a worker the stop killed" in md
+        assert not pids_where(lambda c: str(script) in c), "a consumer process outlived the run"
+    finally:        # the test's own clean-up: the transaction it left open is aborted (fenced), not left to time out
+        from confluent_kafka import Producer
+        from harness.clients.kafka_client import config
+        tid = held.get("transactional_id")
+        if tid:
+            Producer(config(stack["bootstrap_servers"], {"transactional.id": tid})).init_transactions(60)

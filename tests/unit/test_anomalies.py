@@ -101,7 +101,8 @@ def test_hanging_transaction_is_a_partition_whose_last_stable_offset_stays_below
                          "last_sequence": 0}]}
     (w,) = check([], IN, None, lg)["hanging-transaction"].witnesses
     assert w["producers"] == [{"producer_id": 7, "producer_epoch": 0, "transaction_start_offset": 4,
-                               "last_timestamp": 5}] and "producers_unknown" not in w
+                               "last_timestamp": 5, "transactional_id": None, "first_record_writer": None}] \
+        and "producers_unknown" not in w
     unknown = check([], IN, None, Logs({}, {}, None, {}, None))["hanging-transaction"]
     assert unknown.count is None and unknown.unchecked
 
@@ -487,13 +488,18 @@ def test_the_tool_logs_in_through_a_private_command_config_never_its_command_lin
     def run(cmd, **kw):
         f = cmd[cmd.index("--command-config") + 1]
         seen.append((cmd, stat.S_IMODE(os.stat(f).st_mode), open(f).read(), f))
-        return subprocess.CompletedProcess(cmd, 0, "ProducerId ProducerEpoch CurrentTransactionStartOffset\n7 0 5\n", "")
+        out = ("TransactionalId Coordinator ProducerId TransactionState\nrun-x-w0 1 7 Ongoing\n" if cmd[-1] == "list"
+               else "ProducerId ProducerEpoch CurrentTransactionStartOffset\n7 0 5\n")
+        return subprocess.CompletedProcess(cmd, 0, out, "")
     monkeypatch.setattr(open_transactions.subprocess, "run", run)
     got = open_transactions.describe("127.0.0.1:1", "t", [0], lib=tmp_path)
-    assert got == {0: [{"producer_id": 7, "producer_epoch": 0, "transaction_start_offset": 5}]}
-    (cmd, mode, text, path), = seen
-    assert mode == 0o600 and "ScramLoginModule" in text and "s3cret-pw-0123456789" in text
-    assert "s3cret-pw-0123456789" not in " ".join(cmd) and not os.path.exists(path)
+    # ListTransactions (the tool's `list`) names the transactional.id the producer serves
+    assert got == {0: [{"producer_id": 7, "producer_epoch": 0, "transaction_start_offset": 5,
+                        "transactional_id": "run-x-w0"}]}
+    assert [c[-1] for c, *_ in seen] == ["0", "list"]
+    for cmd, mode, text, path in seen:
+        assert mode == 0o600 and "ScramLoginModule" in text and "s3cret-pw-0123456789" in text
+        assert "s3cret-pw-0123456789" not in " ".join(cmd) and not os.path.exists(path)
 
 
 def test_torn_transaction_is_unknown_when_the_writers_tag_and_no_tag_can_be_read():

@@ -164,7 +164,7 @@ def test_no_two_modules_share_a_name():
 # A family's own predictors (harness/experiments/<family>/*_predictors.py) are judging too.
 JUDGING = ("predict", "predictors", "verdict", "anomalies",
            "run_outcome", "write_outcomes", "histories", "deliveries", "effects", "damage", "group_timeline",
-           "producer_epochs")
+           "producer_epochs", "hanging_witness")
 CONNECTS = {"psycopg", "confluent_kafka", "requests", "docker", "harness.clients.pgconn",
             "harness.clients.kafka_client"}
 

@@ -49,14 +49,15 @@ def test_an_interrupt_is_acknowledged_at_once_naming_what_runs_and_what_will_not
     assert p.row_cells("a")[1] == "stopping" and p.row_cells("c")[1] == "not started"
 
 
-def _stopped_eos(hanging: int, fenced: bool):
+def _stopped_eos(hanging: int, fenced: bool, witnesses=()):
     from tests.unit.sample_report import sample
     d = sample("eos", verdict="interrupted")
     d["verdict_detail"]["killed_at_stop"] = [{"worker": "w0", "attempt": 71, "pid": 1, "time": 1.0,
+                                              "transactional_ids": ["harness-txn-w0"],
                                               **({"transaction": "fenced"} if fenced else {})}]
     d["anomaly_classes"] = {"history": {"operations": 4, "processes": 1, "bad_lines": 0, "problems": []}, "classes": {
         "hanging-transaction": {"count": hanging, "allowed": False, "meaning": "a transaction still open at the end",
-                                "witnesses": [], "unchecked": None}}}
+                                "witnesses": list(witnesses), "unchecked": None}}}
     return d
 
 
@@ -70,13 +71,15 @@ def test_the_transaction_the_harness_stop_left_open_is_not_the_systems_anomaly()
     def summarize(d: dict) -> str:      # the sentence and its detail
         sentence, detail = compose(d)
         return " ".join([sentence, *detail])
-    d = _stopped_eos(1, fenced=True)
+    held = {"partition": 0, "offset": 7, "producers": [{"producer_id": 3, "transaction_start_offset": 7,
+                                                        "transactional_id": "harness-txn-w0"}]}
+    d = _stopped_eos(1, fenced=True, witnesses=[held])
     validate(d)
     text = summarize(d)
-    assert "Forbidden anomalies" not in text and "left by the harness's own stop" in text
+    assert "Forbidden anomalies" not in text and "were the stop's: tied to workers it SIGKILLed" in text
     assert "fenced their transactional.id (1)" in text
     row = next(r for r in RunReport(d).anomaly_class_rows() if r[0] == "hanging-transaction")
     assert row[1] == "the harness's stop (not an anomaly)"
-    more = _stopped_eos(2, fenced=False)           # more open transactions than workers it killed: not all ours
+    more = _stopped_eos(2, fenced=False)           # nothing ties them to the worker it killed: not ours
     assert "Forbidden anomalies: hanging-transaction (2)" in summarize(more)
     assert "fenced" not in summarize(more)
