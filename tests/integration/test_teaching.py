@@ -64,6 +64,8 @@ def test_ctrl_c_is_acknowledged_at_once_and_the_stops_transaction_is_fenced(stac
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=300) == 130
+    # the suite's report is written and, as after any suite, its folder is the last line of stdout
+    assert proc.stdout.read().splitlines()[-1] == str(out) and (out / "suite.html").exists()
     said = [t for t, x in lines if x.startswith("stopping:")]
     assert said and said[0] - t0 < 1.0, lines[-5:]
     report = json.loads((out / "eos" / "report.json").read_text())

@@ -216,6 +216,13 @@ def suite(target, experiment_list, group, parallel, out, client, group_protocol,
             with progress:
                 summary = suite_mod.run_suite(stack, names, common, folder, parallel, log=progress.log, group=group,
                                               files=files)
+        except KeyboardInterrupt:
+            if not (folder / "suite.json").exists():
+                raise
+            # The runs wrote interrupted reports and the suite its own: said and shown as after any suite.
+            interrupted.append(True)
+            from ...reporting.validate import read_suite
+            summary = read_suite(folder / "suite.json")
         finally:
             if (folder / "suite.json").exists():
                 write_suite(folder)
@@ -230,11 +237,11 @@ def suite(target, experiment_list, group, parallel, out, client, group_protocol,
             con.print(f"suite wall time: {time.time() - t0:.0f} s")
             _print_guesses(con, folder, summary)
         return summary
-    stopped = []
+    stopped, interrupted = [], []
     summary = with_stack(stack_kind, bootstrap_servers, postgres_dsn, keep_stack, quiet, body, stopped=stopped)
     last_lines(folder, "suite.html", stopped)
     print_folder(folder)
-    sys.exit(suite_mod.exit_code(summary["experiments"]))
+    sys.exit(130 if interrupted else suite_mod.exit_code(summary["experiments"]))
 
 
 def suite_table(name: str, summary: dict):
