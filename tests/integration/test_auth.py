@@ -190,8 +190,8 @@ def test_the_authorizer_lets_a_user_without_an_acl_write_nothing(scram_stack):
         admin.delete_topics([topic])
 
 
-# Slow: a cluster of its own. A three-node SCRAM cluster's restarted node refused logins in a full test run
-# (SCRAM is therefore not the default); this case is kept for the work on it, out of the default run.
+# Slow: a cluster of its own. Since SCRAM became the default, test_cluster's broker-kill runs and test_latency's
+# proxied cluster run on SCRAM nodes in the default test run; this keeps the explicit `--auth scram --proxies` case.
 @pytest.mark.slow
 def test_a_three_node_scram_cluster_runs_through_a_broker_kill(tmp_path):
     """`--auth scram` was refused with `--brokers 3` and with `--proxies`. Now every node has the SASL listeners
