@@ -10,10 +10,11 @@ Kafka Streams' internal topics, or any its user made there) goes with that
 run. Never a run still in progress (its registry entry names a
 live process), whoever asks. A cleaned run's own PostgreSQL role
 (workload.run_role: one with the harness's comment naming that run) is
-dropped with its tables, and its Kafka user with that user's ACLs
-(workload.run_kafka_user); `--all` also drops such a role, and such a user
-(one whose ACL on its run's own prefix says the harness made it), of any run
-that is not live, whose tables are already gone. Every other `harness.*` topic and every other
+dropped with its tables, and its Kafka user loses its ACLs and is retired
+(workload.run_kafka_user: never deleted, see workload/kafka_users.py); `--all`
+also drops such a role, and retires such a user (one whose ACL on its run's own
+prefix says the harness made it), of any run that is not live, whose tables
+are already gone. A user retired before is left as it is. Every other `harness.*` topic and every other
 table of the `harness` schema is kept, and the command says which and why.
 Table names read back from Postgres are never trusted as SQL: they are
 compared with the names the harness makes and quoted as identifiers when
@@ -142,20 +143,21 @@ def clean_runs(stack: Stack, run_ids: list[str], all_runs: bool) -> Plan:
 
 
 def _drop_kafka_users(stack: Stack, p: Plan, all_runs: bool) -> None:
-    """The Kafka users (and their ACLs) of the cleaned runs, and with --all those of every run not live; listed
-    before the registry is read again, as the roles are (a run registers before it makes its user)."""
-    users = {run_kafka_user.user_name(r) for r in p.runs}
+    """Retire the Kafka users (their ACLs go) of the cleaned runs, and with --all those of every run not live;
+    listed before the registry is read again, as the roles are (a run registers before it makes its user).
+    Users retired before are not listed (run_users), so never taken for ones the harness did not make."""
+    found = set(run_kafka_user.run_users(stack))       # those that can still log in: retired ones are done
+    users = {run_kafka_user.user_name(r) for r in p.runs} & found
     if all_runs:
-        found = run_kafka_user.run_users(stack)
         entries = registry.entries(stack.postgres_dsn)
         live = {run_kafka_user.user_name(r) for r, e in entries.items() if e.live()}
-        for u in sorted(set(found) - live - users):
+        for u in sorted(found - live - users):
             if run_kafka_user.run_of(stack, u) is None:     # only named like a run's user: not ours to remove
                 p.kept.append((shown(u), "a Kafka user named like a run's that the harness did not make (no ACL "
                                          "on a run's own prefix)"))
             else:
                 users.add(u)
-    run_kafka_user.remove_users(stack, users)
+    run_kafka_user.retire_users(stack, users)
 
 
 def _drop_roles(stack: Stack, p: Plan, all_runs: bool) -> None:

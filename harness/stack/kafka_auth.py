@@ -1,5 +1,5 @@
-"""The local Kafka's authentication and authorization settings (`harness up --auth scram`), apart from the
-node's process handling (local_kafka.py) because they are the stack's security promise in one place.
+"""The local Kafka's authentication and authorization settings (the default; `--auth none` has none), apart
+from the node's process handling (local_kafka.py) because they are the stack's security promise in one place.
 
 Clients, and the broker talking to itself (transaction markers), use one SASL_PLAINTEXT listener with
 SCRAM-SHA-512 as the user `harness`, whose credentials are written into the metadata at format time.
@@ -15,16 +15,26 @@ controllers: before, any local user could change a cluster-wide setting through 
 Every request is checked by Kafka's StandardAuthorizer (KRaft's, ACLs kept in the metadata log):
 `harness` and `controller` are super users, and any other principal may do only what an ACL grants it
 (`allow.everyone.if.no.acl.found=false`). Each run gets a user of its own (workload/run_kafka_user.py),
-made at its start and deleted at its end; `harness env`'s shell gets `harness_shell`.
+made at its start and retired at its end (see below); `harness env`'s shell gets `harness_shell`.
 
-A node writes a snapshot of its metadata every few seconds (`SNAPSHOT_SETTINGS`), because of a flaw in
-Kafka's ScramDelta.apply (3.x to 4.4 at least): a node that starts rebuilds its SCRAM users from its
-metadata log into an empty image, walking the changed users in HashMap order; when the first one it
-meets is a deleted user (a finished run's), the mechanism's map is dropped and every user after it is
-written into the dropped map. The node then knows no SCRAM user at all and refuses every login, the
-other nodes' included ("invalid credentials"); on a cluster each broker fault's restart drew that lot.
-From a snapshot the node starts with the users that exist (`harness` among them), and a deleted one
-can no longer empty the map.
+Kafka (3.x to 4.4 at least) has a flaw in ScramDelta.apply, the step that folds a batch of changed SCRAM
+users into a node's image of them. It walks the changed users in HashMap order into the mechanism's map
+of users, and a deleted user's removal that leaves that map empty drops the map itself; every user the
+walk puts after it goes into the dropped map. On a running node the map still holds `harness`, so no
+removal empties it; but a node that starts rebuilds its users from its metadata log into an empty image,
+and when the first changed user it meets is a deleted one, it ends up knowing no SCRAM user at all and
+refuses every login, the other nodes' included ("invalid credentials"). A deleted run user did that after
+a broker fault's restart, and at the `up` after a run that started the stack alone and stopped it
+seconds after its user went.
+
+So the harness never deletes a SCRAM user on its stacks: a user it ends is retired
+(workload/kafka_users.retire: its ACLs go, its credential is overwritten with a random password nobody
+keeps). An overwrite is a put in that walk, never a removal, so the log holds nothing that can empty the
+map. As a second safeguard a node writes a snapshot of its metadata every few seconds
+(`SNAPSHOT_SETTINGS`): from a snapshot it starts with the users that exist (`harness` among them), so a
+user someone deletes by hand with the harness's login can no longer empty the map once a snapshot
+follows, and a stack an older harness made (whose log holds deletions) is covered once it has run a few
+seconds with this setting.
 """
 
 import re
@@ -42,8 +52,8 @@ CONTROLLER_FILE = "kafka-controller.properties"
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 SUPER_USERS = (SCRAM_USER, CONTROLLER_USER)       # the harness itself, and every node towards the controllers
 # A metadata snapshot within seconds of any change (Kafka's default: an hour, or 20 MB of records), so that a
-# node that starts never rebuilds its SCRAM users from a log that deleted one (see above); old snapshots and
-# log segments go after ten minutes (the newest snapshot is always kept).
+# node that starts rarely rebuilds its SCRAM users from a log that deleted one (the second safeguard above);
+# old snapshots and log segments go after ten minutes (the newest snapshot is always kept).
 SNAPSHOT_SETTINGS = {"metadata.log.max.snapshot.interval.ms": "5000", "metadata.max.retention.ms": "600000"}
 # What secrets.token_urlsafe draws: anything else read back from a file is refused, as it could break out
 # of the JAAS string it goes into.

@@ -53,7 +53,7 @@ from .kafka_auth import SCRAM_MECHANISM, SCRAM_USER, client_properties, write_pr
 LOOPBACK = "127.0.0.1"
 
 AUTHS = ("none", "scram")
-DEFAULT_AUTH = "none"         # a new stack's (`--auth scram` asks for SCRAM; a stack keeps what it was set up with)
+DEFAULT_AUTH = "scram"        # a new stack's; a stack set up with --auth none keeps it (recorded_auth)
 CLIENT_PROPERTIES = "client.properties"
 RELEASE_FILE = "kafka_version"        # beside a node's data: the release that formatted it (--kafka-version)
 

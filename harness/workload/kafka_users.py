@@ -5,7 +5,15 @@ a super user. Nobody else should: a run's consumers get a user of that run (run_
 shell of `harness env` a read-only one. This module holds what both need, through confluent_kafka's
 AdminClient as the super user: make a user with a random password (alter_user_scram_credentials,
 SCRAM-SHA-512: the broker keeps only a salted verifier), grant it ACLs (create_acls), wait until the
-broker lets it in, and take all of it away again (delete_acls by principal, then the credential).
+broker lets it in, and take all of it away again: its ACLs deleted by principal, and the user RETIRED.
+
+A user the harness ends is never deleted, it is retired: its credential is overwritten (an upsert) with a
+random password nobody holds, under RETIRED_ITERATIONS, a SCRAM iteration count no live user of ours has,
+so that `users()` tells the two apart from the broker's own answer. Deleting a credential writes a
+removal record into the metadata log, and a Kafka node (3.x to 4.4 at least) that starts and rebuilds its
+users from a log holding one can lose every user (stack/kafka_auth.py says how). An overwrite cannot:
+the harness writes no removal at all. Retired users stay until `harness down --purge` (a few hundred
+bytes of metadata each), can never log in again, and are no live run's.
 
 A password lives only in the client settings handed to the user's processes (their environment) or a
 0600 file; it never reaches argv, a log or a report, and any error message is scrubbed of it.
@@ -22,6 +30,9 @@ from ..core.errors import HarnessError
 
 MECHANISM = "SCRAM-SHA-512"
 ITERATIONS = 4096
+# The mark of a retired user (see above): Kafka keeps the iteration count beside the verifier and shows it
+# to describe_user_scram_credentials; it takes 4096 to 16384 for SCRAM-SHA-512.
+RETIRED_ITERATIONS = 4099
 ADMIN_TIMEOUT_S = 30.0
 # A new user and its ACLs reach the broker through the metadata log: within well under a second on an
 # idle stack; more than this is an error.
@@ -112,36 +123,48 @@ def wait_usable(bootstrap: str, settings: dict, topic: str | None) -> None:
                        f"{USABLE_WITHIN_S:.0f} s: {kafka_client.scrub(last, settings)}")
 
 
-def remove(bootstrap: str, user: str) -> None:
-    """Delete every ACL of `user` and its SCRAM credential; one already gone is fine. Raises on other errors."""
+def retire(bootstrap: str, user: str) -> None:
+    """Delete every ACL of `user`, then overwrite its SCRAM credential with a random password that is thrown
+    away, marked RETIRED_ITERATIONS: it can never log in again, and no removal reaches the metadata log.
+    Retiring a retired (or never made) user is fine. HarnessError on any failure."""
     from confluent_kafka.admin import (AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType,
-                                       ResourceType, ScramMechanism, UserScramCredentialDeletion)
+                                       ResourceType, ScramCredentialInfo, ScramMechanism,
+                                       UserScramCredentialUpsertion)
     admin = _admin(bootstrap)
     stack = kafka_client.settings_for(bootstrap)
     everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, f"User:{user}", None,
                                   AclOperation.ANY, AclPermissionType.ANY)
     _wait_all(admin.delete_acls([everything], request_timeout=ADMIN_TIMEOUT_S), stack,
               f"delete the ACLs of the Kafka user {user}")
-    fut = admin.alter_user_scram_credentials([UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_512)],
-                                             request_timeout=ADMIN_TIMEOUT_S)[user]
-    try:
-        fut.result(timeout=ADMIN_TIMEOUT_S)
-    except Exception as e:  # noqa: BLE001
-        if "RESOURCE_NOT_FOUND" not in str(e) and "does not exist" not in str(e).lower() \
-                and "not found" not in str(e).lower():
-            first = (str(e).splitlines() or [type(e).__name__])[0]
-            raise HarnessError(f"could not delete the Kafka user {user}: {kafka_client.scrub(first, stack)}") from None
+    _wait_all(admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+        user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, RETIRED_ITERATIONS),
+        secrets.token_bytes(32))], request_timeout=ADMIN_TIMEOUT_S), stack, f"retire the Kafka user {user}")
     admin.poll(0)
 
 
-def users(bootstrap: str) -> list[str]:
-    """Every SCRAM user the stack knows (names only)."""
+def _described(bootstrap: str) -> dict:
     admin = _admin(bootstrap)
     try:
-        got = admin.describe_user_scram_credentials(request_timeout=ADMIN_TIMEOUT_S).result(timeout=ADMIN_TIMEOUT_S)
+        return admin.describe_user_scram_credentials(request_timeout=ADMIN_TIMEOUT_S).result(timeout=ADMIN_TIMEOUT_S)
     except Exception as e:  # noqa: BLE001
         raise HarnessError(f"could not list the Kafka users: {(str(e).splitlines() or ['?'])[0]}") from None
-    return sorted(got)
+
+
+def is_retired(description) -> bool:
+    """Is this user's description (describe_user_scram_credentials) a retired one: every credential it has is
+    SCRAM-SHA-512 with RETIRED_ITERATIONS?"""
+    infos = list(getattr(description, "scram_credential_infos", None) or [])
+    return bool(infos) and all(getattr(i, "iterations", None) == RETIRED_ITERATIONS for i in infos)
+
+
+def users(bootstrap: str) -> list[str]:
+    """Every SCRAM user the stack knows that can log in (names only): retired ones are left out."""
+    return sorted(u for u, d in _described(bootstrap).items() if not is_retired(d))
+
+
+def retired(bootstrap: str) -> list[str]:
+    """Every user the harness retired (names only)."""
+    return sorted(u for u, d in _described(bootstrap).items() if is_retired(d))
 
 
 def prefixed_topic_acls(bootstrap: str, user: str) -> list[str]:

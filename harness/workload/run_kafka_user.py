@@ -17,8 +17,9 @@ makes a SCRAM user for it (kafka_users.py), named after the run id like its Post
 
 Every process of the run logs in as that user: our Python workers, the Java and Kafka Streams workers and
 a custom consumer (HARNESS_KAFKA_CONFIG), through their environment, never argv. The harness itself
-(topics, production, progress, audit) stays the super user. The user and its ACLs go when the workers are
-gone, also after an error or Ctrl-C (`let_go`); `harness clean` removes those of dead runs.
+(topics, production, progress, audit) stays the super user. When the workers are gone, also after an
+error or Ctrl-C (`let_go`), the user's ACLs go and the user is retired (kafka_users.retire: its password
+overwritten with one nobody holds, never deleted); `harness clean` does the same for dead runs' users.
 
 On a stack where the harness cannot make users (an external cluster, a plaintext stack: `--auth none`)
 the run's consumers get the stack's own settings, as before, and the report says so.
@@ -84,16 +85,16 @@ def create(stack, run_id: str) -> KafkaGrant:
     names = RunNames(run_id)
     try:        # a user an earlier, killed attempt of this run id left gets the new password (an upsert)
         kafka_users.make(stack.bootstrap_servers, user, password, allows(names), probe_topic=names.input_topic)
-    except BaseException:      # an error, and also Ctrl-C or SIGTERM while it was being made: nothing stays
-        _remove_quietly(stack, user)
+    except BaseException:      # an error, and also Ctrl-C or SIGTERM while it was being made: nothing stays usable
+        _retire_quietly(stack, user)
         raise
     return KafkaGrant(user, f"{user} (made for this run: only its own topics, group and transactional ids; "
-                            f"removed when the run ends)", kafka_users.login(base, user, password))
+                            f"retired when the run ends)", kafka_users.login(base, user, password))
 
 
-def _remove_quietly(stack, user: str) -> str | None:
+def _retire_quietly(stack, user: str) -> str | None:
     try:
-        kafka_users.remove(stack.bootstrap_servers, user)
+        kafka_users.retire(stack.bootstrap_servers, user)
     except Exception as e:  # noqa: BLE001 - said by the caller; `harness clean` removes it later
         return type(e).__name__
     return None
@@ -110,21 +111,22 @@ def give(run) -> None:
 
 
 def let_go(run) -> None:
-    """The run's user and its ACLs go (its topics stay, for the audit); never raises."""
+    """The run's user loses its ACLs and is retired (its topics stay, for the audit); never raises."""
     grant = getattr(run, "kafka_user", None)
     if grant is None or grant.user is None or grant.removed:
         return
-    failed = _remove_quietly(run.stack, grant.user)
+    failed = _retire_quietly(run.stack, grant.user)
     if failed:
-        run.log(f"[{run.names.run_id}] the run's Kafka user {grant.user} was not removed ({failed}); "
-                f"`harness clean {run.names.run_id}` removes it")
+        run.log(f"[{run.names.run_id}] the run's Kafka user {grant.user} was not retired ({failed}); "
+                f"`harness clean {run.names.run_id}` retires it")
         grant.said = (f"{grant.user} (made for this run: only its own topics, group and transactional ids; NOT "
-                      f"removed at the end ({failed}): `harness clean {run.names.run_id}` removes it)")
+                      f"retired at the end ({failed}): `harness clean {run.names.run_id}` retires it)")
     grant.removed = True
 
 
 def run_users(stack) -> list[str]:
-    """Every run user on the stack (names only), live runs' too; [] where the harness makes none."""
+    """Every run user on the stack that can still log in (names only), live runs' too; retired ones are left
+    out; [] where the harness makes none."""
     if not can_make_users(stack):
         return []
     return [u for u in kafka_users.users(stack.bootstrap_servers) if u.startswith(PREFIX)]
@@ -133,7 +135,8 @@ def run_users(stack) -> list[str]:
 def run_of(stack, user: str) -> str | None:
     """The run id `user` was made for, when the harness made it: its ACL on its run's own prefix
     (`harness-<run id>-`, which only the super user could grant) names a run whose user name it has. None for
-    a user that is merely named like one (another admin's `harness_run_x`), or one whose ACLs are gone."""
+    a user that is merely named like one (another admin's `harness_run_x`), or one whose ACLs are gone (a
+    retired one is left out of run_users before this is asked)."""
     for name in kafka_users.prefixed_topic_acls(stack.bootstrap_servers, user):
         if name.startswith("harness-") and name.endswith("-"):
             run_id = name[len("harness-"):-1]
@@ -142,9 +145,9 @@ def run_of(stack, user: str) -> str | None:
     return None
 
 
-def remove_users(stack, users) -> None:
-    """Remove these run users with their ACLs (`harness clean`); nothing where the harness makes none."""
+def retire_users(stack, users) -> None:
+    """Take these run users' ACLs away and retire them (`harness clean`); nothing where the harness makes none."""
     if not can_make_users(stack):
         return
     for u in sorted(set(users)):
-        kafka_users.remove(stack.bootstrap_servers, u)
+        kafka_users.retire(stack.bootstrap_servers, u)

@@ -34,12 +34,15 @@ def local_cluster(prefix: str, *up_args: str):
     home = searchable_dir(prefix)
     env = {"HARNESS_HOME": str(home), "HARNESS_BOOTSTRAP_SERVERS": "", "HARNESS_POSTGRES_DSN": "",
            "HARNESS_STACK": "local"}
+    st: dict = {}
     try:
         harness("up", "--brokers", "3", *up_args, env=env, check=True, timeout=300)
         st = json.loads(harness("status", "--json", env=env, check=True).stdout)
         kafka_login.settings(st["bootstrap_servers"])      # harness code this process calls logs in too
         yield {"home": home, "env": env, "status": st}
     finally:
+        if st.get("bootstrap_servers"):     # its login must not reach a later cluster on the same ports
+            kafka_login.forget(st["bootstrap_servers"])
         harness("down", "--purge", env=env, timeout=300)
         left = processes_of(home)
         shutil.rmtree(home, ignore_errors=True)

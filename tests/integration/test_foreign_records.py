@@ -1,7 +1,8 @@
 """A record someone else writes into a running run's input topic is named as foreign, with its place.
 
-A real custom run on the session's plaintext stack (no Kafka authentication: any local client may
-produce; on a SCRAM stack the write is refused, tests/integration/test_kafka_users.py). Its
+A real custom run on the session's plaintext stack (`plaintext_stack`, started with `--auth none`: no
+Kafka authentication, any local client may produce; on the default SCRAM stack the write is refused,
+tests/integration/test_kafka_users.py). Its
 consumer, before it starts, says which input topic it reads and waits; then one record is written into
 that topic by someone who is not the run's producer (a plain Kafka client of this test, or another local
 user the test makes, with nothing but the system's python3), and the consumer goes on: the correct

@@ -87,7 +87,8 @@ def test_status_json_and_second_up_reuses(stack):
     assert "***" in st["postgres_dsn"] and stack["dsn"].split(":")[2].split("@")[0] not in st["postgres_dsn"]
     again = harness("up", env=env, check=True)
     from harness.cli.commands.up import NO_AUTH
-    assert NO_AUTH in again.stderr + again.stdout, "a plaintext stack's `up` does not say what it gives up"
+    assert NO_AUTH not in again.stderr + again.stdout, "the default stack is not plaintext"
+    assert st["kafka_auth"] == "SASL_PLAINTEXT SCRAM-SHA-512 as harness", "the default stack has no SCRAM"
     assert "reused" in again.stderr + again.stdout or again.returncode == 0
     st2 = json.loads(harness("status", "--json", env=env, check=True).stdout)
     assert st2["pids"] == st["pids"]

@@ -87,3 +87,25 @@ def test_topics_under_a_runs_own_prefix_go_with_the_run_and_a_live_runs_stay():
     assert "no run the harness knows" in kept[stray] and stray not in p.topics
     named = clean.plan([made, own, live, stray], [], {OLD, LIVE}, {}, named=[OLD])
     assert sorted(named.topics) == sorted([made, own])
+
+
+def test_clean_retires_only_users_that_can_still_log_in_and_never_calls_a_retired_one_foreign(monkeypatch):
+    """A retired user (run_users leaves it out) is neither retired again nor taken for a user the harness did
+    not make; a named run whose user never existed gets none made (retiring writes a credential); a user
+    named like a run's without its ACL is kept and said."""
+    from types import SimpleNamespace
+    from harness.run import cleanup
+    from harness.workload import run_kafka_user as ru
+    gone, live, dead, impostor, never = "r-gone", "r-live", "r-dead", "r-impostor", "r-never"
+    retired_ones = []
+    monkeypatch.setattr(ru, "run_users", lambda stack: [ru.user_name(r) for r in (live, dead, impostor)])
+    monkeypatch.setattr(ru, "run_of", lambda stack, u: None if u == ru.user_name(impostor) else u)
+    monkeypatch.setattr(ru, "retire_users", lambda stack, users: retired_ones.extend(sorted(users)))
+    monkeypatch.setattr(cleanup.registry, "entries", lambda dsn: {live: SimpleNamespace(live=lambda: True)})
+    p = cleanup.Plan(runs=[gone, never])          # `gone`'s user was retired before: run_users leaves it out
+    cleanup._drop_kafka_users(SimpleNamespace(postgres_dsn="x"), p, all_runs=True)
+    assert retired_ones == [ru.user_name(dead)]
+    assert [name for name, _ in p.kept] == [ru.user_name(impostor)]
+    retired_ones.clear()
+    cleanup._drop_kafka_users(SimpleNamespace(postgres_dsn="x"), cleanup.Plan(runs=[dead, never]), all_runs=False)
+    assert retired_ones == [ru.user_name(dead)]

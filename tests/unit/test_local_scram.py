@@ -72,6 +72,17 @@ def test_requests_go_through_the_standard_authorizer_with_only_our_own_users_sup
     assert "authorizer" not in k.props.read_text(), "the plaintext stack has no principal to authorize"
 
 
+def test_every_scram_node_snapshots_its_metadata_within_seconds(tmp_path):
+    """A node that starts from its metadata log alone can lose every SCRAM user (a deleted user first in Kafka's
+    ScramDelta.apply); from a snapshot it cannot. Kafka's default is an hour: every node, of one or three,
+    snapshots within seconds instead, and keeps old snapshots no longer than a few minutes."""
+    for k, voters in ((LocalKafka(tmp_path / "one"), None), (LocalKafka(tmp_path / "three", 2), "1@h:1,2@h:2,3@h:3")):
+        k.write_config(1, 2, "scram", voters=voters)
+        props = kafka_client.parse_properties(k.props.read_text())
+        assert 0 < int(props["metadata.log.max.snapshot.interval.ms"]) <= 10_000
+        assert int(props["metadata.max.retention.ms"]) <= 3_600_000
+
+
 def test_a_password_the_harness_did_not_write_is_refused(tmp_path):
     import pytest
     from harness.core.errors import HarnessError
@@ -111,14 +122,14 @@ def test_a_lost_stack_json_does_not_lose_the_auth(tmp_path):
     assert local_record.recorded_auth(tmp_path) == "none"
 
 
-def test_a_new_stack_is_plaintext_unless_asked_and_keeps_what_it_was_set_up_with(tmp_path):
-    """A new local stack is plaintext unless `--auth scram` asks (a SCRAM cluster's restarted node refused
-    every login in our tests, so SCRAM is not yet the default); a stack recorded as `none`, or whose nodes
-    were set up plaintext (a lost stack.json), stays so: switching needs `harness down --purge`."""
+def test_a_new_stack_gets_scram_and_one_set_up_plaintext_keeps_it(tmp_path):
+    """Issue 53: a new local stack has SCRAM and the authorizer unless asked otherwise (it was plaintext). A stack
+    recorded as `none`, or whose nodes were set up plaintext (a lost stack.json), stays so: switching needs
+    `harness down --purge`."""
     new, cluster, old = tmp_path / "new", tmp_path / "cluster", tmp_path / "old"
-    assert local_record.recorded_auth(new) == "none"
-    assert local_services._choose_auth(new, [LocalKafka(new)], False, None) == "none"
-    assert local_services._choose_auth(new, [LocalKafka(new)], False, "scram") == "scram", "--auth scram on a new stack"
+    assert local_record.recorded_auth(new) == "scram"
+    assert local_services._choose_auth(new, [LocalKafka(new)], False, None) == "scram"
+    assert local_services._choose_auth(new, [LocalKafka(new)], False, "none") == "none", "--auth none on a new stack"
     LocalKafka(cluster, 2).write_config(1, 2)             # node 2 of a plaintext cluster, no stack.json
     assert local_record.recorded_auth(cluster) == "none"
     old.mkdir()

@@ -33,8 +33,8 @@ def test_the_user_is_named_as_the_runs_database_role_and_made_only_on_the_harnes
     assert fallback.user is None and "no user of its own" in fallback.said
 
 
-def test_a_ctrl_c_while_the_user_is_being_made_removes_it(monkeypatch):
-    """Only an error removed a half-made user: a Ctrl-C (or SIGTERM) during its ACLs or its wait left the user
+def test_a_ctrl_c_while_the_user_is_being_made_retires_it(monkeypatch):
+    """Only an error ended a half-made user: a Ctrl-C (or SIGTERM) during its ACLs or its wait left the user
     and its ACLs on the broker, though the report promises they go with the run."""
     import pytest
     from harness.workload import kafka_users
@@ -45,8 +45,35 @@ def test_a_ctrl_c_while_the_user_is_being_made_removes_it(monkeypatch):
     monkeypatch.setattr(run_kafka_user, "can_make_users", lambda stack: True)
     monkeypatch.setattr(run_kafka_user.kafka_client, "settings_for", lambda b: {"sasl.username": "harness"})
     monkeypatch.setattr(kafka_users, "make", interrupted)
-    monkeypatch.setattr(kafka_users, "remove", lambda bootstrap, user: removed.append(user))
+    monkeypatch.setattr(kafka_users, "retire", lambda bootstrap, user: removed.append(user))
     stack = SimpleNamespace(bootstrap_servers="127.0.0.1:1", owned=True, kafka_config={})
     with pytest.raises(KeyboardInterrupt):
         run_kafka_user.create(stack, "20261207T100000.000-eos-abcdef")
     assert removed == [run_kafka_user.user_name("20261207T100000.000-eos-abcdef")]
+
+
+def test_a_retired_user_is_told_apart_by_its_iteration_count_alone():
+    """A retired user is one whose every credential carries the retirement mark: a live user of ours (4096),
+    a user someone made with other counts, or one with no credential at all is not."""
+    from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialsDescription
+    from harness.workload import kafka_users
+
+    def described(*counts):
+        return UserScramCredentialsDescription("u", [ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, n)
+                                                     for n in counts])
+    assert kafka_users.RETIRED_ITERATIONS != kafka_users.ITERATIONS
+    assert 4096 <= kafka_users.RETIRED_ITERATIONS <= 16384, "Kafka refuses counts outside 4096..16384"
+    assert kafka_users.is_retired(described(kafka_users.RETIRED_ITERATIONS))
+    assert not kafka_users.is_retired(described(kafka_users.ITERATIONS))
+    assert not kafka_users.is_retired(described(kafka_users.RETIRED_ITERATIONS, 8192))
+    assert not kafka_users.is_retired(described())
+
+
+def test_no_harness_module_deletes_a_scram_credential():
+    """A credential deletion is the record that makes a restarted Kafka node lose every SCRAM user
+    (stack/kafka_auth.py); the harness retires users instead (kafka_users.retire), so none of its modules may
+    ask for one."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2] / "harness"
+    asking = [str(f.relative_to(root)) for f in root.rglob("*.py") if "UserScramCredentialDeletion" in f.read_text()]
+    assert asking == []

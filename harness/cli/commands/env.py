@@ -24,7 +24,7 @@ def env_cmd(as_json, stack_kind, bootstrap_servers, postgres_dsn):
     that shell use the same stack. Exits 2 when no stack is up, or when one of
     its services is stopped or does not answer.
 
-    On a local SCRAM stack (harness up --auth scram) the shell's Kafka login is a user
+    On the local SCRAM stack (the default) the shell's Kafka login is a user
     of its own, harness_shell, not the harness's super user: it may read and
     describe every topic and describe every group (READ only on groups named
     harness-shell-*), and write, create, delete or alter nothing. Its settings

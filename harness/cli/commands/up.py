@@ -9,7 +9,7 @@ from .stack_options import kafka_version_option, say, stack_options
 
 # What a plaintext local stack gives up, said at each `up` (issue 53: another local user wrote into a run's topic).
 NO_AUTH = ("Kafka has no authentication (--auth none): any local user can read and write every topic and change "
-           "the cluster's settings; `harness down --purge` then `harness up --auth scram` closes that")
+           "the cluster's settings; `harness down --purge` then `harness up` (SCRAM, the default) closes that")
 
 
 @click.command()
@@ -17,14 +17,14 @@ NO_AUTH = ("Kafka has no authentication (--auth none): any local user can read a
               help="Kafka nodes: 1, or 3 for a KRaft cluster (replication factor 3, min.insync.replicas 2) "
                    "that broker faults need. The state folder remembers it for run, status and down.  [default: 1]")
 @click.option("--auth", type=click.Choice(["none", "scram"]), default=None,
-              help="Local stack: how Kafka clients authenticate. scram: the only "
+              help="Local stack: how Kafka clients authenticate. scram (the default for a new stack): the only "
                    "client listener is SASL_PLAINTEXT with SCRAM-SHA-512, the controller listener takes a "
                    "SASL/PLAIN login, and an authorizer allows each user only what an ACL grants: the harness "
                    "logs in as `harness` ($HARNESS_HOME/client.properties, 0600), each run's consumers as a user "
-                   "of that run (its own topics and group, removed with the run), `harness env`'s shell as a "
+                   "of that run (its own topics and group, retired with the run), `harness env`'s shell as a "
                    "read-only user. none gives all that up: any local user may read and write every topic "
                    "(a run's input too, falsifying its verdict) and change the cluster's settings. "
-                   "[default: what the stack was set up with, else none]")
+                   "[default: what the stack was set up with, else scram]")
 @click.option("--build-images", is_flag=True,
               help="Compose stack: build the Kafka and PostgreSQL images here from Debian's packages and Kafka's "
                    "jars (scripts/build-images.sh) instead of the official images. Without it they are built only "
