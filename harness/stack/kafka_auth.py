@@ -39,6 +39,7 @@ SCRAM_USER = "harness"
 CONTROLLER_MECHANISM = "PLAIN"
 CONTROLLER_USER = "controller"
 CONTROLLER_FILE = "kafka-controller.properties"
+CLIENT_FILE = "client.properties"        # the harness's own login (librdkafka names), in the state folder
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 SUPER_USERS = (SCRAM_USER, CONTROLLER_USER)       # the harness itself, and every node towards the controllers
 # A metadata snapshot within seconds of any change (Kafka's default: an hour, or 20 MB of records), so that a
@@ -73,6 +74,20 @@ def controller_password(state: Path) -> str:
     pw = new_password()
     write_private(f, "# The KRaft controller listener's SASL/PLAIN user of this harness stack.\n"
                      f"username={CONTROLLER_USER}\npassword={pw}\n")
+    return pw
+
+
+def client_password(state: Path) -> str:
+    """The SCRAM user `harness`'s password from `<state>/client.properties`, written (0600) with a new one if
+    missing: the local nodes and the compose containers format their metadata with it."""
+    from ..clients.kafka_client import load_file
+    f = state / CLIENT_FILE
+    if f.exists():
+        pw = load_file(f).get("sasl.password")
+        if pw:
+            return checked(pw, f)
+    pw = new_password()
+    write_private(f, client_properties(pw))
     return pw
 
 
