@@ -275,6 +275,8 @@ def down(purge: bool = False, variant: str | None = None, log=print) -> bool:
     (state_dir() / "stack.json").unlink(missing_ok=True)
     if purge:
         (state_dir() / "compose.password").unlink(missing_ok=True)     # its volume is gone: so is its password
+        from .shellenv import PGPASS_NAME
+        (state_dir() / PGPASS_NAME).unlink(missing_ok=True)            # and `harness env`'s copy of it
         (state_dir() / RELEASE_FILE).unlink(missing_ok=True)           # and the release that wrote its data
         for f in compose_auth.purged_files(state_dir()):               # and its Kafka users' auth and passwords
             f.unlink(missing_ok=True)
