@@ -136,6 +136,7 @@ def test_the_single_node_stack_runs_audits_and_leaves_nothing(engine, tmp_path):
             shell.stdout, shell.stdout + shell.stderr
         assert "sasl.username=harness_shell" in (state / "shell-client.properties").read_text()
     finally:
+        kafka_login.forget(f"127.0.0.1:{compose.KAFKA_PORT}")     # its login must not reach the next stack's commands
         down_purge(env)
     assert leftovers(engine) == {"container": [], "volume": [], "network": []}
     kept = {"client.properties", "kafka-controller.properties", "shell-client.properties", "compose.auth",
