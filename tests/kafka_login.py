@@ -1,8 +1,8 @@
 """The one place tests get the Kafka login of a stack the harness started for them.
 
-A stack the harness starts has SCRAM and an authorizer by default, so a plain confluent_kafka client a
-test builds itself (to read a topic as an outsider would, to produce a foreign record, to ask the admin
-API) needs the stack's client settings, as the harness's own clients do. `config(bootstrap, extra)` is
+A stack the harness starts may have SCRAM and an authorizer (`--auth scram`; a compose stack's default),
+so a plain confluent_kafka client a test builds itself (to read a topic as an outsider would, to produce a
+foreign record, to ask the admin API) needs the stack's client settings, as the harness's own clients do. `config(bootstrap, extra)` is
 that client's config: the settings of the state folder whose stack serves `bootstrap` (its
 client.properties: the harness's own user), found among the test session's state folders by port.
 It also binds them in harness.clients.kafka_client, so harness code a test calls in its own process
@@ -20,6 +20,14 @@ def _ports(bootstrap: str) -> set[int]:
     return {int(p) for p in (a.rpartition(":")[2] for a in bootstrap.split(",")) if p.isdigit()}
 
 
+def _recorded_ports(rec: dict) -> set[int]:
+    """The Kafka ports a stack.json names: a local stack's own, or a compose stack's fixed ones."""
+    if rec.get("kind") == "compose":
+        from harness.stack import compose
+        return {compose.KAFKA_PORT, *compose.CLUSTER_KAFKA_PORTS, *compose.CLUSTER_PROXY_PORTS}
+    return {v for k, v in rec.items() if k.endswith("_port") and isinstance(v, int)}
+
+
 def _home_of(bootstrap: str) -> Path | None:
     """The session's state folder whose stack.json records a port of `bootstrap`."""
     from tests.conftest import _made
@@ -29,7 +37,7 @@ def _home_of(bootstrap: str) -> Path | None:
             rec = json.loads((home / "stack.json").read_text())
         except (OSError, ValueError):
             continue
-        if want & {v for k, v in rec.items() if k.endswith("_port") and isinstance(v, int)}:
+        if isinstance(rec, dict) and want & _recorded_ports(rec):
             return home
     return None
 

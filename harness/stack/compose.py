@@ -12,7 +12,8 @@ stack.json remembers the variant, the images and the proxies, so later
 commands (run, status) use the same files; `down` adds the proxies' file
 whenever the project has a Toxiproxy container. The Kafka release
 (--kafka-version) chooses the image, and is remembered beside the volumes it
-wrote (`compose.kafka_version`).
+wrote (`compose.kafka_version`); so is the Kafka auth (`--auth`, SCRAM unless
+asked otherwise: compose_auth.py), whose override file comes last.
 """
 
 import json
@@ -25,7 +26,7 @@ from pathlib import Path
 from ..core import package_data, versions
 from ..core.errors import HarnessError
 from ..core.paths import state_dir
-from . import health
+from . import compose_auth, health
 from .compose_images import (COMPOSE_DIR, IMAGE_ENV, NEEDED, PROJECT, RELEASE_FILE, ensure_images, kafka_image,
                              recorded_release, release_for_up, reported_release)
 from .stack import Stack
@@ -73,15 +74,23 @@ def _password(state: Path) -> str:
     return f.read_text().strip()
 
 
-def _env(state: Path, release: str | None = None) -> dict:
-    """The environment of every `docker compose` call: the password, the Kafka release (for the image
-    builder), and the images this state folder's stack was started with (so a later call neither pulls nor
-    builds again) unless the user names others."""
+def _env(state: Path, release: str | None = None, auth: str = "none") -> dict:
+    """The environment of every `docker compose` call: the passwords (the Kafka ones for `up` with SCRAM), the
+    Kafka release (for the image builder), and the images this state folder's stack was started with (so a
+    later call neither pulls nor builds again) unless the user names others."""
     recorded = _recorded(state).get("images")
     images = {k: v for k, v in recorded.items() if k in IMAGE_ENV and isinstance(v, str)} \
         if isinstance(recorded, dict) else {}
     return {**images, **os.environ, "HARNESS_PG_PASSWORD": _password(state),
-            "HARNESS_KAFKA_VERSION": release or recorded_release(state) or versions.KAFKA_VERSION}
+            "HARNESS_KAFKA_VERSION": release or recorded_release(state) or versions.KAFKA_VERSION,
+            **compose_auth.secrets_env(state, auth)}
+
+
+def recorded_auth(state: Path | None = None) -> str:
+    """The Kafka auth of this state folder's compose stack: as stack.json says, else as its volumes were made."""
+    state = state or state_dir()
+    auth = _recorded(state).get("auth")
+    return auth if auth in compose_auth.AUTHS else compose_auth.recorded(state) or "none"
 
 
 def _recorded(state: Path) -> dict:
@@ -154,22 +163,28 @@ def _refuse_other_variant(variant: str) -> None:
                            f"first (it keeps the data), then `harness up --stack compose --brokers {BROKERS[variant]}`")
 
 
-def _files(variant: str, proxies: bool) -> list[str]:
-    return ["-f", str(FILES[variant]), *(["-f", str(PROXIES_FILE)] if proxies else [])]
+def _files(variant: str, proxies: bool, auth: str = "none") -> list[str]:
+    return ["-f", str(FILES[variant]), *(["-f", str(PROXIES_FILE)] if proxies else []),
+            *compose_auth.override(variant, auth)]
 
 
 def _stack(state: Path, variant: str = "single", proxies: bool = False) -> Stack:
     from ..clients import kafka_client
     ports = CLUSTER_PROXY_PORTS if proxies else CLUSTER_KAFKA_PORTS if variant == "cluster" else (KAFKA_PORT,)
     bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
+    own = compose_auth.client_settings(state, recorded_auth(state))
+    settings = kafka_client.resolve(bootstrap, own) if own else kafka_client.resolve(bootstrap)
+    if proxies:     # a broker fault asks the nodes themselves, past their proxies, whether one is back
+        kafka_client.use(",".join(f"127.0.0.1:{p}" for p in CLUSTER_KAFKA_PORTS), settings)
     return Stack(kind="compose", bootstrap_servers=bootstrap,
                  postgres_dsn=f"postgresql://harness:{_password(state)}@127.0.0.1:{POSTGRES_PORT}/harness",
                  owned=True, kafka_version=reported_release(state, _recorded(state).get("images")),
-                 brokers=BROKERS[variant],
-                 kafka_config=kafka_client.resolve(bootstrap))
+                 brokers=BROKERS[variant], kafka_config=settings)
 
 
-def up(variant: str = "single", log=print, build_images: bool = False, proxies: bool | None = None) -> Stack:
+def up(variant: str = "single", log=print, build_images: bool = False, proxies: bool | None = None,
+       auth: str | None = None) -> Stack:
+    """Start the compose stack (`auth`: "none" or "scram"; None keeps what its volumes were made with)."""
     why = engine_available()
     if why:
         raise HarnessError(f"--stack compose needs a Docker engine, but {why}; start one with "
@@ -179,25 +194,27 @@ def up(variant: str = "single", log=print, build_images: bool = False, proxies: 
     proxies = proxies_for(variant, proxies)
     _refuse_other_variant(variant)
     release, existing = release_for_up(state, variant)
-    env = _env(state, release)
+    auth = compose_auth.choose(state, auth, existing)
+    env = _env(state, release, auth)
     kafka_image(env, release)
     env.update(ensure_images(env, build=build_images, log=log, services=(*NEEDED, *(["toxiproxy"] if proxies else [])),
                              release=release, recorded={v for v in IMAGE_ENV if env.get(v) and not os.environ.get(v)}))
     if variant == "cluster" and not proxies and proxy_container():
         # the Toxiproxy of an earlier start with --proxies: only that service's container, of this project
-        subprocess.run(["docker", "compose", "-p", PROJECT, *_files(variant, True), "rm", "-s", "-f", "toxiproxy"],
+        subprocess.run(["docker", "compose", "-p", PROJECT, *_files(variant, True, auth), "rm", "-s", "-f", "toxiproxy"],
                        env=env, capture_output=True, text=True, timeout=120)
-    cmd = ["docker", "compose", "-p", PROJECT, *_files(variant, proxies), "up", "-d", "--wait"]
+    cmd = ["docker", "compose", "-p", PROJECT, *_files(variant, proxies, auth), "up", "-d", "--wait"]
     log("Starting the compose stack: " + " ".join(cmd[2:]))
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=UP_TIMEOUT_S)
     from ..core.safefile import PRIVATE, write_text
     if proc.returncode == 0 or not existing:
         write_text(state / RELEASE_FILE, release + "\n", PRIVATE)     # new volumes, or these: that release's data now
+        compose_auth.record(state, auth)                              # and that auth's users
     if proc.returncode != 0:
         raise HarnessError("docker compose up failed", (proc.stdout + proc.stderr)[-2000:])
     images = {var: env[var] for var in IMAGE_ENV if env.get(var)}
     write_text(state / "stack.json", json.dumps({"kind": "compose", "variant": variant, "images": images,
-                                                 "proxies": proxies}) + "\n", PRIVATE)
+                                                 "proxies": proxies, "auth": auth}) + "\n", PRIVATE)
     stack = _stack(state, variant, proxies)
     err = _postgres_probe(stack, 30)
     if err:
@@ -258,7 +275,11 @@ def down(purge: bool = False, variant: str | None = None, log=print) -> bool:
     (state_dir() / "stack.json").unlink(missing_ok=True)
     if purge:
         (state_dir() / "compose.password").unlink(missing_ok=True)     # its volume is gone: so is its password
+        from .shellenv import PGPASS_NAME
+        (state_dir() / PGPASS_NAME).unlink(missing_ok=True)            # and `harness env`'s copy of it
         (state_dir() / RELEASE_FILE).unlink(missing_ok=True)           # and the release that wrote its data
+        for f in compose_auth.purged_files(state_dir()):               # and its Kafka users' auth and passwords
+            f.unlink(missing_ok=True)
     return True
 
 
@@ -270,6 +291,7 @@ def left_volumes() -> bool:
 
 
 def _down_command(variant: str, purge: bool) -> list[str]:
-    """The cluster's with its proxies' file when it has or may have them: their container goes too."""
+    """The cluster's with its proxies' file when it has or may have them: their container goes too. Never the
+    SCRAM override: `down` removes the containers of the services the files name, and needs no password."""
     proxies = variant == "cluster" and (recorded_proxies() or proxy_container())
     return ["docker", "compose", "-p", PROJECT, *_files(variant, proxies), "down"] + (["-v"] if purge else [])

@@ -49,6 +49,7 @@ SCRAM_USER = "harness"
 CONTROLLER_MECHANISM = "PLAIN"
 CONTROLLER_USER = "controller"
 CONTROLLER_FILE = "kafka-controller.properties"
+CLIENT_FILE = "client.properties"        # the harness's own login (librdkafka names), in the state folder
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 SUPER_USERS = (SCRAM_USER, CONTROLLER_USER)       # the harness itself, and every node towards the controllers
 # A metadata snapshot within seconds of any change (Kafka's default: an hour, or 20 MB of records), so that a
@@ -72,18 +73,30 @@ def checked(password: str, where: Path) -> str:
     return password
 
 
-def controller_password(state: Path) -> str:
-    """The controller user's password from `<state>/kafka-controller.properties`, written (0600) if missing."""
+def _kept_password(f: Path, key: str, text_of) -> str:
+    """The password under `key` in the properties file `f`, checked; a new one written there (0600, as
+    `text_of(password)`) when the file or the key is missing."""
     from ..clients.kafka_client import load_file
-    f = state / CONTROLLER_FILE
     if f.exists():
-        pw = load_file(f).get("password")
+        pw = load_file(f).get(key)
         if pw:
             return checked(pw, f)
     pw = new_password()
-    write_private(f, "# The KRaft controller listener's SASL/PLAIN user of this harness stack.\n"
-                     f"username={CONTROLLER_USER}\npassword={pw}\n")
+    write_private(f, text_of(pw))
     return pw
+
+
+def controller_password(state: Path) -> str:
+    """The controller user's password from `<state>/kafka-controller.properties`, written (0600) if missing."""
+    return _kept_password(state / CONTROLLER_FILE, "password",
+                          lambda pw: "# The KRaft controller listener's SASL/PLAIN user of this harness stack.\n"
+                                     f"username={CONTROLLER_USER}\npassword={pw}\n")
+
+
+def client_password(state: Path) -> str:
+    """The SCRAM user `harness`'s password from `<state>/client.properties`, written (0600) with a new one if
+    missing: the local nodes and the compose containers format their metadata with it."""
+    return _kept_password(state / CLIENT_FILE, "sasl.password", client_properties)
 
 
 def scram_settings(port: int, controller_port: int, password: str, controller_pw: str, host: str) -> dict:

@@ -48,13 +48,13 @@ from pathlib import Path
 from ..core import safefile
 from ..core.errors import HarnessError
 from . import kafka_auth, netns, pidrecord
-from .kafka_auth import SCRAM_MECHANISM, SCRAM_USER, client_properties, write_private as _write_private
+from .kafka_auth import SCRAM_MECHANISM, SCRAM_USER, write_private as _write_private
 
 LOOPBACK = "127.0.0.1"
 
 AUTHS = ("none", "scram")
 DEFAULT_AUTH = "scram"        # a new stack's; a stack set up with --auth none keeps it (recorded_auth)
-CLIENT_PROPERTIES = "client.properties"
+CLIENT_PROPERTIES = kafka_auth.CLIENT_FILE
 RELEASE_FILE = "kafka_version"        # beside a node's data: the release that formatted it (--kafka-version)
 
 SERVER_SETTINGS = {
@@ -240,14 +240,7 @@ class LocalKafka(pidrecord.RecordedService):
 
     def scram_password(self) -> str:
         """The SCRAM user's password from client.properties, written (0600) with a new one if missing."""
-        from ..clients.kafka_client import load_file
-        if self.client_file.exists():
-            pw = load_file(self.client_file).get("sasl.password")
-            if pw:
-                return kafka_auth.checked(pw, self.client_file)
-        pw = kafka_auth.new_password()
-        _write_private(self.client_file, client_properties(pw))
-        return pw
+        return kafka_auth.client_password(self.client_file.parent)
 
     def client_settings(self) -> dict:
         """The settings in client.properties ({} when there is none: a plaintext stack)."""

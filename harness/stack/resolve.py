@@ -73,9 +73,10 @@ def get_stack(kind: str = "local", bootstrap: str | None = None, dsn: str | None
         want_proxies = compose.proxies_for(variant, proxies)
         st = compose.status() if compose.engine_available() is None else None
         if st and st.healthy and (brokers is None or st.brokers == brokers) and not build_images and \
-                compose.recorded_proxies() == want_proxies and kafka_versions.requested() in (None, st.kafka_version):
+                compose.recorded_proxies() == want_proxies and kafka_versions.requested() in (None, st.kafka_version) \
+                and auth in (None, compose.recorded_auth()):
             return st, None
-        return compose.up(variant, log=log, build_images=build_images, proxies=want_proxies), None
+        return compose.up(variant, log=log, build_images=build_images, proxies=want_proxies, auth=auth), None
     return local.up(log=log, hold=hold, command=command, brokers=brokers, auth=auth, node_networks=node_networks,
                     proxies=proxies)
 

@@ -116,29 +116,60 @@ def down_purge(env) -> None:
 
 
 def test_the_single_node_stack_runs_audits_and_leaves_nothing(engine, tmp_path):
+    """The default compose stack, with SCRAM and the authorizer (tests/integration/compose_checks.py says
+    what holds): runs whose consumers log in as a user of their own, an audit, `harness env`'s read-only
+    user, and nothing left after `down --purge`, the passwords included."""
+    from tests.integration.compose_checks import ArgvWatch, scram_holds
     env = {**engine, **home("harness-compose-single-")}
+    state = Path(env["HARNESS_HOME"])
     try:
-        up = harness("up", "--stack", "compose", env=env, timeout=900)
+        watch = ArgvWatch(state)
+        try:
+            up = harness("up", "--stack", "compose", env=env, timeout=900)
+        finally:
+            in_argv = watch.stop()
         assert up.returncode == 0, up.stdout + up.stderr
+        assert watch.sampled and in_argv == [], f"a Kafka password was on the command line of pids {in_argv}"
         assert engine["HARNESS_KAFKA_IMAGE"] in up.stdout + up.stderr       # it says which images it uses
         st = json.loads(harness("status", "--json", env=env).stdout)
         assert st["kind"] == "compose" and st["healthy"], st
+        scram_holds(env, state, up.stdout + up.stderr)
         d = run(env, tmp_path, "offset-after", "--messages", "300")
         assert d["counts"]["duplicates"] == len(d["crashes"]) > 0 and d["counts"]["lost"] == 0
         assert d["stack"]["kind"] == "compose"
+        assert d["stack"]["consumers_kafka_user"].startswith("harness_run_") and \
+            "removed when the run ends" in d["stack"]["consumers_kafka_user"], d["stack"]["consumers_kafka_user"]
         audit = harness("audit", str(tmp_path / "report"), env=env, timeout=300)
         assert audit.returncode == 0 and "agree" in audit.stdout + audit.stderr, audit.stdout + audit.stderr
         e = run(env, tmp_path, "eos", "--messages", "200", name="eos")
         assert e["kafka_output"]["read_committed"]["duplicates"] == 0
+        shell = harness("env", env=env, timeout=120)
+        assert shell.returncode == 0 and f"HARNESS_KAFKA_CONFIG_FILE={state / 'shell-client.properties'}" in \
+            shell.stdout, shell.stdout + shell.stderr
+        assert "sasl.username=harness_shell" in (state / "shell-client.properties").read_text()
     finally:
+        kafka_login.forget(f"127.0.0.1:{compose.KAFKA_PORT}")     # its login must not reach the next stack's commands
         down_purge(env)
     assert leftovers(engine) == {"container": [], "volume": [], "network": []}
+    kept = {"client.properties", "kafka-controller.properties", "shell-client.properties", "compose.auth",
+            "compose.password", "pgpass"} & {f.name for f in state.iterdir()}
+    assert not kept, f"down --purge left the passwords of deleted volumes: {kept}"
 
 
 def test_a_volume_with_another_password_is_one_line_naming_it(engine):
+    """(On a plaintext stack, `--auth none`, which is still there for those who ask: `up` says what it gives
+    up, a client needs no login, and another auth on its volumes is refused.)"""
+    from tests.integration.compose_checks import _refused_without_login
+    from harness.cli.commands.up import no_auth
     first, second = {**engine, **home("harness-compose-pw1-")}, {**engine, **home("harness-compose-pw2-")}
     try:
-        assert harness("up", "--stack", "compose", env=first, timeout=900).returncode == 0
+        up = harness("up", "--stack", "compose", "--auth", "none", env=first, timeout=900)
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert no_auth("compose") in up.stderr and "harness up --stack compose --auth scram" in up.stderr
+        assert not _refused_without_login(f"127.0.0.1:{compose.KAFKA_PORT}")
+        assert not (Path(first["HARNESS_HOME"]) / "client.properties").exists()
+        refused = harness("up", "--stack", "compose", "--auth", "scram", env=first, timeout=300)
+        assert refused.returncode == 2 and "set up with --auth none" in refused.stderr, refused.stderr[-2000:]
         assert harness("down", env=first, timeout=300).returncode == 0        # the volume stays, its password too
         proc = harness("up", "--stack", "compose", env=second, timeout=900)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]

@@ -17,8 +17,9 @@ from tests.integration.test_up_signals import live_processes_of
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 # The files `harness up --stack compose` gives `docker compose` and runs to build and start images
-COMPOSE_FILES = ("from harness.stack import compose, compose_images\n"
-                 "print(*compose.FILES.values(), compose.PROXIES_FILE, compose.ENGINE_SCRIPT, compose_images.BUILD_SCRIPT)")
+COMPOSE_FILES = ("from harness.stack import compose, compose_auth, compose_images\n"
+                 "print(*compose.FILES.values(), compose.PROXIES_FILE, compose.ENGINE_SCRIPT, compose_images.BUILD_SCRIPT,\n"
+                 "      *compose_auth.OVERRIDES.values(), compose_auth.START_SCRIPT)")
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,7 @@ def test_the_wheel_runs_from_an_empty_folder(installed, tmp_path):
             listing[-2000:]
         # `up --stack compose` (it needs a Docker engine: test_compose_engine.py runs it from the wheel) uses these
         used = ok(run([venv / "bin" / "python", "-c", COMPOSE_FILES], work, env), "the compose files").stdout.split()
-        assert len(used) == 5 and all(Path(f).is_file() and Path(f).is_relative_to(data) for f in used), used
+        assert len(used) == 8 and all(Path(f).is_file() and Path(f).is_relative_to(data) for f in used), used
     finally:
         down = run([script, "down", "--purge"], work, env)
         left = live_processes_of(home)

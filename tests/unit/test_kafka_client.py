@@ -172,9 +172,9 @@ def test_cli_settings_file_from_the_environment(isolated, tmp_path):
     assert "security.protocol" in line and SECRET not in line
 
 
-def test_cli_auth_is_for_the_local_stack(isolated):
+def test_cli_auth_is_for_the_stacks_the_harness_starts(isolated):
     line = _one_line(harness("up", "--auth", "scram", "--bootstrap-servers", "127.0.0.1:1", env=isolated))
-    assert "--auth sets up the local stack" in line
+    assert "--auth sets up the stack the harness starts" in line
 
 
 def test_the_bare_benchmark_worker_reads_the_same_environment():

@@ -24,8 +24,9 @@ def env_cmd(as_json, stack_kind, bootstrap_servers, postgres_dsn):
     that shell use the same stack. Exits 2 when no stack is up, or when one of
     its services is stopped or does not answer.
 
-    On the local SCRAM stack (the default) the shell's Kafka login is a user
-    of its own, harness_shell, not the harness's super user: it may read and
+    On the harness's SCRAM stacks (the default, local and compose) the shell's
+    Kafka login is a user of its own, harness_shell, not the harness's super
+    user: it may read and
     describe every topic and describe every group (READ only on groups named
     harness-shell-*), and write, create, delete or alter nothing. Its settings
     are in $HARNESS_HOME/shell-client.properties (0600); the harness's own
@@ -42,7 +43,7 @@ def env_cmd(as_json, stack_kind, bootstrap_servers, postgres_dsn):
         raise HarnessError(why)
     import os
     from ...stack.local_record import client_properties_file
-    if stack.kind == "local" and client_properties_file():     # the harness's SCRAM stack: a read-only user
+    if stack.owned and client_properties_file():     # the harness's SCRAM stack, local or compose: a read-only user
         from ...stack import shell_user
         config_file = shell_user.ensure(stack, state_dir())
     else:

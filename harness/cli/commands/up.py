@@ -7,9 +7,15 @@ from ...core.errors import HarnessError
 from .stack_options import kafka_version_option, say, stack_options
 
 
-# What a plaintext local stack gives up, said at each `up` (issue 53: another local user wrote into a run's topic).
+# What a plaintext stack gives up, said at each `up` (issue 53: another local user wrote into a run's topic).
 NO_AUTH = ("Kafka has no authentication (--auth none): any local user can read and write every topic and change "
-           "the cluster's settings; `harness down --purge` then `harness up` (SCRAM, the default) closes that")
+           "the cluster's settings; `harness down --purge` then `harness up --auth scram` (a new stack's default) closes that")
+
+
+def no_auth(kind: str) -> str:
+    """NO_AUTH, with the command that closes it on this kind of stack."""
+    return NO_AUTH if kind == "local" else NO_AUTH.replace("harness up --auth scram",
+                                                           f"harness up --stack {kind} --auth scram")
 
 
 @click.command()
@@ -17,7 +23,7 @@ NO_AUTH = ("Kafka has no authentication (--auth none): any local user can read a
               help="Kafka nodes: 1, or 3 for a KRaft cluster (replication factor 3, min.insync.replicas 2) "
                    "that broker faults need. The state folder remembers it for run, status and down.  [default: 1]")
 @click.option("--auth", type=click.Choice(["none", "scram"]), default=None,
-              help="Local stack: how Kafka clients authenticate. scram (the default for a new stack): the only "
+              help="Local or compose stack: how Kafka clients authenticate. scram (the default for a new stack): the only "
                    "client listener is SASL_PLAINTEXT with SCRAM-SHA-512, the controller listener takes a "
                    "SASL/PLAIN login, and an authorizer allows each user only what an ACL grants: the harness "
                    "logs in as `harness` ($HARNESS_HOME/client.properties, 0600), each run's consumers as a user "
@@ -62,11 +68,13 @@ def up(brokers, auth, build_images, node_networks, proxies, stack_kind, bootstra
       harness up --brokers 3 --proxies         # then: --fault latency, --fault delay-request:api=EndTxn
       harness up --auth none        # plaintext Kafka: any local user may write any topic
       harness up --stack compose    # Docker Compose (an engine: bash scripts/docker-engine.sh start)
+      harness up --stack compose --auth none   # plaintext compose Kafka
       harness up --stack compose --brokers 3 --proxies   # then: --fault latency
     """
     from ...stack.resolve import get_stack
-    if auth and (bootstrap_servers or postgres_dsn or stack_kind != "local"):
-        raise HarnessError("--auth sets up the local stack; an existing cluster takes --kafka-config instead")
+    if auth and (bootstrap_servers or postgres_dsn):
+        raise HarnessError("--auth sets up the stack the harness starts; an existing cluster takes --kafka-config "
+                           "instead")
     if build_images and stack_kind != "compose":
         raise HarnessError("--build-images builds the compose stack's images; add --stack compose")
     if node_networks is not None and (bootstrap_servers or postgres_dsn or stack_kind != "local"):
@@ -85,11 +93,12 @@ def up(brokers, auth, build_images, node_networks, proxies, stack_kind, bootstra
             say(note)
     click.echo(f"{stack.kind} stack ready: kafka {stack.bootstrap_servers} ({stack.kafka_auth}), postgres "
                f"{stack.public()['postgres_dsn']}")
-    if stack.kind == "local":
+    if stack.owned:
         from ...stack.local_record import client_properties_file
         props = client_properties_file()
         if props:
             say(f"Kafka client settings (0600): {props}")
         else:
-            say(NO_AUTH)
+            say(no_auth(stack.kind))
+    if stack.kind == "local":
         say("kept running until `harness down`")
