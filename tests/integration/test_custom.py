@@ -377,7 +377,7 @@ env = os.environ
 if env["HARNESS_ATTEMPT"] == "1":   # its bug: a producer with a fresh transactional.id, its transaction never ended
     p = Producer({**json.loads(env.get("HARNESS_KAFKA_CONFIG") or "{}"),
                   "bootstrap.servers": env["HARNESS_BOOTSTRAP_SERVERS"], "transaction.timeout.ms": 600000,
-                  "transactional.id": "leaky-" + uuid.uuid4().hex})
+                  "transactional.id": env["HARNESS_RUN_PREFIX"] + "leaky-" + uuid.uuid4().hex})
     p.init_transactions(60)
     p.begin_transaction()
     tag = {"worker": env["HARNESS_WORKER"], "attempt": int(env["HARNESS_ATTEMPT"]), "txn": 1}

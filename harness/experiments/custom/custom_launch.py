@@ -89,6 +89,8 @@ ENV = {
                                             "(Go's pgx sends an unknown parameter to the server, which refuses it)",
     "HARNESS_LEDGER_TABLE": "schema-qualified ledger table: write one (message_id text, amount bigint) row per effect",
     "HARNESS_OUTPUT_TOPIC": "an output topic, created, for consumers that produce (key = id, value as the input)",
+    "HARNESS_RUN_PREFIX": "the names the run's Kafka user may make: a transactional.id, and topics of its own, must "
+                          "start with it on the harness's SCRAM stacks (harness-<run id>-)",
 }
 
 
@@ -169,7 +171,8 @@ class CustomWorkers:
                 "HARNESS_POSTGRES_DSN": libpq_uri(run.worker_dsn),
                 "HARNESS_POSTGRES_DSN_NO_REQUIRE_AUTH": libpq_uri(run.worker_dsn, require_scram=False),
                 "HARNESS_LEDGER_TABLE": names.ledger_table,
-                "HARNESS_OUTPUT_TOPIC": names.output_topic}
+                "HARNESS_OUTPUT_TOPIC": names.output_topic,
+                "HARNESS_RUN_PREFIX": names.own_prefix}
 
         def env(slot) -> dict:
             return {**base, "HARNESS_PARTITIONS": ",".join(map(str, slots[slot.index])),
