@@ -161,7 +161,7 @@ final class Standby {
     private void compare(List<String> cmd, int jar) {
         List<String> own = ownJvmOptions;
         if (own != null) {
-            List<String> missing = new ArrayList<>(cmd.subList(1, jar));
+            List<String> missing = new ArrayList<>(cmd.subList(javaAt(cmd, jar) + 1, jar));
             missing.removeAll(own);
             if (!missing.isEmpty()) {
                 System.err.println("eos-streams: " + FLAG + ": this JVM was started without " + missing
@@ -173,6 +173,20 @@ final class Standby {
             System.err.println("eos-streams: " + FLAG + ": the real command line names the jar " + cmd.get(jar + 1)
                                + ", this JVM runs " + mine + "; going on with this one");
         }
+    }
+
+    /**
+     * Where the java executable stands in the command line: the last word before {@code -jar} that is not an
+     * option (a wrapper such as the harness's {@code setpriv ... sh -c ...} comes before it, with its own
+     * arguments, which are no JVM options).
+     */
+    static int javaAt(List<String> cmd, int jar) {
+        for (int k = jar - 1; k >= 0; k--) {
+            if (!cmd.get(k).startsWith("-")) {
+                return k;
+            }
+        }
+        return 0;
     }
 
     private static boolean join(Thread t) {
@@ -225,7 +239,7 @@ final class Standby {
         step("self", this::readSelf);
         step("json", this::warmJson);
         step("ledger", this::warmLedger);
-
+        step("streams", this::warmStreams);
         step("classes", this::warmClasses);
         if (!stop.get()) {
             complete = true;
@@ -282,6 +296,38 @@ final class Standby {
         }
         l.close();
         return "late";
+    }
+
+    /**
+     * Builds a throw-away Kafka Streams client like the worker's and closes it unstarted: building the real one
+     * is then warm (0.02-0.05 s instead of 0.25 s cold). It shares nothing with the running worker or the next
+     * attempt: its own application and client id, a temporary state directory beside the worker's (removed,
+     * its process id with it), and a closed local port as bootstrap, so it joins no group, inits no producer
+     * and reaches no broker (at most a refused connection, logged at WARN).
+     */
+    private String warmStreams() throws Exception {
+        // Beside the worker's own state directory, in the run's folder: a spare SIGKILLed mid-build (the run's
+        // end kills unneeded spares) leaves it where the run removes its Streams state, not in the OS's /tmp.
+        Path parent = provisional.stateDir.toAbsolutePath().getParent();
+        java.nio.file.Files.createDirectories(parent);
+        Path dir = java.nio.file.Files.createTempDirectory(parent, "spare-warmup-");
+        try {
+            Options throwAway = Options.parse(new String[] {
+                "--bootstrap", "127.0.0.1:" + Training.closedPort(), "--input", provisional.input,
+                "--output", provisional.output, "--application-id", "eos-streams-spare-warmup",
+                "--state-dir", dir.toString(), "--crash-plan", provisional.crashPlan.toString(),
+                "--crash-log", provisional.crashLog.toString(), "--worker", "spare", "--attempt", "1"});
+            CapturingClientSupplier clients = new CapturingClientSupplier();
+            PaymentProcessor.State state = new PaymentProcessor.State(throwAway, json, null,
+                java.util.concurrent.CompletableFuture.completedFuture(null), clients);
+            org.apache.kafka.streams.KafkaStreams streams = new org.apache.kafka.streams.KafkaStreams(
+                Main.topology(throwAway, state), Main.config(throwAway),
+                clients);
+            streams.close(java.time.Duration.ofSeconds(5));
+        } finally {
+            Training.deleteTree(dir);
+        }
+        return null;
     }
 
     /** Loads, without initialising, the classes of the list: the ones only a started client needs. */
