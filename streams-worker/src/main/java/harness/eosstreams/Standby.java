@@ -26,23 +26,24 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@code --standby} (its {@code --attempt} is provisional) while the current
  * worker runs. The spare warms up on a background thread, doing only start-up
  * work that depends neither on the attempt nor on anything the running worker
- * owns, and only what the real start does not repeat: it warms Jackson, opens
- * the ledger connection, and loads (without initialising) the classes a worker
+ * owns, and only what the real start does not repeat: it warms Jackson, builds
+ * and closes a throw-away Kafka Streams client (its own application id, a closed
+ * local port as bootstrap: no group, no producer id, no broker), opens the
+ * ledger connection, and loads (without initialising) the classes a worker
  * needs (the list in {@link Training#CLASS_LIST}; mapped from the class-data
- * archive when the harness gives one). It does not build a throw-away Kafka
- * Streams client or read from the broker (earlier versions did): with the
- * archive that cost more CPU than it saved time, and it kept the spare busy when
- * the next crash came ~0.5 s later.
+ * archive when the harness gives one). It reads nothing from the broker.
  *
  * <p>Meanwhile the main thread waits for one line on stdin: a JSON array of
  * strings, the full command line of the real attempt ({@code java ... -jar JAR
- * OPTIONS}). EOF or an empty line: not needed, exit 0 quietly. Otherwise the
- * warm-up stops at its next step, the options after the jar are parsed as
+ * OPTIONS}), which the harness writes only once the slot's previous JVM has
+ * exited (it must be fenced by this one). EOF or an empty line: not needed,
+ * exit 0 quietly. Otherwise the warm-up's later steps are skipped (its current
+ * one ends beside the real start), the options after the jar are parsed as
  * usual, and the process goes on exactly as a normal start with them: it reads
  * the crash plan and crash log, creates and starts Kafka Streams, and
  * everything that names the attempt uses the real one. The ledger connection is
  * reused only if the real command line names the same database, user and table,
- * and it still answers.
+ * it was open before the line came, and it still answers.
  *
  * <p>Stderr: {@code eos-streams STANDBY ready ...} once warm (with the time per
  * step), {@code eos-streams STANDBY activated worker=W attempt=N ...} when the
@@ -50,7 +51,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 final class Standby {
     static final String FLAG = "--standby";
-    /** How long the real start waits for the warm-up thread to finish its current step. */
+    /** How long an unneeded spare waits for the warm-up thread to finish its current step before it exits. */
     private static final long JOIN_MS = 1_000;
 
     record Activation(Options options, Ledger ledger) {
@@ -103,7 +104,10 @@ final class Standby {
         List<String> cmd = s.commandLine(line);
         int jar = cmd.indexOf("-jar");
         Options real = Main.parseOrExit(cmd.subList(jar + 2, cmd.size()).toArray(new String[0]));
-        boolean finished = join(warm);
+        // No waiting for the warm-up's current step: it ends beside the real start (whose own class
+        // initialisation it has half done, or shares), and its later steps are skipped. Waiting for it cost
+        // up to one step (0.2-0.5 s on a loaded machine) on most restarts, whose spare was still busy.
+        boolean finished = !warm.isAlive();
         Ledger l = s.claimLedger(real);
         System.err.println("eos-streams STANDBY activated worker=" + real.worker + " attempt=" + real.attempt
                            + " warm-up=" + (s.complete ? "complete" : "partial") + (finished ? "" : " (still busy)")
@@ -238,8 +242,8 @@ final class Standby {
         long t0 = System.nanoTime();
         step("self", this::readSelf);
         step("json", this::warmJson);
-        step("ledger", this::warmLedger);
         step("streams", this::warmStreams);
+        step("ledger", this::warmLedger);
         step("classes", this::warmClasses);
         if (!stop.get()) {
             complete = true;
