@@ -7,7 +7,7 @@ class-data archive, any JDK) or `aot` (a JDK 25's ahead-of-time cache: classes
 loaded, linked and profiled before the run). Levers take turns within each
 repetition, so a busy moment of the machine does not fall on one lever alone.
 Every cell starts each restart cold (`--streams-spare off`): the levers are
-about a JVM's start, which a warm spare (eos-streams' default) starts before
+about a JVM's start, which a warm spare (`--streams-spare on`) starts before
 the kill, so the phases below could not be placed.
 
 Per cell: the restart median and 90th percentile (SIGKILL or Runtime.halt to

@@ -316,7 +316,8 @@ def test_fresh_transactional_id_stalls_read_committed_readers(stack, tmp_path):
 
 
 def test_eos_streams_exact_output_and_postgres_duplicates(stack, tmp_path):
-    d = run_exp(stack, tmp_path, "eos-streams", "--messages", "60", "--crash-rate", "0.05", "--effect", "postgres")
+    d = run_exp(stack, tmp_path, "eos-streams", "--messages", "60", "--crash-rate", "0.05", "--effect", "postgres",
+                "--streams-spare", "on")
     rc = d["kafka_output"]["read_committed"]
     assert (rc["records"], rc["duplicates"], rc["lost"]) == (60, 0, 0)
     assert len(d["crashes"]) == 3 and d["counts"]["duplicates"] == d["predicted"]["duplicates"] >= 3
@@ -325,7 +326,7 @@ def test_eos_streams_exact_output_and_postgres_duplicates(stack, tmp_path):
     log = (tmp_path / "report" / "workers" / "w0.log").read_text()
     ids = re.findall(r"eos-streams RUNNING worker=w0 attempt=\d+ time=\S+ process-id=(\S+)", log)
     assert len(ids) == 4 and len(set(ids)) == 1 and ids[0] != "unknown"
-    # Each restart was a warm spare (--streams-spare on, the default), activated only after the halted
+    # Each restart was a warm spare (--streams-spare on), activated only after the halted
     # attempt's crash line (the supervisor hands it its command line once that JVM has exited), with the
     # JVM settings of its real command line (no "started without" warning).
     assert [c["attempt"] for c in d["crashes"]] == [1, 2, 3]

@@ -66,10 +66,10 @@ def test_a_worker_jvm_starts_with_the_measured_settings_and_its_archive_and_noth
                                         "-Dharness.worker=true"]
 
 
-def test_the_warm_spare_is_on_by_default_for_eos_streams_and_can_be_turned_off():
+def test_the_warm_spare_is_an_eos_streams_option_off_by_default():
     from harness.experiments.kafka_streams import EOS_STREAMS, STREAMS_SPARE
     assert STREAMS_SPARE in EOS_STREAMS.options
-    assert (STREAMS_SPARE.default, STREAMS_SPARE.choices) == ("on", ("on", "off"))
+    assert (STREAMS_SPARE.default, STREAMS_SPARE.choices) == ("off", ("on", "off"))
 
 
 def test_an_aot_start_runs_the_newer_java_with_its_cache():
