@@ -69,7 +69,7 @@ def test_a_worker_jvm_starts_with_the_measured_settings_and_its_archive_and_noth
 def test_the_warm_spare_is_an_eos_streams_option_off_by_default():
     from harness.experiments.kafka_streams import EOS_STREAMS, STREAMS_SPARE
     assert STREAMS_SPARE in EOS_STREAMS.options
-    assert (STREAMS_SPARE.default, STREAMS_SPARE.choices) == ("off", ("on", "off"))
+    assert (STREAMS_SPARE.default, STREAMS_SPARE.choices) == ("off", ("off", "on"))
 
 
 def test_an_aot_start_runs_the_newer_java_with_its_cache():

@@ -30,7 +30,8 @@ STREAMS_SPARE = Option(
     "streams_spare", str, "eos-streams only: on keeps a warm spare JVM per worker slot (started while the "
     "worker runs; it gets its real command line only once the halted JVM is dead, so it fences it as a cold "
     "start does); off starts each restart cold (as `harness bench streams` does). Speed only: the same worker "
-    "and checks. Off by default until it is measured to make the suite no slower.", default="off", choices=("on", "off"), applies_to="eos-streams")
+    "and checks. Off by default until it is measured to make the suite no slower.", default="off",
+    choices=("off", "on"), applies_to="eos-streams")
 EFFECT = Option("effect", str, "eos-streams only: also write each record to the Postgres ledger by JDBC.",
                 default="none", choices=("none", "postgres"), applies_to="eos-streams")
 
