@@ -6,6 +6,9 @@ the suite) with one `--streams-jvm` lever: `plain` (no class cache), `cds` (a
 class-data archive, any JDK) or `aot` (a JDK 25's ahead-of-time cache: classes
 loaded, linked and profiled before the run). Levers take turns within each
 repetition, so a busy moment of the machine does not fall on one lever alone.
+Every cell starts each restart cold (`--streams-spare off`): the levers are
+about a JVM's start, which a warm spare (`--streams-spare on`) starts before
+the kill, so the phases below could not be placed.
 
 Per cell: the restart median and 90th percentile (SIGKILL or Runtime.halt to
 the replacement's first record, from the run's report), the CPU-seconds of
@@ -125,8 +128,8 @@ def _p90(values) -> float | None:
 
 def run_cell(stack: Stack, lever: str, rep: int, opts: StreamsBenchOptions, folder: Path) -> dict:
     out = folder / f"{lever}-{rep}"
-    cmd = [sys.executable, "-m", "harness.cli", "run", "eos-streams", "--streams-jvm", lever, "--messages",
-           str(opts.messages), "--seed", str(opts.seed), "--quiet", "--out", str(out),
+    cmd = [sys.executable, "-m", "harness.cli", "run", "eos-streams", "--streams-jvm", lever, "--streams-spare", "off",
+           "--messages", str(opts.messages), "--seed", str(opts.seed), "--quiet", "--out", str(out),
            "--time-limit", str(CELL_TIME_LIMIT_S)]
     from ..run.suite_runner import run_env
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -212,15 +212,19 @@ class StreamsWorkers:
             # A JVM runs until told to stop, and nothing would tell it once a SIGKILLed harness is gone.
             return dying_with_this_process(cmd)
         # Streams runs until told to stop: the run is over when the group's commits reach the end.
-        # No warm spare: with the class-data archive a cold start is ~0.45 s, and a spare (a second
-        # JVM per restart) cost 10-15% more CPU for no faster restarts when other runs share the
-        # cores (run eos-streams --seed 25: 68-80 vs 77-89 CPU-s, restart median 0.45-0.53 vs 0.61-0.69 s).
+        # A warm spare per slot with --streams-spare on (off by default: not yet measured to make the suite no
+        # slower): the supervisor hands it the next attempt's command line
+        # only once the halted JVM has exited, so its group join and InitProducerId fence that JVM as a cold
+        # start's would (docs/design.md, streams-worker/README.md "Warm spare").
+        spare = (p.streams_spare or "off") == "on"
+
         def annotate(run, result, report) -> None:
             report.data["streams_jvm"] = {"asked": p.streams_jvm or "cds", "java": start.java,
                                           "release": streams.java_release(start.java),
-                                          "cache": start.kind.name if start.kind and start.cache else None}
+                                          "cache": start.kind.name if start.kind and start.cache else None,
+                                          "spare": spare}
         return Launch(command, env, slots, group_done=lambda: run.progress.done >= p.messages,
-                      reports_deliveries=False, standby=False, annotate=annotate)
+                      reports_deliveries=False, standby=spare, annotate=annotate)
 
     def open_transactional_ids(self, run, slot_index: int, attempt: int) -> list[str]:
         """The transactional.ids a Streams JVM the stop SIGKILLed may have left a transaction open under: named

@@ -316,7 +316,8 @@ def test_fresh_transactional_id_stalls_read_committed_readers(stack, tmp_path):
 
 
 def test_eos_streams_exact_output_and_postgres_duplicates(stack, tmp_path):
-    d = run_exp(stack, tmp_path, "eos-streams", "--messages", "60", "--crash-rate", "0.05", "--effect", "postgres")
+    d = run_exp(stack, tmp_path, "eos-streams", "--messages", "60", "--crash-rate", "0.05", "--effect", "postgres",
+                "--streams-spare", "on")
     rc = d["kafka_output"]["read_committed"]
     assert (rc["records"], rc["duplicates"], rc["lost"]) == (60, 0, 0)
     assert len(d["crashes"]) == 3 and d["counts"]["duplicates"] == d["predicted"]["duplicates"] >= 3
@@ -325,6 +326,14 @@ def test_eos_streams_exact_output_and_postgres_duplicates(stack, tmp_path):
     log = (tmp_path / "report" / "workers" / "w0.log").read_text()
     ids = re.findall(r"eos-streams RUNNING worker=w0 attempt=\d+ time=\S+ process-id=(\S+)", log)
     assert len(ids) == 4 and len(set(ids)) == 1 and ids[0] != "unknown"
+    # Each restart was a warm spare (--streams-spare on), activated only after the halted
+    # attempt's crash line (the supervisor hands it its command line once that JVM has exited), with the
+    # JVM settings of its real command line (no "started without" warning).
+    assert [c["attempt"] for c in d["crashes"]] == [1, 2, 3]
+    for attempt in (2, 3, 4):
+        activated = log.index(f"eos-streams STANDBY activated worker=w0 attempt={attempt} ")
+        assert log.rindex("eos-streams CRASH ", 0, activated) > log.find(f"eos-streams MAIN worker=w0 attempt={attempt - 1} ")
+    assert "this JVM was started without" not in log
 
 
 def test_small_suite_end_to_end(stack, tmp_path):

@@ -51,6 +51,27 @@ def test_command_maps_the_archive_before_the_jar_only_when_there_is_one():
     assert [a for a in with_archive if "SharedArchiveFile" not in a] == without
 
 
+# The JVM settings every measurement of streams-worker/README.md ("Timings") and docs/numbers.md was made with.
+MEASURED_JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:CompileThresholdScaling=5", "-XX:+UseSerialGC", "-Xmx512m",
+                        "-XX:-UsePerfData"]
+
+
+def test_a_worker_jvm_starts_with_the_measured_settings_and_its_archive_and_nothing_else():
+    """A setting added to (or dropped from) the workers' JVMs without measuring it again fails here: the
+    documented restart figures would no longer be of the JVM that runs."""
+    archive = Path("/x/eos-streams.jsa")
+    cmd = _command(streams_jvm.WorkerStart("java", streams_jvm.CDS, archive, ""))
+    assert cmd[0] == "java"
+    assert cmd[1:cmd.index("-jar")] == [*MEASURED_JVM_OPTIONS, f"-XX:SharedArchiveFile={archive}",
+                                        "-Dharness.worker=true"]
+
+
+def test_the_warm_spare_is_an_eos_streams_option_off_by_default():
+    from harness.experiments.kafka_streams import EOS_STREAMS, STREAMS_SPARE
+    assert STREAMS_SPARE in EOS_STREAMS.options
+    assert (STREAMS_SPARE.default, STREAMS_SPARE.choices) == ("off", ("off", "on"))
+
+
 def test_an_aot_start_runs_the_newer_java_with_its_cache():
     java = "/usr/lib/jvm/jdk-25/bin/java"
     aot = streams_jvm.WorkerStart(java, streams_jvm.aot_kind(java), Path("/x/eos-streams.aot"), "")

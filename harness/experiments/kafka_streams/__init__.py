@@ -26,6 +26,12 @@ STREAMS_JVM = Option(
     "the jar), aot (a JDK 25's ahead-of-time cache, JEP 483: classes loaded and linked before the run; "
     "needs a JDK 25 installed) or plain (neither). Speed only: the same worker and checks; `harness bench "
     "streams` measures each.", default="cds", choices=("cds", "aot", "plain"), applies_to="eos-streams")
+STREAMS_SPARE = Option(
+    "streams_spare", str, "eos-streams only: on keeps a warm spare JVM per worker slot (started while the "
+    "worker runs; it gets its real command line only once the halted JVM is dead, so it fences it as a cold "
+    "start does); off starts each restart cold (as `harness bench streams` does). Speed only: the same worker "
+    "and checks. Off by default until it is measured to make the suite no slower.", default="off",
+    choices=("off", "on"), applies_to="eos-streams")
 EFFECT = Option("effect", str, "eos-streams only: also write each record to the Postgres ledger by JDBC.",
                 default="none", choices=("none", "postgres"), applies_to="eos-streams")
 
@@ -43,7 +49,7 @@ EOS_STREAMS = Experiment(
     predictors=(OutputPredictor(produced="unacked"),),
     launcher=StreamsWorkers(),
     # Streams keeps its own transactional ids and timeout: of the transaction options only the interval applies.
-    options=(EFFECT, COMMIT_INTERVAL_MS, STREAMS_JVM),
+    options=(EFFECT, COMMIT_INTERVAL_MS, STREAMS_JVM, STREAMS_SPARE),
     variants={"effect=postgres": {"stores": Stores(ledger=True, output=True),
                                   "predictors": (LedgerPredictor(), OutputPredictor(produced="unacked"))}},
     suite={"group": "eos", "weight": 10, "args": ["--effect", "postgres"]},

@@ -133,13 +133,13 @@ final class Training {
     }
 
     /** A local port nothing listens on (bound, then released): the clients' connections are refused. */
-    private static int closedPort() throws IOException {
+    static int closedPort() throws IOException {
         try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             return s.getLocalPort();
         }
     }
 
-    private static void deleteTree(Path dir) {
+    static void deleteTree(Path dir) {
         try (Stream<Path> files = Files.walk(dir)) {
             for (Path f : (Iterable<Path>) files.sorted(Comparator.reverseOrder())::iterator) {
                 Files.deleteIfExists(f);
