@@ -303,7 +303,7 @@ def conclusion(rows: list[dict]) -> str:
         elif x["effects"] is False and x["topic"]:
             boundary.append(name)
         elif x["effects"] is False:
-            lost_or_dup.append(f"{name} ({r['counts']['lost']:,} lost, {r['counts']['duplicates']:,} duplicated)")
+            lost_or_dup.append((name, r["counts"]["lost"], r["counts"]["duplicates"]))
         elif x["effects"] or x["topic"]:
             held.append(name)
             if x["effects"] and (r["counts"].get("dedupe_hits") or 0) > 0:
@@ -314,7 +314,7 @@ def conclusion(rows: list[dict]) -> str:
                 + ", ".join(f"{r['experiment']} {r.get('verdict')}" for r in rows) + ".")
     parts = [f"Exactly-once held in {', '.join(held) or 'none of the experiments that ran as predicted'}."]
     if lost_or_dup:
-        parts.append(f"It did not hold in {', '.join(lost_or_dup)}.")
+        parts.append(did_not_hold(lost_or_dup))
     if boundary:
         parts.append(f"Kafka's exactly-once stopped at the first write outside Kafka: {', '.join(boundary)} "
                      f"kept an exact topic and a duplicated ledger.")
@@ -328,6 +328,18 @@ def conclusion(rows: list[dict]) -> str:
     if bad:
         parts.append(f"Not as predicted or not finished: {', '.join(bad)}.")
     return " ".join(parts)
+
+
+def did_not_hold(runs: list[tuple]) -> str:
+    """The conclusion's sentence on the runs whose effects were not exact, [(name, lost, duplicated)]: each
+    named with its counts when there are a few; past three, how many lost and how many duplicated, so that the
+    sentence stays short (the table beside it gives each run's counts)."""
+    if len(runs) <= 3:
+        return "It did not hold in " + ", ".join(f"{n} ({lost:,} lost, {dup:,} duplicated)" for n, lost, dup in runs) + "."
+    lost = sum(1 for _, n, _ in runs if n)
+    dup = sum(1 for _, _, n in runs if n)
+    return (f"It did not hold in {len(runs)} experiments: {lost} lost payments, {dup} applied payments twice "
+            f"(each one's counts are in the table).")
 
 
 def exit_code(rows: list[dict]) -> int:

@@ -59,3 +59,14 @@ def test_a_run_whose_report_went_elsewhere_is_listed_with_its_error_line_not_its
     assert entry["verdict"] == "failed" and entry["error"].startswith("error: cannot write the report"), entry
     (tmp_path / "eos.log").write_text("Traceback\nboom\n")
     assert _entry("eos", tmp_path, 1, 1.0)["error"] == "boom"
+
+
+def test_many_runs_that_did_not_hold_are_counted_in_a_short_sentence():
+    """The default suite has eleven such runs: named one by one, the sentence ran to 450 characters."""
+    rows = [row(f"lossy-{i}", "as-predicted", lost=100) for i in range(4)] + \
+           [row(f"dupy-{i}", "as-predicted", dups=100) for i in range(7)]
+    text = conclusion(rows)
+    sentence = next(s for s in text.split(". ") if s.startswith("It did not hold")).rstrip(".")
+    assert sentence == ("It did not hold in 11 experiments: 4 lost payments, 7 applied payments twice (each one's "
+                        "counts are in the table)")
+    assert len(sentence) <= 160
