@@ -138,7 +138,7 @@ def test_the_single_node_stack_runs_audits_and_leaves_nothing(engine, tmp_path):
         assert d["counts"]["duplicates"] == len(d["crashes"]) > 0 and d["counts"]["lost"] == 0
         assert d["stack"]["kind"] == "compose"
         assert d["stack"]["consumers_kafka_user"].startswith("harness_run_") and \
-            "removed when the run ends" in d["stack"]["consumers_kafka_user"], d["stack"]["consumers_kafka_user"]
+            "retired when the run ends" in d["stack"]["consumers_kafka_user"], d["stack"]["consumers_kafka_user"]
         audit = harness("audit", str(tmp_path / "report"), env=env, timeout=300)
         assert audit.returncode == 0 and "agree" in audit.stdout + audit.stderr, audit.stdout + audit.stderr
         e = run(env, tmp_path, "eos", "--messages", "200", name="eos")
