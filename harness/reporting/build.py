@@ -100,6 +100,8 @@ class VerdictDetail:
     audit_errors: list
     unplanned_deaths: list
     killed_at_stop: list
+    unrestarted_at_stop: list      # {worker, attempt, time, transaction, transactional_ids}: crashed just before
+                                   # the stop, no successor started (its open transaction fenced by the run)
     left_behind: list | None       # {pid, command}: processes the workers left that the end of the run ended
 
 
@@ -290,6 +292,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
             failed=v.failed, differing_ids=v.differing_ids, differing_totals=v.differing_totals,
             reason=result.reason, audit_errors=list(audit.evidence.errors),
             unplanned_deaths=deaths, killed_at_stop=list(result.killed_at_stop),
+            unrestarted_at_stop=list(getattr(result, "unrestarted_at_stop", None) or []),
             left_behind=getattr(result, "left_behind", []))),
         "timings": timings(result.wall_seconds, len(r.sent_ids), crash_rows, getattr(r, "phases", None)),
         "restarts": result.restarts,

@@ -225,6 +225,10 @@ def render(r, folder=None) -> str:
                            for x in (vd.get("unplanned_deaths") or [])[:10])
                  + "".join(f"<li>SIGKILLed by the stop: {escape(str(x['worker']))} attempt {escape(str(x['attempt']))} "
                            f"(pid {escape(str(x['pid']))})</li>" for x in (vd.get("killed_at_stop") or [])[:10])
+                 + "".join(f"<li>crashed at its point just before the stop, no successor started: "
+                           f"{escape(str(x['worker']))} attempt {escape(str(x['attempt']))}; its transaction "
+                           f"{escape(str(x['transaction']))}</li>"
+                           for x in (vd.get("unrestarted_at_stop") or [])[:10] if x.get("transaction"))
                  + "".join(f"<li>left behind by the consumer, ended: pid {escape(str(x['pid']))} "
                            f"<code>{escape(str(x['command']))}</code></li>" for x in (vd.get("left_behind") or [])[:10])
                  + "</ul>"]

@@ -65,6 +65,11 @@ def render(r, folder=None) -> str:
         out += ["", f"**{len(stopped)} busy worker(s) SIGKILLed by the stop:** " + ", ".join(
             f"{md(x['worker'])} attempt {md(x['attempt'])} (pid {md(x['pid'])}"
             + (f"; its transaction {md(x['transaction'])}" if x.get("transaction") else "") + ")" for x in stopped[:10])]
+    ended = [x for x in vd.get("unrestarted_at_stop") or [] if x.get("transaction")]
+    if ended:
+        out += ["", f"**{len(ended)} worker(s) crashed at their point just before the stop, no successor started:** "
+                + ", ".join(f"{md(x['worker'])} attempt {md(x['attempt'])} (its transaction {md(x['transaction'])})"
+                            for x in ended[:10])]
     logs = d.get("worker_logs") or {}
     cut = {k: n for k, n in (logs.get("dropped_bytes") or {}).items() if n != 0}
     if cut:

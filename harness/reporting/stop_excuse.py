@@ -8,7 +8,8 @@ witness (checker/anomalies.py) names who holds it open: each open transaction's 
 first offset and, where Kafka's ListTransactions lists it, its transactional.id, and the writer its
 first record names in its value (worker and attempt, as our transactional workers tag every record).
 A transaction is tied when its transactional.id is one the stop's entry for a killed worker names
-(`verdict_detail.killed_at_stop[].transactional_ids`: ours, as the launchers know them), or when its
+(`verdict_detail.killed_at_stop[].transactional_ids`: ours, as the launchers know them; or of a worker whose
+planned crash came just before the stop, with no successor to fence it: `unrestarted_at_stop`), or when its
 first record names a worker attempt the stop killed. A partition is the stop's when every transaction
 known to be open on it is tied; with its producers unknown, the one known is the transaction its last
 stable offset starts. Anything else stays a forbidden anomaly with its evidence, and says why: owner
@@ -21,12 +22,14 @@ from __future__ import annotations
 def stop_excuses(d: dict) -> list[dict]:
     """One entry per hanging partition when the stop SIGKILLed workers (empty when it killed none):
     {partition, offset, excused, why}. Partitions the witnesses leave out (the cap) are not excused."""
-    stopped = [x for x in (d.get("verdict_detail") or {}).get("killed_at_stop") or [] if isinstance(x, dict)]
+    vd = d.get("verdict_detail") or {}
+    stopped = [x for x in vd.get("killed_at_stop") or [] if isinstance(x, dict)]
+    ended = [{**x, "ended": True} for x in vd.get("unrestarted_at_stop") or [] if isinstance(x, dict)]
     klass = ((d.get("anomaly_classes") or {}).get("classes") or {}).get("hanging-transaction") or {}
-    if not stopped or not klass.get("count"):
+    if not (stopped or ended) or not klass.get("count"):
         return []
-    by_id = {str(t): x for x in stopped for t in (x.get("transactional_ids") or [])}
-    by_writer = {f"{x.get('worker')}/{x.get('attempt')}": x for x in stopped}
+    by_id = {str(t): x for x in stopped + ended for t in (x.get("transactional_ids") or [])}
+    by_writer = {f"{x.get('worker')}/{x.get('attempt')}": x for x in stopped + ended}
     out = []
     for w in (klass.get("witnesses") or [])[:klass["count"]]:
         if not isinstance(w, dict):
@@ -51,10 +54,12 @@ def _tie(p: dict, by_id: dict, by_writer: dict) -> tuple[bool, str]:
     start = f"from offset {p.get('transaction_start_offset')}" + (f" ({who})" if who else "")
     x = by_id.get(str(tid)) if tid is not None else None
     if x is not None:
-        return True, f"{start}: the transactional.id of {x.get('worker')} attempt {x.get('attempt')}, killed by the stop"
+        return True, f"{start}: the transactional.id of {x.get('worker')} attempt {x.get('attempt')}, " + \
+            ("whose crash the stop left without a successor" if x.get("ended") else "killed by the stop")
     x = by_writer.get(str(writer)) if writer is not None else None
     if x is not None:
-        return True, f"{start}: its first record names {writer}, killed by the stop"
+        return True, f"{start}: its first record names {writer}, " + \
+            ("whose crash the stop left without a successor" if x.get("ended") else "killed by the stop")
     if tid is None and writer is None:
         return False, f"{start}: owner unknown (no transactional.id listed, its first record names no writer)"
     return False, f"{start}: " + (f"first record by {writer}, " if writer is not None else "") + \

@@ -366,19 +366,21 @@ FENCE_S = 10.0
 
 def _fence_stopped(r: Run, launcher, result, log) -> None:
     """A transactional worker the stop SIGKILLed (an interrupt, a time limit) may have left a transaction
-    open: the harness's doing, not the system's. A producer with its transactional.id calls
-    init_transactions(), which fences it and aborts that transaction before the final read, so no
-    read_committed reader waits on it and the checker finds no hanging transaction. Each stopped worker's
-    entry says what was done ("fenced", or why not) and its transactional_ids (reporting/stop_excuse.py ties
-    by them). Ours only (Python, Java, Kafka Streams; launcher.open_transactional_ids), not a custom one's."""
-    stopped = getattr(result, "killed_at_stop", None) or []
+    open: the harness's doing, not the system's. So may one whose planned crash came just before the stop,
+    with no successor started yet to fence it (result.unrestarted_at_stop). A producer with its
+    transactional.id calls init_transactions(), which fences it and aborts that transaction before the
+    final read, so no read_committed reader waits on it and the checker finds no hanging transaction. Each
+    such worker's entry says what was done ("fenced", or why not) and its transactional_ids
+    (reporting/stop_excuse.py ties by them). Ours only (Python, Java, Kafka Streams;
+    launcher.open_transactional_ids), not a custom one's."""
+    entries = (getattr(result, "killed_at_stop", None) or []) + (getattr(result, "unrestarted_at_stop", None) or [])
     ids_of = getattr(launcher, "open_transactional_ids", None)
-    if not (stopped and r.exp.stores.output and ids_of):
+    if not (entries and r.exp.stores.output and ids_of):
         return
     import re
     from confluent_kafka import KafkaException, Producer
     from ..clients.kafka_client import config
-    for entry in stopped:
+    for entry in entries:
         m = re.fullmatch(r"w(\d+)", str(entry.get("worker")))
         if not m:
             continue
@@ -391,8 +393,8 @@ def _fence_stopped(r: Run, launcher, result, log) -> None:
             entry["transaction"] = f"not fenced: {e}"[:200]
         except KafkaException as e:
             entry["transaction"] = f"not fenced: {e.args[0].str() if e.args else e}"[:200]
-    log(f"[{r.names.run_id}] fenced the transactional.id of {sum(e.get('transaction') == 'fenced' for e in stopped)} "
-        f"worker(s) the stop SIGKILLed, aborting what they had left open")
+    log(f"[{r.names.run_id}] fenced the transactional.id of {sum(e.get('transaction') == 'fenced' for e in entries)} "
+        f"worker(s) the stop SIGKILLed or left without a successor, aborting what they had left open")
 
 
 def _fault_line(f) -> str:

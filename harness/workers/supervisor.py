@@ -57,6 +57,8 @@ class SupervisorResult:
     unplanned_deaths: list = field(default_factory=list)   # {worker, attempt, exit_code, time}: not a fault's doing
     killed_at_stop: list = field(default_factory=list)   # {worker, attempt, pid, time}: busy workers SIGKILLed
                                                           # where they stood because the run stopped (interrupt, time limit)
+    unrestarted_at_stop: list = field(default_factory=list)   # {worker, attempt, time}: attempts that had ended (a
+                                                               # described crash) with no successor yet at the stop
     reason: str | None = None
     gave_up_on: str | None = None    # the worker slot that failed MAX_UNPLANNED_FAILURES times
     wall_seconds: float = 0.0
@@ -350,6 +352,12 @@ class Supervisor:
                 self.result.killed_at_stop = [{"worker": s.name, "attempt": s.attempt, "pid": s.proc.pid, "time": now}
                                               for s in self.slots if s.proc and not s.finished
                                               and s.proc.poll() is None and not self._crash_recorded(s)]
+                # Attempts already ended (or dying at their point) whose successor had not started: a successor
+                # would have fenced what they left open; the stop came first, so the run fences it instead.
+                killed = {x["worker"] for x in self.result.killed_at_stop}
+                self.result.unrestarted_at_stop = [{"worker": s.name, "attempt": s.attempt, "time": now}
+                                                   for s in self.slots if s.proc and not s.finished
+                                                   and s.name not in killed]
                 if self.result.status == "incomplete" and self.dump_signal:
                     self._ask_for_stacks()
             self.kill_all()

@@ -544,6 +544,35 @@ def test_an_interrupt_while_no_worker_runs_keeps_the_prediction_exact(stack, tmp
     assert c["unprocessed"] > 0 and c["effects"] + c["lost"] + c["unprocessed"] == 2000
 
 
+def test_an_interrupt_before_a_crashed_transactional_workers_successor_fences_what_it_left_open(stack, tmp_path):
+    """eos's worker killed at its point inside a transaction (after its produce, before the commit); its
+    successor, held back by --restart-delay, would fence that transaction, but the interrupt comes first.
+    CI once reported such a transaction as the system's hanging transaction: the run fences it instead."""
+    out = tmp_path / "stopped-txn"
+    proc = _start_run(stack, out, "eos", "--messages", "2000", "--crash-rate", "0.01", "--workers", "1",
+                      "--kill-point", "after-produce-before-txn-commit", "--restart-delay", "120")
+    deadline = time.time() + 90
+    while not _jsonl(out / "crash-log.jsonl"):
+        assert time.time() < deadline and proc.poll() is None, "no crash was logged"
+        time.sleep(0.05)
+    crash = _jsonl(out / "crash-log.jsonl")[0]
+    pids = [e["pid"] for e in _jsonl(out / "events.jsonl")
+            if (e["worker"], e["attempt"]) == (crash["worker"], crash["attempt"]) and "pid" in e]
+    while pids and _process_state(pids[0]) not in (None, "Z"):
+        assert time.time() < deadline, "the crashed worker did not die"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=120)
+    d = json.loads((out / "report.json").read_text())
+    validate(d)
+    assert d["verdict"] == "interrupted" and proc.returncode == 130
+    assert d["verdict_detail"]["killed_at_stop"] == []
+    (ended,) = d["verdict_detail"]["unrestarted_at_stop"]
+    assert (ended["worker"], ended["attempt"], ended["transaction"]) == (crash["worker"], crash["attempt"], "fenced")
+    assert d["anomaly_classes"]["classes"]["hanging-transaction"]["count"] == 0
+    assert "Forbidden anomalies: hanging-transaction" not in whole(d)
+
+
 def test_ctrl_c_on_a_suite_leaves_every_started_run_its_report(stack, tmp_path):
     out = tmp_path / "suite-int"
     # A terminal's Ctrl-C reaches the whole foreground process group: the suite, its runs and their workers.

@@ -121,3 +121,19 @@ def test_list_names_the_transactional_id_of_each_producer_and_ignores_what_is_no
              "other-app\t2\t4001\tCompleteCommit"]
     assert parse_list(lines) == {4000: "run-x-w0", 4001: "other-app"}
     assert parse_list([]) == {} and parse_list(["ProducerId only"]) == {}
+
+
+def test_a_transaction_of_a_worker_whose_crash_the_stop_left_without_a_successor_is_the_stops():
+    """Its planned crash came just before the interrupt and no successor started to fence it: the run fenced
+    its transactional.id; if that failed, the transaction is still tied to it by identity."""
+    d = stopped(open_by(0, 7, transactional_id="run-x-w1"), killed=[])
+    d["verdict_detail"]["unrestarted_at_stop"] = [{"worker": "w1", "attempt": 2, "time": 1.0,
+                                                   "transactional_ids": ["run-x-w1"], "transaction": "not fenced: x"}]
+    validate(d)
+    (e,) = stop_excuses(d)
+    assert e["excused"] and e["why"].endswith("the transactional.id of w1 attempt 2, whose crash the stop left "
+                                              "without a successor")
+    assert (left_open_by_stop(d), unexcused(d)) == (1, 0)
+    # another worker's id is not excused by it
+    d["verdict_detail"]["unrestarted_at_stop"][0]["transactional_ids"] = ["run-x-w0"]
+    assert [x["excused"] for x in stop_excuses(d)] == [False] and unexcused(d) == 1

@@ -123,6 +123,21 @@ def test_a_worker_stopped_after_its_crash_record_is_described_not_killed_at_stop
     r = supervisor(tmp_path, "record-then-sleep", time_limit=1.0, marker="harness-sup-recorded").run()
     assert r.status == "incomplete" and r.killed_at_stop == [] and r.killed_at_end == 0
     assert not pids_where(lambda cmd: "harness-sup-recorded" in cmd)
+    # ... but it is named as an attempt the stop left without a successor: what it left open is the run's to fence
+    assert [(x["worker"], x["attempt"]) for x in r.unrestarted_at_stop] == [("w0", 1)]
+
+
+def test_a_crashed_worker_whose_successor_had_not_started_at_the_stop_is_named_for_fencing(tmp_path):
+    """CI once reported the transaction of a worker killed at its point as the system's hanging transaction:
+    the interrupt came before its successor (which fences it) started. With --restart-delay that gap is long."""
+    r = supervisor(tmp_path, "crash,ok", time_limit=1.5, restart_delay=60).run()
+    assert r.status == "incomplete" and r.killed_at_stop == [] and r.restarts == 1
+    assert [(x["worker"], x["attempt"]) for x in r.unrestarted_at_stop] == [("w0", 1)]
+
+
+def test_a_busy_worker_killed_at_the_stop_is_not_also_named_as_left_without_a_successor(tmp_path):
+    r = supervisor(tmp_path, "sleep", time_limit=1.0, marker="harness-sup-busy").run()
+    assert r.killed_at_end == 1 and r.unrestarted_at_stop == []
 
 
 def test_a_run_stopped_with_a_busy_worker_gets_its_stack_in_the_log_first(tmp_path):
