@@ -50,3 +50,26 @@ def test_share_ack_before_loses_and_share_dedupe_is_exact(stack, tmp_path):
                 "--kill-point", "any")
     assert (d["counts"]["lost"], d["counts"]["duplicates"]) == (0, 0)
     assert d["ledger"]["actual_total"] == d["ledger"]["expected_total"]
+
+
+@pytest.mark.slow
+def test_share_poison_is_archived_at_the_runs_delivery_limit_and_at_kafkas_default(stack, tmp_path):
+    for limit in (2, None):
+        args = ["--delivery-limit", str(limit)] if limit else []
+        d = run_exp(stack, tmp_path, "share-poison", "--messages", "40", "--partitions", "2", "--workers", "2", *args)
+        out = tmp_path / "report"
+        crashes = crashlog.read(out / "crash-log.jsonl")
+        poison = {x["message_id"] for x in crashes}
+        want = limit or DELIVERY_LIMIT
+        assert len(poison) == 4
+        # each poison payment died at every delivery up to the limit (a death holding it with a poll-mate spends
+        # its delivery too), and its last death held it at the limit: archived, lost
+        for i in poison:
+            counts = sorted(x["held"][i][2] for x in crashes if i in x["held"])
+            assert counts == list(range(1, want + 1))
+        archived_ids = {i for x in crashes for i in archived(x, want)}
+        assert poison <= archived_ids
+        assert d["counts"]["lost"] == d["predicted"]["lost"] == len(archived_ids)
+        assert set(d["anomalies"]["lost_ids"]) == archived_ids
+        assert f"archived at delivery {want} " in d["predicted"]["note"]
+        (tmp_path / "report").rename(tmp_path / f"limit-{want}")

@@ -112,3 +112,35 @@ def test_poison_is_lost_once_a_death_leaves_it_at_the_limit_and_its_poll_mates_s
     p = predict(get("share-poison"), [crash("p3", "poison-acquired", held={"p3": n, "p4": n})
                                       for n in range(1, limit + 1)])
     assert p.lost_ids == {"p3", "p4"}
+
+
+def test_the_delivery_limit_of_the_run_decides_which_deaths_archive():
+    from harness.run.params import RunParams
+    # two deaths holding p3: at the default limit (5) it comes back and is applied; at --delivery-limit 2 the
+    # second death leaves it at the limit: archived, never applied
+    deaths = [crash("p3", "poison-acquired", held={"p3": n}) for n in (1, 2)]
+    p = predict(get("share-poison"), deaths, params=RunParams("share-poison"))
+    assert expectations(p)["ledger.lost"] == ("==", 0) and f"archived at delivery {DELIVERY_LIMIT}" in p.note
+    p = predict(get("share-poison"), deaths, params=RunParams("share-poison", delivery_limit=2))
+    assert expectations(p)["ledger.lost"] == ("==", 1) and p.lost_ids == {"p3"}
+    assert "archived at delivery 2 " in p.note
+
+
+def test_the_delivery_limit_is_the_groups_setting_and_out_of_range_values_are_refused_in_one_line():
+    import pytest
+    from harness.core.errors import HarnessError
+    from harness.experiments.queues.share_facts import limit_of
+    from harness.experiments.queues.share_options import DELIVERY_LIMIT_OPTION, group_settings
+    from harness.run.params import RunParams
+    assert group_settings(RunParams("share-poison", delivery_limit=3))["share.delivery.count.limit"] == "3"
+    assert group_settings(RunParams("share-poison"))["share.delivery.count.limit"] == str(DELIVERY_LIMIT)
+    assert limit_of({"delivery_limit": 7}) == 7 and limit_of({}) == limit_of(None) == DELIVERY_LIMIT
+    for bad in (1, 11, 0):
+        with pytest.raises(HarnessError, match=r"--delivery-limit must be between 2 and 10 .*got") as e:
+            DELIVERY_LIMIT_OPTION.check(bad)
+        assert "\n" not in str(e.value)
+    for good in (2, 10):
+        DELIVERY_LIMIT_OPTION.check(good)
+    # the workers take it (a record a death left at the limit settles the queue)
+    assert DELIVERY_LIMIT_OPTION.worker
+

@@ -10,7 +10,7 @@ with the same seeded crashes as offset-before / offset-after / dedupe:
   payment: an accepted record is never delivered again.
 - share-dedupe: the idempotency key in the effect's transaction, then ACCEPT: exact.
 - share-poison: the crash plan's payments kill their worker at every delivery; after the
-  group's delivery-count limit the broker archives them: lost.
+  group's delivery-count limit (--delivery-limit) the broker archives them: lost.
 
 The loops (share_loops.py) run in worker processes as members of the run's share group
 (share_worker.py); the predictions are the ledger's (checker/predictors.py) plus
@@ -22,6 +22,7 @@ from . import share_loops as loops
 from .share_launcher import ShareWorkers
 from .share_predictors import LockNote, ShareLedgerPredictor
 from .share_facts import PRODUCER
+from .share_options import OPTIONS
 
 # In the suite (opt-in: `harness suite --group queues`), three members share one group of three partitions.
 SUITE = {"group": "queues", "weight": 2, "args": ["--partitions", "3", "--workers", "3"]}
@@ -30,7 +31,7 @@ POISON_RATE = 0.01         # share-poison in the suite: 10 of 1000 payments, eac
 
 # What the family's experiments share: members of a share group (refused on a broker without them), an input
 # of one record a batch, the opt-in suite group.
-COMMON = dict(launcher=ShareWorkers(), producer=PRODUCER)
+COMMON = dict(launcher=ShareWorkers(), producer=PRODUCER, options=OPTIONS)
 
 
 SHARE_ACK_AFTER = Experiment(

@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ...checker.predict import expect_or_bound
-from .share_facts import DELIVERY_LIMIT, LOCK_MS, archived
+from .share_facts import DELIVERY_LIMIT, LOCK_MS, archived, limit_of
 
 
 def effect_runs(crashes: list, limit: int = DELIVERY_LIMIT) -> Counter:
@@ -52,10 +52,9 @@ class ShareLedgerPredictor:
     """The ledger (and dedupe table) of a share-group run, from `effect_runs`: exact when every death was
     described, else upper bounds (an undescribed death, or an ACCEPT the broker refused, may add to them)."""
     dedupe: bool = False
-    limit: int = DELIVERY_LIMIT
 
     def add(self, p, facts, exp) -> None:
-        runs = effect_runs(facts.described, self.limit)
+        runs = effect_runs(facts.described, limit_of(facts.params))
         again = Counter({i: n - 1 for i, n in runs.items() if n > 1})
         lost = {i for i, n in runs.items() if n == 0}
         if self.dedupe:
@@ -91,9 +90,11 @@ class LockNote:
 
     def add(self, p, facts, exp) -> None:
         again = redeliveries(facts.events)
-        crashes = len(facts.crashes)
+        crashes, limit = len(facts.crashes), limit_of(facts.params)
         text = (f"share group: records a dead member held came back after their {self.lock_ms / 1000:g} s lock "
-                f"(the run's share.record.lock.duration.ms; Kafka's default is 30 s) at any member; "
+                f"(the run's share.record.lock.duration.ms; Kafka's default is 30 s) at any member, archived at "
+                f"delivery {limit} (the run's share.delivery.count.limit; Kafka's default is {DELIVERY_LIMIT}); "
                 f"{crashes} crash(es), {len(again)} record(s) acknowledged at a delivery count above 1"
                 + (f" (highest {max(again.values())})" if again else ""))
         p.note = f"{p.note}; {text}" if p.note else text
+
