@@ -11,6 +11,8 @@ with the same seeded crashes as offset-before / offset-after / dedupe:
 - share-dedupe: the idempotency key in the effect's transaction, then ACCEPT: exact.
 - share-poison: the crash plan's payments kill their worker at every delivery; after the
   group's delivery-count limit (--delivery-limit) the broker archives them: lost.
+- share-release: the crash plan's payments meet an error instead of a death: a transient one
+  is RELEASEd (redelivered, no damage), a permanent one REJECTed (archived: lost).
 
 The loops (share_loops.py) run in worker processes as members of the run's share group
 (share_worker.py); the predictions are the ledger's (checker/predictors.py) plus
@@ -79,4 +81,17 @@ SHARE_POISON = Experiment(
              "share.delivery.count.limit times",
     lesson="A share group gives up on a record silently: count the archived ones (or name a dead-letter topic, "
            "Kafka 4.4), and catch the poison before it kills the worker.",
+)
+
+SHARE_RELEASE = Experiment(
+    name="share-release", kill_points=(loops.RL_RELEASE, loops.RL_REJECT),
+    default_point=loops.RL_RELEASE.name, loop=loops.release_loop, stores=Stores(ledger=True),
+    predictors=(ShareLedgerPredictor(errors=True), LockNote()), suite=SUITE, **COMMON,
+    steps=("acquire", "effect, or on an error RELEASE (transient) / REJECT (permanent)", "ACCEPT"),
+    proves="A share group's two verbs for a failed record side by side: RELEASE on a transient error redelivers "
+           "it (no damage), REJECT on a permanent one archives it (lost).",
+    expected="lost = the payments with a permanent error (REJECTed), 0 duplicates, ledger below expected by "
+             "theirs; released records = the payments with a transient error",
+    lesson="RELEASE what may succeed later, REJECT only what never will: a REJECTed record is gone for good "
+           "(count it, or name a dead-letter topic).",
 )

@@ -32,6 +32,13 @@ QUIET_S = 6 * (LOCK_MS + SESSION_MS) / 1000
 
 
 SETTLING = (b'"accepted"', b'"rejected"')
+TRANSIENT, PERMANENT = "transient", "permanent"     # share-release's seeded errors
+
+
+def error_kinds(planned) -> dict:
+    """share-release: payment id -> the error its delivery meets, for the crash plan's (seeded) payments: every
+    other one in id order a transient error (RELEASE: it comes again), the others a permanent one (REJECT)."""
+    return {i: TRANSIENT if n % 2 == 0 else PERMANENT for n, i in enumerate(sorted(planned))}
 
 
 def limit_of(params) -> int:

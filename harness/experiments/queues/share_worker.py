@@ -39,6 +39,9 @@ from ...runtime.kafka_calls import REQUEST_TIMEOUT_S, retrying
 from ...workload.naming import share_group_of
 from .share_facts import POLL_RECORDS, POLL_TIMEOUT_S, QUIET_S, archived_records, limit_of, settled_records
 
+SETTLED_EVENT = {"ACCEPT": "accepted", "RELEASE": "released", "REJECT": "rejected"}   # verb -> its event
+
+
 class ShareWorker:
     """The share consumer of one worker process, beside the WorkerContext `ctx` it takes its run, events,
     kill switch and Postgres from."""
@@ -117,7 +120,7 @@ class ShareWorker:
             self.ctx.events.emit("commit_lost", unacked=[m.key().decode() for m in lost], reason=why[:200],
                                  verb=verb)
         if done:
-            self.ctx.events.emit("accepted" if verb == "ACCEPT" else verb.lower() + "ed",
+            self.ctx.events.emit(SETTLED_EVENT[verb],
                                  records=[[m.partition(), m.offset(), m.delivery_count()] for m in done])
         return done
 
