@@ -144,6 +144,8 @@ RL_RELEASE = KillPoint("transient-error", "acquire", "RELEASE", frozenset(),
 RL_REJECT = KillPoint("permanent-error", "acquire", "REJECT", frozenset({LOST}),
                       "never a death: the plan's other payments meet a permanent error here at every delivery: "
                       "REJECTed, the broker archives the record, never delivered again: lost")
+RL_ACCEPT = KillPoint("after-accept", "ACCEPT", None, frozenset(),
+                      "never struck: the crash plan's payments meet errors, not deaths, and no other payment is planned")
 
 
 def release_loop(ctx) -> None:
