@@ -86,6 +86,7 @@ SHARE_POISON = Experiment(
 SHARE_RELEASE = Experiment(
     name="share-release", kill_points=(loops.RL_RELEASE, loops.RL_REJECT, loops.RL_ACCEPT),
     default_point=loops.RL_RELEASE.name, loop=loops.release_loop, stores=Stores(ledger=True),
+    plan_errors=True,
     predictors=(ShareLedgerPredictor(errors=True), LockNote()), suite=SUITE, **COMMON,
     steps=("acquire", "effect, or on an error RELEASE (transient) / REJECT (permanent)", "ACCEPT"),
     proves="A share group's two verbs for a failed record side by side: RELEASE on a transient error redelivers "
