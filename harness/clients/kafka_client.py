@@ -143,6 +143,11 @@ def request(settings: dict) -> None:
     _requested = dict(settings)
 
 
+def requested() -> dict:
+    """The user's settings for this command (its --kafka-config and --kafka-config-file), as given."""
+    return dict(_requested)
+
+
 def inherited(bootstrap: str) -> dict:
     """Settings a parent harness process bound to `bootstrap` (through the environment)."""
     try:
