@@ -83,11 +83,12 @@ def key_counts(data: dict | None) -> dict:
         return {}
     c = data.get("counts") or {}
     rc = (data.get("kafka_output") or {}).get("read_committed") or {}
-    touched = {name: s.get("touched") for name, s in (data.get("fault_details") or {}).items()
-               if isinstance(s, dict) and "touched" in s}
+    stories = {name: s for name, s in (data.get("fault_details") or {}).items() if isinstance(s, dict)}
+    touched = {name: s.get("touched") for name, s in stories.items() if "touched" in s}
+    late = {name: s["after_client_gone"] for name, s in stories.items() if "after_client_gone" in s}
     return {"lost": c.get("lost"), "duplicates": c.get("duplicates"),
             "read_committed_lost": rc.get("lost"), "read_committed_duplicates": rc.get("duplicates"),
-            "crashes": len(data.get("crashes") or []), "touched": touched,
+            "crashes": len(data.get("crashes") or []), "touched": touched, "after_client_gone": late,
             "failed": list((data.get("verdict_detail") or {}).get("failed") or [])}
 
 
@@ -114,7 +115,9 @@ def line(row: dict) -> str:
             parts.append(f"read_committed lost {n(row['read_committed_lost'])}, "
                          f"duplicates {n(row['read_committed_duplicates'])}")
         parts.append(f"crashes {row['crashes']}")
-        parts += [f"{name} touched {n(t)}" for name, t in (row.get("touched") or {}).items()]
+        late = row.get("after_client_gone") or {}
+        parts += [f"{name} touched {n(t)}" + (f" ({n(late[name])} after their client gave up)" if name in late else "")
+                  for name, t in (row.get("touched") or {}).items()]
     if row.get("seconds") is not None:
         parts.append(f"{row['seconds']:.0f} s")
     text = ", ".join(parts)
@@ -135,7 +138,8 @@ def summary(args: list[str], rows: list[dict], planned: int, keep_going: bool, w
             "runs": rows, "invalid_seeds": [r["seed"] for r in bad], "interrupted": interrupted,
             "first_invalid": first and {"seed": first["seed"], "folder": first["folder"],
                                         "verdict": first["verdict"], "failed": first.get("failed", []),
-                                        "reproduce": reproduce(args, first["seed"], extra)},
+                                        "reproduce": reproduce(args, first["seed"], extra),
+                                        **({"broker_side": first["broker_side"]} if first.get("broker_side") else {})},
             "environment": environment, "timings": {"wall_seconds": round(wall, 1)},
             "exit_code": exit_code(rows, interrupted)}
 
@@ -156,6 +160,8 @@ def closing(s: dict) -> list[str]:
            + (f" (seeds {', '.join(map(str, s['invalid_seeds']))})" if s["invalid_seeds"] else "")]
     f = s.get("first_invalid")
     if f:
+        if f.get("broker_side"):
+            out.append(f"the broker's side of seed {f['seed']}: {f['broker_side']}")
         out.append(f"first invalid run: seed {f['seed']} ({f['verdict']}), report in {f['folder']}/; reproduce it with:")
         out.append(f"  {f['reproduce']}")
     return out
@@ -196,11 +202,12 @@ def _report(folder: Path) -> dict | None:
 
 
 def run_hunt(stack, args: list[str], run_seeds: list[int], out: Path, keep_going: bool, log=print,
-             extra: list[str] = (), harness_cmd: list[str] | None = None) -> dict:
+             extra: list[str] = (), harness_cmd: list[str] | None = None, on_invalid=None) -> dict:
     """Run `harness run ARGS --seed S` for each seed, one at a time, each into `out/seed-S/`; stop at the first
     invalid run unless `keep_going`. hunt.json and hunt.md are written after every run and at the end,
     Ctrl-C included (the run in progress ends interrupted, its report written; then KeyboardInterrupt).
-    `stack` None: the runs get this process's environment (a test's stand-in `harness_cmd`)."""
+    `stack` None: the runs get this process's environment (a test's stand-in `harness_cmd`). `on_invalid(row,
+    folder)` is called after each invalid run, while its data is still on the stack (--explain)."""
     from ..core.rundir import mark_suite_dir
     from ..stack.environment import describe
     mark_suite_dir(out)
@@ -231,6 +238,8 @@ def run_hunt(stack, args: list[str], run_seeds: list[int], out: Path, keep_going
             row = row_of(seed, _entry(name, out, rc, time.time() - started), _report(out / name))
             rows.append(row)
             log(line(row))
+            if invalid(row) and on_invalid is not None:
+                on_invalid(row, out / name)
             write(out, summary(args, rows, len(run_seeds), keep_going, time.time() - t0, extra, environment))
             if invalid(row) and not keep_going:
                 break

@@ -81,10 +81,14 @@ def test_reproduce_is_one_quoted_harness_run_command():
 
 def test_key_counts_say_unknown_for_what_the_report_lacks():
     k = h.key_counts({"counts": {"lost": 1, "duplicates": 0}, "crashes": [{}, {}],
-                      "fault_details": {"delay-request": {"touched": 3}, "planned-crash": {"x": 1}},
+                      "fault_details": {"delay-request": {"touched": 3, "after_client_gone": 1},
+                                        "planned-crash": {"x": 1}},
                       "verdict_detail": {"failed": ["a"]}})
     assert k == {"lost": 1, "duplicates": 0, "read_committed_lost": None, "read_committed_duplicates": None,
-                 "crashes": 2, "touched": {"delay-request": 3}, "failed": ["a"]}
+                 "crashes": 2, "touched": {"delay-request": 3}, "after_client_gone": {"delay-request": 1},
+                 "failed": ["a"]}
+    assert "delay-request touched 3 (1 after their client gave up)" in h.line(h.row_of(3, {"verdict": "x"}, {
+        "counts": {}, "fault_details": {"delay-request": {"touched": 3, "after_client_gone": 1}}}))
     assert h.key_counts(None) == {}
     text = h.line(h.row_of(3, {"verdict": "unexpected", "seconds": 31.2}, {"counts": {"lost": None, "duplicates": 0}}))
     assert text.startswith("seed 3: unexpected, lost unknown, duplicates 0") and text.endswith("31 s")
@@ -110,12 +114,21 @@ def test_summary_names_the_invalid_seeds_and_reproduces_the_first():
 def test_the_hunt_stops_at_the_first_invalid_run(tmp_path, standin, monkeypatch):
     monkeypatch.setenv("HUNT_BAD", "12,13")
     said = []
+    explained = []
+
+    def on_invalid(row, folder):
+        explained.append(row["seed"])
+        assert (folder / "report.json").is_file()
+        row["broker_side"] = f"{folder.name}/broker-side.md"
     s = h.run_hunt(None, ["eos", "--messages", "200"], h.seeds(10, 5), tmp_path / "hunt", False, log=said.append,
-                   harness_cmd=standin)
+                   harness_cmd=standin, on_invalid=on_invalid)
+    assert s["first_invalid"]["broker_side"] == "seed-12/broker-side.md"
+    assert "the broker's side of seed 12: seed-12/broker-side.md" in h.closing(s)
     assert [r["seed"] for r in s["runs"]] == [10, 11, 12] and s["invalid_seeds"] == [12]
     assert s["first_invalid"]["reproduce"] == "harness run eos --messages 200 --seed 12"
     assert said[2].startswith("seed 12: unexpected, lost 1, duplicates 0, read_committed lost 1, duplicates 0, "
                               "crashes 1, delay-request touched 3")
+    assert explained == [12]
     assert json.loads((tmp_path / "hunt" / "hunt.json").read_text()) == s
     assert (tmp_path / "hunt" / "seed-12" / "report.json").is_file() and not (tmp_path / "hunt" / "seed-13").exists()
     kept = h.run_hunt(None, ["eos"], h.seeds(10, 5), tmp_path / "all", True, log=said.append, harness_cmd=standin)
@@ -152,6 +165,8 @@ def test_ctrl_c_ends_the_run_interrupted_and_still_writes_the_summary(tmp_path, 
     (("eos", "--messages", "0"), "--messages must be at least 1"),
     (("eos", "--fault", "delay-request:api=Nope"), "api must be one of"),
     (("experiments/core/offset-after.toml",), "not a file"),
+    (("eos", "--explain", "--bootstrap-servers", "127.0.0.1:1", "--postgres-dsn", "postgresql://x@127.0.0.1:1/x"),
+     "--explain reads the brokers' log folders"),
 ])
 def test_bad_input_is_one_line_before_any_stack_starts(isolated, tmp_path, args, needle):
     one_clear_line(harness("hunt", *args, "--out", str(tmp_path / "h"), env=isolated), needle)

@@ -27,13 +27,18 @@ from .stack_options import kafka_version_option, print_folder, say, stack_option
 @click.option("--runs", default=20, show_default=True, type=int, metavar="N", help="How many runs at most.")
 @click.option("--until-invalid/--keep-going", "until_invalid", default=True, show_default=True,
               help="Stop at the first run whose verdict is not as-predicted, or run all N.")
+@click.option("--explain", is_flag=True,
+              help="After each invalid run, read the brokers' own records of it from the local cluster's log "
+                   "folders (Kafka's DumpLogSegments): the coordinator's records of its transactional ids, the "
+                   "output's COMMIT/ABORT markers, the group's offset commits, and for each EndTxn delay-request "
+                   "held whether it was applied to the next transaction; into <out>/seed-<S>/broker-side.md.")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Hunt folder (default reports/<id>-hunt/); each run's report goes in <out>/seed-<S>/.")
 @click.option("--keep-stack", is_flag=True, help="Leave a stack this command started running afterwards.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the hunt folder on stdout.")
 @kafka_version_option
 @stack_options
-def hunt(experiment, fault_specs, runs, until_invalid, out, keep_stack, quiet, stack_kind, bootstrap_servers,
+def hunt(experiment, fault_specs, runs, until_invalid, explain, out, keep_stack, quiet, stack_kind, bootstrap_servers,
          postgres_dsn, **options):
     """Run one experiment again and again, a new seed each run, until a run is not as predicted.
 
@@ -67,6 +72,9 @@ def hunt(experiment, fault_specs, runs, until_invalid, out, keep_stack, quiet, s
     run_seeds = hunt_mod.seeds(SEED.default if first is None else first, runs)
     resolved = resolve(RunParams(experiment, faults=fault_specs, **options))      # bad input: one line, now
     local = stack_kind == "local" and not (bootstrap_servers or postgres_dsn)
+    if explain and not local:
+        raise HarnessError("--explain reads the brokers' log folders: it needs the local stack (harness up), not "
+                           "an existing cluster or the compose one")
     if local:
         _check_local_size_for_faults(resolved.faults)
         _check_workload_fits(resolved.params, resolved.exp)
@@ -84,9 +92,12 @@ def hunt(experiment, fault_specs, runs, until_invalid, out, keep_stack, quiet, s
     def body(stack, log):
         for f in resolved.faults:
             f.check_stack(stack)            # a protocol fault without the proxies: one line, before any run
+        if explain and stack.kind != "local":
+            raise HarnessError("--explain reads the brokers' log folders: it needs the local stack (harness up)")
+        said = say if not quiet else (lambda _m: None)
         try:
-            return hunt_mod.run_hunt(stack, args, run_seeds, folder, not until_invalid, log=say if not quiet
-                                     else (lambda _m: None), extra=_stack_args())
+            return hunt_mod.run_hunt(stack, args, run_seeds, folder, not until_invalid, log=said, extra=_stack_args(),
+                                     on_invalid=_explainer(said) if explain else None)
         except KeyboardInterrupt:
             if not (folder / "hunt.json").exists():
                 raise
@@ -100,6 +111,25 @@ def hunt(experiment, fault_specs, runs, until_invalid, out, keep_stack, quiet, s
     say(f"report: {term(folder / 'hunt.md')} (also hunt.json; each run's report in its seed-<S>/ folder)")
     print_folder(folder)
     sys.exit(130 if interrupted else summary["exit_code"])
+
+
+def _explainer(said):
+    """--explain's step after an invalid run: the broker's side, written beside its report; a failure to read
+    it is said and recorded in the run's row, and the hunt goes on."""
+    def explain_run(row, folder):
+        from ...core.errors import HarnessError as Failed
+        from ...core.paths import state_dir
+        from ...run import explain
+        try:
+            x = explain.explain(folder, state_dir())
+        except (Failed, OSError, ValueError, KeyError) as e:
+            row["broker_side"] = f"not read: {e}"
+            said(f"broker side: not read: {e}")
+            return
+        row["broker_side"] = f"{folder.name}/{explain.NAME}.md"
+        for text in explain.summary_lines(x):
+            said(f"{text}; {row['broker_side']}")
+    return explain_run
 
 
 def _stack_args() -> list[str]:
