@@ -8,11 +8,13 @@ them with Kafka's DumpLogSegments (stack/broker_records.py): the coordinator's
 records of the run's transactional ids, the output partitions' records and
 COMMIT/ABORT markers, and the group's offset commits with the marker that
 settled each. For each request `delay-request` held, it says what the
-coordinator had done while it was held and what it did right after it
-landed: when the transaction it belonged to had ended and the next one begun
-before it landed, and that next one then went to PrepareCommit or
-PrepareAbort right after, the late request was applied to the next
-transaction. Written as broker-side.json and broker-side.md in the run's
+coordinator had done while it was held and what it found when it landed:
+when the transaction it belonged to had ended and a later one was open under
+the same producer id and epoch (transactions v1), the coordinator took the
+late request for that later transaction; under v2 the epoch differs and the
+request is fenced. Whether that cost a payment the offset commits and markers
+say: an input offset committed while the payment's output record was
+aborted, or never written. Written as broker-side.json and broker-side.md in the run's
 folder. Pure but for `explain`, which reads the node folders.
 """
 
@@ -21,7 +23,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-APPLIED_WITHIN_MS = 1000        # a coordinator step this soon after a late request landed is taken as its doing
 WINDOW_MS = 2000                # the page shows the records this near a held request
 PAGE_ROWS = 40
 NAME = "broker-side"
@@ -49,30 +50,39 @@ def held_requests(proxy_rows: list[dict]) -> list[dict]:
 
 
 def judge(held: dict, steps: list[dict]) -> dict:
-    """What the coordinator did around one held EndTxn: the steps while it was held, the state it found, the
-    step right after, and whether it was applied to the next transaction."""
+    """What the coordinator did around one held EndTxn: the steps while it was held, the transaction it
+    belonged to (open when the proxy took it), the one open when it landed and the step right after.
+    Applied to the next transaction: the one it belonged to ended while it was held, and it landed while a later
+    one was open under the same producer id and epoch (transactions v1: the coordinator cannot tell the two
+    apart; v2 bumps the epoch per transaction, so the late request's older epoch is fenced)."""
     during = [s for s in steps if held["taken"] <= s["time"] < held["landed"]]
-    before = [s for s in steps if s["time"] < held["landed"]]
-    after = [s for s in steps if s["time"] >= held["landed"]]
-    found = before[-1] if before else None
-    nxt = after[0] if after else None
+    before = [s for s in steps if s["time"] < held["taken"]]
+    found = ([s for s in steps if s["time"] < held["landed"]] or [None])[-1]
+    nxt = ([s for s in steps if s["time"] >= held["landed"]] or [None])[0]
+    own = before[-1] if before else None
     ended = any(s["state"].startswith("Complete") for s in during)
-    begun = found is not None and found["state"] == "Ongoing" and ended
-    soon = nxt is not None and nxt["time"] - held["landed"] <= APPLIED_WITHIN_MS and nxt["state"].startswith("Prepare")
-    if begun and soon:
-        verdict = (f"applied to the next transaction: the one it belonged to ended while it was held, the next began "
-                   f"(Ongoing, {', '.join(found['partitions']) or 'no partitions'}), and {nxt['time'] - held['landed']} "
-                   f"ms after it landed the coordinator moved that one to {nxt['state']}")
-    elif begun:
-        verdict = "landed on the next transaction, which the coordinator did not end right after it (not applied)"
+    later = ended and found is not None and found["state"] == "Ongoing"
+    same = later and own is not None and (own["producer_id"], own["epoch"]) == (found["producer_id"], found["epoch"])
+    after = "" if nxt is None else f"; {nxt['time'] - held['landed']} ms after it landed: {nxt['state']}"
+    if same:
+        verdict = (f"applied to the next transaction: the one it belonged to ended while it was held, and it landed "
+                   f"while a later one was open (Ongoing, {', '.join(found['partitions']) or 'no partitions'}) under "
+                   f"the same producer id {found['producer_id']} and epoch {found['epoch']}{after}")
+    elif later:
+        verdict = (f"fenced: it landed while a later transaction was open under producer id {found['producer_id']} "
+                   f"epoch {found['epoch']}, not its own ({own and own['producer_id']}, epoch {own and own['epoch']})"
+                   f"{after}")
     elif ended:
-        verdict = "landed after its transaction had ended, with no transaction open: nothing to apply it to"
+        verdict = f"landed after its transaction had ended, with no transaction open: nothing to apply it to{after}"
     else:
-        verdict = "landed on its own transaction (nothing ended while it was held)"
-    return {**held, "steps_while_held": [s["state"] for s in during], "found": found and found["state"],
+        verdict = f"landed on its own transaction (nothing ended while it was held){after}"
+    return {**held, "steps_while_held": len(during), "completed_while_held": sum(
+                s["state"].startswith("Complete") for s in during),
+            "belonged_to": own and {k: own[k] for k in ("producer_id", "epoch", "state")},
+            "found": found and {k: found[k] for k in ("producer_id", "epoch", "state", "partitions")},
             "next": nxt and {"state": nxt["state"], "after_ms": nxt["time"] - held["landed"],
                              "partitions": nxt["partitions"]},
-            "applied_to_next": begun and soon, "verdict": verdict}
+            "applied_to_next": bool(same), "verdict": verdict}
 
 
 def lost_trace(ids: list[str], output: list[dict]) -> list[dict]:
@@ -133,8 +143,8 @@ def render_md(x: dict) -> str:
            f"from the first coordinator record or held request. The tables show the records within "
            f"{WINDOW_MS // 1000} s of a held request; {NAME}.json holds them all.", "", "## Held EndTxn requests", ""]
     out += [f"- correlation id {h['correlation_id']} (node {h['node']}): held {at(h['taken'])} to {at(h['landed'])}"
-            f"{', its client gone' if h['client_gone'] else ''}; while held: {', '.join(h['steps_while_held']) or 'nothing'}"
-            f"; {h['verdict']}." for h in x["held"]] or ["none"]
+            f"{', its client gone' if h['client_gone'] else ''}; while held, {h['completed_while_held']} transaction(s) "
+            f"completed; {h['verdict']}." for h in x["held"]] or ["none"]
     out += ["", f"## Coordinator records ({', '.join(x['transactional_ids']) or 'none'})", "",
             "| time | producer id | epoch | state | partitions |", "| --- | --- | --- | --- | --- |"]
     out += [f"| {at(s['time'])} | {s['producer_id']} | {s['epoch']} | {s['state']} | {', '.join(s['partitions'])} |"

@@ -62,8 +62,17 @@ def test_a_late_endtxn_is_applied_to_the_next_transaction_only_on_that_evidence(
     late = {"action": "delay", "api": "EndTxn", "time": 4.5, "held_ms": 4000, "correlation_id": 14, "node": 3,
             "client_gone": True}
     j = e.judge(e.held_requests([late])[0], steps)
-    assert j["applied_to_next"] and j["steps_while_held"] == ["PrepareCommit", "CompleteCommit", "Ongoing"]
+    assert j["applied_to_next"] and (j["steps_while_held"], j["completed_while_held"]) == (3, 1)
     assert j["next"] == {"state": "PrepareCommit", "after_ms": 20, "partitions": ["__consumer_offsets-2", "out-0"]}
+    assert "same producer id 7 and epoch 0; 20 ms after it landed: PrepareCommit" in j["verdict"]
+    v2 = br.transaction_steps(TXN_LOG.replace('"producerEpoch":0,"transactionTimeoutMs":60000,"transactionStatus":'
+                                              '"Ongoing","transactionPartitions":[{"topic":"out","partitionIds":[0]},',
+                                              '"producerEpoch":1,"transactionTimeoutMs":60000,"transactionStatus":'
+                                              '"Ongoing","transactionPartitions":[{"topic":"out","partitionIds":[0]},'),
+                              "harness-R1")
+    assert v2[3]["epoch"] == 1          # transactions v2: the next transaction under a bumped epoch
+    fenced = e.judge(e.held_requests([late])[0], v2)
+    assert not fenced["applied_to_next"] and fenced["verdict"].startswith("fenced")
     own = e.judge(e.held_requests([{**late, "time": 0.9, "held_ms": 500}])[0], steps)     # nothing ended meanwhile
     assert not own["applied_to_next"] and "its own transaction" in own["verdict"]
     idle = e.judge(e.held_requests([{**late, "time": 1.5, "held_ms": 800}])[0], steps)    # ended, none open yet
