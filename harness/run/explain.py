@@ -55,6 +55,10 @@ def judge(held: dict, steps: list[dict]) -> dict:
     Applied to the next transaction: the one it belonged to ended while it was held, and it landed while a later
     one was open under the same producer id and epoch (transactions v1: the coordinator cannot tell the two
     apart; v2 bumps the epoch per transaction, so the late request's older epoch is fenced)."""
+    if not steps:
+        return {**held, "steps_while_held": None, "completed_while_held": None, "belonged_to": None, "found": None,
+                "next": None, "applied_to_next": None,
+                "verdict": "unknown: no coordinator record of the run's transactional ids was found"}
     during = [s for s in steps if held["taken"] <= s["time"] < held["landed"]]
     before = [s for s in steps if s["time"] < held["taken"]]
     found = ([s for s in steps if s["time"] < held["landed"]] or [None])[-1]
@@ -143,8 +147,8 @@ def render_md(x: dict) -> str:
            f"from the first coordinator record or held request. The tables show the records within "
            f"{WINDOW_MS // 1000} s of a held request; {NAME}.json holds them all.", "", "## Held EndTxn requests", ""]
     out += [f"- correlation id {h['correlation_id']} (node {h['node']}): held {at(h['taken'])} to {at(h['landed'])}"
-            f"{', its client gone' if h['client_gone'] else ''}; while held, {h['completed_while_held']} transaction(s) "
-            f"completed; {h['verdict']}." for h in x["held"]] or ["none"]
+            f"{', its client gone' if h['client_gone'] else ''}; while held, {_n(h['completed_while_held'])} "
+            f"transaction(s) completed; {h['verdict']}." for h in x["held"]] or ["none"]
     out += ["", f"## Coordinator records ({', '.join(x['transactional_ids']) or 'none'})", "",
             "| time | producer id | epoch | state | partitions |", "| --- | --- | --- | --- | --- |"]
     out += [f"| {at(s['time'])} | {s['producer_id']} | {s['epoch']} | {s['state']} | {', '.join(s['partitions'])} |"
@@ -165,11 +169,17 @@ def render_md(x: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+def _n(v) -> str:
+    return "unknown" if v is None else str(v)
+
+
 def summary_lines(x: dict) -> list[str]:
     applied = [h for h in x["held"] if h["applied_to_next"]]
+    unknown = sum(1 for h in x["held"] if h["applied_to_next"] is None)
     return [f"broker side: {len(applied)} of {len(x['held'])} held EndTxn request(s) applied to the next "
             f"transaction" + (f" (correlation ids {', '.join(str(h['correlation_id']) for h in applied)})"
-                              if applied else "")]
+                              if applied else "") + (f", {unknown} unknown (no coordinator record found)"
+                                                     if unknown else "")]
 
 
 def explain(run_folder: Path, state: Path) -> dict:

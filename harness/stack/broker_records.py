@@ -9,10 +9,10 @@ reads a node's log folder: `--transaction-log-decoder` decodes the
 `__transaction_state` records (a transactional.id's producer id, epoch, state
 and partitions at each step), `--offsets-decoder` the offsets a group
 committed, and the data partitions show their records and the COMMIT and
-ABORT markers with their offsets. This module runs it on a local node (any
-node's copy: every partition has a replica on each node of the 3-node
-cluster), reading the files, never the brokers, and parses its text into
-rows; `harness hunt --explain` (run/explain.py) lays them beside a run.
+ABORT markers with their offsets. This module runs it on the local nodes'
+folders (every partition has a replica on each node of the 3-node cluster;
+the fullest copy is read, as a follower may lag), reading the files, never
+the brokers, and parses its text into rows; `harness hunt --explain` (run/explain.py) lays them beside a run.
 """
 
 from __future__ import annotations
@@ -30,13 +30,17 @@ _FIELD = re.compile(r"(\w+): (\S+)")
 
 
 def partition_folders(data_dirs: list[Path], prefix: str) -> list[Path]:
-    """The log folders of the partitions named `prefix`-N, one per partition (the first node's copy found)."""
-    seen: dict[str, Path] = {}
+    """The log folders of the partitions named `prefix`-N, one per partition: of the nodes' copies, the one with
+    the most bytes of log (a follower out of the in-sync replicas lags the leader; right after a run it may
+    not hold the run's last records yet)."""
+    best: dict[str, tuple[int, Path]] = {}
     for d in data_dirs:
         for p in sorted(d.glob(f"{glob_escape(prefix)}-*")):
             if p.is_dir() and not p.is_symlink() and p.name[len(prefix) + 1:].isdigit():
-                seen.setdefault(p.name, p)
-    return [seen[k] for k in sorted(seen, key=lambda n: int(n.rpartition("-")[2]))]
+                size = sum(f.stat().st_size for f in p.glob("*.log"))
+                if p.name not in best or size > best[p.name][0]:
+                    best[p.name] = (size, p)
+    return [best[k][1] for k in sorted(best, key=lambda n: int(n.rpartition("-")[2]))]
 
 
 def glob_escape(text: str) -> str:

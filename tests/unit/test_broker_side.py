@@ -41,6 +41,16 @@ OUTPUT = ("Dumping /d/out-0/00000000000000000000.log\n" + data_line(0, 100, "pay
           + data_line(2, 2100, "pay-2") + data_line(3, 4800, "", control="ABORT"))
 
 
+def test_each_partition_is_read_from_its_fullest_copy(tmp_path):
+    for node, size in ((1, 10), (2, 30), (3, 20)):
+        folder = tmp_path / f"kafka-{node}" / "data" / "__transaction_state-0"
+        folder.mkdir(parents=True)
+        (folder / "00000000000000000000.log").write_bytes(b"x" * size)
+    (tmp_path / "kafka-1" / "data" / "__transaction_state-x").mkdir()        # not a partition
+    assert br.partition_folders([tmp_path / f"kafka-{n}" / "data" for n in (1, 2, 3)], "__transaction_state") == \
+        [tmp_path / "kafka-2" / "data" / "__transaction_state-0"]
+
+
 def test_records_and_markers_parsed_with_their_partition_and_producer():
     rows = br.records(OUTPUT)
     assert [(r["partition"], r["offset"], r.get("key"), r.get("marker"), r["producer_id"]) for r in rows] == \
@@ -75,6 +85,10 @@ def test_a_late_endtxn_is_applied_to_the_next_transaction_only_on_that_evidence(
     assert not fenced["applied_to_next"] and fenced["verdict"].startswith("fenced")
     own = e.judge(e.held_requests([{**late, "time": 0.9, "held_ms": 500}])[0], steps)     # nothing ended meanwhile
     assert not own["applied_to_next"] and "its own transaction" in own["verdict"]
+    unknown = e.judge(e.held_requests([late])[0], [])       # no coordinator record read: never a guess
+    assert unknown["applied_to_next"] is None and unknown["verdict"].startswith("unknown")
+    assert e.summary_lines({"held": [unknown]}) == ["broker side: 0 of 1 held EndTxn request(s) applied to the next "
+                                                    "transaction, 1 unknown (no coordinator record found)"]
     idle = e.judge(e.held_requests([{**late, "time": 1.5, "held_ms": 800}])[0], steps)    # ended, none open yet
     assert not idle["applied_to_next"] and "no transaction open" in idle["verdict"]
 
