@@ -23,6 +23,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+# The proxy stamps a held request's time just before it writes it, the broker its records in whole ms: a step
+# this close before that time may already be the request's doing.
+LANDING_SLACK_MS = 5
 WINDOW_MS = 2000                # the page shows the records this near a held request
 PAGE_ROWS = 40
 NAME = "broker-side"
@@ -59,15 +62,16 @@ def judge(held: dict, steps: list[dict]) -> dict:
         return {**held, "steps_while_held": None, "completed_while_held": None, "belonged_to": None, "found": None,
                 "next": None, "applied_to_next": None,
                 "verdict": "unknown: no coordinator record of the run's transactional ids was found"}
-    during = [s for s in steps if held["taken"] <= s["time"] < held["landed"]]
+    cut = held["landed"] - LANDING_SLACK_MS
+    during = [s for s in steps if held["taken"] <= s["time"] < cut]
     before = [s for s in steps if s["time"] < held["taken"]]
-    found = ([s for s in steps if s["time"] < held["landed"]] or [None])[-1]
-    nxt = ([s for s in steps if s["time"] >= held["landed"]] or [None])[0]
+    found = ([s for s in steps if s["time"] < cut] or [None])[-1]
+    nxt = ([s for s in steps if s["time"] >= cut] or [None])[0]
     own = before[-1] if before else None
     ended = any(s["state"].startswith("Complete") for s in during)
     later = ended and found is not None and found["state"] == "Ongoing"
     same = later and own is not None and (own["producer_id"], own["epoch"]) == (found["producer_id"], found["epoch"])
-    after = "" if nxt is None else f"; {nxt['time'] - held['landed']} ms after it landed: {nxt['state']}"
+    after = "" if nxt is None else f"; {nxt['time'] - held['landed']:+} ms from its landing: {nxt['state']}"
     if same:
         verdict = (f"applied to the next transaction: the one it belonged to ended while it was held, and it landed "
                    f"while a later one was open (Ongoing, {', '.join(found['partitions']) or 'no partitions'}) under "

@@ -74,7 +74,7 @@ def test_a_late_endtxn_is_applied_to_the_next_transaction_only_on_that_evidence(
     j = e.judge(e.held_requests([late])[0], steps)
     assert j["applied_to_next"] and (j["steps_while_held"], j["completed_while_held"]) == (3, 1)
     assert j["next"] == {"state": "PrepareCommit", "after_ms": 20, "partitions": ["__consumer_offsets-2", "out-0"]}
-    assert "same producer id 7 and epoch 0; 20 ms after it landed: PrepareCommit" in j["verdict"]
+    assert "same producer id 7 and epoch 0; +20 ms from its landing: PrepareCommit" in j["verdict"]
     v2 = br.transaction_steps(TXN_LOG.replace('"producerEpoch":0,"transactionTimeoutMs":60000,"transactionStatus":'
                                               '"Ongoing","transactionPartitions":[{"topic":"out","partitionIds":[0]},',
                                               '"producerEpoch":1,"transactionTimeoutMs":60000,"transactionStatus":'
@@ -85,6 +85,8 @@ def test_a_late_endtxn_is_applied_to_the_next_transaction_only_on_that_evidence(
     assert not fenced["applied_to_next"] and fenced["verdict"].startswith("fenced")
     own = e.judge(e.held_requests([{**late, "time": 0.9, "held_ms": 500}])[0], steps)     # nothing ended meanwhile
     assert not own["applied_to_next"] and "its own transaction" in own["verdict"]
+    stamped = e.judge(e.held_requests([{**late, "time": 4.521}])[0], steps)     # the broker's ms stamp, 1 ms early
+    assert stamped["applied_to_next"] and stamped["next"]["after_ms"] == -1
     unknown = e.judge(e.held_requests([late])[0], [])       # no coordinator record read: never a guess
     assert unknown["applied_to_next"] is None and unknown["verdict"].startswith("unknown")
     assert e.summary_lines({"held": [unknown]}) == ["broker side: 0 of 1 held EndTxn request(s) applied to the next "
