@@ -182,7 +182,8 @@ def render_md(s: dict) -> str:
             + ", ".join(f"{k} {cell(v)}" for k, v in (r.get("touched") or {}).items())
             + " | " + "; ".join(r.get("failed") or ([r["error"]] if r.get("error") else [])).replace("|", "\\|") + " |"
             for r in s["runs"]]
-    tail = ["", *closing(s)]
+    sides = [f"- seed {r['seed']}: the broker's side: {r['broker_side']}" for r in s["runs"] if r.get("broker_side")]
+    tail = ["", *sides, *([""] if sides else []), *closing(s)]
     if s.get("first_invalid"):
         tail[-1] = f"\n    {s['first_invalid']['reproduce']}"     # a code block
     return "\n".join(head + body + tail) + "\n"

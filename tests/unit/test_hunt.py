@@ -124,6 +124,7 @@ def test_the_hunt_stops_at_the_first_invalid_run(tmp_path, standin, monkeypatch)
                    harness_cmd=standin, on_invalid=on_invalid)
     assert s["first_invalid"]["broker_side"] == "seed-12/broker-side.md"
     assert "the broker's side of seed 12: seed-12/broker-side.md" in h.closing(s)
+    assert "- seed 12: the broker's side: seed-12/broker-side.md" in (tmp_path / "hunt" / "hunt.md").read_text()
     assert [r["seed"] for r in s["runs"]] == [10, 11, 12] and s["invalid_seeds"] == [12]
     assert s["first_invalid"]["reproduce"] == "harness run eos --messages 200 --seed 12"
     assert said[2].startswith("seed 12: unexpected, lost 1, duplicates 0, read_committed lost 1, duplicates 0, "

@@ -16,7 +16,7 @@ from .stack_options import kafka_version_option, print_folder, say, stack_option
                "  harness hunt eos --messages 200 --runs 20 --seed 1 \\\n"
                "      --kafka-config socket.timeout.ms=2000 --fault delay-request:api=EndTxn,ms=4000,count=3\n"
                "  harness hunt eos --client java --kafka-config request.timeout.ms=2000 --messages 200 \\\n"
-               "      --fault delay-request:api=EndTxn,ms=4000,count=3 --runs 10 --keep-going\n"
+               "      --fault delay-request:api=EndTxn,ms=4000,count=3 --runs 10 --keep-going --explain\n"
                "  harness hunt producer --idempotence on --fault duplicate-request:rate=0.5 --runs 30\n"
                "\b\n(the protocol faults need `harness up --brokers 3 --proxies` first)\n"
                "\b\nExit status:\n  0 every run as-predicted   1 a run was not   2 bad input   130 interrupted")
@@ -117,12 +117,11 @@ def _explainer(said):
     """--explain's step after an invalid run: the broker's side, written beside its report; a failure to read
     it is said and recorded in the run's row, and the hunt goes on."""
     def explain_run(row, folder):
-        from ...core.errors import HarnessError as Failed
         from ...core.paths import state_dir
         from ...run import explain
         try:
             x = explain.explain(folder, state_dir())
-        except (Failed, OSError, ValueError, KeyError) as e:
+        except (HarnessError, OSError, ValueError, KeyError) as e:
             row["broker_side"] = f"not read: {e}"
             said(f"broker side: not read: {e}")
             return
