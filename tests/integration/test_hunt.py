@@ -23,7 +23,7 @@ def test_two_seeded_runs_each_with_its_report(stack, tmp_path):
     for r in s["runs"]:
         d = json.loads((out / r["folder"] / "report.json").read_text())
         validate(d)
-        assert d["params"]["seed"] == r["seed"] and d["params"]["messages"] == 100
+        assert d["params"]["seed"] == r["seed"] and d["params"]["messages"] == 50
         assert r["duplicates"] == d["counts"]["duplicates"] == r["crashes"] > 0 and r["lost"] == 0
         assert f"seed {r['seed']}: as-predicted, lost 0, duplicates {r['duplicates']}, crashes {r['crashes']}" \
             in proc.stderr
