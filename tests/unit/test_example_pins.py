@@ -12,8 +12,9 @@ from tests.conftest import ROOT
 EXAMPLES = ROOT / "examples" / "consumers"
 
 
-def test_python_requirements_are_exact_pins():
-    lines = [ln.strip() for ln in (EXAMPLES / "kafka-python" / "requirements.txt").read_text().splitlines()
+@pytest.mark.parametrize("client", ["kafka-python", "quixstreams"])
+def test_python_requirements_are_exact_pins(client):
+    lines = [ln.strip() for ln in (EXAMPLES / client / "requirements.txt").read_text().splitlines()
              if ln.strip() and not ln.startswith("#")]
     assert lines and all(re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[0-9][0-9A-Za-z.]*", ln) for ln in lines), lines
 

@@ -13,8 +13,9 @@ A quixstreams Application on HARNESS_INPUT_TOPIC in HARNESS_GROUP_ID with the
 client's defaults but for what a team must set: exactly-once, the earliest
 offset for a group with no commit, the client.id (HARNESS_CLIENT_ID), the
 cluster's login (HARNESS_KAFKA_CONFIG, librdkafka's names as quixstreams takes
-them) and a transactional.id per worker slot under HARNESS_RUN_PREFIX (stable
-across restarts, so a restarted worker fences its killed predecessor). Its sink
+them), a transactional.id per worker slot under HARNESS_RUN_PREFIX (stable
+across restarts, so a restarted worker fences its killed predecessor) and no
+topic creation (the run's topics exist). Its sink
 is a quixstreams BatchingSink: at each checkpoint (every 5 s, the default) one
 psycopg transaction inserts the batch's payments, one ledger row each with the
 worker and attempt that applied it. quixstreams flushes its sinks before it
@@ -30,6 +31,7 @@ granted. Run it on a stack made with `harness up --auth none`.
 
 import json
 import os
+import shutil
 import tempfile
 
 import psycopg
@@ -67,7 +69,10 @@ def login() -> dict:
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory(prefix="quix-state-") as state:    # no state stores; quixstreams makes the folder
+    # No state stores, but quixstreams makes its state folder at start: one per worker slot, shared by its
+    # attempts (a killed one cannot remove it), removed by the attempt that stops cleanly.
+    state = os.path.join(tempfile.gettempdir(), f"quix-state-{env['HARNESS_GROUP_ID']}-{env['HARNESS_WORKER']}")
+    try:
         app = Application(broker_address=env["HARNESS_BOOTSTRAP_SERVERS"], consumer_group=env["HARNESS_GROUP_ID"],
                           processing_guarantee="exactly-once", auto_offset_reset="earliest", state_dir=state,
                           auto_create_topics=False,
@@ -77,7 +82,8 @@ def main() -> None:
         payments = app.dataframe(app.topic(env["HARNESS_INPUT_TOPIC"], value_deserializer="json"))
         payments.sink(LedgerSink())
         app.run()                                      # SIGTERM: stops, commits the last checkpoint, leaves the group
-
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
 
 if __name__ == "__main__":
     main()
