@@ -32,26 +32,25 @@ def kafka_python(tmp_path_factory):
     return f"{venv / 'bin' / 'python'} {EXAMPLES / 'kafka-python' / 'consumer.py'}"
 
 
-@pytest.fixture(scope="module")
-def franz_go(tmp_path_factory):
+def go_build(tmp_path_factory, client: str) -> str:
+    """The example consumer in examples/consumers/<client>/ built from its go.mod and go.sum; its binary's path."""
     if shutil.which("go") is None:
-        pytest.skip("go is needed to build the franz-go example consumer")
-    binary = tmp_path_factory.mktemp("franz-go") / "franz-go-consumer"
-    proc = subprocess.run(["go", "build", "-o", str(binary), "."], cwd=EXAMPLES / "franz-go", capture_output=True,
+        pytest.skip(f"go is needed to build the {client} example consumer")
+    binary = tmp_path_factory.mktemp(client) / f"{client}-consumer"
+    proc = subprocess.run(["go", "build", "-o", str(binary), "."], cwd=EXAMPLES / client, capture_output=True,
                           text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return str(binary)
+
+
+@pytest.fixture(scope="module")
+def franz_go(tmp_path_factory):
+    return go_build(tmp_path_factory, "franz-go")
 
 
 @pytest.fixture(scope="module")
 def sarama(tmp_path_factory):
-    if shutil.which("go") is None:
-        pytest.skip("go is needed to build the Sarama example consumer")
-    binary = tmp_path_factory.mktemp("sarama") / "sarama-consumer"
-    proc = subprocess.run(["go", "build", "-o", str(binary), "."], cwd=EXAMPLES / "sarama", capture_output=True,
-                          text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return str(binary)
+    return go_build(tmp_path_factory, "sarama")
 
 
 @pytest.fixture(scope="module")
