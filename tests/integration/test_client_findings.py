@@ -1,8 +1,10 @@
 """The findings page's clients (examples/consumers/<client>/), built from their pinned versions and run for real
-under `harness run custom` with random kills: kafka-python (Python) and franz-go (Go), each with its defaults
-(auto-commit every 5 s, one insert per payment with the worker and attempt that applied it). They hold
-at-least-once, the report's counts are psql's, and every duplicate's witness is the ledger's own word.
-Slow: each client's default session timeout (45 s) is the group's stall after every kill."""
+under `harness run custom` with random kills on the session's stack (SCRAM-SHA-512, the run's own login):
+kafka-python (Python), franz-go and Sarama (Go), KafkaJS (Node), each with its defaults (auto-commit: every 5 s,
+every 1 s of what was marked, after each fetched batch; one insert per payment with the worker and attempt that
+applied it). They hold at-least-once, the report's counts are psql's, and every duplicate's witness is the
+ledger's own word. Slow: the builds fetch the pinned packages, and each client's default session timeout
+(10-45 s) is the group's stall after every kill."""
 
 import shutil
 import subprocess
@@ -30,15 +32,38 @@ def kafka_python(tmp_path_factory):
     return f"{venv / 'bin' / 'python'} {EXAMPLES / 'kafka-python' / 'consumer.py'}"
 
 
-@pytest.fixture(scope="module")
-def franz_go(tmp_path_factory):
+def go_build(tmp_path_factory, client: str) -> str:
+    """The example consumer in examples/consumers/<client>/ built from its go.mod and go.sum; its binary's path."""
     if shutil.which("go") is None:
-        pytest.skip("go is needed to build the franz-go example consumer")
-    binary = tmp_path_factory.mktemp("franz-go") / "franz-go-consumer"
-    proc = subprocess.run(["go", "build", "-o", str(binary), "."], cwd=EXAMPLES / "franz-go", capture_output=True,
+        pytest.skip(f"go is needed to build the {client} example consumer")
+    binary = tmp_path_factory.mktemp(client) / f"{client}-consumer"
+    proc = subprocess.run(["go", "build", "-o", str(binary), "."], cwd=EXAMPLES / client, capture_output=True,
                           text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return str(binary)
+
+
+@pytest.fixture(scope="module")
+def franz_go(tmp_path_factory):
+    return go_build(tmp_path_factory, "franz-go")
+
+
+@pytest.fixture(scope="module")
+def sarama(tmp_path_factory):
+    return go_build(tmp_path_factory, "sarama")
+
+
+@pytest.fixture(scope="module")
+def kafkajs(tmp_path_factory):
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are needed to install the KafkaJS example consumer")
+    here = tmp_path_factory.mktemp("kafkajs")
+    for name in ("consumer.js", "package.json", "package-lock.json"):
+        shutil.copy(EXAMPLES / "kafkajs" / name, here / name)
+    proc = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=here, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return f"{shutil.which('node')} {here / 'consumer.js'}"
 
 
 def held_and_witnessed_by_the_ledger(stack, d: dict) -> None:
@@ -59,7 +84,7 @@ def held_and_witnessed_by_the_ledger(stack, d: dict) -> None:
     assert credited <= d["counts"]["duplicates"], "a kill credited with more effects than were applied again"
 
 
-@pytest.mark.parametrize("client", ["kafka_python", "franz_go"])
+@pytest.mark.parametrize("client", ["kafka_python", "franz_go", "sarama", "kafkajs"])
 def test_a_real_client_with_its_defaults_holds_at_least_once_witnessed_by_its_ledger_rows(stack, tmp_path, client,
                                                                                           request):
     cmd = request.getfixturevalue(client)

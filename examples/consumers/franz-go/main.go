@@ -13,7 +13,8 @@
 //
 // The client.id is HARNESS_CLIENT_ID, so the harness can tell which member is which process. It
 // reads HARNESS_POSTGRES_DSN_NO_REQUIRE_AUTH: pgx would send require_auth to the server as a setting.
-// Only a plaintext cluster is supported (HARNESS_KAFKA_CONFIG must be {}).
+// The cluster's login is HARNESS_KAFKA_CONFIG: PLAINTEXT ({}) or SASL_PLAINTEXT with SCRAM-SHA-512 or
+// SCRAM-SHA-256 (the harness's stacks); anything else is refused with one line.
 package main
 
 import (
@@ -28,6 +29,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 type payment struct {
@@ -40,10 +42,41 @@ func fail(format string, args ...any) {
 	os.Exit(2)
 }
 
-func main() {
-	if c := strings.TrimSpace(os.Getenv("HARNESS_KAFKA_CONFIG")); c != "" && c != "{}" {
-		fail("only a plaintext cluster is supported (HARNESS_KAFKA_CONFIG is not {})")
+// login is the cluster's login (HARNESS_KAFKA_CONFIG, librdkafka's names) as franz-go options.
+func login() []kgo.Opt {
+	settings := map[string]string{}
+	if raw := strings.TrimSpace(os.Getenv("HARNESS_KAFKA_CONFIG")); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &settings); err != nil {
+			fail("HARNESS_KAFKA_CONFIG is not a JSON object of strings")
+		}
 	}
+	for k := range settings {
+		switch k {
+		case "security.protocol", "sasl.mechanism", "sasl.username", "sasl.password":
+		default:
+			fail("no mapping for the Kafka setting %s", k)
+		}
+	}
+	switch p := strings.ToUpper(settings["security.protocol"]); p {
+	case "", "PLAINTEXT":
+		return nil
+	case "SASL_PLAINTEXT":
+	default:
+		fail("security.protocol %s is not supported", p)
+	}
+	auth := scram.Auth{User: settings["sasl.username"], Pass: settings["sasl.password"]}
+	switch m := settings["sasl.mechanism"]; m {
+	case "SCRAM-SHA-512":
+		return []kgo.Opt{kgo.SASL(auth.AsSha512Mechanism())}
+	case "SCRAM-SHA-256":
+		return []kgo.Opt{kgo.SASL(auth.AsSha256Mechanism())}
+	default:
+		fail("sasl.mechanism %s is not supported", m)
+	}
+	return nil
+}
+
+func main() {
 	attempt, err := strconv.Atoi(os.Getenv("HARNESS_ATTEMPT"))
 	if err != nil {
 		fail("HARNESS_ATTEMPT is not a number")
@@ -51,13 +84,13 @@ func main() {
 	worker, ledger := os.Getenv("HARNESS_WORKER"), os.Getenv("HARNESS_LEDGER_TABLE")
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer cancel()
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append(login(),
 		kgo.SeedBrokers(strings.Split(os.Getenv("HARNESS_BOOTSTRAP_SERVERS"), ",")...),
 		kgo.ConsumerGroup(os.Getenv("HARNESS_GROUP_ID")),
 		kgo.ConsumeTopics(os.Getenv("HARNESS_INPUT_TOPIC")),
 		kgo.ClientID(os.Getenv("HARNESS_CLIENT_ID")),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-	)
+	)...)
 	if err != nil {
 		fail("%v", err)
 	}
