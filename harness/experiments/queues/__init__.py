@@ -13,12 +13,14 @@ with the same seeded crashes as offset-before / offset-after / dedupe:
   group's delivery-count limit the broker archives them: lost.
 
 The loops (share_loops.py) run in worker processes as members of the run's share group
-(share_worker.py); the predictions are the ledger's (checker/predictors.py) plus
+(share_worker.py), or with `--client java` on Kafka's Java client (share_java.py); the predictions are the ledger's (checker/predictors.py) plus
 the lock story (share_predictors.py).
 """
 
+from ..common_options import CLIENT
 from ..declaration import Experiment, Stores
 from . import share_loops as loops
+from .share_java import ShareJavaWorkers
 from .share_launcher import ShareWorkers
 from .share_predictors import LockNote, ShareLedgerPredictor
 from .share_facts import PRODUCER
@@ -29,8 +31,9 @@ POISON_RATE = 0.01         # share-poison in the suite: 10 of 1000 payments, eac
 
 
 # What the family's experiments share: members of a share group (refused on a broker without them), an input
-# of one record a batch, the opt-in suite group.
-COMMON = dict(launcher=ShareWorkers(), producer=PRODUCER)
+# of one record a batch, the opt-in suite group; --client java: the same loops on Kafka's KafkaShareConsumer.
+COMMON = dict(launcher=ShareWorkers(), producer=PRODUCER, options=(CLIENT,),
+              variants={"client=java": {"launcher": ShareJavaWorkers()}})
 
 
 SHARE_ACK_AFTER = Experiment(
