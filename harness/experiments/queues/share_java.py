@@ -39,7 +39,23 @@ def client_version() -> str | None:
     return m[1] if m else None
 
 
-def command(run, slot, jar, start) -> list[str]:
+def input_size(bootstrap: str, topic: str) -> int:
+    """The input's records (end minus start of every partition), asked once by the supervisor, so each member
+    JVM (a new one per crash) starts one Kafka client, not two."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+    from ...clients import kafka_client
+    from ...runtime.kafka_calls import REQUEST_TIMEOUT_S
+    admin = AdminClient(kafka_client.config(bootstrap, {"log_level": 3}))
+    parts = admin.list_topics(topic, timeout=REQUEST_TIMEOUT_S).topics[topic].partitions
+
+    def summed(spec) -> int:
+        asked = admin.list_offsets({TopicPartition(topic, p): spec for p in parts}, request_timeout=REQUEST_TIMEOUT_S)
+        return sum(f.result(timeout=REQUEST_TIMEOUT_S).offset for f in asked.values())
+    return summed(OffsetSpec.latest()) - summed(OffsetSpec.earliest())
+
+
+def command(run, slot, jar, start, total: int) -> list[str]:
     """The JVM command line of one slot's attempt (no secret: those travel in the environment)."""
     from .. import streams_jvm
     p, names, exp = run.params, run.names, run.exp
@@ -50,7 +66,7 @@ def command(run, slot, jar, start) -> list[str]:
            "--crash-plan", str(run.crash_plan), "--crash-log", str(run.crash_log), "--events", str(run.events),
            "--commit-every", str(p.commit_every), "--max-poll-records", str(POLL_RECORDS),
            "--poll-ms", str(round(POLL_TIMEOUT_S * 1000)), "--delivery-limit", str(DELIVERY_LIMIT),
-           "--quiet-ms", str(round(QUIET_S * 1000)),
+           "--quiet-ms", str(round(QUIET_S * 1000)), "--total", str(total),
            "--ledger", names.ledger_table, "--jdbc-url", url] + (["--jdbc-user", user] if user else [])
     if exp.stores.dedupe:
         cmd += ["--dedupe", names.dedupe_table]
@@ -82,10 +98,11 @@ class ShareJavaWorkers(ShareWorkers):
         env = {**worker_env(run), "HARNESS_PG_PASSWORD": streams_jvm.jdbc(run.worker_dsn)[2],
                kafka_java.ENV: kafka_java.properties_text(java)}
         slots = assign_partitions(run.params.partitions, run.params.workers)
+        total = input_size(run.stack.bootstrap_servers, run.names.input_topic)
 
         def launch_command(slot) -> list[str]:
             # A JVM outlives a SIGKILLed harness unless told otherwise.
-            return dying_with_this_process(command(run, slot, jar, start))
+            return dying_with_this_process(command(run, slot, jar, start, total))
 
         return self.annotated(Launch(launch_command, env, slots, standby=False, planned_exits=(-9, 137)))
 

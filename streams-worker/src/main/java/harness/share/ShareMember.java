@@ -13,12 +13,9 @@ import harness.common.JsonLines;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.common.KafkaException;
-import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicIdPartition;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
 import java.io.IOException;
@@ -62,12 +59,15 @@ final class ShareMember implements AutoCloseable {
         this.opts = opts;
         this.json = json;
         this.plan = plan;
-        this.total = inputSize();
-        Properties p = settings();
+        this.total = opts.total;
+        Properties p = CommandLine.kafkaClientSettings();     // the cluster's settings first, then ours
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, opts.bootstrap);
         p.put(ConsumerConfig.GROUP_ID_CONFIG, opts.shareGroup);
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, opts.shareGroup + "-" + opts.worker);
         p.put(ConsumerConfig.SHARE_ACKNOWLEDGEMENT_MODE_CONFIG, "explicit");
         p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, opts.maxPollRecords);
+        // The broker acquires at most max.poll.records a fetch (KIP-1206), not whole batches beyond it.
+        p.put(ConsumerConfig.SHARE_ACQUIRE_MODE_CONFIG, "record_limit");
         consumer = new KafkaShareConsumer<>(ClientMetrics.notExported(p), new StringDeserializer(),
                                             new StringDeserializer());
         consumer.subscribe(List.of(opts.input));
@@ -76,30 +76,6 @@ final class ShareMember implements AutoCloseable {
             e.put("assignment", "share");
             e.put("share_group", opts.shareGroup);
         });
-    }
-
-    private Properties settings() {
-        Properties p = CommandLine.kafkaClientSettings();     // the cluster's settings first, then ours
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, opts.bootstrap);
-        return p;
-    }
-
-    /** The input's records (end minus start of every partition), read without a group. */
-    private long inputSize() {
-        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(ClientMetrics.notExported(settings()),
-                                                                   new StringDeserializer(), new StringDeserializer())) {
-            List<TopicPartition> tps = new ArrayList<>();
-            for (PartitionInfo info : c.partitionsFor(opts.input, Duration.ofSeconds(30))) {
-                tps.add(new TopicPartition(opts.input, info.partition()));
-            }
-            Map<TopicPartition, Long> begin = c.beginningOffsets(tps, Duration.ofSeconds(30));
-            Map<TopicPartition, Long> end = c.endOffsets(tps, Duration.ofSeconds(30));
-            long n = 0;
-            for (TopicPartition tp : tps) {
-                n += end.get(tp) - begin.get(tp);
-            }
-            return n;
-        }
     }
 
     /** The records this poll acquired; a planned payment among them rereads the crash log (another member may

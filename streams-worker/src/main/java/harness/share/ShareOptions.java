@@ -15,14 +15,14 @@ final class ShareOptions {
         "         --bootstrap HOST:PORT --share-group ID --input-topic TOPIC --worker NAME --attempt N",
         "         --crash-plan FILE --crash-log FILE --events FILE --ledger TABLE [--dedupe TABLE]",
         "         --jdbc-url URL [--jdbc-user USER] [--commit-every N] [--max-poll-records N]",
-        "         [--poll-ms MS] [--delivery-limit N] [--quiet-ms MS]",
+        "         [--poll-ms MS] [--delivery-limit N] [--quiet-ms MS] --total N",
         "  The JDBC password is taken from $" + CommandLine.PASSWORD_ENV + " only; Kafka client settings",
         "  (security, credentials) from $" + CommandLine.KAFKA_PROPERTIES_ENV + " (properties text).");
 
     static final Set<String> EXPERIMENTS = Set.of("share-ack-after", "share-ack-before", "share-dedupe",
                                                   "share-poison");
     private static final Set<String> REQUIRED = Set.of("experiment", "bootstrap", "share-group", "input-topic",
-        "worker", "attempt", "crash-plan", "crash-log", "events", "ledger", "jdbc-url");
+        "worker", "attempt", "crash-plan", "crash-log", "events", "ledger", "jdbc-url", "total");
     private static final Set<String> OPTIONAL = Set.of("dedupe", "jdbc-user", "commit-every", "max-poll-records",
         "poll-ms", "delivery-limit", "quiet-ms");
 
@@ -44,6 +44,7 @@ final class ShareOptions {
     final long pollMs;
     final int deliveryLimit;            // the group's share.delivery.count.limit: a death at it archives
     final long quietMs;                 // no record for this long with the input not yet settled: leave
+    final long total;                   // the input's records (the supervisor counted them once)
 
     private ShareOptions(Map<String, String> v) throws UsageError {
         experiment = v.get("experiment");
@@ -68,6 +69,7 @@ final class ShareOptions {
         pollMs = CommandLine.number(v, "poll-ms", "200", 1, 60_000);
         deliveryLimit = (int) CommandLine.number(v, "delivery-limit", "5", 2, 10);
         quietMs = CommandLine.number(v, "quiet-ms", "36000", 1, 86_400_000);
+        total = CommandLine.number(v, "total", "0", 0, Long.MAX_VALUE);
         if ("share-dedupe".equals(experiment) != (dedupe != null)) {
             throw new UsageError("--dedupe goes with share-dedupe, and share-dedupe needs it");
         }
