@@ -70,6 +70,17 @@ public final class CrashPlan {
         return Collections.unmodifiableSet(crashed);
     }
 
+    /** The plan, or (unreadable: a bad run folder) a line on stderr after {@code who}'s name and a halt with 2. */
+    public static CrashPlan readOrHalt(ObjectMapper json, Path planPath, Path crashLog, String who) {
+        try {
+            return read(json, planPath, crashLog);
+        } catch (IOException | RuntimeException e) {
+            System.err.println(who + ": cannot read the crash plan or crash log: " + e);
+            Halt.now(2);
+            return null;
+        }
+    }
+
     /** The same plan with the ids the crash log holds now (another process may have crashed on one since). */
     public CrashPlan reread(ObjectMapper json, Path crashLog) throws IOException {
         return new CrashPlan(planned, points, crashedIds(json, crashLog));

@@ -8,6 +8,7 @@ import harness.common.ClientMetrics;
 import harness.common.CommandLine;
 import harness.common.CrashPlan;
 import harness.common.CrashRecord;
+import harness.common.Events;
 import harness.common.JsonLines;
 
 import org.apache.kafka.clients.consumer.AcknowledgeType;
@@ -48,17 +49,18 @@ final class ShareMember implements AutoCloseable {
     private final ObjectMapper json;
     private final KafkaShareConsumer<String, String> consumer;
     private final Map<List<Long>, ConsumerRecord<String, String>> held = new LinkedHashMap<>();
-    private final long pid = ProcessHandle.current().pid();
+    private final Events events;
     private final long total;
     CrashPlan plan;
     long delivered;                    // records this process acquired
-    private long lastRecordAt = System.nanoTime();
+    private long lastRecordAt;
     private long doneCheckedAt;
 
     ShareMember(ShareOptions opts, ObjectMapper json, CrashPlan plan) {
         this.opts = opts;
         this.json = json;
         this.plan = plan;
+        this.events = new Events(json, opts.events, opts.worker, opts.attempt, "share");
         this.total = opts.total;
         Properties p = CommandLine.kafkaClientSettings();     // the cluster's settings first, then ours
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, opts.bootstrap);
@@ -71,6 +73,7 @@ final class ShareMember implements AutoCloseable {
         consumer = new KafkaShareConsumer<>(ClientMetrics.notExported(p), new StringDeserializer(),
                                             new StringDeserializer());
         consumer.subscribe(List.of(opts.input));
+        lastRecordAt = System.nanoTime();     // the quiet clock starts now: a JVM's start under load is no quiet
         emit("started", e -> {
             e.putArray("partitions");
             e.put("assignment", "share");
@@ -130,7 +133,7 @@ final class ShareMember implements AutoCloseable {
         e.put("attempt", opts.attempt);
         e.put("experiment", opts.experiment);
         e.put("delivered", delivered);
-        e.put("time", System.currentTimeMillis() / 1000.0);
+        e.put("time", Events.now());
         e.put("client", "java");
         CrashRecord.writeAndHalt(json, opts.crashLog, e, "share", "worker=" + opts.worker + " attempt="
                                  + opts.attempt + " message_id=" + r.key() + " point=" + point
@@ -230,18 +233,7 @@ final class ShareMember implements AutoCloseable {
 
     /** One event line, in the Python workers' format (harness/runtime/evidence.py). */
     void emit(String event, java.util.function.Consumer<ObjectNode> fields) {
-        ObjectNode e = json.createObjectNode();
-        e.put("event", event);
-        e.put("worker", opts.worker);
-        e.put("attempt", opts.attempt);
-        e.put("pid", pid);
-        e.put("t", System.currentTimeMillis() / 1000.0);
-        fields.accept(e);
-        try {
-            JsonLines.append(json, opts.events, e, false);
-        } catch (IOException | RuntimeException ex) {
-            System.err.println("share: could not write the events file " + opts.events + ": " + ex);
-        }
+        events.emit(event, fields);
     }
 
     @Override

@@ -16,8 +16,7 @@ final class ShareOptions {
         "         --crash-plan FILE --crash-log FILE --events FILE --ledger TABLE [--dedupe TABLE]",
         "         --jdbc-url URL [--jdbc-user USER] [--commit-every N] [--max-poll-records N]",
         "         [--poll-ms MS] [--delivery-limit N] [--quiet-ms MS] --total N",
-        "  The JDBC password is taken from $" + CommandLine.PASSWORD_ENV + " only; Kafka client settings",
-        "  (security, credentials) from $" + CommandLine.KAFKA_PROPERTIES_ENV + " (properties text).");
+        CommandLine.SECRETS_USAGE);
 
     static final Set<String> EXPERIMENTS = Set.of("share-ack-after", "share-ack-before", "share-dedupe",
                                                   "share-poison");

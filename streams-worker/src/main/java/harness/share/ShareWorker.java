@@ -1,6 +1,5 @@
 package harness.share;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import harness.common.CommandLine;
@@ -74,14 +73,7 @@ public final class ShareWorker {
             return;
         }
         ObjectMapper json = new ObjectMapper();
-        CrashPlan plan;
-        try {
-            plan = CrashPlan.read(json, opts.crashPlan, opts.crashLog);
-        } catch (IOException | RuntimeException e) {
-            System.err.println("share: cannot read the crash plan or crash log: " + e);
-            Halt.now(EXIT_USAGE);
-            return;
-        }
+        CrashPlan plan = CrashPlan.readOrHalt(json, opts.crashPlan, opts.crashLog, "share");
         Ledger ledger;
         try {
             ledger = new Ledger(opts.jdbcUrl, opts.jdbcUser, System.getenv(CommandLine.PASSWORD_ENV), opts.ledger,
@@ -185,12 +177,6 @@ public final class ShareWorker {
     }
 
     private long amount(String value) {
-        try {
-            JsonNode v = value == null ? null : json.readTree(value);
-            JsonNode a = v == null ? null : v.get("amount");
-            return a != null && a.canConvertToLong() ? a.asLong() : 0;
-        } catch (IOException e) {
-            return 0;
-        }
+        return Ledger.amount(json, value);
     }
 }
