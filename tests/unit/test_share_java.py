@@ -93,3 +93,8 @@ def test_the_report_says_whose_share_consumer_ran_its_release_and_status():
     rows = dict(RunReport({"share_consumer": java}).client_rows())
     assert rows["share consumer of the workers"] == \
         f"kafka-clients KafkaShareConsumer {java['version']} (GA (Kafka 4.2+); --client java)"
+
+
+def test_share_release_stays_the_python_loop_s_alone():
+    from harness.experiments.queues import SHARE_RELEASE
+    assert CLIENT not in SHARE_RELEASE.options and "client=java" not in SHARE_RELEASE.variants

@@ -20,8 +20,9 @@ import re
 from dataclasses import dataclass
 
 from ..launch import Launch, assign_partitions, java_client_settings, kafka_login, worker_env
-from .share_facts import DELIVERY_LIMIT, POLL_RECORDS, POLL_TIMEOUT_S, QUIET_S
+from .share_facts import POLL_RECORDS, POLL_TIMEOUT_S, QUIET_S, limit_of
 from .share_launcher import ShareWorkers, configure_group
+from .share_options import group_settings
 
 MAIN_CLASS = "harness.share.ShareWorker"
 POM = "share-pom.xml"
@@ -65,7 +66,7 @@ def command(run, slot, jar, start, total: int) -> list[str]:
            "--input-topic", names.input_topic, "--worker", slot.name, "--attempt", str(slot.attempt),
            "--crash-plan", str(run.crash_plan), "--crash-log", str(run.crash_log), "--events", str(run.events),
            "--commit-every", str(p.commit_every), "--max-poll-records", str(POLL_RECORDS),
-           "--poll-ms", str(round(POLL_TIMEOUT_S * 1000)), "--delivery-limit", str(DELIVERY_LIMIT),
+           "--poll-ms", str(round(POLL_TIMEOUT_S * 1000)), "--delivery-limit", str(limit_of(p)),
            "--quiet-ms", str(round(QUIET_S * 1000)), "--total", str(total),
            "--ledger", names.ledger_table, "--jdbc-url", url] + (["--jdbc-user", user] if user else [])
     if exp.stores.dedupe:
@@ -90,7 +91,7 @@ class ShareJavaWorkers(ShareWorkers):
         from .. import streams_jvm
         from ...clients import kafka_java
         from ...core.procs import dying_with_this_process
-        configure_group(run.stack.bootstrap_servers, run.names.share_group)
+        configure_group(run.stack.bootstrap_servers, run.names.share_group, group_settings(run.params))
         jar = streams_jvm.build(run.log, POM, JAR)
         start = streams_jvm.worker_start(jar, "plain", run.log)
         run.log(f"Java share consumers (kafka-clients {client_version() or 'unknown'}) start as {start.said}")
