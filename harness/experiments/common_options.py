@@ -41,10 +41,13 @@ TXN_STUCK_AFTER = Option(
     "(the numbers it can change become bounds) instead of stalling the run.", default=TXN_STUCK_AFTER_S, low=0.5,
     high=3600, why_high="an hour; a run's own time limit ends it sooner", worker=True, applies_to=ON_OWN_TRANSACTIONS)
 CLIENT = Option(
-    "client", str, "eos family: the transactional client of the workers: python (librdkafka, transaction "
-    "version 1 on every broker) or java (Kafka's own kafka-clients, which speaks transaction version 2 where "
-    "the broker offers it: a new producer epoch per transaction). Same steps, kill points and checks.",
-    default="python", choices=("python", "java"), applies_to=ON_OWN_TRANSACTIONS)
+    "client", str, "eos and queues families: the workers' Kafka client: python (confluent-kafka: librdkafka, "
+    "transaction version 1 on every broker; its share consumer a Preview) or java (Kafka's own kafka-clients: "
+    "transaction version 2 where the broker offers it, a new producer epoch per transaction; KafkaShareConsumer, "
+    "GA). Same steps, kill points and checks.",
+    default="python", choices=("python", "java"),
+    applies_to="eos, eos-boundary, eos-dedupe, zombie and the queues family (share-ack-after, share-ack-before, "
+               "share-dedupe, share-poison)")
 TRANSACTION_OPTIONS = (COMMIT_INTERVAL_MS, FRESH_TRANSACTIONAL_ID, TRANSACTION_TIMEOUT, TXN_STUCK_AFTER, CLIENT)
 
 ASSIGNMENT = Option(

@@ -63,7 +63,7 @@ FIRST_RECORD = re.compile(r"eos-streams FIRST-RECORD worker=(\S+) attempt=(\d+) 
 
 
 def _source_files() -> list[Path]:
-    files = [SOURCES / "pom.xml", *(SOURCES / "src").glob("**/*")]
+    files = [*SOURCES.glob("*pom.xml"), *(SOURCES / "src").glob("**/*")]
     return sorted(p for p in files if p.is_file())
 
 
@@ -105,8 +105,9 @@ def _prune(keep: Path) -> None:
             continue
 
 
-def build(log=print) -> Path:
-    if not (SOURCES / "pom.xml").is_file():
+def build(log=print, pom: str = "pom.xml", jar_path: str = f"target/{JAR_NAME}") -> Path:
+    """The jar `jar_path` that `pom` (a build file of the module) makes, built once per version of the sources."""
+    if not (SOURCES / pom).is_file():
         raise HarnessError(f"the Kafka Streams module is missing from this installation: {SOURCES}")
     try:
         folder = build_folder()
@@ -114,15 +115,15 @@ def build(log=print) -> Path:
         os.utime(folder)
     except OSError as e:
         raise HarnessError(f"cannot copy the Kafka Streams module into the cache folder: {e}") from None
-    jar = folder / "target" / JAR_NAME
+    jar = folder / jar_path
     _prune(folder)
     if jar.exists():
         return jar
     if shutil.which("mvn") is None:
         raise HarnessError("mvn not found on PATH: eos-streams builds its Kafka Streams module with Maven")
-    log(f"Building the Kafka Streams worker with mvn in {folder} ...")
+    log(f"Building {jar.name} (the Java workers' module) with mvn in {folder} ...")
     for offline in (True, False):
-        cmd = ["mvn", "-B", "-q", *(["-o"] if offline else []), "-f", str(folder / "pom.xml"), "package",
+        cmd = ["mvn", "-B", "-q", *(["-o"] if offline else []), "-f", str(folder / pom), "package",
                "-DskipTests"]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)

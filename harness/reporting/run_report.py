@@ -80,6 +80,10 @@ class RunReport:
                    "fixed partitions, never subscribed: the broker's group is a simple one either way")
             rows.append(("consumer group protocol of the workers",
                          f"group.protocol={params['group_protocol']} (--group-protocol); {how}"))
+        share = self.data.get("share_consumer")
+        if share:
+            rows.append(("share consumer of the workers", f"{share.get('library')} {share.get('version') or 'unknown'}"
+                         f" ({share.get('status')}; --client {share.get('client')})"))
         tp = self.data.get("transaction_protocol")
         if tp:
             said = {"2": "transaction version 2 (KIP-890): a new producer epoch at every transaction's end",

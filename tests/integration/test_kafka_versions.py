@@ -52,10 +52,11 @@ def test_a_stack_of_another_release_starts_runs_and_says_so(release, metadata, p
                 f"error: --group-protocol consumer needs a cluster that finalized group.version 1 (Kafka 4.0 or "
                 f"later); this one has metadata.version {metadata} and no group.version")
         # share groups (KIP-932) are production-ready from 4.2: an older broker is refused in one line naming it
-        refused = harness("run", "share-ack-after", "--messages", "10", env=env, timeout=300)
-        assert refused.returncode == 2 and "Traceback" not in refused.stderr
-        assert refused.stderr.strip().splitlines()[-1].startswith(
-            f"error: share groups need Kafka 4.2 or later; this broker is {release} (metadata.version {metadata})")
+        for client in ("python", "java"):
+            refused = harness("run", "share-ack-after", "--client", client, "--messages", "10", env=env, timeout=300)
+            assert refused.returncode == 2 and "Traceback" not in refused.stderr
+            assert refused.stderr.strip().splitlines()[-1].startswith(
+                f"error: share groups need Kafka 4.2 or later; this broker is {release} (metadata.version {metadata})")
         other = "4.1.1" if release != "4.1.1" else "4.4.0"
         refused = harness("run", "offset-after", "--messages", "10", "--kafka-version", other, env=env, timeout=300)
         assert refused.returncode == 2 and "Traceback" not in refused.stderr

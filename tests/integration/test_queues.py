@@ -96,3 +96,54 @@ def test_share_release_redelivers_the_released_and_loses_the_rejected(stack, tmp
     assert {(p, o) for p, o, dc in records["accepted"] if dc == 2} == again
     assert len(records["rejected"]) == 5 and len(records["accepted"]) == 95
     assert "5 record(s) released" in d["predicted"]["note"] and "5 record(s) rejected" in d["predicted"]["note"]
+
+
+def _java_members(out) -> None:
+    """Every crash record and event of the run is a Java member's (its JVMs, not Python workers)."""
+    crashes = crashlog.read(out / "crash-log.jsonl")
+    assert crashes and all(c["client"] == "java" for c in crashes)
+
+
+def test_java_share_consumers_duplicate_each_crash_between_effect_and_accept(stack, tmp_path):
+    """--client java: the same loop on Kafka's KafkaShareConsumer, judged by the same predictors (about 25 s
+    with its jar built; the first build of the session adds its mvn time)."""
+    d = run_exp(stack, tmp_path, "share-ack-after", "--client", "java", "--messages", "30", "--partitions", "2",
+                "--workers", "2")
+    out = tmp_path / "report"
+    _java_members(out)
+    crashes = crashlog.read(out / "crash-log.jsonl")
+    assert len(crashes) == 3 and all(x["point"] == "after-effect-before-accept" for x in crashes)
+    assert all(x["held"][x["message_id"]][:2] == [x["partition"], x["offset"]] for x in crashes)
+    again = [x for x in crashes if x["message_id"] not in _archived_ids(out)]
+    assert d["counts"]["duplicates"] == d["predicted"]["duplicates"] == len(again) > 0 and d["counts"]["lost"] == 0
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    accepted = [r for e in events if e["event"] == "accepted" for r in e["records"]]
+    assert len({(p, o) for p, o, _ in accepted}) == 30
+    assert {(x["partition"], x["offset"]) for x in again} <= {(p, o) for p, o, dc in accepted if dc > 1}
+    assert d["share_consumer"]["client"] == "java" and d["share_consumer"]["status"].startswith("GA")
+
+
+@pytest.mark.slow
+def test_java_share_consumers_lose_before_accept_dedupe_exactly_and_archive_poison(stack, tmp_path):
+    """The other three on the Java client (about 2 minutes): ACCEPT before the effect loses each crashed
+    payment, the dedupe table makes the same crashes harmless, a poison payment is archived at the limit."""
+    d = run_exp(stack, tmp_path, "share-ack-before", "--client", "java", "--messages", "60", "--partitions", "2",
+                "--workers", "2")
+    _java_members(tmp_path / "report")
+    lost = {x["message_id"] for x in crashlog.read(tmp_path / "report" / "crash-log.jsonl")}
+    assert d["counts"]["lost"] == d["predicted"]["lost"] >= len(lost) == 6 and d["counts"]["duplicates"] == 0
+    (tmp_path / "report").rename(tmp_path / "before")
+    d = run_exp(stack, tmp_path, "share-dedupe", "--client", "java", "--messages", "60", "--partitions", "2",
+                "--workers", "2", "--kill-point", "any")
+    _java_members(tmp_path / "report")
+    assert (d["counts"]["lost"], d["counts"]["duplicates"]) == (0, 0)
+    assert d["counts"]["dedupe_hits"] == d["predicted"]["dedupe_hits"]
+    (tmp_path / "report").rename(tmp_path / "dedupe")
+    d = run_exp(stack, tmp_path, "share-poison", "--client", "java", "--messages", "50", "--partitions", "2",
+                "--workers", "2", "--crash-rate", "0.02")
+    out = tmp_path / "report"
+    _java_members(out)
+    poison = {x["message_id"] for x in crashlog.read(out / "crash-log.jsonl")}
+    assert len(poison) == 1 and poison <= _archived_ids(out)
+    assert d["counts"]["lost"] == d["predicted"]["lost"] >= 1
+    assert len(crashlog.read(out / "crash-log.jsonl")) <= DELIVERY_LIMIT       # at most one death per delivery

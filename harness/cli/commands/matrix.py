@@ -25,9 +25,9 @@ from .suite import SUITE_OPTIONS, check_common_options
 @click.option("--parallel", default=None, metavar="auto|N",
               help="Experiments at a time within each suite (as for suite; default auto).")
 @click.option(CLIENT.flag, "client_list", default=None, metavar="python,java",
-              help="The eos family's transactional clients, a column each per release (default python): java "
-                   "adds a suite of the experiments that take --client, on the same stack, with Kafka's own "
-                   "client (transaction version 2 where the release offers it).")
+              help="The workers' Kafka clients, a column each per release (default python): java adds a suite "
+                   "of the experiments that take --client (the eos and queues families), on the same stack, with "
+                   "Kafka's own client (transaction version 2 where the release offers it; KafkaShareConsumer).")
 @click.option(GROUP_PROTOCOL.flag, "protocol_list", default=None, metavar="classic,consumer",
               help="The workers' consumer group protocols, a column each per release and client (default classic): "
                    "consumer adds a suite of the experiments that take --group-protocol, with KIP-848's consumer "
@@ -62,8 +62,7 @@ def matrix(releases, experiment_list, group, parallel, client_list, protocol_lis
     check_common_options(chosen, given)   # before any stack starts
     java = matrix_mod.client_experiments(chosen)
     if "java" in clients and not java:
-        raise HarnessError("--client java applies to eos, eos-boundary, eos-dedupe and zombie; none of the "
-                           "chosen experiments is one")
+        raise HarnessError(f"--client java applies to {CLIENT.applies_to}; none of the chosen experiments is one")
     protocols = matrix_mod.parse_protocols(protocol_list)
     takers = matrix_mod.protocol_experiments(chosen)
     if "consumer" in protocols and not takers:

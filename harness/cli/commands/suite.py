@@ -114,8 +114,9 @@ def _as_given_here(path: Path) -> Path:
                    "at once).")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Suite folder (default reports/<suite-id>/).")
 @click.option(CLIENT.flag, type=click.Choice(CLIENT.choices), default=None,
-              help="The eos family's transactional workers: python (librdkafka) or java (Kafka's own client, "
-                   "transaction version 2 where the broker offers it); the other experiments are not affected.")
+              help="The eos and queues families' workers: python (librdkafka) or java (Kafka's own client: "
+                   "transaction version 2 where the broker offers it, KafkaShareConsumer); the other experiments "
+                   "are not affected.")
 @click.option(GROUP_PROTOCOL.flag, "group_protocol", type=click.Choice(GROUP_PROTOCOL.choices), default=None,
               help="The workers' consumer group protocol, for the experiments that take --group-protocol (the eos "
                    "family, the offset experiments, dedupe); the others are not affected.")

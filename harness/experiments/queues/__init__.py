@@ -15,12 +15,14 @@ with the same seeded crashes as offset-before / offset-after / dedupe:
   is RELEASEd (redelivered, no damage), a permanent one REJECTed (archived: lost).
 
 The loops (share_loops.py) run in worker processes as members of the run's share group
-(share_worker.py); the predictions are the ledger's (checker/predictors.py) plus
+(share_worker.py), or with `--client java` on Kafka's Java client (share_java.py); the predictions are the ledger's (checker/predictors.py) plus
 the lock story (share_predictors.py).
 """
 
+from ..common_options import CLIENT
 from ..declaration import Experiment, Stores
 from . import share_loops as loops
+from .share_java import ShareJavaWorkers
 from .share_launcher import ShareWorkers
 from .share_predictors import LockNote, ShareLedgerPredictor
 from .share_facts import PRODUCER
@@ -34,12 +36,14 @@ POISON_RATE = 0.01         # share-poison in the suite: 10 of 1000 payments, eac
 # What the family's experiments share: members of a share group (refused on a broker without them), an input
 # of one record a batch, the opt-in suite group.
 COMMON = dict(launcher=ShareWorkers(), producer=PRODUCER, options=OPTIONS)
+# --client java: the same loops on Kafka's KafkaShareConsumer (share_java.py; share-release is the Python loop's alone).
+JAVA_TOO = {**COMMON, "options": OPTIONS + (CLIENT,), "variants": {"client=java": {"launcher": ShareJavaWorkers()}}}
 
 
 SHARE_ACK_AFTER = Experiment(
     name="share-ack-after", kill_points=(loops.AA_POLL, loops.AA_EFFECT, loops.AA_ACCEPT),
     default_point=loops.AA_EFFECT.name, loop=loops.ack_after_loop, stores=Stores(ledger=True),
-    predictors=(ShareLedgerPredictor(), LockNote()), suite=SUITE, **COMMON,
+    predictors=(ShareLedgerPredictor(), LockNote()), suite=SUITE, **JAVA_TOO,
     steps=("acquire", "effect", "ACCEPT"),
     proves="A share group at least once: ACCEPT after the effect, and each crash between them charges again "
            "after the lock expires.",
@@ -52,7 +56,7 @@ SHARE_ACK_AFTER = Experiment(
 SHARE_ACK_BEFORE = Experiment(
     name="share-ack-before", kill_points=(loops.AB_POLL, loops.AB_ACCEPT, loops.AB_EFFECT),
     default_point=loops.AB_ACCEPT.name, loop=loops.ack_before_loop, stores=Stores(ledger=True),
-    predictors=(ShareLedgerPredictor(), LockNote()), suite=SUITE, **COMMON,
+    predictors=(ShareLedgerPredictor(), LockNote()), suite=SUITE, **JAVA_TOO,
     steps=("acquire", "ACCEPT", "effect"),
     proves="A share group at most once: ACCEPT before the effect, and each crash between them loses payments.",
     expected="lost = crashed payments, duplicates 0, ledger below expected",
@@ -62,7 +66,7 @@ SHARE_ACK_BEFORE = Experiment(
 SHARE_DEDUPE = Experiment(
     name="share-dedupe", kill_points=(loops.SD_POLL, loops.SD_INSIDE, loops.SD_EFFECT, loops.SD_ACCEPT),
     default_point=loops.SD_EFFECT.name, loop=loops.dedupe_loop, stores=Stores(ledger=True, dedupe=True),
-    predictors=(ShareLedgerPredictor(dedupe=True), LockNote()), suite=SUITE, **COMMON,
+    predictors=(ShareLedgerPredictor(dedupe=True), LockNote()), suite=SUITE, **JAVA_TOO,
     steps=("acquire", "PG transaction {dedupe key (unique), effect if new}", "ACCEPT"),
     proves="A share group made exact: the same crashes, harmless with an idempotency key in the effect's "
            "transaction.",
@@ -72,7 +76,7 @@ SHARE_DEDUPE = Experiment(
 SHARE_POISON = Experiment(
     name="share-poison", kill_points=(loops.POISON, loops.POISON_ACCEPT),
     default_point=loops.POISON.name, loop=loops.poison_loop, stores=Stores(ledger=True),
-    predictors=(ShareLedgerPredictor(), LockNote()), **COMMON,
+    predictors=(ShareLedgerPredictor(), LockNote()), **JAVA_TOO,
     steps=("acquire", "effect", "ACCEPT"),
     suite={**SUITE, "args": SUITE["args"] + ["--crash-rate", str(POISON_RATE)]},
     proves="A poison payment that kills its worker at every delivery is archived after the group's "

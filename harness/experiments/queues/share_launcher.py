@@ -10,6 +10,8 @@ the workers then find out themselves. The group's settings are made here too,
 by the supervisor, before the workers join.
 """
 
+import dataclasses
+
 from ...core.errors import HarnessError
 from ...stack import broker_version
 from ...clients import kafka_client
@@ -66,4 +68,19 @@ class ShareWorkers(PythonWorkers):
         """The share group's settings (short locks, the run's --delivery-limit) are set here, with the harness's own
         login, before any worker joins: a run's Kafka user on a SCRAM stack may not alter a group's configs."""
         configure_group(run.stack.bootstrap_servers, run.names.share_group, group_settings(run.params))
-        return super().prepare(run)
+        return self.annotated(super().prepare(run))
+
+    def said(self) -> dict:
+        """The report's `share_consumer`: the members' share consumer, its release and status."""
+        import confluent_kafka
+        ours, lib = confluent_kafka.version(), confluent_kafka.libversion()     # a tuple or a string, by release
+        return {"client": "python", "library": "confluent-kafka ShareConsumer",
+                "version": f"{ours if isinstance(ours, str) else ours[0]} (librdkafka {lib if isinstance(lib, str) else lib[0]})",
+                "status": "Preview"}
+
+    def annotated(self, launch):
+        said = self.said()
+
+        def annotate(run, result, report) -> None:
+            report.data["share_consumer"] = said
+        return dataclasses.replace(launch, annotate=annotate)

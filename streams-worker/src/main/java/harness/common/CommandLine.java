@@ -20,6 +20,11 @@ public final class CommandLine {
     /** Kafka client settings (security, credentials) in java.util.Properties text; they may hold secrets. */
     public static final String KAFKA_PROPERTIES_ENV = "HARNESS_KAFKA_JAVA_PROPERTIES";
 
+    /** The last lines of every worker's usage: where its secrets come from. */
+    public static final String SECRETS_USAGE = String.join("\n",
+        "  The JDBC password is taken from $" + PASSWORD_ENV + " only; Kafka client settings",
+        "  (security, credentials) from $" + KAFKA_PROPERTIES_ENV + " (properties text).");
+
     private CommandLine() {
     }
 

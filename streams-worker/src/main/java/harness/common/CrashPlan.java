@@ -55,6 +55,11 @@ public final class CrashPlan {
                 }
             }
         }
+        return new CrashPlan(Collections.unmodifiableSet(ids), Collections.unmodifiableMap(points),
+                             crashedIds(json, crashLog));
+    }
+
+    private static Set<String> crashedIds(ObjectMapper json, Path crashLog) throws IOException {
         Set<String> crashed = new HashSet<>();
         for (JsonNode n : JsonLines.read(json, crashLog)) {
             JsonNode id = n.get("message_id");
@@ -62,8 +67,33 @@ public final class CrashPlan {
                 crashed.add(id.asText());
             }
         }
-        return new CrashPlan(Collections.unmodifiableSet(ids), Collections.unmodifiableMap(points),
-                             Collections.unmodifiableSet(crashed));
+        return Collections.unmodifiableSet(crashed);
+    }
+
+    /** The plan, or (unreadable: a bad run folder) a line on stderr after {@code who}'s name and a halt with 2. */
+    public static CrashPlan readOrHalt(ObjectMapper json, Path planPath, Path crashLog, String who) {
+        try {
+            return read(json, planPath, crashLog);
+        } catch (IOException | RuntimeException e) {
+            System.err.println(who + ": cannot read the crash plan or crash log: " + e);
+            Halt.now(2);
+            return null;
+        }
+    }
+
+    /** The same plan with the ids the crash log holds now (another process may have crashed on one since). */
+    public CrashPlan reread(ObjectMapper json, Path crashLog) throws IOException {
+        return new CrashPlan(planned, points, crashedIds(json, crashLog));
+    }
+
+    /** Is this id in the plan at all (whether or not it already crashed a worker)? */
+    public boolean inPlan(String messageId) {
+        return planned.contains(messageId);
+    }
+
+    /** Is this id planned to crash a worker still (in the plan, not yet in the crash log)? */
+    public boolean planned(String messageId) {
+        return planned.contains(messageId) && !already.contains(messageId);
     }
 
     public int plannedCount() {

@@ -91,6 +91,17 @@ public final class Ledger implements AutoCloseable {
         }
     }
 
+    /** A payment's amount, from its JSON value ({@code {"amount": N, ...}}); 0 when it has none. */
+    public static long amount(com.fasterxml.jackson.databind.ObjectMapper json, String value) {
+        try {
+            com.fasterxml.jackson.databind.JsonNode v = value == null ? null : json.readTree(value);
+            com.fasterxml.jackson.databind.JsonNode a = v == null ? null : v.get("amount");
+            return a != null && a.canConvertToLong() ? a.asLong() : 0;
+        } catch (java.io.IOException e) {
+            return 0;
+        }
+    }
+
     /** Whether the connection still answers; a warm spare checks the connection it opened before using it. */
     public boolean usable(int timeoutSeconds) {
         try {

@@ -5,9 +5,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import harness.common.CrashPlan;
 import harness.common.CrashRecord;
-import harness.common.JsonLines;
+import harness.common.Events;
 
-import java.io.IOException;
 import java.util.List;
 import java.util.function.Consumer;
 
@@ -23,7 +22,7 @@ final class Evidence {
     private final ObjectMapper json;
     private final TxnOptions opts;
     private final CrashPlan plan;
-    private final long pid = ProcessHandle.current().pid();
+    private final Events events;
     long delivered;                      // records this process began to handle
     Runnable beforeCrash = () -> { };    // flush the producer: the aborted copies are then really in the log
 
@@ -31,26 +30,16 @@ final class Evidence {
         this.json = json;
         this.opts = opts;
         this.plan = plan;
+        this.events = new Events(json, opts.events, opts.worker, opts.attempt, "eos-txn");
     }
 
     static double now() {
-        return System.currentTimeMillis() / 1000.0;
+        return Events.now();
     }
 
     /** One event line; {@code fields} adds the event's own fields. A failed write is said, never fatal. */
     void emit(String event, Consumer<ObjectNode> fields) {
-        ObjectNode e = json.createObjectNode();
-        e.put("event", event);
-        e.put("worker", opts.worker);
-        e.put("attempt", opts.attempt);
-        e.put("pid", pid);
-        e.put("t", now());
-        fields.accept(e);
-        try {
-            JsonLines.append(json, opts.events, e, false);
-        } catch (IOException | RuntimeException ex) {
-            System.err.println("eos-txn: could not write the events file " + opts.events + ": " + ex);
-        }
+        events.emit(event, fields);
     }
 
     /**

@@ -19,8 +19,7 @@ final class TxnOptions {
         "         [--commit-every N | --commit-interval-ms MS] [--transaction-timeout-ms MS]",
         "         [--txn-stuck-after-ms MS] [--ledger TABLE [--dedupe TABLE] --jdbc-url URL [--jdbc-user USER]]",
         "         [--history FOLDER] [--group-protocol classic|consumer]",
-        "  The JDBC password is taken from $" + CommandLine.PASSWORD_ENV + " only; Kafka client settings",
-        "  (security, credentials) from $" + CommandLine.KAFKA_PROPERTIES_ENV + " (properties text).");
+        CommandLine.SECRETS_USAGE);
 
     private static final Set<String> EXPERIMENTS = Set.of("eos", "eos-boundary", "eos-dedupe", "zombie");
     private static final Set<String> REQUIRED = Set.of("experiment", "bootstrap", "group", "input-topic",

@@ -123,14 +123,7 @@ public final class TxnWorker {
             return;
         }
         ObjectMapper json = new ObjectMapper();
-        CrashPlan plan;
-        try {
-            plan = CrashPlan.read(json, opts.crashPlan, opts.crashLog);
-        } catch (IOException | RuntimeException e) {
-            System.err.println("eos-txn: cannot read the crash plan or crash log: " + e);
-            System.exit(EXIT_USAGE);
-            return;
-        }
+        CrashPlan plan = CrashPlan.readOrHalt(json, opts.crashPlan, opts.crashLog, "eos-txn");
         Evidence ev = new Evidence(json, opts, plan);
         History history;
         try {
@@ -526,13 +519,7 @@ public final class TxnWorker {
     }
 
     private long amount(String value) {
-        try {
-            JsonNode v = value == null ? null : json.readTree(value);
-            JsonNode a = v == null ? null : v.get("amount");
-            return a != null && a.canConvertToLong() ? a.asLong() : 0;
-        } catch (IOException e) {
-            return 0;
-        }
+        return Ledger.amount(json, value);
     }
 
     /** A transactional call that blocked past max.block.ms. */
