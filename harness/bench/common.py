@@ -16,16 +16,8 @@ BROKER_KEYS = ("group.coordinator.append.linger.ms", "group.min.session.timeout.
 
 def broker_settings(stack: Stack) -> dict:
     """The broker's effective values of BROKER_KEYS (empty when the cluster does not let us describe it)."""
-    from confluent_kafka.admin import AdminClient, ConfigResource
-    try:
-        from ..clients import kafka_client
-        admin = AdminClient(kafka_client.config(stack.bootstrap_servers, {"log_level": 0}))
-        brokers = admin.list_topics(timeout=10).brokers
-        res = ConfigResource(ConfigResource.Type.BROKER, str(min(brokers)))
-        cfg = admin.describe_configs([res])[res].result(timeout=15)
-        return {k: cfg[k].value for k in BROKER_KEYS if k in cfg}
-    except Exception:  # noqa: BLE001 - a fact for the report, not a requirement
-        return {}
+    from ..stack.broker_version import broker_settings as described
+    return described(stack.bootstrap_servers, BROKER_KEYS)
 
 
 def spread(values: list[float]) -> dict:
