@@ -23,6 +23,7 @@ def _cases_help() -> str:
 
 @click.group("bench", invoke_without_command=True,
              epilog="\b\nSubcommands:\n  scale   how the time to a verdict grows with messages and partitions x workers"
+                    "\n  protocols restart and group-stall medians per group protocol (classic, consumer, streams)"
                     "\n  streams what a Kafka Streams restart costs, with each start-up lever on and off")
 @click.option("--messages", type=int, default=2000, show_default=True,
               help="Payments per throughput run for cases with a per-record Postgres write or offset commit.")
@@ -232,6 +233,48 @@ def streams(levers_text, repetitions, messages, seed, keep_data, out, keep_stack
         for s in data["summary"]:
             click.echo(f"{s['lever']}: restart median {s['restart_median_seconds']} s (p90 {s['restart_p90_seconds']} "
                        f"s), {s['cpu_seconds_per_crash']} CPU-s per crash", err=True)
+    print_folder(folder)
+    if data["status"] != "complete" or any(c.get("verdict") != "as-predicted" for c in data["cells"]):
+        sys.exit(1)
+
+
+@bench.command("protocols")
+@click.option("--protocols", "rows_text", default=None,
+              help="The rows, comma-separated: classic, consumer, streams-classic, streams  [default: all four]")
+@click.option("--repetitions", type=click.IntRange(1, 50), default=3, show_default=True,
+              help="Runs per row (the rows take turns within each repetition).")
+@click.option("--messages", type=int, default=400, show_default=True, help="Payments per run.")
+@click.option("--crash-rate", type=float, default=0.01, show_default=True, help="Share of payments that crash a worker.")
+@child_run_options("bench-protocols")
+def protocols(rows_text, repetitions, messages, crash_rate, seed, keep_data, out, keep_stack, quiet, stack_kind,
+              bootstrap_servers, postgres_dsn):
+    """Restart and group-stall medians per group protocol, a row each, with the client's settings named.
+
+    Runs, two workers on two partitions each, offset-after as members of a
+    classic group and of a KIP-848 consumer group, and eos-streams with Kafka
+    Streams' classic and streams (KIP-1071) protocols, as real `harness run`s
+    (rows take turns), and writes protocols.json, protocols.md and
+    protocols.html: per row the restart median (a death to the replacement's
+    first record) and the group-stall median (a death to the first record
+    processed on the dead member's partition by anyone). A protocol the
+    cluster lacks fails its row with the run's own one-line refusal.
+
+    \b
+    Examples:
+      harness bench protocols
+      harness bench protocols --protocols streams-classic,streams --repetitions 5
+    """
+    from ...bench.protocols import ProtocolBenchOptions, parse_rows, run_protocol_bench
+    opts = ProtocolBenchOptions(rows=parse_rows(rows_text), repetitions=repetitions, messages=messages,
+                                crash_rate=crash_rate, seed=SEED.default if seed is None else seed, keep_data=keep_data)
+    opts.validate()
+    data, folder = _bench_in_folder("bench-protocols", out, (stack_kind, bootstrap_servers, postgres_dsn, keep_stack),
+                                    quiet, lambda stack, folder, bench_id, log: run_protocol_bench(
+                                        stack, opts, folder, bench_id, log=log))
+    if not quiet:
+        for s in data["summary"]:
+            click.echo(f"{s['row']}: restart median {s['restart_median_seconds']} s, group stall median "
+                       f"{s['stall_median_seconds']} s ({s['client_settings']})", err=True)
     print_folder(folder)
     if data["status"] != "complete" or any(c.get("verdict") != "as-predicted" for c in data["cells"]):
         sys.exit(1)
