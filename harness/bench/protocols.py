@@ -16,9 +16,10 @@ Per cell, from the run's own records:
 
     restart      a planned death to the replacement's first record (the report's restarts)
     group stall  a planned death to the first record processed on the dead member's partition by
-                 any member: the Python workers' histories (every poll, its time and partitions);
-                 the Kafka Streams workers keep none, so for them the first record of that
-                 partition read_committed readers of the output saw (the report's stalls)
+                 any member: the Python workers' histories (every poll, its time and partitions).
+                 The Kafka Streams workers keep none, and their output records carry the input's
+                 timestamps (so the report's read_committed stall cannot place them after a death):
+                 for them it is unknown, and their restart is the number to compare
 
 Each row names its client settings, and the broker's settings that rule the
 protocol (its session and heartbeat for the consumer and streams groups). A
@@ -38,6 +39,7 @@ from ..core.errors import HarnessError
 from ..stack.stack import Stack
 
 CELL_TIME_LIMIT_S = 900
+NO_HISTORY = "unknown: the workers keep no history of their polls"
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,7 @@ def run_cell(stack: Stack, row: Row, rep: int, opts: ProtocolBenchOptions, folde
         seen = [x for f in histories for x in polls(f.read_text(errors="replace").splitlines())]
         stalls, source = group_stalls(crashes, seen), "workers' histories"
     else:
-        stalls, source = [c.get("read_committed_stall_seconds") for c in crashes], "read_committed output"
+        stalls, source = [None] * len(crashes), NO_HISTORY
     restarts = [r for r in (d.get("timings", {}).get("restart_seconds") or []) if r is not None]
     cell.update(verdict=d.get("verdict"), crashes=len(crashes), restarts=restarts, stalls=stalls,
                 stall_source=source, restart_median_seconds=_median(restarts), stall_median_seconds=_median(stalls))

@@ -33,8 +33,9 @@ def how_measured(d: dict) -> list[str]:
             f"repetition(s). Per row: the medians of all its as-predicted runs' restarts and stalls pooled.",
             "Restart: a planned death to the replacement's first record (the run's report). Group stall: a "
             "planned death to the first record processed on the dead member's partition by any member (the "
-            "Python workers' histories), or, for Kafka Streams, which keeps no history, the first record of that "
-            "partition read_committed readers of the output saw; unknown where none was seen."]
+            "Python workers' histories); unknown where none was seen, and for Kafka Streams, whose workers keep "
+            "no history (their output records carry the input's timestamps, so the output cannot place them "
+            "after a death either)."]
 
 
 def _table_md(heads, rows) -> list[str]:

@@ -26,7 +26,7 @@ def test_a_group_stall_ends_at_the_first_poll_of_the_dead_member_s_partition_by_
 
 def test_every_row_names_its_client_settings_and_the_broker_settings_that_rule_it():
     cells = [{"row": "streams", "verdict": "as-predicted", "restarts": [5.2, 5.4, 5.0], "stalls": [5.3, None],
-              "stall_source": "read_committed output"},
+              "stall_source": "workers' histories"},
              {"row": "streams", "verdict": "unexpected", "restarts": [99.0], "stalls": [99.0]},
              {"row": "classic", "verdict": "no report", "error": "error: a refusal"}]
     rows = protocols.summary(cells, ["classic", "streams"], {"group.streams.session.timeout.ms": "5000"})
