@@ -37,6 +37,7 @@ from pathlib import Path
 
 from ..core.errors import HarnessError
 from ..stack.stack import Stack
+from .common import ChildRuns
 
 CELL_TIME_LIMIT_S = 900
 NO_HISTORY = "unknown: the workers keep no history of their polls"
@@ -69,25 +70,14 @@ ROW_NAMES = tuple(r.name for r in ROWS)
 
 
 @dataclass
-class ProtocolBenchOptions:
-    rows: list = field(default_factory=lambda: list(ROW_NAMES))
-    repetitions: int = 3
+class ProtocolBenchOptions(ChildRuns):
     messages: int = 400
+    rows: list = field(default_factory=lambda: list(ROW_NAMES))
     crash_rate: float = 0.01
-    seed: int = 25
-    keep_data: bool = False
 
     def validate(self) -> None:
-        unknown = [x for x in self.rows if x not in ROW_NAMES]
-        if unknown or not self.rows:
-            raise HarnessError(f"--protocols: choose among {', '.join(ROW_NAMES)} (got {', '.join(unknown) or 'none'})")
-        if len(set(self.rows)) != len(self.rows):
-            raise HarnessError(f"--protocols names one twice: {', '.join(self.rows)}")
-        if not 1 <= self.repetitions <= 50:
-            raise HarnessError("--repetitions must be between 1 and 50")
-        from ..run.params import MAX_MESSAGES
-        if not 20 <= self.messages <= MAX_MESSAGES:
-            raise HarnessError(f"--messages must be between 20 and {MAX_MESSAGES:,}")
+        from .common import check_runs
+        check_runs("--protocols", self.rows, ROW_NAMES, self.repetitions, self.messages, 20)
         if not 0 < self.crash_rate <= 0.2:
             raise HarnessError("--crash-rate must be above 0 and at most 0.2")
 
@@ -132,15 +122,13 @@ def run_cell(stack: Stack, row: Row, rep: int, opts: ProtocolBenchOptions, folde
            "--partitions", "2", "--messages", str(opts.messages), "--crash-rate", str(opts.crash_rate),
            "--seed", str(opts.seed), "--quiet", "--out", str(out), "--time-limit", str(CELL_TIME_LIMIT_S)]
     from ..run.suite_runner import run_env
-    from .common import clean_run, run_child
+    from .common import child_report, clean_run, run_child
     t0 = time.time()
     code, err = run_child(cmd, run_env(stack))
     cell = {"row": row.name, "repetition": rep, "folder": out.name, "exit_code": code,
             "seconds": round(time.time() - t0, 2)}
-    try:
-        d = json.loads((out / "report.json").read_text())
-    except (OSError, ValueError):
-        cell.update(verdict="no report", error=((err or "").strip().splitlines() or [""])[-1][:300])
+    d = child_report(out, err, cell)
+    if d is None:
         return cell
     crashes = d.get("crashes") or []
     histories = sorted((out / "history").glob("*.jsonl"))

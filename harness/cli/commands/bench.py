@@ -226,16 +226,11 @@ def streams(levers_text, repetitions, messages, seed, keep_data, out, keep_stack
     if "aot" in levers and not aot_java():
         from ...core.errors import HarnessError
         raise HarnessError("--levers aot needs a JDK 25 or later installed (under /usr/lib/jvm or JAVA_HOME)")
-    data, folder = _bench_in_folder("bench-streams", out, (stack_kind, bootstrap_servers, postgres_dsn, keep_stack),
-                                    quiet, lambda stack, folder, bench_id, log: run_streams_bench(
-                                        stack, opts, folder, bench_id, log=log))
-    if not quiet:
-        for s in data["summary"]:
-            click.echo(f"{s['lever']}: restart median {s['restart_median_seconds']} s (p90 {s['restart_p90_seconds']} "
-                       f"s), {s['cpu_seconds_per_crash']} CPU-s per crash", err=True)
-    print_folder(folder)
-    if data["status"] != "complete" or any(c.get("verdict") != "as-predicted" for c in data["cells"]):
-        sys.exit(1)
+    data, folder = _child_bench("bench-streams", opts, run_streams_bench, out,
+                                (stack_kind, bootstrap_servers, postgres_dsn, keep_stack), quiet)
+    _finish(data, folder, [] if quiet else [
+        f"{s['lever']}: restart median {s['restart_median_seconds']} s (p90 {s['restart_p90_seconds']} s), "
+        f"{s['cpu_seconds_per_crash']} CPU-s per crash" for s in data["summary"]])
 
 
 @bench.command("protocols")
@@ -267,14 +262,25 @@ def protocols(rows_text, repetitions, messages, crash_rate, seed, keep_data, out
     from ...bench.protocols import ProtocolBenchOptions, parse_rows, run_protocol_bench
     opts = ProtocolBenchOptions(rows=parse_rows(rows_text), repetitions=repetitions, messages=messages,
                                 crash_rate=crash_rate, seed=SEED.default if seed is None else seed, keep_data=keep_data)
+    data, folder = _child_bench("bench-protocols", opts, run_protocol_bench, out,
+                                (stack_kind, bootstrap_servers, postgres_dsn, keep_stack), quiet)
+    _finish(data, folder, [] if quiet else [
+        f"{s['row']}: restart median {s['restart_median_seconds']} s, group stall median {s['stall_median_seconds']} "
+        f"s ({s['client_settings']})" for s in data["summary"]])
+
+
+def _child_bench(name: str, opts, run, out, stack_args: tuple, quiet: bool):
+    """A bench of child runs, its options checked: run(stack, opts, folder, bench_id, log=log) in its folder."""
     opts.validate()
-    data, folder = _bench_in_folder("bench-protocols", out, (stack_kind, bootstrap_servers, postgres_dsn, keep_stack),
-                                    quiet, lambda stack, folder, bench_id, log: run_protocol_bench(
-                                        stack, opts, folder, bench_id, log=log))
-    if not quiet:
-        for s in data["summary"]:
-            click.echo(f"{s['row']}: restart median {s['restart_median_seconds']} s, group stall median "
-                       f"{s['stall_median_seconds']} s ({s['client_settings']})", err=True)
+    return _bench_in_folder(name, out, stack_args, quiet,
+                            lambda stack, folder, bench_id, log: run(stack, opts, folder, bench_id, log=log))
+
+
+def _finish(data: dict, folder, lines: list[str]) -> None:
+    """A bench of child runs ends: its summary lines on stderr, the folder on stdout, and exit 1 unless it
+    completed with every run as-predicted."""
+    for line in lines:
+        click.echo(line, err=True)
     print_folder(folder)
     if data["status"] != "complete" or any(c.get("verdict") != "as-predicted" for c in data["cells"]):
         sys.exit(1)
