@@ -17,7 +17,7 @@ if __name__ == "__main__":
 import click  # noqa: E402 - after hide_own on purpose
 
 from .. import __version__  # noqa: E402
-from .commands import audit, bench, clean, compare, down, env, experiments, matrix, report, run, status, suite, up, worksheet  # noqa: E402
+from .commands import audit, bench, clean, compare, down, env, experiments, hunt, matrix, report, run, status, suite, up, worksheet  # noqa: E402
 from ..core.errors import HarnessError  # noqa: E402
 
 
@@ -37,7 +37,7 @@ def cli():
     """
 
 
-for command in (up.up, status.status, env.env_cmd, down.down, run.run, suite.suite, matrix.matrix, clean.clean,
+for command in (up.up, status.status, env.env_cmd, down.down, run.run, suite.suite, matrix.matrix, hunt.hunt, clean.clean,
                 experiments.experiments_cmd, audit.audit, bench.bench, compare.compare, report.report,
                 worksheet.worksheet):
     cli.add_command(command)

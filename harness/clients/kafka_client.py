@@ -143,6 +143,11 @@ def request(settings: dict) -> None:
     _requested = dict(settings)
 
 
+def requested() -> dict:
+    """The user's settings for this command (its --kafka-config and --kafka-config-file), as given."""
+    return dict(_requested)
+
+
 def inherited(bootstrap: str) -> dict:
     """Settings a parent harness process bound to `bootstrap` (through the environment)."""
     try:
@@ -154,11 +159,14 @@ def inherited(bootstrap: str) -> dict:
 
 
 def resolve(bootstrap: str, stack_settings: dict | None = None) -> dict:
-    """The settings for a stack at `bootstrap`: the stack's own file (if any) or a parent's, then the user's.
+    """The settings for a stack at `bootstrap`: a parent's, the stack's own file (if any) over them, then the
+    user's. A parent's settings reach a child run on a stack with a file of its own too (a suite's or hunt's
+    --kafka-config socket.timeout.ms=2000 on the SCRAM stack), but never replace what that file says (its
+    credentials are the stack's, a parent's may be older).
 
     Checks them (an unknown or invalid property is one clear error) and binds them with `use`.
     """
-    settings = {**(stack_settings or inherited(bootstrap)), **_requested}
+    settings = {**inherited(bootstrap), **(stack_settings or {}), **_requested}
     check(settings)
     use(bootstrap, settings)
     return settings

@@ -94,6 +94,7 @@ class Experiment:
     warm_up: Callable | None = None  # what a warm spare prepares besides its consumer and Postgres: warm_up(ctx)
     launcher: object = None          # builds worker command lines (experiments/launch.py); None: Python
     default_faults: tuple = ("planned-crash",)
+    plan_errors: bool = False        # its crash plan's payments meet a seeded error instead of a death (share-release)
     options: tuple = ()              # the run options only it takes (harness.core.options.Option), e.g. (EFFECT,)
     defaults: dict = field(default_factory=dict)   # its own default for a run option, e.g. {"restart_delay": 0.4}
     rules: tuple = ()                # rule(params, exp): raise one clear line for a bad combination of its options

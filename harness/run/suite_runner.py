@@ -198,19 +198,7 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
                     on_done(name, finished[name])
             time.sleep(0.2)
     except KeyboardInterrupt:
-        # Each run stops its workers and writes an interrupted report; wait for them, whatever
-        # signals come meanwhile (the runs hold their own reports, see install_sigterm_as_interrupt).
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_IGN)
-        for proc, _ in running.values():
-            proc.terminate()
-        for name, (proc, started) in running.items():
-            try:
-                proc.wait(timeout=REPORT_GRACE_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            finished[name] = _entry(name, out, proc.returncode, time.time() - started)
+        stop_children(running, out, finished)
         raise
     finally:
         sched.finish()
@@ -222,6 +210,23 @@ def run_suite(stack: Stack, experiments: list[str], common_args: list[str], out:
         from ..core.safefile import write_text
         write_text(out / "suite.json", json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def stop_children(running: dict, out: Path, finished: dict) -> None:
+    """After an interrupt: each running `harness run` stops its workers and writes an interrupted report; wait
+    for them, whatever signals come meanwhile (the runs hold their own reports, see
+    install_sigterm_as_interrupt), and enter each in `finished`."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    for proc, _ in running.values():
+        proc.terminate()
+    for name, (proc, started) in running.items():
+        try:
+            proc.wait(timeout=REPORT_GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        finished[name] = _entry(name, out, proc.returncode, time.time() - started)
 
 
 def _room(sched) -> str:

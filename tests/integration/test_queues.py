@@ -1,14 +1,16 @@
 """The queues family on the real stack (Kafka 4.4.0's share groups, real SIGKILLs): several members of one
 share group, each crash's held records back after their locks, observed == predicted, and the share group's
 numbers beside the consumer group's for the same seeded crashes. On the session's stack: share-ack-after takes
-about 20 s in the default run; share-ack-before with share-dedupe about 40 s, slow-marked."""
+about 20 s in the default run, share-release about 20 s; share-ack-before with share-dedupe about 40 s, and
+share-poison at two delivery limits about a minute, slow-marked."""
 
 import json
 
 import pytest
 
-from harness.experiments.queues.share_facts import DELIVERY_LIMIT, LOCK_MS, archived
+from harness.experiments.queues.share_facts import DELIVERY_LIMIT, LOCK_MS, PERMANENT, TRANSIENT, archived, error_kinds
 from harness.runtime import crashlog
+from harness.runtime.crashplan import CrashPlan
 from tests.integration.test_experiments import run_exp
 
 pytestmark = pytest.mark.integration
@@ -50,3 +52,47 @@ def test_share_ack_before_loses_and_share_dedupe_is_exact(stack, tmp_path):
                 "--kill-point", "any")
     assert (d["counts"]["lost"], d["counts"]["duplicates"]) == (0, 0)
     assert d["ledger"]["actual_total"] == d["ledger"]["expected_total"]
+
+
+@pytest.mark.slow
+def test_share_poison_is_archived_at_the_runs_delivery_limit_and_at_kafkas_default(stack, tmp_path):
+    for limit in (2, None):
+        args = ["--delivery-limit", str(limit)] if limit else []
+        d = run_exp(stack, tmp_path, "share-poison", "--messages", "40", "--partitions", "2", "--workers", "2", *args)
+        out = tmp_path / "report"
+        crashes = crashlog.read(out / "crash-log.jsonl")
+        poison = CrashPlan.load(out / "crash-plan.json").crash_ids
+        want = limit or DELIVERY_LIMIT
+        assert len(poison) == 4 and {x["message_id"] for x in crashes} <= poison
+        # each delivery of a poison payment ended in a death (its own, or a poll-mate poison's before it reached
+        # it), up to the limit, and its last death held it at the limit: archived, lost
+        for i in poison:
+            counts = sorted(x["held"][i][2] for x in crashes if i in x["held"])
+            assert counts == list(range(1, want + 1))
+        archived_ids = {i for x in crashes for i in archived(x, want)}
+        assert poison <= archived_ids
+        assert d["counts"]["lost"] == d["predicted"]["lost"] == len(archived_ids)
+        assert set(d["anomalies"]["lost_ids"]) == archived_ids
+        assert f"archived at delivery {want} " in d["predicted"]["note"]
+        (tmp_path / "report").rename(tmp_path / f"limit-{want}")
+
+
+def test_share_release_redelivers_the_released_and_loses_the_rejected(stack, tmp_path):
+    d = run_exp(stack, tmp_path, "share-release", "--messages", "100", "--partitions", "2", "--workers", "2")
+    out = tmp_path / "report"
+    kinds = error_kinds(CrashPlan.load(out / "crash-plan.json").crash_ids)
+    rejected = {i for i, k in kinds.items() if k == PERMANENT}
+    assert len(rejected) == 5 and list(kinds.values()).count(TRANSIENT) == 5 and not d["crashes"]
+    c = d["counts"]
+    assert c["lost"] == d["predicted"]["lost"] == 5 and c["duplicates"] == 0
+    assert set(d["anomalies"]["lost_ids"]) == rejected
+    assert d["ledger"]["actual_total"] < d["ledger"]["expected_total"]
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    records = {v: [r for e in events if e["event"] == v for r in e["records"]] for v in ("released", "rejected",
+                                                                                        "accepted")}
+    # each transient error RELEASEd its record at its first delivery; it came back at delivery 2 and was ACCEPTed
+    assert len(records["released"]) == 5 and all(dc == 1 for _, _, dc in records["released"])
+    again = {(p, o) for p, o, _ in records["released"]}
+    assert {(p, o) for p, o, dc in records["accepted"] if dc == 2} == again
+    assert len(records["rejected"]) == 5 and len(records["accepted"]) == 95
+    assert "5 record(s) released" in d["predicted"]["note"] and "5 record(s) rejected" in d["predicted"]["note"]

@@ -31,3 +31,15 @@ def test_broker_faults_missed_because_the_run_was_interrupted_say_so():
     assert text == " Only 0 of 2 broker-kill faults struck (the run stopped first, interrupted: interrupted by the user)."
     f.run_end = ("complete", None)
     assert "(the workers finished first)" in f.shortfall([], {"planned": 2, "struck": 0, "skipped": []})
+
+
+def test_a_plan_whose_payments_meet_errors_not_deaths_claims_no_missed_crash():
+    """share-release's plan names payments that meet a seeded error, never a death: its report once said
+    "0 of 100 planned crashes struck" as if the run had missed them."""
+    from harness.faults.planned import PlannedCrash
+    from harness.experiments import get
+    f = PlannedCrash(0.1)
+    f.planned = 100
+    assert "0 of 100 planned crashes struck" in f.shortfall([], f.story([]))
+    f.errors = bool(get("share-release").plan_errors)
+    assert f.shortfall([], f.story([])) == "" and not get("share-ack-after").plan_errors

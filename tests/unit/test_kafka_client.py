@@ -109,6 +109,16 @@ def test_resolve_takes_a_parents_settings_when_the_stack_has_none():
     assert kafka_client.resolve("h:1") == {"security.protocol": "SSL"}
 
 
+def test_a_parents_settings_reach_a_child_on_a_stack_with_its_own_file_which_wins_where_both_say():
+    """`harness suite` or `hunt --kafka-config socket.timeout.ms=2000` on the SCRAM stack: the child runs resolve
+    with the stack's client.properties; the parent's timeout used to be dropped there."""
+    own = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "u",
+           "sasl.password": "fresh"}
+    kafka_client.use("h:1", {**own, "sasl.password": "older", "socket.timeout.ms": "2000"})
+    kafka_client._bound.clear()          # as in a child process: only the environment knows
+    assert kafka_client.resolve("h:1", own) == {**own, "socket.timeout.ms": "2000"}
+
+
 def test_unknown_property_is_one_clear_error():
     with pytest.raises(HarnessError, match='Kafka client settings rejected: No such configuration property: "foo.bar"'):
         kafka_client.check({"foo.bar": "1"})

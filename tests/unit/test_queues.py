@@ -112,3 +112,98 @@ def test_poison_is_lost_once_a_death_leaves_it_at_the_limit_and_its_poll_mates_s
     p = predict(get("share-poison"), [crash("p3", "poison-acquired", held={"p3": n, "p4": n})
                                       for n in range(1, limit + 1)])
     assert p.lost_ids == {"p3", "p4"}
+
+
+def test_the_delivery_limit_of_the_run_decides_which_deaths_archive():
+    from harness.run.params import RunParams
+    # two deaths holding p3: at the default limit (5) it comes back and is applied; at --delivery-limit 2 the
+    # second death leaves it at the limit: archived, never applied
+    deaths = [crash("p3", "poison-acquired", held={"p3": n}) for n in (1, 2)]
+    p = predict(get("share-poison"), deaths, params=RunParams("share-poison"))
+    assert expectations(p)["ledger.lost"] == ("==", 0) and f"archived at delivery {DELIVERY_LIMIT}" in p.note
+    p = predict(get("share-poison"), deaths, params=RunParams("share-poison", delivery_limit=2))
+    assert expectations(p)["ledger.lost"] == ("==", 1) and p.lost_ids == {"p3"}
+    assert "archived at delivery 2 " in p.note
+
+
+def test_the_delivery_limit_is_the_groups_setting_and_out_of_range_values_are_refused_in_one_line():
+    import pytest
+    from harness.core.errors import HarnessError
+    from harness.experiments.queues.share_facts import limit_of
+    from harness.experiments.queues.share_options import DELIVERY_LIMIT_OPTION, group_settings
+    from harness.run.params import RunParams
+    assert group_settings(RunParams("share-poison", delivery_limit=3))["share.delivery.count.limit"] == "3"
+    assert group_settings(RunParams("share-poison"))["share.delivery.count.limit"] == str(DELIVERY_LIMIT)
+    assert limit_of({"delivery_limit": 7}) == 7 and limit_of({}) == limit_of(None) == DELIVERY_LIMIT
+    for bad in (1, 11, 0):
+        with pytest.raises(HarnessError, match=r"--delivery-limit must be between 2 and 10 .*got") as e:
+            DELIVERY_LIMIT_OPTION.check(bad)
+        assert "\n" not in str(e.value)
+    for good in (2, 10):
+        DELIVERY_LIMIT_OPTION.check(good)
+    # the workers take it (a record a death left at the limit settles the queue)
+    assert DELIVERY_LIMIT_OPTION.worker
+
+
+def test_share_release_loses_the_rejected_and_nothing_for_the_released(tmp_path):
+    from harness.experiments.queues.share_facts import PERMANENT, TRANSIENT, error_kinds
+    from harness.runtime.crashplan import CrashPlan
+    ids = [f"p{i:03d}" for i in range(40)]
+    plan = CrashPlan.make(ids, 0.1, 25)
+    plan.save(tmp_path / "crash-plan.json")
+    kinds = error_kinds(plan.crash_ids)
+    assert sorted(kinds.values()) == [PERMANENT] * 2 + [TRANSIENT] * 2     # every other planned payment, in id order
+    assert error_kinds(plan.crash_ids) == kinds and error_kinds(set()) == {}
+    permanent = {i for i, k in kinds.items() if k == PERMANENT}
+    events = [{"event": "released", "records": [[0, 1, 1]]}, {"event": "released", "records": [[0, 7, 1]]},
+              {"event": "rejected", "records": [[1, 2, 1]]}, {"event": "accepted", "records": [[0, 1, 2]]}]
+    p = predict(get("share-release"), [], events=events, run_dir=tmp_path)
+    assert expectations(p) == {"ledger.duplicates": ("==", 0), "ledger.lost": ("==", 2)}
+    assert p.lost_ids == permanent and p.exact
+    assert "2 payment(s) met a transient error" in p.note and "2 record(s) released" in p.note
+    assert "1 record(s) rejected" in p.note
+    # without the plan file nothing is predicted lost: the seeded errors are the plan's
+    assert expectations(predict(get("share-release"), [], run_dir=tmp_path / "none"))["ledger.lost"] == ("==", 0)
+
+
+class _FakeShareConsumer:
+    def __init__(self):
+        self.acks = []
+
+    def acknowledge(self, m, kind):
+        self.acks.append((m.offset(), kind))
+
+    def commit_sync(self, timeout):
+        return {}
+
+
+class _Msg:
+    def __init__(self, offset):
+        self._o = offset
+
+    def partition(self):
+        return 0
+
+    def offset(self):
+        return self._o
+
+    def delivery_count(self):
+        return 1
+
+    def key(self):
+        return f"p{self._o}".encode()
+
+
+def test_each_verb_has_its_own_event_and_only_accept_and_reject_settle(tmp_path):
+    # RELEASE's event was named "releaseed" (the verb with "ed"): the note's count of released records read 0
+    from types import SimpleNamespace
+    from harness.experiments.queues.share_worker import ShareWorker
+    from harness.runtime.evidence import Events
+    events = Events(tmp_path / "events.jsonl", "w0", 1)
+    share = object.__new__(ShareWorker)
+    share.ctx, share.consumer, share.held = SimpleNamespace(events=events), _FakeShareConsumer(), {}
+    for verb, offset in (("ACCEPT", 1), ("RELEASE", 2), ("REJECT", 3)):
+        assert share.acknowledge([_Msg(offset)], verb)
+    names = [json.loads(line)["event"] for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert names == ["accepted", "released", "rejected"]
+    assert settled_records(tmp_path / "events.jsonl") == {(0, 1), (0, 3)}

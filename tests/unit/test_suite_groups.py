@@ -27,7 +27,7 @@ def test_every_experiment_is_in_one_group_and_the_default_is_all_but_cluster_and
     assert g["mistakes"] == ["key-after-effect", "key-before-effect", "key-per-attempt", "key-expiry", "key-reuse",
                              "key-fingerprint", "key-check-then-insert", "increment", "versioned", "auto-commit", "dual-write", "outbox", "provider"]
     assert g["cluster"] == ["producer"]
-    assert g["queues"] == ["share-ack-after", "share-ack-before", "share-dedupe", "share-poison"]
+    assert g["queues"] == ["share-ack-after", "share-ack-before", "share-dedupe", "share-poison", "share-release"]
     default = [n for n in REGISTRY if n not in outside and n not in g["cluster"] + g["queues"]]
     assert suite_experiments() == default == parse_experiments(None)
     assert parse_experiments(None, "mistakes") == g["mistakes"]

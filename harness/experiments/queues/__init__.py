@@ -10,7 +10,9 @@ with the same seeded crashes as offset-before / offset-after / dedupe:
   payment: an accepted record is never delivered again.
 - share-dedupe: the idempotency key in the effect's transaction, then ACCEPT: exact.
 - share-poison: the crash plan's payments kill their worker at every delivery; after the
-  group's delivery-count limit the broker archives them: lost.
+  group's delivery-count limit (--delivery-limit) the broker archives them: lost.
+- share-release: the crash plan's payments meet an error instead of a death: a transient one
+  is RELEASEd (redelivered, no damage), a permanent one REJECTed (archived: lost).
 
 The loops (share_loops.py) run in worker processes as members of the run's share group
 (share_worker.py); the predictions are the ledger's (checker/predictors.py) plus
@@ -22,6 +24,7 @@ from . import share_loops as loops
 from .share_launcher import ShareWorkers
 from .share_predictors import LockNote, ShareLedgerPredictor
 from .share_facts import PRODUCER
+from .share_options import OPTIONS
 
 # In the suite (opt-in: `harness suite --group queues`), three members share one group of three partitions.
 SUITE = {"group": "queues", "weight": 2, "args": ["--partitions", "3", "--workers", "3"]}
@@ -30,7 +33,7 @@ POISON_RATE = 0.01         # share-poison in the suite: 10 of 1000 payments, eac
 
 # What the family's experiments share: members of a share group (refused on a broker without them), an input
 # of one record a batch, the opt-in suite group.
-COMMON = dict(launcher=ShareWorkers(), producer=PRODUCER)
+COMMON = dict(launcher=ShareWorkers(), producer=PRODUCER, options=OPTIONS)
 
 
 SHARE_ACK_AFTER = Experiment(
@@ -78,4 +81,18 @@ SHARE_POISON = Experiment(
              "share.delivery.count.limit times",
     lesson="A share group gives up on a record silently: count the archived ones (or name a dead-letter topic, "
            "Kafka 4.4), and catch the poison before it kills the worker.",
+)
+
+SHARE_RELEASE = Experiment(
+    name="share-release", kill_points=(loops.RL_RELEASE, loops.RL_REJECT, loops.RL_ACCEPT),
+    default_point=loops.RL_RELEASE.name, loop=loops.release_loop, stores=Stores(ledger=True),
+    plan_errors=True,
+    predictors=(ShareLedgerPredictor(errors=True), LockNote()), suite=SUITE, **COMMON,
+    steps=("acquire", "effect, or on an error RELEASE (transient) / REJECT (permanent)", "ACCEPT"),
+    proves="A share group's two verbs for a failed record side by side: RELEASE on a transient error redelivers "
+           "it (no damage), REJECT on a permanent one archives it (lost).",
+    expected="lost = the payments with a permanent error (REJECTed), 0 duplicates, ledger below expected by "
+             "theirs; released records = the payments with a transient error",
+    lesson="RELEASE what may succeed later, REJECT only what never will: a REJECTed record is gone for good "
+           "(count it, or name a dead-letter topic).",
 )

@@ -13,7 +13,8 @@ import json
 
 LOCK_MS = 3000             # share.record.lock.duration.ms of the run's group (Kafka's default: 30000)
 SESSION_MS = 3000          # share.session.timeout.ms (default 45000): a dead member's partitions move on after it
-DELIVERY_LIMIT = 5         # share.delivery.count.limit: Kafka's default, said in the reports
+DELIVERY_LIMIT = 5         # share.delivery.count.limit: Kafka's default (--delivery-limit), said in the reports
+DELIVERY_LIMIT_RANGE = (2, 10)   # what a group may set: the broker's group.share.{min,max}.delivery.count.limit
 GROUP_CONFIG = {
     "share.record.lock.duration.ms": str(LOCK_MS),
     "share.session.timeout.ms": str(SESSION_MS),
@@ -31,6 +32,20 @@ QUIET_S = 6 * (LOCK_MS + SESSION_MS) / 1000
 
 
 SETTLING = (b'"accepted"', b'"rejected"')
+TRANSIENT, PERMANENT = "transient", "permanent"     # share-release's seeded errors
+
+
+def error_kinds(planned) -> dict:
+    """share-release: payment id -> the error its delivery meets, for the crash plan's (seeded) payments: every
+    other one in id order a transient error (RELEASE: it comes again), the others a permanent one (REJECT)."""
+    return {i: TRANSIENT if n % 2 == 0 else PERMANENT for n, i in enumerate(sorted(planned))}
+
+
+def limit_of(params) -> int:
+    """The run's delivery-count limit: its --delivery-limit (run options or a worker's options), else Kafka's
+    default."""
+    given = params.get("delivery_limit") if isinstance(params, dict) else getattr(params, "delivery_limit", None)
+    return int(given) if given else DELIVERY_LIMIT
 
 
 def settled_records(events_path) -> set:
@@ -60,7 +75,7 @@ def archived(crash: dict, limit: int = DELIVERY_LIMIT) -> dict:
         if isinstance(held, dict) else {}
 
 
-def archived_records(crash_log) -> set:
+def archived_records(crash_log, limit: int = DELIVERY_LIMIT) -> set:
     """The (partition, offset) of every record the crash log shows archived."""
     from ...runtime import crashlog
-    return {po for c in crashlog.read(crash_log) for po in archived(c).values()}
+    return {po for c in crashlog.read(crash_log) for po in archived(c, limit).values()}

@@ -16,6 +16,7 @@ from ...clients import kafka_client
 from ...runtime.kafka_calls import REQUEST_TIMEOUT_S
 from ..launch import PythonWorkers
 from .share_facts import GROUP_CONFIG
+from .share_options import group_settings
 
 FIRST_RELEASE = "4.2"
 FIRST_LEVEL = 28               # metadata.version 4.2-IV0 (broker_version.LEVELS)
@@ -41,13 +42,17 @@ def configure_group(bootstrap: str, group: str, settings: dict | None = None) ->
     """Set the share group's settings with the admin API (incremental, idempotent). The supervisor does it with
     the harness's own login before the workers start (ShareWorkers.prepare): a run's Kafka user may join its
     groups but not alter their configs."""
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
     admin = AdminClient(kafka_client.config(bootstrap, {"log_level": 3}))
     entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
                for k, v in (settings or GROUP_CONFIG).items()]
     for fut in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group,
                                                                incremental_configs=entries)]).values():
-        fut.result(timeout=REQUEST_TIMEOUT_S)
+        try:
+            fut.result(timeout=REQUEST_TIMEOUT_S)
+        except KafkaException as e:        # e.g. a limit outside this broker's own bounds: said in one line
+            raise HarnessError(f"the broker refused the share group's settings: {e.args[0]}") from None
 
 
 class ShareWorkers(PythonWorkers):
@@ -58,7 +63,7 @@ class ShareWorkers(PythonWorkers):
             raise HarnessError(why)
 
     def prepare(self, run):
-        """The share group's settings (short locks, the delivery limit) are set here, with the harness's own
+        """The share group's settings (short locks, the run's --delivery-limit) are set here, with the harness's own
         login, before any worker joins: a run's Kafka user on a SCRAM stack may not alter a group's configs."""
-        configure_group(run.stack.bootstrap_servers, run.names.share_group)
+        configure_group(run.stack.bootstrap_servers, run.names.share_group, group_settings(run.params))
         return super().prepare(run)

@@ -17,6 +17,7 @@ Records acquired and not yet touched come again after the lock, at no cost.
 
 from ...checker.damage import DEDUPED, DUPLICATED, LOST
 from ..declaration import KillPoint
+from .share_facts import PERMANENT, TRANSIENT, error_kinds
 from .share_worker import ShareWorker
 
 AA_POLL = KillPoint("after-acquire-before-effect", "acquire", "effect", frozenset({DUPLICATED}),
@@ -113,6 +114,15 @@ POISON_ACCEPT = KillPoint("after-accept", "ACCEPT", None, frozenset(),
                           "payment is planned")
 
 
+def _apply_then_accept(ctx, share, msg, pending: list) -> None:
+    """The effect, then the ACCEPT of every effect waiting for one once `commit_every` of them wait."""
+    ctx.apply_effect(msg)
+    pending.append(msg)
+    if len(pending) >= ctx.commit_every:
+        share.acknowledge(pending)
+        pending.clear()
+
+
 def poison_loop(ctx) -> None:
     """acquire, effect, ACCEPT, where the crash plan's payments are poison: each of their deliveries kills the
     worker before the effect (not only the first, as a planned crash does), until the broker archives them."""
@@ -123,10 +133,36 @@ def poison_loop(ctx) -> None:
         for msg in batch:
             if msg.key().decode() in poison:
                 ctx.kill.crash(POISON.name, msg, unacked=[m.key().decode() for m in pending], held=share.held_now())
-            ctx.apply_effect(msg)
-            pending.append(msg)
-            if len(pending) >= ctx.commit_every:
+            _apply_then_accept(ctx, share, msg, pending)
+        share.acknowledge(pending)
+    _run(ctx, handle)
+
+
+RL_RELEASE = KillPoint("transient-error", "acquire", "RELEASE", frozenset(),
+                       "never a death: half the crash plan's payments meet a transient error here instead, on their "
+                       "first delivery: RELEASEd, back at once at delivery count 2 and applied then, no damage")
+RL_REJECT = KillPoint("permanent-error", "acquire", "REJECT", frozenset({LOST}),
+                      "never a death: the plan's other payments meet a permanent error here at every delivery: "
+                      "REJECTed, the broker archives the record, never delivered again: lost")
+RL_ACCEPT = KillPoint("after-accept", "ACCEPT", None, frozenset(),
+                      "never struck: the crash plan's payments meet errors, not deaths, and no other payment is planned")
+
+
+def release_loop(ctx) -> None:
+    """acquire, effect, ACCEPT, where the crash plan's payments meet an error instead of a death (share_facts.
+    error_kinds): a transient one on the first delivery is RELEASEd, a permanent one REJECTed. The effects before
+    it are ACCEPTed first, so each verb's acknowledgement is its record's alone."""
+    kinds = error_kinds(ctx.kill.plan_ids)
+
+    def handle(share, batch):
+        pending: list = []
+        for msg in batch:
+            kind = kinds.get(msg.key().decode())
+            if kind == PERMANENT or (kind == TRANSIENT and msg.delivery_count() == 1):
                 share.acknowledge(pending)
                 pending.clear()
+                share.acknowledge([msg], "REJECT" if kind == PERMANENT else "RELEASE")
+                continue
+            _apply_then_accept(ctx, share, msg, pending)
         share.acknowledge(pending)
     _run(ctx, handle)

@@ -9,7 +9,9 @@ at the group's delivery-count limit is archived, never delivered again.
 `ShareLedgerPredictor` counts, per payment, the deliveries that ran its effect:
 one per crash that lists it `unacked`, plus the last one, unless a crash
 archived it or its ACCEPT preceded a death (`acked_unapplied`). Runs above one
-are duplicates (dedupe hits with the dedupe table); none is a loss. `LockNote` reads the
+are duplicates (dedupe hits with the dedupe table); none is a loss. In share-release the crash
+plan's payments meet errors instead (share_facts.error_kinds): those with a permanent one are
+REJECTed, never applied, lost; those with a transient one are RELEASEd and applied once. `LockNote` reads the
 workers' `accepted` events and says, per run, how many records were delivered
 more than once, the highest delivery count the broker gave, and how long the
 redelivered records waited under their locks (the group's lock duration, not
@@ -20,9 +22,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 from ...checker.predict import expect_or_bound
-from .share_facts import DELIVERY_LIMIT, LOCK_MS, archived
+from .share_facts import DELIVERY_LIMIT, LOCK_MS, PERMANENT, archived, error_kinds, limit_of
 
 
 def effect_runs(crashes: list, limit: int = DELIVERY_LIMIT) -> Counter:
@@ -52,12 +55,14 @@ class ShareLedgerPredictor:
     """The ledger (and dedupe table) of a share-group run, from `effect_runs`: exact when every death was
     described, else upper bounds (an undescribed death, or an ACCEPT the broker refused, may add to them)."""
     dedupe: bool = False
-    limit: int = DELIVERY_LIMIT
+    errors: bool = False       # share-release: the crash plan's payments meet errors (RELEASE, REJECT) instead
 
     def add(self, p, facts, exp) -> None:
-        runs = effect_runs(facts.described, self.limit)
-        again = Counter({i: n - 1 for i, n in runs.items() if n > 1})
-        lost = {i for i, n in runs.items() if n == 0}
+        runs = effect_runs(facts.described, limit_of(facts.params))
+        kinds = error_kinds(planned_ids(facts)) if self.errors else {}
+        rejected = {i for i, k in kinds.items() if k == PERMANENT}      # share-release: REJECTed, never applied
+        again = Counter({i: n - 1 for i, n in runs.items() if n > 1 and i not in rejected})
+        lost = rejected | {i for i, n in runs.items() if n == 0}
         if self.dedupe:
             expect_or_bound(p, facts, "ledger.duplicates", 0, False)
             expect_or_bound(p, facts, "ledger.dedupe_hits", sum(again.values()), True, "unacked")
@@ -70,6 +75,9 @@ class ShareLedgerPredictor:
             else:
                 p.duplicate_counts = again
             p.lost_ids = lost
+        if self.errors:
+            text = release_note(kinds, facts.events)
+            p.note = f"{p.note}; {text}" if p.note else text
 
 
 def redeliveries(events: list) -> dict:
@@ -91,9 +99,32 @@ class LockNote:
 
     def add(self, p, facts, exp) -> None:
         again = redeliveries(facts.events)
-        crashes = len(facts.crashes)
+        crashes, limit = len(facts.crashes), limit_of(facts.params)
         text = (f"share group: records a dead member held came back after their {self.lock_ms / 1000:g} s lock "
-                f"(the run's share.record.lock.duration.ms; Kafka's default is 30 s) at any member; "
+                f"(the run's share.record.lock.duration.ms; Kafka's default is 30 s) at any member, archived at "
+                f"delivery {limit} (the run's share.delivery.count.limit; Kafka's default is {DELIVERY_LIMIT}); "
                 f"{crashes} crash(es), {len(again)} record(s) acknowledged at a delivery count above 1"
                 + (f" (highest {max(again.values())})" if again else ""))
         p.note = f"{p.note}; {text}" if p.note else text
+
+
+def planned_ids(facts) -> frozenset:
+    """The crash plan's payments (share-release's seeded errors), from the run's plan file; none without one."""
+    from ...runtime.crashplan import CrashPlan
+    path = Path(facts.run_dir) / "crash-plan.json" if facts.run_dir else None
+    return CrashPlan.load(path).crash_ids if path and path.exists() else frozenset()
+
+
+def verb_counts(events: list) -> Counter:
+    """How many records the members' confirmed acknowledgements RELEASEd and REJECTed, from their events."""
+    return Counter(e["event"] for e in events if e.get("event") in ("released", "rejected")
+                   for _ in e.get("records") or ())
+
+
+def release_note(kinds: dict, events: list) -> str:
+    """share-release's two verbs side by side: the seeded errors of each kind, and the records the members'
+    confirmed acknowledgements RELEASEd and REJECTed."""
+    rejected, seen = sum(k == PERMANENT for k in kinds.values()), verb_counts(events)
+    return (f"share-release: {len(kinds) - rejected} payment(s) met a transient error (RELEASEd, redelivered, "
+            f"applied once: {seen['released']} record(s) released), {rejected} a permanent one (REJECTed, archived: "
+            f"lost; {seen['rejected']} record(s) rejected)")

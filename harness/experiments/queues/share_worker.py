@@ -37,7 +37,10 @@ from ...clients import kafka_client
 from ...runtime.crashlog import crashed_ids
 from ...runtime.kafka_calls import REQUEST_TIMEOUT_S, retrying
 from ...workload.naming import share_group_of
-from .share_facts import POLL_RECORDS, POLL_TIMEOUT_S, QUIET_S, archived_records, settled_records
+from .share_facts import POLL_RECORDS, POLL_TIMEOUT_S, QUIET_S, archived_records, limit_of, settled_records
+
+SETTLED_EVENT = {"ACCEPT": "accepted", "RELEASE": "released", "REJECT": "rejected"}   # verb -> its event
+
 
 class ShareWorker:
     """The share consumer of one worker process, beside the WorkerContext `ctx` it takes its run, events,
@@ -117,7 +120,7 @@ class ShareWorker:
             self.ctx.events.emit("commit_lost", unacked=[m.key().decode() for m in lost], reason=why[:200],
                                  verb=verb)
         if done:
-            self.ctx.events.emit("accepted" if verb == "ACCEPT" else verb.lower() + "ed",
+            self.ctx.events.emit(SETTLED_EVENT[verb],
                                  records=[[m.partition(), m.offset(), m.delivery_count()] for m in done])
         return done
 
@@ -128,7 +131,8 @@ class ShareWorker:
         if now - self._done_checked < 1.0:
             return False
         self._done_checked = now
-        settled = settled_records(self.ctx.events.path) | archived_records(self.ctx.kill.log_path)
+        settled = settled_records(self.ctx.events.path) | archived_records(self.ctx.kill.log_path,
+                                                                           limit_of(self.ctx.options))
         if len(settled) >= self.total:
             return True
         if now - self._last_record_at > QUIET_S:

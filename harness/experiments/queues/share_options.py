@@ -1,0 +1,30 @@
+"""The queues family's run options: what a run may change of its share group, each checked before anything starts.
+
+`--delivery-limit N` is the run's share group's delivery-attempt limit, the
+group-level `share.delivery.count.limit` (Kafka 4.4's GroupConfig), set with the
+admin API before the workers join (share_launcher.py). The broker accepts a
+group value only between its `group.share.min.delivery.count.limit` and
+`group.share.max.delivery.count.limit` (2 and 10 by default, ShareGroupConfig);
+the option refuses anything outside them in one line, so a run never starts on
+a value the broker would refuse after the run's topics exist. The workers take
+it too: a record a death left at the limit is archived, and settles the queue.
+"""
+
+from ...core.options import Option
+from .share_facts import DELIVERY_LIMIT, DELIVERY_LIMIT_RANGE, GROUP_CONFIG, limit_of
+
+LOW, HIGH = DELIVERY_LIMIT_RANGE
+
+DELIVERY_LIMIT_OPTION = Option(
+    "delivery_limit", int, "queues family: the share group's delivery-attempt limit (the group's "
+    "share.delivery.count.limit, set with the admin API): a record delivered this many times without being "
+    "settled is archived, never delivered again.", default=DELIVERY_LIMIT, shown=f"{DELIVERY_LIMIT}, Kafka's default",
+    low=LOW, high=HIGH, must=f"between {LOW} and {HIGH} (the broker's group.share.min.delivery.count.limit and "
+    f"group.share.max.delivery.count.limit defaults)", metavar="N", worker=True, applies_to="the queues family")
+
+OPTIONS = (DELIVERY_LIMIT_OPTION,)
+
+
+def group_settings(params) -> dict:
+    """The share group's settings for this run: the family's (short locks and sessions) with its delivery limit."""
+    return {**GROUP_CONFIG, "share.delivery.count.limit": str(limit_of(params))}
