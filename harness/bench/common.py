@@ -3,6 +3,7 @@
 import signal
 import statistics
 import subprocess
+from dataclasses import dataclass
 
 from ..stack.stack import Stack
 
@@ -16,16 +17,34 @@ BROKER_KEYS = ("group.coordinator.append.linger.ms", "group.min.session.timeout.
 
 def broker_settings(stack: Stack) -> dict:
     """The broker's effective values of BROKER_KEYS (empty when the cluster does not let us describe it)."""
-    from confluent_kafka.admin import AdminClient, ConfigResource
-    try:
-        from ..clients import kafka_client
-        admin = AdminClient(kafka_client.config(stack.bootstrap_servers, {"log_level": 0}))
-        brokers = admin.list_topics(timeout=10).brokers
-        res = ConfigResource(ConfigResource.Type.BROKER, str(min(brokers)))
-        cfg = admin.describe_configs([res])[res].result(timeout=15)
-        return {k: cfg[k].value for k in BROKER_KEYS if k in cfg}
-    except Exception:  # noqa: BLE001 - a fact for the report, not a requirement
-        return {}
+    from ..stack.broker_version import broker_settings as described
+    return described(stack.bootstrap_servers, BROKER_KEYS)
+
+
+@dataclass
+class ChildRuns:
+    """What every bench of `harness run` child processes repeats: how often, on how many payments, with which
+    seed, and whether the runs' topics and tables are kept."""
+    repetitions: int = 3
+    messages: int = 1000
+    seed: int = 25
+    keep_data: bool = False
+
+
+def check_runs(flag: str, chosen: list, valid: tuple, repetitions: int, messages: int, least: int) -> None:
+    """One clear line for a bench's bad choices: `chosen` (of `valid`, each once, under `flag`), its
+    repetitions (1 to 50) and its messages (`least` to the harness's most)."""
+    from ..core.errors import HarnessError
+    from ..run.params import MAX_MESSAGES
+    unknown = [x for x in chosen if x not in valid]
+    if unknown or not chosen:
+        raise HarnessError(f"{flag}: choose among {', '.join(valid)} (got {', '.join(unknown) or 'none'})")
+    if len(set(chosen)) != len(chosen):
+        raise HarnessError(f"{flag} names one twice: {', '.join(chosen)}")
+    if not 1 <= repetitions <= 50:
+        raise HarnessError("--repetitions must be between 1 and 50")
+    if not least <= messages <= MAX_MESSAGES:
+        raise HarnessError(f"--messages must be between {least} and {MAX_MESSAGES:,}")
 
 
 def spread(values: list[float]) -> dict:
@@ -44,6 +63,17 @@ def clean_run(stack: Stack, run_id: str) -> None:
         clean_runs(stack, [run_id], False)
     except Exception:  # noqa: BLE001 - cleaning is best effort; `harness clean --all` remains
         pass
+
+
+def child_report(out, err: str, cell: dict) -> dict | None:
+    """A child run's report.json from its folder `out`; None when it wrote none, the cell then saying so with
+    the child's last line of stderr (a refusal's one line)."""
+    import json
+    try:
+        return json.loads((out / "report.json").read_text())
+    except (OSError, ValueError):
+        cell.update(verdict="no report", error=((err or "").strip().splitlines() or [""])[-1][:300])
+        return None
 
 
 def run_child(cmd: list[str], env: dict) -> tuple[int, str]:

@@ -31,7 +31,6 @@ A phase the logs cannot place is unknown, never 0.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import resource
@@ -41,8 +40,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.errors import HarnessError
 from ..stack.stack import Stack
+from .common import ChildRuns
 from .streams_report import ALL_PHASES, write_all
 
 LEVERS = ("plain", "cds", "aot")
@@ -60,24 +59,12 @@ RESOLUTION_S = 0.011
 
 
 @dataclass
-class StreamsBenchOptions:
+class StreamsBenchOptions(ChildRuns):
     levers: list = field(default_factory=lambda: list(LEVERS))
-    repetitions: int = 3
-    messages: int = 1000
-    seed: int = 25
-    keep_data: bool = False
 
     def validate(self) -> None:
-        unknown = [x for x in self.levers if x not in LEVERS]
-        if unknown or not self.levers:
-            raise HarnessError(f"--levers: choose among {', '.join(LEVERS)} (got {', '.join(unknown) or 'none'})")
-        if len(set(self.levers)) != len(self.levers):
-            raise HarnessError(f"--levers names a lever twice: {', '.join(self.levers)}")
-        if not 1 <= self.repetitions <= 50:
-            raise HarnessError("--repetitions must be between 1 and 50")
-        from ..run.params import MAX_MESSAGES
-        if not 10 <= self.messages <= MAX_MESSAGES:
-            raise HarnessError(f"--messages must be between 10 and {MAX_MESSAGES:,}")
+        from .common import check_runs
+        check_runs("--levers", self.levers, LEVERS, self.repetitions, self.messages, 10)
 
 
 def start_times(log_text: str) -> dict:
@@ -134,16 +121,14 @@ def run_cell(stack: Stack, lever: str, rep: int, opts: StreamsBenchOptions, fold
     from ..run.suite_runner import run_env
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.time()
-    from .common import run_child
+    from .common import child_report, run_child
     code, err = run_child(cmd, run_env(stack))
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     cell = {"lever": lever, "repetition": rep, "folder": out.name, "exit_code": code,
             "seconds": round(time.time() - t0, 2), "cpu_seconds": round(cpu, 2)}
-    try:
-        d = json.loads((out / "report.json").read_text())
-    except (OSError, ValueError):
-        cell.update(verdict="no report", error=((err or "").strip().splitlines() or [""])[-1][:300])
+    d = child_report(out, err, cell)
+    if d is None:
         return cell
     crashes = d.get("crashes") or []
     restarts = [r for r in (d["timings"].get("restart_seconds") or []) if r is not None]

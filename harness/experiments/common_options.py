@@ -2,7 +2,8 @@
 
 Each is declared once here and named in the `options` of every experiment that
 takes it (harness/core/options.py says what a declaration gives);
-the group protocol's refusal on a cluster or client without it is declared beside them.
+the group protocols' refusals on a cluster or client without them (--group-protocol consumer,
+eos-streams' --streams-protocol streams) are declared beside them.
 """
 
 from ..core.errors import HarnessError
@@ -63,6 +64,9 @@ GROUP_PROTOCOL = Option(
 # KIP-848's consumer protocol is GA from Kafka 4.0 (the cluster finalizes the group.version feature at 1)
 # and from librdkafka 2.12; Kafka's Java client has it since 4.0 (the streams-worker builds on 4.1).
 CONSUMER_PROTOCOL_LIBRDKAFKA = (2, 12)
+# KIP-1071's streams groups: a broker serves them when the cluster finalized streams.version 1 (the default of a
+# cluster formatted by Kafka 4.2 or later) and this broker setting lists streams (its default from 4.1 on).
+REBALANCE_PROTOCOLS = "group.coordinator.rebalance.protocols"
 
 
 def consumer_protocol_refusal(found: dict | None, librdkafka: str | None) -> str | None:
@@ -81,12 +85,34 @@ def consumer_protocol_refusal(found: dict | None, librdkafka: str | None) -> str
     return None
 
 
+def streams_protocol_refusal(found: dict | None, protocols: str | None) -> str | None:
+    """Why `--streams-protocol streams` (KIP-1071) cannot run here, in one line, or None. `found`: the
+    cluster's finalized features (None: it could not be asked, so not refused); `protocols`: the broker's
+    group.coordinator.rebalance.protocols (None: it could not be described, so not refused)."""
+    if found is not None and found.get("streams.version", 0) < 1:
+        from ..stack.broker_version import metadata_version
+        return ("--streams-protocol streams needs a cluster that finalized streams.version 1 (Kafka 4.2 or later; "
+                "`kafka-features.sh upgrade --feature streams.version=1` on an upgraded one); this one has "
+                f"metadata.version {metadata_version(found) or 'unknown'} and streams.version "
+                f"{found.get('streams.version', 0)}")
+    if protocols is not None and "streams" not in [p.strip() for p in protocols.split(",")]:
+        return ("--streams-protocol streams needs the brokers' group.coordinator.rebalance.protocols to list "
+                f"streams; this cluster's is {protocols!r}")
+    return None
+
+
 def refuse_group_protocol(params, stack) -> None:
     """One line (HarnessError) when the run asks for a group protocol its cluster or client lacks."""
+    from ..stack.broker_version import broker_settings, features
+    if getattr(params, "streams_protocol", None) == "streams":
+        found = features(stack.bootstrap_servers) if stack.bootstrap_servers else None
+        said = broker_settings(stack.bootstrap_servers, (REBALANCE_PROTOCOLS,)) if stack.bootstrap_servers else {}
+        why = streams_protocol_refusal(found, said.get(REBALANCE_PROTOCOLS))
+        if why:
+            raise HarnessError(why)
     if getattr(params, "group_protocol", None) != "consumer":
         return
     import confluent_kafka
-    from ..stack.broker_version import features
     found = features(stack.bootstrap_servers) if stack.bootstrap_servers else None
     lib = None if getattr(params, "client", None) == "java" else confluent_kafka.libversion()[0]
     why = consumer_protocol_refusal(found, lib)

@@ -208,7 +208,7 @@ class StreamsWorkers:
                                   state_dir=run.run_dir / "streams-state", crash_plan=run.crash_plan,
                                   crash_log=run.crash_log, commit_interval_ms=p.commit_interval_ms,
                                   ledger_table=names.ledger_table if run.exp.stores.ledger else None,
-                                  dsn=run.worker_dsn, start=start)
+                                  dsn=run.worker_dsn, start=start, group_protocol=p.streams_protocol)
             # A JVM runs until told to stop, and nothing would tell it once a SIGKILLed harness is gone.
             return dying_with_this_process(cmd)
         # Streams runs until told to stop: the run is over when the group's commits reach the end.

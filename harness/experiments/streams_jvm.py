@@ -334,7 +334,8 @@ def jdbc(dsn: str) -> tuple[str, str, str]:
 
 def command(jar: Path, slot, *, bootstrap: str, input_topic: str, output_topic: str, application_id: str,
             state_dir: Path, crash_plan: Path, crash_log: Path, commit_interval_ms: int | None,
-            ledger_table: str | None, dsn: str, start: WorkerStart | None = None) -> list[str]:
+            ledger_table: str | None, dsn: str, start: WorkerStart | None = None,
+            group_protocol: str | None = None) -> list[str]:
     start = start or WorkerStart("java", None, None, "java without a class cache")
     cmd = [start.java, *JVM_OPTIONS, *start.flags(), "-Dharness.worker=true", "-jar", str(jar),
            "--bootstrap", bootstrap, "--input", input_topic, "--output", output_topic,
@@ -343,6 +344,8 @@ def command(jar: Path, slot, *, bootstrap: str, input_topic: str, output_topic: 
            "--worker", slot.name, "--attempt", str(slot.attempt)]
     if commit_interval_ms:
         cmd += ["--commit-interval-ms", str(commit_interval_ms)]
+    if group_protocol:
+        cmd += ["--group-protocol", group_protocol]
     if ledger_table:
         url, user, _pw = jdbc(dsn)
         cmd += ["--ledger-table", ledger_table, "--jdbc-url", url, "--jdbc-user", user]

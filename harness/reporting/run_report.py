@@ -67,7 +67,7 @@ class RunReport:
 
     def client_rows(self) -> list[tuple[str, str]]:
         """How the workers' clients ran, for the "Stack and environment" table: the JVM of a Kafka Streams
-        run, the consumer group protocol asked for, and the transaction protocol a Java transactional client was
+        run, the consumer (or Kafka Streams) group protocol asked for, and the transaction protocol a Java transactional client was
         seen to speak (with its evidence)."""
         rows = []
         jvm = self.data.get("streams_jvm")
@@ -84,6 +84,13 @@ class RunReport:
         if share:
             rows.append(("share consumer of the workers", f"{share.get('library')} {share.get('version') or 'unknown'}"
                          f" ({share.get('status')}; --client {share.get('client')})"))
+        if params.get("streams_protocol"):
+            how = ("a streams group (KIP-1071), tasks assigned by the broker; dynamic members: a halted worker's "
+                   "tasks wait for the broker's group.streams.session.timeout.ms"
+                   if params["streams_protocol"] == "streams" else
+                   "a consumer group; static members (group.instance.id per worker, 6 s session)")
+            rows.append(("Kafka Streams group protocol of the workers",
+                         f"group.protocol={params['streams_protocol']} (--streams-protocol); {how}"))
         tp = self.data.get("transaction_protocol")
         if tp:
             said = {"2": "transaction version 2 (KIP-890): a new producer epoch at every transaction's end",

@@ -22,9 +22,12 @@ COLUMNS = ("experiment", "sent", "deliveries", "effects", "duplicates", "lost", 
 
 
 def suite_title(summary: dict) -> str:
-    """'Suite of the core group, 2026-12-07 (<id>)': what ran and when, then the id."""
+    """'Suite of the core group, 2026-12-07 (<id>)' ('of the core and eos groups' for `--group core,eos`): what
+    ran and when, then the id."""
     group = summary.get("group")
-    what = f"Suite of the {group} group" if isinstance(group, str) and group else "Suite"
+    named = [g.strip() for g in group.split(",") if g.strip()] if isinstance(group, str) else []
+    what = (f"Suite of the {' and '.join([', '.join(named[:-1]), named[-1]] if len(named) > 1 else named)} "
+            f"group{'s' if len(named) > 1 else ''}" if named else "Suite")
     date = h.when(summary.get("suite_id"), ", ")
     return f"{what}{date} ({summary['suite_id']})"
 

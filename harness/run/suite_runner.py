@@ -47,28 +47,41 @@ def groups() -> dict[str, list[str]]:
     return out
 
 
-def suite_experiments(group: str | None = None) -> list[str]:
-    """The experiments of every group but the opt-in ones (OPT_IN_GROUPS), or those of one group, in
-    the registry's order (the rows of the suite report). An unknown group is refused with the valid
-    ones named."""
+def parse_groups(spec: str | None) -> list[str] | None:
+    """The groups a --group value names, comma-separated (`core,eos`), each once, in the order given; None
+    when none is given. An unknown name is refused in one line with the nearest valid one and the valid ones."""
+    if spec is None:
+        return None
     known = groups()
-    if group is None:
+    names = list(dict.fromkeys(s.strip() for s in str(spec).split(",") if s.strip()))
+    if not names:
+        raise HarnessError(f"--group names no group; choose from: {', '.join(sorted(known))}")
+    for name in names:
+        if name not in known:
+            raise HarnessError(f"unknown --group {name!r}; {did_you_mean(name, known)}choose one of: "
+                               f"{', '.join(sorted(known))}")
+    return names
+
+
+def suite_experiments(group: str | None = None) -> list[str]:
+    """The experiments of every group but the opt-in ones (OPT_IN_GROUPS), or those of the groups named
+    (`core,eos`), in the registry's order (the rows of the suite report). An unknown group is refused with
+    the valid ones named."""
+    known, chosen = groups(), parse_groups(group)
+    if chosen is None:
         return [n for g, names in known.items() if g not in OPT_IN_GROUPS for n in names]
-    if group not in known:
-        raise HarnessError(f"unknown --group {group!r}; {did_you_mean(group, known)}choose one of: "
-                           f"{', '.join(sorted(known))}")
-    return known[group]
+    return [n for g, names in known.items() if g in chosen for n in names]
 
 
 def suite_folders(group: str | None = None) -> list[Path]:
     """The folders of experiment files the default suite runs (the files are its source): the package's
-    experiments/<group>/ for every group but the opt-in ones, or for the one named (refused, with the valid
+    experiments/<group>/ for every group but the opt-in ones, or for those named (refused, with the valid
     ones named, when unknown). The package's own folder, not the current directory's: a team's own
     experiments/ runs by naming it (`harness suite ./experiments/nightly`). The declarations' groups name
     the folders; a unit test holds the files and the declarations' suite runs the same."""
     from ..core import package_data
-    suite_experiments(group)           # an unknown group: one line naming the valid ones
-    chosen = [group] if group else [g for g in groups() if g not in OPT_IN_GROUPS]
+    named = parse_groups(group)        # an unknown group: one line naming the valid ones
+    chosen = [g for g in groups() if (g in named if named else g not in OPT_IN_GROUPS)]
     root = package_data.path("experiments")
     missing = [g for g in chosen if not (root / g).is_dir()]
     if missing:
@@ -123,8 +136,8 @@ def new_suite_id(now: float | None = None) -> str:
 
 
 def check_brokers(group: str | None, brokers: int) -> None:
-    """One clear line when a stack of `brokers` Kafka nodes is smaller than the group's experiments need."""
-    need = GROUP_BROKERS.get(group or "", 1)
+    """One clear line when a stack of `brokers` Kafka nodes is smaller than the groups' experiments need."""
+    need = max([1, *(GROUP_BROKERS.get(g, 1) for g in parse_groups(group) or ())])
     if brokers < need:
         raise HarnessError(f"--group {group} needs the {need}-broker cluster (harness up --brokers {need}); "
                            f"this stack has {brokers} broker{'s' if brokers != 1 else ''}")

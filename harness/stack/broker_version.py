@@ -1,4 +1,4 @@
-"""What an existing cluster says about its Kafka version: its finalized `metadata.version`.
+"""What an existing cluster says about its Kafka version: its finalized `metadata.version`, and its settings.
 
 A broker never states its release over the protocol. The nearest thing it
 does say is the cluster's finalized `metadata.version` feature level (KIP-584),
@@ -129,6 +129,22 @@ def transaction_version(found: dict | None) -> str:
     if found is None:
         return "unknown"
     return str(found.get("transaction.version", 0))
+
+
+def broker_settings(bootstrap: str, keys: tuple, timeout: float = 15.0) -> dict:
+    """{setting: value} of `keys` as a broker of the cluster describes its configuration (the admin API, with
+    the run's client settings); the keys it does not describe are absent, and everything is absent when the
+    cluster does not let us describe it (so callers treat a missing value as unknown)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+    from ..clients import kafka_client
+    try:
+        admin = AdminClient(kafka_client.config(bootstrap, {"log_level": 0}))
+        brokers = admin.list_topics(timeout=timeout).brokers
+        res = ConfigResource(ConfigResource.Type.BROKER, str(min(brokers)))
+        cfg = admin.describe_configs([res], request_timeout=timeout)[res].result(timeout=timeout + 1)
+        return {k: cfg[k].value for k in keys if k in cfg}
+    except Exception:  # noqa: BLE001 - a fact when it can be had, unknown otherwise
+        return {}
 
 
 def describe(bootstrap: str, timeout: float = 5.0) -> str | None:

@@ -82,6 +82,10 @@ SERVER_SETTINGS = {
     "group.consumer.session.timeout.ms": "5000",
     "group.consumer.heartbeat.interval.ms": "500",
     "group.consumer.min.heartbeat.interval.ms": "500",
+    # KIP-1071 streams groups (eos-streams --streams-protocol streams) likewise: the broker's floors are 45 s and 5 s.
+    "group.streams.min.session.timeout.ms": "1000", "group.streams.session.timeout.ms": "5000",
+    "group.streams.min.heartbeat.interval.ms": "500", "group.streams.heartbeat.interval.ms": "500",
+    "group.streams.initial.rebalance.delay.ms": "0",
     # Share groups (KIP-932; share.version is finalized at format on 4.2+): a group may set record locks and
     # sessions as short as a crash test needs (the broker's floors are 15 s and 45 s); the groups' defaults stay
     # Kafka's own (30 s locks, 45 s sessions), and the queues experiments set theirs with the admin API.

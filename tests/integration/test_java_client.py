@@ -70,6 +70,10 @@ def test_what_only_the_python_loop_does_is_refused_in_one_line(stack):
     # A Kafka Streams worker at full speed could finish 20,000 records (and be idle at the stop) while the other
     # starts: a ledger row per record by JDBC and five times the records keep both busy on a quiet machine too.
     ("eos-streams", ("--effect", "postgres", "--messages", "100000"), "FIRST-RECORD"),
+    # The same under the streams protocol (KIP-1071): Streams names its producers' transactional.ids by the process
+    # id whichever protocol assigns its tasks. Nightly: the default run keeps a real streams-protocol run.
+    pytest.param("eos-streams", ("--effect", "postgres", "--messages", "100000", "--streams-protocol", "streams"),
+                 "FIRST-RECORD", marks=pytest.mark.slow, id="eos-streams-streams-protocol"),
 ])
 def test_an_interrupt_fences_the_transaction_a_stopped_jvm_left_open(stack, tmp_path, experiment, args, started):
     """Ctrl-C SIGKILLs the busy JVMs where they stand, likely inside a transaction: the harness's doing. Their

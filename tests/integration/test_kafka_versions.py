@@ -1,6 +1,6 @@
 """--kafka-version on the local stack for real: Kafka 3.9.1 and 4.1.1 (beside the default 4.4.0) resolved with
 mvn, formatted and started, a run on each as-predicted and naming the release the harness started and the
-metadata.version the broker itself answers, and the Java client's epochs per transaction on each; another release on the same data refused in one line, and a share-group experiment too; nothing left after
+metadata.version the broker itself answers, and the Java client's epochs per transaction on each; another release on the same data refused in one line, a share-group experiment and eos-streams' streams protocol too; nothing left after
 `down --purge`."""
 
 import json
@@ -57,6 +57,14 @@ def test_a_stack_of_another_release_starts_runs_and_says_so(release, metadata, p
             assert refused.returncode == 2 and "Traceback" not in refused.stderr
             assert refused.stderr.strip().splitlines()[-1].startswith(
                 f"error: share groups need Kafka 4.2 or later; this broker is {release} (metadata.version {metadata})")
+        # KIP-1071's streams groups: streams.version 1 is finalized at format from 4.2 on; older clusters refuse it
+        refused = harness("run", "eos-streams", "--streams-protocol", "streams", "--messages", "10", env=env,
+                          timeout=300)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr
+        last = refused.stderr.strip().splitlines()[-1]
+        assert last.startswith("error: --streams-protocol streams needs a cluster that finalized streams.version 1 "
+                               "(Kafka 4.2 or later") and last.endswith(
+            f"this one has metadata.version {metadata} and streams.version 0"), last
         other = "4.1.1" if release != "4.1.1" else "4.4.0"
         refused = harness("run", "offset-after", "--messages", "10", "--kafka-version", other, env=env, timeout=300)
         assert refused.returncode == 2 and "Traceback" not in refused.stderr

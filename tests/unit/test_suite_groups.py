@@ -177,3 +177,49 @@ def test_numbers_no_measurement_gives_leave_the_sentences_out_instead_of_failing
     assert cpu_line(s) == ""
     s["scheduling"]["busy"]["over_seconds"] = 10.0
     assert cpu_line(s) == ""                                    # 1e308 / 1e-300 is no number
+
+
+def test_several_groups_comma_separated_run_their_experiments_in_the_registry_s_order():
+    from harness.run.suite_runner import parse_groups
+    g = groups()
+    assert parse_groups("eos, core,eos") == ["eos", "core"] and parse_groups(None) is None
+    both = suite_experiments("eos,core")
+    assert both == [n for n in REGISTRY if n in g["core"] + g["eos"]] == parse_experiments(None, "core,eos")
+    assert suite_experiments("core,cluster")[-1] == "producer"        # an opt-in group runs when named among others
+    with pytest.raises(HarnessError, match=r"^unknown --group 'eso'; did you mean 'eos'\? choose one of: cluster"):
+        suite_experiments("core,eso")
+    with pytest.raises(HarnessError, match=r"^--group names no group; choose from: cluster, core"):
+        suite_experiments(" , ")
+
+
+def test_a_group_list_with_the_cluster_group_needs_the_cluster():
+    one = Stack(kind="local", bootstrap_servers="127.0.0.1:1", postgres_dsn="", owned=True, brokers=1)
+    with pytest.raises(HarnessError, match=r"^--group core,cluster needs the 3-broker cluster"):
+        check_stack(one, "core,cluster")
+    check_stack(dataclasses.replace(one, brokers=3), "core,cluster")
+    check_stack(one, "core,eos")
+
+
+def test_the_suite_title_names_every_group():
+    from harness.reporting.suite_report import suite_title
+    assert suite_title({"suite_id": "x", "group": "core"}).startswith("Suite of the core group")
+    assert suite_title({"suite_id": "x", "group": "core,eos"}).startswith("Suite of the core and eos groups")
+    assert suite_title({"suite_id": "x", "group": "core,eos,mistakes"}).startswith(
+        "Suite of the core, eos and mistakes groups")
+    assert suite_title({"suite_id": "x", "group": None}).startswith("Suite (")
+
+
+def test_suite_and_matrix_take_a_group_list_and_refuse_an_unknown_name_in_one_line(isolated, tmp_path):  # noqa: F811
+    # Accepted: the first problem each reports is the next check, an --out already holding its results.
+    for command, done in (("suite", "suite.json"), ("matrix", "matrix.json")):
+        taken = tmp_path / command
+        taken.mkdir()
+        (taken / done).write_text("{}")
+        extra = ["--kafka-version", "4.4.0"] if command == "matrix" else []
+        proc = harness(command, *extra, "--group", "core,eos", "--out", str(taken), env=isolated)
+        assert proc.returncode == 2
+        one_clear_line(proc, "already holds a")
+        proc = harness(command, *extra, "--group", "core,eso", env=isolated)
+        assert proc.returncode == 2
+        one_clear_line(proc, "unknown --group 'eso'; did you mean 'eos'?", "choose one of")
+    assert not os.path.exists(isolated["HARNESS_HOME"]), "a refused suite or matrix started something"

@@ -23,6 +23,7 @@ def _cases_help() -> str:
 
 @click.group("bench", invoke_without_command=True,
              epilog="\b\nSubcommands:\n  scale   how the time to a verdict grows with messages and partitions x workers"
+                    "\n  protocols restart and group-stall medians per group protocol (classic, consumer, streams)"
                     "\n  streams what a Kafka Streams restart costs, with each start-up lever on and off")
 @click.option("--messages", type=int, default=2000, show_default=True,
               help="Payments per throughput run for cases with a per-record Postgres write or offset commit.")
@@ -225,13 +226,61 @@ def streams(levers_text, repetitions, messages, seed, keep_data, out, keep_stack
     if "aot" in levers and not aot_java():
         from ...core.errors import HarnessError
         raise HarnessError("--levers aot needs a JDK 25 or later installed (under /usr/lib/jvm or JAVA_HOME)")
-    data, folder = _bench_in_folder("bench-streams", out, (stack_kind, bootstrap_servers, postgres_dsn, keep_stack),
-                                    quiet, lambda stack, folder, bench_id, log: run_streams_bench(
-                                        stack, opts, folder, bench_id, log=log))
-    if not quiet:
-        for s in data["summary"]:
-            click.echo(f"{s['lever']}: restart median {s['restart_median_seconds']} s (p90 {s['restart_p90_seconds']} "
-                       f"s), {s['cpu_seconds_per_crash']} CPU-s per crash", err=True)
+    data, folder = _child_bench("bench-streams", opts, run_streams_bench, out,
+                                (stack_kind, bootstrap_servers, postgres_dsn, keep_stack), quiet)
+    _finish(data, folder, [] if quiet else [
+        f"{s['lever']}: restart median {s['restart_median_seconds']} s (p90 {s['restart_p90_seconds']} s), "
+        f"{s['cpu_seconds_per_crash']} CPU-s per crash" for s in data["summary"]])
+
+
+@bench.command("protocols")
+@click.option("--protocols", "rows_text", default=None,
+              help="The rows, comma-separated: classic, consumer, streams-classic, streams  [default: all four]")
+@click.option("--repetitions", type=click.IntRange(1, 50), default=3, show_default=True,
+              help="Runs per row (the rows take turns within each repetition).")
+@click.option("--messages", type=int, default=400, show_default=True, help="Payments per run.")
+@click.option("--crash-rate", type=float, default=0.01, show_default=True, help="Share of payments that crash a worker.")
+@child_run_options("bench-protocols")
+def protocols(rows_text, repetitions, messages, crash_rate, seed, keep_data, out, keep_stack, quiet, stack_kind,
+              bootstrap_servers, postgres_dsn):
+    """Restart and group-stall medians per group protocol, a row each, with the client's settings named.
+
+    Runs, two workers on two partitions each, offset-after as members of a
+    classic group and of a KIP-848 consumer group, and eos-streams with Kafka
+    Streams' classic and streams (KIP-1071) protocols, as real `harness run`s
+    (rows take turns), and writes protocols.json, protocols.md and
+    protocols.html: per row the restart median (a death to the replacement's
+    first record) and the group-stall median (a death to the first record
+    processed on the dead member's partition by anyone). A protocol the
+    cluster lacks fails its row with the run's own one-line refusal.
+
+    \b
+    Examples:
+      harness bench protocols
+      harness bench protocols --protocols streams-classic,streams --repetitions 5
+    """
+    from ...bench.protocols import ProtocolBenchOptions, parse_rows, run_protocol_bench
+    opts = ProtocolBenchOptions(rows=parse_rows(rows_text), repetitions=repetitions, messages=messages,
+                                crash_rate=crash_rate, seed=SEED.default if seed is None else seed, keep_data=keep_data)
+    data, folder = _child_bench("bench-protocols", opts, run_protocol_bench, out,
+                                (stack_kind, bootstrap_servers, postgres_dsn, keep_stack), quiet)
+    _finish(data, folder, [] if quiet else [
+        f"{s['row']}: restart median {s['restart_median_seconds']} s, group stall median {s['stall_median_seconds']} "
+        f"s ({s['client_settings']})" for s in data["summary"]])
+
+
+def _child_bench(name: str, opts, run, out, stack_args: tuple, quiet: bool):
+    """A bench of child runs, its options checked: run(stack, opts, folder, bench_id, log=log) in its folder."""
+    opts.validate()
+    return _bench_in_folder(name, out, stack_args, quiet,
+                            lambda stack, folder, bench_id, log: run(stack, opts, folder, bench_id, log=log))
+
+
+def _finish(data: dict, folder, lines: list[str]) -> None:
+    """A bench of child runs ends: its summary lines on stderr, the folder on stdout, and exit 1 unless it
+    completed with every run as-predicted."""
+    for line in lines:
+        click.echo(line, err=True)
     print_folder(folder)
     if data["status"] != "complete" or any(c.get("verdict") != "as-predicted" for c in data["cells"]):
         sys.exit(1)

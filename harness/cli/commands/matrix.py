@@ -21,7 +21,8 @@ from .suite import SUITE_OPTIONS, check_common_options
               help="The Kafka releases, comma-separated, each 3.9.0 or newer; one suite per release, in this order.")
 @click_options(SUITE_OPTIONS)
 @click.option("--experiments", "experiment_list", default=None, help="Comma-separated subset (as for suite).")
-@click.option("--group", default=None, metavar="NAME", help="Only the experiments of one group (as for suite).")
+@click.option("--group", default=None, metavar="NAME[,NAME...]",
+              help="Only the experiments of these groups, comma-separated (as for suite).")
 @click.option("--parallel", default=None, metavar="auto|N",
               help="Experiments at a time within each suite (as for suite; default auto).")
 @click.option(CLIENT.flag, "client_list", default=None, metavar="python,java",

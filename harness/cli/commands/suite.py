@@ -33,7 +33,7 @@ def check_common_options(names: list[str], given: dict) -> list[str]:
 
 def _group_help() -> str:
     from ...run.suite_runner import OPT_IN_GROUPS, groups
-    return ("Only the experiments of one group (each declaration names its group): "
+    return ("Only the experiments of these groups, comma-separated (core,eos; each declaration names its group): "
             + "; ".join(f"{g}: {', '.join(names)}" for g, names in groups().items()) + ". Without it, every group"
             + f" but {', '.join(OPT_IN_GROUPS)} (run only when named).")
 
@@ -106,7 +106,7 @@ def _as_given_here(path: Path) -> Path:
 @click.option("--experiments", "experiment_list", default=None,
               help="Comma-separated subset (default: every group's but the opt-in ones', eos-streams with "
                    "--effect postgres).")
-@click.option("--group", default=None, metavar="NAME", help=_group_help())
+@click.option("--group", default=None, metavar="NAME[,NAME...]", help=_group_help())
 @click.option("--parallel", default="auto", show_default=True, metavar="auto|N",
               help="Experiments run at the same time (each in its own topics, tables and consumer group), the "
                    "longest first. auto: the cores this process may use (its CPU affinity, or a cgroup quota) "

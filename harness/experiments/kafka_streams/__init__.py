@@ -32,6 +32,12 @@ STREAMS_SPARE = Option(
     "start does); off starts each restart cold (as `harness bench streams` does). Speed only: the same worker "
     "and checks. Off by default until it is measured to make the suite no slower.", default="off",
     choices=("off", "on"), applies_to="eos-streams")
+STREAMS_PROTOCOL = Option(
+    "streams_protocol", str, "eos-streams only: the Kafka Streams group protocol (group.protocol): classic (a "
+    "consumer group, the workers static members) or KIP-1071's streams (a streams group, tasks assigned by the "
+    "broker: streams.version 1, Kafka 4.2+ clusters). With streams the workers are dynamic members (this Kafka "
+    "Streams client refuses static membership with it), so a halted worker's tasks wait for the broker's "
+    "group.streams.session.timeout.ms.", shown="classic", choices=("classic", "streams"), applies_to="eos-streams")
 EFFECT = Option("effect", str, "eos-streams only: also write each record to the Postgres ledger by JDBC.",
                 default="none", choices=("none", "postgres"), applies_to="eos-streams")
 
@@ -49,7 +55,7 @@ EOS_STREAMS = Experiment(
     predictors=(OutputPredictor(produced="unacked"),),
     launcher=StreamsWorkers(),
     # Streams keeps its own transactional ids and timeout: of the transaction options only the interval applies.
-    options=(EFFECT, COMMIT_INTERVAL_MS, STREAMS_JVM, STREAMS_SPARE),
+    options=(EFFECT, COMMIT_INTERVAL_MS, STREAMS_JVM, STREAMS_SPARE, STREAMS_PROTOCOL),
     variants={"effect=postgres": {"stores": Stores(ledger=True, output=True),
                                   "predictors": (LedgerPredictor(), OutputPredictor(produced="unacked"))}},
     suite={"group": "eos", "weight": 10, "args": ["--effect", "postgres"]},

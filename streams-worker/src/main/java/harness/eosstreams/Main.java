@@ -190,12 +190,20 @@ public final class Main {
         p.put(StreamsConfig.STATE_DIR_CONFIG, opts.stateDir.toAbsolutePath().toString());
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, opts.commitIntervalMs);
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
-        // Static membership: a restart under the same --worker takes over the halted
-        // member's place (Streams appends "-<thread index>") instead of waiting for its
-        // session to expire and a rebalance. Only the main consumer is a group member.
-        p.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG), opts.worker);
-        p.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
-        p.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
+        if (opts.streamsProtocol) {
+            // KIP-1071: a streams group, its tasks assigned by the broker. Session and heartbeat are the
+            // broker's (group.streams.session.timeout.ms, group.streams.heartbeat.interval.ms), and this
+            // client refuses static membership with it (only 4.4 clients on 4.4 brokers take
+            // group.instance.id): a halted member keeps its tasks until the broker's session ends.
+            p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
+        } else {
+            // Static membership: a restart under the same --worker takes over the halted
+            // member's place (Streams appends "-<thread index>") instead of waiting for its
+            // session to expire and a rebalance. Only the main consumer is a group member.
+            p.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG), opts.worker);
+            p.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
+            p.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
+        }
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
         // Restart latency. A restart's InitProducerId makes the coordinator abort the halted
         // instance's transaction and answers CONCURRENT_TRANSACTIONS until that is done (a few ms

@@ -20,7 +20,7 @@ final class Options {
     static final String USAGE = String.join("\n",
         "usage: java -jar eos-streams.jar --bootstrap HOST:PORT --input TOPIC --output TOPIC",
         "         --application-id ID --state-dir DIR --crash-plan FILE --crash-log FILE",
-        "         --worker NAME --attempt N [--commit-interval-ms MS]",
+        "         --worker NAME --attempt N [--commit-interval-ms MS] [--group-protocol classic|streams]",
         "         [--ledger-table SCHEMA.TABLE --jdbc-url URL [--jdbc-user USER]] [--standby]",
         "  The JDBC password is taken from $" + PASSWORD_ENV + " only; Kafka client settings (security,",
         "  credentials) from $" + KAFKA_PROPERTIES_ENV + " (properties text), given to every Kafka client.",
@@ -29,7 +29,8 @@ final class Options {
 
     private static final Set<String> REQUIRED = Set.of("bootstrap", "input", "output", "application-id",
         "state-dir", "crash-plan", "crash-log", "worker", "attempt");
-    private static final Set<String> OPTIONAL = Set.of("commit-interval-ms", "ledger-table", "jdbc-url", "jdbc-user");
+    private static final Set<String> OPTIONAL = Set.of("commit-interval-ms", "ledger-table", "jdbc-url", "jdbc-user",
+        "group-protocol");
 
     final String bootstrap;
     final String input;
@@ -44,6 +45,7 @@ final class Options {
     final String ledgerTable;   // null: no external effect
     final String jdbcUrl;
     final String jdbcUser;
+    final boolean streamsProtocol;   // group.protocol=streams (KIP-1071) instead of the classic consumer group
 
     private Options(Map<String, String> v) throws UsageError {
         bootstrap = v.get("bootstrap");
@@ -59,6 +61,11 @@ final class Options {
         ledgerTable = CommandLine.table(v, "ledger-table");
         jdbcUrl = v.get("jdbc-url");
         jdbcUser = v.get("jdbc-user");
+        String protocol = v.getOrDefault("group-protocol", "classic");
+        if (!Set.of("classic", "streams").contains(protocol)) {
+            throw new UsageError("--group-protocol must be classic or streams: " + protocol);
+        }
+        streamsProtocol = protocol.equals("streams");
         if (ledgerTable != null) {
             if (jdbcUrl == null || !jdbcUrl.startsWith("jdbc:postgresql:")) {
                 throw new UsageError("--ledger-table needs --jdbc-url jdbc:postgresql://HOST:PORT/DB");
