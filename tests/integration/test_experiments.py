@@ -516,13 +516,10 @@ def test_an_interrupt_that_kills_a_busy_worker_makes_its_numbers_bounds_and_name
     assert _process_state(held["pid"]) is None
 
 
-def test_an_interrupt_while_no_worker_runs_keeps_the_prediction_exact(stack, tmp_path):
-    """The stop lands between a crash and its successor (held back a minute by --restart-delay): no
-    worker was running, so every crash is described and the prediction stays exact."""
-    out = tmp_path / "stopped-idle"
-    proc = _start_run(stack, out, "offset-before", "--messages", "2000", "--crash-rate", "0.01",
-                      "--restart-delay", "120")
-    deadline = time.time() + 60
+def _interrupt_once_the_first_crashed_worker_died(out: Path, proc, timeout=90) -> dict:
+    """SIGINT the run once its first planned crash is logged and that worker is dead (its successor held back
+    by --restart-delay); the crash record."""
+    deadline = time.time() + timeout
     while not _jsonl(out / "crash-log.jsonl"):
         assert time.time() < deadline and proc.poll() is None, "no crash was logged"
         time.sleep(0.05)
@@ -533,6 +530,16 @@ def test_an_interrupt_while_no_worker_runs_keeps_the_prediction_exact(stack, tmp
         assert time.time() < deadline, "the crashed worker did not die"
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
+    return crash
+
+
+def test_an_interrupt_while_no_worker_runs_keeps_the_prediction_exact(stack, tmp_path):
+    """The stop lands between a crash and its successor (held back a minute by --restart-delay): no
+    worker was running, so every crash is described and the prediction stays exact."""
+    out = tmp_path / "stopped-idle"
+    proc = _start_run(stack, out, "offset-before", "--messages", "2000", "--crash-rate", "0.01",
+                      "--restart-delay", "120")
+    crash = _interrupt_once_the_first_crashed_worker_died(out, proc)
     proc.communicate(timeout=120)
     d = json.loads((out / "report.json").read_text())
     validate(d)
@@ -551,17 +558,7 @@ def test_an_interrupt_before_a_crashed_transactional_workers_successor_fences_wh
     out = tmp_path / "stopped-txn"
     proc = _start_run(stack, out, "eos", "--messages", "2000", "--crash-rate", "0.01", "--workers", "1",
                       "--kill-point", "after-produce-before-txn-commit", "--restart-delay", "120")
-    deadline = time.time() + 90
-    while not _jsonl(out / "crash-log.jsonl"):
-        assert time.time() < deadline and proc.poll() is None, "no crash was logged"
-        time.sleep(0.05)
-    crash = _jsonl(out / "crash-log.jsonl")[0]
-    pids = [e["pid"] for e in _jsonl(out / "events.jsonl")
-            if (e["worker"], e["attempt"]) == (crash["worker"], crash["attempt"]) and "pid" in e]
-    while pids and _process_state(pids[0]) not in (None, "Z"):
-        assert time.time() < deadline, "the crashed worker did not die"
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
+    crash = _interrupt_once_the_first_crashed_worker_died(out, proc)
     proc.communicate(timeout=120)
     d = json.loads((out / "report.json").read_text())
     validate(d)
