@@ -28,11 +28,17 @@ def make(name, rows=None, output=None, crashes=(), status="complete", error=None
          stopped=(), **params):
     p = RunParams(name, messages=5, **params)
     exp = get(name).resolve(p)
-    import atexit
     import shutil
     import tempfile
+    # Deleted as soon as the report is built: an atexit hook left these folders behind when pytest was SIGTERMed.
     folder = tempfile.mkdtemp(prefix="harness-builder-")
-    atexit.register(shutil.rmtree, folder, True)
+    try:
+        return _built(folder, name, rows, crashes, output, status, committed, error, deaths, stopped, p, exp)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _built(folder, name, rows, crashes, output, status, committed, error, deaths, stopped, p, exp) -> dict:
     r = Run(p, exp, RunNames("20261130T000000-x"), STACK, Path(folder),
             amounts=AMOUNTS)
     r.progress = SimpleNamespace(samples=[[0.5, 2], [1.0, 5]], committed=committed, t0=0.0)
