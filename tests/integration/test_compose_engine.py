@@ -156,6 +156,7 @@ def test_the_single_node_stack_runs_audits_and_leaves_nothing(engine, tmp_path):
     assert not kept, f"down --purge left the passwords of deleted volumes: {kept}"
 
 
+@pytest.mark.slow          # 43 s; the default run keeps the single-node stack and the README's stock-Debian test
 def test_a_volume_with_another_password_is_one_line_naming_it(engine):
     """(On a plaintext stack, `--auth none`, which is still there for those who ask: `up` says what it gives
     up, a client needs no login, and another auth on its volumes is refused.)"""

@@ -389,7 +389,8 @@ while True:
 '''
 
 
-@pytest.mark.parametrize("tagged", [False, True], ids=["untied", "tagged-by-the-killed-attempt"])
+@pytest.mark.parametrize("tagged", [pytest.param(False, marks=pytest.mark.slow), True],   # 35 s each
+                         ids=["untied", "tagged-by-the-killed-attempt"])
 def test_a_consumers_own_hanging_transaction_is_reported_though_the_stop_killed_a_worker(stack, tmp_path, tagged):
     """Ctrl-C SIGKILLs the consumer where it stands, and one transaction hangs: as many as the stop killed
     workers. Counting excused it as the stop's; nothing ties it to the killed worker (its transactional.id is

@@ -80,6 +80,7 @@ def test_a_client_cut_node_comes_back_and_the_run_is_exact(cluster, tmp_path):
     assert (d["counts"]["duplicates"], d["counts"]["lost"]) == (0, 0)
 
 
+@pytest.mark.slow          # 43 s; the default run keeps test_latency's harness killed mid-delay
 def test_a_harness_killed_mid_partition_leaves_rules_that_down_removes(cluster, tmp_path):
     layout = cluster["layout"]
     run = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "offset-after", "--messages", "3000",
