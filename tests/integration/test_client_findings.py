@@ -1,6 +1,6 @@
 """The findings page's clients (examples/consumers/<client>/), built from their pinned versions and run for real
 under `harness run custom` with random kills on the session's stack (SCRAM-SHA-512, the run's own login):
-kafka-python (Python), franz-go and Sarama (Go), KafkaJS (Node), each with its defaults (auto-commit: every 5 s,
+kafka-python and confluent-kafka (Python), franz-go and Sarama (Go), KafkaJS (Node), each with its defaults (auto-commit: every 5 s,
 every 1 s of what was marked, after each fetched batch; one insert per payment with the worker and attempt that
 applied it). They hold at-least-once, the report's counts are psql's, and every duplicate's witness is the
 ledger's own word. Slow: the builds fetch the pinned packages, and each client's default session timeout
@@ -21,15 +21,26 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 EXAMPLES = ROOT / "examples" / "consumers"
 
 
-@pytest.fixture(scope="module")
-def kafka_python(tmp_path_factory):
-    venv = tmp_path_factory.mktemp("kafka-python") / "venv"
+def python_venv(tmp_path_factory, client: str) -> str:
+    """The example consumer in examples/consumers/<client>/ in a virtual environment of its pinned requirements;
+    its command line."""
+    venv = tmp_path_factory.mktemp(client) / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     proc = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "-r",
-                           str(EXAMPLES / "kafka-python" / "requirements.txt")], capture_output=True, text=True,
+                           str(EXAMPLES / client / "requirements.txt")], capture_output=True, text=True,
                           timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return f"{venv / 'bin' / 'python'} {EXAMPLES / 'kafka-python' / 'consumer.py'}"
+    return f"{venv / 'bin' / 'python'} {EXAMPLES / client / 'consumer.py'}"
+
+
+@pytest.fixture(scope="module")
+def kafka_python(tmp_path_factory):
+    return python_venv(tmp_path_factory, "kafka-python")
+
+
+@pytest.fixture(scope="module")
+def confluent_kafka(tmp_path_factory):
+    return python_venv(tmp_path_factory, "confluent-kafka")
 
 
 def go_build(tmp_path_factory, client: str) -> str:
@@ -84,7 +95,7 @@ def held_and_witnessed_by_the_ledger(stack, d: dict) -> None:
     assert credited <= d["counts"]["duplicates"], "a kill credited with more effects than were applied again"
 
 
-@pytest.mark.parametrize("client", ["kafka_python", "franz_go", "sarama", "kafkajs"])
+@pytest.mark.parametrize("client", ["kafka_python", "confluent_kafka", "franz_go", "sarama", "kafkajs"])
 def test_a_real_client_with_its_defaults_holds_at_least_once_witnessed_by_its_ledger_rows(stack, tmp_path, client,
                                                                                           request):
     cmd = request.getfixturevalue(client)

@@ -12,7 +12,7 @@ from tests.conftest import ROOT
 EXAMPLES = ROOT / "examples" / "consumers"
 
 
-@pytest.mark.parametrize("client", ["kafka-python", "quixstreams"])
+@pytest.mark.parametrize("client", ["kafka-python", "quixstreams", "confluent-kafka"])
 def test_python_requirements_are_exact_pins(client):
     lines = [ln.strip() for ln in (EXAMPLES / client / "requirements.txt").read_text().splitlines()
              if ln.strip() and not ln.startswith("#")]
