@@ -533,6 +533,15 @@ def _interrupt_once_the_first_crashed_worker_died(out: Path, proc, timeout=90) -
     return crash
 
 
+def _report_of_a_stop_that_killed_no_worker(out: Path, proc) -> dict:
+    proc.communicate(timeout=120)
+    d = json.loads((out / "report.json").read_text())
+    validate(d)
+    assert d["verdict"] == "interrupted" and proc.returncode == 130
+    assert d["verdict_detail"]["killed_at_stop"] == []
+    return d
+
+
 def test_an_interrupt_while_no_worker_runs_keeps_the_prediction_exact(stack, tmp_path):
     """The stop lands between a crash and its successor (held back a minute by --restart-delay): no
     worker was running, so every crash is described and the prediction stays exact."""
@@ -540,11 +549,7 @@ def test_an_interrupt_while_no_worker_runs_keeps_the_prediction_exact(stack, tmp
     proc = _start_run(stack, out, "offset-before", "--messages", "2000", "--crash-rate", "0.01",
                       "--restart-delay", "120")
     crash = _interrupt_once_the_first_crashed_worker_died(out, proc)
-    proc.communicate(timeout=120)
-    d = json.loads((out / "report.json").read_text())
-    validate(d)
-    assert d["verdict"] == "interrupted" and proc.returncode == 130
-    assert d["verdict_detail"]["killed_at_stop"] == []
+    d = _report_of_a_stop_that_killed_no_worker(out, proc)
     assert len(d["crashes"]) == 1 and d["predicted"]["exact"] is True
     c = d["counts"]
     assert c["lost"] == d["predicted"]["lost"] == 1 and d["anomalies"]["lost_ids"] == [crash["message_id"]]
@@ -559,11 +564,7 @@ def test_an_interrupt_before_a_crashed_transactional_workers_successor_fences_wh
     proc = _start_run(stack, out, "eos", "--messages", "2000", "--crash-rate", "0.01", "--workers", "1",
                       "--kill-point", "after-produce-before-txn-commit", "--restart-delay", "120")
     crash = _interrupt_once_the_first_crashed_worker_died(out, proc)
-    proc.communicate(timeout=120)
-    d = json.loads((out / "report.json").read_text())
-    validate(d)
-    assert d["verdict"] == "interrupted" and proc.returncode == 130
-    assert d["verdict_detail"]["killed_at_stop"] == []
+    d = _report_of_a_stop_that_killed_no_worker(out, proc)
     (ended,) = d["verdict_detail"]["unrestarted_at_stop"]
     assert (ended["worker"], ended["attempt"], ended["transaction"]) == (crash["worker"], crash["attempt"], "fenced")
     assert d["anomaly_classes"]["classes"]["hanging-transaction"]["count"] == 0
