@@ -71,7 +71,10 @@ def left_open_by_stop(d: dict) -> int:
     return sum(1 for e in stop_excuses(d) if e["excused"])
 
 
-def unexcused(d: dict) -> int | None:
-    """The hanging-transaction count the system under test answers for (None when it is unknown)."""
+def unexcused(d: dict, excuses: list[dict] | None = None) -> int | None:
+    """The hanging-transaction count the system under test answers for (None when it is unknown); `excuses`:
+    stop_excuses(d) when the caller has them already."""
     count = (((d.get("anomaly_classes") or {}).get("classes") or {}).get("hanging-transaction") or {}).get("count")
-    return count - left_open_by_stop(d) if isinstance(count, int) else count
+    if not isinstance(count, int):
+        return count
+    return count - (left_open_by_stop(d) if excuses is None else sum(1 for e in excuses if e["excused"]))

@@ -163,7 +163,7 @@ def _further(d: dict, fault_sentences: list[str] | None) -> list[str]:
     classes = (d.get("anomaly_classes") or {}).get("classes") or {}
     from .stop_excuse import stop_excuses, unexcused
     excuses = stop_excuses(d)
-    counts = {name: unexcused(d) if name == "hanging-transaction" else k["count"] for name, k in classes.items()}
+    counts = {name: unexcused(d, excuses) if name == "hanging-transaction" else k["count"] for name, k in classes.items()}
     bad = [f"{name} ({counts[name]:,})" for name, k in classes.items() if counts[name] and not k["allowed"]]
     if bad:
         more.append(f"Forbidden anomalies: {', '.join(bad)} (see anomaly_classes).")
