@@ -72,15 +72,14 @@ def _refused_without_login(bootstrap: str) -> bool:
 
 
 def _controller_config(env, container: str, settings: dict, *args) -> subprocess.CompletedProcess:
-    """Kafka's ConfigCommand inside `container` against the controller listener (`--bootstrap-controller`),
+    """Kafka's ConfigCommand (the image's kafka-configs.sh, as a user would call it) inside `container` against the controller listener (`--bootstrap-controller`),
     with `settings` in a 0600 --command-config file there: the cluster-wide broker defaults."""
     text = "".join(f"{k}={v}\n" for k, v in {"request.timeout.ms": "5000", "default.api.timeout.ms": "8000",
                                               **settings}.items())
     write = subprocess.run(["docker", "exec", "-i", container, "bash", "-c", "umask 077; cat > /tmp/admin.properties"],
                            input=text, env=env, capture_output=True, text=True, timeout=60)
     assert write.returncode == 0, write.stderr
-    return _docker(env, "exec", container, "/opt/kafka/bin/kafka-run-class.sh", "org.apache.kafka.tools.ConfigCommand",
-                   "--bootstrap-controller", "kafka:9093", "--command-config", "/tmp/admin.properties",
+    return _docker(env, "exec", container, "/opt/kafka/bin/kafka-configs.sh", "--bootstrap-controller", "kafka:9093", "--command-config", "/tmp/admin.properties",
                    "--entity-type", "brokers", "--entity-default", *args, timeout=180)
 
 
