@@ -21,7 +21,8 @@ from __future__ import annotations
 
 def stop_excuses(d: dict) -> list[dict]:
     """One entry per hanging partition when the stop SIGKILLed workers (empty when it killed none):
-    {partition, offset, excused, why}. Partitions the witnesses leave out (the cap) are not excused."""
+    {partition, offset, excused, why, unrestarted}; `unrestarted`: a tie is to a worker whose crash the stop left
+    without a successor, not one it killed. Partitions the witnesses leave out (the cap) are not excused."""
     vd = d.get("verdict_detail") or {}
     stopped = [x for x in vd.get("killed_at_stop") or [] if isinstance(x, dict)]
     ended = [{**x, "ended": True} for x in vd.get("unrestarted_at_stop") or [] if isinstance(x, dict)]
@@ -39,15 +40,18 @@ def stop_excuses(d: dict) -> list[dict]:
             [{"transaction_start_offset": w.get("offset"), "first_record_writer": w.get("writer")}]
         ties = [_tie(p, by_id, by_writer) for p in known if isinstance(p, dict)]
         excused = bool(ties) and all(t[0] for t in ties)
+        unrestarted = excused and any(t[2] for t in ties)
         why = "; ".join(t[1] for t in ties) or "owner unknown: nothing names who holds it open"
         if not isinstance(producers, list) or not producers:
             why += f" (its producers: {w.get('producers_unknown') or 'none described'})"
-        out.append({"partition": w.get("partition"), "offset": w.get("offset"), "excused": excused, "why": why})
+        out.append({"partition": w.get("partition"), "offset": w.get("offset"), "excused": excused, "why": why,
+                    "unrestarted": unrestarted})
     return out
 
 
-def _tie(p: dict, by_id: dict, by_writer: dict) -> tuple[bool, str]:
-    """(tied to a worker the stop killed, why) for one open transaction as its witness describes it."""
+def _tie(p: dict, by_id: dict, by_writer: dict) -> tuple[bool, str, bool]:
+    """(tied to a worker of the stop, why, that worker's crash was left without a successor) for one open
+    transaction as its witness describes it."""
     tid, writer = p.get("transactional_id"), p.get("first_record_writer")
     who = ", ".join(f"{name} {p[k]}" for k, name in (("producer_id", "producer id"), ("transactional_id",
                                                      "transactional.id")) if p.get(k) is not None)
@@ -55,15 +59,17 @@ def _tie(p: dict, by_id: dict, by_writer: dict) -> tuple[bool, str]:
     x = by_id.get(str(tid)) if tid is not None else None
     if x is not None:
         return True, f"{start}: the transactional.id of {x.get('worker')} attempt {x.get('attempt')}, " + \
-            ("whose crash the stop left without a successor" if x.get("ended") else "killed by the stop")
+            ("whose crash the stop left without a successor" if x.get("ended") else "killed by the stop"), \
+            bool(x.get("ended"))
     x = by_writer.get(str(writer)) if writer is not None else None
     if x is not None:
         return True, f"{start}: its first record names {writer}, " + \
-            ("whose crash the stop left without a successor" if x.get("ended") else "killed by the stop")
+            ("whose crash the stop left without a successor" if x.get("ended") else "killed by the stop"), \
+            bool(x.get("ended"))
     if tid is None and writer is None:
-        return False, f"{start}: owner unknown (no transactional.id listed, its first record names no writer)"
+        return False, f"{start}: owner unknown (no transactional.id listed, its first record names no writer)", False
     return False, f"{start}: " + (f"first record by {writer}, " if writer is not None else "") + \
-        "not a worker the stop killed"
+        "not a worker the stop killed", False
 
 
 def left_open_by_stop(d: dict) -> int:

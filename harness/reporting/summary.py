@@ -169,7 +169,9 @@ def _further(d: dict, fault_sentences: list[str] | None) -> list[str]:
         more.append(f"Forbidden anomalies: {', '.join(bad)} (see anomaly_classes).")
     own = [e for e in excuses if e["excused"]]
     if own:
-        more.append(f"{len(own)} transaction(s) still open at the end were the stop's: tied to workers it SIGKILLed "
+        whose = "workers it SIGKILLed" + (" or whose crash it left without a successor"
+                                          if any(e.get("unrestarted") for e in own) else "")
+        more.append(f"{len(own)} transaction(s) still open at the end were the stop's: tied to {whose} "
                     f"(partition " + ", ".join(f"{e['partition']} offset {e['offset']}" for e in own[:4]) + ").")
     if len(own) < len(excuses):
         more.append(f"{len(excuses) - len(own)} transaction(s) still open at the end are tied to no worker the stop "

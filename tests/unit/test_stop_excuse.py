@@ -45,8 +45,9 @@ def test_a_transaction_held_by_the_transactional_id_of_a_worker_the_stop_killed_
     assert e["excused"] and e["partition"] == 1 and e["offset"] == 40
     assert e["why"] == ("from offset 40 (producer id 4001, transactional.id run-x-w0): the transactional.id of w0 "
                         "attempt 3, killed by the stop")
-    assert (left_open_by_stop(d), unexcused(d)) == (1, 0)
+    assert (left_open_by_stop(d), unexcused(d)) == (1, 0) and not e["unrestarted"]
     assert "Forbidden anomalies" not in told(d) and "partition 1 offset 40" in told(d)
+    assert "tied to workers it SIGKILLed (partition" in told(d)     # no worker whose crash it left
     assert row(d)[1] == "the harness's stop (not an anomaly)" and "the stop's" in row(d)[4]
 
 
@@ -134,6 +135,7 @@ def test_a_transaction_of_a_worker_whose_crash_the_stop_left_without_a_successor
     assert e["excused"] and e["why"].endswith("the transactional.id of w1 attempt 2, whose crash the stop left "
                                               "without a successor")
     assert (left_open_by_stop(d), unexcused(d)) == (1, 0)
+    assert e["unrestarted"] and "tied to workers it SIGKILLed or whose crash it left without a successor" in told(d)
     # another worker's id is not excused by it
     d["verdict_detail"]["unrestarted_at_stop"][0]["transactional_ids"] = ["run-x-w0"]
     assert [x["excused"] for x in stop_excuses(d)] == [False] and unexcused(d) == 1
