@@ -56,7 +56,7 @@ def markdown_page(title: str, text: str) -> str:
 
 
 def run_page(name: str) -> str:
-    return html.render(RunReport.load(SUITE / name))
+    return html.render(RunReport.load(SUITE / name), SUITE / name)
 
 
 def suite_page() -> str:
