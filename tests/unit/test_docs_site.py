@@ -196,3 +196,17 @@ def test_an_unknown_generated_part_fails_the_page():
     assert "offset-before" in generated.on_page_markdown("<!-- generated: experiments -->", fake, None, None)
     with pytest.raises(ValueError, match="unknown generated part 'nope'"):
         generated.on_page_markdown("a\n<!-- generated: nope -->\n", fake, None, None)
+
+
+def test_the_committed_reference_reports_link_to_the_docs_page_that_exists():
+    """Their pages are opened in the repository: each heading's link there reaches docs/reading-a-report.md
+    and an anchor it has."""
+    anchors = set(re.findall(r"^#+ (.+?)(?: \{#([a-z-]+)\})?$", (ROOT / "docs" / "reading-a-report.md").read_text(),
+                             re.M))
+    ids = {a or re.sub(r"[^a-z0-9 -]", "", t.lower()).replace(" ", "-") for t, a in anchors}
+    pages = sorted((ROOT / "reports" / "reference").rglob("*.html"))
+    broken = [(p.relative_to(ROOT), href) for p in pages
+              for href in re.findall(r"href='([^']*reading-a-report[^']*)'", p.read_text())
+              if not ((p.parent / href.partition("#")[0]).resolve() == ROOT / "docs" / "reading-a-report.md"
+                      and href.partition("#")[2] in ids)]
+    assert pages and not broken, broken[:5]
