@@ -112,7 +112,7 @@ def to_html(c: Comparison, when: str = "") -> str:
     head, body = _cells(c)
     title = "compare " + " vs ".join(c.labels) + (f" ({when})" if when else "")
     numeric = tuple(range(2, len(head)))
-    parts = [f"<h1>{escape(title)}</h1>"]
+    parts = [f"<h1>{escape(title)}</h1>", h.doc_link(h.SECTION_ANCHORS["Compare runs"])]
     parts += [f"<p class=muted>warning: {escape(w)}</p>" for w in c.warnings]
     parts += ["<div class=wide>", h.table(body, head, numeric=numeric), "</div>"]
     if delta_note(c):

@@ -8,6 +8,7 @@ numbers too: a report.json edited by someone else shows as text, never runs.
 """
 
 import os
+from pathlib import Path
 
 from ..core.escape import html as escape
 
@@ -35,34 +36,51 @@ pre.commands{background:#f6f8fa;padding:.7rem 1rem;overflow-x:auto;font-size:.85
 """
 
 # Each section heading links to the docs entry that explains it. The docs are Markdown in the harness
-# repository (docs/, also a MkDocs site): by default the link is that path, which is where a reader with
-# the checkout finds it; HARNESS_DOCS_URL names a served copy instead (`mkdocs serve`: http://127.0.0.1:8000),
-# where each page is a folder. The anchors are the headings of docs/reading-a-report.md (a test checks).
+# repository (docs/, also a MkDocs site). HARNESS_DOCS_URL names a served copy (`mkdocs serve`:
+# http://127.0.0.1:8000), where each page is a folder. Otherwise, where the harness runs from its checkout
+# and the page's folder is known, the link is the path from that folder to the docs page's file (a report
+# kept in the checkout keeps a working link). An installed package carries no docs pages, and a page printed
+# to stdout (`harness compare --html`) has no folder: the heading then names the page's path in the
+# repository as text, not as a link that would lead nowhere (nor a file:// one).
+# The anchors are the headings of docs/reading-a-report.md (a test checks).
 DOCS_PATH = "docs/"
 DOCS_PAGE = "reading-a-report"
+DOCS_DIR = Path(__file__).resolve().parents[2] / "docs"
 SECTION_ANCHORS = {
     "Scoreboard": "scoreboard", "Your predictions": "your-predictions", "Balances": "balances", "What differed": "what-differed", "Faults": "faults",
     "Fault": "faults", "Your consumer": "your-consumer", "What each kill cost": "what-each-kill-cost",
     "Anomalies, observed and predicted": "anomalies-observed-and-predicted", "Each store": "each-stores-count", "Anomaly classes": "anomaly-classes",
     "Timeline": "timeline", "Timings": "timings", "Kill points": "kill-points", "Parameters": "parameters",
     "Stack and environment": "stack-and-environment", "Crashes": "crashes", "Audit it yourself": "audit-it-yourself",
+    "Compare runs": "compare-runs",     # the page `harness compare --html` prints
 }
 
 
-def docs_href(anchor: str, page: str = DOCS_PAGE) -> str:
+def docs_href(anchor: str, page: str = DOCS_PAGE, folder=None) -> str | None:
+    """Where the heading's link goes (see above), or None when no copy of the docs page can be reached."""
     base = os.environ.get("HARNESS_DOCS_URL", "").strip()
-    return f"{base.rstrip('/')}/{page}/#{anchor}" if base else f"{DOCS_PATH}{page}.md#{anchor}"
+    if base:
+        return f"{base.rstrip('/')}/{page}/#{anchor}"
+    source = DOCS_DIR / f"{page}.md"
+    if folder is None or not source.is_file():
+        return None
+    return f"{Path(os.path.relpath(source, Path(folder).resolve())).as_posix()}#{anchor}"
 
 
-def doc_link(anchor: str) -> str:
-    """The line under a section heading that links to the docs entry explaining that section."""
-    href = docs_href(anchor)
-    return f"<p class=doc><a href='{escape(href)}' title='what this section shows'>{escape(href)}</a></p>"
+def doc_link(anchor: str, folder=None) -> str:
+    """The line under a section heading that links to the docs entry explaining that section (`folder`: where
+    the page is written, when known)."""
+    where = f"{DOCS_PATH}{DOCS_PAGE}.md#{anchor}"
+    href = docs_href(anchor, folder=folder)
+    if href is None:
+        return f"<p class=doc>explained in the harness repository's <code>{escape(where)}</code></p>"
+    shown = href if os.environ.get("HARNESS_DOCS_URL", "").strip() else where
+    return f"<p class=doc><a href='{escape(href)}' title='what this section shows'>{escape(shown)}</a></p>"
 
 
-def section(title: str, key: str | None = None, attrs: str = "") -> str:
+def section(title: str, key: str | None = None, attrs: str = "", folder=None) -> str:
     """A section heading (already escaped `title`) and, under it, the link to the docs entry on it."""
-    return f"<h2{attrs}>{title}</h2>" + doc_link(SECTION_ANCHORS[key or title])
+    return f"<h2{attrs}>{title}</h2>" + doc_link(SECTION_ANCHORS[key or title], folder)
 
 
 from .bars import ABORTED, DUP, LOST, OK, PRED, axis_top, bar_chart, grouped_bars  # noqa: F401 - used by other pages
@@ -186,6 +204,10 @@ def render(r, folder=None) -> str:
     `folder` (when known: the audit command it suggests then finds it)."""
     d = r.data
     c = d["counts"]
+
+    def _section(title: str, key: str | None = None, attrs: str = "") -> str:
+        return section(title, key, attrs, folder)
+
     body = [f"<h1>{escape(d['experiment'])} <span id=verdict class='verdict {escape(d['verdict'])}'>"
             f"{escape(d['verdict'])}</span></h1>",
             f"<p class=muted>run {escape(d['run_id'])}{escape(when(d.get('run_id'), ', '))}</p>",
@@ -201,20 +223,20 @@ def render(r, folder=None) -> str:
         over = ", ".join(map(str, src.get("overridden") or [])) or "none"
         body.append(f"<p><b>From the experiment file</b> <code>{escape(str(src.get('file')))}</code> "
                     f"({escape(str(src.get('purpose')))}); flags that overrode it: {escape(over)}</p>")
-    body += [section("Scoreboard"), table(r.scoreboard(), r.SCOREBOARD_COLUMNS, numeric=(2, 3)), legend_block(r)]
+    body += [_section("Scoreboard"), table(r.scoreboard(), r.SCOREBOARD_COLUMNS, numeric=(2, 3)), legend_block(r)]
     if isinstance(d.get("guesses"), dict):
         from .guesses import COLUMNS, board, score_line
         rows = board(d["guesses"].get("guesses") or {}, d)
-        body += [section("Your predictions"), f"<p>Recorded before the run started "
+        body += [_section("Your predictions"), f"<p>Recorded before the run started "
                  f"({escape(plain(d['guesses'].get('recorded_at')))}). {escape(score_line(rows))}</p>",
                  table(rows, COLUMNS, numeric=(1, 2))]
     if r.balance_rows():
-        body += [section("Balances"), table(r.balance_rows(), r.BALANCE_COLUMNS, numeric=(1, 2, 3, 4, 5, 6))]
+        body += [_section("Balances"), table(r.balance_rows(), r.BALANCE_COLUMNS, numeric=(1, 2, 3, 4, 5, 6))]
     vd = d.get("verdict_detail") or {}
     if vd.get("failed") or vd.get("audit_errors") or vd.get("unplanned_deaths") or vd.get("killed_at_stop") \
             or vd.get("left_behind"):
         totals = vd.get("differing_totals") or {}
-        body += [section("What differed"), "<ul id=differed>"
+        body += [_section("What differed"), "<ul id=differed>"
                  + "".join(f"<li>{escape(str(f))}</li>" for f in vd.get("failed") or [])
                  + "".join(f"<li>{escape(k)} ids ({escape(totals.get(k, len(v)))}): {escape(', '.join(map(str, v)))}</li>"
                            for k, v in (vd.get("differing_ids") or {}).items())
@@ -234,13 +256,13 @@ def render(r, folder=None) -> str:
                  + "</ul>"]
     heads, rows, left_out = fault_table(d.get("faults") or [])
     if rows:
-        body += [section("Faults"), collapsed(table(rows, heads), len(rows), "faults")]
+        body += [_section("Faults"), collapsed(table(rows, heads), len(rows), "faults")]
         if left_out:
             body.append(f"<p>({left_out:,} more in report.json)</p>")
     if d.get("consumer"):
         from . import consumer
         cs = d["consumer"]
-        body += [section("Your consumer"), table(consumer.facts(cs))]
+        body += [_section("Your consumer"), table(consumer.facts(cs))]
         body += [f"<p><b>Warning:</b> {escape(w)}.</p>" for w in cs.get("warnings") or []]
         if cs.get("witnesses"):
             body += ["<h3>Witnesses (times since the workers started)</h3>", table(
@@ -250,41 +272,41 @@ def render(r, folder=None) -> str:
             body += ["<h3>Kills</h3>", collapsed(table(kills, consumer.KILL_HEADS, numeric=(0, 2, 3, 4, 7, 8, 9)),
                                                  len(kills), "kills")]
     for name, story in (d.get("fault_details") or {}).items():
-        body += [section(f"Fault: {escape(name)}", "Fault"), *story_tables(story)]
+        body += [_section(f"Fault: {escape(name)}", "Fault"), *story_tables(story)]
     if d["predicted"].get("note"):
         body.append(f"<p class=muted>{escape(d['predicted']['note'])}</p>")
     if d["predicted"].get("evidence"):
         offs = lambda m: ", ".join(f"{p}: {o}" for p, o in m.items()) or "none"   # noqa: E731
         ev = d["predicted"]["evidence"][:200]
-        body += [section("What each kill cost (from the evidence)", "What each kill cost"), collapsed(table(
+        body += [_section("What each kill cost (from the evidence)", "What each kill cost"), collapsed(table(
             [(e["worker"], e["attempt"], offs(e["last_applied"]), offs(e["resumed_from"]), e["redelivered"],
               e["skipped"]) for e in ev],
             ("worker", "attempt", "last applied (partition: offset)", "successor resumed from", "redelivered",
              "skipped"), numeric=(1, 4, 5)), len(ev), "what each kill cost")]
-    body += [section("Anomalies, observed and predicted"), run_chart(d)]
+    body += [_section("Anomalies, observed and predicted"), run_chart(d)]
     from .store_chart import run_store_chart
     if run_store_chart(d):
-        body += [section("Each store's count", "Each store"), run_store_chart(d)]
+        body += [_section("Each store's count", "Each store"), run_store_chart(d)]
     classes = r.anomaly_class_rows()
     if classes:
-        body += [section("Anomaly classes (Jepsen's names)", "Anomaly classes"), f"<p>{escape(r.history_line())}</p>",
+        body += [_section("Anomaly classes (Jepsen's names)", "Anomaly classes"), f"<p>{escape(r.history_line())}</p>",
                  table(classes, r.ANOMALY_COLUMNS, numeric=(2,))]
-    body += [section("Timeline"), timeline(d.get("timeline") or {}, c["sent"] or 0)]
+    body += [_section("Timeline"), timeline(d.get("timeline") or {}, c["sent"] or 0)]
     t = d["timings"]
-    body += [section("Timings"), table([
+    body += [_section("Timings"), table([
         ("wall seconds", fmt(t["wall_seconds"])), ("messages per second", fmt(t.get("messages_per_second"))),
         ("restart median (s)", fmt(t.get("restart_median_seconds"))), ("restart max (s)", fmt(t.get("restart_max_seconds")))]
         + [(f"{k.replace('_', ' ')} (s)", fmt(v)) for k, v in (t.get("phases") or {}).items()],
         numeric=(1,))]
     if d.get("kill_points"):
-        body += [section("Kill points of this experiment", "Kill points"), table(
+        body += [_section("Kill points of this experiment", "Kill points"), table(
             [(k["name"], k["after"], k["before"] or "(last step)", k["says"]) for k in d["kill_points"]],
             ("point", "after", "before", "a crash here"))]
-    body += [section("Parameters"), table(r.parameter_rows())]
-    body += [section("Stack and environment"), table(list(d["stack"].items()) + list(d["environment"].items())
+    body += [_section("Parameters"), table(r.parameter_rows())]
+    body += [_section("Stack and environment"), table(list(d["stack"].items()) + list(d["environment"].items())
                                                           + r.client_rows())]
     if d["crashes"]:
-        body += [section(f"Crashes ({len(d['crashes'])})", "Crashes"), collapsed(table(
+        body += [_section(f"Crashes ({len(d['crashes'])})", "Crashes"), collapsed(table(
             [(i, cr["point"], cr.get("message_id") or "", cr.get("worker") or "", fmt(cr.get("partition")),
               fmt(cr.get("offset")), len(cr.get("unacked") or []), len(cr.get("acked_unapplied") or []),
               len(cr.get("produced") or []), fmt(cr.get("restart_seconds")),
@@ -292,7 +314,7 @@ def render(r, folder=None) -> str:
              for i, cr in enumerate(d["crashes"][:200], 1)],
             ("#", "point", "message", "worker", "partition", "offset", "unacked", "acked, unapplied", "produced",
              "restart s", "stall s"), numeric=(0, 4, 5, 6, 7, 8, 9, 10)), min(len(d["crashes"]), 200), "crashes")]
-    body += [section("Audit it yourself", attrs=" id=audit"),
+    body += [_section("Audit it yourself", attrs=" id=audit"),
              f"<p>The run's topics and tables stay until <code>harness clean {escape(d['run_id'])}</code>. "
              "With the stack up:</p>",
              "<pre class=commands>" + "".join(f"<span class=muted># {escape(what)}</span>\n{escape(cmd)}\n"

@@ -163,32 +163,32 @@ SECTION_ANCHORS = {"Lost and duplicated effects per experiment": "suite-chart", 
                    "Parameters and environment": "suite-parameters"}
 
 
-def _head(title: str) -> str:
-    return f"<h2>{escape(title)}</h2>" + h.doc_link(SECTION_ANCHORS[title])
+def _head(title: str, folder: Path | None = None) -> str:
+    return f"<h2>{escape(title)}</h2>" + h.doc_link(SECTION_ANCHORS[title], folder)
 
 
 def render_html(summary: dict, folder: Path | None = None, recorded: dict | None = None) -> str:
     body = [f"<h1>{escape(suite_title(summary))}</h1>",
             f"<p id=conclusion class=summary>{escape(summary['conclusion'])}</p>",
-            _head("Lost and duplicated effects per experiment"), suite_chart(summary["experiments"]),
-            _head("Scoreboard"), "<div class=wide>", _table_with_links(summary, folder), "</div>",
+            _head("Lost and duplicated effects per experiment", folder), suite_chart(summary["experiments"]),
+            _head("Scoreboard", folder), "<div class=wide>", _table_with_links(summary, folder), "</div>",
             "<p class=muted>Duplicates and lost count effects in the Postgres ledger when the experiment has one, "
             "otherwise records of the output topic as read_committed readers see them.</p>",
-            _head("What each run says") + "<ul>"]
+            _head("What each run says", folder) + "<ul>"]
     if recorded:
         from .guesses import SUITE_COLUMNS, score_line, suite_board
         board = suite_board(recorded, {r["experiment"]: r for r in summary["experiments"]})
-        body[2:2] = ["<h2 id=predictions>Your predictions</h2>",
+        body[2:2] = ["<h2 id=predictions>Your predictions</h2>" + h.doc_link(h.SECTION_ANCHORS["Your predictions"], folder),
                      f"<p>Recorded before the runs started ({escape(plain(recorded.get('recorded_at')))}). "
                      f"{escape(score_line(board))}</p>", h.table(board, SUITE_COLUMNS, numeric=(2, 3))]
     for r in summary["experiments"]:
         text = r.get("summary") or f"{r.get('verdict')}: {r.get('error', '')}"
         body.append(f"<li><b>{escape(r['experiment'])}</b>: {escape(text)}</li>")
     body.append("</ul>")
-    body += [_head("Where the time went"), h.table(time_rows(summary), TIME_COLUMNS, numeric=tuple(range(1, 11))),
+    body += [_head("Where the time went", folder), h.table(time_rows(summary), TIME_COLUMNS, numeric=tuple(range(1, 11))),
              "<p class=muted>Seconds as each run measured them; a restart wait is a SIGKILL to the restarted "
              f"worker's first record. {escape(cpu_line(summary))}</p>"]
-    body += [_head("Parameters and environment"),
+    body += [_head("Parameters and environment", folder),
              h.table([("arguments", " ".join(map(str, summary.get("command_args", [])))),
                       ("wall seconds", fmt(summary["timings"]["wall_seconds"])),
                       ("experiments at a time", summary_line(summary.get("scheduling"), summary.get("parallel", 1)))] +

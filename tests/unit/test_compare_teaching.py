@@ -66,3 +66,12 @@ def test_compare_html_names_the_targets_and_the_date(tmp_path):
     c = compare(three(tmp_path))
     page = to_html(c, "2026-12-07")
     assert "<title>compare a vs b vs c (2026-12-07)</title>" in page
+
+
+def test_compare_html_names_the_docs_entry_on_comparing(tmp_path, monkeypatch):
+    """Printed to stdout, the page has no folder to link from: it names the entry's path in the repository."""
+    monkeypatch.delenv("HARNESS_DOCS_URL", raising=False)
+    page = to_html(compare(three(tmp_path)), "2026-12-07")
+    assert "<code>docs/reading-a-report.md#compare-runs</code>" in page
+    monkeypatch.setenv("HARNESS_DOCS_URL", "http://127.0.0.1:8000")
+    assert "href='http://127.0.0.1:8000/reading-a-report/#compare-runs'" in to_html(compare(three(tmp_path)))

@@ -114,6 +114,23 @@ def test_the_readme_stays_short_and_every_page_stands_alone():
         assert not found, f"{path.name} refers to texts the reader does not have: {found}"
 
 
+FIRST_SCREEN = 40     # lines of the README a newcomer sees before scrolling
+
+
+def test_the_readmes_first_screen_has_what_a_newcomer_looks_for():
+    """The two commands, what the output means, the command that shows where Kafka's exactly-once stops,
+    and where the own-consumer and CI instructions are, all before the first scroll."""
+    first = "\n".join((ROOT / "README.md").read_text().splitlines()[:FIRST_SCREEN])
+    wanted = {"the run command": "./scripts/setup.sh && .venv/bin/harness run offset-before",
+              "the test command": "./scripts/setup.sh && .venv/bin/python -m pytest -q",
+              "what the output means": "`as-predicted` (exit 0)",
+              "where the output is explained": "(#what-a-run-prints)",
+              "the EOS-limits command": "`harness suite --experiments eos,eos-boundary,eos-dedupe`",
+              "your own consumer": "(#crash-test-your-own-consumer)", "CI": "(#use-it-in-ci)"}
+    missing = [what for what, text in wanted.items() if text not in first]
+    assert not missing, f"not on the README's first {FIRST_SCREEN} lines: {missing}"
+
+
 def test_the_readmes_links_reach_their_pages_and_sections(site):
     readme = (ROOT / "README.md").read_text()
     links = re.findall(r"\]\((docs/[a-z-]+)\.md(?:#([a-z0-9-]+))?\)", readme)
@@ -179,3 +196,17 @@ def test_an_unknown_generated_part_fails_the_page():
     assert "offset-before" in generated.on_page_markdown("<!-- generated: experiments -->", fake, None, None)
     with pytest.raises(ValueError, match="unknown generated part 'nope'"):
         generated.on_page_markdown("a\n<!-- generated: nope -->\n", fake, None, None)
+
+
+def test_the_committed_reference_reports_link_to_the_docs_page_that_exists():
+    """Their pages are opened in the repository: each heading's link there reaches docs/reading-a-report.md
+    and an anchor it has."""
+    anchors = set(re.findall(r"^#+ (.+?)(?: \{#([a-z-]+)\})?$", (ROOT / "docs" / "reading-a-report.md").read_text(),
+                             re.M))
+    ids = {a or re.sub(r"[^a-z0-9 -]", "", t.lower()).replace(" ", "-") for t, a in anchors}
+    pages = sorted((ROOT / "reports" / "reference").rglob("*.html"))
+    broken = [(p.relative_to(ROOT), href) for p in pages
+              for href in re.findall(r"href='([^']*reading-a-report[^']*)'", p.read_text())
+              if not ((p.parent / href.partition("#")[0]).resolve() == ROOT / "docs" / "reading-a-report.md"
+                      and href.partition("#")[2] in ids)]
+    assert pages and not broken, broken[:5]

@@ -101,8 +101,8 @@ def assert_terminal_safe(text: str, benign: str | None = None):
         assert len(text.splitlines()) == len(benign.splitlines())
 
 
-def renders(data: dict) -> tuple[str, str]:
-    return markdown.render(RunReport(data)), html.render(RunReport(data))
+def renders(data: dict, folder=None) -> tuple[str, str]:
+    return markdown.render(RunReport(data)), html.render(RunReport(data), folder)
 
 
 # -- report.md and report.html -------------------------------------------------------------------
@@ -167,7 +167,7 @@ def test_harness_report_on_a_valid_but_hostile_report_writes_safe_pages(tmp_path
     proc = harness("report", str(folder))
     assert proc.returncode == 0, proc.stderr
     twin = json.loads(json.dumps(d).replace(json.dumps(HOSTILE)[1:-1], "x"))   # the same with "x" for HOSTILE
-    md_x, html_x = renders(twin)
+    md_x, html_x = renders(twin, folder)
     md_h, html_h = (folder / "report.md").read_text(), (folder / "report.html").read_text()
     assert "INJECTED" in md_h and "INJECTED" in html_h
     assert_markdown_safe(md_h, md_x)

@@ -2,6 +2,7 @@
 
 import json
 import re
+from pathlib import Path
 from html.parser import HTMLParser
 
 from harness.reporting import html, markdown
@@ -175,24 +176,46 @@ def test_a_timed_faults_facts_are_not_under_its_times_heading():
         (["what", "value"], ["state", "pause seconds", "zombie exit code", "fenced", "fenced error"])]
 
 
-def test_each_section_heading_links_to_the_docs_entry_on_it(monkeypatch):
-    """Every <h2> of report.html is followed by its link into docs/reading-a-report.md (a repository path by
-    default, a served site's page with HARNESS_DOCS_URL); the anchors exist there (test_docs_site.py)."""
+def reaches(folder, href: str, anchor: str) -> bool:
+    """The link `href`, followed from a page in `folder`, opens the docs page's file at `anchor`."""
+    path, _, fragment = href.partition("#")
+    target = folder / path
+    return fragment == anchor and target.resolve() == (html.DOCS_DIR / f"{html.DOCS_PAGE}.md").resolve()
+
+
+def test_each_section_heading_links_to_the_docs_entry_on_it(monkeypatch, tmp_path):
+    """Every <h2> of report.html is followed by its link into docs/reading-a-report.md, which a click
+    reaches from the folder the report is written in (a served site's page with HARNESS_DOCS_URL); the
+    anchors exist there (test_docs_site.py)."""
     d = sample()
     d["fault_details"] = {"planned-crash": {"planned": 100}}
     monkeypatch.delenv("HARNESS_DOCS_URL", raising=False)
-    page = html.render(RunReport(d))
-    heads = re.findall(r"<h2[^>]*>(.*?)</h2>(<p class=doc><a href='([^']*)')?", page)
-    assert len(heads) >= 10 and "Fault: planned-crash" in [h for h, _, _ in heads]
-    assert [h for h, link, _ in heads if not link] == [], "headings without their docs link"
-    assert {href for _, _, href in heads} >= {"docs/reading-a-report.md#scoreboard",
-                                              "docs/reading-a-report.md#faults",
-                                              "docs/reading-a-report.md#audit-it-yourself"}
+    for folder in (tmp_path / "reports" / "run-1", tmp_path.parent):
+        page = html.render(RunReport(d), folder)
+        heads = re.findall(r"<h2[^>]*>(.*?)</h2>(<p class=doc><a href='([^']*)'[^>]*>([^<]*)</a>)?", page)
+        assert len(heads) >= 10 and "Fault: planned-crash" in [h for h, *_ in heads]
+        assert [h for h, link, *_ in heads if not link] == [], "headings without their docs link"
+        links = {href: shown for _, _, href, shown in heads}
+        for anchor in ("scoreboard", "faults", "audit-it-yourself"):
+            href = next(x for x in links if x.endswith(f"#{anchor}"))
+            assert reaches(folder, href, anchor), f"{href} from {folder} does not reach the docs page"
+            assert links[href] == f"docs/reading-a-report.md#{anchor}"
     monkeypatch.setenv("HARNESS_DOCS_URL", "http://127.0.0.1:8000/")
     assert "href='http://127.0.0.1:8000/reading-a-report/#timeline'" in html.render(RunReport(d))
 
 
-def test_each_heading_of_the_suite_page_links_to_the_docs_entry_on_it(monkeypatch):
+def test_without_the_docs_pages_or_a_folder_a_heading_names_the_page_and_links_nowhere(monkeypatch, tmp_path):
+    """A page with no folder cannot say where the docs are from it, and an installed package carries no docs
+    pages: no link that would lead nowhere, the page's path as text."""
+    monkeypatch.delenv("HARNESS_DOCS_URL", raising=False)
+    text = "<p class=doc>explained in the harness repository's <code>docs/reading-a-report.md#scoreboard</code>"
+    pages = [html.render(RunReport(sample()))]
+    monkeypatch.setattr(html, "DOCS_DIR", tmp_path / "no-docs")
+    pages.append(html.render(RunReport(sample()), tmp_path))
+    assert all(text in page and "class=doc><a" not in page for page in pages)
+
+
+def test_each_heading_of_the_suite_page_links_to_the_docs_entry_on_it(monkeypatch, tmp_path):
     """suite.html too: every <h2> is followed by its link into docs/reading-a-report.md, one per section."""
     from harness.reporting.suite_report import SECTION_ANCHORS, render_html
     d = sample()
@@ -201,9 +224,9 @@ def test_each_heading_of_the_suite_page_links_to_the_docs_entry_on_it(monkeypatc
     summary = {"suite_id": "s", "conclusion": "c", "experiments": [run], "timings": {"wall_seconds": 3},
                "environment": {}, "command_args": []}
     monkeypatch.delenv("HARNESS_DOCS_URL", raising=False)
-    heads = re.findall(r"<h2[^>]*>(.*?)</h2>(<p class=doc><a href='([^']*)')?", render_html(summary))
+    heads = re.findall(r"<h2[^>]*>(.*?)</h2>(<p class=doc><a href='([^']*)')?", render_html(summary, tmp_path))
     assert [h for h, link, _ in heads if not link] == [], "headings without their docs link"
     assert [h for h, _, _ in heads] == list(SECTION_ANCHORS)
-    assert [href for _, _, href in heads] == [f"docs/reading-a-report.md#{a}" for a in SECTION_ANCHORS.values()]
+    assert all(reaches(tmp_path, href, a) for (_, _, href), a in zip(heads, SECTION_ANCHORS.values())), heads
     monkeypatch.setenv("HARNESS_DOCS_URL", "http://127.0.0.1:8000")
     assert "href='http://127.0.0.1:8000/reading-a-report/#suite-time'" in render_html(summary)
