@@ -1,10 +1,14 @@
-"""Produce one record with nothing but the standard library: `python3 raw_kafka_produce.py HOST:PORT TOPIC KEY VALUE`.
+"""Produce one record with nothing but the standard library: `python3 raw_kafka_produce.py HOST:PORT TOPIC KEY VALUE`;
+or change a cluster-wide broker setting: `python3 raw_kafka_produce.py --alter-broker-default HOST:PORT NAME VALUE`.
 
 Another local user of the machine has no access to the harness's virtual environment (it lives in root's
 home), but any user can run the system's python3 and open a socket to a broker listening on 127.0.0.1.
 This speaks the few bytes of Kafka's wire protocol a produce takes (Produce v3, one record batch of one
 record, acks=1, partition 0: the local stack has one broker) and prints the answer as one line of JSON:
 {"error": <Kafka error code>, "partition": 0, "offset": <the record's offset>}.
+The setting is changed as Kafka's own admin client does it with `bootstrap.controllers` (the review's case 8 of
+issue 53): IncrementalAlterConfigs v0 for every broker's default, sent to the controller listener; it prints
+{"error": <Kafka error code>}. A listener that wants a login closes the connection: EOFError, exit 1.
 """
 
 import json
@@ -63,6 +67,20 @@ def produce(bootstrap: str, topic: str, key: bytes, value: bytes) -> dict:
     return {"error": error, "partition": partition, "offset": offset}
 
 
+def alter_broker_default(bootstrap: str, name: str, value: str) -> dict:
+    """SET `name` = `value` in every broker's dynamic default config (resource BROKER, name "")."""
+    host, port = bootstrap.rsplit(":", 1)
+    request = (struct.pack(">hhi", 44, 0, 1) + _string("stranger")
+               + struct.pack(">ib", 1, 4) + _string("") + struct.pack(">i", 1)
+               + _string(name) + struct.pack(">b", 0) + _string(value) + struct.pack(">b", 0))
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(struct.pack(">i", len(request)) + request)
+        size = struct.unpack(">i", _read(s, 4))[0]
+        data = _read(s, size)
+    (error,) = struct.unpack_from(">h", data, 4 + 4 + 4)  # correlation id, throttle time, responses
+    return {"error": error}
+
+
 def _read(s, n: int) -> bytes:
     data = b""
     while len(data) < n:
@@ -74,4 +92,7 @@ def _read(s, n: int) -> bytes:
 
 
 if __name__ == "__main__":
-    print(json.dumps(produce(sys.argv[1], sys.argv[2], sys.argv[3].encode(), sys.argv[4].encode())))
+    if sys.argv[1] == "--alter-broker-default":
+        print(json.dumps(alter_broker_default(*sys.argv[2:5])))
+    else:
+        print(json.dumps(produce(sys.argv[1], sys.argv[2], sys.argv[3].encode(), sys.argv[4].encode())))

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from . import anomalies as anomaly_classes
 from . import deliveries as delivery_log
 from . import output_watcher
-from .foreign import read_foreign
+from .foreign import placements, read_foreign
 from .effects import EffectCounts, count_effects, integrity, split_missing
 from .accounts import audit_accounts, read_accounts
 from .kafka_output import audit_output, audited, read_ids
@@ -94,10 +94,12 @@ def observe_run(exp, stack, names, amounts: dict, positions: dict | None, commit
     """`histories`: the workers' (checker/histories.py), None when the run kept none; `concurrent`:
     {(partition, offset): key} of the output topic as a read_committed reader saw it during the run;
     `reused`: id -> the request the run produced again under that id (workload/reused_payments.py); `secret`: the
-    run's producer's (workload/signature.py): the input topic is read for records it did not write."""
+    run's producer's (workload/signature.py): the input topic is read for records it did not write, copies of
+    its own at places it was not acknowledged for (`positions`, `reused`) included."""
     a = Observation()
     if secret is not None:
-        a.foreign = foreign_reader(stack.bootstrap_servers, names.input_topic, secret)
+        a.foreign = foreign_reader(stack.bootstrap_servers, names.input_topic, secret,
+                                   placements(positions, reused))
         if a.foreign.error:
             a.evidence.errors.append(a.foreign.error)
         elif a.foreign.failure():

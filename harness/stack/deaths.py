@@ -5,7 +5,8 @@ the clients printed their reconnection errors. On the local stack the harness kn
 processes (their pid records: pid, start time, ports), so `StackWatch` looks at them about every
 second; once one is gone (or its pid is another process now) the run ends `incomplete`, naming it by
 its pid and port. It is ticked by the supervisor as a fault is (tick, stops_run), without being one:
-it is not in the report's list of faults.
+it is not in the report's list of faults. A worker that keeps failing (a killed PostgreSQL makes every
+attempt exit at once) is not blamed before the watch has looked once more (look_now).
 
 A death the run causes on purpose is not one to stop for: with a fault that kills or stops Kafka
 nodes (broker-kill, leader-kill, the network faults) the nodes are not watched, only PostgreSQL.
@@ -79,6 +80,12 @@ class StackWatch:
         if dead is not None:
             self.died = (f"the stack's {dead.words()} died during the run, and nothing the run did killed it: "
                          "the run cannot go on")
+
+    def look_now(self) -> None:
+        """Look at once, however recent the last look: the supervisor asks before it blames the workers for
+        failures that a dead service caused (they fail faster than the watch looks)."""
+        self._next = 0.0
+        self.tick()
 
     def busy(self) -> bool:
         return False

@@ -230,12 +230,16 @@ class Supervisor:
                     s.proc.wait()
 
     def _give_up(self, s: Slot, rc: int) -> bool:
-        """A slot that failed MAX_UNPLANNED_FAILURES times ends the run as incomplete, saying where to look."""
+        """A slot that failed MAX_UNPLANNED_FAILURES times ends the run as incomplete, saying where to look; or
+        naming what the stack's watch sees dead now (its PostgreSQL killed: workers fail faster than it looks)."""
         if s.unplanned_failures < MAX_UNPLANNED_FAILURES:
             return False
-        self.result.status, self.result.gave_up_on = "incomplete", s.name
-        self.result.reason = (f"worker {s.name} failed {s.unplanned_failures} times "
-                              f"(exit {rc}); see {self.logs / (s.name + '.log')}")
+        for f in self.faults:
+            getattr(f, "look_now", lambda: None)()
+        dead = next((why for f in self.faults if (why := f.stops_run())), None)
+        self.result.status, self.result.gave_up_on = "incomplete", None if dead else s.name
+        self.result.reason = dead or (f"worker {s.name} failed {s.unplanned_failures} times "
+                                      f"(exit {rc}); see {self.logs / (s.name + '.log')}")
         return True
 
     def _described(self, s: Slot, rc: int) -> bool:

@@ -8,6 +8,8 @@ that topic by someone who is not the run's producer (a plain Kafka client of thi
 user the test makes, with nothing but the system's python3), and the consumer goes on: the correct
 example consumer, which applies the intruder's payment like any other. The report names that record by
 its partition and offset, says who wrote it is unknown to the run, and counts none of the run's own.
+A replay (one of the run's own marked records written again, header and all, by a plain client) is
+named the same way, with the place of the run's own record it copies.
 """
 
 import json
@@ -36,11 +38,16 @@ def _wait_for(path, seconds: float) -> str:
     raise AssertionError(f"{path} never written")
 
 
-def _plain_client(stack, topic: str, key: str, value: bytes, request) -> tuple[int, int]:
+def _intruder() -> tuple[str, bytes]:
+    key = f"intruder-{uuid.uuid4().hex[:6]}\x1b[31m"           # with an escape, shown escaped
+    return key, json.dumps({"id": key, "amount": 5}).encode()
+
+
+def _produce(stack, topic: str, key: bytes, value: bytes, headers=None) -> tuple[int, int]:
     from confluent_kafka import Producer
     placed = []
     p = Producer({"bootstrap.servers": stack["bootstrap_servers"], "log_level": 0})   # not the run's producer
-    p.produce(topic, key=key.encode(), value=value,
+    p.produce(topic, key=key, value=value, headers=headers,
               on_delivery=lambda err, m: placed.append((err, m.partition(), m.offset())))
     assert p.flush(30) == 0
     (err, partition, offset), = placed
@@ -48,17 +55,43 @@ def _plain_client(stack, topic: str, key: str, value: bytes, request) -> tuple[i
     return partition, offset
 
 
-def _another_local_user(stack, topic: str, key: str, value: bytes, request) -> tuple[int, int]:
+def _plain_client(stack, topic: str, request) -> dict:
+    key, value = _intruder()
+    partition, offset = _produce(stack, topic, key.encode(), value)
+    return {"partition": partition, "offset": offset, "key": key, "id": key, "copy_of": None}
+
+
+def _another_local_user(stack, topic: str, request) -> dict:
     user = request.getfixturevalue("local_user")
+    key, value = _intruder()
     got = as_user(user, "/usr/bin/python3", str(ROOT / "tests" / "raw_kafka_produce.py"), stack["bootstrap_servers"],
                   topic, key, value.decode())
     assert got.returncode == 0, got.stderr
     answer = json.loads(got.stdout)
     assert answer["error"] == 0, answer
-    return answer["partition"], answer["offset"]
+    return {"partition": answer["partition"], "offset": answer["offset"], "key": key, "id": key, "copy_of": None}
 
 
-@pytest.mark.parametrize("write", [_plain_client, _another_local_user], ids=["plain-client", "another-local-user"])
+def _replayed_copy(stack, topic: str, request) -> dict:
+    """One of the run's own records read back and written again as it is: key, value and its valid mark."""
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": stack["bootstrap_servers"], "group.id": f"replay-{uuid.uuid4().hex[:8]}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False, "log_level": 0})
+    c.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 60
+        while (m := c.poll(1.0)) is None or m.error():
+            assert time.monotonic() < deadline, "none of the run's records could be read"
+    finally:
+        c.close()
+    partition, offset = _produce(stack, topic, m.key(), m.value(), m.headers())
+    key = m.key().decode()
+    return {"partition": partition, "offset": offset, "key": key, "id": key,
+            "copy_of": [m.partition(), m.offset()]}
+
+
+@pytest.mark.parametrize("write", [_plain_client, _another_local_user, _replayed_copy],
+                         ids=["plain-client", "another-local-user", "replayed-copy"])
 def test_a_record_written_by_another_client_is_named_with_its_offset(plaintext_stack, tmp_path, write, request):
     stack = plaintext_stack
     topic_file, go = tmp_path / "topic", tmp_path / "go"
@@ -74,8 +107,8 @@ def test_a_record_written_by_another_client_is_named_with_its_offset(plaintext_s
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=die_with_parent)
     try:
         topic = _wait_for(topic_file, 300)
-        key = f"intruder-{uuid.uuid4().hex[:6]}\x1b[31m"           # with an escape, shown escaped
-        partition, offset = write(stack, topic, key, json.dumps({"id": key, "amount": 5}).encode(), request)
+        written = write(stack, topic, request)
+        partition, offset, key = written["partition"], written["offset"], written["key"]
         go.write_text("go")
         stdout, stderr = run.communicate(timeout=600)
         assert run.returncode == 1, stderr[-3000:]                   # unexpected
@@ -84,10 +117,14 @@ def test_a_record_written_by_another_client_is_named_with_its_offset(plaintext_s
         assert d["verdict"] == "unexpected"
         found = d["input_foreign_records"]
         assert found["count"] == 1, found                            # none of the run's own 200 payments
-        assert found["records"] == [{"partition": partition, "offset": offset, "key": key, "id": key}]
+        assert found["records"] == [written]
         failed = [f for f in d["verdict_detail"]["failed"] if f.startswith("input topic foreign records")]
         assert len(failed) == 1, d["verdict_detail"]["failed"]
-        assert f"partition {partition} offset {offset} key intruder-" in failed[0]
+        assert f"partition {partition} offset {offset} key {key[:9]}" in failed[0]
+        if written["copy_of"]:
+            assert "(1 of them copies of the run's own records)" in failed[0] and \
+                f"(a copy of the run's record at partition {written['copy_of'][0]} offset " \
+                f"{written['copy_of'][1]})" in failed[0], failed[0]
         assert "who wrote them is unknown to the run" in failed[0] and "\x1b" not in failed[0]
         md = (out / "report.md").read_text()
         assert f"partition {partition} offset {offset}" in md and "unknown to the run" in md

@@ -48,8 +48,23 @@ def _new_input_topic(bootstrap: str, before: set, within_s: float = 120) -> str:
     raise AssertionError("no run's input topic appeared")
 
 
-def test_a_client_without_a_login_cannot_write_into_a_running_runs_input(stack, tmp_path):
+def _broker_setting(bootstrap: str, name: str) -> str:
+    """The value of a broker setting on the stack's node, as the harness's login sees it."""
+    from confluent_kafka.admin import ConfigResource
+    admin = AdminClient(kafka_login.config(bootstrap))
+    node = ConfigResource(ConfigResource.Type.BROKER, str(next(iter(admin.list_topics(timeout=10).brokers))))
+    return admin.describe_configs([node])[node].result(timeout=30)[name].value
+
+
+def test_a_client_without_a_login_cannot_write_into_a_running_runs_input(stack, stack_home, tmp_path, local_user):
+    """Cases 7 and 8 of issue 53: besides a client of this test, another local user the test makes, with nothing
+    but the system's python3 (tests/raw_kafka_produce.py), can neither produce into a running run's input topic
+    nor change every broker's default setting through the controller listener (Kafka's own admin client does
+    that with `bootstrap.controllers`); on an `--auth none` stack both go through."""
+    from tests.conftest import ROOT, as_user
+    raw = ["/usr/bin/python3", str(ROOT / "tests" / "raw_kafka_produce.py")]
     boot = stack["bootstrap_servers"]
+    controller = f"127.0.0.1:{json.loads((stack_home / 'stack.json').read_text())['controller_port']}"
     before = set(AdminClient(kafka_login.config(boot)).list_topics(timeout=10).topics)
     out, done = tmp_path / "run", {}
     t = threading.Thread(target=lambda: done.update(proc=harness(
@@ -58,9 +73,16 @@ def test_a_client_without_a_login_cannot_write_into_a_running_runs_input(stack, 
     try:
         topic = _new_input_topic(boot, before)
         err = _produce_once(boot, {}, topic)         # a plaintext client, as any local user's
+        stranger = as_user(local_user, *raw, boot, topic, "forged", '{"id": "forged", "amount": 1}')
+        altered = as_user(local_user, *raw, "--alter-broker-default", controller, "log.cleaner.threads", "3")
     finally:
         t.join()
     assert err is not None, "a client without a login wrote into the run's input topic"
+    assert stranger.returncode != 0 and "closed the connection" in stranger.stderr, \
+        f"another local user wrote into the run's input topic: {stranger.stdout}"
+    assert altered.returncode != 0 and "closed the connection" in altered.stderr, \
+        f"another local user changed a broker setting through the controller listener: {altered.stdout}"
+    assert _broker_setting(boot, "log.cleaner.threads") != "3"
     assert done["proc"].returncode == 0, done["proc"].stderr[-3000:]
     d = json.loads((out / "report.json").read_text())
     assert d["verdict"] == "as-predicted" and d["stack"]["input_topic"] == topic

@@ -1,7 +1,8 @@
-"""The local stack's broker SIGKILLed while the workers run: the run notices within seconds and ends
-`incomplete`, naming the node by its pid and port, instead of waiting out its time limit.
+"""The local stack's broker (or PostgreSQL) SIGKILLed while the workers run: the run notices within seconds
+and ends `incomplete`, naming the service by its pid and port, instead of waiting out its time limit.
 
-It destroys its stack, so it starts one of its own (and purges it after).
+Each destroys its stack, so it starts one of its own (and purges it after). The broker's is in the default
+run; PostgreSQL's, the same watch of another service (about 40 s), is slow (nightly).
 """
 
 import json
@@ -43,10 +44,19 @@ def _working(out) -> bool:
 
 
 def test_a_killed_broker_ends_the_run_naming_it(own_stack, tmp_path):
+    _kill_mid_run(own_stack, tmp_path, "kafka", "Kafka node kafka")
+
+
+@pytest.mark.slow
+def test_a_killed_postgresql_ends_the_run_naming_it(own_stack, tmp_path):
+    _kill_mid_run(own_stack, tmp_path, "postgres", "PostgreSQL")
+
+
+def _kill_mid_run(own_stack, tmp_path, service: str, named: str):
     from harness.core.procs import die_with_parent
     home, env = own_stack
     pids = json.loads(harness("status", "--json", env=env, check=True).stdout)["pids"]
-    broker = pids["kafka"]
+    broker = pids[service]
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "offset-before", "--messages", "50000", "--crash-rate", "0",
                              "--time-limit", str(TIME_LIMIT_S), "--quiet", "--out", str(out)],
@@ -68,4 +78,4 @@ def test_a_killed_broker_ends_the_run_naming_it(own_stack, tmp_path):
     report = json.loads((out / "report.json").read_text())
     reason = report["verdict_detail"]["reason"]
     assert report["verdict"] == "incomplete", report["verdict"]
-    assert f"Kafka node kafka (pid {broker}, port " in reason and "died" in reason, reason
+    assert f"{named} (pid {broker}, port " in reason and "died" in reason, reason

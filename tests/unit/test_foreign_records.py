@@ -58,7 +58,7 @@ def _observe(found: foreign.Foreign):
     stack = SimpleNamespace(bootstrap_servers="127.0.0.1:1", postgres_dsn="")
     names = SimpleNamespace(input_topic="harness.r.input")
     return observe_run(exp, stack, names, {}, {}, {}, True, secret=SECRET,
-                       foreign_reader=lambda b, t, s: found)
+                       foreign_reader=lambda b, t, s, placed: found)
 
 
 def test_a_foreign_record_makes_the_verdict_unexpected_and_says_who_wrote_it_is_unknown():
@@ -67,7 +67,8 @@ def test_a_foreign_record_makes_the_verdict_unexpected_and_says_who_wrote_it_is_
     assert v.verdict == "unexpected"
     assert any("partition 0 offset 1000 key intruder id pay-000001" in f and "unknown to the run" in f
                for f in v.failed), v.failed
-    assert a.foreign.as_dict()["records"] == [{"partition": 0, "offset": 1000, "key": "intruder", "id": "pay-000001"}]
+    assert a.foreign.as_dict()["records"] == [{"partition": 0, "offset": 1000, "key": "intruder", "id": "pay-000001",
+                                               "copy_of": None}]
 
 
 def test_an_unreadable_input_topic_is_an_audit_error_never_no_foreign_record():
@@ -75,3 +76,56 @@ def test_an_unreadable_input_topic_is_an_audit_error_never_no_foreign_record():
     v = judge(Prediction(exact=False), a.metrics, a.evidence)
     assert v.verdict == "audit-failed" and a.foreign.as_dict()["count"] is None
     assert _observe(foreign.Foreign(0)).evidence.integrity == []
+
+
+VALUE = b'{"id": "pay-000007", "amount": 100}'
+
+
+def test_a_copy_of_the_runs_own_record_elsewhere_is_foreign_and_named_with_the_original():
+    """A replay: someone wrote one of the run's marked records again (same key, value and header). Its mark is
+    valid, but the run's producer was acknowledged for that key at partition 1 offset 7 only."""
+    placed = foreign.placements({"pay-000007": (1, 7)}, None)
+    headers = _mark(b"pay-000007", VALUE)
+    assert foreign.unsigned(SECRET, 1, 7, b"pay-000007", VALUE, headers, placed) is None, "the run's own"
+    copy = foreign.unsigned(SECRET, 1, 212, b"pay-000007", VALUE, headers, placed)
+    assert copy is not None and (copy.partition, copy.offset, copy.copy_of) == (1, 212, [1, 7])
+    f = foreign.tally([copy, foreign.Record(0, 3, "forged", None)])
+    assert (f.count, f.copies) == (2, 1)
+    text, places = f.failure()
+    assert "2 record(s) in the input topic were not written by this run's producer (1 of them copies of the " \
+        "run's own records)" in text
+    assert places[1] == "partition 1 offset 212 key pay-000007 (a copy of the run's record at " \
+        "partition 1 offset 7)"
+    assert f.as_dict()["records"][1]["copy_of"] == [1, 7]
+
+
+def test_a_marked_record_the_run_was_never_acknowledged_for_is_not_called_a_copy():
+    """A send a time limit cut short may still be in the log: its key has no acknowledged place, so it is the
+    run's (not foreign); and without the positions nothing is called a copy."""
+    headers = _mark(b"pay-000007", VALUE)
+    assert foreign.unsigned(SECRET, 0, 9, b"pay-000007", VALUE, headers, foreign.placements({"pay-1": (0, 1)}, None)) \
+        is None
+    assert foreign.unsigned(SECRET, 0, 9, b"pay-000007", VALUE, headers, None) is None
+    assert foreign.placements(None, None) is None
+
+
+def test_a_request_the_run_produced_again_with_a_reused_id_is_its_own():
+    """key-reuse: the run itself writes an id twice (another amount), each acknowledged at its own place."""
+    from harness.workload.reused_payments import Reused
+    placed = foreign.placements({"pay-000007": (0, 7)}, {"pay-000007": Reused("pay-000007", 5, 0, 300)})
+    again = b'{"id": "pay-000007", "amount": 5}'
+    assert foreign.unsigned(SECRET, 0, 300, b"pay-000007", again, _mark(b"pay-000007", again), placed) is None
+    assert foreign.unsigned(SECRET, 0, 301, b"pay-000007", again, _mark(b"pay-000007", again), placed).copy_of \
+        == [0, 7]
+
+
+def test_the_audit_hands_the_reader_every_place_the_run_was_acknowledged_for():
+    from harness.workload.reused_payments import Reused
+    seen = {}
+    exp = SimpleNamespace(stores=SimpleNamespace(ledger=False, accounts=False, output_topic=False, output=False,
+                                                 deliveries=False, events=False))
+    observe_run(exp, SimpleNamespace(bootstrap_servers="127.0.0.1:1", postgres_dsn=""),
+                SimpleNamespace(input_topic="harness.r.input"), {}, {"a": (0, 1), "b": (1, 4)}, {}, True,
+                reused={"a": Reused("a", 3, 0, 9)}, secret=SECRET,
+                foreign_reader=lambda b, t, s, placed: seen.update(placed=placed) or foreign.Foreign(0))
+    assert seen["placed"] == {"a": {(0, 1), (0, 9)}, "b": {(1, 4)}}

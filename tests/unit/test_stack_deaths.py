@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+import time
 
 from harness.core import procs
 from harness.stack.deaths import WATCH_EVERY_S, StackWatch, Watched
@@ -80,3 +81,36 @@ def test_a_run_that_kills_brokers_on_purpose_watches_postgresql_only(monkeypatch
     finally:
         p.kill()
         p.wait()
+
+
+def test_looking_now_names_a_death_before_the_next_look_is_due():
+    p = _sleeper()
+    try:
+        w = StackWatch([Watched("postgres", p.pid, procs.start_time(p.pid), 15432)], "watching")
+        w.tick(now=time.monotonic())
+        p.kill()
+        p.wait()
+        assert w.stops_run() is None
+        w.look_now()
+        assert "PostgreSQL (pid %d, port 15432) died" % p.pid in w.stops_run()
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_workers_that_keep_failing_because_the_stacks_postgresql_died_are_not_blamed(tmp_path):
+    """Every attempt exits at once after PostgreSQL is SIGKILLed: five failures come before the watch's next
+    look. The run ends naming the dead service, not the worker (and not as a command that cannot start)."""
+    from tests.unit.test_supervisor_and_faults import supervisor
+    p = _sleeper()
+    w = StackWatch([Watched("postgres", p.pid, procs.start_time(p.pid), 15432)], "watching")
+    w.tick(now=time.monotonic())
+    p.kill()
+    p.wait()
+    w._next = float("inf")            # its next regular look never comes during the run
+    r = supervisor(tmp_path, "fail", faults=[w]).run()
+    assert r.status == "incomplete" and r.gave_up_on is None
+    assert r.reason.startswith("the stack's PostgreSQL (pid %d, port 15432) died during the run" % p.pid), r.reason
+    (tmp_path / "alone").mkdir()
+    alone = supervisor(tmp_path / "alone", "fail", faults=[StackWatch([], "watching nothing")]).run()
+    assert alone.gave_up_on == "w0" and "failed 5 times (exit 1)" in alone.reason
