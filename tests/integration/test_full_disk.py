@@ -100,6 +100,8 @@ def test_a_consumer_flooding_stdout_cannot_fill_the_report_folder(stack, tmp_pat
         d = json.loads((out / "report.json").read_text())
         assert d["verdict"] == "as-predicted"
         dropped = d["worker_logs"]["dropped_bytes"]["w0"]
-        assert dropped is not None and dropped > 100_000_000, d["worker_logs"]
+        # more than the folder holds was written past the cap (how much of the 200 MB the harness read before
+        # the run ended depends on the machine's pace, so not all of it is asserted)
+        assert dropped is not None and dropped > 32 * 1024 * 1024, d["worker_logs"]
         assert (out / "workers" / "w0.log").stat().st_size < CAP_BYTES + 4096
         assert "bytes of this process's output dropped" in (out / "workers" / "w0.log").read_text(errors="replace")
