@@ -70,3 +70,18 @@ def test_many_runs_that_did_not_hold_are_counted_in_a_short_sentence():
     assert sentence == ("It did not hold in 11 experiments: 4 lost payments, 7 applied payments twice (each one's "
                         "counts are in the table)")
     assert len(sentence) <= 160
+
+
+def test_a_run_the_suites_interrupt_stopped_before_its_report_is_interrupted_not_failed(tmp_path):
+    """Ctrl-C while a run still set up: it died without a report. The suite said 'failed' and 'No experiment
+    finished as predicted ...: eos failed', as if the run had broken rather than been stopped."""
+    from harness.run.suite_runner import _entry
+    (tmp_path / "eos.log").write_text("\ninterrupted\n")
+    entry = _entry("eos", tmp_path, -15, 4.9, stopped=True)
+    assert entry["verdict"] == "interrupted" and entry["report"] is None, entry
+    assert entry["error"] == "stopped by the suite's interrupt before it wrote a report"
+    assert conclusion([entry]).endswith(": eos interrupted.")
+    assert _entry("eos", tmp_path, -15, 4.9)["verdict"] == "failed"       # a run that died on its own failed
+    (tmp_path / "eos").mkdir()                                              # one that wrote its report keeps it
+    (tmp_path / "eos" / "report.json").write_text('{"verdict": "interrupted"}')
+    assert _entry("eos", tmp_path, 130, 9.0, stopped=True)["report"] == "eos/report.json"
