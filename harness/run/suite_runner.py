@@ -362,7 +362,7 @@ def did_not_hold(runs: list[tuple]) -> str:
         return "It did not hold in " + ", ".join(f"{n} ({lost:,} lost, {dup:,} duplicated)" for n, lost, dup in runs) + "."
     lost = sum(1 for _, n, _ in runs if n)
     dup = sum(1 for _, _, n in runs if n)
-    return (f"It did not hold in {len(runs)} experiments: {lost} lost payments, {dup} applied payments twice "
+    return (f"It did not hold in {len(runs)} experiments: {lost} of them lost payments, {dup} applied payments twice "
             f"(each one's counts are in the table).")
 
 

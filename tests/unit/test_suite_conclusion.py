@@ -67,8 +67,9 @@ def test_many_runs_that_did_not_hold_are_counted_in_a_short_sentence():
            [row(f"dupy-{i}", "as-predicted", dups=100) for i in range(7)]
     text = conclusion(rows)
     sentence = next(s for s in text.split(". ") if s.startswith("It did not hold")).rstrip(".")
-    assert sentence == ("It did not hold in 11 experiments: 4 lost payments, 7 applied payments twice (each one's "
-                        "counts are in the table)")
+    # "4 lost payments" read as four payments lost, in a suite that lost 400 of them: it counts experiments
+    assert sentence == ("It did not hold in 11 experiments: 4 of them lost payments, 7 applied payments twice (each "
+                        "one's counts are in the table)")
     assert len(sentence) <= 160
 
 
