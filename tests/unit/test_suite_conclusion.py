@@ -86,3 +86,18 @@ def test_a_run_the_suites_interrupt_stopped_before_its_report_is_interrupted_not
     (tmp_path / "eos").mkdir()                                              # one that wrote its report keeps it
     (tmp_path / "eos" / "report.json").write_text('{"verdict": "interrupted"}')
     assert _entry("eos", tmp_path, 130, 9.0, stopped=True)["report"] == "eos/report.json"
+
+
+def test_the_committed_reference_suite_says_each_thing_in_at_most_160_characters():
+    """The reference suite (what the docs and screenshots show) kept a 456-character sentence of an older
+    conclusion; its runs' summaries are held to the same bound."""
+    import json
+    import re
+    from pathlib import Path
+    suite = Path(__file__).resolve().parents[2] / "reports" / "reference" / "suite"
+    texts = [json.loads((suite / "suite.json").read_text())["conclusion"]]
+    texts += [json.loads(f.read_text())["summary"] for f in sorted(suite.glob("*/report.json"))]
+    assert len(texts) == 22
+    long = [s for t in texts for s in re.split(r"(?<=[.])\s+(?=[A-Z])", t) if len(s) > 160]
+    assert not long, long
+    assert json.loads((suite / "suite.json").read_text())["conclusion"] in (suite / "suite.md").read_text()
