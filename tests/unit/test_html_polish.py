@@ -56,6 +56,17 @@ def test_no_python_repr_in_any_report_kind(tmp_path):
     assert not reprs_in(to_html(compare(targets), "2026-12-07"))
 
 
+def test_no_python_repr_in_the_bench_pages_of_the_reference():
+    """The other HTML kinds: the benches' pages from their committed reference runs (the matrix's own check is
+    in test_matrix.py)."""
+    from harness.bench import bench_report, scale_report, streams_report
+    ref = ROOT / "reports" / "reference"
+    for module, name in ((bench_report, "bench/bench.json"), (scale_report, "bench-scale/scale.json"),
+                         (streams_report, "bench-streams/streams.json")):
+        page = module.render_html(json.loads((ref / name).read_text()))
+        assert not reprs_in(page), (name, reprs_in(page))
+
+
 def test_a_100_row_crash_table_is_folded_under_one_line():
     page = html.render(RunReport(a_run_with_everything_python_could_leak()))
     folded = re.search(r"<details class=long><summary>crashes: 100 rows \(click to show\)</summary><table>", page)
