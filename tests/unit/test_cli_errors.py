@@ -104,6 +104,7 @@ def test_help_ends_with_an_example():
 
 @pytest.mark.parametrize("args, needles", [
     (["offset-after", "--kill-point", "bogus"], ["unknown --kill-point 'bogus' for offset-after", "after-commit", "any"]),
+    (["offset-after", "--kill-point", "after-efect-before-commit"], ["for offset-after; did you mean 'after-effect-before-commit'?"]),
     (["eos", "--kill-point", "after-commit-before-effect"], ["for eos", "after-send-offsets-before-txn-commit"]),
     (["zombie", "--kill-point", "any"], ["applies to planned crashes"]),
     (["dedupe", "--fault", "nope"], ["unknown --fault 'nope'", "random-kill"]),
