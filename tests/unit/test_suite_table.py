@@ -85,3 +85,16 @@ def test_suite_md_and_html_show_no_ledger_effects_for_a_run_that_writes_no_ledge
     assert STORES_NOTE in text and STORES_NOTE in html.unescape(render_html(ref))
     assert "- **eos**: read_committed output of 1,000 payments" in text and "**eos**: eos:" not in text
     assert "<b>eos</b>: eos:" not in render_html(ref)
+
+
+def test_a_run_reports_anomaly_ids_name_the_store_they_were_counted_in():
+    """eos-boundary's Markdown listed 'duplicated (100)' under 'Anomalies (first ids)' a few lines above the
+    Jepsen table's 'duplicate | forbidden | 0', with nothing saying the first is the ledger's."""
+    from pathlib import Path
+    from harness.reporting import markdown
+    from harness.reporting.run_report import RunReport
+    ref = Path(__file__).resolve().parents[2] / "reports" / "reference" / "suite"
+    for name, store in (("eos-boundary", "database: ledger table"), ("eos", "Kafka output topic, read_committed")):
+        text = markdown.render(RunReport.load(ref / name))
+        part = text[text.index("## Anomalies (first ids)"):]
+        assert part.split("\n")[2] == f"counted in the {store}", part[:200]
