@@ -74,11 +74,15 @@ def grouped_bars(groups: list[tuple[str, list[tuple[str, int, str]]]], legend: l
 
 
 def axis_top(values: list) -> tuple[int, bool]:
-    """The top of a bar chart's axis and whether it is broken: one value more than 4 times the next largest
-    (a suite's 3,796 beside its 100s) would flatten every other bar, so the axis stops at 1.5 times that next
-    value and the taller bars are cut. Even, so the ticks at 0, top/2 and top are whole numbers."""
-    ordered = sorted({v for v in values if is_number(v) and v > 0}, reverse=True)
-    top, broken = (ordered[0] if ordered else 1), False
-    if len(ordered) > 1 and ordered[0] > 4 * ordered[1]:
-        top, broken = math.ceil(1.5 * ordered[1]), True
+    """The top of a bar chart's axis and whether it is broken. Values more than 4 times the typical one (the
+    lower median of the positive values) would flatten every other bar: a suite's 2,981 and 835 beside its
+    hundred-odd 100s, or one 3,796 beside them. Then the axis stops at 1.5 times the largest value that is not
+    (or, with one outlier, its next value) and the taller bars are cut, each labelled. Even, so the ticks at
+    0, top/2 and top are whole numbers."""
+    positive = sorted(v for v in values if is_number(v) and v > 0)
+    top, broken = (positive[-1] if positive else 1), False
+    if len(positive) > 1:
+        typical = positive[(len(positive) - 1) // 2]
+        if positive[-1] > 4 * typical:
+            top, broken = math.ceil(1.5 * max(v for v in positive if v <= 4 * typical)), True
     return (top if top % 2 == 0 or top == 1 else top + 1), broken

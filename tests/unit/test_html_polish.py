@@ -156,3 +156,16 @@ def test_the_eos_suite_chart_tells_the_lesson():
     assert bars[("eos-dedupe", "db-duplicates")] == 0 and bars[("eos", "topic-duplicates")] == 0
     assert ("eos", "db-duplicates") not in bars
     assert "duplicated in the topic (read_committed)" in render_html(summary)
+
+
+def test_the_reference_suites_chart_keeps_its_100s_readable_beside_2981_and_835():
+    """The default suite: eos-streams' 2,981 and auto-commit's 835 are each less than 4 times the other, so the
+    old rule (one value over 4 times the next) drew every 100 at a sixth of the height, in a chart already
+    shrunk to the page. The typical value (the positive values' lower median) decides now."""
+    from harness.reporting.store_chart import suite_chart
+    svg = suite_chart(json.loads((REFERENCE / "suite.json").read_text())["experiments"])
+    heights = [(int(v), float(hgt)) for v, hgt in re.findall(r'data-value="(\d+)" data-group="[^"]+" x="[^"]+" '
+                                                             r'y="[^"]+" width="22" height="([0-9.]+)"', svg)]
+    assert heights and all(hgt >= 110 for v, hgt in heights if v == 100), heights
+    assert {v: hgt for v, hgt in heights if v > 150} == {2981: 220.0, 835: 220.0}
+    assert 'class="axis-break"' in svg and ">2,981</text>" in svg and ">835</text>" in svg
