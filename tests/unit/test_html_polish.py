@@ -169,3 +169,12 @@ def test_the_reference_suites_chart_keeps_its_100s_readable_beside_2981_and_835(
     assert heights and all(hgt >= 110 for v, hgt in heights if v == 100), heights
     assert {v: hgt for v, hgt in heights if v > 150} == {2981: 220.0, 835: 220.0}
     assert 'class="axis-break"' in svg and ">2,981</text>" in svg and ">835</text>" in svg
+
+
+def test_the_axis_note_sits_under_the_legend_not_over_a_cut_bars_label():
+    """The note 'bars above N are cut' was drawn at the top right, over auto-commit's '835' in the suite chart."""
+    svg = html.bar_chart([("a", 100, 0), ("b", 0, 107), ("c", 3796, 0)])
+    note_y = float(re.search(r'class="axis-note" x="[^"]+" y="([0-9.]+)"', svg).group(1))
+    legend_y = max(float(y) for y in re.findall(r'class="legend" data-label="[^"]+" x="[^"]+" y="([0-9.]+)"', svg))
+    height = float(re.search(r'<svg [^>]*height="([0-9.]+)"', svg).group(1))
+    assert legend_y < note_y <= height, (legend_y, note_y, height)
