@@ -44,6 +44,17 @@ class ProgressUI:
             click.echo(term_lines(f"  {self.label}: {done}/{total} committed, {crashes} crashes, {restarts} restarts"),
                        err=True)
 
+    def stopping(self, workers: int | None = None) -> str:
+        """Say at once what an interrupt does now (from the signal handler, before the stop's own work), and
+        show it on the bar."""
+        text = (f"stopping: {f'{workers} worker(s)' if workers else 'the workers'} end now (a busy one is killed "
+                f"where it stands and a transaction it left open is fenced), then the stores are read and the "
+                f"interrupted report is written")
+        if self._bar is not None:
+            self._bar.update(self._task, description=f"{self.label} (stopping)")
+        self.log(text)
+        return text
+
     def log(self, message: str) -> None:
         """A line of the run's log: above the live bar on a terminal (never glued onto it)."""
         if self.quiet:

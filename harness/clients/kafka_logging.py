@@ -32,8 +32,10 @@ FILE_NAME = "kafka-clients.log"
 CLIENT_LOG_LEVEL = 6
 MAX_KEYS = 1000          # distinct messages remembered; the oldest is forgotten past this
 # Warnings that are a client's normal retry, not a problem: the file has them, the terminal does not (a fresh
-# broker still loading its coordinators answers the first producer so, and librdkafka words it as an error).
-ROUTINE = ("Coordinator load in progress: retrying",)
+# broker still loading its coordinators answers the first producer so, and librdkafka words it as an error; a
+# producer fencing a stopped worker's transactional.id is told so while the broker aborts that transaction).
+ROUTINE = ("Coordinator load in progress: retrying",
+           "another concurrent operation on the same transaction was ongoing: retrying")
 
 _lock = threading.RLock()
 

@@ -73,6 +73,6 @@ def kill_points_for(exp: Experiment, point: str | None) -> list[str]:
     if point == ANY:
         return valid
     if point not in valid:
-        raise HarnessError(f"unknown --kill-point {point!r} for {exp.name}; choose one of: "
-                           f"{', '.join(valid + [ANY])}")
+        raise HarnessError(f"unknown --kill-point {point!r} for {exp.name}; {did_you_mean(point, valid + [ANY])}"
+                           f"choose one of: {', '.join(valid + [ANY])}")
     return [point]

@@ -33,8 +33,9 @@ def grouped_bars(groups: list[tuple[str, list[tuple[str, int, str]]]], legend: l
     step = natural if slant else max(natural, need)
     below = round(0.6 * need) if slant else 0         # room for the slanted labels
     width = max(width, left + step * len(groups) + 20)
+    tall = h + 60 + below + (20 if broken else 0)       # the axis note has a line of its own, under the legend
     parts = [f'<svg id="{chart_id}" role="img" aria-label="lost and duplicated effects" style="max-width:100%;height:auto" '
-             f'width="{width}" height="{h + 60 + below}" viewBox="0 0 {width} {h + 60 + below}">']
+             f'width="{width}" height="{tall}" viewBox="0 0 {width} {tall}">']
     for frac in ((0, 1) if peak == 1 else (0, 0.5, 1)):
         y = top + h - frac * h
         parts.append(f'<line x1="{left}" x2="{width - 10}" y1="{y}" y2="{y}" stroke="#eee"/>'
@@ -62,7 +63,8 @@ def grouped_bars(groups: list[tuple[str, list[tuple[str, int, str]]]], legend: l
                      f'text-anchor="{"end" if slant else "middle"}"{turn}>{escape(label)}</text>')
     lx = left
     if broken:
-        parts.append(f'<text class="axis-note" x="{width - 10}" y="{top - 6}" text-anchor="end">bars above '
+        # Under the legend, not above the bars, where it covered the label of a cut bar near the right end.
+        parts.append(f'<text class="axis-note" x="{left}" y="{h + 75 + below}">bars above '
                      f'{fmt(peak)} are cut (axis broken); each bar is labelled with its value</text>')
     for name, color in legend:
         parts.append(f'<rect class="legend" data-label="{escape(name)}" x="{lx}" y="{h + 45 + below}" width="12" '
@@ -74,11 +76,15 @@ def grouped_bars(groups: list[tuple[str, list[tuple[str, int, str]]]], legend: l
 
 
 def axis_top(values: list) -> tuple[int, bool]:
-    """The top of a bar chart's axis and whether it is broken: one value more than 4 times the next largest
-    (a suite's 3,796 beside its 100s) would flatten every other bar, so the axis stops at 1.5 times that next
-    value and the taller bars are cut. Even, so the ticks at 0, top/2 and top are whole numbers."""
-    ordered = sorted({v for v in values if is_number(v) and v > 0}, reverse=True)
-    top, broken = (ordered[0] if ordered else 1), False
-    if len(ordered) > 1 and ordered[0] > 4 * ordered[1]:
-        top, broken = math.ceil(1.5 * ordered[1]), True
+    """The top of a bar chart's axis and whether it is broken. Values more than 4 times the typical one (the
+    lower median of the positive values) would flatten every other bar: a suite's 2,981 and 835 beside its
+    hundred-odd 100s, or one 3,796 beside them. Then the axis stops at 1.5 times the largest value that is not
+    (or, with one outlier, its next value) and the taller bars are cut, each labelled. Even, so the ticks at
+    0, top/2 and top are whole numbers."""
+    positive = sorted(v for v in values if is_number(v) and v > 0)
+    top, broken = (positive[-1] if positive else 1), False
+    if len(positive) > 1:
+        typical = positive[(len(positive) - 1) // 2]
+        if positive[-1] > 4 * typical:
+            top, broken = math.ceil(1.5 * max(v for v in positive if v <= 4 * typical)), True
     return (top if top % 2 == 0 or top == 1 else top + 1), broken

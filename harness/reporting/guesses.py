@@ -23,7 +23,7 @@ from .shared import fmt, is_number
 FILE = "guesses.json"
 RULE = ("close enough: within 10 % of the actual number, or exact when it is 0; deliveries, effects and the ledger "
         "total are judged by how far they are from the payments sent (the expected total): the redeliveries and "
-        "losses are the lesson, not the thousand payments every run has")
+        "losses are the lesson, not the payments every run has")
 
 # What a guess may be about -> (how the reports name it, where its actual number is in report data).
 METRICS = {

@@ -7,6 +7,7 @@ holding newlines, pipes, HTML or link syntax shows as text and cannot add a line
 from .recount_by_hand import commands
 from ..core.escape import fence, md, md_code
 from .legend import PREDICTED_NOTE
+from .scoreboard import main_store
 from .shared import fault_table, fmt, plain
 
 
@@ -83,7 +84,7 @@ def render(r, folder=None) -> str:
         from .consumer import markdown as consumer_section
         out += consumer_section(d["consumer"])
     an = d["anomalies"]
-    out += ["", "## Anomalies (first ids)", "",
+    out += ["", "## Anomalies (first ids)", "", f"counted in the {md(main_store(d))}", "",
             f"- lost ({md(fmt(an['lost_total']))}): {_ids(an['lost_ids'], an['lost_total'])}",
             f"- duplicated ({md(fmt(an['duplicates_total']))}): {_ids(an['duplicate_ids'], an['duplicates_total'])}"]
     svc = d.get("service")

@@ -63,9 +63,15 @@ def suite_line(summary: dict) -> str:
     return "harness suite " + (" ".join(summary.get("suite_args") or []) or "(its defaults)")
 
 
+def known(c: dict, key: str) -> str:
+    """A column's value as text, 'unknown' when it was not read (absent or null: never Python's None)."""
+    v = c.get(key)
+    return "unknown" if v is None else str(v)
+
+
 def column_heads(summary: dict) -> list[str]:
-    return [f"Kafka {c.get('release')}{client_text(c)} (metadata.version {c.get('metadata_version', 'unknown')}, "
-            f"transaction.version {c.get('transaction_version', 'unknown')})" for c in summary["columns"]]
+    return [f"Kafka {c.get('release')}{client_text(c)} (metadata.version {known(c, 'metadata_version')}, "
+            f"transaction.version {known(c, 'transaction_version')})" for c in summary["columns"]]
 
 
 def client_text(c: dict) -> str:
@@ -125,7 +131,7 @@ def render_html(summary: dict, folder: Path | None = None) -> str:
             "ledger when the experiment has one, else output records; restart: the median from a kill to the "
             "replacement's first record.</p>",
             "<h2>Releases</h2>",
-            h.table([(f"{c.get('release')}{client_text(c)}", c.get("metadata_version", "unknown"), c.get("transaction_version", "unknown"),
+            h.table([(f"{c.get('release')}{client_text(c)}", known(c, "metadata_version"), known(c, "transaction_version"),
                       fmt(c.get("exit_code")), fmt(c.get("seconds")), c.get("error", ""))
                      for c in summary["columns"]],
                     ("release", "metadata.version", "transaction.version", "suite exit", "seconds", "error"))]

@@ -11,25 +11,33 @@ from . import legend as L
 from .shared import CRASH_FAULTS, fmt
 
 
+def has_ledger(d: dict) -> bool:
+    return bool((d.get("stack") or {}).get("ledger_table")) or (d.get("ledger") or {}).get("actual_total") is not None
+
+
+def main_store(d: dict) -> str:
+    """Where a run's effects, duplicates and lost are counted: its ledger table, else its output topic."""
+    return L.LEDGER if has_ledger(d) else L.TOPIC_RC
+
+
 def rows(d: dict) -> list[tuple[str, str, str, str]]:
     """The scoreboard of report data `d`, formatted."""
     c, p, led = d["counts"], d["predicted"], d["ledger"]
-    stack = d.get("stack") or {}
-    has_ledger = bool(stack.get("ledger_table")) or led.get("actual_total") is not None
-    head = "ledger." if has_ledger else "kafka.read_committed."
-    where = L.LEDGER if has_ledger else L.TOPIC_RC
+    ledgered = has_ledger(d)
+    head = "ledger." if ledgered else "kafka.read_committed."
+    where = main_store(d)
     out = [("sent", L.INPUT, fmt(c["sent"]), ""), ("deliveries", L.WORKERS, fmt(c.get("deliveries")), "")]
-    out += [("effects" if has_ledger else "records", where, fmt(c["effects"]), ""),
+    out += [("effects" if ledgered else "records", where, fmt(c["effects"]), ""),
             ("duplicates", where, fmt(c["duplicates"]), _pred(p, "duplicates", head)),
             ("lost", where, fmt(c["lost"]), _pred(p, "lost", head))]
     if c.get("unprocessed"):
         out.append(("not yet processed", where, fmt(c["unprocessed"]), ""))
     if c.get("dedupe_hits") is not None:
         out.append(("dedupe hits", L.DEDUPE, fmt(c["dedupe_hits"]), _pred(p, "dedupe_hits", "ledger.")))
-    if has_ledger:
+    if ledgered:
         out += [("ledger total", L.LEDGER, fmt(led.get("actual_total")), ""),
                 ("expected ledger total", L.AMOUNTS, fmt(led["expected_total"]), "")]
-    out += _topic_rows(d, p, has_ledger)
+    out += _topic_rows(d, p, ledgered)
     out += _other_rows(d, p)
     return out
 

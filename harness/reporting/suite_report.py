@@ -32,6 +32,36 @@ def suite_title(summary: dict) -> str:
     return f"{what}{date} ({summary['suite_id']})"
 
 
+# Under the scoreboard: which store the effects, duplicates and lost columns count.
+STORES_NOTE = ("Effects, duplicates and lost count the Postgres ledger table; n/a for a run that writes no ledger "
+               "(its output topic's counts are in the read_committed column).")
+
+
+def counted_in_topic(r: dict) -> bool:
+    """A run that writes no ledger (eos, zombie, producer): its counts are its output topic's as read_committed
+    readers see them, which the suite shows in the output columns, not as ledger effects."""
+    rc = (r.get("kafka_output") or {}).get("read_committed")
+    return (bool(r.get("counts")) and isinstance(rc, dict) and r.get("verdict") != "audit-failed"
+            and (r.get("ledger") or {}).get("actual_total") is None)
+
+
+def store_cells(r: dict) -> tuple[str, str, str, str]:
+    """(ledger duplicates, ledger lost, topic duplicates, topic lost) of a suite row, each from its own store:
+    n/a where the run has no such store, unknown where it has one that was not measured (no report)."""
+    c, rc = r.get("counts") or {}, (r.get("kafka_output") or {}).get("read_committed")
+    if not c:
+        return ("unknown",) * 4
+    ledger = ("n/a", "n/a") if counted_in_topic(r) else (fmt(c.get("duplicates")), fmt(c.get("lost")))
+    topic = (fmt(rc.get("duplicates")), fmt(rc.get("lost"))) if isinstance(rc, dict) else ("n/a", "n/a")
+    return (*ledger, *topic)
+
+
+def one_sentence(r: dict) -> str:
+    """A run's summary without the experiment's name it starts with (the list names it already)."""
+    text, head = str(r.get("summary") or ""), f"{r.get('experiment')}: "
+    return text[len(head):] if text.startswith(head) else text
+
+
 def rows(summary: dict) -> list[tuple]:
     out = []
     for r in summary["experiments"]:
@@ -39,8 +69,9 @@ def rows(summary: dict) -> list[tuple]:
         rc, ru = ko.get("read_committed") if ko else None, ko.get("read_uncommitted") if ko else None
         ledger = (f"{fmt(led['actual_total'])} / {fmt(led['expected_total'])}"
                   if led.get("actual_total") is not None else "n/a")
-        out.append((r["experiment"], fmt(c.get("sent")), fmt(c.get("deliveries")), fmt(c.get("effects")),
-                    fmt(c.get("duplicates")), fmt(c.get("lost")), ledger,
+        effects = ("n/a",) * 3 if counted_in_topic(r) else (fmt(c.get("effects")), fmt(c.get("duplicates")),
+                                                             fmt(c.get("lost")))
+        out.append((r["experiment"], fmt(c.get("sent")), fmt(c.get("deliveries")), *effects, ledger,
                     f"{fmt(rc['records'])} ({fmt(rc['duplicates'])} dup, {fmt(rc['lost'])} lost)" if rc else "n/a",
                     f"{fmt(ru['records'])} ({fmt(ru['duplicates'])} dup)" if ru else "n/a",
                     fmt(r.get("crashes")), r.get("verdict", ""), fmt(r.get("seconds"))))
@@ -132,11 +163,10 @@ def render_md(summary: dict, recorded: dict | None = None) -> str:
         out += ["", "## Your predictions", "", f"Recorded before the runs started ({md(plain(recorded.get('recorded_at')))}, "
                 f"from {md_code(str(recorded.get('source')))}). {md(score_line(board))}", "",
                 _row(SUITE_COLUMNS), "| --- | --- | ---: | ---: | --- |"] + [_row(b) for b in board]
-    out += ["", "Duplicates and lost count effects in the Postgres ledger when the experiment has one, "
-            "otherwise records of the output topic as read_committed readers see them.", ""]
+    out += ["", md(STORES_NOTE), ""]
     for r in summary["experiments"]:
         if r.get("summary"):
-            out.append(f"- **{md(r['experiment'])}**: {md(r['summary'])}")
+            out.append(f"- **{md(r['experiment'])}**: {md(one_sentence(r))}")
         elif r.get("error"):
             out.append(f"- **{md(r['experiment'])}**: {md(r['verdict'])}: {md(r['error'])}")
     out += ["", "## Where the time went", "", "| " + " | ".join(TIME_COLUMNS) + " |",
@@ -172,8 +202,7 @@ def render_html(summary: dict, folder: Path | None = None, recorded: dict | None
             f"<p id=conclusion class=summary>{escape(summary['conclusion'])}</p>",
             _head("Lost and duplicated effects per experiment", folder), suite_chart(summary["experiments"]),
             _head("Scoreboard", folder), "<div class=wide>", _table_with_links(summary, folder), "</div>",
-            "<p class=muted>Duplicates and lost count effects in the Postgres ledger when the experiment has one, "
-            "otherwise records of the output topic as read_committed readers see them.</p>",
+            f"<p class=muted>{escape(STORES_NOTE)}</p>",
             _head("What each run says", folder) + "<ul>"]
     if recorded:
         from .guesses import SUITE_COLUMNS, score_line, suite_board
@@ -182,7 +211,7 @@ def render_html(summary: dict, folder: Path | None = None, recorded: dict | None
                      f"<p>Recorded before the runs started ({escape(plain(recorded.get('recorded_at')))}). "
                      f"{escape(score_line(board))}</p>", h.table(board, SUITE_COLUMNS, numeric=(2, 3))]
     for r in summary["experiments"]:
-        text = r.get("summary") or f"{r.get('verdict')}: {r.get('error', '')}"
+        text = one_sentence(r) or f"{r.get('verdict')}: {r.get('error', '')}"
         body.append(f"<li><b>{escape(r['experiment'])}</b>: {escape(text)}</li>")
     body.append("</ul>")
     body += [_head("Where the time went", folder), h.table(time_rows(summary), TIME_COLUMNS, numeric=tuple(range(1, 11))),

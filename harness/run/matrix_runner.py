@@ -309,9 +309,9 @@ def column(out: Path, release: str, rc: int | None, seconds: float, err: str, cl
         return {**who, "exit_code": rc, "seconds": round(seconds, 1), "suite": None,
                 "error": why[0][:300], "rows": [], "metadata_version": "unknown", "transaction_version": "unknown"}
     return {**who, "exit_code": rc, "seconds": round(seconds, 1), "suite": f"{folder}/suite.json",
-            "rows": rows, "kafka_version": env.get("kafka_version", "unknown"),
-            "metadata_version": env.get("kafka_metadata_version", "unknown"),
-            "transaction_version": env.get("kafka_transaction_version", "unknown")}
+            "rows": rows, **{k: "unknown" if env.get(e) is None else env[e] for k, e in (
+                ("kafka_version", "kafka_version"), ("metadata_version", "kafka_metadata_version"),
+                ("transaction_version", "kafka_transaction_version"))}}
 
 
 VERDICTS = ("as-predicted", "unexpected", "incomplete", "audit-failed", "interrupted", "failed")

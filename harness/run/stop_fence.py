@@ -29,6 +29,7 @@ def fence_stopped(r, launcher, result, log) -> None:
     import re
     from confluent_kafka import KafkaException, Producer
     from ..clients.kafka_client import config
+    from ..clients.kafka_logging import client_config
     for entry in entries:
         m = re.fullmatch(r"w(\d+)", str(entry.get("worker")))
         if not m:
@@ -36,7 +37,10 @@ def fence_stopped(r, launcher, result, log) -> None:
         try:
             entry["transactional_ids"] = ids = list(ids_of(r, int(m.group(1)), int(entry.get("attempt") or 1)))
             for tid in ids:
-                Producer(config(r.stack.bootstrap_servers, {"transactional.id": tid})).init_transactions(FENCE_S)
+                # The harness's own logger: librdkafka's retries while the broker aborts the old transaction go
+                # to the clients' log file, not as raw %4|... lines over the terminal's scoreboard.
+                Producer(config(r.stack.bootstrap_servers, {"transactional.id": tid, **client_config()})
+                         ).init_transactions(FENCE_S)
             entry["transaction"] = "fenced"
         except HarnessError as e:
             entry["transaction"] = f"not fenced: {e}"[:200]

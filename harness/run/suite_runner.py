@@ -226,7 +226,7 @@ def stop_children(running: dict, out: Path, finished: dict) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        finished[name] = _entry(name, out, proc.returncode, time.time() - started)
+        finished[name] = _entry(name, out, proc.returncode, time.time() - started, stopped=True)
 
 
 def _room(sched) -> str:
@@ -247,7 +247,9 @@ def reaped(proc: subprocess.Popen) -> tuple[int, float] | None:
     return proc.returncode, usage.ru_utime + usage.ru_stime
 
 
-def _entry(name: str, out: Path, rc: int, seconds: float, cpu: float | None = None) -> dict:
+def _entry(name: str, out: Path, rc: int, seconds: float, cpu: float | None = None, stopped: bool = False) -> dict:
+    """A finished run's row: its report's verdict, else `failed` with its error line. `stopped`: the suite's
+    interrupt stopped it; one stopped before it wrote a report (while it set up) is `interrupted`, not failed."""
     rep = out / name / "report.json"
     cpu_seconds = {"cpu_seconds": round(cpu, 1)} if cpu is not None else {}
     if rep.exists():
@@ -262,6 +264,10 @@ def _entry(name: str, out: Path, rc: int, seconds: float, cpu: float | None = No
         tail = ([line for line in lines if line.startswith("error: ")] or lines)[-1]
     except (OSError, IndexError):
         pass
+    if stopped:
+        return {"experiment": name, "report": None, "exit_code": rc, "verdict": "interrupted",
+                "error": "stopped by the suite's interrupt before it wrote a report",
+                "seconds": round(seconds, 1), **cpu_seconds}
     return {"experiment": name, "report": None, "exit_code": rc, "verdict": "failed",
             "error": tail[:300], "seconds": round(seconds, 1), **cpu_seconds}
 
@@ -356,7 +362,7 @@ def did_not_hold(runs: list[tuple]) -> str:
         return "It did not hold in " + ", ".join(f"{n} ({lost:,} lost, {dup:,} duplicated)" for n, lost, dup in runs) + "."
     lost = sum(1 for _, n, _ in runs if n)
     dup = sum(1 for _, _, n in runs if n)
-    return (f"It did not hold in {len(runs)} experiments: {lost} lost payments, {dup} applied payments twice "
+    return (f"It did not hold in {len(runs)} experiments: {lost} of them lost payments, {dup} applied payments twice "
             f"(each one's counts are in the table).")
 
 

@@ -375,17 +375,20 @@ class Supervisor:
         return self.result
 
 
-def install_sigterm_as_interrupt() -> None:
+def install_sigterm_as_interrupt(on_first=None) -> None:
     """Make SIGTERM and SIGHUP behave like Ctrl-C, once: the first of these signals (or Ctrl-C) raises
     KeyboardInterrupt so the workers are stopped and an interrupted report is written; later ones are
     ignored until that is done (a suite's SIGTERM right after the terminal's SIGINT, or a second
-    Ctrl-C, must not cost the run its report). SIGKILL still ends everything, workers included."""
+    Ctrl-C, must not cost the run its report). SIGKILL still ends everything, workers included.
+    `on_first()`, when given, runs first: it says at once that the run is stopping."""
     state = {"interrupted": False}
 
     def handler(signum, frame):
         if state["interrupted"]:
             return
         state["interrupted"] = True
+        if on_first is not None:
+            on_first()
         raise KeyboardInterrupt
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         try:

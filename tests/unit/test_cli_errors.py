@@ -104,6 +104,7 @@ def test_help_ends_with_an_example():
 
 @pytest.mark.parametrize("args, needles", [
     (["offset-after", "--kill-point", "bogus"], ["unknown --kill-point 'bogus' for offset-after", "after-commit", "any"]),
+    (["offset-after", "--kill-point", "after-efect-before-commit"], ["for offset-after; did you mean 'after-effect-before-commit'?"]),
     (["eos", "--kill-point", "after-commit-before-effect"], ["for eos", "after-send-offsets-before-txn-commit"]),
     (["zombie", "--kill-point", "any"], ["applies to planned crashes"]),
     (["dedupe", "--fault", "nope"], ["unknown --fault 'nope'", "random-kill"]),
@@ -333,3 +334,24 @@ def test_up_says_a_replaced_port_once_when_its_port_is_taken(tmp_path, monkeypat
 def test_a_mistyped_experiment_or_fault_name_gets_a_did_you_mean(args, near):
     proc = harness(*args)
     assert proc.returncode == 2 and near in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_auditing_a_suite_none_of_whose_runs_wrote_a_report_says_so(tmp_path, capsys, monkeypatch):
+    """A suite stopped while its runs set up: `harness audit` said 'the report and the recount agree (0 runs)',
+    exit 0, and the suite's last lines suggested that audit."""
+    from click.testing import CliRunner
+    from harness.cli.commands.audit import audit
+    from harness.cli.commands.stack_options import last_lines
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "suite.json").write_text("{}")
+    result = CliRunner().invoke(audit, [str(suite)])
+    assert result.exit_code != 0 and "agree" not in result.output
+    assert "has no run report to recount: none of its runs wrote one" in str(result.exception or result.output)
+    last_lines(suite, "suite.html", [])
+    err = capsys.readouterr().err
+    assert "report: " in err and "harness audit" not in err
+    (suite / "eos").mkdir()
+    (suite / "eos" / "report.json").write_text("{}")
+    last_lines(suite, "suite.html", [])
+    assert "recount it from the stack: `harness audit" in capsys.readouterr().err

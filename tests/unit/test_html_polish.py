@@ -56,6 +56,17 @@ def test_no_python_repr_in_any_report_kind(tmp_path):
     assert not reprs_in(to_html(compare(targets), "2026-12-07"))
 
 
+def test_no_python_repr_in_the_bench_pages_of_the_reference():
+    """The other HTML kinds: the benches' pages from their committed reference runs (the matrix's own check is
+    in test_matrix.py)."""
+    from harness.bench import bench_report, scale_report, streams_report
+    ref = ROOT / "reports" / "reference"
+    for module, name in ((bench_report, "bench/bench.json"), (scale_report, "bench-scale/scale.json"),
+                         (streams_report, "bench-streams/streams.json")):
+        page = module.render_html(json.loads((ref / name).read_text()))
+        assert not reprs_in(page), (name, reprs_in(page))
+
+
 def test_a_100_row_crash_table_is_folded_under_one_line():
     page = html.render(RunReport(a_run_with_everything_python_could_leak()))
     folded = re.search(r"<details class=long><summary>crashes: 100 rows \(click to show\)</summary><table>", page)
@@ -145,3 +156,25 @@ def test_the_eos_suite_chart_tells_the_lesson():
     assert bars[("eos-dedupe", "db-duplicates")] == 0 and bars[("eos", "topic-duplicates")] == 0
     assert ("eos", "db-duplicates") not in bars
     assert "duplicated in the topic (read_committed)" in render_html(summary)
+
+
+def test_the_reference_suites_chart_keeps_its_100s_readable_beside_2981_and_835():
+    """The default suite: eos-streams' 2,981 and auto-commit's 835 are each less than 4 times the other, so the
+    old rule (one value over 4 times the next) drew every 100 at a sixth of the height, in a chart already
+    shrunk to the page. The typical value (the positive values' lower median) decides now."""
+    from harness.reporting.store_chart import suite_chart
+    svg = suite_chart(json.loads((REFERENCE / "suite.json").read_text())["experiments"])
+    heights = [(int(v), float(hgt)) for v, hgt in re.findall(r'data-value="(\d+)" data-group="[^"]+" x="[^"]+" '
+                                                             r'y="[^"]+" width="22" height="([0-9.]+)"', svg)]
+    assert heights and all(hgt >= 110 for v, hgt in heights if v == 100), heights
+    assert {v: hgt for v, hgt in heights if v > 150} == {2981: 220.0, 835: 220.0}
+    assert 'class="axis-break"' in svg and ">2,981</text>" in svg and ">835</text>" in svg
+
+
+def test_the_axis_note_sits_under_the_legend_not_over_a_cut_bars_label():
+    """The note 'bars above N are cut' was drawn at the top right, over auto-commit's '835' in the suite chart."""
+    svg = html.bar_chart([("a", 100, 0), ("b", 0, 107), ("c", 3796, 0)])
+    note_y = float(re.search(r'class="axis-note" x="[^"]+" y="([0-9.]+)"', svg).group(1))
+    legend_y = max(float(y) for y in re.findall(r'class="legend" data-label="[^"]+" x="[^"]+" y="([0-9.]+)"', svg))
+    height = float(re.search(r'<svg [^>]*height="([0-9.]+)"', svg).group(1))
+    assert legend_y < note_y <= height, (legend_y, note_y, height)

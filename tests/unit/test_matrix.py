@@ -213,3 +213,22 @@ def test_the_suite_passes_the_group_protocol_only_to_the_experiments_that_take_i
     common = ["--messages", "100", "--group-protocol", "consumer"]
     assert accepted_args("eos", common) == accepted_args("offset-after", common) == common
     assert accepted_args("key-after-effect", common) == ["--messages", "100"]
+
+
+def test_a_release_whose_versions_were_not_read_says_unknown_not_none(tmp_path):
+    """The repr check of every report kind: a suite.json whose environment holds null versions made the
+    matrix page say 'metadata.version None'; transaction.version 0 (Kafka 3.9) stays 0."""
+    import html as std_html
+    import re
+    (tmp_path / "4.4.0").mkdir()
+    (tmp_path / "4.4.0" / "suite.json").write_text(json.dumps({"experiments": [row("eos")], "environment": {
+        "kafka_version": "4.4.0", "kafka_metadata_version": None, "kafka_transaction_version": 0}}))
+    c = matrix.column(tmp_path, "4.4.0", 0, 1.0, "")
+    assert (c["metadata_version"], c["transaction_version"]) == ("unknown", 0)
+    cols = {"3.9.1": {**col("3.9.1", [row("eos")]), "metadata_version": None, "transaction_version": None},
+            "4.4.0": c}
+    s = matrix.build_summary(["3.9.1", "4.4.0"], cols, [], 1.0)
+    page = std_html.unescape(re.sub(r"<[^>]+>", " ", matrix_report.render_html(s)))
+    for text in (page, matrix_report.render_md(s)):
+        assert not [r for r in ("None", "['", "{'", "True", "False") if r in text], text
+        assert "metadata.version unknown" in text and "transaction.version 0" in text

@@ -134,6 +134,7 @@ def test_the_thousand_payments_every_run_has_do_not_make_a_naive_guess_close_eno
     assert set(rows.values()) == {"no"}, rows
     rows = {r[0]: r[3] for r in guesses.board({"deliveries": 1095, "ledger_total": 109500}, _offset_after())}
     assert set(rows.values()) == {"yes"}, rows
+    assert "thousand" not in guesses.RULE     # the rule is stated under a 200-payment run's board too
 
 
 def test_a_suite_experiment_without_counts_is_cannot_tell_not_a_crash():

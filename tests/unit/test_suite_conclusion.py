@@ -67,6 +67,37 @@ def test_many_runs_that_did_not_hold_are_counted_in_a_short_sentence():
            [row(f"dupy-{i}", "as-predicted", dups=100) for i in range(7)]
     text = conclusion(rows)
     sentence = next(s for s in text.split(". ") if s.startswith("It did not hold")).rstrip(".")
-    assert sentence == ("It did not hold in 11 experiments: 4 lost payments, 7 applied payments twice (each one's "
-                        "counts are in the table)")
+    # "4 lost payments" read as four payments lost, in a suite that lost 400 of them: it counts experiments
+    assert sentence == ("It did not hold in 11 experiments: 4 of them lost payments, 7 applied payments twice (each "
+                        "one's counts are in the table)")
     assert len(sentence) <= 160
+
+
+def test_a_run_the_suites_interrupt_stopped_before_its_report_is_interrupted_not_failed(tmp_path):
+    """Ctrl-C while a run still set up: it died without a report. The suite said 'failed' and 'No experiment
+    finished as predicted ...: eos failed', as if the run had broken rather than been stopped."""
+    from harness.run.suite_runner import _entry
+    (tmp_path / "eos.log").write_text("\ninterrupted\n")
+    entry = _entry("eos", tmp_path, -15, 4.9, stopped=True)
+    assert entry["verdict"] == "interrupted" and entry["report"] is None, entry
+    assert entry["error"] == "stopped by the suite's interrupt before it wrote a report"
+    assert conclusion([entry]).endswith(": eos interrupted.")
+    assert _entry("eos", tmp_path, -15, 4.9)["verdict"] == "failed"       # a run that died on its own failed
+    (tmp_path / "eos").mkdir()                                              # one that wrote its report keeps it
+    (tmp_path / "eos" / "report.json").write_text('{"verdict": "interrupted"}')
+    assert _entry("eos", tmp_path, 130, 9.0, stopped=True)["report"] == "eos/report.json"
+
+
+def test_the_committed_reference_suite_says_each_thing_in_at_most_160_characters():
+    """The reference suite (what the docs and screenshots show) kept a 456-character sentence of an older
+    conclusion; its runs' summaries are held to the same bound."""
+    import json
+    import re
+    from pathlib import Path
+    suite = Path(__file__).resolve().parents[2] / "reports" / "reference" / "suite"
+    texts = [json.loads((suite / "suite.json").read_text())["conclusion"]]
+    texts += [json.loads(f.read_text())["summary"] for f in sorted(suite.glob("*/report.json"))]
+    assert len(texts) == 22
+    long = [s for t in texts for s in re.split(r"(?<=[.])\s+(?=[A-Z])", t) if len(s) > 160]
+    assert not long, long
+    assert json.loads((suite / "suite.json").read_text())["conclusion"] in (suite / "suite.md").read_text()

@@ -83,3 +83,27 @@ def test_the_transaction_the_harness_stop_left_open_is_not_the_systems_anomaly()
     more = _stopped_eos(2, fenced=False)           # nothing ties them to the worker it killed: not ours
     assert "Forbidden anomalies: hanging-transaction (2)" in summarize(more)
     assert "fenced" not in summarize(more)
+
+
+def test_a_runs_interrupt_is_acknowledged_at_once_before_the_stop_works(capsys):
+    """harness run: after Ctrl-C nothing said 'stopping' while the bar went on ticking; the first signal now
+    says it from the handler, before the KeyboardInterrupt that starts the stop; a second says nothing."""
+    from harness.cli.ui import ProgressUI
+    from harness.workers.supervisor import install_sigterm_as_interrupt
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        with ProgressUI("eos") as ui:
+            ui.tty = False
+            install_sigterm_as_interrupt(on_first=lambda: ui.stopping(2))
+            with pytest.raises(KeyboardInterrupt):
+                signal.getsignal(signal.SIGINT)(signal.SIGINT, None)
+            said = capsys.readouterr().err
+            signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)      # ignored: the stop is under way
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    assert said.startswith("stopping: 2 worker(s) end now") and "interrupted report is written" in said, said
+    assert capsys.readouterr().err == ""
+    with ProgressUI("eos", quiet=True) as quiet:
+        quiet.stopping(2)
+    assert capsys.readouterr().err == ""        # a suite's quiet run says nothing: the suite says it

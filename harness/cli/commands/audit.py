@@ -227,6 +227,9 @@ def audit(run, reports_dir, as_json, audit_sql, stack_kind, bootstrap_servers, p
     if (folder / "suite.json").is_file():
         # Only the suite's own run folders: a link out of the suite folder is not followed.
         runs = sorted(p.parent for p in folder.glob("*/report.json") if within(folder, f"{p.parent.name}/report.json"))
+        if not runs:
+            raise HarnessError(f"the suite in {term(str(folder))} has no run report to recount: none of its runs "
+                               f"wrote one (suite.md says why)")
     elif (folder / "report.json").is_file():
         runs = [folder]
     else:

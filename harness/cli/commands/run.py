@@ -175,8 +175,8 @@ def _run_one(params, stack, out, quiet):
     from ...run import runner
     from ..ui import ProgressUI
     from ...workers.supervisor import install_sigterm_as_interrupt
-    install_sigterm_as_interrupt()
     with ProgressUI(params.experiment, quiet) as ui:
+        install_sigterm_as_interrupt(on_first=lambda: ui.stopping(getattr(params, "workers", None)))
         report, folder = runner.run(params, stack, out=out, log=ui.log, ui=ui)
     if not quiet:
         _print_scoreboard(report)

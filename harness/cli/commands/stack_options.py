@@ -116,6 +116,8 @@ def last_lines(folder, page: str, stopped: list) -> None:
     from ...core.escape import term
     folder = Path(folder)
     say(f"report: {term(folder / page)} (also {page.replace('.html', '.md')} and {page.replace('.html', '.json')})")
+    if page == "suite.html" and not any(folder.glob("*/report.json")):
+        return          # no run of the suite wrote a report (stopped while they set up): nothing to recount
     target = term(audit_target(folder))
     if stopped:
         say(f"the stack is stopped; the data is kept: `harness up`, then `harness audit {target}`")

@@ -245,18 +245,28 @@ def suite(target, experiment_list, group, parallel, out, client, group_protocol,
     sys.exit(130 if interrupted else suite_mod.exit_code(summary["experiments"]))
 
 
+STORES_CAPTION = ("ledger: effects in the database's ledger table; topic: records of the output topic as "
+                  "read_committed readers see them; n/a: the run has no such store; s: seconds.")
+
+
 def suite_table(name: str, summary: dict):
-    """The suite's table for the terminal: one row per experiment, its counts and verdict (cells never wrap)."""
+    """The suite's table for the terminal: one row per experiment, its duplicates and losses in each store (the
+    ledger's and the output topic's side by side) and its verdict; narrow enough for 80 columns, cells never cut."""
+    from rich import box
     from rich.table import Table
     from rich.text import Text
     from ...core.escape import term
-    from ...reporting.suite_report import rows
-    t = Table(title=Text(term(f"suite {name}")), title_justify="left")
-    keep = {"experiment": 0, "dup": 4, "lost": 5, "ledger": 6, "read_committed": 7, "verdict": 10, "s": 11}
-    for col in keep:
-        t.add_column(col, no_wrap=True)
-    for row in rows(summary):
-        t.add_row(*[Text(term(row[i])) for i in keep.values()])
+    from ...reporting.shared import fmt
+    from ...reporting.suite_report import store_cells
+    t = Table(title=Text(term(f"suite {name}")), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+              pad_edge=False,
+              caption=Text(STORES_CAPTION), caption_justify="left")
+    for col in ("experiment", "ledger\ndup", "ledger\nlost", "topic\ndup", "topic\nlost", "verdict", "s"):
+        t.add_column(col, no_wrap=True, justify="left" if col in ("experiment", "verdict") else "right")
+    for r in summary["experiments"]:
+        s = r.get("seconds")
+        t.add_row(*[Text(term(c)) for c in (str(r["experiment"]), *store_cells(r), str(r.get("verdict", "")),
+                                             fmt(round(s)) if isinstance(s, (int, float)) else fmt(s))])
     return t
 
 

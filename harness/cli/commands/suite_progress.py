@@ -88,7 +88,7 @@ class SuiteProgress:
         from rich.table import Table
         from rich.text import Text
         t = Table(title=Text("suite progress"), title_justify="left")
-        for col in ("experiment", "state", ""):
+        for col in ("experiment", "state", "time, crashes"):
             t.add_column(col, no_wrap=True)
         for name in self.rows:
             t.add_row(*[Text(term(c)) for c in self.row_cells(name)])
