@@ -48,9 +48,9 @@ def limit_of(params) -> int:
     return int(given) if given else DELIVERY_LIMIT
 
 
-def settled_records(events_path) -> set:
+def settled_records(events_path, kinds: tuple = ("accepted", "rejected")) -> set:
     """The (partition, offset) of every record some member's acknowledgement settled for good (accepted or
-    rejected), from the run's events file."""
+    rejected; `kinds` names fewer), from the run's events file."""
     out = set()
     try:
         with open(events_path, "rb") as f:
@@ -61,7 +61,7 @@ def settled_records(events_path) -> set:
                     e = json.loads(line)
                 except ValueError:
                     continue
-                if e.get("event") in ("accepted", "rejected"):
+                if e.get("event") in kinds:
                     out.update((r[0], r[1]) for r in e.get("records") or ())
     except OSError:
         pass
