@@ -37,18 +37,13 @@ import time
 from dataclasses import dataclass, field
 
 from ...core.errors import HarnessError
+from .share_facts import dead_letter_on as wanted      # noqa: F401 - the launcher's and the tests' name for it
 
 HEADER = "__dlq.errors."
 PREFIX_CONFIG = "errors.deadletterqueue.topic.name.prefix"
 ENABLE_CONFIG = "errors.deadletterqueue.group.enable"
 FIRST_SHARE_VERSION = 2          # share.version 2 (Kafka 4.4, metadata.version 4.4-IV0): ShareVersion.supportsShareGroupDLQ
 WAIT_S = 30.0                    # the most the audit waits for dead letters the evidence says are coming
-
-
-def wanted(params) -> bool:
-    """The run asked for a dead-letter topic (--dead-letter on)."""
-    given = params.get("dead_letter") if isinstance(params, dict) else getattr(params, "dead_letter", None)
-    return given == "on"
 
 
 def refusal(features: dict | None, prefix: str | None, topic: str) -> str | None:

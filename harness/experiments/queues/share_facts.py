@@ -48,6 +48,12 @@ def limit_of(params) -> int:
     return int(given) if given else DELIVERY_LIMIT
 
 
+def dead_letter_on(params) -> bool:
+    """The run asked for a dead-letter topic (--dead-letter on, share_dead_letter.py)."""
+    given = params.get("dead_letter") if isinstance(params, dict) else getattr(params, "dead_letter", None)
+    return given == "on"
+
+
 def settled_records(events_path, kinds: tuple = ("accepted", "rejected")) -> set:
     """The (partition, offset) of every record some member's acknowledgement settled for good (accepted or
     rejected; `kinds` names fewer), from the run's events file."""

@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...checker.predict import expect_or_bound
-from . import share_dead_letter as dead_letter
-from .share_facts import DELIVERY_LIMIT, LOCK_MS, PERMANENT, archived, error_kinds, limit_of
+from .share_facts import DELIVERY_LIMIT, LOCK_MS, PERMANENT, archived, dead_letter_on, error_kinds, limit_of
 
 
 def effect_runs(crashes: list, limit: int = DELIVERY_LIMIT) -> Counter:
@@ -66,7 +65,7 @@ class ShareLedgerPredictor:
         rejected = {i for i, k in kinds.items() if k == PERMANENT}      # share-release: REJECTed, never applied
         again = Counter({i: n - 1 for i, n in runs.items() if n > 1 and i not in rejected})
         lost = rejected | {i for i, n in runs.items() if n == 0}
-        if dead_letter.wanted(facts.params):       # the broker writes what it archives or a member REJECTs there
+        if dead_letter_on(facts.params):       # the broker writes what it archives or a member REJECTs there
             dead = lost & (rejected | {i for c in facts.described for i in archived(c, limit_of(facts.params))})
             lost = lost - dead
             expect_or_bound(p, facts, "ledger.dead_lettered", len(dead), True)
