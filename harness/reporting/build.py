@@ -114,6 +114,12 @@ def without_dead_letters(section: dict, audit) -> dict:
     return section
 
 
+def dead_letter_topics(audit) -> list[str]:
+    """The run's dead-letter topic, when it had one (its broker wrote there, the run created it)."""
+    found = getattr(audit, "dead_letter", None)
+    return [found.topic] if found is not None else []
+
+
 def dead_letter_section(audit) -> dict | None:
     """A queues run's dead-letter topic as its audit read it: each dead-lettered payment (no effect, its record
     there) with where the broker wrote it and the delivery count it reached; None for a run without one."""
@@ -292,7 +298,8 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
                   "dedupe_table": names.dedupe_table if exp.stores.dedupe else None,
                   "accounts_table": names.accounts_table if exp.stores.accounts else None,
                   "rejects_table": names.rejects_table if exp.stores.rejects else None,
-                  "tables": written_tables(exp, names), "topics": written_topics(exp, names),
+                  "tables": written_tables(exp, names),
+                  "topics": written_topics(exp, names) + dead_letter_topics(audit),
                   "consumer_groups": [names.group] + ([names.downstream_group] if exp.stores.events else [])},
         "faults_configured": [f.describe() for f in faults],
         "faults": fault_rows,

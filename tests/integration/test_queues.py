@@ -169,6 +169,7 @@ def test_share_poison_with_a_dead_letter_topic_is_dead_lettered_there_not_lost(s
     assert c["lost"] == d["predicted"]["lost"] == 0 and d["ledger"]["actual_total"] < d["ledger"]["expected_total"]
     section = d["dead_letter"]
     assert section["topic"] == f"harness.{d['run_id']}.dlq" and section["error"] is None
+    assert section["topic"] in d["stack"]["topics"] and section["awaited_missing"] == []
     # every poison payment among them (fewer than 20: all named), each archived by a death at the limit
     assert poison <= {x["message_id"] for x in section["dead_lettered"]} <= archived_ids
     assert len(section["dead_lettered"]) == min(c["dead_lettered"], 20)
