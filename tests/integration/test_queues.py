@@ -1,8 +1,8 @@
 """The queues family on the real stack (Kafka 4.4.0's share groups, real SIGKILLs): several members of one
 share group, each crash's held records back after their locks, observed == predicted, and the share group's
 numbers beside the consumer group's for the same seeded crashes. On the session's stack: share-ack-after takes
-about 20 s in the default run, share-release about 20 s, share-poison with a dead-letter topic about 20 s (40 s
-on a loaded machine); share-ack-before with share-dedupe about 40 s, and share-poison at two delivery limits about a
+about 20 s in the default run, share-release about 20 s, share-poison with a dead-letter topic about 15 s (33 s
+at a load average of 37); share-ack-before with share-dedupe about 40 s, and share-poison at two delivery limits about a
 minute, slow-marked."""
 
 import json
@@ -154,18 +154,18 @@ def test_java_share_consumers_lose_before_accept_dedupe_exactly_and_archive_pois
 def test_share_poison_with_a_dead_letter_topic_is_dead_lettered_there_not_lost(stack, tmp_path):
     """--dead-letter on (Kafka 4.4, KIP-1191): the broker writes each record a death left at the delivery-count limit
     to the run's own dead-letter topic; the audit counts those payments dead-lettered, none lost, and `harness audit`
-    recounts them from the topic (21 s; 40 s with unit tests running beside it)."""
+    recounts them from the topic (14 s at a load average of 18; 33 s at 37)."""
     from confluent_kafka import Consumer, TopicPartition
     from tests import kafka_login
     from tests.conftest import harness
-    d = run_exp(stack, tmp_path, "share-poison", "--dead-letter", "on", "--delivery-limit", "2", "--messages", "40",
+    d = run_exp(stack, tmp_path, "share-poison", "--dead-letter", "on", "--delivery-limit", "2", "--messages", "20",
                 "--partitions", "2", "--workers", "2")
     out = tmp_path / "report"
     crashes = crashlog.read(out / "crash-log.jsonl")
     archived_ids = {i for x in crashes for i in archived(x, 2)}
     poison = CrashPlan.load(out / "crash-plan.json").crash_ids
     c = d["counts"]
-    assert c["dead_lettered"] == d["predicted"]["dead_lettered"] >= len(poison) == 4
+    assert c["dead_lettered"] == d["predicted"]["dead_lettered"] >= len(poison) == 2
     assert c["lost"] == d["predicted"]["lost"] == 0 and d["ledger"]["actual_total"] < d["ledger"]["expected_total"]
     section = d["dead_letter"]
     assert section["topic"] == f"harness.{d['run_id']}.dlq" and section["error"] is None
