@@ -52,7 +52,7 @@ def crash_ids(report: dict) -> set:
 
 
 def compare(report: dict, sent: dict, ledger=None, outputs: dict | None = None, service=None,
-            accounts=None, reuse=None) -> list[Row]:
+            accounts=None, reuse=None, dead_letters: set | None = None) -> list[Row]:
     """Rows for the input, the ledger (with its dedupe table), a service's stores, the accounts and each
     output isolation."""
     c, an, vd = report.get("counts") or {}, report.get("anomalies") or {}, report.get("verdict_detail") or {}
@@ -63,8 +63,10 @@ def compare(report: dict, sent: dict, ledger=None, outputs: dict | None = None, 
     if ledger is not None:
         effects_row = Row("ledger", "effects", c.get("effects"), ledger.effects)
         dup = Row("ledger", "duplicated effects", c.get("duplicates"), ledger.duplicates)
-        missing = Row("ledger", "ids without an effect (lost + unprocessed)",
-                      _plus(c.get("lost"), c.get("unprocessed")), len(ledger.missing_ids))
+        dead = "dead_lettered" in c      # a queues run with a dead-letter topic: those are not lost
+        missing = Row("ledger", "ids without an effect (lost + unprocessed" + (" + dead-lettered)" if dead else ")"),
+                      _plus(c.get("lost"), c.get("unprocessed"), *([c["dead_lettered"]] if dead else [])),
+                      len(ledger.missing_ids))
         stray = Row("ledger", "ids never sent", totals.get("ledger ids never sent", 0) if judged else None,
                     len(ledger.stray_ids))
         wrong = Row("ledger", "ids with a wrong amount", totals.get("ledger amounts", 0) if judged else None,
@@ -77,6 +79,13 @@ def compare(report: dict, sent: dict, ledger=None, outputs: dict | None = None, 
         total.ids = sorted(set(dup.ids + missing.ids + stray.ids + wrong.ids))[:MAX_IDS]
         effects_row.ids = total.ids
         rows += [effects_row, dup, missing, stray, wrong, total]
+        if dead_letters is not None:
+            found = sorted(set(ledger.missing_ids) & dead_letters)
+            row = Row("dead-letter topic", "payments dead-lettered (no effect, a dead letter there)",
+                      c.get("dead_lettered"), len(found))
+            named = [x.get("message_id") for x in (report.get("dead_letter") or {}).get("dead_lettered") or []]
+            row.ids = _new_ids(found, named, crashed)
+            rows.append(row)
         if ledger.dedupe_keys is not None:
             led = report.get("ledger") or {}
             if "dedupe_keys" in led:
@@ -159,7 +168,7 @@ def reader_rows(report: dict, outputs: dict) -> list[Row]:
 
 # The sections of a report.json that `compare` reads, each an object when present.
 SECTIONS = ("stack", "counts", "anomalies", "verdict_detail", "ledger", "kafka_output", "service", "accounts", "params",
-            "reuse")
+            "reuse", "dead_letter")
 
 
 def shape_error(report: dict) -> str | None:
@@ -174,14 +183,14 @@ def shape_error(report: dict) -> str | None:
 
 
 def judge(report: dict, sent: dict, ledger=None, outputs: dict | None = None, service=None,
-          accounts=None, reuse=None) -> tuple[list[Row], str | None]:
+          accounts=None, reuse=None, dead_letters: set | None = None) -> tuple[list[Row], str | None]:
     """(rows, None) from `compare`, or ([], why the report cannot be set beside the recount): a section
     of the wrong shape, a value of the wrong type inside one, a stated number that is not a whole number."""
     why = shape_error(report)
     if why:
         return [], why
     try:
-        rows = compare(report, sent, ledger, outputs, service, accounts, reuse)
+        rows = compare(report, sent, ledger, outputs, service, accounts, reuse, dead_letters)
     except (AttributeError, TypeError, KeyError, ValueError):
         return [], "a section holds a value of the wrong type (a list where ids belong, an object where a number does)"
     for r in rows:

@@ -62,6 +62,7 @@ class Observation:
     history: dict | None = None           # what the histories held: processes, operations, lines set aside
     during_run: dict | None = None        # per output partition, what the read_committed reader during the run saw
     foreign: object = None                # input records the run's producer did not write (checker/foreign.py)
+    dead_letter: object = None            # a queues run's dead letters (experiments/queues/share_dead_letter.py)
     metrics: dict = field(default_factory=dict)
     evidence: Evidence = field(default_factory=Evidence)
 
@@ -90,12 +91,14 @@ def observe_run(exp, stack, names, amounts: dict, positions: dict | None, commit
               finished: bool, ledger_reader=read_ledger, output_reader=audit_output, accounts: dict | None = None,
               accounts_reader=read_accounts, deliveries: "delivery_log.DeliveryLog | None" = None,
               order_reader=read_ids, histories=None, concurrent: dict | None = None,
-              reused: dict | None = None, secret: bytes | None = None, foreign_reader=read_foreign) -> Observation:
+              reused: dict | None = None, secret: bytes | None = None, foreign_reader=read_foreign,
+              dead_letter_reader=None) -> Observation:
     """`histories`: the workers' (checker/histories.py), None when the run kept none; `concurrent`:
     {(partition, offset): key} of the output topic as a read_committed reader saw it during the run;
     `reused`: id -> the request the run produced again under that id (workload/reused_payments.py); `secret`: the
     run's producer's (workload/signature.py): the input topic is read for records it did not write, copies of
-    its own at places it was not acknowledged for (`positions`, `reused`) included."""
+    its own at places it was not acknowledged for (`positions`, `reused`) included; `dead_letter_reader()`: a
+    queues run's dead letters, whose payments are dead-lettered, not lost."""
     a = Observation()
     if secret is not None:
         a.foreign = foreign_reader(stack.bootstrap_servers, names.input_topic, secret,
@@ -131,6 +134,8 @@ def observe_run(exp, stack, names, amounts: dict, positions: dict | None, commit
                 for i, h in rows.dedupe_rows:
                     per_id[i] = per_id.get(i, 0) + h
                 a.evidence.dedupe_hits_per_id = per_id
+        if dead_letter_reader is not None:
+            _dead_letters(a, dead_letter_reader())
         a.metrics.update({"ledger.duplicates": a.ledger.duplicates, "ledger.lost": a.ledger.lost,
                           "ledger.dedupe_hits": a.dedupe_hits})
         a.evidence.ids.update({"ledger.duplicates": a.ledger.duplicate_ids, "ledger.lost": a.ledger.lost_ids})
@@ -181,6 +186,32 @@ def observe_run(exp, stack, names, amounts: dict, positions: dict | None, commit
     if histories is not None:
         _check_histories(a, exp, names, histories, positions, kout, concurrent, reused)
     return a
+
+
+def _dead_letters(a: Observation, found) -> None:
+    """A payment without an effect whose record the dead-letter topic holds is dead-lettered, not lost; with the
+    topic unreadable, lost and dead-lettered are both unknown (the missing ids stay named, as lost)."""
+    a.dead_letter = found
+    if found.error is not None:
+        a.evidence.errors.append(found.error)
+        a.metrics["ledger.dead_lettered"] = None
+        if a.ledger.lost is not None:
+            a.ledger = replace(a.ledger, lost=None)
+        return
+    if a.ledger.lost is None:
+        a.metrics["ledger.dead_lettered"] = None
+        return
+    lost, dead = split_dead_lettered(a.ledger.lost_ids, found.by_id)
+    a.ledger = replace(a.ledger, lost=len(lost), lost_ids=lost)
+    a.evidence.ledger_lost_ids = lost
+    a.metrics["ledger.dead_lettered"] = len(dead)
+    a.evidence.ids["ledger.dead_lettered"] = dead
+
+
+def split_dead_lettered(lost_ids, dead_letters: dict) -> tuple[list, list]:
+    """(still lost, dead-lettered) of the ids without an effect: dead-lettered when `dead_letters` (payment id ->
+    its dead letter) holds one, lost otherwise (archived without a dead letter, or ACCEPTed and never applied)."""
+    return [i for i in lost_ids if i not in dead_letters], [i for i in lost_ids if i in dead_letters]
 
 
 def _observe_reuse(a: Observation, exp, stack, names, reused: dict, ledger_rows, finished: bool,

@@ -101,6 +101,8 @@ class TopicRead:
     txns: Counter = field(default_factory=Counter)  # (worker, attempt, txn) a value names -> records naming it
     offsets: dict = field(default_factory=dict)     # partition -> the offsets read there, in order
     reused: dict = field(default_factory=dict)      # key -> the amount of a later record of that key with another
+    at: dict = field(default_factory=dict)          # (partition, offset) -> key of the record there
+    dead_letters: set = field(default_factory=set)  # (topic, partition, offset) a dead letter's headers name
 
 
 def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
@@ -119,6 +121,7 @@ def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
         ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in parts}
         c.assign([TopicPartition(topic, p, 0) for p in parts])
         ids, values, accounts, records, txns, offsets, reused = Counter(), {}, {}, 0, Counter(), {}, {}
+        at, dead_letters = {}, set()
         deadline = time.time() + READ_TIMEOUT_S
         while time.time() < deadline:
             for m in c.consume(num_messages=1000, timeout=0.3):
@@ -127,6 +130,10 @@ def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
                 records += 1
                 offsets.setdefault(m.partition(), []).append(m.offset())
                 key = m.key().decode(errors="replace") if m.key() is not None else None
+                at[(m.partition(), m.offset())] = key
+                named = _dead_letter_of(m.headers())
+                if named:
+                    dead_letters.add(named)
                 ids[key] += 1
                 try:
                     body = json.loads(m.value())
@@ -144,10 +151,29 @@ def read_topic(bootstrap: str, topic: str, isolation: str) -> TopicRead:
                     values.setdefault(key, None)
             positions = c.position([TopicPartition(topic, p) for p in parts])
             if all(tp.offset >= ends[tp.partition] for tp in positions if ends[tp.partition] > 0):
-                return TopicRead(records, ids, values, accounts, txns, offsets, reused)
+                return TopicRead(records, ids, values, accounts, txns, offsets, reused, at, dead_letters)
         raise Unreadable(f"reading {topic} ({isolation}) took longer than {READ_TIMEOUT_S} s")
     finally:
         c.close()
+
+
+def _dead_letter_of(headers) -> tuple | None:
+    """(topic, partition, offset) of the input record a share group's dead letter names in its headers (Kafka 4.4:
+    __dlq.errors.topic, __dlq.errors.partition, __dlq.errors.offset), None for any other record."""
+    if not headers:
+        return None
+    h = {k: v for k, v in headers if isinstance(k, str) and k.startswith("__dlq.errors.") and isinstance(v, bytes)}
+    try:
+        return (h["__dlq.errors.topic"].decode(errors="replace"), int(h["__dlq.errors.partition"]),
+                int(h["__dlq.errors.offset"]))
+    except (KeyError, ValueError):
+        return None
+
+
+def dead_lettered(dead_letter_topic: TopicRead, input_topic: str, sent: TopicRead) -> set:
+    """The payments whose input record the dead-letter topic holds a dead letter of (by its headers' place)."""
+    return {sent.at[(p, o)] for t, p, o in dead_letter_topic.dead_letters
+            if t == input_topic and sent.at.get((p, o)) is not None}
 
 
 def _transaction_of(body) -> tuple | None:

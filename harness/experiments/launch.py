@@ -32,6 +32,7 @@ class Launch:
     watch: Callable | None = None          # watch(supervisor), every turn: observe them from outside
     may_exit: Callable | None = None       # may_exit(slot): is an exit 0 the end of its work, or a failure?
     ledger_reader: Callable | None = None  # reads the effects instead of the ledger table (checker/ledger.py)
+    dead_letter_reader: Callable | None = None   # dead_letter_reader() -> the run's dead letters (queues, --dead-letter)
     annotate: Callable | None = None       # annotate(run, result, report): add what only the launcher knows
     bad_input: Callable | None = None      # bad_input(result) -> one line when the workers never could run
     planned_exits: tuple = (-9, 137, 3)    # exit statuses restarted as crashes: SIGKILL, Java halt, fenced producer

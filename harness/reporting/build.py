@@ -46,6 +46,7 @@ class Counts:
     lost: int | None
     unprocessed: int | None      # never acknowledged: the run stopped before them (not lost)
     dedupe_hits: int | None
+    dead_lettered: int | None = None   # queues with a dead-letter topic: never applied, in it (not lost)
 
 
 @dataclass
@@ -61,6 +62,7 @@ class Predicted:
     evidence: list | None = None     # per crash, what the prediction read beyond the crash log
     service: dict | None = None      # a service's rows and events: unpublished, orphaned, event_duplicates
     reuse: dict | None = None        # requests under a reused key: hidden, rejected, applied
+    dead_lettered: int | None = None   # queues with a dead-letter topic
 
 
 @dataclass
@@ -103,6 +105,34 @@ class VerdictDetail:
     unrestarted_at_stop: list      # {worker, attempt, time, transaction, transactional_ids}: crashed just before
                                    # the stop, no successor started (its open transaction fenced by the run)
     left_behind: list | None       # {pid, command}: processes the workers left that the end of the run ended
+
+
+def without_dead_letters(section: dict, audit) -> dict:
+    """`dead_lettered` is stated only by a run that had a dead-letter topic."""
+    if getattr(audit, "dead_letter", None) is None:
+        section.pop("dead_lettered", None)
+    return section
+
+
+def dead_letter_topics(audit) -> list[str]:
+    """The run's dead-letter topic, when it had one (its broker wrote there, the run created it)."""
+    found = getattr(audit, "dead_letter", None)
+    return [found.topic] if found is not None else []
+
+
+def dead_letter_section(audit) -> dict | None:
+    """A queues run's dead-letter topic as its audit read it: each dead-lettered payment (no effect, its record
+    there) with where the broker wrote it and the delivery count it reached; None for a run without one."""
+    found = getattr(audit, "dead_letter", None)
+    if found is None:
+        return None
+    dead = (audit.evidence.ids.get("ledger.dead_lettered") or [])
+    return {"topic": found.topic, "records": found.records, "strays": found.strays,
+            "awaited_missing": [list(x) for x in found.missing][:MAX_IDS], "error": found.error,
+            "dead_lettered": [{"message_id": d.message_id, "partition": d.partition, "offset": d.offset,
+                               "dead_letter_partition": d.dead_letter_partition,
+                               "dead_letter_offset": d.dead_letter_offset, "delivery_count": d.delivery_count,
+                               "reason": d.reason} for d in (found.by_id[i] for i in dead[:MAX_IDS])]}
 
 
 def crash_entries(crashes: list[dict], restarts: list, stalls: list | None) -> list[dict]:
@@ -211,7 +241,8 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
                   if reports_deliveries and described and result.status == "complete" else None)
     counts = Counts(sent=len(r.sent_ids), deliveries=deliveries, effects=head.effects,
                           duplicates=head.duplicates, lost=head.lost, unprocessed=head.unprocessed,
-                          dedupe_hits=audit.dedupe_hits if exp.stores.dedupe or exp.stores.accounts else None)
+                          dedupe_hits=audit.dedupe_hits if exp.stores.dedupe or exp.stores.accounts else None,
+                          dead_lettered=audit.metrics.get("ledger.dead_lettered"))
     predicted = Predicted(
         duplicates=pred.value(prefix + "duplicates"), lost=pred.value(prefix + "lost"),
         dedupe_hits=pred.value("ledger.dedupe_hits"), exact=pred.exact, note=pred.note,
@@ -219,7 +250,7 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         kafka_output=({iso: {"duplicates": pred.value(f"kafka.{iso}.duplicates"), "lost": pred.value(f"kafka.{iso}.lost")}
                        for iso in ("read_committed", "read_uncommitted")} if exp.stores.output else None),
         ranges={k: rg for k in ("duplicates", "lost") if (rg := pred.range(prefix + k))} or None,
-        evidence=pred.evidence or None,
+        evidence=pred.evidence or None, dead_lettered=pred.value("ledger.dead_lettered"),
         service=({"unpublished": pred.value("events.unpublished"), "orphaned": pred.value("events.orphaned"),
                   "event_duplicates": pred.value("events.duplicates"), "outbox_unsent": pred.value("outbox.unsent")}
                  if exp.stores.events else None),
@@ -267,14 +298,16 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
                   "dedupe_table": names.dedupe_table if exp.stores.dedupe else None,
                   "accounts_table": names.accounts_table if exp.stores.accounts else None,
                   "rejects_table": names.rejects_table if exp.stores.rejects else None,
-                  "tables": written_tables(exp, names), "topics": written_topics(exp, names),
+                  "tables": written_tables(exp, names),
+                  "topics": written_topics(exp, names) + dead_letter_topics(audit),
                   "consumer_groups": [names.group] + ([names.downstream_group] if exp.stores.events else [])},
         "faults_configured": [f.describe() for f in faults],
         "faults": fault_rows,
         "fault_details": {k: v for k, v in fault_details.items() if v},
         "crashes": crash_rows,
-        "counts": asdict(counts),
-        "predicted": asdict(predicted),
+        "counts": without_dead_letters(asdict(counts), audit),
+        "predicted": without_dead_letters(asdict(predicted), audit),
+        "dead_letter": dead_letter_section(audit),
         "kafka_output": ko,
         "service": audit.service.section() if audit.service is not None else None,
         "reuse": audit.reuse.section(r.reused) if getattr(audit, "reuse", None) is not None else None,

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..core.escape import html as escape
 
 from .recount_by_hand import commands
-from .shared import fault_table, fmt, plain
+from .shared import dead_letter_lines, fault_table, fmt, plain
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1180px;color:#1d1d1f;padding:0 1rem}
@@ -104,6 +104,8 @@ def run_chart(d: dict) -> str:
     pk = ((p.get("kafka_output") or {}).get("read_uncommitted") or {}).get("duplicates")
     candidates = [("lost", "lost", c["lost"], p.get("lost"), LOST),
                   ("duplicated", "duplicates", c["duplicates"], p.get("duplicates"), DUP)]
+    if "dead_lettered" in c:
+        candidates.append(("dead-lettered", "dead_lettered", c["dead_lettered"], p.get("dead_lettered"), ABORTED))
     if d["stack"].get("dedupe_table"):
         candidates.append(("dedupe hits", "dedupe_hits", c.get("dedupe_hits"), p.get("dedupe_hits"), OK))
     if ko:
@@ -224,6 +226,9 @@ def render(r, folder=None) -> str:
         body.append(f"<p><b>From the experiment file</b> <code>{escape(str(src.get('file')))}</code> "
                     f"({escape(str(src.get('purpose')))}); flags that overrode it: {escape(over)}</p>")
     body += [_section("Scoreboard"), table(r.scoreboard(), r.SCOREBOARD_COLUMNS, numeric=(2, 3)), legend_block(r)]
+    if d.get("dead_letter"):
+        body.append("<ul id=dead-letters>" + "".join(f"<li>{escape(x)}</li>" for x in dead_letter_lines(
+            d["dead_letter"], d["counts"].get("dead_lettered"))) + "</ul>")
     if isinstance(d.get("guesses"), dict):
         from .guesses import COLUMNS, board, score_line
         rows = board(d["guesses"].get("guesses") or {}, d)

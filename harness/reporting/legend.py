@@ -20,6 +20,7 @@ ROWS = "database: service rows"
 EVENTS = "Kafka events topic"
 OUTBOX = "database: outbox table"
 REJECTS = "database: rejects table"
+DEAD_LETTER = "Kafka dead-letter topic"
 CRASH_LOG = "crash log"
 FAULT_LOG = "fault log"
 SUPERVISOR = "supervisor"
@@ -33,6 +34,8 @@ DEFINITIONS = {
     "records": "records in the output topic as a reader with that isolation level sees them, copies included",
     "duplicates": "copies beyond the first for each id, in that store: the sum over ids of (copies - 1)",
     "lost": "ids sent and acknowledged (their offset committed) with no copy in that store",
+    "dead-lettered": "ids with no effect whose record the broker wrote to the run's dead-letter topic (a share "
+                     "group gave up on it: delivery-count limit or REJECT): not lost, waiting there to be handled",
     "not yet processed": "ids with no effect whose offset was never committed: the run stopped before them "
                          "(not lost)",
     "aborted copies": "records of the output topic that read_committed readers never see (aborted or still open "

@@ -8,7 +8,7 @@ from .recount_by_hand import commands
 from ..core.escape import fence, md, md_code
 from .legend import PREDICTED_NOTE
 from .scoreboard import main_store
-from .shared import fault_table, fmt, plain
+from .shared import dead_letter_lines, fault_table, fmt, plain
 
 
 def render(r, folder=None) -> str:
@@ -87,6 +87,9 @@ def render(r, folder=None) -> str:
     out += ["", "## Anomalies (first ids)", "", f"counted in the {md(main_store(d))}", "",
             f"- lost ({md(fmt(an['lost_total']))}): {_ids(an['lost_ids'], an['lost_total'])}",
             f"- duplicated ({md(fmt(an['duplicates_total']))}): {_ids(an['duplicate_ids'], an['duplicates_total'])}"]
+    dl = d.get("dead_letter")
+    if dl:
+        out += [f"- {md(x)}" for x in dead_letter_lines(dl, (d.get("counts") or {}).get("dead_lettered"))]
     svc = d.get("service")
     if svc:
         for label, n, ids in (("rows without an event", svc["unpublished"], svc["unpublished_ids"]),

@@ -22,10 +22,13 @@ def _psql(template: str, ledger: str | None = None, dedupe: str | None = None) -
     return "psql -c " + shlex.quote(recount.display(template, ledger, dedupe))
 
 
+def _config(settings: bool) -> str:
+    return ' -F "$HARNESS_KAFKA_CONFIG_FILE"' if settings else ""
+
+
 def _kcat(topic: str, isolation: str | None = None, settings: bool = False) -> str:
     iso = f" -X isolation.level={isolation}" if isolation else ""
-    cfg = ' -F "$HARNESS_KAFKA_CONFIG_FILE"' if settings else ""
-    return f"{KCAT}{cfg}{iso} -t {shlex.quote(topic)} -e -q -f '%k\\n'"
+    return f"{KCAT}{_config(settings)}{iso} -t {shlex.quote(topic)} -e -q -f '%k\\n'"
 
 
 def audit_target(run_id: str, folder=None) -> str:
@@ -62,6 +65,12 @@ def commands(d: dict, folder=None) -> list[tuple[str, str]]:
         out.append(("ledger: ids applied more than once", _psql(recount.LEDGER_DUPLICATES, st["ledger_table"])))
     if st.get("dedupe_table"):
         out.append(("dedupe table: keys and hits", _psql(recount.DEDUPE_TOTALS, dedupe=st["dedupe_table"])))
+    if isinstance(d.get("dead_letter"), dict):
+        from ..workload.naming import RunNames
+        topic = RunNames(str(run_id)).dead_letter_topic       # the run's own, never a name from the report
+        out.append(("dead-letter topic: the input partition/offset, delivery count and reason of each dead letter "
+                    "(its headers; the key is the broker's copy)",
+                    f"{KCAT}{_config(settings)} -t {shlex.quote(topic)} -e -q -f '%k %h\\n'"))
     if d.get("reuse") and st.get("input_topic"):
         out.append(("requests under a reused key: ids the input topic holds more than once",
                     _kcat(st["input_topic"], settings=settings) + " | sort | uniq -d | wc -l"))

@@ -30,6 +30,8 @@ def rows(d: dict) -> list[tuple[str, str, str, str]]:
     out += [("effects" if ledgered else "records", where, fmt(c["effects"]), ""),
             ("duplicates", where, fmt(c["duplicates"]), _pred(p, "duplicates", head)),
             ("lost", where, fmt(c["lost"]), _pred(p, "lost", head))]
+    if "dead_lettered" in c:
+        out.append(("dead-lettered", L.DEAD_LETTER, fmt(c["dead_lettered"]), _pred(p, "dead_lettered", "ledger.")))
     if c.get("unprocessed"):
         out.append(("not yet processed", where, fmt(c["unprocessed"]), ""))
     if c.get("dedupe_hits") is not None:

@@ -75,3 +75,18 @@ def fault_table(faults: list[dict]) -> tuple[list[str], list[list[str]], int]:
     rows = [[str(f.get("fault")), fmt(f.get("time")) if not isinstance(f.get("time"), float) else f"{f['time']:.3f}",
              str(f.get("target")), *[cell(f, k) for k, _h in cols]] for f in others[:FAULT_ROWS_SHOWN]]
     return ["fault", "time", "target", *[h for _k, h in cols]], rows, max(0, len(others) - FAULT_ROWS_SHOWN)
+
+
+def dead_letter_lines(dl: dict, total) -> list[str]:
+    """A queues run's dead letters, in plain words (each renderer escapes them): each payment the broker wrote to the
+    run's dead-letter topic instead of losing it, where it went and the delivery count it reached (its headers)."""
+    out = [f"dead-lettered ({fmt(total)}), in {dl['topic']} ({fmt(dl['records'])} record(s) there): "
+           + (", ".join(f"{x['message_id']} (input {x['partition']}/{x['offset']} -> dead-letter offset "
+                        f"{x['dead_letter_offset']}, delivery count {fmt(x['delivery_count'])}: {x['reason'] or 'no reason'})"
+                        for x in dl["dead_lettered"]) or "none")]
+    if dl.get("error"):
+        out.append(f"dead-letter topic unreadable: {dl['error']}")
+    if dl.get("awaited_missing"):
+        out.append("archived or REJECTed with no dead letter after the audit's wait (lost): "
+                   + ", ".join(f"{p}/{o}" for p, o in dl["awaited_missing"]))
+    return out

@@ -105,6 +105,9 @@ def _clauses(d: dict) -> list[tuple[str, str, str]]:
         out.append((f"of {ru['reused']:,} requests that reused a payment's id with another amount, "
                     f"{_n(ru['hidden'])} hidden (skipped as redeliveries), {rejected} and {_n(ru['applied'])} applied",
                     "; ", ""))
+    if "dead_lettered" in c:
+        out.append((f"{_n(c['dead_lettered'])} dead-lettered (never applied, in the run's dead-letter topic: not "
+                    f"counted as lost)", "; ", ""))
     if c.get("unprocessed"):
         out.append((f"{c['unprocessed']:,} payments not yet processed when the run stopped (not counted as lost)",
                     "; ", ""))

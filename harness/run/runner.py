@@ -153,6 +153,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
     refuse_group_protocol(params, stack)     # a protocol the cluster or the client lacks
     run_id = run_id or new_run_id(exp.name)
     names = RunNames(run_id)
+    if hasattr(launcher, "check_run"):   # a run option the stack cannot serve (a dead-letter topic): before anything
+        launcher.check_run(params, stack, names)
     refuse_overlap(Path(out) if out else reports_dir() / run_id)     # a library caller's --out too
     run_dir = claim_run_dir(Path(out) if out else reports_dir() / run_id)
     guesses.write_pending(run_dir)      # `--predict`: the guesses are on disk before anything runs
@@ -273,7 +275,8 @@ def run(params: RunParams, stack: Stack, out: Path | None = None, log=print, ui=
         crashes = crashlog.read(r.crash_log)
         if watcher:
             watcher.stop()
-        readers = {"ledger_reader": launch.ledger_reader} if launch and launch.ledger_reader else {}
+        readers = {k: getattr(launch, k) for k in ("ledger_reader", "dead_letter_reader")
+                   if launch and getattr(launch, k)}
         with phase(r, "audit"):
             audit = observe_run(exp, stack, names, r.amounts, positions, r.progress.committed,
                               finished=result.status == "complete", accounts=r.accounts,

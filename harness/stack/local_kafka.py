@@ -93,6 +93,9 @@ SERVER_SETTINGS = {
     "group.share.min.session.timeout.ms": "1000",
     "group.share.min.heartbeat.interval.ms": "500",
     "share.coordinator.state.topic.num.partitions": "4",
+    # Dead-letter topics of share groups (KIP-1191, Kafka 4.4): a group's must start with this broker prefix
+    # (Kafka's default is `dlq.`); a run's is one of its own `harness.` topics (naming.RunNames.dlq_topic).
+    "errors.deadletterqueue.topic.name.prefix": "harness.",
     # Offset commits are appended by the group coordinator after a 5 ms linger by default: every
     # synchronous commit would wait for it. Append at once instead (commits per record are our workload).
     "group.coordinator.append.linger.ms": "0",

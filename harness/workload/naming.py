@@ -83,6 +83,11 @@ class RunNames:
         return f"{TOPIC_PREFIX}{self.run_id}.events"
 
     @property
+    def dead_letter_topic(self) -> str:
+        """A queues run's dead-letter topic (--dead-letter on: its share group's errors.deadletterqueue.topic.name)."""
+        return f"{TOPIC_PREFIX}{self.run_id}.dlq"
+
+    @property
     def group(self) -> str:
         return f"harness-{self.run_id}"
 
@@ -128,7 +133,7 @@ class RunNames:
 
     def topics(self) -> list[str]:
         """Every topic a run may create."""
-        return [self.input_topic, self.output_topic, self.events_topic]
+        return [self.input_topic, self.output_topic, self.events_topic, self.dead_letter_topic]
 
     def transactional_id(self, slot: int) -> str:
         return f"harness-{self.run_id}-worker-{slot}"

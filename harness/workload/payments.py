@@ -90,11 +90,12 @@ def account_partition(account: str, partitions: int) -> int:
     return zlib.crc32(account.encode()) % partitions
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int, config: dict | None = None) -> None:
+    """`config`: the topic's own settings (a dead-letter topic's errors.deadletterqueue.group.enable)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient(kafka_client.config(bootstrap, kafka_logging.client_config()))
-    fut = admin.create_topics([NewTopic(topic, partitions, 1 if _single_node(admin) else 3)],
+    fut = admin.create_topics([NewTopic(topic, partitions, 1 if _single_node(admin) else 3, config=config or {})],
                               operation_timeout=30, request_timeout=30)[topic]
     try:
         fut.result(timeout=45)

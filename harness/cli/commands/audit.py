@@ -81,6 +81,10 @@ def audit_folder(folder: Path, stack, audit_sql: str | None = None,
         reuse = recount.recount_reuse(stack.postgres_dsn, st["ledger_table"],
                                       RunNames(str(report.get("run_id"))).rejects_table, inp.reused) \
             if st.get("ledger_table") and (inp.reused or report.get("reuse") or st.get("rejects_table")) else None
+        # A run with a dead-letter topic (its report has the section): its own topic, never a name from the report.
+        dead = recount.dead_lettered(recount.read_topic(stack.bootstrap_servers, RunNames(str(report.get("run_id")))
+                                                        .dead_letter_topic, "read_uncommitted"), st["input_topic"], inp) \
+            if isinstance(report.get("dead_letter"), dict) else None
         service = None
         svc = recount.service_stores(report)
         if svc:
@@ -92,7 +96,7 @@ def audit_folder(folder: Path, stack, audit_sql: str | None = None,
         return [], f"cannot read the run's data: {e}"
     except (KeyError, TypeError):
         return [], f"{folder / 'report.json'} does not name the run's topics and tables"
-    rows, why = crosscheck.judge(report, sent, ledger, outputs, service, accounts, reuse)
+    rows, why = crosscheck.judge(report, sent, ledger, outputs, service, accounts, reuse, dead)
     if skipped and not why:
         c = report.get("counts") or {}
         rows.insert(1, crosscheck.Row("ledger", "effects (not recounted)",

@@ -10,7 +10,8 @@ with the same seeded crashes as offset-before / offset-after / dedupe:
   payment: an accepted record is never delivered again.
 - share-dedupe: the idempotency key in the effect's transaction, then ACCEPT: exact.
 - share-poison: the crash plan's payments kill their worker at every delivery; after the
-  group's delivery-count limit (--delivery-limit) the broker archives them: lost.
+  group's delivery-count limit (--delivery-limit) the broker archives them: lost, or, with a
+  dead-letter topic (--dead-letter on, share_dead_letter.py), dead-lettered there.
 - share-release: the crash plan's payments meet an error instead of a death: a transient one
   is RELEASEd (redelivered, no damage), a permanent one REJECTed (archived: lost).
 
@@ -82,9 +83,10 @@ SHARE_POISON = Experiment(
     proves="A poison payment that kills its worker at every delivery is archived after the group's "
            "delivery-count limit: lost, without an error anywhere.",
     expected="lost = the poison payments (and any record their deaths held at the limit), each crashing "
-             "share.delivery.count.limit times",
-    lesson="A share group gives up on a record silently: count the archived ones (or name a dead-letter topic, "
-           "Kafka 4.4), and catch the poison before it kills the worker.",
+             "share.delivery.count.limit times; with --dead-letter on (Kafka 4.4) they are dead-lettered instead, "
+             "lost = 0",
+    lesson="A share group gives up on a record silently: name a dead-letter topic (Kafka 4.4, --dead-letter on) "
+           "and count what lands there, and catch the poison before it kills the worker.",
 )
 
 SHARE_RELEASE = Experiment(

@@ -48,9 +48,15 @@ def limit_of(params) -> int:
     return int(given) if given else DELIVERY_LIMIT
 
 
-def settled_records(events_path) -> set:
+def dead_letter_on(params) -> bool:
+    """The run asked for a dead-letter topic (--dead-letter on, share_dead_letter.py)."""
+    given = params.get("dead_letter") if isinstance(params, dict) else getattr(params, "dead_letter", None)
+    return given == "on"
+
+
+def settled_records(events_path, kinds: tuple = ("accepted", "rejected")) -> set:
     """The (partition, offset) of every record some member's acknowledgement settled for good (accepted or
-    rejected), from the run's events file."""
+    rejected; `kinds` names fewer), from the run's events file."""
     out = set()
     try:
         with open(events_path, "rb") as f:
@@ -61,7 +67,7 @@ def settled_records(events_path) -> set:
                     e = json.loads(line)
                 except ValueError:
                     continue
-                if e.get("event") in ("accepted", "rejected"):
+                if e.get("event") in kinds:
                     out.update((r[0], r[1]) for r in e.get("records") or ())
     except OSError:
         pass

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 
 from ..launch import Launch, assign_partitions, java_client_settings, kafka_login, worker_env
 from .share_facts import POLL_RECORDS, POLL_TIMEOUT_S, QUIET_S, limit_of
-from .share_launcher import ShareWorkers, configure_group
-from .share_options import group_settings
+from .share_launcher import ShareWorkers
 
 MAIN_CLASS = "harness.share.ShareWorker"
 POM = "share-pom.xml"
@@ -91,7 +90,7 @@ class ShareJavaWorkers(ShareWorkers):
         from .. import streams_jvm
         from ...clients import kafka_java
         from ...core.procs import dying_with_this_process
-        configure_group(run.stack.bootstrap_servers, run.names.share_group, group_settings(run.params))
+        self.group_ready(run)
         jar = streams_jvm.build(run.log, POM, JAR)
         start = streams_jvm.worker_start(jar, "plain", run.log)
         run.log(f"Java share consumers (kafka-clients {client_version() or 'unknown'}) start as {start.said}")
@@ -105,5 +104,5 @@ class ShareJavaWorkers(ShareWorkers):
             # A JVM outlives a SIGKILLed harness unless told otherwise.
             return dying_with_this_process(command(run, slot, jar, start, total))
 
-        return self.annotated(Launch(launch_command, env, slots, standby=False, planned_exits=(-9, 137)))
+        return self.annotated(Launch(launch_command, env, slots, standby=False, planned_exits=(-9, 137)), run)
 

@@ -17,7 +17,8 @@ from ...stack import broker_version
 from ...clients import kafka_client
 from ...runtime.kafka_calls import REQUEST_TIMEOUT_S
 from ..launch import PythonWorkers
-from .share_facts import GROUP_CONFIG
+from . import share_dead_letter as dead_letter
+from .share_facts import GROUP_CONFIG, archived_records, limit_of, settled_records
 from .share_options import group_settings
 
 FIRST_RELEASE = "4.2"
@@ -64,11 +65,22 @@ class ShareWorkers(PythonWorkers):
         if why:
             raise HarnessError(why)
 
+    def check_run(self, params, stack, names) -> None:
+        """--dead-letter on, on a broker without dead-letter topics or whose prefix the run's does not fit: one line."""
+        dead_letter.check(stack, params, names.dead_letter_topic)
+
     def prepare(self, run):
         """The share group's settings (short locks, the run's --delivery-limit) are set here, with the harness's own
         login, before any worker joins: a run's Kafka user on a SCRAM stack may not alter a group's configs."""
-        configure_group(run.stack.bootstrap_servers, run.names.share_group, group_settings(run.params))
-        return self.annotated(super().prepare(run))
+        self.group_ready(run)
+        return self.annotated(super().prepare(run), run)
+
+    def group_ready(self, run) -> None:
+        """The run's share group set up (and its dead-letter topic made, with --dead-letter on) before anyone joins."""
+        dlq = run.names.dead_letter_topic if dead_letter.wanted(run.params) else None
+        if dlq:
+            dead_letter.create(run.stack.bootstrap_servers, dlq, 1)
+        configure_group(run.stack.bootstrap_servers, run.names.share_group, group_settings(run.params, dlq))
 
     def said(self) -> dict:
         """The report's `share_consumer`: the members' share consumer, its release and status."""
@@ -78,9 +90,22 @@ class ShareWorkers(PythonWorkers):
                 "version": f"{ours if isinstance(ours, str) else ours[0]} (librdkafka {lib if isinstance(lib, str) else lib[0]})",
                 "status": "Preview"}
 
-    def annotated(self, launch):
+    def annotated(self, launch, run=None):
         said = self.said()
 
         def annotate(run, result, report) -> None:
             report.data["share_consumer"] = said
-        return dataclasses.replace(launch, annotate=annotate)
+        reader = dead_letter_reader(run) if run is not None and dead_letter.wanted(run.params) else None
+        return dataclasses.replace(launch, annotate=annotate, dead_letter_reader=reader)
+
+
+def dead_letter_reader(run):
+    """What reads the run's dead letters at the audit, waiting for those its evidence says are coming: each record
+    a death left at the delivery-count limit (the crash log's `held`) and each one a member REJECTed (the events)."""
+    from ...clients import pgconn
+
+    def read():
+        awaited = archived_records(run.crash_log, limit_of(run.params)) | settled_records(run.events, ("rejected",))
+        return dead_letter.read(run.stack.bootstrap_servers, run.names.dead_letter_topic, run.names.input_topic,
+                                run.positions, awaited, stop=pgconn.interrupted)
+    return read

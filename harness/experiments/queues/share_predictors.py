@@ -9,7 +9,9 @@ at the group's delivery-count limit is archived, never delivered again.
 `ShareLedgerPredictor` counts, per payment, the deliveries that ran its effect:
 one per crash that lists it `unacked`, plus the last one, unless a crash
 archived it or its ACCEPT preceded a death (`acked_unapplied`). Runs above one
-are duplicates (dedupe hits with the dedupe table); none is a loss. In share-release the crash
+are duplicates (dedupe hits with the dedupe table); none is a loss. With a dead-letter topic
+(--dead-letter on) a payment never applied that a crash archived, or a member REJECTed, is predicted
+dead-lettered instead of lost (`ledger.dead_lettered`); one ACCEPTed and never applied stays lost. In share-release the crash
 plan's payments meet errors instead (share_facts.error_kinds): those with a permanent one are
 REJECTed, never applied, lost; those with a transient one are RELEASEd and applied once. `LockNote` reads the
 workers' `accepted` events and says, per run, how many records were delivered
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...checker.predict import expect_or_bound
-from .share_facts import DELIVERY_LIMIT, LOCK_MS, PERMANENT, archived, error_kinds, limit_of
+from .share_facts import DELIVERY_LIMIT, LOCK_MS, PERMANENT, archived, dead_letter_on, error_kinds, limit_of
 
 
 def effect_runs(crashes: list, limit: int = DELIVERY_LIMIT) -> Counter:
@@ -63,6 +65,12 @@ class ShareLedgerPredictor:
         rejected = {i for i, k in kinds.items() if k == PERMANENT}      # share-release: REJECTed, never applied
         again = Counter({i: n - 1 for i, n in runs.items() if n > 1 and i not in rejected})
         lost = rejected | {i for i, n in runs.items() if n == 0}
+        if dead_letter_on(facts.params):       # the broker writes what it archives or a member REJECTs there
+            dead = lost & (rejected | {i for c in facts.described for i in archived(c, limit_of(facts.params))})
+            lost = lost - dead
+            expect_or_bound(p, facts, "ledger.dead_lettered", len(dead), True)
+            if facts.exact:
+                p.id_sets["ledger.dead_lettered"] = sorted(dead)
         if self.dedupe:
             expect_or_bound(p, facts, "ledger.duplicates", 0, False)
             expect_or_bound(p, facts, "ledger.dedupe_hits", sum(again.values()), True, "unacked")
