@@ -25,10 +25,16 @@ from tests.action_steps import Evaluator, run_composite
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTION = ROOT / "action.yml"
-PINNED_FILES = [ACTION, *sorted((ROOT / ".github" / "workflows").glob("*.yml"))]
+# The workflows, the action, and the workflow the CI page gives users to copy
+PINNED_FILES = [ACTION, *sorted((ROOT / ".github" / "workflows").glob("*.yml")), ROOT / "docs" / "ci.md"]
+# What a user's workflow names in place of this repository (docs/ci.md)
+THIS_ACTION = "OWNER/harness"
 # action -> (the pin used, the release it resolves to, as the comment names it). Checked against each
 # action's published releases: actions/checkout v6.0.0 to v6.0.3, actions/setup-python v6.0.0,
 # actions/upload-artifact v6.0.0, dawidd6/action-download-artifact v21 (v20...v21 in its changelog).
+# Checked again on 2026-12-07 against the tags of each repository: v6 and v6.1.0 of actions/checkout are
+# one commit, as are v6 and v6.3.0 of actions/setup-python, and v6 and v6.0.0 of actions/upload-artifact;
+# dawidd6/action-download-artifact's newest tag is v21. Each of the first three also has a v7 by then.
 CONFIRMED = {
     "actions/checkout": ("v6.1.0", "v6.1.0"),          # v6 pointed at v6.1.0 when checked, not v6.0.3
     "actions/setup-python": ("v6.3.0", "v6.3.0"),      # v6 pointed at v6.3.0, not v6.0.0
@@ -154,7 +160,7 @@ def test_every_pin_names_a_confirmed_release_in_a_comment():
         m = re.match(r"\s*(?:-\s+)?uses:\s*(\S+)(.*)", line)
         target, rest = m.group(1), m.group(2)
         where = f"{path.relative_to(ROOT)}:{n}"
-        if target.startswith("./"):
+        if target.startswith(("./", f"{THIS_ACTION}@", f"{THIS_ACTION}/")):
             continue                      # this repository's own workflow or action
         repo, _, ref = target.partition("@")
         assert repo in CONFIRMED, f"{where}: {repo} has no confirmed release (add it to CONFIRMED once checked)"
