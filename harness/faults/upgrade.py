@@ -84,6 +84,9 @@ class RollingUpgrade(BrokerFault):
         return {"fault": self.name, "from": self.frm, "to": self.to, "finalize": self.finalize, "every": self.every}
 
     def check_stack(self, stack, docker_client=None) -> None:
+        if stack.kind == "compose":
+            raise HarnessError(f"--fault {self.name}: rolling-upgrade on compose is not supported yet; use the local "
+                               f"3-node cluster (`harness up --brokers 3 --kafka-version {self.frm}`)")
         if stack.kind != "local":
             raise HarnessError(f"--fault {self.name} restarts the local cluster's nodes on another release's jars; "
                                f"start it with `harness up --brokers 3 --kafka-version {self.frm}`")
