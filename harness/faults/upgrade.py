@@ -58,6 +58,7 @@ class RollingUpgrade(BrokerFault):
         self.features: list[dict] = []        # {time, when, levels}: what the broker answered
         self.finalized: dict | None = None    # the FeatureCommand's run: time, exit code, its last line
         self.tools = None                     # Kafka's command-line tools' jars (resolved at setup)
+        self.image = None                     # on compose: the `to` image each container is recreated on
         self._proc = None
         self._props = None
 
@@ -84,22 +85,29 @@ class RollingUpgrade(BrokerFault):
         return {"fault": self.name, "from": self.frm, "to": self.to, "finalize": self.finalize, "every": self.every}
 
     def check_stack(self, stack, docker_client=None) -> None:
-        if stack.kind == "compose":
-            raise HarnessError(f"--fault {self.name}: rolling-upgrade on compose is not supported yet; use the local "
-                               f"3-node cluster (`harness up --brokers 3 --kafka-version {self.frm}`)")
-        if stack.kind != "local":
-            raise HarnessError(f"--fault {self.name} restarts the local cluster's nodes on another release's jars; "
-                               f"start it with `harness up --brokers 3 --kafka-version {self.frm}`")
+        if stack.kind not in ("local", "compose"):
+            raise HarnessError(f"--fault {self.name} restarts the nodes of a cluster the harness started on another "
+                               f"release; start one with `harness up --brokers 3 --kafka-version {self.frm}`")
+        how = "--stack compose " if stack.kind == "compose" else ""
         if stack.kafka_version != self.frm:
             raise HarnessError(f"--fault {self.name}: the cluster runs Kafka {stack.kafka_version or 'unknown'}, "
                                f"not from={self.frm}; start it with `harness down --purge` then `harness up "
-                               f"--brokers 3 --kafka-version {self.frm}`")
+                               f"{how}--brokers 3 --kafka-version {self.frm}`")
         super().check_stack(stack, docker_client)
+        if stack.kind == "compose":
+            from ..stack.compose import upgrade_image
+            self.image = upgrade_image(self.frm, self.to)
+            if not self.hands.has_image(self.image):
+                build = (f"HARNESS_KAFKA_VERSION={self.to} bash scripts/build-images.sh --only kafka"
+                         if self.image.startswith("harness-kafka:") else f"docker pull {self.image}")
+                raise HarnessError(f"--fault {self.name}: the Docker engine has no image {self.image} to upgrade the "
+                                   f"compose cluster to; make it first (`{build}`)")
 
     def setup(self, run) -> None:
         super().setup(run)
         from ..stack.maven import resolve_kafka, resolve_tools
-        resolve_kafka(run.log, self.to)       # the new jars are on disk before the first node stops
+        if self.image is None:
+            resolve_kafka(run.log, self.to)   # the new jars are on disk before the first node stops
         self.tools = resolve_tools(run.log)
         self._levels("before")
 
@@ -120,6 +128,8 @@ class RollingUpgrade(BrokerFault):
         return False
 
     def recover(self, node: int) -> str | None:
+        if self.image:                        # compose: the container recreated on the `to` image, same volume
+            return self.hands.start(node, release=self.to, image=self.image)
         return self.hands.start(node, release=self.to) + f" on Kafka {self.to}"
 
     def back(self, node: int) -> bool:
