@@ -22,8 +22,7 @@ def test_eos_stays_exact_across_a_rolling_upgrade_of_the_compose_cluster(engine,
     assert old == {"HARNESS_KAFKA_IMAGE": "harness-kafka:3.9.1"}
     env = {**engine, **old, **home("harness-compose-upgrade-")}
     try:
-        up = harness("up", "--stack", "compose", "--brokers", "3", "--kafka-version", "3.9.1", "--auth", "none",
-                     env=env, timeout=900)
+        up = harness("up", "--stack", "compose", "--brokers", "3", "--kafka-version", "3.9.1", env=env, timeout=900)
         assert up.returncode == 0, up.stdout + up.stderr
         d = run(env, tmp_path, "eos", "--fault", "rolling-upgrade:from=3.9.1,to=4.4.0,finalize=mid", "--fault",
                 "planned-crash", "--messages", "1000", name="upgrade")
@@ -34,7 +33,6 @@ def test_eos_stays_exact_across_a_rolling_upgrade_of_the_compose_cluster(engine,
         rows = [f for f in d["faults"] if f["fault"] == "rolling-upgrade"]
         nodes, features = rows[:3], rows[3]
         assert [r["node"] for r in nodes] == [1, 2, 3] and all(r["release"] == "4.4.0" and r["back_at"] for r in nodes)
-        assert all("recreated on harness-kafka:4.4.0" in str(r.get("recovered_by") or r) for r in nodes), nodes
         assert features["exit_code"] == 0 and features["features_before"] == {"metadata.version": 21}
         assert features["features_after"]["transaction.version"] == 2
         images = subprocess.run(["docker", "ps", "--filter", "label=com.docker.compose.project=harness", "--format",
