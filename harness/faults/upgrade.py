@@ -1,4 +1,4 @@
-"""rolling-upgrade: the local 3-node cluster moved from one Kafka release to another under load.
+"""rolling-upgrade: the local or compose 3-node cluster moved from one Kafka release to another under load.
 
 Kafka's own transaction tests run a transactional copier while each node of
 the cluster in turn is upgraded, then bump the cluster's features. This does
@@ -17,7 +17,12 @@ default). Once begun, the upgrade goes on to its end even when the workers finis
 first. Each node's restart is one entry of the report's faults, marked on
 the timeline with its release; the finalize is one more, with the feature
 levels the broker answered before and after. A downgrade is refused in one
-line: a finalized metadata.version cannot go back.
+line: a finalized metadata.version cannot go back. On the compose cluster
+(`harness up --stack compose --brokers 3 --kafka-version FROM`) each node is
+a container: SIGTERM to it, then `docker compose up --no-deps
+--force-recreate` of its service alone on the `to` release's image (same
+volume and settings; stack/compose.py `recreate`), which must be on the
+engine before the run.
 """
 
 from __future__ import annotations
