@@ -69,9 +69,6 @@ try:
     release = kafka_versions.check(os.environ.get("HARNESS_KAFKA_VERSION") or versions.KAFKA_VERSION)
 except HarnessError as e:
     sys.exit(str(e))
-if int(release.split(".")[0]) < 4:
-    sys.exit(f"the Kafka image built here runs Kafka 4.0 or newer (its log4j2 configuration and tool classes); "
-             f"for Kafka {release} use the official apache/kafka:{release} image")
 print(release)')" || die "no Kafka image for that release (see the line above)"; fi
 export KAFKA_VERSION
 BASE_IMAGE=harness-base:bookworm
@@ -156,9 +153,15 @@ release = os.environ["KAFKA_VERSION"]
 home = cache_dir() / f"kafka-image-{release}"
 lib, marker = home / "lib", home / "resolved.ok"
 if not marker.exists():
+    # Kafka 3.x's tools bring reload4j as their SLF4J binding: the image logs by log4j2 alone (check_classpath).
+    no_reload4j = "".join(f"        <exclusion><groupId>{g}</groupId><artifactId>{a}</artifactId></exclusion>\n"
+                          for g, a in (("org.slf4j", "slf4j-reload4j"), ("ch.qos.reload4j", "reload4j")))
     tools = ("    <dependency>\n      <groupId>org.apache.kafka</groupId>\n"
              "      <artifactId>kafka-tools</artifactId>\n"
-             f"      <version>{release}</version>\n    </dependency>\n  </dependencies>")
+             f"      <version>{release}</version>\n      <exclusions>\n{no_reload4j}      </exclusions>\n"
+             "    </dependency>\n  </dependencies>")
+    import shutil
+    shutil.rmtree(lib, ignore_errors=True)      # what a failed resolution left: copy-dependencies only adds
     home.mkdir(parents=True, exist_ok=True)
     safefile.write_text(home / "pom.xml", maven.pom_text(release).replace("  </dependencies>", tools, 1))
     proc = subprocess.run(["mvn", "-B", "-q", "-f", str(home / "pom.xml"), "dependency:copy-dependencies",

@@ -1,4 +1,4 @@
-"""rolling-upgrade: the local 3-node cluster moved from one Kafka release to another under load.
+"""rolling-upgrade: the local or compose 3-node cluster moved from one Kafka release to another under load.
 
 Kafka's own transaction tests run a transactional copier while each node of
 the cluster in turn is upgraded, then bump the cluster's features. This does
@@ -17,7 +17,12 @@ default). Once begun, the upgrade goes on to its end even when the workers finis
 first. Each node's restart is one entry of the report's faults, marked on
 the timeline with its release; the finalize is one more, with the feature
 levels the broker answered before and after. A downgrade is refused in one
-line: a finalized metadata.version cannot go back.
+line: a finalized metadata.version cannot go back. On the compose cluster
+(`harness up --stack compose --brokers 3 --kafka-version FROM`) each node is
+a container: SIGTERM to it, then `docker compose up --no-deps
+--force-recreate` of its service alone on the `to` release's image (same
+volume and settings; stack/compose.py `recreate`), which must be on the
+engine before the run.
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ class RollingUpgrade(BrokerFault):
         self.features: list[dict] = []        # {time, when, levels}: what the broker answered
         self.finalized: dict | None = None    # the FeatureCommand's run: time, exit code, its last line
         self.tools = None                     # Kafka's command-line tools' jars (resolved at setup)
+        self.image = None                     # on compose: the `to` image each container is recreated on
         self._proc = None
         self._props = None
 
@@ -84,19 +90,29 @@ class RollingUpgrade(BrokerFault):
         return {"fault": self.name, "from": self.frm, "to": self.to, "finalize": self.finalize, "every": self.every}
 
     def check_stack(self, stack, docker_client=None) -> None:
-        if stack.kind != "local":
-            raise HarnessError(f"--fault {self.name} restarts the local cluster's nodes on another release's jars; "
-                               f"start it with `harness up --brokers 3 --kafka-version {self.frm}`")
+        if stack.kind not in ("local", "compose"):
+            raise HarnessError(f"--fault {self.name} restarts the nodes of a cluster the harness started on another "
+                               f"release; start one with `harness up --brokers 3 --kafka-version {self.frm}`")
+        how = "--stack compose " if stack.kind == "compose" else ""
         if stack.kafka_version != self.frm:
             raise HarnessError(f"--fault {self.name}: the cluster runs Kafka {stack.kafka_version or 'unknown'}, "
                                f"not from={self.frm}; start it with `harness down --purge` then `harness up "
-                               f"--brokers 3 --kafka-version {self.frm}`")
+                               f"{how}--brokers 3 --kafka-version {self.frm}`")
         super().check_stack(stack, docker_client)
+        if stack.kind == "compose":
+            from ..stack.compose import upgrade_image
+            self.image = upgrade_image(self.frm, self.to)
+            if not self.hands.has_image(self.image):
+                build = (f"HARNESS_KAFKA_VERSION={self.to} bash scripts/build-images.sh --only kafka"
+                         if self.image.startswith("harness-kafka:") else f"docker pull {self.image}")
+                raise HarnessError(f"--fault {self.name}: the Docker engine has no image {self.image} to upgrade the "
+                                   f"compose cluster to; make it first (`{build}`)")
 
     def setup(self, run) -> None:
         super().setup(run)
         from ..stack.maven import resolve_kafka, resolve_tools
-        resolve_kafka(run.log, self.to)       # the new jars are on disk before the first node stops
+        if self.image is None:
+            resolve_kafka(run.log, self.to)   # the new jars are on disk before the first node stops
         self.tools = resolve_tools(run.log)
         self._levels("before")
 
@@ -117,6 +133,8 @@ class RollingUpgrade(BrokerFault):
         return False
 
     def recover(self, node: int) -> str | None:
+        if self.image:                        # compose: the container recreated on the `to` image, same volume
+            return self.hands.start(node, release=self.to, image=self.image)
         return self.hands.start(node, release=self.to) + f" on Kafka {self.to}"
 
     def back(self, node: int) -> bool:

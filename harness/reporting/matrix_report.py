@@ -21,17 +21,23 @@ from .shared import fmt
 
 NOT_APPLICABLE = "n/a (takes no --client)"
 NO_PROTOCOL = "n/a (takes no --group-protocol)"
+NO_STREAMS_PROTOCOL = "n/a (takes no --streams-protocol)"
+FLAGS = ("--client", "--group-protocol", "--streams-protocol")
 
 
 def keys(summary: dict) -> list[str]:
     """The columns in order: a release (Python workers, classic groups), or `<release> java`, `<release>
-    consumer`, `<release> java consumer` (matrix.column_key)."""
+    consumer`, `<release> java consumer`, `<release> streams` (matrix_columns.column_key)."""
     return summary.get("keys") or summary["releases"]
 
 
 def cell_of(e: dict, key: str) -> str:
     if key in (e.get("not_applicable") or ()):
-        return NOT_APPLICABLE if " java" in key else NO_PROTOCOL
+        flag = (e.get("not_applicable_because") or {}).get(key)
+        if flag in FLAGS:
+            return f"n/a (takes no {flag})"
+        words = key.split(" ")           # a matrix.json of before the flag was named
+        return NOT_APPLICABLE if "java" in words else NO_STREAMS_PROTOCOL if "streams" in words else NO_PROTOCOL
     return cell_text(e["cells"].get(key))
 
 
@@ -76,7 +82,14 @@ def column_heads(summary: dict) -> list[str]:
 
 def client_text(c: dict) -> str:
     return (", Java client" if c.get("client") == "java" else "") + (
-        ", consumer group protocol (KIP-848)" if c.get("group_protocol") == "consumer" else "")
+        ", consumer group protocol (KIP-848)" if c.get("group_protocol") == "consumer" else "") + (
+        ", Kafka Streams' streams group protocol (KIP-1071)" if c.get("streams_protocol") == "streams" else "")
+
+
+def absent_lines(summary: dict) -> list[str]:
+    """The columns the matrix left out because their release lacks the protocol, a sentence each."""
+    return [f"{a.get('why')}: no {a.get('key')} column" for a in summary.get("absent_columns") or ()
+            if isinstance(a, dict)]
 
 
 def render_md(summary: dict) -> str:
@@ -99,6 +112,7 @@ def render_md(summary: dict) -> str:
         what = f"exit {fmt(c.get('exit_code'))}, {fmt(c.get('seconds'))} s"
         out.append(f"- Kafka {md(c.get('release'))}{md(client_text(c))}: {md(what)}"
                    + (f"; {md(c['error'])}" if c.get("error") else ""))
+    out += [f"- {md(line)}" for line in absent_lines(summary)]
     out.append(f"\nMatrix wall time {fmt(summary.get('wall_seconds'))} s; exit status {fmt(summary.get('exit_code'))}.")
     return "\n".join(out) + "\n"
 
@@ -134,7 +148,8 @@ def render_html(summary: dict, folder: Path | None = None) -> str:
             h.table([(f"{c.get('release')}{client_text(c)}", known(c, "metadata_version"), known(c, "transaction_version"),
                       fmt(c.get("exit_code")), fmt(c.get("seconds")), c.get("error", ""))
                      for c in summary["columns"]],
-                    ("release", "metadata.version", "transaction.version", "suite exit", "seconds", "error"))]
+                    ("release", "metadata.version", "transaction.version", "suite exit", "seconds", "error")),
+            *[f"<p class=muted>{escape(line)}</p>" for line in absent_lines(summary)]]
     return h.page(f"matrix {', '.join(releases)}", "".join(body))
 
 

@@ -12,7 +12,9 @@ python,java` a release gets a second suite on the same stack, of the
 experiments whose workers can be Kafka's Java client (`--client java`), as a
 column of its own (`<R> java`, its folder `<out>/<R>-java/`); with `--group-protocol classic,consumer`
 another, of the experiments that take `--group-protocol`, with KIP-848's consumer protocol (`<R> consumer`,
-or `<R> java consumer`; a release before 4.0 has none, so no such column). A folder left by
+or `<R> java consumer`; a release before 4.0 has none, so no such column); with `--streams-protocol
+classic,streams` one of eos-streams with KIP-1071's streams groups (`<R> streams`, from Kafka 4.2).
+Which columns exist is matrix_columns.py's choice. A folder left by
 an interrupted or killed matrix is purged before the next matrix starts, and
 by `harness down` (see `leftover_homes`). The child's suite folder is
 `<out>/<R>/`; matrix.json copies from each suite.json only what its cells
@@ -56,69 +58,11 @@ def parse_releases(spec: str | None) -> list[str]:
     return releases
 
 
-CLIENTS = ("python", "java")
-
-
-def parse_clients(spec: str | None) -> list[str]:
-    """--client python,java: the eos family's transactional clients, each a column of its own per release
-    (python, the default, runs the whole suite; java only the experiments that take --client)."""
-    return _columns(spec, CLIENTS, "--client", "client")
-
-
-def _columns(spec: str | None, allowed: tuple, flag: str, what: str) -> list[str]:
-    """A comma-separated list of `allowed` values, each once (the first of `allowed` when not given)."""
-    chosen = [c.strip() for c in (spec or allowed[0]).split(",") if c.strip()]
-    if not chosen or any(c not in allowed for c in chosen):
-        raise HarnessError(f"{flag} takes {', '.join(allowed[:-1])}, {allowed[-1]} or both (comma-separated), "
-                           f"got {spec!r}")
-    if len(set(chosen)) != len(chosen):
-        raise HarnessError(f"{flag} names a {what} twice")
-    return chosen
-
-
-def client_experiments(names: list[str]) -> list[str]:
-    """Of these experiments, those whose workers can be another client (they declare --client)."""
-    from ..experiments import REGISTRY
-    from ..experiments.common_options import CLIENT
-    return [n for n in names if CLIENT in REGISTRY[n].options]
-
-
-PROTOCOLS = ("classic", "consumer")
-CONSUMER_PROTOCOL_FROM = (4, 0)     # KIP-848's consumer protocol: GA on Kafka 4.0 brokers
-
-
-def parse_protocols(spec: str | None) -> list[str]:
-    """--group-protocol classic,consumer: each a column of its own per release and client (classic, the
-    clients' default, runs the whole suite; consumer only the experiments that take --group-protocol)."""
-    return _columns(spec, PROTOCOLS, "--group-protocol", "protocol")
-
-
-def protocol_experiments(names: list[str]) -> list[str]:
-    """Of these experiments, those whose workers' group protocol can be chosen (they declare --group-protocol)."""
-    from ..experiments import REGISTRY
-    from ..experiments.common_options import GROUP_PROTOCOL
-    return [n for n in names if GROUP_PROTOCOL in REGISTRY[n].options]
-
-
-def has_protocol(release: str, protocol: str) -> bool:
-    """Whether a release's brokers offer this group protocol (classic: all)."""
-    return protocol == "classic" or tuple(int(x) for x in release.split(".")[:2]) >= CONSUMER_PROTOCOL_FROM
-
-
-def variant(client: str = "python", protocol: str = "classic") -> str:
-    """What a column runs besides its release: "" (Python, classic), "java", "consumer" or "java consumer"."""
-    return " ".join(w for w in (client if client != "python" else "", protocol if protocol != "classic" else "")
-                    if w)
-
-
-def column_key(release: str, client: str = "python", protocol: str = "classic") -> str:
-    """A column of the matrix: a release, with the Python workers, or `<release> java`, `<release> consumer`..."""
-    return " ".join(w for w in (release, variant(client, protocol)) if w)
-
-
-def folder_of(release: str, client: str = "python", protocol: str = "classic") -> str:
-    """A column's suite folder in the matrix folder: <release>/, <release>-java/, <release>-java-consumer/..."""
-    return column_key(release, client, protocol).replace(" ", "-")
+from .matrix_columns import (CLIENTS, CONSUMER_PROTOCOL_FROM, PROTOCOLS, STREAMS_PROTOCOLS,  # noqa: F401
+                             client_experiments, column_key, folder_of, has_protocol, parse_clients,
+                             parse_protocols, parse_streams_protocols, plan, protocol_experiments,
+                             streams_protocol_experiments, variant)
+from .matrix_columns import split as _split
 
 
 def matrix_root(state: Path | None = None) -> Path:
@@ -228,50 +172,53 @@ def _stop(proc: subprocess.Popen) -> str:
 
 
 def run_matrix(releases: list[str], suite_args: list[str], out: Path, log=print, clients: tuple = ("python",),
-               client_args: dict | None = None, protocols: tuple = ("classic",)) -> dict:
-    """One child suite per release, client and group protocol, in order (a release's columns share its
-    stack); returns the matrix summary (also written as matrix.json). `client_args`: the suite arguments of
-    each column other than python's classic one, by its `variant` (its experiments, --client, --group-protocol). Ctrl-C, SIGTERM or SIGHUP (as KeyboardInterrupt, see the
-    command): the running suite gets one SIGINT and writes its reports, its stack is purged, matrix.json
-    says what finished, and the interrupt goes on."""
+               client_args: dict | None = None, protocols: tuple = ("classic",),
+               streams: tuple = ("classic",)) -> dict:
+    """One child suite per release, client, group protocol and Kafka Streams group protocol, in order (a
+    release's columns share its stack); returns the matrix summary (also written as matrix.json).
+    `client_args`: the suite arguments of each column other than the default one, by its `variant` (its
+    experiments, --client, --group-protocol, --streams-protocol; matrix_columns.variant_args): a variant
+    without them has no column. Ctrl-C, SIGTERM or SIGHUP (as KeyboardInterrupt, see the command): the
+    running suite gets one SIGINT and writes its reports, its stack is purged, matrix.json says what
+    finished, and the interrupt goes on."""
     from ..core.safefile import make_folder, write_text
     check_homes(releases)
     columns: dict[str, dict] = {}
-    keys = [column_key(r, c, g) for r in releases for c in clients for g in protocols if has_protocol(r, g)]
+    order, absent = plan(releases, (clients, protocols, streams), client_args or {})
+    keys = [column_key(*c) for c in order]
     t0, interrupted = time.time(), False
     try:
         for home in leftover_homes():
             _quietly(purge, home, log)
         make_folder(matrix_root())
         for release in releases:
+            for a in absent:
+                if _split(a["key"])[0] == release:
+                    log(f"matrix: {a['why']}: no {a['key']} column")
             home = make_folder(matrix_root() / release)
             write_text(home / OWNER, f"{os.getpid()} {start_time(os.getpid())}\n")
             try:
-                for client, protocol in [(c, g) for c in clients for g in protocols]:
-                    if not has_protocol(release, protocol):
-                        log(f"matrix: Kafka {release} has no {protocol} group protocol: no such column")
-                        continue
-                    v = variant(client, protocol)
-                    args = (client_args or {})[v] if v else suite_args
-                    _one_suite(release, client, args, out, home, log, columns, protocol)
+                for c in [c for c in order if c[0] == release]:
+                    v = variant(*c[1:])
+                    _one_suite(c, (client_args or {})[v] if v else suite_args, out, home, log, columns)
             finally:
                 _quietly(purge, home, log)
     except KeyboardInterrupt:
         interrupted = True
         raise
     finally:
-        summary = build_summary(keys, columns, suite_args, time.time() - t0, interrupted)
+        summary = build_summary(keys, columns, suite_args, time.time() - t0, interrupted, absent)
         write_text(out / "matrix.json", json.dumps(summary, indent=2) + "\n")
     return summary
 
 
-def _one_suite(release: str, client: str, args: list[str], out: Path, home: Path, log, columns: dict,
-               protocol: str = "classic") -> None:
-    """A child `harness suite` of one column, in the release's home; its column goes into `columns` whatever
-    happened (an interrupted suite's too: it wrote what its runs reported)."""
-    name = column_key(release, client, protocol)
+def _one_suite(col: tuple, args: list[str], out: Path, home: Path, log, columns: dict) -> None:
+    """A child `harness suite` of one column (release, client, group protocol, streams protocol), in the
+    release's home; its column goes into `columns` whatever happened (an interrupted suite's too: it wrote
+    what its runs reported)."""
+    name, release = column_key(*col), col[0]
     cmd = [sys.executable, "-m", "harness.cli", "suite", "--kafka-version", release, "--quiet",
-           "--out", str(out / folder_of(release, client, protocol)), *args]
+           "--out", str(out / folder_of(*col)), *args]
     log(f"matrix: Kafka {name}: harness suite {' '.join(args) or '(its defaults)'} (its stack in {home})")
     started, err = time.time(), ""
     proc = subprocess.Popen(cmd, env=_child_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -285,18 +232,23 @@ def _one_suite(release: str, client: str, args: list[str], out: Path, home: Path
             err = _stop(proc)
             raise
     finally:
-        c = columns[name] = column(out, release, proc.returncode, time.time() - started, err, client, protocol)
+        c = columns[name] = column(out, release, proc.returncode, time.time() - started, err, *col[1:])
     log(f"matrix: Kafka {name}: exit {c['exit_code']} in {c['seconds']:.0f} s "
         f"(metadata.version {c['metadata_version']}, transaction.version {c['transaction_version']})")
 
 
+def _who(key: str) -> dict:
+    release, client, protocol, streams = _split(key)
+    return {"key": key, "release": release, "client": client, "group_protocol": protocol,
+            "streams_protocol": streams}
+
+
 def column(out: Path, release: str, rc: int | None, seconds: float, err: str, client: str = "python",
-           protocol: str = "classic") -> dict:
+           protocol: str = "classic", streams: str = "classic") -> dict:
     """What one column's suite left: its suite.json's rows and the broker's own answers, or why none."""
-    folder = folder_of(release, client, protocol)
+    folder = folder_of(release, client, protocol, streams)
     path = out / folder / "suite.json"
-    who = {"key": column_key(release, client, protocol), "release": release, "client": client,
-           "group_protocol": protocol}
+    who = _who(column_key(release, client, protocol, streams))
     try:
         suite = json.loads(path.read_text())
         rows = suite["experiments"]
@@ -332,52 +284,49 @@ def cell(row: dict, folder: str) -> dict:
             "report": f"{folder}/{row['report']}" if isinstance(row.get("report"), str) else None}
 
 
-def _split(key: str) -> tuple[str, str, str]:
-    """(release, client, group protocol) of a column_key."""
-    release, *rest = key.split(" ")
-    return release, "java" if "java" in rest else "python", "consumer" if "consumer" in rest else "classic"
-
-
 def build_summary(keys: list[str], columns: dict, suite_args: list[str], wall: float,
-                  interrupted: bool = False) -> dict:
-    """`keys`: the columns in order (column_key: a release, or `<release> java`, `<release> consumer`...). A cell
-    of an experiment a column does not run (it takes no --client, or no --group-protocol) is not applicable:
-    neither a difference nor a failure."""
+                  interrupted: bool = False, absent: list[dict] | None = None) -> dict:
+    """`keys`: the columns in order (column_key: a release, or `<release> java`, `<release> consumer`,
+    `<release> streams`...). A cell of an experiment a column does not run (it takes no --client, no
+    --group-protocol or no --streams-protocol: `not_applicable_because` names the flag) is not applicable:
+    neither a difference nor a failure. `absent`: the columns left out because their release lacks the
+    protocol ({key, why}), said in the pages."""
+    from .matrix_columns import DIMENSIONS
     from .suite_runner import exit_code
     names: list[str] = []
     for k in keys:
         for row in (columns.get(k) or {}).get("rows", []):
             if isinstance(row, dict) and isinstance(row.get("experiment"), str) and row["experiment"] not in names:
                 names.append(row["experiment"])
-    takes_client = set(client_experiments([n for n in names if _known(n)]))
-    takes_protocol = set(protocol_experiments([n for n in names if _known(n)]))
+    takes = [set(takers([n for n in names if _known(n)])) for _, _, takers in DIMENSIONS]
     experiments = []
     for name in names:
-        cells, not_applicable = {}, []
+        cells, because = {}, {}
         for k in keys:
-            release, client, protocol = _split(k)
-            if (client != "python" and name not in takes_client) or (
-                    protocol != "classic" and name not in takes_protocol):
-                not_applicable.append(k)
+            release, *combo = _split(k)
+            flag = next((f for value, (f, default, _), who in zip(combo, DIMENSIONS, takes)
+                         if value != default and name not in who), None)
+            if flag:
+                because[k] = flag
                 continue
             row = next((x for x in (columns.get(k) or {}).get("rows", []) if x.get("experiment") == name), None)
-            cells[k] = cell(row, folder_of(release, client, protocol)) if row else None
+            cells[k] = cell(row, folder_of(release, *combo)) if row else None
         shown = {tuple((c or {}).get(f) for f in CELL_FIGURES) for c in cells.values()}
         experiments.append({"experiment": name, "cells": cells, "differs": len(shown) > 1,
-                            **({"not_applicable": not_applicable} if not_applicable else {})})
+                            **({"not_applicable": list(because), "not_applicable_because": because}
+                               if because else {})})
     every = [{"verdict": (c or {"verdict": "failed"})["verdict"]} for e in experiments for c in e["cells"].values()]
     every += [{"verdict": "failed"} for k in keys if k not in columns or not columns[k]["rows"]]
     every += [{"verdict": "interrupted"}] if interrupted else []
     cols = [{f: v for f, v in columns[k].items() if f != "rows"} if k in columns else
-            {"key": k, "release": _split(k)[0], "client": _split(k)[1], "group_protocol": _split(k)[2],
-             "exit_code": None, "suite": None,
-             "error": "not run (the matrix was interrupted)"}
+            {**_who(k), "exit_code": None, "suite": None, "error": "not run (the matrix was interrupted)"}
             for k in keys]
-    releases = list(dict.fromkeys(_split(k)[0] for k in keys))
-    clients = list(dict.fromkeys(_split(k)[1] for k in keys))
-    protocols = list(dict.fromkeys(_split(k)[2] for k in keys))
-    return {"schema_version": SCHEMA_VERSION, "releases": releases, "clients": clients,
-            "group_protocols": protocols, "keys": keys,
+    split = [_split(k) for k in keys]
+    return {"schema_version": SCHEMA_VERSION, "releases": list(dict.fromkeys(s[0] for s in split)),
+            "clients": list(dict.fromkeys(s[1] for s in split)),
+            "group_protocols": list(dict.fromkeys(s[2] for s in split)),
+            "streams_protocols": list(dict.fromkeys(s[3] for s in split)), "keys": keys,
+            "absent_columns": list(absent or []),
             "suite_args": suite_args, "columns": cols, "experiments": experiments, "wall_seconds": round(wall, 1),
             "exit_code": exit_code(every)}
 

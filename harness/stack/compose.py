@@ -295,3 +295,49 @@ def _down_command(variant: str, purge: bool) -> list[str]:
     SCRAM override: `down` removes the containers of the services the files name, and needs no password."""
     proxies = variant == "cluster" and (recorded_proxies() or proxy_container())
     return ["docker", "compose", "-p", PROJECT, *_files(variant, proxies), "down"] + (["-v"] if purge else [])
+
+
+# -- a rolling upgrade (harness/faults/upgrade.py): one broker container at a time on another release's image ----
+RECREATE_TIMEOUT_S = 180
+
+
+def upgrade_image(frm: str, to: str) -> str:
+    """The image of release `to` of the same kind as the one the cluster runs `frm` on: the official
+    apache/kafka, or the local build (harness-kafka, scripts/build-images.sh). One line when the cluster
+    runs an image of no known release (one the user named)."""
+    recorded = _recorded(state_dir()).get("images")
+    image = recorded.get("HARNESS_KAFKA_IMAGE") if isinstance(recorded, dict) else None
+    if not image:
+        return f"apache/kafka:{to}"
+    name, _, tag = str(image).rpartition(":")
+    if tag != frm or not name:
+        raise HarnessError(f"the compose cluster runs the image {str(image)[:100]}, not one tagged with Kafka {frm}: "
+                           f"the rolling upgrade cannot tell which image holds Kafka {to}")
+    return f"{name}:{to}"
+
+
+def recreate(service: str, image: str, release: str) -> str:
+    """Recreate one broker service's container on `image` (Kafka `release`), with the same named volume,
+    settings and network as `up` gave it (`up -d --no-deps --force-recreate SERVICE`: no other container is
+    touched); its container, stopped first by the caller. From then on this state folder's volumes hold
+    `release`'s data and stack.json names that image, so a later `up` starts every node on it."""
+    from ..core.safefile import PRIVATE, write_text
+    state = state_dir()
+    rec = _recorded(state)
+    variant = rec.get("variant") if rec.get("variant") in FILES else "single"
+    auth = recorded_auth(state)
+    proxies = recorded_proxies(state)
+    env = {**_env(state, release, auth), "HARNESS_KAFKA_IMAGE": image}
+    cmd = ["docker", "compose", "-p", PROJECT, *_files(variant, proxies, auth), "up", "-d", "--no-deps",
+           "--force-recreate", service]
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=RECREATE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise HarnessError(f"docker compose did not recreate {service} within {RECREATE_TIMEOUT_S} s") from None
+    if proc.returncode != 0:
+        raise HarnessError(f"docker compose could not recreate {service} on {image}", (proc.stdout + proc.stderr)[-2000:])
+    write_text(state / RELEASE_FILE, release + "\n", PRIVATE)
+    images = rec.get("images") if isinstance(rec.get("images"), dict) else {}
+    write_text(state / "stack.json", json.dumps({**rec, "images": {**images, "HARNESS_KAFKA_IMAGE": image}}) + "\n",
+               PRIVATE)
+    return f"container of {service} recreated on {image}"

@@ -69,7 +69,22 @@ class ComposeBrokers(ProxiedNodes):
         c.kill()
         return f"container {c.name}"
 
-    def start(self, node: int) -> str:
+    def stop(self, node: int) -> str | None:
+        """Ask the node's broker to shut down cleanly (SIGTERM to the container: a controlled shutdown hands
+        its leaderships over); `running` says when it has ended. None when it was not running."""
+        c = self.container(node)
+        c.reload()
+        if c.status != "running":
+            return None
+        c.kill(signal="SIGTERM")
+        return f"container {c.name}"
+
+    def start(self, node: int, release: str | None = None, image: str | None = None) -> str:
+        """Start the node's container again; with `release` and `image` (a rolling upgrade), recreate it on
+        that image with the same volume and settings (compose.recreate)."""
+        if release and image:
+            from .compose import recreate
+            return recreate(self.target(node), image, release)
         c = self.container(node)
         c.start()
         return f"container {c.name}"
@@ -94,6 +109,17 @@ class ComposeBrokers(ProxiedNodes):
         if not self.running(node) or not portcheck.answers(port, timeout=0.2):
             return False
         return health.node_answers("127.0.0.1", port, node, ",".join(f"127.0.0.1:{p}" for p in CLUSTER_KAFKA_PORTS))
+
+    def in_sync(self) -> bool:
+        """Every partition of the cluster (internal ones included) has all its replicas in sync again."""
+        return health.partitions_short_of_replicas(",".join(f"127.0.0.1:{p}" for p in CLUSTER_KAFKA_PORTS)) == 0
+
+    def has_image(self, image: str) -> bool:
+        try:
+            self.client.images.get(image)
+            return True
+        except Exception:  # noqa: BLE001 - not on the engine (or the engine cannot say): not there
+            return False
 
     def condition(self, node: int) -> str:
         try:

@@ -68,3 +68,24 @@ def test_ctrl_c_mid_matrix_writes_what_finished_exits_130_and_leaves_nothing(tmp
     m = json.loads((out / "matrix.json").read_text())
     assert m["exit_code"] == 130 and m["columns"][1]["error"].startswith("not run")
     assert not processes_of(home) and list((home / "matrix").iterdir()) == []
+
+
+@pytest.mark.slow          # a stack of its own and two eos-streams suites; the columns' choice is unit-tested
+def test_a_streams_protocol_column_runs_eos_streams_in_a_streams_group_and_judges_it(tmp_path):
+    home = searchable_dir("harness-matrix-streams-")
+    out = tmp_path / "m"
+    proc = harness("matrix", "--kafka-version", "4.4.0", "--experiments", "eos-streams,offset-after", "--messages",
+                   "20", "--crash-rate", "0.05", "--streams-protocol", "classic,streams", "--out", str(out),
+                   env=env_of(home), timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = json.loads((out / "matrix.json").read_text())
+    assert m["keys"] == ["4.4.0", "4.4.0 streams"] and m["streams_protocols"] == ["classic", "streams"]
+    by = {e["experiment"]: e for e in m["experiments"]}
+    assert by["offset-after"]["not_applicable_because"] == {"4.4.0 streams": "--streams-protocol"}
+    for key, protocol in (("4.4.0", None), ("4.4.0 streams", "streams")):
+        c = by["eos-streams"]["cells"][key]
+        d = json.loads((out / c["report"]).read_text())        # the cell is its run's report
+        assert d["params"]["streams_protocol"] == protocol and d["verdict"] == "as-predicted"
+        assert (c["read_committed_duplicates"], c["read_committed_lost"]) == (0, 0)
+    assert "n/a (takes no --streams-protocol)" in (out / "matrix.md").read_text()
+    assert not processes_of(home) and list((home / "matrix").iterdir()) == []

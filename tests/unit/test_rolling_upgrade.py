@@ -80,12 +80,16 @@ def test_it_is_a_declared_fault_that_runs_alone_among_the_broker_faults():
         RunParams("eos", faults=[SPEC, "broker-kill"]).validate()
 
 
-def test_only_a_local_cluster_on_the_from_release_takes_it():
+def test_only_a_cluster_the_harness_started_on_the_from_release_takes_it():
     f = RollingUpgrade("3.9.1", "4.4.0")
     with pytest.raises(HarnessError, match="the cluster runs Kafka 4.4.0, not from=3.9.1"):
         f.check_stack(Stack(kind="local", bootstrap_servers="x:1", postgres_dsn="", owned=True, brokers=3, kafka_version="4.4.0"))
-    with pytest.raises(HarnessError, match="local cluster"):
-        f.check_stack(Stack(kind="compose", bootstrap_servers="x:1", postgres_dsn="", owned=True, brokers=3, kafka_version="3.9.1"))
+    with pytest.raises(HarnessError, match=r"`harness up --stack compose --brokers 3 --kafka-version 3.9.1`"):
+        f.check_stack(Stack(kind="compose", bootstrap_servers="x:1", postgres_dsn="", owned=True, brokers=3,
+                            kafka_version="4.4.0"))
+    with pytest.raises(HarnessError, match="a cluster the harness started"):
+        f.check_stack(Stack(kind="external", bootstrap_servers="x:1", postgres_dsn="", owned=False, brokers=3,
+                            kafka_version="3.9.1"))
 
 
 def test_each_node_in_turn_stops_cleanly_restarts_on_the_new_release_and_is_waited_for_until_in_sync():

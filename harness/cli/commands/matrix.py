@@ -7,6 +7,7 @@ import click
 
 from ...core.errors import HarnessError
 from ...experiments.common_options import CLIENT, GROUP_PROTOCOL
+from ...experiments.kafka_streams import STREAMS_PROTOCOL
 from ...core.options import click_options
 from ...core.escape import term
 from .stack_options import print_folder, say
@@ -16,6 +17,7 @@ from .suite import SUITE_OPTIONS, check_common_options
 @click.command(epilog="\b\nExamples:\n  harness matrix --kafka-version 3.9.1,4.1.1,4.4.0 --group eos\n"
                "  harness matrix --kafka-version 3.9.1,4.4.0 --group eos --client python,java\n"
                "  harness matrix --kafka-version 4.4.0 --group core,eos --group-protocol classic,consumer\n"
+               "  harness matrix --kafka-version 4.1.1,4.4.0 --experiments eos-streams --streams-protocol classic,streams\n"
                "  harness matrix --kafka-version 4.1.1,4.4.0 --experiments zombie,eos --messages 300")
 @click.option("--kafka-version", "releases", default=None, metavar="R1,R2,...",
               help="The Kafka releases, comma-separated, each 3.9.0 or newer; one suite per release, in this order.")
@@ -33,10 +35,14 @@ from .suite import SUITE_OPTIONS, check_common_options
               help="The workers' consumer group protocols, a column each per release and client (default classic): "
                    "consumer adds a suite of the experiments that take --group-protocol, with KIP-848's consumer "
                    "protocol (no such column for a release before 4.0).")
+@click.option(STREAMS_PROTOCOL.flag, "streams_list", default=None, metavar="classic,streams",
+              help="Kafka Streams' group protocols, a column each per release (default classic): streams adds a "
+                   "suite of eos-streams with KIP-1071's streams groups (no such column for a release before 4.2).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Matrix folder (default reports/<id>-matrix/); each release's suite goes in <out>/<release>/.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the matrix folder on stdout (for CI).")
-def matrix(releases, experiment_list, group, parallel, client_list, protocol_list, out, quiet, **given):
+def matrix(releases, experiment_list, group, parallel, client_list, protocol_list, streams_list, out, quiet,
+           **given):
     """Run the same suite on several Kafka releases and compare them cell by cell.
 
     Each release gets a local stack of its own, in a state folder of its own
@@ -69,6 +75,10 @@ def matrix(releases, experiment_list, group, parallel, client_list, protocol_lis
     if "consumer" in protocols and not takers:
         raise HarnessError(f"--group-protocol consumer applies to {', '.join(matrix_mod.protocol_experiments(list(REGISTRY)))}"
                            "; none of the chosen experiments is one")
+    streams = matrix_mod.parse_streams_protocols(streams_list)
+    if "streams" in streams and not matrix_mod.streams_protocol_experiments(chosen):
+        raise HarnessError(f"--streams-protocol streams applies to {STREAMS_PROTOCOL.applies_to}; none of the chosen "
+                           "experiments is one")
     suite_mod.check_brokers(group, 1)
     if parallel is not None:
         from ...core.suite_schedule import parse_parallel
@@ -80,10 +90,8 @@ def matrix(releases, experiment_list, group, parallel, client_list, protocol_lis
     at_once = ["--parallel", str(parallel)] if parallel else []
     args = [*common, *(["--experiments", experiment_list] if experiment_list else []),
             *(["--group", group] if group else []), *at_once]
-    client_args = {"java": [*common, "--experiments", ",".join(java), CLIENT.flag, "java", *at_once],
-                   "consumer": [*common, "--experiments", ",".join(takers), GROUP_PROTOCOL.flag, "consumer", *at_once],
-                   "java consumer": [*common, "--experiments", ",".join(n for n in java if n in takers), CLIENT.flag,
-                                     "java", GROUP_PROTOCOL.flag, "consumer", *at_once]}
+    from ...run.matrix_columns import variant_args
+    client_args = variant_args(chosen, (clients, protocols, streams), common, at_once)
     folder = Path(out) if out else reports_dir() / f"{suite_mod.new_suite_id()}-matrix"
     if (folder / "matrix.json").exists():
         raise HarnessError(f"{folder} already holds a matrix; choose another --out")
@@ -91,7 +99,8 @@ def matrix(releases, experiment_list, group, parallel, client_list, protocol_lis
     refuse_overlap(folder, "--out" if out else "the reports folder")
     check_folder(folder, "the matrix folder", "choose an --out that only you can write")
     check_creatable(folder)
-    if any((folder / matrix_mod.folder_of(r, c, g)).exists() for r in names for c in clients for g in protocols):
+    if any((folder / matrix_mod.folder_of(*c)).exists()
+           for c in matrix_mod.plan(names, (clients, protocols, streams), client_args)[0]):
         raise HarnessError(f"{folder} already holds a folder of one of these releases; choose another --out")
     matrix_mod.check_homes(names)
     mark_suite_dir(folder)
@@ -101,7 +110,7 @@ def matrix(releases, experiment_list, group, parallel, client_list, protocol_lis
     summary, failure = None, None
     try:
         summary = matrix_mod.run_matrix(names, args, folder, log=log, clients=tuple(clients), client_args=client_args,
-                                        protocols=tuple(protocols))
+                                        protocols=tuple(protocols), streams=tuple(streams))
     except KeyboardInterrupt:
         pass
     except HarnessError as e:               # a purge that failed: said once the pages are written

@@ -10,6 +10,7 @@ import click
 from ...core.errors import HarnessError
 from ...core.options import click_options
 from ...experiments.common_options import CLIENT, GROUP_PROTOCOL
+from ...experiments.kafka_streams import STREAMS_PROTOCOL
 from ...run.params import COMMIT_EVERY, CRASH_RATE, MESSAGES, SEED
 from .stack_options import kafka_version_option, last_lines, print_folder, stack_options, with_stack
 
@@ -120,6 +121,9 @@ def _as_given_here(path: Path) -> Path:
 @click.option(GROUP_PROTOCOL.flag, "group_protocol", type=click.Choice(GROUP_PROTOCOL.choices), default=None,
               help="The workers' consumer group protocol, for the experiments that take --group-protocol (the eos "
                    "family, the offset experiments, dedupe); the others are not affected.")
+@click.option(STREAMS_PROTOCOL.flag, "streams_protocol", type=click.Choice(STREAMS_PROTOCOL.choices), default=None,
+              help="Kafka Streams' group protocol for eos-streams (streams: KIP-1071's streams groups, Kafka 4.2+); "
+                   "the others are not affected.")
 @click.option("--predict", "worksheet", default=None, type=click.Path(dir_okay=False), metavar="WORKSHEET.toml",
               help="Predict first: a filled-in worksheet (`harness worksheet` prints one), recorded in the suite "
                    "folder before the runs start; the reports show you / actual / close enough.")
@@ -127,8 +131,8 @@ def _as_given_here(path: Path) -> Path:
 @click.option("--quiet", "-q", is_flag=True, help="Only the suite folder on stdout (for CI).")
 @kafka_version_option
 @stack_options
-def suite(target, experiment_list, group, parallel, out, client, group_protocol, worksheet, keep_stack, quiet, stack_kind,
-          bootstrap_servers, postgres_dsn, **given):
+def suite(target, experiment_list, group, parallel, out, client, group_protocol, streams_protocol, worksheet, keep_stack,
+          quiet, stack_kind, bootstrap_servers, postgres_dsn, **given):
     """Run every experiment (or one --group) with one seed and compare them side by side.
 
     Writes <suite>/suite.json, suite.md and suite.html (one row per experiment,
@@ -186,14 +190,16 @@ def suite(target, experiment_list, group, parallel, out, client, group_protocol,
         if not client_experiments(names):
             raise HarnessError(f"--client applies to {CLIENT.applies_to}; none of this suite's experiments takes it")
         common += [CLIENT.flag, client]
-    if group_protocol and files is not None:
-        raise HarnessError("--group-protocol applies to the suite's own experiments; an experiment file names "
-                           "its own options")
-    if group_protocol and files is None:
-        from ...run.matrix_runner import protocol_experiments
-        if not protocol_experiments(names):
-            raise HarnessError("--group-protocol applies to none of this suite's experiments")
-        common += [GROUP_PROTOCOL.flag, group_protocol]
+    from ...run.matrix_columns import protocol_experiments, streams_protocol_experiments
+    for flag, value, takers in ((GROUP_PROTOCOL.flag, group_protocol, protocol_experiments),
+                                (STREAMS_PROTOCOL.flag, streams_protocol, streams_protocol_experiments)):
+        if value and files is not None:
+            raise HarnessError(f"{flag} applies to the suite's own experiments; an experiment file names "
+                               "its own options")
+        if value:
+            if not takers(names):
+                raise HarnessError(f"{flag} applies to none of this suite's experiments")
+            common += [flag, value]
     folder = Path(out) if out else reports_dir() / suite_mod.new_suite_id()
     if (folder / "suite.json").exists():
         raise HarnessError(f"{folder} already holds a suite; choose another --out")

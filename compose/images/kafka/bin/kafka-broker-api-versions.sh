@@ -1,2 +1,7 @@
 #!/bin/bash
-exec /opt/kafka/bin/kafka-run-class.sh org.apache.kafka.tools.BrokerApiVersionsCommand "$@"
+# Kafka 4.0 moved this tool from the core jar to the tools jar (org.apache.kafka.tools); the image holds
+# one release's jars, so the class is chosen by what they hold (as kafka-configs.sh does).
+if grep -qa 'org/apache/kafka/tools/BrokerApiVersionsCommand.class' /opt/kafka/libs/kafka-tools-*.jar 2>/dev/null; then
+  exec /opt/kafka/bin/kafka-run-class.sh org.apache.kafka.tools.BrokerApiVersionsCommand "$@"
+fi
+exec /opt/kafka/bin/kafka-run-class.sh kafka.admin.BrokerApiVersionsCommand "$@"

@@ -24,8 +24,13 @@ else
   echo "$out" | grep -v '^\s' | tail -n 5 || true
 fi
 
+# Kafka 3.x's wrapper writes log4j.properties, not log4j2.yaml: its broker logs (with the log4j2 jars the
+# image carries) by the image's own log4j2.yaml, so KAFKA_LOG4J_* levels apply on 4.x only.
+LOG_CONFIG=/opt/kafka/config/log4j2.yaml
+[ -f "$LOG_CONFIG" ] || LOG_CONFIG=/etc/kafka/docker/log4j2.yaml
+
 exec java ${KAFKA_HEAP_OPTS:--Xmx1G -Xms1G} \
   -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
   -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true \
-  -Dlog4j2.configurationFile=/opt/kafka/config/log4j2.yaml \
+  -Dlog4j2.configurationFile="$LOG_CONFIG" \
   ${KAFKA_OPTS:-} -cp '/opt/kafka/libs/*' kafka.Kafka /opt/kafka/config/server.properties
