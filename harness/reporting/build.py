@@ -249,7 +249,9 @@ def assemble(r, faults: list, reports_deliveries: bool, result, crashes: list, a
         expectations=[e.text() for e in pred.expectations],
         kafka_output=({iso: {"duplicates": pred.value(f"kafka.{iso}.duplicates"), "lost": pred.value(f"kafka.{iso}.lost")}
                        for iso in ("read_committed", "read_uncommitted")} if exp.stores.output else None),
-        ranges={k: rg for k in ("duplicates", "lost") if (rg := pred.range(prefix + k))} or None,
+        ranges={k: rg for k, m in (("duplicates", prefix + "duplicates"), ("lost", prefix + "lost"),
+                                   ("dedupe_hits", "ledger.dedupe_hits"), ("dead_lettered", "ledger.dead_lettered"))
+                if (rg := pred.range(m))} or None,
         evidence=pred.evidence or None, dead_lettered=pred.value("ledger.dead_lettered"),
         service=({"unpublished": pred.value("events.unpublished"), "orphaned": pred.value("events.orphaned"),
                   "event_duplicates": pred.value("events.duplicates"), "outbox_unsent": pred.value("outbox.unsent")}

@@ -85,3 +85,29 @@ def archived_records(crash_log, limit: int = DELIVERY_LIMIT) -> set:
     """The (partition, offset) of every record the crash log shows archived."""
     from ...runtime import crashlog
     return {po for c in crashlog.read(crash_log) for po in archived(c, limit).values()}
+
+
+def unseen_after(crashes: list, events: list, limit: int = DELIVERY_LIMIT) -> list:
+    """The payments a crash left to come again (held below the limit, not ACCEPTed-and-unapplied) that no
+    member was seen with at a later delivery: no acknowledgement event at that delivery count or above, no
+    later crash holding them. The broker counts a delivery when it hands records out, and a member's client
+    fetches ahead of what its worker has polled: a member that dies, or whose lock expires, with such records
+    in its buffer spends deliveries nobody lists, and a record can reach the limit and be archived unseen.
+    Whether such a payment ran its effect once more is unknown. Sorted ids."""
+    last, unapplied = {}, set()
+    for c in crashes:
+        unapplied.update(i for i in c.get("acked_unapplied") or () if isinstance(i, str))
+        held = c.get("held") if isinstance(c.get("held"), dict) else {}
+        for i, v in held.items():
+            if isinstance(v, (list, tuple)) and len(v) > 2 and isinstance(v[2], int) and \
+                    (i not in last or v[2] > last[i][2]):
+                last[i] = (v[0], v[1], v[2])
+    seen = {}
+    for e in events:
+        if e.get("event") in ("accepted", "rejected", "released"):
+            for r in e.get("records") or ():
+                if isinstance(r, (list, tuple)) and len(r) > 2 and isinstance(r[2], int):
+                    seen[(r[0], r[1])] = max(seen.get((r[0], r[1]), 0), r[2])
+    # settled: acknowledged at that delivery (by the member itself, before it died) or at a later one
+    return sorted(i for i, (part, off, n) in last.items()
+                  if n < limit and i not in unapplied and seen.get((part, off), 0) < n)
