@@ -91,8 +91,8 @@ def unseen_after(crashes: list, events: list, limit: int = DELIVERY_LIMIT) -> li
     """The payments a crash left to come again (held below the limit, not ACCEPTed-and-unapplied) that no
     member was seen with at a later delivery: no acknowledgement event at that delivery count or above, no
     later crash holding them. The broker counts a delivery when it hands records out, and a member's client
-    fetches ahead of what its worker has polled: a member that dies, or whose lock expires, with such records
-    in its buffer spends deliveries nobody lists, and a record can reach the limit and be archived unseen.
+    can hold records its worker has not polled yet: a member that dies, or whose lock expires, with such
+    records unpolled spends deliveries nobody lists, and a record can reach the limit and be archived unseen.
     Whether such a payment ran its effect once more is unknown. Sorted ids."""
     last, unapplied = {}, set()
     for c in crashes:

@@ -97,10 +97,10 @@ class ShareLedgerPredictor:
         if unseen:
             p.exact = False
             text = (f"{len(unseen)} payment(s) a crash left to come again were never seen at a later delivery "
-                    f"({', '.join(unseen[:5])}{', ...' if len(unseen) > 5 else ''}): a member's client fetches "
-                    f"ahead, so a member that died or lost its lock with them unpolled spent deliveries no crash "
-                    f"record lists, and the broker may have archived them at the limit; whether each ran its effect "
-                    f"once more is unknown, so the affected numbers are ranges")
+                    f"({', '.join(unseen[:5])}{', ...' if len(unseen) > 5 else ''}): a member that died or lost its "
+                    f"lock with them still unpolled in its client spends deliveries no crash record lists, and the "
+                    f"broker archives a record at the limit; whether each ran its effect once more is unknown, so "
+                    f"the affected numbers are ranges")
             p.note = f"{p.note}; {text}" if p.note else text
         if facts.exact and not unseen:
             if self.dedupe:
