@@ -47,6 +47,11 @@ def check_runs(flag: str, chosen: list, valid: tuple, repetitions: int, messages
         raise HarnessError(f"--messages must be between {least} and {MAX_MESSAGES:,}")
 
 
+def seconds(value) -> str:
+    """A measured duration for a progress line: `1.03 s`, or `unknown` when it was not measured (never None)."""
+    return "unknown" if value is None else f"{value} s"
+
+
 def spread(values: list[float]) -> dict:
     """median, min, max (and the raw values) of a list of measurements."""
     vals = [v for v in values if v is not None]

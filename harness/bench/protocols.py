@@ -37,7 +37,7 @@ from pathlib import Path
 
 from ..core.errors import HarnessError
 from ..stack.stack import Stack
-from .common import ChildRuns
+from .common import ChildRuns, seconds
 
 CELL_TIME_LIMIT_S = 900
 NO_HISTORY = "unknown: the workers keep no history of their polls"
@@ -179,8 +179,8 @@ def run_protocol_bench(stack: Stack, opts: ProtocolBenchOptions, folder: Path, b
                 log(f"bench protocols [{len(cells) + 1}/{total}] {row.name}, repetition {rep} ...")
                 cells.append(run_cell(stack, row, rep, opts, folder))
                 c = cells[-1]
-                log(f"  {c.get('verdict')}: restart median {c.get('restart_median_seconds')} s, group stall "
-                    f"median {c.get('stall_median_seconds')} s" + (f" ({c['error']})" if c.get("error") else ""))
+                log(f"  {c.get('verdict')}: restart median {seconds(c.get('restart_median_seconds'))}, group stall "
+                    f"median {seconds(c.get('stall_median_seconds'))}" + (f" ({c['error']})" if c.get("error") else ""))
     except KeyboardInterrupt:
         status = "interrupted"
         raise

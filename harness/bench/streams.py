@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..stack.stack import Stack
-from .common import ChildRuns
+from .common import ChildRuns, seconds
 from .streams_report import ALL_PHASES, write_all
 
 LEVERS = ("plain", "cds", "aot")
@@ -191,8 +191,9 @@ def run_streams_bench(stack: Stack, opts: StreamsBenchOptions, folder: Path, ben
                 log(f"bench streams [{len(cells) + 1}/{total}] --streams-jvm {lever}, repetition {rep} ...")
                 cells.append(run_cell(stack, lever, rep, opts, folder))
                 c = cells[-1]
-                log(f"  {c.get('verdict')}: restart median {c.get('restart_median_seconds')} s, "
-                    f"{c.get('cpu_seconds_per_crash')} CPU-s per crash")
+                cpu = c.get("cpu_seconds_per_crash")
+                log(f"  {c.get('verdict')}: restart median {seconds(c.get('restart_median_seconds'))}, "
+                    f"{'unknown' if cpu is None else cpu} CPU-s per crash")
     except KeyboardInterrupt:
         status = "interrupted"
         raise

@@ -54,3 +54,26 @@ def test_bad_options_are_refused_in_one_line(kw, says):
     with pytest.raises(HarnessError, match=says):
         protocols.ProtocolBenchOptions(**kw).validate()
     assert protocols.parse_rows(None) == list(protocols.ROW_NAMES) == ["classic", "consumer", "streams-classic", "streams"]
+
+
+def test_the_progress_lines_say_unknown_for_a_median_not_measured_never_none(monkeypatch, tmp_path):
+    """A Kafka Streams row has no group stall (its workers keep no history): the line printed after each run
+    said 'group stall median None s'."""
+    import harness.bench.protocols_report as report
+    import harness.stack.broker_version as broker_version
+    import harness.stack.environment as environment
+    monkeypatch.setattr(broker_version, "broker_settings", lambda *a, **k: {})
+    monkeypatch.setattr(environment, "describe", lambda stack: {})
+    monkeypatch.setattr(report, "write_all", lambda *a, **k: None)
+    monkeypatch.setattr(protocols, "run_cell", lambda stack, row, rep, opts, folder: {
+        "row": row.name, "verdict": "as-predicted", "restarts": [0.85], "stalls": [], "stall_source": "unknown",
+        "restart_median_seconds": 0.85, "stall_median_seconds": None})
+
+    class Stack:
+        bootstrap_servers = "127.0.0.1:1"
+    lines = []
+    opts = protocols.ProtocolBenchOptions(rows=["streams-classic"], repetitions=1)
+    protocols.run_protocol_bench(Stack(), opts, tmp_path, "b1", log=lines.append)
+    said = [x for x in lines if "restart median" in x]
+    assert said and all("None" not in x for x in said), lines
+    assert "restart median 0.85 s, group stall median unknown" in said[0]

@@ -226,11 +226,14 @@ def streams(levers_text, repetitions, messages, seed, keep_data, out, keep_stack
     if "aot" in levers and not aot_java():
         from ...core.errors import HarnessError
         raise HarnessError("--levers aot needs a JDK 25 or later installed (under /usr/lib/jvm or JAVA_HOME)")
+    from ...bench.common import seconds
     data, folder = _child_bench("bench-streams", opts, run_streams_bench, out,
                                 (stack_kind, bootstrap_servers, postgres_dsn, keep_stack), quiet)
     _finish(data, folder, [] if quiet else [
-        f"{s['lever']}: restart median {s['restart_median_seconds']} s (p90 {s['restart_p90_seconds']} s), "
-        f"{s['cpu_seconds_per_crash']} CPU-s per crash" for s in data["summary"]])
+        f"{s['lever']}: restart median {seconds(s['restart_median_seconds'])} "
+        f"(p90 {seconds(s['restart_p90_seconds'])}), "
+        f"{'unknown' if s['cpu_seconds_per_crash'] is None else s['cpu_seconds_per_crash']} CPU-s per crash"
+        for s in data["summary"]])
 
 
 @bench.command("protocols")
@@ -259,14 +262,15 @@ def protocols(rows_text, repetitions, messages, crash_rate, seed, keep_data, out
       harness bench protocols
       harness bench protocols --protocols streams-classic,streams --repetitions 5
     """
+    from ...bench.common import seconds
     from ...bench.protocols import ProtocolBenchOptions, parse_rows, run_protocol_bench
     opts = ProtocolBenchOptions(rows=parse_rows(rows_text), repetitions=repetitions, messages=messages,
                                 crash_rate=crash_rate, seed=SEED.default if seed is None else seed, keep_data=keep_data)
     data, folder = _child_bench("bench-protocols", opts, run_protocol_bench, out,
                                 (stack_kind, bootstrap_servers, postgres_dsn, keep_stack), quiet)
     _finish(data, folder, [] if quiet else [
-        f"{s['row']}: restart median {s['restart_median_seconds']} s, group stall median {s['stall_median_seconds']} "
-        f"s ({s['client_settings']})" for s in data["summary"]])
+        f"{s['row']}: restart median {seconds(s['restart_median_seconds'])}, group stall median "
+        f"{seconds(s['stall_median_seconds'])} ({s['client_settings']})" for s in data["summary"]])
 
 
 def _child_bench(name: str, opts, run, out, stack_args: tuple, quiet: bool):
