@@ -1,7 +1,7 @@
 """The figures of the docs' Numbers page, read from the reference reports so they cannot drift from them.
 
-`reports/reference/` keeps the outputs of `harness suite`, `harness bench`, `harness bench scale` and
-`harness bench streams` that the project stands behind (reports/reference/COMMANDS.md says how each was
+`reports/reference/` keeps the outputs of `harness suite`, `harness bench`, `harness bench scale`,
+`harness bench streams` and `harness bench protocols` that the project stands behind (reports/reference/COMMANDS.md says how each was
 made). The Numbers page's table is written from them at docs build time: each figure with its value, the
 machine and date the report records, the exact command that made it, and the file it comes from. A figure
 a report does not hold is `unknown`, never 0; a reference report missing or unreadable fails the build
@@ -156,7 +156,18 @@ def streams_figures(root: Path) -> list[Figure]:
             for s in d.get("summary") or []]
 
 
-READERS = (suite_figures, bench_figures, scale_figures, streams_figures)
+def protocols_figures(root: Path) -> list[Figure]:
+    d, src = _load(root, "bench-protocols/protocols.json")
+    env = d["environment"]
+    common = dict(machine=machine(env), date=date(d.get("bench_id")), command=_command(env), source=src)
+    return [Figure(f"group protocol `{s.get('row')}`: restart and group stall, median ({s.get('runs', UNKNOWN)} runs, "
+                   f"{s.get('restarts', UNKNOWN)} restarts)",
+                   f"restart {num(s.get('restart_median_seconds'), 's', 2)}; group stall "
+                   f"{num(s.get('stall_median_seconds'), 's', 2)} ({s.get('client_settings') or UNKNOWN})", **common)
+            for s in d.get("summary") or []]
+
+
+READERS = (suite_figures, bench_figures, scale_figures, streams_figures, protocols_figures)
 
 
 def figures(root: Path = REFERENCE) -> list[Figure]:

@@ -17,7 +17,8 @@ from harness.cli import docs_numbers
 from harness.cli import docs_pages
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = {"suite/suite.json", "bench/bench.json", "bench-scale/scale.json", "bench-streams/streams.json"}
+FILES = {"suite/suite.json", "bench/bench.json", "bench-scale/scale.json", "bench-streams/streams.json",
+         "bench-protocols/protocols.json"}
 
 
 def test_every_figure_comes_from_a_reference_report_and_names_its_command():
@@ -77,6 +78,10 @@ def made(tmp_path: Path) -> Path:
             "bench_id": "20250105T000000-bench-streams", "environment": env(command_line="harness bench streams"),
             "summary": [{"lever": "cds", "restarts": 30, "restart_median_seconds": 0.123, "restart_p90_seconds": None,
                          "jvm_cpu_median": 0.45, "jvm": {"release": "21.0.1"}}]},
+        "bench-protocols/protocols.json": {
+            "bench_id": "20250106T000000-bench-protocols", "environment": env(command_line="harness bench protocols"),
+            "summary": [{"row": "streams", "runs": 2, "restarts": 9, "restart_median_seconds": 5.061,
+                         "stall_median_seconds": None, "client_settings": "Kafka Streams: group.protocol=streams"}]},
     }
     for rel, data in reports.items():
         (ref / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -103,6 +108,9 @@ def test_the_figures_are_what_the_reports_say(tmp_path):
     lever = next(f for n, f in by.items() if "lever `cds`" in n)
     assert "Java 21.0.1" in lever.figure and lever.value == "median 0.123 s (p90 unknown); 0.45 CPU-s per JVM start"
     assert lever.command == "harness bench streams"
+    row = next(f for n, f in by.items() if "group protocol `streams`" in n)
+    assert "2 runs, 9 restarts" in row.figure and row.date == "2025-01-06"
+    assert row.value == "restart 5.06 s; group stall unknown (Kafka Streams: group.protocol=streams)"
 
 
 @pytest.mark.parametrize("broken", ["missing", "not json", "no environment"])
