@@ -116,6 +116,7 @@ def _config_command(stack, folder, settings: dict, *args):
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow          # 36 s; the default run keeps test_kafka_users' local user refused at the controller listener
 def test_the_controller_listener_refuses_a_client_without_the_controller_password(scram_stack, tmp_path):
     """Case 8 of issue 53: anyone on the machine could change a cluster-wide broker setting through the
     controller listener with `bootstrap.controllers`; now it takes the controller user's PLAIN login."""

@@ -229,6 +229,7 @@ def test_eos_dedupe_with_broker_kills_is_exact_in_kafka_and_postgres(cluster, tm
         (struck < 2), whole(d)
 
 
+@pytest.mark.slow          # 33 s; the default run keeps eos, eos-dedupe and group members under broker kills
 def test_producer_with_and_without_idempotence_under_paused_brokers(cluster, tmp_path):
     on = run_exp(cluster, tmp_path / "on", "producer", "--messages", "600", "--idempotence", "on",
                  "--fault", "broker-pause")

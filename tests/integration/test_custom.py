@@ -314,6 +314,7 @@ def test_consumers_die_with_a_sigkilled_harness(stack, tmp_path):
     assert not pids_where(lambda c: str(script) in c), "a consumer outlived the SIGKILLed harness"
 
 
+@pytest.mark.slow          # 31 s; the default run keeps test_leftovers.py's setsid and double-fork children
 def test_children_a_consumer_forks_do_not_outlive_it(stack, tmp_path):
     """A consumer that starts a helper ignoring SIGTERM (a shell wrapper, a sidecar): every attempt's helper
     is gone after the run, whether its consumer was SIGKILLed by a fault or stopped at the end."""

@@ -88,6 +88,7 @@ def test_a_versioned_write_keeps_every_balance_exact(stack, tmp_path):
     assert count(stack, "select sum(stale_updates) from {}", d["stack"]["accounts_table"]) == 20
 
 
+@pytest.mark.slow          # 26 s; the default run keeps the mistakes' own runs and test_experiment_files' suite groups
 def test_suite_group_runs_the_mistakes_only(stack, tmp_path):
     out = tmp_path / "suite"
     proc = harness("suite", "--group", "mistakes", "--messages", "30", "--parallel", "2", "--quiet", "--out",
